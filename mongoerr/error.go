@@ -1,0 +1,103 @@
+// Package mongoerr defines the typed error every validation failure in
+// Hourglass carries: a MongoDB error code, its codeName, and a message that
+// names the field and the rule that was broken.
+//
+// The api package maps an *Error to an HTTP status in one place; the packages
+// below it (timeseries, ttl, partialfilter) only build them. The package is
+// pure: no I/O, no dependencies beyond the standard library.
+package mongoerr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a MongoDB error code. The values are MongoDB's and never change.
+type Code int
+
+// The MongoDB codes Hourglass uses. Values are fixed by MongoDB.
+const (
+	InternalError         Code = 1
+	BadValue              Code = 2
+	FailedToParse         Code = 9
+	TypeMismatch          Code = 14
+	InvalidLength         Code = 16
+	NamespaceNotFound     Code = 26
+	IndexNotFound         Code = 27
+	IllegalOperation      Code = 20
+	NamespaceExists       Code = 48
+	CannotCreateIndex     Code = 67
+	InvalidOptions        Code = 72
+	InvalidNamespace      Code = 73
+	IndexOptionsConflict  Code = 85
+	IndexKeySpecsConflict Code = 86
+	ExceededMemoryLimit   Code = 146
+	BSONObjectTooLarge    Code = 10334
+)
+
+var names = map[Code]string{
+	InternalError:         "InternalError",
+	BadValue:              "BadValue",
+	FailedToParse:         "FailedToParse",
+	TypeMismatch:          "TypeMismatch",
+	InvalidLength:         "InvalidLength",
+	NamespaceNotFound:     "NamespaceNotFound",
+	IndexNotFound:         "IndexNotFound",
+	IllegalOperation:      "IllegalOperation",
+	NamespaceExists:       "NamespaceExists",
+	CannotCreateIndex:     "CannotCreateIndex",
+	InvalidOptions:        "InvalidOptions",
+	InvalidNamespace:      "InvalidNamespace",
+	IndexOptionsConflict:  "IndexOptionsConflict",
+	IndexKeySpecsConflict: "IndexKeySpecsConflict",
+	ExceededMemoryLimit:   "ExceededMemoryLimit",
+	BSONObjectTooLarge:    "BSONObjectTooLarge",
+}
+
+// Name returns MongoDB's codeName for c, or "Location<code>" for a code
+// without a name, as MongoDB does.
+func (c Code) Name() string {
+	if n, ok := names[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("Location%d", int(c))
+}
+
+// Error is a validation or state error with a MongoDB code. Its message is
+// meant for the user: it names the offending field and the rule.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Message }
+
+// CodeName is MongoDB's name for e.Code.
+func (e *Error) CodeName() string { return e.Code.Name() }
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, mongoerr.New(mongoerr.BadValue, "")) matches by code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// New returns an *Error with code c and a message formatted from format and
+// args.
+func New(c Code, format string, args ...any) *Error {
+	if len(args) == 0 {
+		return &Error{Code: c, Message: format}
+	}
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or 0 if there is
+// none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
