@@ -262,9 +262,11 @@ func compareObjects(a, b map[string]any) int {
 }
 
 // maxValueDepth bounds the nesting of arrays and sub-documents FromExtJSON
-// accepts. encoding/json stops at 10000; 200 is far beyond any real
-// document and keeps recursive comparisons shallow.
-const maxValueDepth = 200
+// accepts. A filter nested MaxDepth deep takes two value levels per filter
+// level ({"$and": [{...}]}); twice that again leaves room for literals, while
+// keeping recursive comparisons far from the stack limit (encoding/json
+// alone would allow 10000).
+const maxValueDepth = 4 * MaxDepth
 
 // FromExtJSON converts a value decoded by encoding/json (with or without
 // UseNumber) into the value set of this package, resolving MongoDB Extended
