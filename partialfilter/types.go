@@ -1,9 +1,6 @@
 package partialfilter
 
-import (
-	"math"
-	"time"
-)
+import "math"
 
 // typeCode is a BSON type number as $type takes it. typeNumber is MongoDB's
 // "number" alias for every numeric type.
@@ -86,7 +83,6 @@ func hasType(v any, t typeCode) bool {
 	case rankBool:
 		return t == typeBool
 	case rankDate:
-		_ = v.(time.Time)
 		return t == typeDate
 	case rankRegex:
 		return t == typeRegex
