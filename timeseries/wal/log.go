@@ -629,7 +629,8 @@ func replaySegment(dir string, s segmentInfo, fn func(pos Pos, rec []byte) error
 	}
 }
 
-// Close waits for pending appends, syncs and closes the active segment.
+// Close waits for pending appends, flushes, syncs (unless NoSync) and
+// closes the active segment.
 // Later calls on the Log return ErrClosed; Close itself is idempotent and
 // returns nil after the first call.
 func (l *Log) Close() error {
@@ -652,8 +653,8 @@ func (l *Log) Close() error {
 		if !failed {
 			if ferr := l.w.Flush(); ferr != nil {
 				err = fmt.Errorf("wal: flush segment %d: %w", l.fileSeg, ferr)
-			} else if serr := fdatasync(l.f); serr != nil {
-				err = serr
+			} else if !l.opts.NoSync {
+				err = fdatasync(l.f)
 			}
 		}
 		if cerr := l.f.Close(); err == nil && cerr != nil {
@@ -666,4 +667,3 @@ func (l *Log) Close() error {
 	}
 	return err
 }
-

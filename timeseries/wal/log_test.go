@@ -107,15 +107,23 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // idRecord returns a record that carries id and can be checked for
-// integrity: 8-byte id, then bytes derived from it.
+// integrity: the 8-byte id, then size bytes derived from it, half of them
+// compressible.
 func idRecord(id uint64, size int) []byte {
-	b := make([]byte, 8+size)
+	b := make([]byte, 8+size+8)
 	binary.LittleEndian.PutUint64(b, id)
-	rng := rand.New(rand.NewPCG(id, 7))
-	for i := 8; i < len(b); i++ {
-		b[i] = "abcdefgh,=0123456789 "[rng.IntN(21)]
+	x := id*0x9e3779b97f4a7c15 + 1
+	for i := 8; i < len(b)-8; i += 8 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		v := x
+		if i&8 == 0 {
+			v = uint64(i)
+		}
+		binary.LittleEndian.PutUint64(b[i:], v)
 	}
-	return b
+	return b[:8+size]
 }
 
 func checkIDRecord(rec []byte) (uint64, bool) {

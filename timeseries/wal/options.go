@@ -69,7 +69,7 @@ type Options struct {
 
 	// NoSync skips fdatasync after writes. For tests and benchmarks only:
 	// Append then returns once the data is in the OS page cache, and a
-	// machine crash may lose acknowledged records. Close still syncs.
+	// machine crash may lose acknowledged records. Recovery is unchanged.
 	NoSync bool
 
 	// Compression is how records are stored. Default CompressionS2.
