@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// IngestConfig describes an in-process ingest run: the workload written
+// through timeseries.DB.Insert by Workers goroutines in batches of
+// BatchRows rows, durable (every batch is fsynced before it is
+// acknowledged) unless NoSync.
+type IngestConfig struct {
+	Workload  Workload
+	Dir       string // data directory; must be empty or missing
+	Workers   int    // 0 = 2, as the peers harness loads
+	BatchRows int    // 0 = 5000, as the peers harness loads
+	NoSync    bool
+	// Progress, if set, is called about once a second with the rows
+	// written so far.
+	Progress func(rows int, elapsed time.Duration)
+}
+
+// IngestResult reports an ingest run.
+type IngestResult struct {
+	Rows, Points int
+	Elapsed      time.Duration // first insert to last acknowledgement
+	FlushElapsed time.Duration // checkpoint and compaction after the load
+	DiskBytes    int64         // allocated bytes of the data directory after the flush
+}
+
+// PointsPerSecond is the ingest rate.
+func (r IngestResult) PointsPerSecond() float64 { return float64(r.Points) / r.Elapsed.Seconds() }
+
+// BytesPerPoint is the settled size on disk per point, everything included.
+func (r IngestResult) BytesPerPoint() float64 { return float64(r.DiskBytes) / float64(r.Points) }
+
+// Collection is the name of the collection the benchmarks write.
+const Collection = "cpu"
+
+// Ingest generates the workload in memory, then writes it into a fresh DB in
+// cfg.Dir and flushes it, timing both. The DB is closed on return.
+func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
+	w := cfg.Workload
+	w.EnsureDefaults()
+	if err := w.Validate(); err != nil {
+		return IngestResult{}, err
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.BatchRows <= 0 {
+		cfg.BatchRows = 5000
+	}
+	g := w.NewGenerator()
+	rows := make([]Row, 0, w.Rows())
+	var r Row
+	for g.Next(&r) {
+		rows = append(rows, r)
+	}
+	metas, err := hostMetas(g.Hosts())
+	if err != nil {
+		return IngestResult{}, err
+	}
+	db, err := timeseries.Open(timeseries.Options{Dir: cfg.Dir, NoSync: cfg.NoSync})
+	if err != nil {
+		return IngestResult{}, err
+	}
+	defer db.Close()
+	if _, err := db.CreateCollection(ctx, Collection, timeseries.CollectionOptions{
+		TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "time", MetaField: "tags"}}); err != nil {
+		return IngestResult{}, err
+	}
+
+	res := IngestResult{Rows: len(rows), Points: len(rows) * NumFields}
+	batches := make(chan []Row, cfg.Workers)
+	errs := make(chan error, cfg.Workers)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	start := time.Now()
+	lastReport := start
+	for i := 0; i < cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ms := make([]timeseries.Measurement, cfg.BatchRows)
+			fields := make([]timeseries.Field, cfg.BatchRows*NumFields)
+			for batch := range batches {
+				ms = ms[:len(batch)]
+				for j := range batch {
+					row := &batch[j]
+					fs := fields[j*NumFields : (j+1)*NumFields : (j+1)*NumFields]
+					for k := range fs {
+						fs[k].Name = FieldNames[k]
+						if w.Values == ValuesFloat {
+							fs[k].Value = timeseries.Float(row.Floats[k])
+						} else {
+							fs[k].Value = timeseries.Int(row.Ints[k])
+						}
+					}
+					ms[j] = timeseries.Measurement{Time: row.Time, Meta: metas[row.Host], Fields: fs}
+				}
+				ir, err := db.Insert(ctx, Collection, ms, timeseries.InsertOptions{})
+				if err == nil && ir.Inserted != len(ms) {
+					err = fmt.Errorf("bench: %d of %d measurements refused: %v", len(ms)-ir.Inserted, len(ms), ir.Errors[0].Err)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				done += len(batch)
+				if cfg.Progress != nil && time.Since(lastReport) >= time.Second {
+					lastReport = time.Now()
+					cfg.Progress(done, lastReport.Sub(start))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := 0; i < len(rows); i += cfg.BatchRows {
+		select {
+		case batches <- rows[i:min(i+cfg.BatchRows, len(rows))]:
+		case err := <-errs:
+			close(batches)
+			wg.Wait()
+			return res, err
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(batches)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return res, err
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	t := time.Now()
+	if err := db.Flush(); err != nil {
+		return res, err
+	}
+	res.FlushElapsed = time.Since(t)
+	if err := db.Close(); err != nil {
+		return res, err
+	}
+	res.DiskBytes, err = DiskUsage(cfg.Dir)
+	return res, err
+}
+
+// hostMetas returns each host's meta value, the line-protocol tags as
+// the InfluxDB endpoints store them, in canonical form.
+func hostMetas(hosts []Host) ([]timeseries.MetaKey, error) {
+	out := make([]timeseries.MetaKey, len(hosts))
+	for i, h := range hosts {
+		tags := map[string]any{"_measurement": Measurement}
+		for _, kv := range h.Tags {
+			tags[kv[0]] = kv[1]
+		}
+		k, err := timeseries.CanonicalMeta(tags)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = timeseries.MetaKey(k)
+	}
+	return out, nil
+}
+
+// DiskUsage returns the bytes allocated on disk by the files under dir, as
+// `du -sB1` counts them.
+func DiskUsage(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		} else {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total, err
+}

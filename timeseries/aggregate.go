@@ -1,0 +1,329 @@
+package timeseries
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// AggFunc is a windowed aggregate function.
+type AggFunc string
+
+// The aggregate functions.
+const (
+	AggCount AggFunc = "count"
+	AggSum   AggFunc = "sum"
+	AggAvg   AggFunc = "avg"
+	AggMin   AggFunc = "min"
+	AggMax   AggFunc = "max"
+	AggFirst AggFunc = "first"
+	AggLast  AggFunc = "last"
+)
+
+// AllAggFuncs lists every aggregate function in output order.
+var AllAggFuncs = []AggFunc{AggCount, AggSum, AggAvg, AggMin, AggMax, AggFirst, AggLast}
+
+// MaxAggregateCells bounds the (group, window) cells one aggregate may hold,
+// so that a query with a tiny window over a long range cannot exhaust
+// memory.
+const MaxAggregateCells = 1 << 20
+
+// AggregateOptions describe a windowed aggregate.
+type AggregateOptions struct {
+	// Filter selects measurements; nil matches all.
+	Filter *partialfilter.Filter
+	// Window is the width of the time windows. Required.
+	Window time.Duration
+	// Origin aligns windows: they start at Origin + k*Window. Zero: the
+	// epoch.
+	Origin time.Time
+	// GroupBy is a path into the meta value ("" groups by the whole meta
+	// value, "sensor.region" by that sub-field). Ignored when Ungrouped.
+	GroupBy string
+	// Ungrouped aggregates all series together.
+	Ungrouped bool
+	// Fields are the numeric fields to aggregate; nil: every field the
+	// collection holds as numbers.
+	Fields []string
+	// Funcs are the functions to compute for every field; nil: all.
+	Funcs []AggFunc
+	// Allocator allocates the records' memory; nil means the Go allocator.
+	Allocator memory.Allocator
+}
+
+type aggCell struct {
+	count            int64
+	sum              float64
+	min, max         float64
+	firstT, lastT    int64
+	first, last      float64
+	firstSet, hasMin bool
+}
+
+func (a *aggCell) add(t int64, v float64) {
+	if a.count == 0 || t < a.firstT {
+		a.firstT, a.first = t, v
+	}
+	if a.count == 0 || t >= a.lastT {
+		a.lastT, a.last = t, v
+	}
+	a.count++
+	a.sum += v
+	if !math.IsNaN(v) {
+		if !a.hasMin || v < a.min {
+			a.min = v
+		}
+		if !a.hasMin || v > a.max {
+			a.max = v
+		}
+		a.hasMin = true
+	}
+}
+
+type aggKey struct {
+	group  string
+	window int64
+}
+
+// Aggregate computes windowed aggregates over a time-series collection. The
+// result is one row per (group, window) that holds data, sorted by group and
+// then window start: the window start in the time column, the group value
+// (Extended JSON text) in the meta column, then <field>_<func> columns.
+// count columns are int64, the others float64.
+func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions) (arrow.Record, error) {
+	if opts.Window <= 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "'window' must be a positive duration; got %v", opts.Window)
+	}
+	funcs := opts.Funcs
+	if funcs == nil {
+		funcs = AllAggFuncs
+	}
+	for _, f := range funcs {
+		ok := false
+		for _, g := range AllAggFuncs {
+			ok = ok || f == g
+		}
+		if !ok {
+			return nil, mongoerr.New(mongoerr.BadValue, "unknown aggregate function %q; want one of count, sum, avg, min, max, first, last", string(f))
+		}
+	}
+	c, err := db.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	ts := c.opts.TimeSeries
+	types := make(map[string]typeSet, len(c.fieldTypes))
+	for f, t := range c.fieldTypes {
+		types[f] = t
+	}
+	db.mu.RUnlock()
+	if ts == nil {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	}
+	fields := opts.Fields
+	if fields == nil {
+		for f, t := range types {
+			if t&^(1<<KindInt|1<<KindFloat) == 0 {
+				fields = append(fields, f)
+			}
+		}
+		sort.Strings(fields)
+	}
+	for _, f := range fields {
+		if t := types[f]; t&^(1<<KindInt|1<<KindFloat) != 0 {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
+		}
+	}
+	if opts.GroupBy != "" && ts.MetaField != "" && opts.GroupBy != ts.MetaField && !strings.HasPrefix(opts.GroupBy, ts.MetaField+".") {
+		return nil, mongoerr.New(mongoerr.BadValue, "'groupBy' must be the metaField %q or a path inside it; got %q", ts.MetaField, opts.GroupBy)
+	}
+	cur, err := db.Find(ctx, name, FindOptions{Filter: opts.Filter, Fields: fields, OmitMeta: true, OmitTime: true, BatchRows: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close()
+
+	width := int64(opts.Window)
+	origin := int64(0)
+	if !opts.Origin.IsZero() {
+		origin = opts.Origin.UnixNano()
+	}
+	cells := make(map[aggKey][]aggCell)
+	groupKey := map[uint64]string{}
+	fieldIdx := map[string]int{}
+	for i, f := range fields {
+		fieldIdx[f] = i
+	}
+	// Walk the rows series by series without building records.
+	for {
+		sc, rc, err := cur.nextRow()
+		if err != nil {
+			return nil, err
+		}
+		if rc == nil {
+			break
+		}
+		if cur.plan.residual != nil && !cur.plan.residual.Match(cur.rowDoc(sc.s, rc)) {
+			if err := cur.advance(sc); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		g, ok := groupKey[sc.s.id]
+		if !ok {
+			g = groupOf(sc.s.meta, ts.MetaField, opts)
+			groupKey[sc.s.id] = g
+		}
+		t := rc.time()
+		k := aggKey{group: g, window: floorDiv(t-origin, width) + origin}
+		row := cells[k]
+		if row == nil {
+			if len(cells) >= MaxAggregateCells {
+				return nil, mongoerr.New(mongoerr.ExceededMemoryLimit,
+					"aggregate needs more than %d (group, window) cells; use a larger window or a narrower time range", MaxAggregateCells)
+			}
+			row = make([]aggCell, len(fields))
+			cells[k] = row
+		}
+		for i := range rc.cols.Fields {
+			col := &rc.cols.Fields[i]
+			fi, ok := fieldIdx[col.Name]
+			if !ok || !col.IsPresent(rc.i) {
+				continue
+			}
+			switch col.Type {
+			case KindFloat:
+				row[fi].add(t, col.Floats[rc.i])
+			case KindInt:
+				row[fi].add(t, float64(col.Ints[rc.i]))
+			}
+		}
+		if err := cur.advance(sc); err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return buildAggRecord(opts.Allocator, ts, fields, funcs, cells, opts.Ungrouped), nil
+}
+
+// groupOf returns the group key (canonical JSON) of a series.
+func groupOf(meta any, metaField string, opts AggregateOptions) string {
+	if opts.Ungrouped {
+		return ""
+	}
+	v := meta
+	if opts.GroupBy != "" && opts.GroupBy != metaField {
+		for _, part := range strings.Split(strings.TrimPrefix(opts.GroupBy, metaField+"."), ".") {
+			m, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = m[part]
+		}
+	}
+	s, err := CanonicalMeta(v)
+	if err != nil {
+		return "null"
+	}
+	return s
+}
+
+func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string, funcs []AggFunc, cells map[aggKey][]aggCell, ungrouped bool) arrow.Record {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	fs := []arrow.Field{{Name: ts.TimeField, Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}}}
+	groupName := ts.MetaField
+	if groupName == "" {
+		groupName = "group"
+	}
+	if !ungrouped {
+		fs = append(fs, arrow.Field{Name: groupName, Type: arrow.BinaryTypes.String, Nullable: true,
+			Metadata: arrow.NewMetadata([]string{MetaColumnMetadataKey}, []string{"json"})})
+	}
+	for _, f := range fields {
+		for _, fn := range funcs {
+			typ := arrow.DataType(arrow.PrimitiveTypes.Float64)
+			if fn == AggCount {
+				typ = arrow.PrimitiveTypes.Int64
+			}
+			fs = append(fs, arrow.Field{Name: fmt.Sprintf("%s_%s", f, fn), Type: typ, Nullable: true})
+		}
+	}
+	schema := arrow.NewSchema(fs, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	keys := make([]aggKey, 0, len(cells))
+	for k := range cells {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].group != keys[j].group {
+			return keys[i].group < keys[j].group
+		}
+		return keys[i].window < keys[j].window
+	})
+	for _, k := range keys {
+		col := 0
+		b.Field(col).(*array.TimestampBuilder).Append(arrow.Timestamp(k.window))
+		col++
+		if !ungrouped {
+			b.Field(col).(*array.StringBuilder).Append(k.group)
+			col++
+		}
+		for _, cell := range cells[k] {
+			for _, fn := range funcs {
+				fb := b.Field(col)
+				col++
+				if fn == AggCount {
+					fb.(*array.Int64Builder).Append(cell.count)
+					continue
+				}
+				if cell.count == 0 {
+					fb.AppendNull()
+					continue
+				}
+				var v float64
+				switch fn {
+				case AggSum:
+					v = cell.sum
+				case AggAvg:
+					v = cell.sum / float64(cell.count)
+				case AggMin:
+					v = cell.min
+					if !cell.hasMin {
+						v = math.NaN()
+					}
+				case AggMax:
+					v = cell.max
+					if !cell.hasMin {
+						v = math.NaN()
+					}
+				case AggFirst:
+					v = cell.first
+				case AggLast:
+					v = cell.last
+				}
+				fb.(*array.Float64Builder).Append(v)
+			}
+		}
+	}
+	return b.NewRecord()
+}
+
+var _ = bucket.TypeFloat

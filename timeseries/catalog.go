@@ -1,0 +1,121 @@
+package timeseries
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// IndexKey is one field of an index key pattern, in order.
+type IndexKey struct {
+	Field     string `json:"field"`
+	Direction int    `json:"direction"`
+}
+
+// IndexSpec is an index definition as stored in the catalog. The TTL rules
+// that apply to it live in package ttl.
+type IndexSpec struct {
+	Name                    string         `json:"name"`
+	Key                     []IndexKey     `json:"key"`
+	ExpireAfterSeconds      *int64         `json:"expireAfterSeconds,omitempty"`
+	PartialFilterExpression map[string]any `json:"partialFilterExpression,omitempty"`
+}
+
+// collectionRecord is the catalog entry of a collection in Pebble (JSON).
+type collectionRecord struct {
+	ID         uint32              `json:"id"`
+	Name       string              `json:"name"`
+	Options    CollectionOptions   `json:"options"`
+	Indexes    []IndexSpec         `json:"indexes,omitempty"`
+	FieldTypes map[string][]string `json:"fieldTypes,omitempty"`
+	MaxSpan    int64               `json:"maxSpan"`
+	Created    time.Time           `json:"created"`
+	// Count and Buckets are as of the last checkpoint.
+	Count   int64 `json:"count"`
+	Buckets int64 `json:"buckets"`
+}
+
+// CollectionInfo describes a collection.
+type CollectionInfo struct {
+	Name    string            `json:"name"`
+	Options CollectionOptions `json:"options"`
+	Indexes []IndexSpec       `json:"indexes,omitempty"`
+	// Count is the number of measurements stored, including expired ones
+	// not yet removed.
+	Count int64 `json:"count"`
+	// Buckets counts open and sealed buckets.
+	Buckets int64 `json:"buckets"`
+	// StorageBytes estimates the bytes on disk of the collection's data.
+	StorageBytes int64 `json:"storageBytes"`
+	// Fields maps each measurement field to the value types it was seen
+	// with.
+	Fields map[string][]string `json:"fields,omitempty"`
+	// MinTime and MaxTime bound the measurement times of the collection;
+	// zero when empty. They are exact for data in memory and come from
+	// bucket control blocks for data on disk.
+	Created time.Time `json:"created"`
+}
+
+var kindNames = map[Kind]string{KindFloat: "double", KindInt: "long", KindString: "string", KindBool: "bool", KindDate: "date"}
+
+func kindByName(s string) (Kind, bool) {
+	for k, n := range kindNames {
+		if n == s {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func (c *collection) record() ([]byte, error) {
+	r := collectionRecord{ID: c.id, Name: c.name, Options: c.opts, Indexes: c.indexes, MaxSpan: c.maxSpan,
+		Created: c.created, Count: c.ckptCount, Buckets: c.ckptBuckets}
+	if len(c.fieldTypes) > 0 {
+		r.FieldTypes = make(map[string][]string, len(c.fieldTypes))
+		for f, ts := range c.fieldTypes {
+			for _, t := range ts.types() {
+				r.FieldTypes[f] = append(r.FieldTypes[f], kindNames[t])
+			}
+		}
+	}
+	return json.Marshal(r)
+}
+
+func decodeCollectionRecord(b []byte) (*collectionRecord, error) {
+	var r collectionRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%w: catalog record: %v", ErrCorrupt, err)
+	}
+	return &r, nil
+}
+
+func (r *collectionRecord) toCollection() (*collection, error) {
+	c := &collection{
+		id: r.ID, name: r.Name, opts: r.Options, indexes: r.Indexes, maxSpan: r.MaxSpan,
+		series: make(map[string]*series), seriesByID: make(map[uint64]*series),
+		fieldTypes: make(map[string]typeSet, len(r.FieldTypes)),
+		created:    r.Created, count: r.Count, buckets: r.Buckets, ckptCount: r.Count, ckptBuckets: r.Buckets,
+	}
+	for f, names := range r.FieldTypes {
+		for _, n := range names {
+			k, ok := kindByName(n)
+			if !ok {
+				return nil, fmt.Errorf("%w: collection %q: field %q has unknown type %q", ErrCorrupt, r.Name, f, n)
+			}
+			c.fieldTypes[f] |= 1 << k
+		}
+	}
+	return c, nil
+}
+
+func fieldTypeNames(m map[string]typeSet) map[string][]string {
+	out := make(map[string][]string, len(m))
+	for f, ts := range m {
+		for _, t := range ts.types() {
+			out[f] = append(out[f], kindNames[t])
+		}
+		sort.Strings(out[f])
+	}
+	return out
+}

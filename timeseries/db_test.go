@@ -1,0 +1,552 @@
+package timeseries
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+var ctx = context.Background()
+
+func openTest(t testing.TB, dir string, mod func(*Options)) *DB {
+	t.Helper()
+	o := Options{Dir: dir, NoSync: true, CheckpointInterval: time.Hour}
+	if mod != nil {
+		mod(&o)
+	}
+	db, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func mustCreate(t testing.TB, db *DB, name string, ts TimeSeriesOptions) {
+	t.Helper()
+	if _, err := db.CreateCollection(ctx, name, CollectionOptions{TimeSeries: &ts}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustFilter(t testing.TB, s string) *partialfilter.Filter {
+	t.Helper()
+	f, err := partialfilter.ParseJSON([]byte(s))
+	if err != nil {
+		t.Fatalf("filter %s: %v", s, err)
+	}
+	return f
+}
+
+// row is a measurement as a find returns it, for comparisons.
+type row struct {
+	t    int64
+	meta string
+	vals string
+}
+
+func (r row) String() string { return fmt.Sprintf("%d %s %s", r.t, r.meta, r.vals) }
+
+// findRows runs a find and flattens its records.
+func findRows(t testing.TB, db *DB, coll string, o FindOptions) []row {
+	t.Helper()
+	cur, err := db.Find(ctx, coll, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	var out []row
+	for cur.Next() {
+		rec := cur.Record()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			var r row
+			for c := 0; c < int(rec.NumCols()); c++ {
+				col := rec.Column(c)
+				name := rec.ColumnName(c)
+				if col.IsNull(i) {
+					continue
+				}
+				switch a := col.(type) {
+				case *array.Timestamp:
+					if c == 0 && !o.OmitTime {
+						r.t = int64(a.Value(i))
+						continue
+					}
+					r.vals += fmt.Sprintf("%s=%d ", name, a.Value(i))
+				case *array.String:
+					if c == 1 && !o.OmitMeta && rec.Schema().Field(c).HasMetadata() {
+						r.meta = a.Value(i)
+						continue
+					}
+					r.vals += fmt.Sprintf("%s=%q ", name, a.Value(i))
+				case *array.Float64:
+					r.vals += fmt.Sprintf("%s=%v ", name, a.Value(i))
+				case *array.Int64:
+					r.vals += fmt.Sprintf("%s=%d ", name, a.Value(i))
+				case *array.Boolean:
+					r.vals += fmt.Sprintf("%s=%v ", name, a.Value(i))
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sensor(s string) map[string]any { return map[string]any{"id": s} }
+
+func TestInsertFindRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var ms []Measurement
+	for i := 0; i < 3000; i++ {
+		ms = append(ms, Measurement{Time: base + int64(i)*10e9, Meta: sensor(fmt.Sprint("s", i%3)),
+			Fields: []Field{{"v", Float(float64(i) / 4)}, {"n", Int(int64(i))}}})
+	}
+	res, err := db.Insert(ctx, "m", ms, InsertOptions{})
+	if err != nil || res.Inserted != 3000 || len(res.Errors) != 0 {
+		t.Fatalf("insert: %+v %v", res, err)
+	}
+	check := func(db *DB) {
+		t.Helper()
+		rows := findRows(t, db, "m", FindOptions{Sort: SortAscending})
+		if len(rows) != 3000 {
+			t.Fatalf("got %d rows, want 3000", len(rows))
+		}
+		for i, r := range rows {
+			want := fmt.Sprintf("n=%d v=%v ", i, float64(i)/4)
+			if r.t != base+int64(i)*10e9 || r.vals != want || r.meta != fmt.Sprintf(`{"id":"s%d"}`, i%3) {
+				t.Fatalf("row %d = %v, want t=%d %s", i, r, base+int64(i)*10e9, want)
+			}
+		}
+		desc := findRows(t, db, "m", FindOptions{Sort: SortDescending, Limit: 5})
+		if len(desc) != 5 || desc[0].t != base+2999*10e9 || desc[4].t != base+2995*10e9 {
+			t.Fatalf("descending: %v", desc)
+		}
+		bySeries := findRows(t, db, "m", FindOptions{Filter: mustFilter(t, `{"s.id": "s1"}`)})
+		if len(bySeries) != 1000 {
+			t.Fatalf("s1: %d rows", len(bySeries))
+		}
+		for i := 1; i < len(bySeries); i++ {
+			if bySeries[i].t <= bySeries[i-1].t {
+				t.Fatalf("s1 rows out of order at %d", i)
+			}
+		}
+		info, err := db.Describe(ctx, "m")
+		if err != nil || info.Count != 3000 {
+			t.Fatalf("describe: %+v %v", info, err)
+		}
+	}
+	check(db) // all in memory
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	check(db) // sealed buckets in Pebble, open ones in memory
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, nil)
+	defer db.Close()
+	check(db) // after restart
+}
+
+func TestRecoveryWithoutCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	for i := 0; i < 50; i++ {
+		if _, err := db.Insert(ctx, "m", []Measurement{{Time: int64(i) * 1e9, Meta: "a", Fields: []Field{{"v", Int(int64(i))}}}}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Simulate a crash: close only the log and the store, no checkpoint.
+	close(db.stop)
+	<-db.done
+	db.wal.Close()
+	db.pdb.Close()
+	db = openTest(t, dir, nil)
+	defer db.Close()
+	rows := findRows(t, db, "m", FindOptions{})
+	if len(rows) != 50 {
+		t.Fatalf("after replay: %d rows, want 50", len(rows))
+	}
+}
+
+func TestFindFilters(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	var ms []Measurement
+	for i := 0; i < 100; i++ {
+		m := Measurement{Time: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC).UnixNano(), Meta: map[string]any{"site": fmt.Sprint("x", i%2), "n": int64(i % 5)},
+			Fields: []Field{{"v", Int(int64(i))}}}
+		if i%10 == 0 {
+			m.Fields = append(m.Fields, Field{"tag", String("ten")})
+		}
+		ms = append(ms, m)
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		filter string
+		want   int
+	}{
+		{`{}`, 100},
+		{`{"s.site": "x0"}`, 50},
+		{`{"s.site": "x0", "s.n": {"$in": [0, 2]}}`, 20},
+		{`{"ts": {"$gte": {"$date": "2024-01-01T00:10:00Z"}, "$lt": {"$date": "2024-01-01T00:20:00Z"}}}`, 10},
+		{`{"ts": {"$gt": {"$date": "2024-01-01T00:10:00Z"}}}`, 89},
+		{`{"ts": {"$lte": {"$date": "2024-01-01T00:10:00Z"}}}`, 11},
+		{`{"ts": {"$gt": 5}}`, 0},
+		{`{"v": {"$gte": 90}}`, 10},
+		{`{"tag": "ten"}`, 10},
+		{`{"tag": {"$exists": false}}`, 90},
+		{`{"$or": [{"v": 1}, {"s.site": "x0"}]}`, 51},
+		{`{"s.site": "x0", "v": {"$lt": 10}, "ts": {"$gte": {"$date": "2024-01-01T00:04:00Z"}}}`, 3},
+		{`{"s.site": "nope"}`, 0},
+	} {
+		t.Run(tc.filter, func(t *testing.T) {
+			for _, srt := range []int{SortSeries, SortAscending, SortDescending} {
+				rows := findRows(t, db, "m", FindOptions{Filter: mustFilter(t, tc.filter), Sort: srt})
+				if len(rows) != tc.want {
+					t.Fatalf("sort %d: %d rows, want %d", srt, len(rows), tc.want)
+				}
+			}
+		})
+	}
+	// Projection.
+	rows := findRows(t, db, "m", FindOptions{Fields: []string{"tag"}, OmitMeta: true, Limit: 3, Sort: SortAscending})
+	if len(rows) != 3 || rows[0].vals != `tag="ten" ` || rows[1].vals != "" {
+		t.Fatalf("projection: %v", rows)
+	}
+}
+
+func TestInsertOrderedUnordered(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts"})
+	bad := Measurement{Time: 2, Fields: []Field{{"$x", Int(1)}}}
+	good := func(t int64) Measurement { return Measurement{Time: t, Fields: []Field{{"v", Int(t)}}} }
+	res, err := db.Insert(ctx, "m", []Measurement{good(1), bad, good(3)}, InsertOptions{})
+	if err != nil || res.Inserted != 1 || len(res.Errors) != 1 || res.Errors[0].Index != 1 || mongoerr.CodeOf(res.Errors[0].Err) != mongoerr.BadValue {
+		t.Fatalf("ordered: %+v %v", res, err)
+	}
+	res, err = db.Insert(ctx, "m", []Measurement{good(4), bad, good(5), {Time: 6, Meta: "x"}}, InsertOptions{Unordered: true})
+	if err != nil || res.Inserted != 2 || len(res.Errors) != 2 || res.Errors[1].Index != 3 {
+		t.Fatalf("unordered: %+v %v", res, err)
+	}
+	rows := findRows(t, db, "m", FindOptions{Sort: SortAscending})
+	var ts []int64
+	for _, r := range rows {
+		ts = append(ts, r.t)
+	}
+	if fmt.Sprint(ts) != "[1 4 5]" {
+		t.Fatalf("stored %v, want [1 4 5]", ts)
+	}
+	if _, err := db.Insert(ctx, "nope", []Measurement{good(1)}, InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Fatalf("missing collection: %v", err)
+	}
+}
+
+// TestRollover checks the bucket rollover rules of SPEC §1.3 one by one.
+func TestRollover(t *testing.T) {
+	const min = int64(60e9)
+	type step struct {
+		t      int64
+		fields []Field
+	}
+	f := func(v float64) []Field { return []Field{{"v", Float(v)}} }
+	for _, tc := range []struct {
+		name    string
+		steps   []step
+		buckets int // buckets of the series afterwards
+		maxOpen int
+	}{
+		{"same bucket within span", []step{{0, f(1)}, {30 * min, f(2)}, {59 * min, f(3)}}, 1, 4},
+		{"span exceeded", []step{{0, f(1)}, {60 * min, f(2)}}, 2, 4},
+		{"older than min time", []step{{10 * min, f(1)}, {9 * min, f(2)}}, 2, 4},
+		{"older one that fits is reused", []step{{10 * min, f(1)}, {9 * min, f(2)}, {10*min + 1, f(3)}}, 2, 4},
+		{"type change", []step{{0, f(1)}, {1, []Field{{"v", String("x")}}}}, 2, 4},
+		{"new field is no type change", []step{{0, f(1)}, {1, []Field{{"w", String("x")}}}}, 1, 4},
+		{"open bucket limit seals the oldest", []step{{40 * min, f(1)}, {30 * min, f(1)}, {20 * min, f(1)}}, 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, t.TempDir(), func(o *Options) { o.MaxOpenBucketsPerSeries = tc.maxOpen })
+			defer db.Close()
+			mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+			for _, s := range tc.steps {
+				if _, err := db.Insert(ctx, "m", []Measurement{{Time: s.t, Meta: "a", Fields: s.fields}}, InsertOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.mu.RLock()
+			s := db.collections["m"].series[`"a"`]
+			n := len(s.buckets)
+			open := 0
+			for _, b := range s.buckets {
+				if !b.sealed {
+					open++
+				}
+				if b.minTime%min != 0 {
+					t.Errorf("bucket min time %d not rounded to a minute", b.minTime)
+				}
+			}
+			db.mu.RUnlock()
+			if n != tc.buckets {
+				t.Fatalf("%d buckets, want %d", n, tc.buckets)
+			}
+			if open > tc.maxOpen {
+				t.Fatalf("%d open buckets, limit %d", open, tc.maxOpen)
+			}
+			if rows := findRows(t, db, "m", FindOptions{}); len(rows) != len(tc.steps) {
+				t.Fatalf("%d rows back, want %d", len(rows), len(tc.steps))
+			}
+		})
+	}
+	t.Run("count and size limits", func(t *testing.T) {
+		db := openTest(t, t.TempDir(), nil)
+		defer db.Close()
+		mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+		var ms []Measurement
+		for i := 0; i < 2500; i++ {
+			ms = append(ms, Measurement{Time: int64(i), Meta: "count", Fields: f(1)})
+		}
+		big := string(make([]byte, 50000))
+		for i := 0; i < 5; i++ {
+			ms = append(ms, Measurement{Time: int64(i), Meta: "size", Fields: []Field{{"big", String(big)}}})
+		}
+		if res, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil || res.Inserted != len(ms) {
+			t.Fatal(res, err)
+		}
+		db.mu.RLock()
+		defer db.mu.RUnlock()
+		var counts []int
+		for _, b := range db.collections["m"].series[`"count"`].buckets {
+			counts = append(counts, b.rows())
+		}
+		sort.Ints(counts)
+		if fmt.Sprint(counts) != "[500 1000 1000]" {
+			t.Fatalf("bucket sizes %v, want [500 1000 1000]", counts)
+		}
+		if n := len(db.collections["m"].series[`"size"`].buckets); n != 3 {
+			t.Fatalf("50 kB rows: %d buckets, want 3 (two per 128000-byte bucket)", n)
+		}
+	})
+}
+
+func TestDelete(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ms []Measurement
+	for i := 0; i < 2000; i++ {
+		ms = append(ms, Measurement{Time: base.Add(time.Duration(i) * time.Minute).UnixNano(), Meta: fmt.Sprint("s", i%2),
+			Fields: []Field{{"v", Int(int64(i))}}})
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil { // part in Pebble, part in memory
+		t.Fatal(err)
+	}
+	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"v": 3}`)); mongoerr.CodeOf(err) != mongoerr.BadValue {
+		t.Fatalf("delete by a field: %v, want BadValue", err)
+	}
+	n, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s0", "ts": {"$gte": {"$date": "2024-01-01T05:00:00Z"}, "$lt": {"$date": "2024-01-01T10:30:00Z"}}}`))
+	if err != nil || n != 165 {
+		t.Fatalf("deleted %d, %v; want 165", n, err)
+	}
+	n, err = db.Delete(ctx, "m", mustFilter(t, `{"s": "s1"}`))
+	if err != nil || n != 1000 {
+		t.Fatalf("deleted %d, %v; want 1000", n, err)
+	}
+	check := func(db *DB) {
+		t.Helper()
+		rows := findRows(t, db, "m", FindOptions{})
+		if len(rows) != 835 {
+			t.Fatalf("%d rows left, want 835", len(rows))
+		}
+		for _, r := range rows {
+			tm := time.Unix(0, r.t).UTC()
+			if r.meta != `"s0"` || (!tm.Before(base.Add(5*time.Hour)) && tm.Before(base.Add(10*time.Hour+30*time.Minute))) {
+				t.Fatalf("row %v should be gone", r)
+			}
+		}
+	}
+	check(db)
+	// A crash right after: the delete is replayed from the log.
+	close(db.stop)
+	<-db.done
+	db.wal.Close()
+	db.pdb.Close()
+	db = openTest(t, dir, nil)
+	check(db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, nil)
+	defer db.Close()
+	check(db)
+}
+
+func TestAggregate(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	rng := rand.New(rand.NewSource(1))
+	type key struct {
+		s string
+		w int64
+	}
+	want := map[key][]float64{}
+	var ms []Measurement
+	for i := 0; i < 5000; i++ {
+		tm := int64(rng.Intn(4*3600)) * 1e9
+		s := fmt.Sprint("h", rng.Intn(3))
+		v := float64(rng.Intn(1000)) / 10
+		ms = append(ms, Measurement{Time: tm, Meta: map[string]any{"host": s}, Fields: []Field{{"v", Float(v)}}})
+		k := key{fmt.Sprintf(`"%s"`, s), tm / 600e9 * 600e9}
+		want[k] = append(want[k], v)
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := db.Aggregate(ctx, "m", AggregateOptions{Window: 10 * time.Minute, GroupBy: "s.host", Funcs: []AggFunc{AggCount, AggSum, AggMin, AggMax}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	if int(rec.NumRows()) != len(want) {
+		t.Fatalf("%d rows, want %d", rec.NumRows(), len(want))
+	}
+	for i := 0; i < int(rec.NumRows()); i++ {
+		w := int64(rec.Column(0).(*array.Timestamp).Value(i))
+		g := rec.Column(1).(*array.String).Value(i)
+		vals := want[key{g, w}]
+		var sum, mn, mx float64
+		mn, mx = 1e9, -1e9
+		for _, v := range vals {
+			sum += v
+			mn, mx = minf(mn, v), maxf(mx, v)
+		}
+		cnt := rec.Column(2).(*array.Int64).Value(i)
+		gotSum := rec.Column(3).(*array.Float64).Value(i)
+		if cnt != int64(len(vals)) || abs(gotSum-sum) > 1e-6 || rec.Column(4).(*array.Float64).Value(i) != mn || rec.Column(5).(*array.Float64).Value(i) != mx {
+			t.Fatalf("group %s window %d: count %d sum %v, want %d %v", g, w, cnt, gotSum, len(vals), sum)
+		}
+	}
+	if rec.Schema().Field(2).Name != "v_count" || rec.Schema().Field(0).Type.ID() != arrow.TIMESTAMP {
+		t.Fatalf("schema %v", rec.Schema())
+	}
+}
+
+func minf(a, b float64) float64 {
+	if a < b {
+		return a
+	}
+	return b
+}
+func maxf(a, b float64) float64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+func abs(a float64) float64 {
+	if a < 0 {
+		return -a
+	}
+	return a
+}
+
+func TestMemoryBudgetSealsEarly(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.MemoryBudget = 1 << 20 })
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	total := 0
+	for round := 0; round < 20; round++ {
+		var ms []Measurement
+		for s := 0; s < 2000; s++ {
+			ms = append(ms, Measurement{Time: int64(round) * 1e9, Meta: int64(s), Fields: []Field{{"a", Float(1)}, {"b", Float(2)}, {"c", Int(3)}}})
+		}
+		res, err := db.Insert(ctx, "m", ms, InsertOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += res.Inserted
+		if m := db.headMem.Load(); m > 4<<20 {
+			t.Fatalf("memory held %d bytes with a budget of 1 MiB", m)
+		}
+	}
+	if db.stats.sealedEarly.Load() == 0 {
+		t.Fatal("no bucket was sealed early")
+	}
+	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != total {
+		t.Fatalf("%d rows, want %d", len(rows), total)
+	}
+}
+
+func TestCreateDropCollection(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	ts := TimeSeriesOptions{TimeField: "ts", MetaField: "s"}
+	created, err := db.CreateCollection(ctx, "m", CollectionOptions{TimeSeries: &ts})
+	if err != nil || !created {
+		t.Fatal(created, err)
+	}
+	same := TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: GranularitySeconds}
+	if created, err := db.CreateCollection(ctx, "m", CollectionOptions{TimeSeries: &same}); err != nil || created {
+		t.Fatalf("identical options: created=%v %v", created, err)
+	}
+	other := TimeSeriesOptions{TimeField: "ts", Granularity: GranularityHours}
+	if _, err := db.CreateCollection(ctx, "m", CollectionOptions{TimeSeries: &other}); mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
+		t.Fatalf("different options: %v", err)
+	}
+	if _, err := db.Insert(ctx, "m", []Measurement{{Time: 1, Meta: "a", Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.CollMod(ctx, "m", CollModOptions{TimeSeries: &TimeSeriesOptions{Granularity: GranularityMinutes}})
+	if err != nil || res.NewTimeSeries.Granularity != GranularityMinutes {
+		t.Fatalf("collMod: %+v %v", res, err)
+	}
+	if _, err := db.CollMod(ctx, "m", CollModOptions{TimeSeries: &TimeSeriesOptions{Granularity: GranularitySeconds}}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
+		t.Fatalf("finer granularity: %v", err)
+	}
+	db.Close()
+	db = openTest(t, dir, nil)
+	info, err := db.Describe(ctx, "m")
+	if err != nil || info.Options.TimeSeries.Granularity != GranularityMinutes || info.Count != 1 {
+		t.Fatalf("after restart: %+v %v", info, err)
+	}
+	if err := db.DropCollection(ctx, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Describe(ctx, "m"); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Fatalf("after drop: %v", err)
+	}
+	mustCreate(t, db, "m", ts)
+	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != 0 {
+		t.Fatalf("recreated collection has %d rows", len(rows))
+	}
+	db.Close()
+	db = openTest(t, dir, nil)
+	defer db.Close()
+	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != 0 {
+		t.Fatalf("recreated collection has %d rows after restart", len(rows))
+	}
+}

@@ -1,0 +1,260 @@
+package timeseries
+
+import (
+	"context"
+	"sort"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+// CreateCollection creates a collection. It returns created=false without
+// error when the collection exists with identical options (after
+// defaults), and NamespaceExists (48) when it exists with others.
+func (db *DB) CreateCollection(ctx context.Context, name string, opts CollectionOptions) (created bool, err error) {
+	if err := ValidateName(name); err != nil {
+		return false, err
+	}
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return false, err
+	}
+	if db.closed.Load() {
+		return false, ErrClosed
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	db.mu.RLock()
+	old := db.collections[name]
+	db.mu.RUnlock()
+	if old != nil {
+		if old.opts.Equal(opts) {
+			return false, nil
+		}
+		return false, mongoerr.New(mongoerr.NamespaceExists, "collection %q already exists with different options", name)
+	}
+	c := &collection{
+		id: db.nextColl, name: name, opts: opts,
+		series: make(map[string]*series), seriesByID: make(map[uint64]*series),
+		fieldTypes: make(map[string]typeSet), created: db.opts.Now().UTC(),
+	}
+	if opts.TimeSeries != nil {
+		c.maxSpan = opts.TimeSeries.Span()
+	}
+	if err := db.persistCollection(c, db.nextColl+1); err != nil {
+		return false, err
+	}
+	db.mu.Lock()
+	db.nextColl++
+	db.collections[name] = c
+	db.byID[c.id] = c
+	db.mu.Unlock()
+	return true, nil
+}
+
+// persistCollection writes c's catalog record and the next collection id,
+// and makes them durable.
+func (db *DB) persistCollection(c *collection, nextColl uint32) error {
+	db.mu.RLock()
+	rec, err := c.record()
+	st := checkpointState{nextColl: nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}
+	db.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	// The log position of the last checkpoint stays as it is.
+	if v, closer, err := db.pdb.Get(keyCheckpoint); err == nil {
+		old, derr := decodeCheckpointState(v)
+		closer.Close()
+		if derr != nil {
+			return derr
+		}
+		st.segment = old.segment
+		st.nextSeries = max(st.nextSeries, old.nextSeries)
+		st.nextBucket = max(st.nextBucket, old.nextBucket)
+	}
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	if err := b.Set(catalogKey(c.name), rec, nil); err != nil {
+		return err
+	}
+	if err := b.Set(keyCheckpoint, st.encode(), nil); err != nil {
+		return err
+	}
+	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
+		return err
+	}
+	return db.pdb.Flush()
+}
+
+// DropCollection removes a collection and all its data. NamespaceNotFound
+// (26) when it does not exist.
+func (db *DB) DropCollection(ctx context.Context, name string) error {
+	c, err := db.lookup(name)
+	if err != nil {
+		return err
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	db.cutMu.Lock()
+	defer db.cutMu.Unlock()
+	db.mu.Lock()
+	if c.dropped {
+		db.mu.Unlock()
+		return notFound(name)
+	}
+	var mem int64
+	for _, s := range c.series {
+		for _, b := range s.buckets {
+			mem += b.mem
+		}
+	}
+	c.dropped = true
+	delete(db.collections, name)
+	delete(db.byID, c.id)
+	db.mu.Unlock()
+	db.headMem.Add(-mem)
+
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	if err := b.Delete(catalogKey(name), nil); err != nil {
+		return err
+	}
+	for _, space := range []byte{spaceSeries, spaceBucket, spaceOpen, spaceDocument} {
+		p := collPrefix(space, c.id)
+		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+			return err
+		}
+	}
+	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
+		return err
+	}
+	return db.pdb.Flush()
+}
+
+// ListCollections describes every collection, sorted by name.
+func (db *DB) ListCollections(ctx context.Context) ([]CollectionInfo, error) {
+	if db.closed.Load() {
+		return nil, ErrClosed
+	}
+	db.mu.RLock()
+	names := make([]string, 0, len(db.collections))
+	for n := range db.collections {
+		names = append(names, n)
+	}
+	db.mu.RUnlock()
+	sort.Strings(names)
+	out := make([]CollectionInfo, 0, len(names))
+	for _, n := range names {
+		info, err := db.Describe(ctx, n)
+		if err != nil {
+			continue // dropped meanwhile
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Describe returns a collection's options and statistics.
+func (db *DB) Describe(ctx context.Context, name string) (CollectionInfo, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return CollectionInfo{}, err
+	}
+	db.mu.RLock()
+	info := CollectionInfo{
+		Name: c.name, Options: c.opts, Indexes: append([]IndexSpec(nil), c.indexes...),
+		Count: c.count, Buckets: c.buckets, Fields: fieldTypeNames(c.fieldTypes), Created: c.created,
+	}
+	db.mu.RUnlock()
+	var size uint64
+	for _, space := range []byte{spaceSeries, spaceBucket, spaceOpen, spaceDocument} {
+		p := collPrefix(space, c.id)
+		n, err := db.pdb.EstimateDiskUsage(p, prefixEnd(p))
+		if err != nil {
+			return info, err
+		}
+		size += n
+	}
+	info.StorageBytes = int64(size)
+	return info, nil
+}
+
+// CollModOptions are the changes of a collMod. Nil fields stay as they are.
+type CollModOptions struct {
+	// ExpireAfterSeconds sets the collection TTL; with ExpireOff, removes it.
+	ExpireAfterSeconds *int64
+	ExpireOff          bool
+	// TimeSeries changes the granularity or custom bucket values.
+	TimeSeries *TimeSeriesOptions
+}
+
+// CollModResult reports old and new values of what a collMod changed.
+type CollModResult struct {
+	OldExpireAfterSeconds, NewExpireAfterSeconds *int64
+	OldTimeSeries, NewTimeSeries                 *TimeSeriesOptions
+}
+
+// CollMod changes a collection's options (MongoDB's collMod). Refusals are
+// InvalidOptions (72).
+func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollModResult, error) {
+	var res CollModResult
+	c, err := db.lookup(name)
+	if err != nil {
+		return res, err
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	db.mu.RLock()
+	next := c.opts
+	db.mu.RUnlock()
+	if m.ExpireAfterSeconds != nil || m.ExpireOff {
+		if next.TimeSeries == nil {
+			return res, invalid("collection-level 'expireAfterSeconds' needs a time-series collection; use a TTL index on %q", name)
+		}
+		res.OldExpireAfterSeconds = next.ExpireAfterSeconds
+		if m.ExpireOff {
+			next.ExpireAfterSeconds = nil
+		} else {
+			v := *m.ExpireAfterSeconds
+			if v < 0 || v > MaxExpireAfterSeconds {
+				return res, invalid("'expireAfterSeconds' must be within [0, %d]; got %d", MaxExpireAfterSeconds, v)
+			}
+			next.ExpireAfterSeconds = &v
+		}
+		res.NewExpireAfterSeconds = next.ExpireAfterSeconds
+	}
+	if m.TimeSeries != nil {
+		if next.TimeSeries == nil {
+			return res, invalid("collection %q is not a time-series collection", name)
+		}
+		if err := ValidateTimeSeriesChange(next.TimeSeries, m.TimeSeries); err != nil {
+			return res, err
+		}
+		old := *next.TimeSeries
+		ts := old
+		if m.TimeSeries.Granularity != "" {
+			ts.Granularity = m.TimeSeries.Granularity
+			ts.BucketMaxSpanSeconds, ts.BucketRoundingSeconds = 0, 0
+		} else if m.TimeSeries.BucketMaxSpanSeconds != 0 {
+			ts.Granularity = ""
+			ts.BucketMaxSpanSeconds, ts.BucketRoundingSeconds = m.TimeSeries.BucketMaxSpanSeconds, m.TimeSeries.BucketRoundingSeconds
+		}
+		next.TimeSeries = &ts
+		res.OldTimeSeries, res.NewTimeSeries = &old, &ts
+	}
+	db.mu.Lock()
+	c.opts = next
+	if ts := next.TimeSeries; ts != nil && ts.Span() > c.maxSpan {
+		c.maxSpan = ts.Span()
+	}
+	db.mu.Unlock()
+	return res, db.persistCollection(c, db.nextCollSnapshot())
+}
+
+func (db *DB) nextCollSnapshot() uint32 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.nextColl
+}

@@ -1,0 +1,162 @@
+package timeseries
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+// MeasurementFromDocument converts a JSON document (decoded with
+// json.Decoder.UseNumber, or with plain float64 numbers) into a measurement
+// of a collection with options ts.
+//
+// The timeField must hold a date: {"$date": ...} Extended JSON, or, as a
+// convenience, a bare RFC 3339 string or an integer of epoch milliseconds.
+// Otherwise the error is BadValue (2) "'<timeField>' must be present and
+// contain a valid date". Field values are numbers (integers stay int64,
+// others float64), strings, booleans and dates; null fields are absent.
+// Sub-documents and arrays are accepted only in the metaField.
+func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measurement, error) {
+	var m Measurement
+	tv, ok := doc[ts.TimeField]
+	if !ok {
+		return m, timeFieldError(ts.TimeField)
+	}
+	t, err := timeFieldValue(tv)
+	if err != nil {
+		return m, timeFieldError(ts.TimeField)
+	}
+	m.Time = t
+	m.Fields = make([]Field, 0, len(doc))
+	for _, k := range sortedKeys(doc) {
+		v := doc[k]
+		switch {
+		case k == ts.TimeField:
+			continue
+		case ts.MetaField != "" && k == ts.MetaField:
+			meta, err := normalizeJSON(v)
+			if err != nil {
+				return m, err
+			}
+			m.Meta = meta
+			continue
+		case k == "_id":
+			// Measurements have no identity of their own in a bucket;
+			// MongoDB keeps _id, Hourglass does not store it.
+			continue
+		}
+		fv, present, err := fieldValue(k, v)
+		if err != nil {
+			return m, err
+		}
+		if present {
+			m.Fields = append(m.Fields, Field{Name: k, Value: fv})
+		}
+	}
+	if err := m.validate(ts); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+func timeFieldError(name string) error {
+	return mongoerr.New(mongoerr.BadValue, "'%s' must be present and contain a valid date", name)
+}
+
+func timeFieldValue(v any) (int64, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		d, ok := x["$date"]
+		if !ok || len(x) != 1 {
+			return 0, errNotDate
+		}
+		return parseDate(d)
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, x)
+		if err != nil {
+			return 0, errNotDate
+		}
+		return timeToNanos(t)
+	case json.Number:
+		if strings.ContainsAny(x.String(), ".eE") {
+			return 0, errNotDate
+		}
+		ms, err := x.Int64()
+		if err != nil {
+			return 0, errNotDate
+		}
+		return msToNanos(ms)
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > 9.2e15 {
+			return 0, errNotDate
+		}
+		return msToNanos(int64(x))
+	case int64:
+		return msToNanos(x)
+	case time.Time:
+		return timeToNanos(x)
+	}
+	return 0, errNotDate
+}
+
+var errNotDate = mongoerr.New(mongoerr.BadValue, "not a date")
+
+func fieldValue(name string, v any) (Value, bool, error) {
+	switch x := v.(type) {
+	case nil:
+		return Value{}, false, nil
+	case bool:
+		return Bool(x), true, nil
+	case string:
+		return String(x), true, nil
+	case float64:
+		return Float(x), true, nil
+	case int64:
+		return Int(x), true, nil
+	case int:
+		return Int(int64(x)), true, nil
+	case json.Number:
+		s := x.String()
+		if !strings.ContainsAny(s, ".eE") {
+			if i, err := x.Int64(); err == nil {
+				return Int(i), true, nil
+			}
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return Value{}, false, mongoerr.New(mongoerr.BadValue, "field %q: number %s is out of range", name, s)
+		}
+		return Float(f), true, nil
+	case time.Time:
+		ns, err := timeToNanos(x)
+		if err != nil {
+			return Value{}, false, err
+		}
+		return Date(ns), true, nil
+	case map[string]any:
+		if len(x) == 1 {
+			if d, ok := x["$date"]; ok {
+				ns, err := parseDate(d)
+				if err != nil {
+					return Value{}, false, err
+				}
+				return Date(ns), true, nil
+			}
+			n, err := normalizeJSON(x)
+			if err != nil {
+				return Value{}, false, err
+			}
+			switch y := n.(type) {
+			case int64:
+				return Int(y), true, nil
+			case float64:
+				return Float(y), true, nil
+			}
+		}
+	}
+	return Value{}, false, mongoerr.New(mongoerr.BadValue,
+		"field %q: sub-documents and arrays are only supported in the metaField of a time-series collection", name)
+}

@@ -1,0 +1,87 @@
+package timeseries
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+func TestMeasurementFromDocument(t *testing.T) {
+	ts := &TimeSeriesOptions{TimeField: "ts", MetaField: "sensor", Granularity: GranularitySeconds}
+	at := time.Date(2024, 5, 1, 12, 0, 0, 123000000, time.UTC).UnixNano()
+	for _, tc := range []struct {
+		doc    string
+		time   int64
+		fields int
+		err    string
+	}{
+		{`{"ts": {"$date": "2024-05-01T12:00:00.123Z"}, "sensor": "a", "v": 1}`, at, 1, ""},
+		{`{"ts": {"$date": {"$numberLong": "1714564800123"}}, "v": 1.5}`, at, 1, ""},
+		{`{"ts": {"$date": 1714564800123}, "v": 1.5}`, at, 1, ""},
+		{`{"ts": "2024-05-01T12:00:00.123Z", "v": true, "s": "x"}`, at, 2, ""},
+		{`{"ts": 1714564800123, "n": null}`, at, 0, ""},
+		{`{"ts": "2024-05-01T12:00:00.123456789+02:00"}`, at - 2*3600e9 + 456789, 0, ""},
+		{`{"ts": {"$date": "1900-01-01T00:00:00Z"}}`, time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), 0, ""},
+		{`{"ts": {"$date": "2024-05-01T12:00:00Z"}, "d": {"$date": "2024-05-01T12:00:00Z"}}`, at - 123e6, 1, ""},
+		{`{"v": 1}`, 0, 0, "'ts' must be present and contain a valid date"},
+		{`{"ts": "yesterday"}`, 0, 0, "'ts' must be present and contain a valid date"},
+		{`{"ts": 1.5}`, 0, 0, "'ts' must be present and contain a valid date"},
+		{`{"ts": true}`, 0, 0, "'ts' must be present and contain a valid date"},
+		{`{"ts": {"$date": "nope"}}`, 0, 0, "'ts' must be present and contain a valid date"},
+		{`{"ts": {"$date": "3000-01-01T00:00:00Z"}}`, 0, 0, "'ts' must be present and contain a valid date"},
+		{`{"ts": 1, "v": [1,2]}`, 0, 0, "only supported in the metaField"},
+		{`{"ts": 1, "v": {"a": 1}}`, 0, 0, "only supported in the metaField"},
+		{`{"ts": 1, "$v": 1}`, 0, 0, "cannot start with '$'"},
+	} {
+		t.Run(tc.doc, func(t *testing.T) {
+			m, err := MeasurementFromDocument(ts, decodeJSON(t, tc.doc))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || mongoerr.CodeOf(err) != mongoerr.BadValue {
+					t.Fatalf("err = %v, want BadValue containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Time != tc.time || len(m.Fields) != tc.fields {
+				t.Fatalf("got time %d fields %d, want %d %d", m.Time, len(m.Fields), tc.time, tc.fields)
+			}
+		})
+	}
+}
+
+func TestCanonicalMeta(t *testing.T) {
+	a, err := CanonicalMeta(map[string]any{"b": int64(1), "a": map[string]any{"y": "s", "x": 2.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := CanonicalMeta(map[string]any{"a": map[string]any{"x": 2.5, "y": "s"}, "b": int64(1)})
+	if a != b {
+		t.Fatalf("field order changed the key: %s vs %s", a, b)
+	}
+	if want := `{"a":{"x":2.5,"y":"s"},"b":1}`; a != want {
+		t.Fatalf("got %s, want %s", a, want)
+	}
+	for _, v := range []any{nil, true, int64(-7), 3.0, -0.5, math.Inf(1), math.NaN(), "x\"y", time.Unix(5, 7).UTC(),
+		[]any{int64(1), "a", nil}, map[string]any{"k": []any{map[string]any{"z": 1.5}}}} {
+		s, err := CanonicalMeta(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeMeta(s)
+		if err != nil {
+			t.Fatalf("DecodeMeta(%s): %v", s, err)
+		}
+		s2, _ := CanonicalMeta(back)
+		if s2 != s {
+			t.Fatalf("round trip of %v: %s -> %s", v, s, s2)
+		}
+	}
+	if one, _ := CanonicalMeta(int64(1)); one == func() string { s, _ := CanonicalMeta(1.0); return s }() {
+		t.Fatalf("int 1 and float 1.0 share the key %s", one)
+	}
+}

@@ -1,0 +1,23 @@
+package timeseries
+
+import (
+	"errors"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+// Sentinel errors. User-facing failures are *mongoerr.Error values built
+// with these messages' codes; the ones here are checked with errors.Is.
+var (
+	// ErrClosed is returned by calls on a closed DB.
+	ErrClosed = errors.New("timeseries: db closed")
+	// ErrCorrupt reports data on disk that does not parse.
+	ErrCorrupt = errors.New("timeseries: corrupt data")
+	// ErrNewerFormat is returned when the store was written by a newer
+	// version.
+	ErrNewerFormat = errors.New("timeseries: store written by a newer format version")
+)
+
+func notFound(name string) error {
+	return mongoerr.New(mongoerr.NamespaceNotFound, "collection %q does not exist", name)
+}

@@ -1,0 +1,403 @@
+package timeseries
+
+import (
+	"sort"
+	"time"
+
+	"github.com/hourglassdb/hourglass/bucket"
+)
+
+// collection is the in-memory state of one collection. Fields below mu are
+// guarded by DB.mu.
+type collection struct {
+	id   uint32
+	name string
+
+	// guarded by DB.mu
+	opts       CollectionOptions
+	indexes    []IndexSpec
+	series     map[string]*series // canonical meta -> series
+	seriesByID map[uint64]*series
+	fieldTypes map[string]typeSet
+	// maxSpan is the largest bucket span the collection ever used, so that
+	// a time-range scan knows how far before its start a bucket may begin.
+	maxSpan int64
+	created time.Time
+	count   int64 // measurements stored
+	buckets int64 // buckets stored, open and sealed
+	// ckptCount and ckptBuckets are count and buckets as of the last
+	// checkpoint capture: the values the catalog record persists, so that
+	// replaying the log after a crash adds the rest exactly once.
+	ckptCount, ckptBuckets int64
+	dirty                  bool // catalog record changed since the last checkpoint
+	dropped                bool
+}
+
+// typeSet is a set of bucket.Types seen for a field, bit t for Type t.
+type typeSet uint8
+
+func (s typeSet) has(t bucket.Type) bool { return s&(1<<t) != 0 }
+
+// types lists the members of s in Type order.
+func (s typeSet) types() []bucket.Type {
+	var out []bucket.Type
+	for t := bucket.Type(1); t < 8; t++ {
+		if s.has(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// series is one meta value of a collection and its buckets in memory. Fields
+// are guarded by DB.mu.
+type series struct {
+	id        uint64
+	coll      *collection
+	metaKey   string
+	meta      any
+	persisted bool
+	// buckets holds the open buckets and the sealed ones not yet written
+	// by a checkpoint, in no particular order.
+	buckets []*memBucket
+}
+
+// memBucket is a bucket in memory: open (taking measurements) or sealed and
+// waiting for the next checkpoint. Its columns only ever grow by appending,
+// and every other change replaces the slices, so a reader that captured a
+// prefix under DB.mu can read it after releasing the lock.
+type memBucket struct {
+	id      uint64
+	minTime int64 // rounded minimum: the bucket covers [minTime, minTime+span)
+	span    int64
+	cols    bucket.Columns
+	minT    int64 // smallest measurement time
+	maxT    int64 // largest measurement time (the control max)
+	size    int   // MongoDB-style data size, for the byte limit
+	mem     int64 // bytes of memory held by cols, for the budget
+	sealed  bool
+	// snapshot is true when an open-bucket snapshot of this bucket is in
+	// Pebble; dirty when the bucket changed since that snapshot.
+	snapshot  bool
+	dirty     bool
+	lastWrite uint64
+}
+
+func (b *memBucket) rows() int { return len(b.cols.Times) }
+
+// fits reports whether a measurement at time t of size sz with fields fs can
+// go into b under the rollover rules.
+func (b *memBucket) fits(t int64, sz int, fs []Field, lim *limits) bool {
+	if b.sealed || t < b.minTime || t-b.minTime >= b.span {
+		return false
+	}
+	if b.rows() >= lim.maxCount || b.size+sz > lim.maxBytes {
+		return false
+	}
+	return !b.typeChange(fs)
+}
+
+// typeChange reports whether a field of fs exists in b with another type.
+func (b *memBucket) typeChange(fs []Field) bool {
+	for i := range fs {
+		if c := b.colIndex(fs[i].Name, i); c >= 0 && b.cols.Fields[c].Type != fs[i].Value.Kind {
+			return true
+		}
+	}
+	return false
+}
+
+// colIndex returns the index of the column named name, trying hint first
+// (measurements of one series usually list their fields in the same order).
+func (b *memBucket) colIndex(name string, hint int) int {
+	fs := b.cols.Fields
+	if hint < len(fs) && fs[hint].Name == name {
+		return hint
+	}
+	for i := range fs {
+		if fs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// appendRow adds one measurement; the caller checked fits. It returns the
+// change in memory held.
+func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
+	n := len(b.cols.Times)
+	before := b.mem
+	b.cols.Times = append(b.cols.Times, t)
+	b.mem += 8
+	if n == 0 || t < b.minT {
+		b.minT = t
+	}
+	if n == 0 || t > b.maxT {
+		b.maxT = t
+	}
+	b.size += sz
+	for i := range fs {
+		f := &fs[i]
+		c := b.colIndex(f.Name, i)
+		if c < 0 {
+			c = b.addColumn(f.Name, f.Value.Kind, n)
+		}
+		b.mem += appendValue(&b.cols.Fields[c], f.Value)
+	}
+	// Columns the measurement did not set get an absent row.
+	for c := range b.cols.Fields {
+		col := &b.cols.Fields[c]
+		if columnLen(col) == n+1 {
+			if col.Present != nil {
+				setBit(col, n)
+			}
+			continue
+		}
+		b.mem += appendZero(col)
+		if col.Present == nil {
+			col.Present = allPresent(n)
+		}
+		growBits(col, n+1)
+	}
+	return b.mem - before
+}
+
+// addColumn adds a column whose first n rows are absent.
+func (b *memBucket) addColumn(name string, k Kind, n int) int {
+	col := bucket.Column{Name: name, Type: k}
+	switch k {
+	case KindFloat:
+		col.Floats = make([]float64, n, n+16)
+	case KindInt, KindDate:
+		col.Ints = make([]int64, n, n+16)
+	case KindString:
+		col.Strings = make([]string, n, n+16)
+	case KindBool:
+		col.Bools = make([]bool, n, n+16)
+	}
+	if n > 0 {
+		col.Present = make([]uint64, (n+63)/64, (n+64)/64+1)
+	}
+	b.cols.Fields = append(b.cols.Fields, col)
+	b.mem += int64(8*n + 64)
+	return len(b.cols.Fields) - 1
+}
+
+func columnLen(c *bucket.Column) int {
+	switch c.Type {
+	case KindFloat:
+		return len(c.Floats)
+	case KindInt, KindDate:
+		return len(c.Ints)
+	case KindString:
+		return len(c.Strings)
+	case KindBool:
+		return len(c.Bools)
+	}
+	return 0
+}
+
+func appendValue(c *bucket.Column, v Value) int64 {
+	switch c.Type {
+	case KindFloat:
+		c.Floats = append(c.Floats, v.F)
+	case KindInt, KindDate:
+		c.Ints = append(c.Ints, v.I)
+	case KindString:
+		c.Strings = append(c.Strings, v.S)
+		return int64(16 + len(v.S))
+	case KindBool:
+		c.Bools = append(c.Bools, v.B)
+		return 1
+	}
+	return 8
+}
+
+func appendZero(c *bucket.Column) int64 {
+	switch c.Type {
+	case KindFloat:
+		c.Floats = append(c.Floats, 0)
+	case KindInt, KindDate:
+		c.Ints = append(c.Ints, 0)
+	case KindString:
+		c.Strings = append(c.Strings, "")
+		return 16
+	case KindBool:
+		c.Bools = append(c.Bools, false)
+		return 1
+	}
+	return 8
+}
+
+// allPresent returns a bitmap with the first n bits set.
+func allPresent(n int) []uint64 {
+	words := make([]uint64, (n+63)/64, (n+64)/64+1)
+	for i := 0; i < n/64; i++ {
+		words[i] = ^uint64(0)
+	}
+	if r := n % 64; r != 0 {
+		words[n/64] = 1<<r - 1
+	}
+	return words
+}
+
+// growBits makes c.Present long enough for n rows (new bits are 0).
+func growBits(c *bucket.Column, n int) {
+	for len(c.Present) < (n+63)/64 {
+		c.Present = append(c.Present, 0)
+	}
+}
+
+func setBit(c *bucket.Column, i int) {
+	growBits(c, i+1)
+	c.Present[i/64] |= 1 << (i % 64)
+}
+
+// captured is a consistent prefix of a memBucket's columns, taken under
+// DB.mu; it stays valid after the lock is released.
+type captured struct {
+	b    *memBucket
+	cols bucket.Columns
+}
+
+// capture takes a prefix of b's columns that later appends cannot change:
+// value slices are cut to the row count and presence bitmaps are copied (an
+// append may set bits in their last word).
+func (b *memBucket) capture() captured {
+	n := len(b.cols.Times)
+	c := captured{b: b}
+	c.cols.Times = b.cols.Times[:n:n]
+	c.cols.Fields = make([]bucket.Column, len(b.cols.Fields))
+	for i := range b.cols.Fields {
+		src := &b.cols.Fields[i]
+		dst := &c.cols.Fields[i]
+		dst.Name, dst.Type = src.Name, src.Type
+		switch src.Type {
+		case KindFloat:
+			dst.Floats = src.Floats[:n:n]
+		case KindInt, KindDate:
+			dst.Ints = src.Ints[:n:n]
+		case KindString:
+			dst.Strings = src.Strings[:n:n]
+		case KindBool:
+			dst.Bools = src.Bools[:n:n]
+		}
+		if src.Present != nil {
+			dst.Present = append([]uint64(nil), src.Present[:(n+63)/64]...)
+			if r := n % 64; r != 0 {
+				dst.Present[len(dst.Present)-1] &= 1<<r - 1
+			}
+		}
+	}
+	return c
+}
+
+// sortedColumns returns cols with rows in time order (stable), as new slices.
+func sortedColumns(cols *bucket.Columns) bucket.Columns {
+	n := len(cols.Times)
+	perm := make([]int32, n)
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	sorted := true
+	for i := 1; i < n; i++ {
+		if cols.Times[i] < cols.Times[i-1] {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		sort.SliceStable(perm, func(a, b int) bool { return cols.Times[perm[a]] < cols.Times[perm[b]] })
+	}
+	return permuteColumns(cols, perm)
+}
+
+// permuteColumns returns the rows perm of cols, in that order, as new slices.
+func permuteColumns(cols *bucket.Columns, perm []int32) bucket.Columns {
+	n := len(perm)
+	var out bucket.Columns
+	out.Times = make([]int64, n)
+	for i, p := range perm {
+		out.Times[i] = cols.Times[p]
+	}
+	out.Fields = make([]bucket.Column, 0, len(cols.Fields))
+	for ci := range cols.Fields {
+		src := &cols.Fields[ci]
+		dst := bucket.Column{Name: src.Name, Type: src.Type}
+		kept := false
+		if src.Present != nil {
+			dst.Present = make([]uint64, (n+63)/64)
+		}
+		for i, p := range perm {
+			if src.Present == nil || src.Present[p/64]&(1<<(p%64)) != 0 {
+				kept = true
+				if dst.Present != nil {
+					dst.Present[i/64] |= 1 << (i % 64)
+				}
+			}
+		}
+		if !kept {
+			continue // a column with no row left disappears
+		}
+		switch src.Type {
+		case KindFloat:
+			dst.Floats = make([]float64, n)
+			for i, p := range perm {
+				dst.Floats[i] = src.Floats[p]
+			}
+		case KindInt, KindDate:
+			dst.Ints = make([]int64, n)
+			for i, p := range perm {
+				dst.Ints[i] = src.Ints[p]
+			}
+		case KindString:
+			dst.Strings = make([]string, n)
+			for i, p := range perm {
+				dst.Strings[i] = src.Strings[p]
+			}
+		case KindBool:
+			dst.Bools = make([]bool, n)
+			for i, p := range perm {
+				dst.Bools[i] = src.Bools[p]
+			}
+		}
+		out.Fields = append(out.Fields, dst)
+	}
+	return out
+}
+
+// columnsMem estimates the memory held by cols.
+func columnsMem(cols *bucket.Columns) int64 {
+	m := int64(8 * len(cols.Times))
+	for i := range cols.Fields {
+		c := &cols.Fields[i]
+		m += int64(64 + 8*len(c.Present))
+		switch c.Type {
+		case KindString:
+			for _, s := range c.Strings {
+				m += int64(16 + len(s))
+			}
+		case KindBool:
+			m += int64(len(c.Bools))
+		default:
+			m += int64(8 * columnLen(c))
+		}
+	}
+	return m
+}
+
+// limits are the rollover limits of buckets.
+type limits struct {
+	maxCount int
+	maxBytes int
+	maxOpen  int
+}
+
+// floorDiv rounds t down (toward -inf) to a multiple of r.
+func floorDiv(t, r int64) int64 {
+	q := t / r
+	if t%r != 0 && t < 0 {
+		q--
+	}
+	return q * r
+}

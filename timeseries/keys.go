@@ -1,0 +1,115 @@
+package timeseries
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// The Pebble key schema (docs/format/keys.md draws it). The first byte of
+// every key names its space; integers are big-endian so that byte order is
+// numeric order, and signed times have their sign bit flipped.
+const (
+	spaceMeta     byte = 0x00 // 0x00 <name>                      -> state of the store
+	spaceCatalog  byte = 0x01 // 0x01 <collection name>           -> collection record (JSON)
+	spaceSeries   byte = 0x02 // 0x02 <coll u32> <series u64>     -> canonical meta value
+	spaceBucket   byte = 0x03 // 0x03 <coll u32> <series u64> <minTime i64> <bucket u64> -> sealed bucket
+	spaceOpen     byte = 0x04 // 0x04 <coll u32> <series u64> <minTime i64> <bucket u64> -> open-bucket snapshot
+	spaceDocument byte = 0x05 // reserved for plain collections
+)
+
+// Keys of the meta space.
+var (
+	keyCheckpoint = []byte{spaceMeta, 'c', 'h', 'e', 'c', 'k', 'p', 'o', 'i', 'n', 't'}
+	keyFormat     = []byte{spaceMeta, 'f', 'o', 'r', 'm', 'a', 't'}
+)
+
+// formatVersion is the version of the key schema and record layouts; a store
+// written by a newer version is refused.
+const formatVersion = 1
+
+const bucketKeyLen = 1 + 4 + 8 + 8 + 8
+
+func catalogKey(name string) []byte {
+	return append([]byte{spaceCatalog}, name...)
+}
+
+func seriesKey(coll uint32, series uint64) []byte {
+	k := make([]byte, 13)
+	k[0] = spaceSeries
+	binary.BigEndian.PutUint32(k[1:], coll)
+	binary.BigEndian.PutUint64(k[5:], series)
+	return k
+}
+
+// collPrefix returns the key prefix of one collection in space.
+func collPrefix(space byte, coll uint32) []byte {
+	k := make([]byte, 5)
+	k[0] = space
+	binary.BigEndian.PutUint32(k[1:], coll)
+	return k
+}
+
+// seriesPrefix returns the prefix of one series' buckets in space.
+func seriesPrefix(space byte, coll uint32, series uint64) []byte {
+	k := make([]byte, 13)
+	k[0] = space
+	binary.BigEndian.PutUint32(k[1:], coll)
+	binary.BigEndian.PutUint64(k[5:], series)
+	return k
+}
+
+func flipTime(t int64) uint64 { return uint64(t) ^ (1 << 63) }
+
+func unflipTime(u uint64) int64 { return int64(u ^ (1 << 63)) }
+
+// bucketKey is the key of a bucket in space (spaceBucket or spaceOpen).
+func bucketKey(space byte, coll uint32, series uint64, minTime int64, id uint64) []byte {
+	k := make([]byte, bucketKeyLen)
+	k[0] = space
+	binary.BigEndian.PutUint32(k[1:], coll)
+	binary.BigEndian.PutUint64(k[5:], series)
+	binary.BigEndian.PutUint64(k[13:], flipTime(minTime))
+	binary.BigEndian.PutUint64(k[21:], id)
+	return k
+}
+
+// seriesTimeKey is the smallest bucket key of series with min time >= t.
+func seriesTimeKey(space byte, coll uint32, series uint64, t int64) []byte {
+	k := make([]byte, 21)
+	k[0] = space
+	binary.BigEndian.PutUint32(k[1:], coll)
+	binary.BigEndian.PutUint64(k[5:], series)
+	binary.BigEndian.PutUint64(k[13:], flipTime(t))
+	return k
+}
+
+type bucketKeyParts struct {
+	coll    uint32
+	series  uint64
+	minTime int64
+	id      uint64
+}
+
+func parseBucketKey(k []byte) (bucketKeyParts, error) {
+	if len(k) != bucketKeyLen || (k[0] != spaceBucket && k[0] != spaceOpen) {
+		return bucketKeyParts{}, fmt.Errorf("%w: bucket key of %d bytes", ErrCorrupt, len(k))
+	}
+	return bucketKeyParts{
+		coll:    binary.BigEndian.Uint32(k[1:]),
+		series:  binary.BigEndian.Uint64(k[5:]),
+		minTime: unflipTime(binary.BigEndian.Uint64(k[13:])),
+		id:      binary.BigEndian.Uint64(k[21:]),
+	}, nil
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,424 @@
+package timeseries
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+// Kind is the type of a measurement field's value. The values equal the
+// bucket column types they are stored in.
+type Kind = bucket.Type
+
+// The kinds of field values.
+const (
+	KindFloat  = bucket.TypeFloat
+	KindInt    = bucket.TypeInt
+	KindString = bucket.TypeString
+	KindBool   = bucket.TypeBool
+	KindDate   = bucket.TypeDate
+)
+
+// Value is one field value. Only the member selected by Kind is meaningful;
+// dates are nanoseconds since the epoch in I.
+type Value struct {
+	Kind Kind
+	F    float64
+	I    int64
+	S    string
+	B    bool
+}
+
+// Float returns a float Value.
+func Float(f float64) Value { return Value{Kind: KindFloat, F: f} }
+
+// Int returns an integer Value.
+func Int(i int64) Value { return Value{Kind: KindInt, I: i} }
+
+// String returns a string Value.
+func String(s string) Value { return Value{Kind: KindString, S: s} }
+
+// Bool returns a boolean Value.
+func Bool(b bool) Value { return Value{Kind: KindBool, B: b} }
+
+// Date returns a date Value from nanoseconds since the epoch.
+func Date(ns int64) Value { return Value{Kind: KindDate, I: ns} }
+
+// Interface returns v as a partialfilter value: float64, int64, string,
+// bool or time.Time.
+func (v Value) Interface() any {
+	switch v.Kind {
+	case KindFloat:
+		return v.F
+	case KindInt:
+		return v.I
+	case KindString:
+		return v.S
+	case KindBool:
+		return v.B
+	case KindDate:
+		return time.Unix(0, v.I).UTC()
+	}
+	return nil
+}
+
+// Field is a named field value of a measurement.
+type Field struct {
+	Name  string
+	Value Value
+}
+
+// Measurement is one document of a time-series collection: its time, its
+// meta value and its other fields.
+type Measurement struct {
+	// Time is nanoseconds since the epoch (negative before 1970).
+	Time int64
+	// Meta is the metaField value, nil when the document has none. It is a
+	// value of the set partialfilter works on: nil, bool, int64, float64,
+	// string, time.Time, []any, map[string]any.
+	Meta any
+	// Fields are the measurement's other fields, at most one per name.
+	Fields []Field
+}
+
+// Limits on one measurement, so that a single document cannot exhaust memory.
+const (
+	// MaxFieldsPerMeasurement bounds the fields of one document.
+	MaxFieldsPerMeasurement = 1000
+	// MaxFieldNameBytes bounds a field name.
+	MaxFieldNameBytes = 1024
+	// MaxStringBytes bounds one string value (MongoDB's document limit is
+	// 16 MiB; a bucket is sealed at 128000 bytes, so larger strings would
+	// each make a bucket of their own).
+	MaxStringBytes = 1 << 20
+	// MaxMetaBytes bounds the canonical encoding of a meta value.
+	MaxMetaBytes = 64 << 10
+)
+
+// validate checks m against the collection's options without storing
+// anything. The index in errors is filled in by the caller.
+func (m *Measurement) validate(ts *TimeSeriesOptions) error {
+	if len(m.Fields) > MaxFieldsPerMeasurement {
+		return mongoerr.New(mongoerr.BadValue, "a measurement may have at most %d fields; got %d", MaxFieldsPerMeasurement, len(m.Fields))
+	}
+	if m.Meta != nil && ts.MetaField == "" {
+		return mongoerr.New(mongoerr.BadValue, "the collection has no metaField; the measurement carries a meta value")
+	}
+	for i := range m.Fields {
+		f := &m.Fields[i]
+		switch {
+		case f.Name == "":
+			return mongoerr.New(mongoerr.BadValue, "field names cannot be empty")
+		case len(f.Name) > MaxFieldNameBytes:
+			return mongoerr.New(mongoerr.BadValue, "field name of %d bytes exceeds the limit of %d", len(f.Name), MaxFieldNameBytes)
+		case f.Name[0] == '$':
+			return mongoerr.New(mongoerr.BadValue, "field name %q cannot start with '$'", f.Name)
+		case !utf8.ValidString(f.Name):
+			return mongoerr.New(mongoerr.BadValue, "field name %q is not valid UTF-8", f.Name)
+		case f.Name == ts.TimeField || (ts.MetaField != "" && f.Name == ts.MetaField):
+			return mongoerr.New(mongoerr.BadValue, "field %q is the collection's timeField or metaField and cannot be a measurement field", f.Name)
+		}
+		switch f.Value.Kind {
+		case KindFloat, KindInt, KindBool, KindDate:
+		case KindString:
+			if len(f.Value.S) > MaxStringBytes {
+				return mongoerr.New(mongoerr.BadValue, "field %q: string of %d bytes exceeds the limit of %d", f.Name, len(f.Value.S), MaxStringBytes)
+			}
+		default:
+			return mongoerr.New(mongoerr.BadValue, "field %q has no value type", f.Name)
+		}
+		for j := 0; j < i; j++ {
+			if m.Fields[j].Name == f.Name {
+				return mongoerr.New(mongoerr.BadValue, "field %q appears twice in one measurement", f.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// rowBytes estimates the size a measurement adds to a bucket the way MongoDB
+// counts it (the BSON size of the measurement), for the 128000-byte rule.
+func (m *Measurement) rowBytes(timeField string) int {
+	n := 5 + len(timeField) + 2 + 8
+	for i := range m.Fields {
+		f := &m.Fields[i]
+		n += len(f.Name) + 2
+		switch f.Value.Kind {
+		case KindString:
+			n += 5 + len(f.Value.S)
+		case KindBool:
+			n++
+		default:
+			n += 8
+		}
+	}
+	return n
+}
+
+// MetaKey is a meta value already in its canonical encoding
+// (CanonicalMeta). A Measurement whose Meta is a MetaKey skips the encoding;
+// writers that see the same meta value many times (one per line-protocol tag
+// set, say) encode it once.
+type MetaKey string
+
+// validMetaKey checks that k is a canonical encoding.
+func validMetaKey(k MetaKey) error {
+	v, err := DecodeMeta(string(k))
+	if err != nil {
+		return mongoerr.New(mongoerr.BadValue, "invalid meta key: %v", err)
+	}
+	if c, err := CanonicalMeta(v); err != nil || c != string(k) {
+		return mongoerr.New(mongoerr.BadValue, "meta key %.40q is not in canonical form", string(k))
+	}
+	return nil
+}
+
+// CanonicalMeta returns the canonical encoding of a meta value: Extended
+// JSON with object fields sorted by name, so that equal meta values written
+// with fields in any order group into the same series. Integers print as
+// integers and floats always carry a decimal point or exponent, so that
+// DecodeMeta restores the same types.
+func CanonicalMeta(v any) (string, error) {
+	b, err := appendCanonical(nil, v, 0)
+	if err != nil {
+		return "", err
+	}
+	if len(b) > MaxMetaBytes {
+		return "", mongoerr.New(mongoerr.BadValue, "meta value of %d bytes exceeds the limit of %d", len(b), MaxMetaBytes)
+	}
+	return string(b), nil
+}
+
+const maxMetaDepth = 32
+
+func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
+	if depth > maxMetaDepth {
+		return nil, mongoerr.New(mongoerr.BadValue, "meta value nests deeper than %d levels", maxMetaDepth)
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		return strconv.AppendBool(dst, x), nil
+	case int64:
+		return strconv.AppendInt(dst, x, 10), nil
+	case int:
+		return strconv.AppendInt(dst, int64(x), 10), nil
+	case int32:
+		return strconv.AppendInt(dst, int64(x), 10), nil
+	case float64:
+		return appendCanonicalFloat(dst, x), nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return strconv.AppendInt(dst, i, 10), nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return nil, mongoerr.New(mongoerr.BadValue, "invalid number %q in meta value", x.String())
+		}
+		return appendCanonicalFloat(dst, f), nil
+	case string:
+		return appendJSONString(dst, x), nil
+	case time.Time:
+		dst = append(dst, `{"$date":"`...)
+		dst = x.UTC().AppendFormat(dst, time.RFC3339Nano)
+		return append(dst, `"}`...), nil
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendCanonical(dst, e, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = appendCanonical(dst, x[k], depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	}
+	return nil, mongoerr.New(mongoerr.BadValue, "unsupported meta value of type %T", v)
+}
+
+func appendCanonicalFloat(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `{"$numberDouble":"NaN"}`...)
+	case math.IsInf(f, 1):
+		return append(dst, `{"$numberDouble":"Infinity"}`...)
+	case math.IsInf(f, -1):
+		return append(dst, `{"$numberDouble":"-Infinity"}`...)
+	}
+	n := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+	if !strings.ContainsAny(string(dst[n:]), ".eEn") {
+		dst = append(dst, ".0"...)
+	}
+	return dst
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // never fails for a string
+	return append(dst, b...)
+}
+
+// DecodeMeta parses a canonical meta encoding back into a value: integers
+// become int64, other numbers float64, {"$date": ...} time.Time.
+func DecodeMeta(s string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("timeseries: decode meta %q: %w", s, err)
+	}
+	return normalizeJSON(v)
+}
+
+// normalizeJSON converts a value decoded with UseNumber into the value set
+// of partialfilter, resolving Extended JSON wrappers.
+func normalizeJSON(v any) (any, error) {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil && !strings.ContainsAny(x.String(), ".eE") {
+			return i, nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return nil, mongoerr.New(mongoerr.BadValue, "invalid number %q", x.String())
+		}
+		return f, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			n, err := normalizeJSON(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case map[string]any:
+		if len(x) == 1 {
+			if d, ok := x["$date"]; ok {
+				ns, err := parseDate(d)
+				if err != nil {
+					return nil, err
+				}
+				return time.Unix(0, ns).UTC(), nil
+			}
+			if d, ok := x["$numberDouble"].(string); ok {
+				switch d {
+				case "NaN":
+					return math.NaN(), nil
+				case "Infinity":
+					return math.Inf(1), nil
+				case "-Infinity":
+					return math.Inf(-1), nil
+				}
+				f, err := strconv.ParseFloat(d, 64)
+				if err != nil {
+					return nil, mongoerr.New(mongoerr.BadValue, "invalid $numberDouble %q", d)
+				}
+				return f, nil
+			}
+			if d, ok := x["$numberLong"].(string); ok {
+				i, err := strconv.ParseInt(d, 10, 64)
+				if err != nil {
+					return nil, mongoerr.New(mongoerr.BadValue, "invalid $numberLong %q", d)
+				}
+				return i, nil
+			}
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			n, err := normalizeJSON(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// parseDate converts the argument of {"$date": ...} to nanoseconds since the
+// epoch: an RFC 3339 string or {"$numberLong": "<ms>"} or a number of ms.
+func parseDate(v any) (int64, error) {
+	switch d := v.(type) {
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, d)
+		if err != nil {
+			return 0, mongoerr.New(mongoerr.BadValue, "invalid date %q: want RFC 3339, e.g. 2024-05-01T12:00:00.123Z", d)
+		}
+		return timeToNanos(t)
+	case map[string]any:
+		if s, ok := d["$numberLong"].(string); ok && len(d) == 1 {
+			ms, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return 0, mongoerr.New(mongoerr.BadValue, "invalid date: $numberLong %q is not an integer", s)
+			}
+			return msToNanos(ms)
+		}
+	case json.Number:
+		ms, err := d.Int64()
+		if err != nil {
+			return 0, mongoerr.New(mongoerr.BadValue, "invalid date: %s is not an integer number of milliseconds", d)
+		}
+		return msToNanos(ms)
+	case float64:
+		if d != math.Trunc(d) || math.Abs(d) > 9.2e15 {
+			return 0, mongoerr.New(mongoerr.BadValue, "invalid date: %v is not an integer number of milliseconds", d)
+		}
+		return msToNanos(int64(d))
+	case int64:
+		return msToNanos(d)
+	}
+	return 0, mongoerr.New(mongoerr.BadValue, "invalid date: want {\"$date\": \"<RFC 3339>\"} or {\"$date\": {\"$numberLong\": \"<ms>\"}}")
+}
+
+// Dates are stored as int64 nanoseconds: about years 1678..2262.
+const (
+	minDateMillis = math.MinInt64 / int64(1e6)
+	maxDateMillis = math.MaxInt64 / int64(1e6)
+)
+
+func msToNanos(ms int64) (int64, error) {
+	if ms < minDateMillis || ms > maxDateMillis {
+		return 0, mongoerr.New(mongoerr.BadValue, "date %d ms is outside the supported range (years 1678 to 2262)", ms)
+	}
+	return ms * 1e6, nil
+}
+
+func timeToNanos(t time.Time) (int64, error) {
+	if t.Year() < 1678 || t.Year() > 2261 {
+		return 0, mongoerr.New(mongoerr.BadValue, "date %s is outside the supported range (years 1678 to 2261)", t.Format(time.RFC3339Nano))
+	}
+	return t.UnixNano(), nil
+}

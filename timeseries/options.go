@@ -1,0 +1,108 @@
+package timeseries
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configure a DB. The zero value of every field means its default.
+type Options struct {
+	// Dir is the data directory: Pebble's files and the log under Dir/wal.
+	// Required.
+	Dir string
+
+	// MemoryBudget bounds the memory of buckets held in memory (open ones
+	// and sealed ones not yet checkpointed). Over budget, open buckets are
+	// sealed early and a checkpoint runs; writers wait while the budget is
+	// exceeded. Default 256 MiB: room for 1000-row buckets of about 30,000
+	// series of 10 fields.
+	MemoryBudget int64
+
+	// CheckpointInterval is how often open and sealed buckets are written
+	// to Pebble and the log truncated. Default 1 minute: recovery replays at
+	// most about that much of the log.
+	CheckpointInterval time.Duration
+
+	// CheckpointLogBytes starts a checkpoint once the log holds this many
+	// bytes. Default 128 MiB.
+	CheckpointLogBytes int64
+
+	// BucketMaxCount and BucketMaxBytes are MongoDB's bucket limits [1000
+	// measurements, 128000 bytes].
+	BucketMaxCount int
+	BucketMaxBytes int
+
+	// MaxOpenBucketsPerSeries bounds the buckets one series keeps open for
+	// out-of-order data. Default 4.
+	MaxOpenBucketsPerSeries int
+
+	// LogSegmentSize is the size of one log segment. Default 64 MiB.
+	LogSegmentSize int64
+
+	// NoSync skips fsync of the log. For tests and benchmarks only: an
+	// acknowledged write may be lost in a crash.
+	NoSync bool
+
+	// Logger receives the DB's logs. Default: discard.
+	Logger *slog.Logger
+
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// EnsureDefaults fills in the zero fields.
+func (o *Options) EnsureDefaults() {
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = 256 << 20
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = time.Minute
+	}
+	if o.CheckpointLogBytes == 0 {
+		o.CheckpointLogBytes = 128 << 20
+	}
+	if o.BucketMaxCount == 0 {
+		o.BucketMaxCount = 1000
+	}
+	if o.BucketMaxBytes == 0 {
+		o.BucketMaxBytes = 128000
+	}
+	if o.MaxOpenBucketsPerSeries == 0 {
+		o.MaxOpenBucketsPerSeries = 4
+	}
+	if o.LogSegmentSize == 0 {
+		o.LogSegmentSize = 64 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Validate checks the options after EnsureDefaults.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Dir == "" {
+		errs = append(errs, errors.New("timeseries: Options.Dir is required"))
+	}
+	if o.MemoryBudget < 1<<20 {
+		errs = append(errs, fmt.Errorf("timeseries: MemoryBudget %d is below the minimum of 1 MiB", o.MemoryBudget))
+	}
+	if o.BucketMaxCount < 1 || o.BucketMaxCount > 1<<20 {
+		errs = append(errs, fmt.Errorf("timeseries: BucketMaxCount %d is outside [1, %d]", o.BucketMaxCount, 1<<20))
+	}
+	if o.BucketMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("timeseries: BucketMaxBytes %d must be positive", o.BucketMaxBytes))
+	}
+	if o.MaxOpenBucketsPerSeries < 1 {
+		errs = append(errs, fmt.Errorf("timeseries: MaxOpenBucketsPerSeries %d must be positive", o.MaxOpenBucketsPerSeries))
+	}
+	if o.CheckpointInterval < 0 || o.CheckpointLogBytes < 0 {
+		errs = append(errs, errors.New("timeseries: checkpoint settings must not be negative"))
+	}
+	return errors.Join(errs...)
+}

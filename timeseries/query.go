@@ -1,0 +1,591 @@
+package timeseries
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// Sort orders of a find.
+const (
+	// SortSeries returns series one after the other (in series order), each
+	// in ascending time order. It is the cheapest order.
+	SortSeries = 0
+	// SortAscending merges all series into one ascending time order.
+	SortAscending = 1
+	// SortDescending merges all series into one descending time order.
+	SortDescending = -1
+)
+
+// FindOptions describe a find on a time-series collection.
+type FindOptions struct {
+	// Filter selects measurements; nil matches all.
+	Filter *partialfilter.Filter
+	// Fields lists the measurement fields to return, in order; nil returns
+	// every field the collection has seen, sorted by name.
+	Fields []string
+	// OmitTime and OmitMeta leave the time and meta columns out.
+	OmitTime, OmitMeta bool
+	// Sort is SortSeries, SortAscending or SortDescending.
+	Sort int
+	// Limit stops after this many measurements; 0 means no limit.
+	Limit int64
+	// BatchRows is the number of rows per record; 0 means 4096.
+	BatchRows int
+	// Allocator allocates the records' memory; nil means the Go allocator.
+	Allocator memory.Allocator
+}
+
+// MetaColumnMetadataKey marks the meta column in a result schema: its
+// values are the canonical Extended JSON of the meta values (CanonicalMeta),
+// so that writers can render them as JSON rather than as strings.
+const MetaColumnMetadataKey = "hourglass.meta"
+
+// MixedColumnMetadataKey marks a column of a field seen with several value
+// types that are not all numbers: its values are JSON texts.
+const MixedColumnMetadataKey = "hourglass.mixed"
+
+// Cursor streams the result of a find as Arrow records. It is not safe for
+// concurrent use and must be closed.
+type Cursor struct {
+	ctx    context.Context
+	schema *arrow.Schema
+	bld    *array.RecordBuilder
+	out    []outColumn
+	rec    arrow.Record
+	err    error
+	done   bool
+
+	batch    int
+	limit    int64
+	emitted  int64
+	ts       *TimeSeriesOptions
+	plan     filterPlan
+	omitTime bool
+	omitMeta bool
+	snap     *pebble.Snapshot
+	coll     uint32
+	maxSpan  int64
+	fields   []string // projected field names, nil: all
+	series   []*seriesSnap
+	nextSer  int
+	cur      *seriesScan  // SortSeries: the series being read
+	merge    *seriesMerge // global orders
+	set      []bool       // scratch: result columns set in the current row
+	colMap   map[*bucket.Columns][]int
+	fieldPos map[string]int
+}
+
+// outColumn is a field column of the result.
+type outColumn struct {
+	name  string
+	kind  bucket.Type // the column's Arrow type; KindString for mixed
+	mixed bool
+}
+
+// Find runs a query on a time-series collection. The result is a snapshot:
+// measurements inserted after Find returns are not in it.
+func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	cur := &Cursor{ctx: ctx, batch: opts.BatchRows, limit: opts.Limit, omitTime: opts.OmitTime, omitMeta: opts.OmitMeta, coll: c.id}
+	if cur.batch <= 0 {
+		cur.batch = 4096
+	}
+	if cur.limit < 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "limit must not be negative; got %d", cur.limit)
+	}
+	if opts.Sort < -1 || opts.Sort > 1 {
+		return nil, mongoerr.New(mongoerr.BadValue, "sort must be 1 (ascending), -1 (descending) or 0 (by series)")
+	}
+
+	db.mu.RLock()
+	ts := c.opts.TimeSeries
+	if ts == nil || c.dropped {
+		db.mu.RUnlock()
+		if ts == nil {
+			return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+		}
+		return nil, notFound(name)
+	}
+	cur.ts = ts
+	cur.maxSpan = max(c.maxSpan, ts.Span())
+	cur.plan = planFilter(opts.Filter, ts)
+	// The schema: every field seen, or the projection.
+	fieldNames := opts.Fields
+	if fieldNames == nil {
+		for f := range c.fieldTypes {
+			fieldNames = append(fieldNames, f)
+		}
+		sort.Strings(fieldNames)
+	} else {
+		cur.fields = fieldNames
+	}
+	for _, f := range fieldNames {
+		cur.out = append(cur.out, outputColumn(f, c.fieldTypes[f]))
+	}
+	if cur.plan.residual != nil && cur.fields != nil {
+		// The residual filter needs the fields it names.
+		for _, p := range cur.plan.residual.Paths() {
+			if !contains(cur.fields, p) {
+				cur.fields = append(cur.fields, p)
+			}
+		}
+	}
+	if !cur.plan.empty {
+		for _, s := range c.series {
+			if !cur.plan.matchesSeries(ts, s.meta) {
+				continue
+			}
+			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, memIDs: map[uint64]bool{}}
+			for _, b := range s.buckets {
+				if b.rows() == 0 || b.maxT < cur.plan.minTime || b.minT > cur.plan.maxTime {
+					// Not in range, but Pebble may hold an older copy.
+					snap.memIDs[b.id] = true
+					continue
+				}
+				cp := b.capture()
+				cols := cp.cols
+				if !b.sealed {
+					cols = sortedColumns(&cols)
+				}
+				snap.mem = append(snap.mem, &cols)
+				snap.memIDs[b.id] = true
+			}
+			cur.series = append(cur.series, snap)
+		}
+	}
+	// Pebble's view is taken after memory's, so that a bucket leaving
+	// memory for Pebble in between is seen (once, thanks to memIDs).
+	cur.snap = db.pdb.NewSnapshot()
+	db.mu.RUnlock()
+	sort.Slice(cur.series, func(i, j int) bool { return cur.series[i].metaKey < cur.series[j].metaKey })
+
+	// Schema.
+	var fs []arrow.Field
+	if !opts.OmitTime {
+		fs = append(fs, arrow.Field{Name: ts.TimeField, Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}})
+	}
+	if !opts.OmitMeta && ts.MetaField != "" {
+		fs = append(fs, arrow.Field{Name: ts.MetaField, Type: arrow.BinaryTypes.String, Nullable: true,
+			Metadata: arrow.NewMetadata([]string{MetaColumnMetadataKey}, []string{"json"})})
+	}
+	cur.fieldPos = make(map[string]int, len(cur.out))
+	for i, oc := range cur.out {
+		f := arrow.Field{Name: oc.name, Type: arrowType(oc.kind), Nullable: true}
+		if oc.mixed {
+			f.Metadata = arrow.NewMetadata([]string{MixedColumnMetadataKey}, []string{"json"})
+		}
+		cur.fieldPos[oc.name] = i
+		fs = append(fs, f)
+	}
+	cur.schema = arrow.NewSchema(fs, nil)
+	mem := opts.Allocator
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	cur.bld = array.NewRecordBuilder(mem, cur.schema)
+	cur.colMap = make(map[*bucket.Columns][]int)
+	if opts.Sort != SortSeries {
+		cur.merge = &seriesMerge{desc: opts.Sort == SortDescending}
+		for _, s := range cur.series {
+			sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, cur.plan.minTime, cur.plan.maxTime, cur.maxSpan, cur.merge.desc)
+			if err != nil {
+				cur.Close()
+				return nil, err
+			}
+			cur.merge.scans = append(cur.merge.scans, sc)
+		}
+		if err := cur.merge.init(); err != nil {
+			cur.Close()
+			return nil, err
+		}
+	}
+	return cur, nil
+}
+
+// outputColumn picks a field's result type from the types it was seen with.
+func outputColumn(name string, ts typeSet) outColumn {
+	types := ts.types()
+	switch {
+	case len(types) == 1:
+		return outColumn{name: name, kind: types[0]}
+	case len(types) == 0:
+		return outColumn{name: name, kind: KindFloat}
+	case ts&^(1<<KindInt|1<<KindFloat) == 0:
+		return outColumn{name: name, kind: KindFloat}
+	}
+	return outColumn{name: name, kind: KindString, mixed: true}
+}
+
+func arrowType(k bucket.Type) arrow.DataType {
+	switch k {
+	case KindInt:
+		return arrow.PrimitiveTypes.Int64
+	case KindString:
+		return arrow.BinaryTypes.String
+	case KindBool:
+		return arrow.FixedWidthTypes.Boolean
+	case KindDate:
+		return &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+	}
+	return arrow.PrimitiveTypes.Float64
+}
+
+// Schema returns the schema of every record of the cursor.
+func (c *Cursor) Schema() *arrow.Schema { return c.schema }
+
+// Next advances to the next record; false at the end or on error (see Err).
+func (c *Cursor) Next() bool {
+	if c.rec != nil {
+		c.rec.Release()
+		c.rec = nil
+	}
+	if c.done || c.err != nil {
+		return false
+	}
+	if err := c.ctx.Err(); err != nil {
+		c.err = err
+		return false
+	}
+	n, err := c.fill()
+	if err != nil {
+		c.err = err
+		return false
+	}
+	if n == 0 {
+		c.done = true
+		return false
+	}
+	c.rec = c.bld.NewRecord()
+	return true
+}
+
+// Record returns the current record. It is valid until the next call of
+// Next or Close; Retain it to keep it longer.
+func (c *Cursor) Record() arrow.Record { return c.rec }
+
+// Err returns the error that ended the iteration, if any.
+func (c *Cursor) Err() error { return c.err }
+
+// Close releases the cursor's resources. It is safe to call more than once.
+func (c *Cursor) Close() error {
+	var errs []error
+	if c.rec != nil {
+		c.rec.Release()
+		c.rec = nil
+	}
+	if c.cur != nil {
+		errs = append(errs, c.cur.Close())
+		c.cur = nil
+	}
+	if c.merge != nil {
+		for _, sc := range c.merge.scans {
+			errs = append(errs, sc.Close())
+		}
+		c.merge = nil
+	}
+	if c.bld != nil {
+		c.bld.Release()
+		c.bld = nil
+	}
+	if c.snap != nil {
+		errs = append(errs, c.snap.Close())
+		c.snap = nil
+	}
+	c.done = true
+	return errors.Join(errs...)
+}
+
+// nextRow returns the scan and cursor of the next row in the cursor's order.
+func (c *Cursor) nextRow() (*seriesScan, *rowCursor, error) {
+	if c.merge != nil {
+		return c.merge.next()
+	}
+	for {
+		if c.cur == nil {
+			if c.nextSer >= len(c.series) {
+				return nil, nil, nil
+			}
+			s := c.series[c.nextSer]
+			c.nextSer++
+			sc, err := newSeriesScan(c.snap, c.coll, s, c.fields, c.plan.minTime, c.plan.maxTime, c.maxSpan, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.cur = sc
+		}
+		rc, err := c.cur.next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if rc != nil {
+			return c.cur, rc, nil
+		}
+		if err := c.cur.Close(); err != nil {
+			return nil, nil, err
+		}
+		c.cur = nil
+	}
+}
+
+func (c *Cursor) advance(sc *seriesScan) error {
+	if c.merge != nil {
+		return c.merge.advance()
+	}
+	sc.advance()
+	return nil
+}
+
+// fill appends up to one batch of rows to the builder.
+func (c *Cursor) fill() (int, error) {
+	n := 0
+	for n < c.batch {
+		if c.limit > 0 && c.emitted >= c.limit {
+			break
+		}
+		sc, rc, err := c.nextRow()
+		if err != nil {
+			return n, err
+		}
+		if rc == nil {
+			break
+		}
+		if c.plan.residual == nil || c.plan.residual.Match(c.rowDoc(sc.s, rc)) {
+			c.appendRow(sc.s, rc)
+			n++
+			c.emitted++
+		}
+		if err := c.advance(sc); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// columnsOf maps the fields of a decoded bucket to result columns (-1: not
+// projected).
+func (c *Cursor) columnsOf(cols *bucket.Columns) []int {
+	if m, ok := c.colMap[cols]; ok {
+		return m
+	}
+	if len(c.colMap) > 1024 {
+		clear(c.colMap)
+	}
+	m := make([]int, len(cols.Fields))
+	for i := range cols.Fields {
+		if p, ok := c.fieldPos[cols.Fields[i].Name]; ok {
+			m[i] = p
+		} else {
+			m[i] = -1
+		}
+	}
+	c.colMap[cols] = m
+	return m
+}
+
+func (c *Cursor) appendRow(s *seriesSnap, rc *rowCursor) {
+	base := 0
+	if !c.omitTime {
+		c.bld.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(rc.time()))
+		base++
+	}
+	if !c.omitMeta && c.ts.MetaField != "" {
+		b := c.bld.Field(base).(*array.StringBuilder)
+		if s.meta == nil {
+			b.AppendNull()
+		} else {
+			b.Append(s.metaKey)
+		}
+		base++
+	}
+	if len(c.set) != len(c.out) {
+		c.set = make([]bool, len(c.out))
+	}
+	set := c.set
+	clear(set)
+	cols := rc.cols
+	for i, p := range c.columnsOf(cols) {
+		if p < 0 {
+			continue
+		}
+		col := &cols.Fields[i]
+		if !col.IsPresent(rc.i) {
+			continue
+		}
+		appendCell(c.bld.Field(base+p), c.out[p], col, rc.i)
+		set[p] = true
+	}
+	for p, ok := range set {
+		if !ok {
+			c.bld.Field(base + p).AppendNull()
+		}
+	}
+}
+
+// appendCell appends row i of col to a result column of type oc.
+func appendCell(b array.Builder, oc outColumn, col *bucket.Column, i int) {
+	if oc.mixed {
+		b.(*array.StringBuilder).Append(cellJSON(col, i))
+		return
+	}
+	switch oc.kind {
+	case KindFloat:
+		fb := b.(*array.Float64Builder)
+		if col.Type == KindInt {
+			fb.Append(float64(col.Ints[i]))
+		} else {
+			fb.Append(col.Floats[i])
+		}
+	case KindInt:
+		b.(*array.Int64Builder).Append(col.Ints[i])
+	case KindDate:
+		b.(*array.TimestampBuilder).Append(arrow.Timestamp(col.Ints[i]))
+	case KindString:
+		b.(*array.StringBuilder).Append(col.Strings[i])
+	case KindBool:
+		b.(*array.BooleanBuilder).Append(col.Bools[i])
+	}
+}
+
+// cellJSON renders one value as Extended JSON text.
+func cellJSON(col *bucket.Column, i int) string {
+	switch col.Type {
+	case KindFloat:
+		s, _ := CanonicalMeta(col.Floats[i])
+		return s
+	case KindInt:
+		return strconv.FormatInt(col.Ints[i], 10)
+	case KindDate:
+		s, _ := CanonicalMeta(time.Unix(0, col.Ints[i]).UTC())
+		return s
+	case KindString:
+		b, _ := json.Marshal(col.Strings[i])
+		return string(b)
+	case KindBool:
+		return strconv.FormatBool(col.Bools[i])
+	}
+	return "null"
+}
+
+// rowDoc builds the document of one row for a residual filter.
+func (c *Cursor) rowDoc(s *seriesSnap, rc *rowCursor) map[string]any {
+	doc := make(map[string]any, len(rc.cols.Fields)+2)
+	doc[c.ts.TimeField] = time.Unix(0, rc.time()).UTC()
+	if c.ts.MetaField != "" && s.meta != nil {
+		doc[c.ts.MetaField] = s.meta
+	}
+	for i := range rc.cols.Fields {
+		col := &rc.cols.Fields[i]
+		if col.IsPresent(rc.i) {
+			doc[col.Name] = cellValue(col, rc.i)
+		}
+	}
+	return doc
+}
+
+func cellValue(col *bucket.Column, i int) any {
+	switch col.Type {
+	case KindFloat:
+		return col.Floats[i]
+	case KindInt:
+		return col.Ints[i]
+	case KindDate:
+		return time.Unix(0, col.Ints[i]).UTC()
+	case KindString:
+		return col.Strings[i]
+	case KindBool:
+		return col.Bools[i]
+	}
+	return nil
+}
+
+// seriesMerge merges series scans into one time order.
+type seriesMerge struct {
+	scans []*seriesScan
+	desc  bool
+	h     scanHeap
+}
+
+type scanHead struct {
+	sc *seriesScan
+	rc *rowCursor
+}
+
+type scanHeap struct {
+	items []scanHead
+	desc  bool
+}
+
+func (h *scanHeap) Len() int { return len(h.items) }
+func (h *scanHeap) Less(i, j int) bool {
+	a, b := h.items[i].rc.time(), h.items[j].rc.time()
+	if a == b {
+		return h.items[i].sc.s.metaKey < h.items[j].sc.s.metaKey
+	}
+	if h.desc {
+		return a > b
+	}
+	return a < b
+}
+func (h *scanHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *scanHeap) Push(x any)    { h.items = append(h.items, x.(scanHead)) }
+func (h *scanHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}
+
+func (m *seriesMerge) init() error {
+	m.h.desc = m.desc
+	for _, sc := range m.scans {
+		rc, err := sc.next()
+		if err != nil {
+			return err
+		}
+		if rc != nil {
+			m.h.items = append(m.h.items, scanHead{sc, rc})
+		}
+	}
+	heap.Init(&m.h)
+	return nil
+}
+
+func (m *seriesMerge) next() (*seriesScan, *rowCursor, error) {
+	if m.h.Len() == 0 {
+		return nil, nil, nil
+	}
+	top := m.h.items[0]
+	return top.sc, top.rc, nil
+}
+
+func (m *seriesMerge) advance() error {
+	top := &m.h.items[0]
+	top.sc.advance()
+	rc, err := top.sc.next()
+	if err != nil {
+		return err
+	}
+	if rc == nil {
+		heap.Pop(&m.h)
+		return nil
+	}
+	top.rc = rc
+	heap.Fix(&m.h, 0)
+	return nil
+}

@@ -1,0 +1,270 @@
+package timeseries
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Log record kinds (docs/format/wal.md). Persisted: values never change.
+const (
+	recInsert byte = 1
+	recDelete byte = 2
+)
+
+// group is the measurements of one meta value within an insert.
+type group struct {
+	metaKey string
+	meta    any
+	rows    []Measurement
+}
+
+// recordEncoder encodes insert and delete records; reusable, not safe for
+// concurrent use.
+type recordEncoder struct {
+	names map[string]uint64
+	list  []string
+}
+
+// encodeInsert appends an insert record of groups for collection coll.
+func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []byte {
+	if e.names == nil {
+		e.names = make(map[string]uint64)
+	}
+	clear(e.names)
+	e.list = e.list[:0]
+	// Field names are interned: a table first, then indexes.
+	for gi := range groups {
+		var prev []Field
+		for ri := range groups[gi].rows {
+			fs := groups[gi].rows[ri].Fields
+			for i := range fs {
+				if i < len(prev) && prev[i].Name == fs[i].Name {
+					continue
+				}
+				if _, ok := e.names[fs[i].Name]; !ok {
+					e.names[fs[i].Name] = uint64(len(e.list))
+					e.list = append(e.list, fs[i].Name)
+				}
+			}
+			prev = fs
+		}
+	}
+	dst = append(dst, recInsert)
+	dst = binary.AppendUvarint(dst, uint64(coll))
+	dst = binary.AppendUvarint(dst, uint64(len(e.list)))
+	for _, n := range e.list {
+		dst = appendString(dst, n)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(groups)))
+	for gi := range groups {
+		g := &groups[gi]
+		dst = appendString(dst, g.metaKey)
+		dst = binary.AppendUvarint(dst, uint64(len(g.rows)))
+		var prevT int64
+		var prev []Field
+		var prevIdx []uint64
+		for ri := range g.rows {
+			m := &g.rows[ri]
+			dst = binary.AppendVarint(dst, m.Time-prevT)
+			prevT = m.Time
+			dst = binary.AppendUvarint(dst, uint64(len(m.Fields)))
+			for i := range m.Fields {
+				f := &m.Fields[i]
+				var idx uint64
+				if i < len(prev) && prev[i].Name == f.Name {
+					idx = prevIdx[i]
+				} else {
+					idx = e.names[f.Name]
+				}
+				if i < len(prevIdx) {
+					prevIdx[i] = idx
+				} else {
+					prevIdx = append(prevIdx, idx)
+				}
+				dst = binary.AppendUvarint(dst, idx)
+				dst = append(dst, byte(f.Value.Kind))
+				switch f.Value.Kind {
+				case KindFloat:
+					dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f.Value.F))
+				case KindInt, KindDate:
+					dst = binary.AppendVarint(dst, f.Value.I)
+				case KindString:
+					dst = appendString(dst, f.Value.S)
+				case KindBool:
+					b := byte(0)
+					if f.Value.B {
+						b = 1
+					}
+					dst = append(dst, b)
+				}
+			}
+			prev = m.Fields
+		}
+	}
+	return dst
+}
+
+// deleteRecord is a logged delete: rows of the listed series with times in
+// [minTime, maxTime].
+type deleteRecord struct {
+	coll     uint32
+	minTime  int64
+	maxTime  int64
+	metaKeys []string
+}
+
+func (d *deleteRecord) encode(dst []byte) []byte {
+	dst = append(dst, recDelete)
+	dst = binary.AppendUvarint(dst, uint64(d.coll))
+	dst = binary.AppendVarint(dst, d.minTime)
+	dst = binary.AppendVarint(dst, d.maxTime)
+	dst = binary.AppendUvarint(dst, uint64(len(d.metaKeys)))
+	for _, k := range d.metaKeys {
+		dst = appendString(dst, k)
+	}
+	return dst
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// recordDecoder reads records written by recordEncoder.
+type recordDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *recordDecoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: log record: bad %s at offset %d", ErrCorrupt, what, len(d.b))
+	}
+	d.b = nil
+}
+
+func (d *recordDecoder) uvarint(what string) uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *recordDecoder) varint(what string) int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *recordDecoder) str(what string) string {
+	n := d.uvarint(what)
+	if n > uint64(len(d.b)) {
+		d.fail(what)
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *recordDecoder) byte1(what string) byte {
+	if len(d.b) < 1 {
+		d.fail(what)
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+// count reads a count and checks it against the bytes left (each item
+// takes at least min bytes), so corrupt input cannot make us allocate.
+func (d *recordDecoder) count(what string, min int) int {
+	n := d.uvarint(what)
+	if n > uint64(len(d.b)/min) {
+		d.fail(what)
+		return 0
+	}
+	return int(n)
+}
+
+// decodeInsert decodes an insert record after its kind byte.
+func decodeInsert(b []byte) (coll uint32, groups []group, err error) {
+	d := recordDecoder{b: b}
+	coll = uint32(d.uvarint("collection"))
+	names := make([]string, d.count("name count", 1))
+	for i := range names {
+		names[i] = d.str("name")
+	}
+	groups = make([]group, d.count("group count", 2))
+	for gi := range groups {
+		g := &groups[gi]
+		g.metaKey = d.str("meta")
+		g.rows = make([]Measurement, d.count("row count", 2))
+		var t int64
+		for ri := range g.rows {
+			m := &g.rows[ri]
+			t += d.varint("time")
+			m.Time = t
+			m.Fields = make([]Field, d.count("field count", 3))
+			for fi := range m.Fields {
+				f := &m.Fields[fi]
+				idx := d.uvarint("name index")
+				if idx >= uint64(len(names)) {
+					d.fail("name index")
+					return 0, nil, d.err
+				}
+				f.Name = names[idx]
+				f.Value.Kind = Kind(d.byte1("kind"))
+				switch f.Value.Kind {
+				case KindFloat:
+					if len(d.b) < 8 {
+						d.fail("float")
+						return 0, nil, d.err
+					}
+					f.Value.F = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+					d.b = d.b[8:]
+				case KindInt, KindDate:
+					f.Value.I = d.varint("int")
+				case KindString:
+					f.Value.S = d.str("string")
+				case KindBool:
+					f.Value.B = d.byte1("bool") != 0
+				default:
+					d.fail("kind")
+				}
+				if d.err != nil {
+					return 0, nil, d.err
+				}
+			}
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return coll, groups, d.err
+}
+
+func decodeDelete(b []byte) (deleteRecord, error) {
+	d := recordDecoder{b: b}
+	var r deleteRecord
+	r.coll = uint32(d.uvarint("collection"))
+	r.minTime = d.varint("min time")
+	r.maxTime = d.varint("max time")
+	r.metaKeys = make([]string, d.count("series count", 1))
+	for i := range r.metaKeys {
+		r.metaKeys[i] = d.str("meta")
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return r, d.err
+}

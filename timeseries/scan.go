@@ -1,0 +1,309 @@
+package timeseries
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/bucket"
+)
+
+// seriesScan produces the measurements of one series in time order
+// (ascending, or descending when desc), merging buckets whose time ranges
+// overlap. Buckets are read and decoded only when the merge reaches them, so
+// a scan holds only the buckets that overlap its position in memory.
+type seriesScan struct {
+	s       *seriesSnap
+	fields  []string // projected fields; nil: all
+	desc    bool
+	minTime int64
+	maxTime int64
+	maxSpan int64
+
+	mem    []*bucket.Columns // captured, sorted, not yet opened; in scan order
+	it     *pebble.Iterator  // sealed buckets in key order; nil when done
+	active cursorHeap
+	reader bucket.Reader
+	err    error
+}
+
+// seriesSnap is a series as a scan sees it: captured under DB.mu.
+type seriesSnap struct {
+	id      uint64
+	metaKey string
+	meta    any
+	mem     []*bucket.Columns
+	memIDs  map[uint64]bool
+}
+
+// rowCursor walks the rows of one decoded bucket.
+type rowCursor struct {
+	cols *bucket.Columns
+	i    int // current row
+	end  int // exclusive (ascending) / the last row index is i >= end (descending: i < end)
+	desc bool
+}
+
+func (c *rowCursor) time() int64 { return c.cols.Times[c.i] }
+
+func (c *rowCursor) valid() bool {
+	if c.desc {
+		return c.i >= c.end
+	}
+	return c.i < c.end
+}
+
+func (c *rowCursor) next() {
+	if c.desc {
+		c.i--
+	} else {
+		c.i++
+	}
+}
+
+type cursorHeap struct {
+	cs   []*rowCursor
+	desc bool
+}
+
+func (h *cursorHeap) Len() int { return len(h.cs) }
+func (h *cursorHeap) Less(i, j int) bool {
+	if h.desc {
+		return h.cs[i].time() > h.cs[j].time()
+	}
+	return h.cs[i].time() < h.cs[j].time()
+}
+func (h *cursorHeap) Swap(i, j int) { h.cs[i], h.cs[j] = h.cs[j], h.cs[i] }
+func (h *cursorHeap) Push(x any)    { h.cs = append(h.cs, x.(*rowCursor)) }
+func (h *cursorHeap) Pop() any {
+	x := h.cs[len(h.cs)-1]
+	h.cs = h.cs[:len(h.cs)-1]
+	return x
+}
+
+// newSeriesScan prepares a scan of s over [minTime, maxTime]. maxSpan
+// bounds how far before minTime a bucket may start. The scan must be closed.
+func newSeriesScan(snap *pebble.Snapshot, coll uint32, s *seriesSnap, fields []string, minTime, maxTime, maxSpan int64, desc bool) (*seriesScan, error) {
+	sc := &seriesScan{s: s, fields: fields, desc: desc, minTime: minTime, maxTime: maxTime, maxSpan: maxSpan}
+	sc.active.desc = desc
+	for _, cols := range s.mem {
+		n := len(cols.Times)
+		if n == 0 || cols.Times[n-1] < minTime || cols.Times[0] > maxTime {
+			continue
+		}
+		sc.mem = append(sc.mem, cols)
+	}
+	if desc {
+		sort.Slice(sc.mem, func(i, j int) bool { return last(sc.mem[i]) > last(sc.mem[j]) })
+	} else {
+		sort.Slice(sc.mem, func(i, j int) bool { return sc.mem[i].Times[0] < sc.mem[j].Times[0] })
+	}
+	lo := minTime
+	if lo > math.MinInt64+maxSpan {
+		lo -= maxSpan
+	} else {
+		lo = math.MinInt64
+	}
+	lower := seriesTimeKey(spaceBucket, coll, s.id, lo)
+	var upper []byte
+	if maxTime == math.MaxInt64 {
+		upper = prefixEnd(seriesPrefix(spaceBucket, coll, s.id))
+	} else {
+		upper = seriesTimeKey(spaceBucket, coll, s.id, maxTime+1)
+	}
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	sc.it = it
+	if desc {
+		it.Last()
+	} else {
+		it.First()
+	}
+	sc.skipInMemory()
+	return sc, nil
+}
+
+func last(c *bucket.Columns) int64 { return c.Times[len(c.Times)-1] }
+
+// skipInMemory moves the iterator past buckets that are also in memory
+// (newer there).
+func (sc *seriesScan) skipInMemory() {
+	for sc.it != nil && sc.it.Valid() {
+		kp, err := parseBucketKey(sc.it.Key())
+		if err != nil {
+			sc.err = err
+			return
+		}
+		if !sc.s.memIDs[kp.id] {
+			return
+		}
+		sc.step()
+	}
+}
+
+func (sc *seriesScan) step() {
+	if sc.desc {
+		sc.it.Prev()
+	} else {
+		sc.it.Next()
+	}
+}
+
+// Close releases the scan's iterator.
+func (sc *seriesScan) Close() error {
+	if sc.it == nil {
+		return nil
+	}
+	err := sc.it.Close()
+	sc.it = nil
+	return err
+}
+
+// bound returns, for the next unread Pebble bucket, the earliest time it may
+// hold (ascending) or the latest (descending); ok is false when none is left.
+func (sc *seriesScan) pebbleBound() (t int64, ok bool) {
+	if sc.it == nil || !sc.it.Valid() {
+		return 0, false
+	}
+	kp, err := parseBucketKey(sc.it.Key())
+	if err != nil {
+		sc.err = err
+		return 0, false
+	}
+	if sc.desc {
+		if kp.minTime > math.MaxInt64-sc.maxSpan {
+			return math.MaxInt64, true
+		}
+		return kp.minTime + sc.maxSpan - 1, true
+	}
+	return kp.minTime, true
+}
+
+// before reports whether a bucket bounded by t must be opened before a row at
+// time cur is emitted.
+func (sc *seriesScan) before(t, cur int64) bool {
+	if sc.desc {
+		return t >= cur
+	}
+	return t <= cur
+}
+
+// fill opens every unread bucket that may hold a row that comes before the
+// head of the active heap.
+func (sc *seriesScan) fill() error {
+	for {
+		var cur int64
+		haveCur := sc.active.Len() > 0
+		if haveCur {
+			cur = sc.active.cs[0].time()
+		}
+		if len(sc.mem) > 0 {
+			m := sc.mem[0]
+			t := m.Times[0]
+			if sc.desc {
+				t = last(m)
+			}
+			if !haveCur || sc.before(t, cur) {
+				sc.mem = sc.mem[1:]
+				sc.push(sc.cursor(m))
+				continue
+			}
+		}
+		if t, ok := sc.pebbleBound(); ok && (!haveCur || sc.before(t, cur)) {
+			cols, err := sc.decode(sc.it.Value())
+			if err != nil {
+				return err
+			}
+			sc.step()
+			sc.skipInMemory()
+			if cols != nil {
+				sc.push(sc.cursor(cols))
+			}
+			continue
+		}
+		return sc.err
+	}
+}
+
+func (sc *seriesScan) push(c *rowCursor) {
+	if c.valid() {
+		heap.Push(&sc.active, c)
+	}
+}
+
+// decode decodes the projected columns of an encoded bucket; nil when the
+// bucket lies outside the scan's range.
+func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
+	r := &sc.reader
+	if err := r.Reset(v); err != nil {
+		return nil, fmt.Errorf("series %d: %w", sc.s.id, err)
+	}
+	if r.Rows() == 0 || r.MaxTime() < sc.minTime || r.MinTime() > sc.maxTime {
+		return nil, nil
+	}
+	cols := &bucket.Columns{}
+	var err error
+	if cols.Times, err = r.Times(nil); err != nil {
+		return nil, err
+	}
+	for i := 0; i < r.NumFields(); i++ {
+		if sc.fields != nil && !contains(sc.fields, r.Field(i).Name) {
+			continue
+		}
+		cols.Fields = append(cols.Fields, bucket.Column{})
+		if err := r.Column(i, &cols.Fields[len(cols.Fields)-1]); err != nil {
+			return nil, err
+		}
+	}
+	return cols, nil
+}
+
+// cursor positions a cursor on the rows of sorted cols inside the range.
+func (sc *seriesScan) cursor(cols *bucket.Columns) *rowCursor {
+	lo := sort.Search(len(cols.Times), func(i int) bool { return cols.Times[i] >= sc.minTime })
+	hi := sort.Search(len(cols.Times), func(i int) bool { return cols.Times[i] > sc.maxTime })
+	c := &rowCursor{cols: cols, desc: sc.desc}
+	if sc.desc {
+		c.i, c.end = hi-1, lo
+	} else {
+		c.i, c.end = lo, hi
+	}
+	return c
+}
+
+// next returns the cursor holding the next row in order, or nil at the end.
+// The caller reads the row, then calls advance.
+func (sc *seriesScan) next() (*rowCursor, error) {
+	if err := sc.fill(); err != nil {
+		return nil, err
+	}
+	if sc.active.Len() == 0 {
+		return nil, nil
+	}
+	return sc.active.cs[0], nil
+}
+
+// advance moves past the row returned by next.
+func (sc *seriesScan) advance() {
+	c := sc.active.cs[0]
+	c.next()
+	if c.valid() {
+		heap.Fix(&sc.active, 0)
+	} else {
+		heap.Pop(&sc.active)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
