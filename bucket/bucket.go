@@ -1,0 +1,138 @@
+package bucket
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Version is the first byte of every encoded bucket. A Reader refuses other values.
+const Version = 1
+
+// MaxRows is the largest number of rows a bucket may hold. The writer seals buckets at
+// 1000 measurements; the limit only bounds what a decoder may be asked to allocate.
+const MaxRows = 1 << 20
+
+// MaxFields is the largest number of field columns in a bucket. Collections have a few
+// hundred fields at most; the limit bounds the control block a Reader parses.
+const MaxFields = 1 << 16
+
+// MaxNameLen is the longest field name in bytes.
+const MaxNameLen = 1 << 16
+
+// Errors returned by Encoder and Reader, wrapped with context; test with errors.Is.
+var (
+	// ErrCorrupt means the bytes are not a valid bucket of a known version.
+	ErrCorrupt = errors.New("bucket: corrupt data")
+	// ErrVersion means the first byte is not Version.
+	ErrVersion = errors.New("bucket: unsupported version")
+	// ErrNoRows means Encode was given zero rows.
+	ErrNoRows = errors.New("bucket: no rows")
+	// ErrTooManyRows means more than MaxRows rows.
+	ErrTooManyRows = errors.New("bucket: too many rows")
+	// ErrTooManyFields means more than MaxFields fields.
+	ErrTooManyFields = errors.New("bucket: too many fields")
+	// ErrColumnLength means a column's values or presence bitmap do not match the row count.
+	ErrColumnLength = errors.New("bucket: column length mismatch")
+	// ErrFieldName means an empty, too long or duplicate field name.
+	ErrFieldName = errors.New("bucket: bad field name")
+	// ErrType means an unknown Type.
+	ErrType = errors.New("bucket: unknown type")
+	// ErrFieldIndex means a field index out of range.
+	ErrFieldIndex = errors.New("bucket: field index out of range")
+)
+
+// Type is the type of a field column. The values are persisted: never renumber them.
+type Type uint8
+
+// Field types.
+const (
+	TypeFloat  Type = 1 // float64
+	TypeInt    Type = 2 // int64
+	TypeString Type = 3 // string
+	TypeBool   Type = 4 // bool
+	TypeDate   Type = 5 // int64 nanoseconds since the Unix epoch, encoded like TypeInt
+)
+
+// String returns the lowercase name of t.
+func (t Type) String() string {
+	switch t {
+	case TypeFloat:
+		return "float"
+	case TypeInt:
+		return "int"
+	case TypeString:
+		return "string"
+	case TypeBool:
+		return "bool"
+	case TypeDate:
+		return "date"
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+func (t Type) valid() bool { return t >= TypeFloat && t <= TypeDate }
+
+// Column is one field's values, uncompressed.
+//
+// Values are dense: the slice for Type has one element per row; rows where the field is
+// absent hold the zero value, which Encode ignores. Present is a bitmap of (rows+63)/64
+// words, bit i%64 of word i/64 set when row i is present; bits past the last row are
+// ignored. A nil Present means every row is present.
+type Column struct {
+	Name    string
+	Type    Type
+	Present []uint64
+	Floats  []float64 // TypeFloat
+	Ints    []int64   // TypeInt and TypeDate
+	Strings []string  // TypeString
+	Bools   []bool    // TypeBool
+}
+
+// IsPresent reports whether row i holds a value.
+func (c *Column) IsPresent(i int) bool {
+	return c.Present == nil || c.Present[i>>6]&(1<<(uint(i)&63)) != 0
+}
+
+// Len returns the number of rows in c: the length of the value slice for c.Type.
+func (c *Column) Len() int {
+	switch c.Type {
+	case TypeFloat:
+		return len(c.Floats)
+	case TypeInt, TypeDate:
+		return len(c.Ints)
+	case TypeString:
+		return len(c.Strings)
+	case TypeBool:
+		return len(c.Bools)
+	}
+	return 0
+}
+
+// Columns is a bucket's contents: one shared time column and the field columns.
+type Columns struct {
+	Times  []int64 // nanoseconds since the Unix epoch; any order, duplicates allowed
+	Fields []Column
+}
+
+// Reset empties c, keeping the capacity of Times and Fields for reuse.
+func (c *Columns) Reset() {
+	c.Times = c.Times[:0]
+	c.Fields = c.Fields[:0]
+}
+
+// FieldInfo describes one field of an encoded bucket, from its control block.
+type FieldInfo struct {
+	Name  string
+	Type  Type
+	Count int // rows where the field is present
+	// MinFloat and MaxFloat bound the non-NaN values of a TypeFloat field; both are NaN when
+	// every present value is NaN, and 0 when Count is 0. HasNaN reports any NaN value.
+	MinFloat, MaxFloat float64
+	HasNaN             bool
+	// MinInt and MaxInt bound the values of a TypeInt or TypeDate field (0 when Count is 0).
+	MinInt, MaxInt int64
+}
+
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}

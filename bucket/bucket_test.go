@@ -1,0 +1,445 @@
+package bucket
+
+import (
+	"errors"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// roundTrip encodes cols, decodes every column back and fails on any difference.
+func roundTrip(t testing.TB, cols *Columns) []byte {
+	t.Helper()
+	var enc Encoder
+	buf, err := enc.Encode(nil, cols)
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	var r Reader
+	if err := r.Reset(buf); err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	checkDecoded(t, &r, cols)
+	return buf
+}
+
+func checkDecoded(t testing.TB, r *Reader, cols *Columns) {
+	t.Helper()
+	rows := len(cols.Times)
+	if r.Rows() != rows || r.NumFields() != len(cols.Fields) {
+		t.Fatalf("rows %d fields %d, want %d %d", r.Rows(), r.NumFields(), rows, len(cols.Fields))
+	}
+	times, err := r.Times([]int64{1, 2, 3})
+	if err != nil {
+		t.Fatalf("times: %v", err)
+	}
+	lo, hi := cols.Times[0], cols.Times[0]
+	for i, ts := range cols.Times {
+		if times[i] != ts {
+			t.Fatalf("time %d: %d, want %d", i, times[i], ts)
+		}
+		lo, hi = min(lo, ts), max(hi, ts)
+	}
+	if r.MinTime() != lo || r.MaxTime() != hi {
+		t.Fatalf("time range [%d %d], want [%d %d]", r.MinTime(), r.MaxTime(), lo, hi)
+	}
+	var got Column
+	for i := range cols.Fields {
+		want := &cols.Fields[i]
+		if err := r.Column(i, &got); err != nil {
+			t.Fatalf("column %q: %v", want.Name, err)
+		}
+		if j := r.FieldIndex(want.Name); j != i {
+			t.Fatalf("FieldIndex(%q) = %d, want %d", want.Name, j, i)
+		}
+		checkColumn(t, &got, want, rows)
+		checkInfo(t, r.Field(i), want, rows)
+	}
+}
+
+func checkColumn(t testing.TB, got, want *Column, rows int) {
+	t.Helper()
+	if got.Name != want.Name || got.Type != want.Type || got.Len() != rows {
+		t.Fatalf("column %q %v len %d, want %q %v %d", got.Name, got.Type, got.Len(), want.Name, want.Type, rows)
+	}
+	for i := 0; i < rows; i++ {
+		p := want.IsPresent(i)
+		if got.IsPresent(i) != p {
+			t.Fatalf("column %q row %d: present %v, want %v", want.Name, i, !p, p)
+		}
+		switch want.Type {
+		case TypeFloat:
+			g, w := math.Float64bits(got.Floats[i]), math.Float64bits(want.Floats[i])
+			if !p {
+				w = 0
+			}
+			if g != w {
+				t.Fatalf("column %q row %d: %x (%v), want %x (%v)", want.Name, i, g, got.Floats[i], w, want.Floats[i])
+			}
+		case TypeInt, TypeDate:
+			w := want.Ints[i]
+			if !p {
+				w = 0
+			}
+			if got.Ints[i] != w {
+				t.Fatalf("column %q row %d: %d, want %d", want.Name, i, got.Ints[i], w)
+			}
+		case TypeString:
+			w := want.Strings[i]
+			if !p {
+				w = ""
+			}
+			if got.Strings[i] != w {
+				t.Fatalf("column %q row %d: %q, want %q", want.Name, i, got.Strings[i], w)
+			}
+		case TypeBool:
+			w := want.Bools[i] && p
+			if got.Bools[i] != w {
+				t.Fatalf("column %q row %d: %v, want %v", want.Name, i, got.Bools[i], w)
+			}
+		}
+	}
+}
+
+func checkInfo(t testing.TB, fi FieldInfo, c *Column, rows int) {
+	t.Helper()
+	want := FieldInfo{Name: c.Name, Type: c.Type}
+	first := true
+	allNaN := true
+	for i := 0; i < rows; i++ {
+		if !c.IsPresent(i) {
+			continue
+		}
+		want.Count++
+		switch c.Type {
+		case TypeInt, TypeDate:
+			v := c.Ints[i]
+			if first || v < want.MinInt {
+				want.MinInt = v
+			}
+			if first || v > want.MaxInt {
+				want.MaxInt = v
+			}
+		case TypeFloat:
+			v := c.Floats[i]
+			if v != v {
+				want.HasNaN = true
+				break
+			}
+			if allNaN || v < want.MinFloat || (v == 0 && math.Signbit(v)) && want.MinFloat == 0 {
+				want.MinFloat = v
+			}
+			if allNaN || v > want.MaxFloat {
+				want.MaxFloat = v
+			}
+			allNaN = false
+		}
+		first = false
+	}
+	if c.Type == TypeFloat && want.Count > 0 && allNaN {
+		if !math.IsNaN(fi.MinFloat) || !math.IsNaN(fi.MaxFloat) || !fi.HasNaN {
+			t.Fatalf("field %q: info %+v, want NaN bounds", c.Name, fi)
+		}
+		return
+	}
+	// -0 and +0 compare equal: bounds are compared numerically.
+	if fi.Name != want.Name || fi.Type != want.Type || fi.Count != want.Count || fi.HasNaN != want.HasNaN ||
+		fi.MinInt != want.MinInt || fi.MaxInt != want.MaxInt || fi.MinFloat != want.MinFloat || fi.MaxFloat != want.MaxFloat {
+		t.Fatalf("field %q: info %+v, want %+v", c.Name, fi, want)
+	}
+}
+
+func regularTimes(n int, start, step int64) []int64 {
+	ts := make([]int64, n)
+	for i := range ts {
+		ts[i] = start + int64(i)*step
+	}
+	return ts
+}
+
+func bitmap(n int, present func(i int) bool) []uint64 {
+	w := make([]uint64, (n+63)/64)
+	for i := 0; i < n; i++ {
+		if present(i) {
+			w[i/64] |= 1 << (i % 64)
+		}
+	}
+	return w
+}
+
+func floatCol(name string, vs ...float64) Column { return Column{Name: name, Type: TypeFloat, Floats: vs} }
+func intCol(name string, vs ...int64) Column     { return Column{Name: name, Type: TypeInt, Ints: vs} }
+
+func TestRoundTripBoundaries(t *testing.T) {
+	nan1 := math.Float64frombits(0x7ff8000000000001)
+	nan2 := math.Float64frombits(0xfff0000000000001) // negative signalling payload
+	nan3 := math.Float64frombits(0x7fffffffffffffff)
+	sub := math.Float64frombits(1)
+	negZero := math.Copysign(0, -1)
+	const minI, maxI = math.MinInt64, math.MaxInt64
+	tests := []struct {
+		name string
+		cols Columns
+	}{
+		{"one row", Columns{Times: []int64{42}, Fields: []Column{floatCol("f", 1.5), intCol("i", -7)}}},
+		{"one row no fields", Columns{Times: []int64{-1}}},
+		{"nan payloads", Columns{Times: regularTimes(6, 0, 1), Fields: []Column{
+			floatCol("f", math.NaN(), nan1, nan2, nan3, 1, nan1)}}},
+		{"all nan", Columns{Times: regularTimes(3, 0, 1), Fields: []Column{floatCol("f", nan1, nan2, nan3)}}},
+		{"zeros and infinities", Columns{Times: regularTimes(6, 0, 1), Fields: []Column{
+			floatCol("f", negZero, 0, math.Inf(1), math.Inf(-1), negZero, 0)}}},
+		{"negative zero only", Columns{Times: regularTimes(2, 0, 1), Fields: []Column{floatCol("f", negZero, negZero)}}},
+		{"subnormals", Columns{Times: regularTimes(5, 0, 1), Fields: []Column{
+			floatCol("f", sub, -sub, math.SmallestNonzeroFloat64*3, 0x1p-1060, math.Float64frombits(0x000fffffffffffff))}}},
+		{"extreme floats", Columns{Times: regularTimes(4, 0, 1), Fields: []Column{
+			floatCol("f", math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 1e308)}}},
+		{"decimals", Columns{Times: regularTimes(5, 0, 1), Fields: []Column{
+			floatCol("f", 0.1, 0.25, -3.125, 99.999, 1e9), floatCol("whole", 1, 2, 3, -4e15, 0)}}},
+		{"extreme ints", Columns{Times: regularTimes(5, 0, 1), Fields: []Column{
+			intCol("i", minI, maxI, 0, minI, maxI), {Name: "d", Type: TypeDate, Ints: []int64{maxI, maxI, minI, -1, 1}}}}},
+		{"constant ints", Columns{Times: regularTimes(100, 0, 1), Fields: []Column{intCol("i", make([]int64, 100)...)}}},
+		{"extreme times", Columns{Times: []int64{minI, maxI, 0, minI, maxI, -1}, Fields: []Column{intCol("i", 1, 2, 3, 4, 5, 6)}}},
+		{"equal times", Columns{Times: []int64{5, 5, 5, 5, 5}}},
+		{"unsorted negative times", Columns{Times: []int64{-10, -30, -20, -1e18, 7, -10}}},
+		{"empty strings", Columns{Times: regularTimes(4, 0, 1), Fields: []Column{
+			{Name: "s", Type: TypeString, Strings: []string{"", "", "", ""}},
+			{Name: "t", Type: TypeString, Strings: []string{"", "a", "", "bc"}}}}},
+		{"bools", Columns{Times: regularTimes(5, 0, 1), Fields: []Column{
+			{Name: "t", Type: TypeBool, Bools: []bool{true, true, true, true, true}},
+			{Name: "f", Type: TypeBool, Bools: []bool{false, false, false, false, false}},
+			{Name: "m", Type: TypeBool, Bools: []bool{true, false, false, true, true}}}}},
+		{"all absent", Columns{Times: regularTimes(70, 0, 1), Fields: []Column{
+			{Name: "f", Type: TypeFloat, Floats: make([]float64, 70), Present: make([]uint64, 2)},
+			{Name: "s", Type: TypeString, Strings: make([]string, 70), Present: make([]uint64, 2)},
+			{Name: "b", Type: TypeBool, Bools: make([]bool, 70), Present: make([]uint64, 2)}}}},
+		{"sparse", Columns{Times: regularTimes(200, 1e18, 1e9), Fields: []Column{
+			{Name: "f", Type: TypeFloat, Floats: make([]float64, 200), Present: bitmap(200, func(i int) bool { return i == 7 || i == 199 })},
+			{Name: "i", Type: TypeInt, Ints: regularTimes(200, 0, 3), Present: bitmap(200, func(i int) bool { return i%3 == 0 })},
+			{Name: "s", Type: TypeString, Strings: make([]string, 200), Present: bitmap(200, func(i int) bool { return i < 100 })},
+			{Name: "b", Type: TypeBool, Bools: make([]bool, 200), Present: bitmap(200, func(i int) bool { return i >= 150 })}}}},
+		{"garbage past last row", Columns{Times: regularTimes(3, 0, 1), Fields: []Column{
+			{Name: "i", Type: TypeInt, Ints: []int64{1, 2, 3}, Present: []uint64{^uint64(0) &^ 2}}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { roundTrip(t, &tc.cols) })
+	}
+}
+
+func TestManyFields(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	cols := Columns{Times: regularTimes(50, 0, 1e9)}
+	for i := range 500 {
+		cols.Fields = append(cols.Fields, randomColumn(rng, "field_"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+itoa(i), 50))
+	}
+	roundTrip(t, &cols)
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+func TestMaxRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large")
+	}
+	n := MaxRows
+	cols := Columns{Times: regularTimes(n, 0, 10e9), Fields: []Column{
+		{Name: "i", Type: TypeInt, Ints: regularTimes(n, 5, -3)},
+		{Name: "b", Type: TypeBool, Bools: make([]bool, n), Present: bitmap(n, func(i int) bool { return i%5 != 0 })},
+	}}
+	roundTrip(t, &cols)
+	cols.Times = append(cols.Times, 1)
+	var enc Encoder
+	if _, err := enc.Encode(nil, &cols); !errors.Is(err, ErrTooManyRows) {
+		t.Fatalf("encode %d rows: %v, want ErrTooManyRows", n+1, err)
+	}
+}
+
+func TestEncodeErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cols Columns
+		want error
+	}{
+		{"no rows", Columns{}, ErrNoRows},
+		{"short values", Columns{Times: []int64{1, 2}, Fields: []Column{intCol("i", 1)}}, ErrColumnLength},
+		{"wrong type slice", Columns{Times: []int64{1}, Fields: []Column{{Name: "i", Type: TypeInt, Floats: []float64{1}}}}, ErrColumnLength},
+		{"presence length", Columns{Times: []int64{1}, Fields: []Column{{Name: "i", Type: TypeInt, Ints: []int64{1}, Present: []uint64{1, 0}}}}, ErrColumnLength},
+		{"empty name", Columns{Times: []int64{1}, Fields: []Column{intCol("", 1)}}, ErrFieldName},
+		{"duplicate name", Columns{Times: []int64{1}, Fields: []Column{intCol("a", 1), intCol("a", 2)}}, ErrFieldName},
+		{"unknown type", Columns{Times: []int64{1}, Fields: []Column{{Name: "x", Type: 9}}}, ErrType},
+		{"zero type", Columns{Times: []int64{1}, Fields: []Column{{Name: "x"}}}, ErrType},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var enc Encoder
+			dst := []byte("prefix")
+			out, err := enc.Encode(dst, &tc.cols)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			if string(out) != "prefix" {
+				t.Fatalf("dst changed on error")
+			}
+		})
+	}
+}
+
+func TestReaderErrors(t *testing.T) {
+	var r Reader
+	if err := r.Reset(nil); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("empty: %v", err)
+	}
+	if err := r.Reset([]byte{2, 1}); !errors.Is(err, ErrVersion) {
+		t.Fatalf("version 2: %v", err)
+	}
+	var enc Encoder
+	buf, err := enc.Encode(nil, &Columns{Times: regularTimes(10, 0, 1), Fields: []Column{intCol("i", regularTimes(10, 3, 7)...)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < len(buf); n++ {
+		if err := r.Reset(buf[:n]); err == nil {
+			t.Fatalf("truncated to %d of %d: no error", n, len(buf))
+		}
+	}
+	if err := r.Reset(append(buf, 0)); err == nil {
+		t.Fatalf("trailing byte: no error")
+	}
+	if err := r.Reset(buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Column(1, &Column{}); !errors.Is(err, ErrFieldIndex) {
+		t.Fatalf("column 1: %v", err)
+	}
+	if r.FieldIndex("nope") != -1 {
+		t.Fatalf("FieldIndex of a missing field")
+	}
+}
+
+// randomColumn makes a column of a random type, value shape and presence pattern.
+func randomColumn(rng *rand.Rand, name string, rows int) Column {
+	c := Column{Name: name, Type: Type(1 + rng.Intn(5))}
+	switch rng.Intn(5) {
+	case 0: // all present
+	case 1:
+		c.Present = bitmap(rows, func(int) bool { return rng.Intn(2) == 0 })
+	case 2:
+		c.Present = bitmap(rows, func(int) bool { return rng.Intn(50) == 0 })
+	case 3:
+		cut := rng.Intn(rows + 1)
+		c.Present = bitmap(rows, func(i int) bool { return i >= cut })
+	case 4:
+		c.Present = make([]uint64, (rows+63)/64)
+		for i := range c.Present {
+			c.Present[i] = rng.Uint64()
+		}
+	}
+	shape := rng.Intn(6)
+	switch c.Type {
+	case TypeFloat:
+		c.Floats = make([]float64, rows)
+		v := rng.Float64() * 100
+		for i := range c.Floats {
+			switch shape {
+			case 0:
+				c.Floats[i] = math.Float64frombits(rng.Uint64())
+			case 1:
+				v += rng.NormFloat64()
+				c.Floats[i] = v
+			case 2:
+				c.Floats[i] = float64(rng.Intn(10000)) / 100
+			case 3:
+				c.Floats[i] = math.Round(v) + float64(i)
+			case 4:
+				c.Floats[i] = []float64{0, math.NaN(), math.Inf(1), math.Copysign(0, -1), 1}[rng.Intn(5)]
+			default:
+				c.Floats[i] = 3.25
+			}
+		}
+	case TypeInt, TypeDate:
+		c.Ints = make([]int64, rows)
+		v := rng.Int63n(1000)
+		for i := range c.Ints {
+			switch shape {
+			case 0:
+				c.Ints[i] = int64(rng.Uint64())
+			case 1:
+				v += int64(rng.NormFloat64() * 3)
+				c.Ints[i] = v
+			case 2:
+				c.Ints[i] = rng.Int63n(4)
+			case 3:
+				c.Ints[i] = v + int64(i)*1000
+			case 4:
+				c.Ints[i] = []int64{math.MinInt64, math.MaxInt64, 0, -1}[rng.Intn(4)]
+			default:
+				c.Ints[i] = -5
+			}
+		}
+	case TypeString:
+		c.Strings = make([]string, rows)
+		words := []string{"", "a", "host_1", "us-west-2", strings.Repeat("long value ", 20)}
+		for i := range c.Strings {
+			switch shape {
+			case 0, 1:
+				c.Strings[i] = words[rng.Intn(len(words))]
+			case 2:
+				c.Strings[i] = "id-" + itoa(rng.Intn(1e6))
+			case 3:
+				c.Strings[i] = strings.Repeat("z", rng.Intn(300))
+			default:
+				c.Strings[i] = "same"
+			}
+		}
+	case TypeBool:
+		c.Bools = make([]bool, rows)
+		for i := range c.Bools {
+			switch shape {
+			case 0, 1:
+				c.Bools[i] = rng.Intn(2) == 0
+			case 2:
+				c.Bools[i] = i >= rows/2
+			default:
+				c.Bools[i] = shape == 3
+			}
+		}
+	}
+	return c
+}
+
+func TestRandomRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	var enc Encoder
+	var r Reader
+	for iter := range 400 {
+		rows := 1 + rng.Intn(1500)
+		if iter%10 == 0 {
+			rows = 1 + rng.Intn(3)
+		}
+		cols := Columns{Times: make([]int64, rows)}
+		step := []int64{10e9, 1, 0, -1e9}[rng.Intn(4)]
+		t0 := rng.Int63() - rng.Int63()
+		for i := range cols.Times {
+			cols.Times[i] = t0 + int64(i)*step
+			if rng.Intn(4) == 0 {
+				cols.Times[i] += rng.Int63n(1e6) - 5e5
+			}
+		}
+		for f := range rng.Intn(12) {
+			cols.Fields = append(cols.Fields, randomColumn(rng, "f"+itoa(f), rows))
+		}
+		buf, err := enc.Encode(nil, &cols)
+		if err != nil {
+			t.Fatalf("iter %d: encode: %v", iter, err)
+		}
+		if err := r.Reset(buf); err != nil {
+			t.Fatalf("iter %d: reset: %v", iter, err)
+		}
+		checkDecoded(t, &r, &cols)
+	}
+}
