@@ -168,8 +168,10 @@ func bitmap(n int, present func(i int) bool) []uint64 {
 	return w
 }
 
-func floatCol(name string, vs ...float64) Column { return Column{Name: name, Type: TypeFloat, Floats: vs} }
-func intCol(name string, vs ...int64) Column     { return Column{Name: name, Type: TypeInt, Ints: vs} }
+func floatCol(name string, vs ...float64) Column {
+	return Column{Name: name, Type: TypeFloat, Floats: vs}
+}
+func intCol(name string, vs ...int64) Column { return Column{Name: name, Type: TypeInt, Ints: vs} }
 
 func TestRoundTripBoundaries(t *testing.T) {
 	nan1 := math.Float64frombits(0x7ff8000000000001)

@@ -142,8 +142,8 @@ func (e *Encoder) Encode(dst []byte, cols *Columns) ([]byte, error) {
 		c, m := &cols.Fields[i], &e.metas[i]
 		dst = binary.AppendUvarint(dst, uint64(len(c.Name)))
 		dst = append(dst, c.Name...)
-		dst = append(dst, byte(c.Type), m.enc)
-		dst = binary.AppendUvarint(dst, uint64(m.count))
+		dst = append(dst, byte(c.Type)<<4|m.enc)
+		dst = binary.AppendUvarint(dst, uint64(rows-m.count))
 		switch m.enc {
 		case encInt:
 			dst = appendVarint(dst, m.minI)

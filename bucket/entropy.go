@@ -22,7 +22,8 @@ type entropyEncoder struct {
 	huff huff0.Scratch
 }
 
-// appendSymbols appends syms (len >= 1) as a symbol block, in the smallest mode.
+// appendSymbols appends syms (len >= 1) as a symbol block, in the smallest mode: a mode
+// byte, then the payload.
 func (e *entropyEncoder) appendSymbols(dst []byte, syms []byte) []byte {
 	best := symRaw
 	bestLen := len(syms)
@@ -63,14 +64,9 @@ type entropyDecoder struct {
 	out  []byte
 }
 
-// readSymbols decodes a symbol block of exactly n symbols from the start of src and
-// returns them (valid until the next call) and the rest of src.
-func (d *entropyDecoder) readSymbols(src []byte, n int) ([]byte, []byte, error) {
-	if len(src) < 1 {
-		return nil, nil, corruptf("symbol block: empty")
-	}
-	mode := src[0]
-	src = src[1:]
+// readSymbols decodes a symbol block of exactly n symbols in mode from the start of src
+// (after its mode byte) and returns them (valid until the next call) and the rest of src.
+func (d *entropyDecoder) readSymbols(mode byte, src []byte, n int) ([]byte, []byte, error) {
 	switch mode {
 	case symRaw:
 		if len(src) < n {

@@ -5,16 +5,21 @@ import (
 )
 
 // An int stream holds n int64 values (n known from the context) as a transform to
-// unsigned values u followed by a packing of the u. The first byte is transform<<4|packing.
-// Persisted: never renumber.
+// unsigned values u followed by a packing of the u. The first byte is
+// transform<<7 | noExtra<<3 | packing. Persisted: never renumber.
 const (
 	transFOR   = 0 // u[i] = v[i] - base, base = min(v): frame of reference
 	transDelta = 1 // u[i-1] = zigzag(v[i] - v[i-1]) for i >= 1, base = v[0]
 
-	packConst   = 0 // every u equal: uvarint u (nothing when there are no u)
-	packBits    = 1 // width byte (0..64), then every u in width bits, least significant first
-	packVarint  = 2 // uvarint byte length, then each u as a uvarint
-	packSymbols = 3 // symbol block of the u's symbols, uvarint byte length, extra bits
+	packConst  = 0 // every u equal: uvarint u (nothing when there are no u)
+	packBits   = 1 // width byte (0..64), then every u in width bits, least significant first
+	packVarint = 2 // uvarint byte length, then each u as a uvarint
+	// packSymbols+mode: the u's symbols as a symbol block payload in mode (symRaw..symHuff),
+	// then, unless the noExtra bit is set, uvarint byte length and the extra bits.
+	packSymbols = 3
+	packMax     = packSymbols + symHuff
+
+	noExtraFlag = 1 << 3
 )
 
 // Symbols: u < symLiterals is its own symbol; a larger u of bit length b is symbol
@@ -80,7 +85,7 @@ func (e *intEncoder) appendUints(dst []byte, trans byte, base int64, us []uint64
 		varLen += uvarintLen(u)
 	}
 	if allEqual {
-		dst = append(dst, trans<<4|packConst)
+		dst = append(dst, trans<<7|packConst)
 		dst = appendVarint(dst, base)
 		if len(us) > 0 {
 			dst = binary.AppendUvarint(dst, us[0])
@@ -108,11 +113,18 @@ func (e *intEncoder) appendUints(dst []byte, trans byte, base int64, us []uint64
 		e.syms = syms
 		extra = e.bw.flush()
 		e.block = e.ent.appendSymbols(e.block[:0], syms)
-		if l := len(e.block) + uvarintLen(uint64(len(extra))) + len(extra); l < bestLen {
+		if l := len(e.block) - 1 + uvarintLen(uint64(len(extra))) + len(extra); l < bestLen || l == bestLen && len(extra) == 0 {
 			best = packSymbols
 		}
 	}
-	dst = append(dst, trans<<4|byte(best))
+	head := trans<<7 | byte(best)
+	if best == packSymbols {
+		head += e.block[0]
+		if len(extra) == 0 {
+			head |= noExtraFlag
+		}
+	}
+	dst = append(dst, head)
 	dst = appendVarint(dst, base)
 	switch best {
 	case packBits:
@@ -128,9 +140,11 @@ func (e *intEncoder) appendUints(dst []byte, trans byte, base int64, us []uint64
 			dst = binary.AppendUvarint(dst, u)
 		}
 	case packSymbols:
-		dst = append(dst, e.block...)
-		dst = binary.AppendUvarint(dst, uint64(len(extra)))
-		dst = append(dst, extra...)
+		dst = append(dst, e.block[1:]...)
+		if len(extra) > 0 {
+			dst = binary.AppendUvarint(dst, uint64(len(extra)))
+			dst = append(dst, extra...)
+		}
 	}
 	return dst
 }
@@ -151,8 +165,8 @@ func (d *intDecoder) readInts(src []byte, dst []int64) ([]byte, error) {
 	if len(src) < 1 {
 		return nil, corruptf("int stream: empty")
 	}
-	trans, pack := src[0]>>4, src[0]&15
-	if trans > transDelta || pack > packSymbols {
+	trans, pack, noExtra := src[0]>>7, src[0]&7, src[0]&noExtraFlag != 0
+	if pack > packMax || src[0]&0x70 != 0 || noExtra && pack < packSymbols {
 		return nil, corruptf("int stream: header %#x", src[0])
 	}
 	ub, k := binary.Uvarint(src[1:])
@@ -211,17 +225,21 @@ func (d *intDecoder) readInts(src []byte, dst []int64) ([]byte, error) {
 		if len(p) != 0 {
 			return nil, corruptf("int stream: %d trailing varint bytes", len(p))
 		}
-	case packSymbols:
-		syms, rest, err := d.ent.readSymbols(src, m)
+	default:
+		syms, rest, err := d.ent.readSymbols(pack-packSymbols, src, m)
 		if err != nil {
 			return nil, err
 		}
-		l, k := binary.Uvarint(rest)
-		if k <= 0 || l > uint64(len(rest)-k) {
-			return nil, corruptf("int stream: extra bits length %d, %d left", l, len(rest))
+		var l uint64
+		if !noExtra {
+			l, k = binary.Uvarint(rest)
+			if k <= 0 || l > uint64(len(rest)-k) {
+				return nil, corruptf("int stream: extra bits length %d, %d left", l, len(rest))
+			}
+			rest = rest[k:]
 		}
-		d.bits = padded(d.bits, rest[k:k+int(l)])
-		src = rest[k+int(l):]
+		d.bits = padded(d.bits, rest[:l])
+		src = rest[l:]
 		br := bitReader{buf: d.bits, limit: uint(l) * 8}
 		out = out[:len(syms)]
 		for i, s := range syms {

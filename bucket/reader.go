@@ -98,7 +98,7 @@ func (r *Reader) reset(data []byte) error {
 	if err != nil {
 		return err
 	}
-	if nf > MaxFields || nf > uint64(len(p))/5 {
+	if nf > MaxFields || nf > uint64(len(p))/4 {
 		return corruptf("%d fields in %d bytes", nf, len(p))
 	}
 	if cap(r.fields) < int(nf) {
@@ -120,21 +120,22 @@ func (r *Reader) reset(data []byte) error {
 		r.nameBytes = append(r.nameBytes, p[:l]...)
 		r.nameEnds = append(r.nameEnds, len(r.nameBytes))
 		p = p[l:]
-		if len(p) < 2 {
+		if len(p) < 1 {
 			return corruptf("field %d: truncated", i)
 		}
-		f.typ, f.info.enc = Type(p[0]), p[1]
-		p = p[2:]
+		f.typ, f.info.enc = Type(p[0]>>4), p[0]&15
+		p = p[1:]
 		if !f.typ.valid() {
 			return corruptf("field %d: type %d", i, f.typ)
 		}
-		c, err := uv("count")
+		absent, err := uv("absent count")
 		if err != nil {
 			return err
 		}
-		if c > rows {
-			return corruptf("field %d: count %d of %d rows", i, c, rows)
+		if absent > rows {
+			return corruptf("field %d: %d absent of %d rows", i, absent, rows)
 		}
+		c := rows - absent
 		f.info.count = int(c)
 		want := byte(0)
 		switch f.typ {
