@@ -1,0 +1,167 @@
+package bucket
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// fuzzSeeds returns encoded buckets covering every encoding.
+func fuzzSeeds() [][]byte {
+	rng := rand.New(rand.NewSource(7))
+	var enc Encoder
+	var out [][]byte
+	for i := 0; i < 12; i++ {
+		rows := 1 + rng.Intn(300)
+		cols := Columns{Times: regularTimes(rows, rng.Int63()-rng.Int63(), int64(rng.Intn(3))*10e9)}
+		if i%3 == 0 {
+			for j := range cols.Times {
+				cols.Times[j] += rng.Int63n(1000)
+			}
+		}
+		for f := 0; f < 1+i%5; f++ {
+			cols.Fields = append(cols.Fields, randomColumn(rng, "f"+itoa(f), rows))
+		}
+		buf, err := enc.Encode(nil, &cols)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, buf)
+	}
+	tsbs := tsbsBuckets(tsbsFloat, 1)[0]
+	buf, _ := enc.Encode(nil, &tsbs)
+	out = append(out, buf)
+	tsbs = tsbsBuckets(tsbsInt, 1)[0]
+	buf, _ = enc.Encode(nil, &tsbs)
+	return append(out, buf)
+}
+
+// FuzzReader feeds arbitrary bytes to Reader: it must return errors, never panic, hang or
+// allocate beyond what MaxRows allows.
+func FuzzReader(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add(s)
+	}
+	f.Add([]byte{})
+	f.Add([]byte{Version})
+	f.Add([]byte{Version, 0x80, 0x80, 0x40, 0, 0, 0})
+	var r Reader
+	var col Column
+	var times []int64
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := r.Reset(data); err != nil {
+			return
+		}
+		var err error
+		times, err = r.Times(times)
+		if err == nil && (len(times) != r.Rows()) {
+			t.Fatalf("%d times for %d rows", len(times), r.Rows())
+		}
+		for i := 0; i < r.NumFields(); i++ {
+			fi := r.Field(i)
+			if err := r.Column(i, &col); err != nil {
+				continue
+			}
+			if col.Len() != r.Rows() || col.Name != fi.Name || col.Type != fi.Type {
+				t.Fatalf("column %d: %q %v len %d, info %+v", i, col.Name, col.Type, col.Len(), fi)
+			}
+		}
+	})
+}
+
+// fuzzColumns builds columns from arbitrary bytes: a few header bytes choose rows and field
+// types, the rest feeds the values.
+func fuzzColumns(data []byte) *Columns {
+	next := func(n int) []byte {
+		if len(data) < n {
+			b := make([]byte, n)
+			copy(b, data)
+			data = nil
+			return b
+		}
+		b := data[:n]
+		data = data[n:]
+		return b
+	}
+	u64 := func() uint64 { return binary.LittleEndian.Uint64(next(8)) }
+	hdr := next(3)
+	rows := 1 + int(binary.LittleEndian.Uint16(hdr[:2]))%2000
+	nf := int(hdr[2] % 8)
+	cols := &Columns{Times: make([]int64, rows)}
+	step := int64(u64() % 4 * 5e9)
+	t0 := int64(u64())
+	jitter := next(1)[0]
+	for i := range cols.Times {
+		cols.Times[i] = t0 + int64(i)*step
+		if jitter&1 != 0 {
+			cols.Times[i] += int64(next(1)[0]) << (jitter >> 2 & 63)
+		}
+	}
+	for f := 0; f < nf; f++ {
+		h := next(2)
+		c := Column{Name: "f" + itoa(f), Type: Type(1 + h[0]%5)}
+		switch h[1] % 3 {
+		case 1:
+			c.Present = make([]uint64, (rows+63)/64)
+			for i := range c.Present {
+				c.Present[i] = u64()
+			}
+		case 2:
+			c.Present = make([]uint64, (rows+63)/64)
+			c.Present[0] = u64()
+		}
+		mode := h[1] / 3 % 4
+		switch c.Type {
+		case TypeFloat:
+			c.Floats = make([]float64, rows)
+			for i := range c.Floats {
+				switch mode {
+				case 0:
+					c.Floats[i] = math.Float64frombits(u64())
+				case 1:
+					c.Floats[i] = float64(int8(next(1)[0])) / 10
+				default:
+					c.Floats[i] = float64(int64(u64())>>int(mode*8)) / math.Pow10(int(next(1)[0]%12))
+				}
+			}
+		case TypeInt, TypeDate:
+			c.Ints = make([]int64, rows)
+			for i := range c.Ints {
+				if mode == 0 {
+					c.Ints[i] = int64(u64())
+				} else {
+					c.Ints[i] = int64(int8(next(1)[0])) << (mode * 8)
+				}
+			}
+		case TypeString:
+			c.Strings = make([]string, rows)
+			for i := range c.Strings {
+				c.Strings[i] = string(next(int(next(1)[0] % (8 << mode))))
+			}
+		case TypeBool:
+			c.Bools = make([]bool, rows)
+			for i := range c.Bools {
+				c.Bools[i] = next(1)[0]&(1<<mode) != 0
+			}
+		}
+		cols.Fields = append(cols.Fields, c)
+	}
+	return cols
+}
+
+// FuzzRoundTrip checks that columns built from arbitrary bytes decode to themselves.
+func FuzzRoundTrip(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{10, 0, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{200, 1, 7, 3, 3, 3, 3, 3, 3, 3, 3, 0x41, 0x42, 0xff, 0xfe, 0, 1, 2, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
+	rng := rand.New(rand.NewSource(5))
+	for i := 0; i < 8; i++ {
+		b := make([]byte, 64+rng.Intn(4000))
+		rng.Read(b)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		roundTrip(t, fuzzColumns(data))
+	})
+}
