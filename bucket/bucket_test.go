@@ -44,6 +44,9 @@ func checkDecoded(t testing.TB, r *Reader, cols *Columns) {
 	if r.MinTime() != lo || r.MaxTime() != hi {
 		t.Fatalf("time range [%d %d], want [%d %d]", r.MinTime(), r.MaxTime(), lo, hi)
 	}
+	if n, a, b, err := Peek(r.data); err != nil || n != rows || a != lo || b != hi {
+		t.Fatalf("Peek: %d [%d %d] %v, want %d [%d %d]", n, a, b, err, rows, lo, hi)
+	}
 	var got Column
 	for i := range cols.Fields {
 		want := &cols.Fields[i]

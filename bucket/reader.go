@@ -714,3 +714,33 @@ func (r *Reader) readStrings(src []byte, dst []string, count int, present []uint
 	}
 	return src, nil
 }
+
+// Peek returns the row count and time range of an encoded bucket from its first bytes,
+// without parsing the field entries: cheaper than Reset for pruning by time. It does not
+// validate the rest of the bucket.
+func Peek(data []byte) (rows int, minTime, maxTime int64, err error) {
+	if len(data) == 0 {
+		return 0, 0, 0, corruptf("empty bucket")
+	}
+	if data[0] != Version {
+		return 0, 0, 0, fmt.Errorf("%w: %d", ErrVersion, data[0])
+	}
+	p := data[1:]
+	var v [3]uint64
+	for i := range v {
+		x, k := binary.Uvarint(p)
+		if k <= 0 {
+			return 0, 0, 0, corruptf("header at offset %d", len(data)-len(p))
+		}
+		v[i], p = x, p[k:]
+	}
+	if v[0] == 0 || v[0] > MaxRows {
+		return 0, 0, 0, corruptf("%d rows", v[0])
+	}
+	minTime = unzigzag(v[1])
+	maxTime = minTime + int64(v[2])
+	if maxTime < minTime {
+		return 0, 0, 0, corruptf("time span %d from %d", v[2], minTime)
+	}
+	return int(v[0]), minTime, maxTime, nil
+}
