@@ -147,7 +147,7 @@ func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
 	// Columns the measurement did not set get an absent row.
 	for c := range b.cols.Fields {
 		col := &b.cols.Fields[c]
-		if columnLen(col) == n+1 {
+		if col.Len() == n+1 {
 			if col.Present != nil {
 				setBit(col, n)
 			}
@@ -181,20 +181,6 @@ func (b *memBucket) addColumn(name string, k Kind, n int) int {
 	b.cols.Fields = append(b.cols.Fields, col)
 	b.mem += int64(8*n + 64)
 	return len(b.cols.Fields) - 1
-}
-
-func columnLen(c *bucket.Column) int {
-	switch c.Type {
-	case KindFloat:
-		return len(c.Floats)
-	case KindInt, KindDate:
-		return len(c.Ints)
-	case KindString:
-		return len(c.Strings)
-	case KindBool:
-		return len(c.Bools)
-	}
-	return 0
 }
 
 func appendValue(c *bucket.Column, v Value) int64 {
@@ -380,7 +366,7 @@ func columnsMem(cols *bucket.Columns) int64 {
 		case KindBool:
 			m += int64(len(c.Bools))
 		default:
-			m += int64(8 * columnLen(c))
+			m += int64(8 * c.Len())
 		}
 	}
 	return m
