@@ -2,8 +2,9 @@ package partialfilter
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -235,14 +236,7 @@ func Compare(a, b any) int {
 	return 0
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 func compareObjects(a, b map[string]any) int {
 	ka, kb := sortedKeys(a), sortedKeys(b)

@@ -3,9 +3,10 @@ package timeseries
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -169,13 +170,20 @@ func (o *CollectionOptions) Validate() error {
 		return mongoerr.New(mongoerr.BadValue, "'timeseries.granularity' must be one of \"seconds\", \"minutes\", \"hours\"; got %q", string(ts.Granularity))
 	}
 	if custom {
-		if ts.BucketMaxSpanSeconds != ts.BucketRoundingSeconds {
-			return invalid("'timeseries.bucketMaxSpanSeconds' (%d) and 'timeseries.bucketRoundingSeconds' (%d) must be equal",
-				ts.BucketMaxSpanSeconds, ts.BucketRoundingSeconds)
-		}
-		if v := ts.BucketMaxSpanSeconds; v < 1 || v > MaxBucketSpanSeconds {
-			return invalid("'timeseries.bucketMaxSpanSeconds' must be within [1, %d]; got %d", MaxBucketSpanSeconds, v)
-		}
+		return validateCustomBuckets(ts)
+	}
+	return nil
+}
+
+// validateCustomBuckets checks custom bucketMaxSpanSeconds and
+// bucketRoundingSeconds: equal, within [1, MaxBucketSpanSeconds].
+func validateCustomBuckets(ts *TimeSeriesOptions) error {
+	if ts.BucketMaxSpanSeconds != ts.BucketRoundingSeconds {
+		return invalid("'timeseries.bucketMaxSpanSeconds' (%d) and 'timeseries.bucketRoundingSeconds' (%d) must be equal",
+			ts.BucketMaxSpanSeconds, ts.BucketRoundingSeconds)
+	}
+	if v := ts.BucketMaxSpanSeconds; v < 1 || v > MaxBucketSpanSeconds {
+		return invalid("'timeseries.bucketMaxSpanSeconds' must be within [1, %d]; got %d", MaxBucketSpanSeconds, v)
 	}
 	return nil
 }
@@ -198,21 +206,8 @@ func ValidateName(name string) error {
 // a number within [0, MaxExpireAfterSeconds]; a fractional value is truncated
 // (MongoDB 7.3+). Anything else is refused with code, naming the rule.
 func ParseExpireAfterSeconds(v any, code mongoerr.Code) (int64, error) {
-	var f float64
-	switch n := v.(type) {
-	case float64:
-		f = n
-	case int:
-		f = float64(n)
-	case int64:
-		f = float64(n)
-	case json.Number:
-		x, err := n.Float64()
-		if err != nil {
-			return 0, mongoerr.New(code, "'expireAfterSeconds' must be a number; got %s", n.String())
-		}
-		f = x
-	default:
+	f, ok := jsonNumber(v)
+	if !ok {
 		return 0, mongoerr.New(code, "'expireAfterSeconds' must be a number within [0, %d]; got %s", MaxExpireAfterSeconds, describe(v))
 	}
 	if math.IsNaN(f) {
@@ -334,21 +329,8 @@ func parseTimeSeriesOptions(m map[string]any) (*TimeSeriesOptions, error) {
 
 // positiveInt accepts a JSON integer >= 0.
 func positiveInt(name string, v any) (int64, error) {
-	var f float64
-	switch n := v.(type) {
-	case float64:
-		f = n
-	case int:
-		f = float64(n)
-	case int64:
-		f = float64(n)
-	case json.Number:
-		x, err := n.Float64()
-		if err != nil {
-			return 0, invalid("'%s' must be a number; got %s", name, n)
-		}
-		f = x
-	default:
+	f, ok := jsonNumber(v)
+	if !ok {
 		return 0, invalid("'%s' must be a number; got %s", name, describe(v))
 	}
 	if f != math.Trunc(f) || f < 0 || f > math.MaxInt64/2 {
@@ -357,14 +339,24 @@ func positiveInt(name string, v any) (int64, error) {
 	return int64(f), nil
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// jsonNumber returns v as a float64 if it is a JSON number (as decoded
+// with or without UseNumber) or a Go integer.
+func jsonNumber(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
 	}
-	sort.Strings(keys)
-	return keys
+	return 0, false
 }
+
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 // ValidateTimeSeriesChange checks a collMod of time-series options: the
 // granularity only becomes coarser, custom bucket values only grow, and the
@@ -394,12 +386,8 @@ func ValidateTimeSeriesChange(old, next *TimeSeriesOptions) error {
 		return nil
 	}
 	if next.BucketMaxSpanSeconds != 0 || next.BucketRoundingSeconds != 0 {
-		if next.BucketMaxSpanSeconds != next.BucketRoundingSeconds {
-			return invalid("'timeseries.bucketMaxSpanSeconds' (%d) and 'timeseries.bucketRoundingSeconds' (%d) must be equal",
-				next.BucketMaxSpanSeconds, next.BucketRoundingSeconds)
-		}
-		if v := next.BucketMaxSpanSeconds; v < 1 || v > MaxBucketSpanSeconds {
-			return invalid("'timeseries.bucketMaxSpanSeconds' must be within [1, %d]; got %d", MaxBucketSpanSeconds, v)
+		if err := validateCustomBuckets(next); err != nil {
+			return err
 		}
 		if next.BucketMaxSpanSeconds*1e9 < old.Span() || next.BucketRoundingSeconds*1e9 < old.Rounding() {
 			return invalid("custom bucket values can only grow: bucketMaxSpanSeconds %d -> %d refused", old.Span()/1e9, next.BucketMaxSpanSeconds)
