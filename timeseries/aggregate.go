@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
-	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -63,12 +62,12 @@ type AggregateOptions struct {
 }
 
 type aggCell struct {
-	count            int64
-	sum              float64
-	min, max         float64
-	firstT, lastT    int64
-	first, last      float64
-	firstSet, hasMin bool
+	count         int64
+	sum           float64
+	min, max      float64
+	firstT, lastT int64
+	first, last   float64
+	hasMin        bool
 }
 
 func (a *aggCell) add(t int64, v float64) {
@@ -325,5 +324,3 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 	}
 	return b.NewRecord()
 }
-
-var _ = bucket.TypeFloat

@@ -265,14 +265,8 @@ func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, ts *TimeSeri
 	}
 	b := &memBucket{id: kp.id, minTime: kp.minTime, span: ts.Span(), minT: r.MinTime(), maxT: r.MaxTime()}
 	var err error
-	if b.cols.Times, err = r.Times(nil); err != nil {
+	if b.cols, err = decodeAll(r); err != nil {
 		return nil, fmt.Errorf("open bucket %d: %w", kp.id, err)
-	}
-	b.cols.Fields = make([]bucket.Column, r.NumFields())
-	for i := range b.cols.Fields {
-		if err := r.Column(i, &b.cols.Fields[i]); err != nil {
-			return nil, fmt.Errorf("open bucket %d: %w", kp.id, err)
-		}
 	}
 	b.mem = columnsMem(&b.cols)
 	b.size = estimateSize(&b.cols, ts.TimeField)

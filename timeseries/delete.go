@@ -66,10 +66,9 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 // are excluded (cutMu held, or replay).
 func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 	type target struct {
-		id     uint64
-		inMem  map[uint64]bool
-		stale  [][]byte // open-bucket snapshots whose bucket is gone
-		maxSpn int64
+		id    uint64
+		inMem map[uint64]bool
+		stale [][]byte // open-bucket snapshots whose bucket is gone
 	}
 	var deleted, buckets int64
 	var targets []target
