@@ -20,8 +20,10 @@ const (
 	InternalError         Code = 1
 	BadValue              Code = 2
 	FailedToParse         Code = 9
+	Unauthorized          Code = 13
 	TypeMismatch          Code = 14
 	InvalidLength         Code = 16
+	AuthenticationFailed  Code = 18
 	NamespaceNotFound     Code = 26
 	IndexNotFound         Code = 27
 	IllegalOperation      Code = 20
@@ -31,27 +33,35 @@ const (
 	InvalidNamespace      Code = 73
 	IndexOptionsConflict  Code = 85
 	IndexKeySpecsConflict Code = 86
+	ShutdownInProgress    Code = 91
 	ExceededMemoryLimit   Code = 146
-	BSONObjectTooLarge    Code = 10334
+	// IngressRequestRateLimitExceeded is MongoDB's code for a request
+	// refused because the server's ingress queue is full.
+	IngressRequestRateLimitExceeded Code = 462
+	BSONObjectTooLarge              Code = 10334
 )
 
 var names = map[Code]string{
-	InternalError:         "InternalError",
-	BadValue:              "BadValue",
-	FailedToParse:         "FailedToParse",
-	TypeMismatch:          "TypeMismatch",
-	InvalidLength:         "InvalidLength",
-	NamespaceNotFound:     "NamespaceNotFound",
-	IndexNotFound:         "IndexNotFound",
-	IllegalOperation:      "IllegalOperation",
-	NamespaceExists:       "NamespaceExists",
-	CannotCreateIndex:     "CannotCreateIndex",
-	InvalidOptions:        "InvalidOptions",
-	InvalidNamespace:      "InvalidNamespace",
-	IndexOptionsConflict:  "IndexOptionsConflict",
-	IndexKeySpecsConflict: "IndexKeySpecsConflict",
-	ExceededMemoryLimit:   "ExceededMemoryLimit",
-	BSONObjectTooLarge:    "BSONObjectTooLarge",
+	InternalError:                   "InternalError",
+	BadValue:                        "BadValue",
+	FailedToParse:                   "FailedToParse",
+	Unauthorized:                    "Unauthorized",
+	TypeMismatch:                    "TypeMismatch",
+	InvalidLength:                   "InvalidLength",
+	AuthenticationFailed:            "AuthenticationFailed",
+	NamespaceNotFound:               "NamespaceNotFound",
+	IndexNotFound:                   "IndexNotFound",
+	IllegalOperation:                "IllegalOperation",
+	NamespaceExists:                 "NamespaceExists",
+	CannotCreateIndex:               "CannotCreateIndex",
+	InvalidOptions:                  "InvalidOptions",
+	InvalidNamespace:                "InvalidNamespace",
+	IndexOptionsConflict:            "IndexOptionsConflict",
+	IndexKeySpecsConflict:           "IndexKeySpecsConflict",
+	ShutdownInProgress:              "ShutdownInProgress",
+	ExceededMemoryLimit:             "ExceededMemoryLimit",
+	IngressRequestRateLimitExceeded: "IngressRequestRateLimitExceeded",
+	BSONObjectTooLarge:              "BSONObjectTooLarge",
 }
 
 // Name returns MongoDB's codeName for c, or "Location<code>" for a code
