@@ -1,0 +1,544 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Options tune a Writer.
+type Options struct {
+	// FlatDates writes dates in JSON and NDJSON as bare RFC 3339 strings
+	// instead of {"$date": ...}, for tools that read flat rows.
+	FlatDates bool
+}
+
+// Writer writes records of one schema in one format. It is not safe for
+// concurrent use. Close ends the output (the closing bracket of a JSON
+// array, the end-of-stream marker of Arrow) and must be called once all
+// records are written; it does not close the underlying io.Writer.
+type Writer interface {
+	Write(rec arrow.Record) error
+	Close() error
+}
+
+// ArrowBatchRows is the largest record batch an Arrow stream carries; larger
+// records are cut into batches of this size.
+const ArrowBatchRows = 4096
+
+// flushBytes is the buffer size at which text writers hand their output to
+// the underlying writer in the middle of a record.
+const flushBytes = 256 << 10
+
+// NewWriter returns a Writer of records with schema to w in format f. After
+// each record the output is written to w and, when w has a Flush method
+// (http.ResponseWriter does), flushed, so that clients see results as they
+// are produced.
+func NewWriter(w io.Writer, f Format, schema *arrow.Schema, opts Options) (Writer, error) {
+	fl, _ := w.(flusher)
+	switch f {
+	case JSON, NDJSON, CSV:
+		cols, err := newColumns(schema, f, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &textWriter{w: w, fl: fl, format: f, schema: schema, cols: cols, opts: opts, buf: make([]byte, 0, 64<<10)}, nil
+	case Arrow:
+		for i, fd := range schema.Fields() {
+			if _, err := kindOf(fd); err != nil {
+				return nil, fmt.Errorf("render: column %d %q: %w", i, fd.Name, err)
+			}
+		}
+		return &arrowWriter{w: ipc.NewWriter(w, ipc.WithSchema(schema)), fl: fl, schema: schema}, nil
+	}
+	return nil, fmt.Errorf("render: unknown format %d", int(f))
+}
+
+type flusher interface{ Flush() }
+
+// kind is how a column's values are rendered.
+type kind uint8
+
+const (
+	kindFloat kind = iota
+	kindInt
+	kindBool
+	kindString
+	kindDate
+	kindJSON // utf8 holding JSON texts: the meta column, mixed columns
+)
+
+func kindOf(f arrow.Field) (kind, error) {
+	switch t := f.Type.(type) {
+	case *arrow.Float64Type:
+		return kindFloat, nil
+	case *arrow.Int64Type:
+		return kindInt, nil
+	case *arrow.BooleanType:
+		return kindBool, nil
+	case *arrow.StringType:
+		if f.Metadata.FindKey(timeseries.MetaColumnMetadataKey) >= 0 || f.Metadata.FindKey(timeseries.MixedColumnMetadataKey) >= 0 {
+			return kindJSON, nil
+		}
+		return kindString, nil
+	case *arrow.TimestampType:
+		if t.Unit != arrow.Nanosecond {
+			return 0, fmt.Errorf("timestamps in %s are not supported; nanoseconds are", t.Unit)
+		}
+		return kindDate, nil
+	}
+	return 0, fmt.Errorf("type %s is not supported", f.Type)
+}
+
+// column is one column of a text writer: its rendered name and, while a
+// record is written, its typed values.
+type column struct {
+	kind kind
+	key  []byte // JSON: "name": ; CSV: the header cell
+
+	nulls arrow.Array
+	f64   []float64
+	i64   []int64
+	ts    []arrow.Timestamp
+	bools *array.Boolean
+	strs  *array.String
+}
+
+func newColumns(schema *arrow.Schema, f Format, opts Options) ([]column, error) {
+	cols := make([]column, schema.NumFields())
+	for i, fd := range schema.Fields() {
+		k, err := kindOf(fd)
+		if err != nil {
+			return nil, fmt.Errorf("render: column %d %q: %w", i, fd.Name, err)
+		}
+		cols[i].kind = k
+		if f == CSV {
+			cols[i].key = appendCSVString(nil, fd.Name)
+		} else {
+			cols[i].key = append(appendJSONString(nil, fd.Name), ':')
+		}
+	}
+	return cols, nil
+}
+
+// bind points the columns at the arrays of rec.
+func bind(cols []column, rec arrow.Record) error {
+	if int(rec.NumCols()) != len(cols) {
+		return fmt.Errorf("render: record has %d columns, the schema %d", rec.NumCols(), len(cols))
+	}
+	for i := range cols {
+		c := &cols[i]
+		a := rec.Column(i)
+		c.nulls = a
+		var ok bool
+		switch c.kind {
+		case kindFloat:
+			var v *array.Float64
+			if v, ok = a.(*array.Float64); ok {
+				c.f64 = v.Float64Values()
+			}
+		case kindInt:
+			var v *array.Int64
+			if v, ok = a.(*array.Int64); ok {
+				c.i64 = v.Int64Values()
+			}
+		case kindDate:
+			var v *array.Timestamp
+			if v, ok = a.(*array.Timestamp); ok {
+				c.ts = v.TimestampValues()
+			}
+		case kindBool:
+			c.bools, ok = a.(*array.Boolean)
+		case kindString, kindJSON:
+			c.strs, ok = a.(*array.String)
+		}
+		if !ok {
+			return fmt.Errorf("render: column %d is %s, not the schema's type", i, a.DataType())
+		}
+	}
+	return nil
+}
+
+// textWriter writes JSON, NDJSON and CSV.
+type textWriter struct {
+	w       io.Writer
+	fl      flusher
+	format  Format
+	schema  *arrow.Schema
+	cols    []column
+	opts    Options
+	buf     []byte
+	started bool // a row or the CSV header was written
+	rows    int64
+	err     error
+}
+
+func (t *textWriter) Write(rec arrow.Record) error {
+	if t.err != nil {
+		return t.err
+	}
+	if err := bind(t.cols, rec); err != nil {
+		return err
+	}
+	if !t.started {
+		t.start()
+	}
+	n := int(rec.NumRows())
+	for r := 0; r < n; r++ {
+		switch t.format {
+		case CSV:
+			t.buf = t.appendCSVRow(t.buf, r)
+		case NDJSON:
+			t.buf = append(t.appendJSONRow(t.buf, r), '\n')
+		default:
+			if t.rows > 0 {
+				t.buf = append(t.buf, ",\n"...)
+			}
+			t.buf = t.appendJSONRow(t.buf, r)
+		}
+		t.rows++
+		if len(t.buf) >= flushBytes {
+			if err := t.emit(false); err != nil {
+				return err
+			}
+		}
+	}
+	return t.emit(true)
+}
+
+func (t *textWriter) start() {
+	t.started = true
+	switch t.format {
+	case JSON:
+		t.buf = append(t.buf, "[\n"...)
+	case CSV:
+		for i := range t.cols {
+			if i > 0 {
+				t.buf = append(t.buf, ',')
+			}
+			t.buf = append(t.buf, t.cols[i].key...)
+		}
+		t.buf = append(t.buf, '\n')
+	}
+}
+
+// emit hands the buffer to the underlying writer, flushing it if asked.
+func (t *textWriter) emit(flush bool) error {
+	if len(t.buf) > 0 {
+		if _, err := t.w.Write(t.buf); err != nil {
+			t.err = err
+			return err
+		}
+		t.buf = t.buf[:0]
+	}
+	if flush && t.fl != nil {
+		t.fl.Flush()
+	}
+	return nil
+}
+
+func (t *textWriter) Close() error {
+	if t.err != nil {
+		return t.err
+	}
+	if !t.started {
+		t.start()
+	}
+	if t.format == JSON {
+		if t.rows > 0 {
+			t.buf = append(t.buf, '\n')
+		}
+		t.buf = append(t.buf, "]\n"...)
+	}
+	err := t.emit(true)
+	t.err = errClosed
+	return err
+}
+
+var errClosed = fmt.Errorf("render: writer closed")
+
+func (t *textWriter) appendJSONRow(b []byte, r int) []byte {
+	b = append(b, '{')
+	first := true
+	for i := range t.cols {
+		c := &t.cols[i]
+		if c.nulls.IsNull(r) {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, c.key...)
+		switch c.kind {
+		case kindFloat:
+			b = appendJSONFloat(b, c.f64[r])
+		case kindInt:
+			b = strconv.AppendInt(b, c.i64[r], 10)
+		case kindBool:
+			b = strconv.AppendBool(b, c.bools.Value(r))
+		case kindString:
+			b = appendJSONString(b, c.strs.Value(r))
+		case kindJSON:
+			b = append(b, c.strs.Value(r)...)
+		case kindDate:
+			if t.opts.FlatDates {
+				b = append(b, '"')
+				b = appendDate(b, int64(c.ts[r]))
+				b = append(b, '"')
+			} else {
+				b = append(b, `{"$date":"`...)
+				b = appendDate(b, int64(c.ts[r]))
+				b = append(b, `"}`...)
+			}
+		}
+	}
+	return append(b, '}')
+}
+
+func (t *textWriter) appendCSVRow(b []byte, r int) []byte {
+	for i := range t.cols {
+		c := &t.cols[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if c.nulls.IsNull(r) {
+			continue
+		}
+		switch c.kind {
+		case kindFloat:
+			b = appendCSVFloat(b, c.f64[r])
+		case kindInt:
+			b = strconv.AppendInt(b, c.i64[r], 10)
+		case kindBool:
+			b = strconv.AppendBool(b, c.bools.Value(r))
+		case kindString:
+			b = appendCSVString(b, c.strs.Value(r))
+		case kindJSON:
+			b = appendCSVJSON(b, c.strs.Value(r))
+		case kindDate:
+			b = appendDate(b, int64(c.ts[r]))
+		}
+	}
+	return append(b, '\n')
+}
+
+// appendDate appends ns since the epoch as RFC 3339 in UTC, with as many
+// fractional digits as needed.
+func appendDate(b []byte, ns int64) []byte {
+	return time.Unix(0, ns).UTC().AppendFormat(b, time.RFC3339Nano)
+}
+
+// appendJSONFloat appends f as encoding/json does, and the non-finite values
+// as Extended JSON {"$numberDouble": ...}.
+func appendJSONFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `{"$numberDouble":"NaN"}`...)
+	case math.IsInf(f, 1):
+		return append(b, `{"$numberDouble":"Infinity"}`...)
+	case math.IsInf(f, -1):
+		return append(b, `{"$numberDouble":"-Infinity"}`...)
+	}
+	return appendFloat(b, f)
+}
+
+// appendFloat appends a finite f in the shortest form that round-trips,
+// using exponents only for very small or large magnitudes.
+func appendFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// 1e-07 -> 1e-7
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+func appendCSVFloat(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(b, "+Inf"...)
+	case math.IsInf(f, -1):
+		return append(b, "-Inf"...)
+	}
+	return appendFloat(b, f)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD; U+2028 and U+2029 are escaped so the output is also valid
+// JavaScript.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendCSVString appends s as a CSV cell, quoted as RFC 4180 requires.
+func appendCSVString(b []byte, s string) []byte {
+	if !csvNeedsQuotes(s) {
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			b = append(b, '"')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
+}
+
+func csvNeedsQuotes(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == ' ' || s[0] == '\t' {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ',', '"', '\n', '\r':
+			return true
+		}
+	}
+	return false
+}
+
+// appendCSVJSON appends a JSON text as a CSV cell: a JSON string is written
+// as its bare value, anything else as the JSON text.
+func appendCSVJSON(b []byte, js string) []byte {
+	if s, ok := simpleJSONString(js); ok {
+		return appendCSVString(b, s)
+	}
+	if len(js) >= 2 && js[0] == '"' {
+		if s, err := strconv.Unquote(js); err == nil {
+			return appendCSVString(b, s)
+		}
+	}
+	return appendCSVString(b, js)
+}
+
+// simpleJSONString returns the value of a JSON string without escapes.
+func simpleJSONString(js string) (string, bool) {
+	if len(js) < 2 || js[0] != '"' || js[len(js)-1] != '"' {
+		return "", false
+	}
+	s := js[1 : len(js)-1]
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' || s[i] == '"' {
+			return "", false
+		}
+	}
+	return s, true
+}
+
+// arrowWriter writes an Arrow IPC stream.
+type arrowWriter struct {
+	w      *ipc.Writer
+	fl     flusher
+	schema *arrow.Schema
+	closed bool
+}
+
+func (a *arrowWriter) Write(rec arrow.Record) error {
+	if a.closed {
+		return errClosed
+	}
+	if !rec.Schema().Equal(a.schema) {
+		return fmt.Errorf("render: record schema %s differs from the stream's %s", rec.Schema(), a.schema)
+	}
+	n := rec.NumRows()
+	if n <= ArrowBatchRows {
+		if err := a.w.Write(rec); err != nil {
+			return err
+		}
+	} else {
+		for i := int64(0); i < n; i += ArrowBatchRows {
+			s := rec.NewSlice(i, min(i+ArrowBatchRows, n))
+			err := a.w.Write(s)
+			s.Release()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if a.fl != nil {
+		a.fl.Flush()
+	}
+	return nil
+}
+
+func (a *arrowWriter) Close() error {
+	if a.closed {
+		return errClosed
+	}
+	a.closed = true
+	err := a.w.Close()
+	if a.fl != nil {
+		a.fl.Flush()
+	}
+	return err
+}
