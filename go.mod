@@ -6,6 +6,7 @@ require (
 	github.com/apache/arrow/go/v15 v15.0.2
 	github.com/cockroachdb/pebble v1.1.5
 	github.com/go-chi/chi/v5 v5.5.0
+	github.com/influxdata/line-protocol/v2 v2.2.1
 	github.com/klauspost/compress v1.20.3
 	github.com/prometheus/client_golang v1.25.0
 )
@@ -24,7 +25,6 @@ require (
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/snappy v0.0.4 // indirect
 	github.com/google/flatbuffers v23.5.26+incompatible // indirect
-	github.com/influxdata/line-protocol/v2 v2.2.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.5 // indirect
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
