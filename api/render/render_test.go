@@ -319,9 +319,9 @@ func TestNegotiate(t *testing.T) {
 		"application/vnd.apache.arrow.stream": Arrow,
 		"text/html, text/csv;q=0.5, application/json;q=0.4": CSV,
 		"application/json;q=0.2, application/x-ndjson":      NDJSON,
-		"application/json, text/csv":                         JSON,
-		"text/csv;q=0, */*;q=0.1":                            JSON,
-		"bogus, text/csv;q=abc, application/x-ndjson;q=0.3":  NDJSON,
+		"application/json, text/csv":                        JSON,
+		"text/csv;q=0, */*;q=0.1":                           JSON,
+		"bogus, text/csv;q=abc, application/x-ndjson;q=0.3": NDJSON,
 	} {
 		got, err := Negotiate(accept)
 		if err != nil || got != want {

@@ -1,0 +1,276 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// maxCommandBody bounds the body of commands and queries (everything but
+// ingest): a filter of a megabyte is already absurd.
+const maxCommandBody = 1 << 20
+
+// collectionName returns the {name} URL parameter, validated.
+func collectionName(r *http.Request) (string, error) {
+	name := chi.URLParam(r, "name")
+	if err := timeseries.ValidateName(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// decodeJSON decodes one JSON value with numbers as json.Number, refusing
+// trailing data. Errors name the byte offset.
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, jsonError(err, dec.InputOffset())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, badRequest("malformed JSON: unexpected data after the value at byte %d", dec.InputOffset())
+	}
+	return v, nil
+}
+
+func jsonError(err error, offset int64) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return badRequest("malformed JSON at byte %d: %v", se.Offset, err)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return badRequest("malformed JSON: the body ends early (after %d bytes)", offset)
+	}
+	return badRequest("malformed JSON at byte %d: %v", offset, err)
+}
+
+// collectionReply is a collection's description as the API shows it.
+type collectionReply struct {
+	Name         string                       `json:"name"`
+	Type         string                       `json:"type"`
+	Options      timeseries.CollectionOptions `json:"options"`
+	Count        int64                        `json:"count"`
+	Buckets      int64                        `json:"buckets"`
+	StorageBytes int64                        `json:"storageBytes"`
+	Fields       map[string][]string          `json:"fields,omitempty"`
+	Created      string                       `json:"created"`
+}
+
+func describeReply(info timeseries.CollectionInfo) collectionReply {
+	typ := "collection"
+	if info.Options.TimeSeries != nil {
+		typ = "timeseries"
+	}
+	return collectionReply{
+		Name: info.Name, Type: typ, Options: info.Options, Count: info.Count, Buckets: info.Buckets,
+		StorageBytes: info.StorageBytes, Fields: info.Fields, Created: formatDate(info.Created),
+	}
+}
+
+func (s *Server) handleCreateCollection(w http.ResponseWriter, r *http.Request) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var raw map[string]any
+	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	opts, err := timeseries.ParseCollectionOptions(raw)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opCommand.Add(1)
+	created, err := s.db.CreateCollection(r.Context(), name, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.db.Describe(r.Context(), name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		s.log.Info("collection created", "collection", name)
+	}
+	writeJSON(w, status, describeReply(info))
+}
+
+func (s *Server) handleListCollections(w http.ResponseWriter, r *http.Request) {
+	s.metrics.opCommand.Add(1)
+	infos, err := s.db.ListCollections(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]collectionReply, len(infos))
+	for i, info := range infos {
+		out[i] = describeReply(info)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleDescribeCollection(w http.ResponseWriter, r *http.Request) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opCommand.Add(1)
+	info, err := s.db.Describe(r.Context(), name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, describeReply(info))
+}
+
+func (s *Server) handleDropCollection(w http.ResponseWriter, r *http.Request) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opCommand.Add(1)
+	o := s.ops.begin("command", name, r, "drop")
+	defer s.ops.end(o)
+	if err := s.db.DropCollection(r.Context(), name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("collection dropped", "collection", name)
+	writeJSON(w, http.StatusOK, map[string]any{"dropped": name})
+}
+
+// handleCollMod is MongoDB's collMod: the collection-level
+// expireAfterSeconds (a number or "off") and the time-series bucketing.
+func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var raw map[string]any
+	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := parseCollMod(raw)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opCommand.Add(1)
+	res, err := s.db.CollMod(r.Context(), name, m)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	reply := map[string]any{}
+	if m.ExpireAfterSeconds != nil || m.ExpireOff {
+		reply["expireAfterSeconds_old"] = expireValue(res.OldExpireAfterSeconds)
+		reply["expireAfterSeconds_new"] = expireValue(res.NewExpireAfterSeconds)
+	}
+	if m.TimeSeries != nil {
+		reply["timeseries_old"] = res.OldTimeSeries
+		reply["timeseries_new"] = res.NewTimeSeries
+	}
+	s.log.Info("collection modified", "collection", name, "change", raw)
+	writeJSON(w, http.StatusOK, reply)
+}
+
+func expireValue(v *int64) any {
+	if v == nil {
+		return "off"
+	}
+	return *v
+}
+
+func parseCollMod(raw map[string]any) (timeseries.CollModOptions, error) {
+	var m timeseries.CollModOptions
+	if len(raw) == 0 {
+		return m, mongoerr.New(mongoerr.InvalidOptions, "collMod needs at least one of 'expireAfterSeconds', 'timeseries'")
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[k]
+		switch k {
+		case "expireAfterSeconds":
+			if s, ok := v.(string); ok && s == "off" {
+				m.ExpireOff = true
+				continue
+			}
+			e, err := timeseries.ParseExpireAfterSeconds(v, mongoerr.InvalidOptions)
+			if err != nil {
+				return m, err
+			}
+			m.ExpireAfterSeconds = &e
+		case "timeseries":
+			tsRaw, ok := v.(map[string]any)
+			if !ok {
+				return m, mongoerr.New(mongoerr.InvalidOptions, "'timeseries' must be an object")
+			}
+			for tk := range tsRaw {
+				switch tk {
+				case "granularity", "bucketMaxSpanSeconds", "bucketRoundingSeconds", "timeField", "metaField":
+				default:
+					return m, mongoerr.New(mongoerr.InvalidOptions, "collMod cannot change 'timeseries.%s'", tk)
+				}
+			}
+			o, err := timeseries.ParseCollectionOptions(map[string]any{"timeseries": tsRaw})
+			if err != nil {
+				return m, err
+			}
+			m.TimeSeries = o.TimeSeries
+		default:
+			return m, mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'timeseries'", k)
+		}
+	}
+	return m, nil
+}
+
+// handleCompact writes every bucket to disk and compacts the store, so that
+// deleted ranges give their space back and the size on disk settles. It
+// works on the whole store; the collection must exist.
+func (s *Server) handleCompact(w http.ResponseWriter, r *http.Request) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := s.db.Describe(r.Context(), name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opCommand.Add(1)
+	o := s.ops.begin("command", name, r, "compact")
+	defer s.ops.end(o)
+	start := time.Now()
+	if err := s.db.Flush(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.db.Describe(r.Context(), name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"compacted": name, "storageBytes": info.StorageBytes,
+		"tookMillis": time.Since(start).Milliseconds()})
+}

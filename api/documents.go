@@ -1,0 +1,229 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// formatDate renders t as RFC 3339 in UTC with as many fractional digits as
+// it needs.
+func formatDate(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// writeErrorReply is one refused document of an insert.
+type writeErrorReply struct {
+	Index    int    `json:"index"`
+	Code     int    `json:"code"`
+	CodeName string `json:"codeName"`
+	Message  string `json:"message"`
+}
+
+type insertReply struct {
+	Inserted    int               `json:"inserted"`
+	WriteErrors []writeErrorReply `json:"writeErrors,omitempty"`
+}
+
+// handleInsert stores a JSON array or NDJSON body of documents.
+func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ordered := true
+	if v := r.URL.Query().Get("ordered"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			s.writeError(w, r, badRequest("'ordered' must be true or false; got %q", v))
+			return
+		}
+		ordered = b
+	}
+	mt, err := mediaType(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var ndjson bool
+	switch mt {
+	case "", "application/json":
+	case "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines":
+		ndjson = true
+	default:
+		s.writeError(w, r, newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
+			"unsupported Content-Type %q; send application/json (an array of documents) or application/x-ndjson", mt))
+		return
+	}
+	// The collection must exist before the body is read: a missing one is
+	// 404 whatever the body holds.
+	info, err := s.db.Describe(r.Context(), name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ts := info.Options.TimeSeries
+	if ts == nil {
+		s.writeError(w, r, mongoerr.New(mongoerr.IllegalOperation,
+			"collection %q is a plain collection; documents can only be inserted into time-series collections", name))
+		return
+	}
+	if err := s.writes.acquire(r.Context()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer s.writes.release()
+	o := s.ops.begin("insert", name, r, "")
+	defer s.ops.end(o)
+
+	buf, err := readBody(r, s.opts.MaxBody)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer putBody(buf)
+	s.metrics.bodyIn.Add(float64(buf.Len()))
+	docs, err := parseDocuments(buf.Bytes(), ndjson)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opInsert.Add(1)
+
+	// Convert; refusals of single documents are write errors, as in
+	// MongoDB. An ordered insert stops at the first.
+	ms := make([]timeseries.Measurement, 0, len(docs))
+	idx := make([]int, 0, len(docs)) // document index of ms[i]
+	var reply insertReply
+	for i, d := range docs {
+		m, err := timeseries.MeasurementFromDocument(ts, d)
+		if err != nil {
+			reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(i, err))
+			if ordered {
+				break
+			}
+			continue
+		}
+		ms = append(ms, m)
+		idx = append(idx, i)
+	}
+	o.docs.Store(int64(len(ms)))
+	res, err := s.db.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	reply.Inserted = res.Inserted
+	if len(res.Errors) > 0 {
+		if ordered {
+			// The storage refusal comes before the conversion one.
+			reply.WriteErrors = reply.WriteErrors[:0]
+		}
+		for _, we := range res.Errors {
+			reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(idx[we.Index], we.Err))
+		}
+		sort.Slice(reply.WriteErrors, func(i, j int) bool { return reply.WriteErrors[i].Index < reply.WriteErrors[j].Index })
+		if ordered {
+			reply.WriteErrors = reply.WriteErrors[:1]
+		}
+	}
+	s.metrics.docsInserted.Add(int64(res.Inserted))
+	s.metrics.inserted.WithLabelValues("json").Add(float64(res.Inserted))
+	if len(reply.WriteErrors) > 0 {
+		s.metrics.refused.WithLabelValues("json").Add(float64(len(reply.WriteErrors)))
+		writeJSON(w, http.StatusBadRequest, reply)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+func writeErrorOf(i int, err error) writeErrorReply {
+	_, code, msg, _ := classify(err)
+	return writeErrorReply{Index: i, Code: int(code), CodeName: code.Name(), Message: msg}
+}
+
+// maxDocuments bounds the documents of one request, whatever their size.
+const maxDocuments = 1 << 20
+
+// parseDocuments parses a JSON array of objects or NDJSON (one object per
+// line, blank lines skipped). Any syntax error, or an element that is not an
+// object, refuses the whole body: nothing of it is stored.
+func parseDocuments(body []byte, ndjson bool) ([]map[string]any, error) {
+	if ndjson {
+		var docs []map[string]any
+		line := 0
+		for len(body) > 0 {
+			line++
+			var l []byte
+			if i := bytes.IndexByte(body, '\n'); i >= 0 {
+				l, body = body[:i], body[i+1:]
+			} else {
+				l, body = body, nil
+			}
+			if len(bytes.TrimSpace(l)) == 0 {
+				continue
+			}
+			v, err := decodeJSON(l)
+			if err != nil {
+				return nil, badRequest("line %d: %v", line, err)
+			}
+			d, ok := v.(map[string]any)
+			if !ok {
+				return nil, badRequest("line %d: a document must be a JSON object", line)
+			}
+			if len(docs) == maxDocuments {
+				return nil, badRequest("more than %d documents in one request; send smaller batches", maxDocuments)
+			}
+			docs = append(docs, d)
+		}
+		if len(docs) == 0 {
+			return nil, badRequest("the body holds no documents")
+		}
+		return docs, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, jsonError(err, dec.InputOffset())
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, badRequest("the body must be a JSON array of documents (or NDJSON with Content-Type application/x-ndjson)")
+	}
+	var docs []map[string]any
+	for dec.More() {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, jsonError(err, dec.InputOffset())
+		}
+		d, ok := v.(map[string]any)
+		if !ok {
+			return nil, badRequest("document %d: a document must be a JSON object", len(docs))
+		}
+		if len(docs) == maxDocuments {
+			return nil, badRequest("more than %d documents in one request; send smaller batches", maxDocuments)
+		}
+		docs = append(docs, d)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, jsonError(err, dec.InputOffset())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, badRequest("malformed JSON: unexpected data after the array at byte %d", dec.InputOffset())
+	}
+	if len(docs) == 0 {
+		return nil, badRequest("the array holds no documents")
+	}
+	return docs, nil
+}

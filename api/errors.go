@@ -1,0 +1,96 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// httpError is an error of the HTTP layer itself (body too large, media
+// type, auth): it carries its status along with the MongoDB code.
+type httpError struct {
+	status int
+	code   mongoerr.Code
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func newHTTPError(status int, code mongoerr.Code, format string, args ...any) *httpError {
+	return &httpError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// badRequest is a 400 BadValue naming the problem.
+func badRequest(format string, args ...any) *httpError {
+	return newHTTPError(http.StatusBadRequest, mongoerr.BadValue, format, args...)
+}
+
+// statusOf maps a MongoDB code to the HTTP status of API.md "Errors".
+func statusOf(c mongoerr.Code) int {
+	switch c {
+	case mongoerr.NamespaceNotFound, mongoerr.IndexNotFound:
+		return http.StatusNotFound
+	case mongoerr.NamespaceExists, mongoerr.IndexOptionsConflict, mongoerr.IndexKeySpecsConflict:
+		return http.StatusConflict
+	case mongoerr.BSONObjectTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case mongoerr.Unauthorized:
+		return http.StatusForbidden
+	case mongoerr.AuthenticationFailed:
+		return http.StatusUnauthorized
+	case mongoerr.ShutdownInProgress:
+		return http.StatusServiceUnavailable
+	case mongoerr.IngressRequestRateLimitExceeded:
+		return http.StatusTooManyRequests
+	case mongoerr.InternalError:
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+// classify is the one place where errors become an HTTP status, a MongoDB
+// code and a message. Errors that are not typed are internal faults: the
+// client sees a generic message and the log gets the details.
+func classify(err error) (status int, code mongoerr.Code, msg string, internal bool) {
+	var he *httpError
+	var me *mongoerr.Error
+	switch {
+	case errors.As(err, &he):
+		return he.status, he.code, he.msg, false
+	case errors.As(err, &me):
+		return statusOf(me.Code), me.Code, me.Message, me.Code == mongoerr.InternalError
+	case errors.Is(err, timeseries.ErrClosed):
+		return http.StatusServiceUnavailable, mongoerr.ShutdownInProgress, "the server is shutting down", false
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client went away; the status is for the log only.
+		return 499, mongoerr.InternalError, "request canceled", false
+	}
+	return http.StatusInternalServerError, mongoerr.InternalError, "internal error; see the server log", true
+}
+
+// errorBody is the JSON error shape of API.md.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code     int    `json:"code"`
+	CodeName string `json:"codeName"`
+	Message  string `json:"message"`
+}
+
+// writeError replies with err in the API's error shape.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code, msg, internal := classify(err)
+	if internal {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: int(code), CodeName: code.Name(), Message: msg}})
+}

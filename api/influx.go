@@ -1,0 +1,233 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/hourglassdb/hourglass/api/lineproto"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// influxError is InfluxDB's error body. Error repeats Message for v1
+// clients, which read "error".
+type influxError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Line    int    `json:"line,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// influxCode names a status the way InfluxDB's error bodies do.
+func influxCode(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid"
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusForbidden:
+		return "forbidden"
+	case http.StatusNotFound:
+		return "not found"
+	case http.StatusRequestEntityTooLarge:
+		return "request too large"
+	case http.StatusUnsupportedMediaType:
+		return "unsupported media type"
+	case http.StatusTooManyRequests:
+		return "too many requests"
+	case http.StatusServiceUnavailable:
+		return "unavailable"
+	}
+	return "internal error"
+}
+
+func (s *Server) writeInfluxError(w http.ResponseWriter, r *http.Request, err error, line int) {
+	status, _, msg, internal := classify(err)
+	if internal {
+		s.log.Error("write failed", "path", r.URL.Path, "err", err)
+	}
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.Header().Set("X-Influxdb-Error", msg)
+	writeJSON(w, status, influxError{Code: influxCode(status), Message: msg, Line: line, Error: msg})
+}
+
+// decoders recycles line-protocol decoders with their bounded caches.
+var decoders = sync.Pool{New: func() any { return lineproto.NewDecoder() }}
+
+// results recycles decode results (measurement and field slices).
+var results = sync.Pool{New: func() any { return new(lineproto.Result) }}
+
+// handleInfluxWrite serves /write (v1) and /api/v2/write (v2): line
+// protocol into the collection named by db or bucket, created on first
+// write as a time series with timeField "time" and metaField "tags".
+func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		param := "db"
+		if v2 {
+			param = "bucket"
+		}
+		name := q.Get(param)
+		if name == "" {
+			s.writeInfluxError(w, r, badRequest("the %q query parameter is required", param), 0)
+			return
+		}
+		prec, err := lineproto.ParsePrecision(q.Get("precision"), v2)
+		if err != nil {
+			s.writeInfluxError(w, r, badRequest("%v", err), 0)
+			return
+		}
+		ts, err := s.influxCollection(r, name)
+		if err != nil {
+			s.writeInfluxError(w, r, err, 0)
+			return
+		}
+		if err := s.writes.acquire(r.Context()); err != nil {
+			s.writeInfluxError(w, r, err, 0)
+			return
+		}
+		defer s.writes.release()
+		o := s.ops.begin("insert", name, r, "line protocol")
+		defer s.ops.end(o)
+
+		buf, err := readBody(r, s.opts.MaxBody)
+		if err != nil {
+			s.writeInfluxError(w, r, err, 0)
+			return
+		}
+		defer putBody(buf)
+		s.metrics.bodyIn.Add(float64(buf.Len()))
+		s.metrics.opInsert.Add(1)
+
+		dec := decoders.Get().(*lineproto.Decoder)
+		res := results.Get().(*lineproto.Result)
+		defer func() {
+			res.Reset()
+			results.Put(res)
+			decoders.Put(dec)
+		}()
+		dec.Decode(buf.Bytes(), prec, s.opts.Now(), res)
+		o.docs.Store(int64(len(res.Measurements)))
+		_ = ts
+		ins, err := s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
+		if err != nil {
+			s.writeInfluxError(w, r, err, 0)
+			return
+		}
+		s.metrics.docsInserted.Add(int64(ins.Inserted))
+		s.metrics.inserted.WithLabelValues("line").Add(float64(ins.Inserted))
+		dropped := res.Dropped + len(ins.Errors)
+		if dropped == 0 {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		s.metrics.refused.WithLabelValues("line").Add(float64(dropped))
+		// Name the first bad line: a parse failure or a refusal by the
+		// collection, whichever comes first in the body.
+		line, msg := 0, ""
+		if res.First != nil {
+			line, msg = res.First.Line, fmt.Sprintf("unable to parse '%s': %v", res.First.Text, res.First.Err)
+		}
+		if len(ins.Errors) > 0 {
+			we := ins.Errors[0]
+			if l := res.LineOf(we.Index); line == 0 || l < line {
+				line, msg = l, fmt.Sprintf("line %d refused: %v", l, we.Err)
+			}
+		}
+		s.writeInfluxError(w, r, badRequest("partial write: %s; dropped %d of %d lines, wrote %d",
+			msg, dropped, res.Lines, ins.Inserted), line)
+	}
+}
+
+// influxCollection returns the time-series options of the collection a
+// line-protocol write goes to, creating it if it does not exist.
+func (s *Server) influxCollection(r *http.Request, name string) (*timeseries.TimeSeriesOptions, error) {
+	if err := timeseries.ValidateName(name); err != nil {
+		return nil, err
+	}
+	info, err := s.db.Describe(r.Context(), name)
+	if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
+		if _, err := s.db.CreateCollection(r.Context(), name, influxCollectionOptions()); err != nil {
+			return nil, err
+		}
+		s.log.Info("collection created by line-protocol write", "collection", name)
+		info, err = s.db.Describe(r.Context(), name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ts := info.Options.TimeSeries
+	if ts == nil {
+		return nil, badRequest("collection %q is a plain collection; line protocol writes into time-series collections", name)
+	}
+	if ts.MetaField == "" {
+		return nil, badRequest("collection %q has no metaField to hold the line-protocol measurement and tags", name)
+	}
+	return ts, nil
+}
+
+func influxCollectionOptions() timeseries.CollectionOptions {
+	return timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "time", MetaField: "tags"}}
+}
+
+var (
+	createDatabaseRE = regexp.MustCompile(`(?i)^\s*CREATE\s+DATABASE\s+("(?:[^"\\]|\\.)+"|[A-Za-z0-9_.\-]+)(\s+WITH\b.*)?\s*$`)
+	showDatabasesRE  = regexp.MustCompile(`(?i)^\s*SHOW\s+DATABASES\s*$`)
+)
+
+// handleInfluxQuery answers the InfluxQL statements clients send before
+// writing: CREATE DATABASE and SHOW DATABASES.
+func (s *Server) handleInfluxQuery(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "cannot parse the query form: " + err.Error()})
+		return
+	}
+	qs := strings.TrimSpace(r.Form.Get("q"))
+	if qs == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `missing required parameter "q"`})
+		return
+	}
+	var results []map[string]any
+	for i, stmt := range strings.Split(qs, ";") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		res := map[string]any{"statement_id": i}
+		switch {
+		case createDatabaseRE.MatchString(stmt):
+			name := strings.Trim(createDatabaseRE.FindStringSubmatch(stmt)[1], `"`)
+			if err := timeseries.ValidateName(name); err != nil {
+				res["error"] = err.Error()
+				break
+			}
+			_, err := s.db.CreateCollection(r.Context(), name, influxCollectionOptions())
+			if err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
+				res["error"] = err.Error()
+			}
+		case showDatabasesRE.MatchString(stmt):
+			infos, err := s.db.ListCollections(r.Context())
+			if err != nil {
+				res["error"] = err.Error()
+				break
+			}
+			values := make([][]string, 0, len(infos))
+			for _, info := range infos {
+				if info.Options.TimeSeries != nil {
+					values = append(values, []string{info.Name})
+				}
+			}
+			res["series"] = []map[string]any{{"name": "databases", "columns": []string{"name"}, "values": values}}
+		default:
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf(
+				"unsupported statement %q: only CREATE DATABASE and SHOW DATABASES are answered; query with POST /v1/collections/{name}/find", strings.TrimSpace(stmt))})
+			return
+		}
+		results = append(results, res)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": results})
+}

@@ -1,0 +1,135 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's counters: Prometheus metrics for /metrics and
+// plain counters for /v1/status, which reports them in serverStatus shape.
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	inserted *prometheus.CounterVec
+	refused  *prometheus.CounterVec
+	deleted  prometheus.Counter
+	returned prometheus.Counter
+	bodyIn   prometheus.Counter
+
+	// serverStatus opcounters and document metrics.
+	opInsert, opQuery, opDelete, opCommand  atomic.Int64
+	docsInserted, docsDeleted, docsReturned atomic.Int64
+}
+
+func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_http_requests_total", Help: "HTTP requests by route, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hourglass_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"route"}),
+		inserted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_inserted_measurements_total", Help: "Measurements stored, by ingest protocol.",
+		}, []string{"protocol"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hourglass_refused_measurements_total", Help: "Measurements or lines refused as invalid, by ingest protocol.",
+		}, []string{"protocol"}),
+		deleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hourglass_deleted_measurements_total", Help: "Measurements removed by delete requests.",
+		}),
+		returned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hourglass_returned_measurements_total", Help: "Measurements returned by find requests.",
+		}),
+		bodyIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hourglass_ingest_body_bytes_total", Help: "Ingest request body bytes after decompression.",
+		}),
+	}
+	cs := []prometheus.Collector{m.requests, m.latency, m.inserted, m.refused, m.deleted, m.returned, m.bodyIn,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hourglass_ingest_requests_in_progress", Help: "Ingest requests holding a slot.",
+		}, func() float64 { return float64(s.writes.inUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hourglass_ingest_requests_queued", Help: "Ingest requests waiting for a slot.",
+		}, func() float64 { return float64(s.writes.waiting.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hourglass_operations_in_progress", Help: "Operations listed by /v1/currentop.",
+		}, func() float64 { return float64(len(s.ops.list())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hourglass_uptime_seconds", Help: "Seconds since the server started.",
+		}, func() float64 { return s.opts.Now().Sub(s.started).Seconds() }),
+	}
+	if _, ok := reg.(*prometheus.Registry); ok {
+		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush lets streaming handlers flush through the recorder.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// instrument counts requests and their latency by route pattern (never by
+// raw path, which would make the label set unbounded).
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			route := "unknown"
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+				route = rc.RoutePattern()
+			}
+			st := rec.status
+			if st == 0 {
+				st = http.StatusOK
+			}
+			s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(st)).Inc()
+			s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{ErrorLog: nil}).ServeHTTP(w, r)
+}

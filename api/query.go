@@ -1,0 +1,504 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/hourglassdb/hourglass/api/render"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// findRequest is the body of POST .../find.
+type findRequest struct {
+	filter     *partialfilter.Filter
+	projection map[string]bool // field -> included
+	inclusion  bool
+	sort       int
+	limit      int64
+}
+
+// parseFilter parses the "filter" member of a request body.
+func parseFilter(v any) (*partialfilter.Filter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, badRequest("'filter' must be a JSON object")
+	}
+	return partialfilter.Parse(m)
+}
+
+// intValue reads a non-negative integer request member.
+func intValue(name string, v any) (int64, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, badRequest("'%s' must be a number", name)
+	}
+	i, err := n.Int64()
+	if err != nil {
+		f, ferr := n.Float64()
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<62 {
+			return 0, badRequest("'%s' must be an integer; got %s", name, n)
+		}
+		i = int64(f)
+	}
+	if i < 0 {
+		return 0, badRequest("'%s' must not be negative; got %d", name, i)
+	}
+	return i, nil
+}
+
+func parseFindRequest(raw map[string]any, ts *timeseries.TimeSeriesOptions) (findRequest, error) {
+	req := findRequest{sort: timeseries.SortSeries}
+	var err error
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[k]
+		switch k {
+		case "filter":
+			if req.filter, err = parseFilter(v); err != nil {
+				return req, err
+			}
+		case "projection":
+			m, ok := v.(map[string]any)
+			if !ok {
+				return req, badRequest("'projection' must be a JSON object")
+			}
+			if err := parseProjection(m, &req); err != nil {
+				return req, err
+			}
+		case "sort":
+			m, ok := v.(map[string]any)
+			if !ok {
+				return req, badRequest("'sort' must be a JSON object such as {%q: 1}", ts.TimeField)
+			}
+			for f, d := range m {
+				if f != ts.TimeField {
+					return req, badRequest("'sort' supports the timeField %q only; got %q", ts.TimeField, f)
+				}
+				n, _ := d.(json.Number)
+				switch n.String() {
+				case "1":
+					req.sort = timeseries.SortAscending
+				case "-1":
+					req.sort = timeseries.SortDescending
+				default:
+					return req, badRequest("'sort.%s' must be 1 or -1", f)
+				}
+			}
+		case "limit":
+			if req.limit, err = intValue("limit", v); err != nil {
+				return req, err
+			}
+		default:
+			return req, badRequest("unknown find option %q; accepted: filter, projection, sort, limit", k)
+		}
+	}
+	return req, nil
+}
+
+// parseProjection reads a MongoDB projection: all inclusions or all
+// exclusions of top-level fields (_id, which measurements do not carry, may
+// be excluded in either).
+func parseProjection(m map[string]any, req *findRequest) error {
+	req.projection = make(map[string]bool, len(m))
+	var incl, excl bool
+	for f, v := range m {
+		var on bool
+		switch x := v.(type) {
+		case bool:
+			on = x
+		case json.Number:
+			fv, err := x.Float64()
+			if err != nil {
+				return badRequest("'projection.%s' must be 0, 1, true or false", f)
+			}
+			on = fv != 0
+		default:
+			return badRequest("'projection.%s' must be 0, 1, true or false", f)
+		}
+		if strings.Contains(f, ".") || strings.HasPrefix(f, "$") {
+			return badRequest("projection of %q is not supported: project top-level fields only", f)
+		}
+		if f == "_id" {
+			continue
+		}
+		if on {
+			incl = true
+		} else {
+			excl = true
+		}
+		if incl && excl {
+			return badRequest("a projection cannot mix inclusion and exclusion (at %q)", f)
+		}
+		req.projection[f] = on
+	}
+	req.inclusion = incl
+	return nil
+}
+
+// findOptions turns a request into storage options. fields are the
+// collection's measurement fields, for exclusion projections.
+func (req *findRequest) findOptions(ts *timeseries.TimeSeriesOptions, fields map[string][]string) timeseries.FindOptions {
+	opts := timeseries.FindOptions{Filter: req.filter, Sort: req.sort, Limit: req.limit}
+	if req.projection == nil || len(req.projection) == 0 {
+		return opts
+	}
+	if req.inclusion {
+		opts.OmitTime = !req.projection[ts.TimeField]
+		opts.OmitMeta = ts.MetaField == "" || !req.projection[ts.MetaField]
+		opts.Fields = []string{}
+		for f := range req.projection {
+			if f != ts.TimeField && f != ts.MetaField {
+				opts.Fields = append(opts.Fields, f)
+			}
+		}
+		sort.Strings(opts.Fields)
+		return opts
+	}
+	_, opts.OmitTime = req.projection[ts.TimeField]
+	_, opts.OmitMeta = req.projection[ts.MetaField]
+	opts.Fields = []string{}
+	for f := range fields {
+		if _, out := req.projection[f]; !out {
+			opts.Fields = append(opts.Fields, f)
+		}
+	}
+	sort.Strings(opts.Fields)
+	return opts
+}
+
+// negotiate picks the output format from Accept, refusing with 406.
+func negotiate(r *http.Request) (render.Format, error) {
+	f, err := render.Negotiate(r.Header.Get("Accept"))
+	if err != nil {
+		return f, newHTTPError(http.StatusNotAcceptable, 2, "%v", err)
+	}
+	return f, nil
+}
+
+// timeSeriesCollection returns the options of a time-series collection.
+func (s *Server) timeSeriesCollection(r *http.Request, name string) (timeseries.CollectionInfo, error) {
+	info, err := s.db.Describe(r.Context(), name)
+	if err != nil {
+		return info, err
+	}
+	if info.Options.TimeSeries == nil {
+		return info, badRequest("collection %q is a plain collection; this endpoint serves time-series collections", name)
+	}
+	return info, nil
+}
+
+func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	format, err := negotiate(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var raw map[string]any
+	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.timeSeriesCollection(r, name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ts := info.Options.TimeSeries
+	req, err := parseFindRequest(raw, ts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opQuery.Add(1)
+	o := s.ops.begin("query", name, r, "find")
+	defer s.ops.end(o)
+	cur, err := s.db.Find(r.Context(), name, req.findOptions(ts, info.Fields))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer cur.Close()
+	n, err := s.stream(w, format, cur.Schema(), render.Options{}, func(yield func(arrow.Record) error) error {
+		for cur.Next() {
+			rec := cur.Record()
+			o.docs.Add(rec.NumRows())
+			if err := yield(rec); err != nil {
+				return err
+			}
+		}
+		return cur.Err()
+	})
+	s.metrics.docsReturned.Add(n)
+	s.metrics.returned.Add(float64(n))
+	if err != nil {
+		s.abort(r, err)
+	}
+}
+
+// stream writes the records produced by each to w in format, flushing after
+// every record. It returns the rows written. An error after the first byte
+// cannot change the status any more: the caller aborts the response so the
+// client sees a truncated body rather than a complete-looking one.
+func (s *Server) stream(w http.ResponseWriter, format render.Format, schema *arrow.Schema, opts render.Options,
+	each func(yield func(arrow.Record) error) error) (int64, error) {
+	w.Header().Set("Content-Type", format.ContentType())
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	out, err := render.NewWriter(w, format, schema, opts)
+	if err != nil {
+		return 0, err
+	}
+	var rows int64
+	err = each(func(rec arrow.Record) error {
+		rows += rec.NumRows()
+		return out.Write(rec)
+	})
+	if err != nil {
+		return rows, err
+	}
+	return rows, out.Close()
+}
+
+// abort ends a response whose body has started, after an error.
+func (s *Server) abort(r *http.Request, err error) {
+	if !isClientGone(err) {
+		s.log.Error("response aborted", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// aggregateRequest is the body of POST .../aggregate:
+//
+//	{"filter": {...}, "window": "1m", "origin": <date>, "groupBy": "sensor" | "sensor.id" | null,
+//	 "fields": ["temp"], "funcs": ["min", "avg", "max"]}
+func parseAggregateRequest(raw map[string]any, ts *timeseries.TimeSeriesOptions) (timeseries.AggregateOptions, error) {
+	var opts timeseries.AggregateOptions
+	var err error
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[k]
+		switch k {
+		case "filter":
+			if opts.Filter, err = parseFilter(v); err != nil {
+				return opts, err
+			}
+		case "window":
+			if opts.Window, err = parseWindow(v); err != nil {
+				return opts, err
+			}
+		case "origin":
+			t, err := parseDateValue(v)
+			if err != nil {
+				return opts, badRequest("'origin' must be a date ({\"$date\": ...} or an RFC 3339 string): %v", err)
+			}
+			opts.Origin = t
+		case "groupBy":
+			switch g := v.(type) {
+			case nil:
+				opts.Ungrouped = true
+			case string:
+				opts.GroupBy = g
+			default:
+				return opts, badRequest("'groupBy' must be a path in the metaField or null")
+			}
+		case "fields":
+			if opts.Fields, err = stringList("fields", v); err != nil {
+				return opts, err
+			}
+		case "funcs":
+			names, err := stringList("funcs", v)
+			if err != nil {
+				return opts, err
+			}
+			for _, n := range names {
+				opts.Funcs = append(opts.Funcs, timeseries.AggFunc(n))
+			}
+		default:
+			return opts, badRequest("unknown aggregate option %q; accepted: filter, window, origin, groupBy, fields, funcs", k)
+		}
+	}
+	if opts.Window == 0 {
+		return opts, badRequest("'window' is required, e.g. \"1m\" or 60 (seconds)")
+	}
+	if ts.MetaField == "" {
+		opts.Ungrouped = true
+	}
+	return opts, nil
+}
+
+func stringList(name string, v any) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, badRequest("'%s' must be an array of strings", name)
+	}
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return nil, badRequest("'%s' must be an array of strings", name)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// parseWindow reads a window: a Go duration string ("90s", "1h30m"), with
+// "d" for days also accepted, or a number of seconds.
+func parseWindow(v any) (time.Duration, error) {
+	var d time.Duration
+	switch x := v.(type) {
+	case string:
+		s := x
+		if days, ok := strings.CutSuffix(s, "d"); ok {
+			n, err := strconv.ParseFloat(days, 64)
+			if err != nil || n <= 0 || n > 366*100 {
+				return 0, badRequest("'window' %q is not a duration", x)
+			}
+			d = time.Duration(n * 24 * float64(time.Hour))
+			break
+		}
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, badRequest("'window' %q is not a duration such as \"1m\" or \"1h\"", x)
+		}
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil || f > float64(math.MaxInt64)/1e9 {
+			return 0, badRequest("'window' %s is not a number of seconds", x)
+		}
+		d = time.Duration(f * 1e9)
+	default:
+		return 0, badRequest("'window' must be a duration string such as \"1m\" or a number of seconds")
+	}
+	if d <= 0 {
+		return 0, badRequest("'window' must be positive")
+	}
+	return d, nil
+}
+
+// parseDateValue reads a date request member: Extended JSON {"$date": ...}
+// or, as a convenience, an RFC 3339 string.
+func parseDateValue(v any) (time.Time, error) {
+	if s, ok := v.(string); ok {
+		return time.Parse(time.RFC3339Nano, s)
+	}
+	conv, err := partialfilter.FromExtJSON(v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, ok := conv.(time.Time)
+	if !ok {
+		return time.Time{}, errors.New("not a date")
+	}
+	return t, nil
+}
+
+func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	format, err := negotiate(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var raw map[string]any
+	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.timeSeriesCollection(r, name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	opts, err := parseAggregateRequest(raw, info.Options.TimeSeries)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opQuery.Add(1)
+	o := s.ops.begin("query", name, r, "aggregate")
+	defer s.ops.end(o)
+	rec, err := s.db.Aggregate(r.Context(), name, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer rec.Release()
+	_, err = s.stream(w, format, rec.Schema(), render.Options{FlatDates: true}, func(yield func(arrow.Record) error) error {
+		return yield(rec)
+	})
+	if err != nil {
+		s.abort(r, err)
+	}
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var raw map[string]any
+	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	fv, ok := raw["filter"]
+	if !ok {
+		s.writeError(w, r, badRequest("'filter' is required; {} deletes everything"))
+		return
+	}
+	for k := range raw {
+		if k != "filter" {
+			s.writeError(w, r, badRequest("unknown delete option %q; accepted: filter", k))
+			return
+		}
+	}
+	f, err := parseFilter(fv)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if f == nil {
+		s.writeError(w, r, badRequest("'filter' must be a JSON object; {} deletes everything"))
+		return
+	}
+	if _, err := s.timeSeriesCollection(r, name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opDelete.Add(1)
+	o := s.ops.begin("remove", name, r, fmt.Sprintf("delete %s", f))
+	defer s.ops.end(o)
+	n, err := s.db.Delete(r.Context(), name, f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	o.docs.Store(n)
+	s.metrics.docsDeleted.Add(n)
+	s.metrics.deleted.Add(float64(n))
+	writeJSON(w, http.StatusOK, map[string]int64{"deleted": n})
+}

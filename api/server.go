@@ -1,0 +1,301 @@
+package api
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Options configure a Server. The zero value of every field but DB means
+// its default.
+type Options struct {
+	// DB is the storage engine the server serves. Required.
+	DB *timeseries.DB
+
+	// AuthToken, when set, is required as "Authorization: Bearer <token>"
+	// on every endpoint but /healthz and /ping (the line-protocol endpoints
+	// also take InfluxDB's "Token <token>", HTTP Basic with the token as
+	// password, and the v1 "p" query parameter).
+	AuthToken string
+
+	// MaxBody bounds a request body after decompression. Default 64 MiB,
+	// the size of the largest batch a client is expected to send at once.
+	MaxBody int64
+
+	// MaxConcurrentWrites is the number of ingest requests decoded and
+	// stored at once. Default 2 x GOMAXPROCS: enough to keep every core
+	// busy while others wait on the log's fsync.
+	MaxConcurrentWrites int
+
+	// MaxQueuedWrites is the number of ingest requests that may wait for a
+	// slot; beyond it the server answers 429 with Retry-After. 0 means the
+	// default, 64; -1 means no queue: a request that finds every slot
+	// taken is refused at once.
+	// Together with MaxConcurrentWrites and MaxBody it bounds the memory
+	// ingest can take.
+	MaxQueuedWrites int
+
+	// Version is reported by /v1/status and /ping. Default "dev".
+	Version string
+
+	// Logger receives request errors. Default: discard.
+	Logger *slog.Logger
+
+	// Registerer receives the server's Prometheus metrics; Gatherer serves
+	// /metrics. Default: a new registry with the Go and process collectors.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// EnsureDefaults fills in the zero fields.
+func (o *Options) EnsureDefaults() {
+	if o.MaxBody == 0 {
+		o.MaxBody = 64 << 20
+	}
+	if o.MaxConcurrentWrites == 0 {
+		o.MaxConcurrentWrites = 2 * runtime.GOMAXPROCS(0)
+	}
+	if o.MaxQueuedWrites == 0 {
+		o.MaxQueuedWrites = 64
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer == nil && o.Gatherer == nil {
+		reg := prometheus.NewRegistry()
+		o.Registerer, o.Gatherer = reg, reg
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Validate checks the options after EnsureDefaults.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DB == nil {
+		errs = append(errs, errors.New("api: Options.DB is required"))
+	}
+	if o.MaxBody < 1024 {
+		errs = append(errs, fmt.Errorf("api: MaxBody %d is below the minimum of 1024 bytes", o.MaxBody))
+	}
+	if o.MaxConcurrentWrites < 1 || o.MaxQueuedWrites < -1 {
+		errs = append(errs, fmt.Errorf("api: MaxConcurrentWrites %d must be positive and MaxQueuedWrites %d at least -1",
+			o.MaxConcurrentWrites, o.MaxQueuedWrites))
+	}
+	if (o.Registerer == nil) != (o.Gatherer == nil) {
+		errs = append(errs, errors.New("api: Registerer and Gatherer are set together"))
+	}
+	return errors.Join(errs...)
+}
+
+// Server serves the HTTP API of a DB. It is safe for concurrent use.
+type Server struct {
+	opts    Options
+	db      *timeseries.DB
+	log     *slog.Logger
+	router  chi.Router
+	ops     *opRegistry
+	writes  *admission
+	metrics *metrics
+	started time.Time
+}
+
+// New returns a server for opts.DB.
+func New(opts Options) (*Server, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts: opts, db: opts.DB, log: opts.Logger,
+		ops:     newOpRegistry(opts.Now),
+		writes:  newAdmission(opts.MaxConcurrentWrites, opts.MaxQueuedWrites),
+		started: opts.Now(),
+	}
+	m, err := newMetrics(opts.Registerer, s)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.router = s.routes()
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, newHTTPError(http.StatusNotFound, mongoerr.BadValue, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, newHTTPError(http.StatusMethodNotAllowed, mongoerr.BadValue, "method %s is not allowed on %s", r.Method, r.URL.Path))
+	})
+
+	// Open endpoints.
+	r.Get("/healthz", s.handleHealthz)
+	r.Get("/ping", s.handlePing)
+	r.Head("/ping", s.handlePing)
+
+	// InfluxDB-compatible endpoints take InfluxDB's credentials too.
+	r.Group(func(r chi.Router) {
+		r.Use(s.auth(true))
+		r.Use(s.instrument)
+		r.Post("/write", s.handleInfluxWrite(false))
+		r.Post("/api/v2/write", s.handleInfluxWrite(true))
+		r.Get("/query", s.handleInfluxQuery)
+		r.Post("/query", s.handleInfluxQuery)
+	})
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.auth(false))
+		r.Use(s.instrument)
+		r.Get("/metrics", s.handleMetrics)
+		r.Get("/v1/status", s.handleStatus)
+		r.Get("/v1/currentop", s.handleCurrentOp)
+		r.Get("/v1/collections", s.handleListCollections)
+		r.Route("/v1/collections/{name}", func(r chi.Router) {
+			r.Put("/", s.handleCreateCollection)
+			r.Get("/", s.handleDescribeCollection)
+			r.Delete("/", s.handleDropCollection)
+			r.Patch("/", s.handleCollMod)
+			r.Post("/documents", s.handleInsert)
+			r.Post("/find", s.handleFind)
+			r.Get("/find", s.handleFind)
+			r.Post("/aggregate", s.handleAggregate)
+			r.Get("/aggregate", s.handleAggregate)
+			r.Post("/delete", s.handleDelete)
+			r.Post("/compact", s.handleCompact)
+		})
+	})
+	return r
+}
+
+// recoverer turns a panic in a handler into a 500, so that a broken
+// invariant in one request does not kill the server. http.ErrAbortHandler
+// passes through: it aborts a response already under way.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				buf := make([]byte, 8<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				s.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(buf))
+				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// auth checks the bearer token. With influx, InfluxDB's credential forms
+// are accepted as well.
+func (s *Server) auth(influx bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if s.opts.AuthToken == "" {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tok, ok := credential(r, influx)
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
+				s.writeAuthError(w, r, influx, "authentication required: send 'Authorization: Bearer <token>'")
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.AuthToken)) != 1 {
+				s.writeAuthError(w, r, influx, "invalid token")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func (s *Server) writeAuthError(w http.ResponseWriter, r *http.Request, influx bool, msg string) {
+	if influx {
+		writeJSON(w, http.StatusUnauthorized, influxError{Code: "unauthorized", Message: msg})
+		return
+	}
+	s.writeError(w, r, newHTTPError(http.StatusUnauthorized, mongoerr.AuthenticationFailed, "%s", msg))
+}
+
+// credential extracts the token a request presents.
+func credential(r *http.Request, influx bool) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if tok, ok := cutPrefixFold(h, "Bearer "); ok {
+		return strings.TrimSpace(tok), true
+	}
+	if !influx {
+		return "", false
+	}
+	if tok, ok := cutPrefixFold(h, "Token "); ok {
+		return strings.TrimSpace(tok), true
+	}
+	if enc, ok := cutPrefixFold(h, "Basic "); ok {
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
+		if err != nil {
+			return "", false
+		}
+		_, pass, _ := strings.Cut(string(raw), ":")
+		return pass, true
+	}
+	if p := r.URL.Query().Get("p"); p != "" {
+		return p, true
+	}
+	return "", false
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return "", false
+}
+
+// writeJSON replies with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":1,"codeName":"InternalError","message":"cannot encode the reply"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Influxdb-Version", "1.8.10-hourglass-"+s.opts.Version)
+	w.Header().Set("X-Influxdb-Build", "OSS")
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,370 @@
+package api_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// testServer is a real server on loopback over a real DB in a temp dir.
+type testServer struct {
+	t     *testing.T
+	db    *timeseries.DB
+	url   string
+	token string
+}
+
+func newTestServer(t *testing.T, mod func(*api.Options)) *testServer {
+	t.Helper()
+	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := api.Options{DB: db}
+	if mod != nil {
+		mod(&opts)
+	}
+	srv, err := api.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return &testServer{t: t, db: db, url: hs.URL, token: opts.AuthToken}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("reply %d is not a JSON object: %v\n%s", r.status, err, r.body)
+	}
+	return m
+}
+
+// errorCode returns the MongoDB code of an error reply.
+func (r reply) errorCode(t *testing.T) int {
+	t.Helper()
+	e, ok := r.json(t)["error"].(map[string]any)
+	if !ok {
+		t.Fatalf("reply %d has no error object: %s", r.status, r.body)
+	}
+	for _, k := range []string{"code", "codeName", "message"} {
+		if _, ok := e[k]; !ok {
+			t.Fatalf("error reply lacks %q: %s", k, r.body)
+		}
+	}
+	return int(e["code"].(float64))
+}
+
+// do sends a request; hdr holds header name/value pairs.
+func (s *testServer) do(method, path string, body []byte, hdr ...string) reply {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (s *testServer) mustDo(status int, method, path, body string, hdr ...string) reply {
+	s.t.Helper()
+	r := s.do(method, path, []byte(body), hdr...)
+	if r.status != status {
+		s.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, status, r.body)
+	}
+	return r
+}
+
+// count returns a collection's count from its description.
+func (s *testServer) count(name string) int64 {
+	s.t.Helper()
+	r := s.mustDo(200, "GET", "/v1/collections/"+name, "")
+	return int64(r.json(s.t)["count"].(float64))
+}
+
+func (s *testServer) createSensors(name string) {
+	s.t.Helper()
+	s.mustDo(201, "PUT", "/v1/collections/"+name, `{"timeseries": {"timeField": "timestamp", "metaField": "sensor"}}`)
+}
+
+// findRows runs a find and decodes its JSON array.
+func (s *testServer) findRows(name, body string) []map[string]any {
+	s.t.Helper()
+	r := s.mustDo(200, "POST", "/v1/collections/"+name+"/find", body)
+	var rows []map[string]any
+	if err := json.Unmarshal(r.body, &rows); err != nil {
+		s.t.Fatalf("find reply is not a JSON array: %v\n%s", err, r.body)
+	}
+	return rows
+}
+
+func gzipped(t *testing.T, b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func zstded(t *testing.T, b []byte) []byte {
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc.EncodeAll(b, nil)
+}
+
+func TestHealthzAndPing(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.mustDo(200, "GET", "/healthz", "")
+	r := s.mustDo(204, "GET", "/ping", "")
+	if r.header.Get("X-Influxdb-Version") == "" {
+		t.Error("ping lacks X-Influxdb-Version")
+	}
+	s.mustDo(204, "HEAD", "/ping", "")
+	r = s.mustDo(404, "GET", "/nope", "")
+	r.errorCode(t)
+}
+
+func TestCollectionLifecycle(t *testing.T) {
+	s := newTestServer(t, nil)
+	r := s.mustDo(201, "PUT", "/v1/collections/weather", `{"timeseries": {"timeField": "timestamp", "metaField": "sensor", "granularity": "seconds"}, "expireAfterSeconds": 86400}`)
+	desc := r.json(t)
+	if desc["name"] != "weather" || desc["count"].(float64) != 0 {
+		t.Fatalf("description: %s", r.body)
+	}
+	// Identical after defaults: an omitted granularity is "seconds".
+	s.mustDo(200, "PUT", "/v1/collections/weather", `{"timeseries": {"timeField": "timestamp", "metaField": "sensor"}, "expireAfterSeconds": 86400}`)
+	r = s.mustDo(409, "PUT", "/v1/collections/weather", `{"timeseries": {"timeField": "timestamp", "metaField": "sensor", "granularity": "hours"}}`)
+	if c := r.errorCode(t); c != 48 {
+		t.Fatalf("code %d, want 48", c)
+	}
+	s.mustDo(201, "PUT", "/v1/collections/plain", ``)
+
+	r = s.mustDo(200, "GET", "/v1/collections", "")
+	var list []map[string]any
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list) != 2 || list[0]["name"] != "plain" || list[1]["name"] != "weather" {
+		t.Fatalf("list: %v %s", err, r.body)
+	}
+
+	r = s.mustDo(200, "PATCH", "/v1/collections/weather", `{"expireAfterSeconds": 100}`)
+	if m := r.json(t); m["expireAfterSeconds_old"].(float64) != 86400 || m["expireAfterSeconds_new"].(float64) != 100 {
+		t.Fatalf("collMod reply: %s", r.body)
+	}
+	r = s.mustDo(200, "PATCH", "/v1/collections/weather", `{"expireAfterSeconds": "off"}`)
+	if m := r.json(t); m["expireAfterSeconds_old"].(float64) != 100 || m["expireAfterSeconds_new"] != "off" {
+		t.Fatalf("collMod reply: %s", r.body)
+	}
+	s.mustDo(200, "PATCH", "/v1/collections/weather", `{"timeseries": {"granularity": "minutes"}}`)
+	r = s.mustDo(400, "PATCH", "/v1/collections/weather", `{"timeseries": {"granularity": "seconds"}}`)
+	if c := r.errorCode(t); c != 72 {
+		t.Fatalf("code %d, want 72", c)
+	}
+	r = s.mustDo(200, "GET", "/v1/collections/weather", "")
+	opts := r.json(t)["options"].(map[string]any)
+	if opts["timeseries"].(map[string]any)["granularity"] != "minutes" || opts["expireAfterSeconds"] != nil {
+		t.Fatalf("options after collMod: %s", r.body)
+	}
+
+	s.mustDo(200, "DELETE", "/v1/collections/weather", "")
+	r = s.mustDo(404, "GET", "/v1/collections/weather", "")
+	if c := r.errorCode(t); c != 26 {
+		t.Fatalf("code %d, want 26", c)
+	}
+	r = s.mustDo(404, "DELETE", "/v1/collections/weather", "")
+	if c := r.errorCode(t); c != 26 {
+		t.Fatalf("code %d, want 26", c)
+	}
+}
+
+const sensorDocs = `[
+ {"timestamp": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "a", "temp": 20.5, "n": 1},
+ {"timestamp": {"$date": "2024-05-01T12:00:10Z"}, "sensor": "a", "temp": 21.5, "n": 2},
+ {"timestamp": {"$date": "2024-05-01T12:00:05Z"}, "sensor": "b", "temp": 10.0, "n": 3},
+ {"timestamp": "2024-05-01T12:01:00.5Z", "sensor": "b", "temp": 11.0, "n": 4}
+]`
+
+func TestInsertAndFind(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.createSensors("s")
+	r := s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	if m := r.json(t); m["inserted"].(float64) != 4 {
+		t.Fatalf("insert reply: %s", r.body)
+	}
+	nd := `{"timestamp": {"$date": {"$numberLong": "1714565000000"}}, "sensor": "c", "temp": 5}` + "\n\n" +
+		`{"timestamp": 1714565010000, "sensor": "c", "temp": 6}` + "\n"
+	s.mustDo(200, "POST", "/v1/collections/s/documents", nd, "Content-Type", "application/x-ndjson")
+	gz := gzipped(t, []byte(`[{"timestamp": "2024-05-01T13:00:00Z", "sensor": "d", "temp": 1}]`))
+	s.mustDo(200, "POST", "/v1/collections/s/documents", string(gz), "Content-Encoding", "gzip")
+	zs := zstded(t, []byte(`{"timestamp": "2024-05-01T13:00:01Z", "sensor": "d", "temp": 2}`))
+	s.mustDo(200, "POST", "/v1/collections/s/documents", string(zs), "Content-Encoding", "zstd", "Content-Type", "application/x-ndjson")
+	if n := s.count("s"); n != 8 {
+		t.Fatalf("count %d, want 8", n)
+	}
+
+	rows := s.findRows("s", `{"filter": {"sensor": "a"}, "sort": {"timestamp": 1}}`)
+	if len(rows) != 2 || rows[0]["temp"].(float64) != 20.5 || rows[1]["temp"].(float64) != 21.5 {
+		t.Fatalf("rows: %v", rows)
+	}
+	if d, ok := rows[0]["timestamp"].(map[string]any); !ok || d["$date"] != "2024-05-01T12:00:00Z" {
+		t.Fatalf("time rendering: %v", rows[0]["timestamp"])
+	}
+	if rows[0]["sensor"] != "a" {
+		t.Fatalf("meta rendering: %v", rows[0]["sensor"])
+	}
+	// Global descending order, limit, date range.
+	rows = s.findRows("s", `{"filter": {"sensor": {"$in": ["a", "b"]}, "timestamp": {"$gte": {"$date": "2024-05-01T12:00:05Z"}, "$lt": {"$date": "2024-05-01T13:00:00Z"}}}, "sort": {"timestamp": -1}, "limit": 3}`)
+	var got []float64
+	for _, r := range rows {
+		got = append(got, r["n"].(float64))
+	}
+	if len(got) != 3 || got[0] != 4 || got[1] != 2 || got[2] != 3 {
+		t.Fatalf("descending n: %v (rows %v)", got, rows)
+	}
+	// Inclusion projection: only the named fields.
+	rows = s.findRows("s", `{"filter": {"sensor": {"$in": ["b"]}}, "projection": {"temp": 1, "timestamp": 1}}`)
+	if len(rows) != 2 || len(rows[0]) != 2 || rows[0]["temp"] == nil || rows[0]["timestamp"] == nil {
+		t.Fatalf("inclusion projection: %v", rows)
+	}
+	// Exclusion projection.
+	rows = s.findRows("s", `{"filter": {"sensor": "b"}, "projection": {"temp": 0, "sensor": false}}`)
+	if len(rows) != 2 || rows[0]["temp"] != nil || rows[0]["sensor"] != nil || rows[0]["n"] == nil {
+		t.Fatalf("exclusion projection: %v", rows)
+	}
+	// Residual filter on a field.
+	rows = s.findRows("s", `{"filter": {"temp": {"$gt": 20}}}`)
+	if len(rows) != 2 {
+		t.Fatalf("field filter: %v", rows)
+	}
+
+	// NDJSON and CSV.
+	r = s.mustDo(200, "POST", "/v1/collections/s/find", `{"filter": {"sensor": "a"}, "sort": {"timestamp": 1}}`, "Accept", "application/x-ndjson")
+	if lines := strings.Split(strings.TrimSpace(string(r.body)), "\n"); len(lines) != 2 || r.header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("ndjson: %q %s", r.header.Get("Content-Type"), r.body)
+	}
+	r = s.mustDo(200, "POST", "/v1/collections/s/find", `{"filter": {"sensor": "a"}, "sort": {"timestamp": 1}, "projection": {"timestamp": 1, "temp": 1}}`, "Accept", "text/csv")
+	if want := "timestamp,temp\n2024-05-01T12:00:00Z,20.5\n2024-05-01T12:00:10Z,21.5\n"; string(r.body) != want {
+		t.Fatalf("csv:\n%s\nwant:\n%s", r.body, want)
+	}
+	r = s.mustDo(406, "POST", "/v1/collections/s/find", `{}`, "Accept", "image/png")
+	r.errorCode(t)
+}
+
+func TestInsertWriteErrors(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.createSensors("s")
+	body := `[
+ {"timestamp": "2024-05-01T12:00:00Z", "sensor": "a", "v": 1},
+ {"sensor": "a", "v": 2},
+ {"timestamp": "2024-05-01T12:00:02Z", "sensor": "a", "v": 3},
+ {"timestamp": "not a date", "sensor": "a", "v": 4},
+ {"timestamp": "2024-05-01T12:00:04Z", "sensor": "a", "v": 5}
+]`
+	r := s.mustDo(400, "POST", "/v1/collections/s/documents", body)
+	m := r.json(t)
+	wes := m["writeErrors"].([]any)
+	if m["inserted"].(float64) != 1 || len(wes) != 1 {
+		t.Fatalf("ordered reply: %s", r.body)
+	}
+	we := wes[0].(map[string]any)
+	if we["index"].(float64) != 1 || we["code"].(float64) != 2 || !strings.Contains(we["message"].(string), "'timestamp' must be present and contain a valid date") {
+		t.Fatalf("write error: %v", we)
+	}
+	if n := s.count("s"); n != 1 {
+		t.Fatalf("count after ordered insert %d, want 1", n)
+	}
+	r = s.mustDo(400, "POST", "/v1/collections/s/documents?ordered=false", body)
+	m = r.json(t)
+	wes = m["writeErrors"].([]any)
+	if m["inserted"].(float64) != 3 || len(wes) != 2 || wes[0].(map[string]any)["index"].(float64) != 1 || wes[1].(map[string]any)["index"].(float64) != 3 {
+		t.Fatalf("unordered reply: %s", r.body)
+	}
+	if n := s.count("s"); n != 4 {
+		t.Fatalf("count after unordered insert %d, want 4", n)
+	}
+}
+
+func TestAggregateFlatRows(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.createSensors("s")
+	s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	r := s.mustDo(200, "POST", "/v1/collections/s/aggregate", `{"window": "1m", "funcs": ["count", "avg", "max"], "fields": ["temp"]}`)
+	var rows []map[string]any
+	if err := json.Unmarshal(r.body, &rows); err != nil {
+		t.Fatalf("%v: %s", err, r.body)
+	}
+	// a: one window (2 points); b: two windows.
+	if len(rows) != 3 {
+		t.Fatalf("rows: %s", r.body)
+	}
+	first := rows[0]
+	if first["timestamp"] != "2024-05-01T12:00:00Z" || first["sensor"] != "a" || first["temp_count"].(float64) != 2 || first["temp_avg"].(float64) != 21 || first["temp_max"].(float64) != 21.5 {
+		t.Fatalf("first row: %v", first)
+	}
+	r = s.mustDo(200, "POST", "/v1/collections/s/aggregate", `{"window": 3600, "groupBy": null, "funcs": ["sum"], "fields": ["n"]}`, "Accept", "text/csv")
+	if want := "timestamp,n_sum\n2024-05-01T12:00:00Z,10\n"; string(r.body) != want {
+		t.Fatalf("csv:\n%s\nwant:\n%s", r.body, want)
+	}
+	for _, bad := range []string{`{}`, `{"window": "soon"}`, `{"window": -1}`, `{"window": "1m", "funcs": ["median"]}`, `{"window": "1m", "groupBy": "other"}`, `{"window": "1m", "bogus": 1}`} {
+		r := s.mustDo(400, "POST", "/v1/collections/s/aggregate", bad)
+		r.errorCode(t)
+	}
+}
+
+func TestDeleteByFilter(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.createSensors("s")
+	s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	r := s.mustDo(200, "POST", "/v1/collections/s/delete", `{"filter": {"sensor": "b", "timestamp": {"$lt": {"$date": "2024-05-01T12:01:00Z"}}}}`)
+	if r.json(t)["deleted"].(float64) != 1 {
+		t.Fatalf("delete reply: %s", r.body)
+	}
+	if n := s.count("s"); n != 3 {
+		t.Fatalf("count %d, want 3", n)
+	}
+	r = s.mustDo(400, "POST", "/v1/collections/s/delete", `{}`)
+	r.errorCode(t)
+	r = s.mustDo(200, "POST", "/v1/collections/s/delete", `{"filter": {}}`)
+	if r.json(t)["deleted"].(float64) != 3 || s.count("s") != 0 {
+		t.Fatalf("delete all: %s", r.body)
+	}
+}

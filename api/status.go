@@ -1,0 +1,68 @@
+package api
+
+import (
+	"net/http"
+	"os"
+	"runtime"
+	"time"
+)
+
+// handleStatus is serverStatus: the server's identity, uptime, operation
+// counters, memory, and the storage engine's figures.
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	now := s.opts.Now()
+	host, _ := os.Hostname()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m := s.metrics
+	colls, err := s.db.ListCollections(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var count, buckets, storage int64
+	for _, c := range colls {
+		count += c.Count
+		buckets += c.Buckets
+		storage += c.StorageBytes
+	}
+	up := now.Sub(s.started)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"host":         host,
+		"version":      s.opts.Version,
+		"process":      "hourglass",
+		"pid":          os.Getpid(),
+		"uptime":       int64(up / time.Second),
+		"uptimeMillis": int64(up / time.Millisecond),
+		"localTime":    map[string]string{"$date": formatDate(now)},
+		"opcounters": map[string]int64{
+			"insert": m.opInsert.Load(), "query": m.opQuery.Load(),
+			"delete": m.opDelete.Load(), "command": m.opCommand.Load(),
+		},
+		"mem": map[string]any{
+			"bits":       64,
+			"heapBytes":  ms.HeapAlloc,
+			"sysBytes":   ms.Sys,
+			"goroutines": runtime.NumGoroutine(),
+		},
+		"ingest": map[string]any{
+			"inProgress": s.writes.inUse(),
+			"queued":     s.writes.waiting.Load(),
+			"slots":      cap(s.writes.slots),
+			"queueLimit": s.writes.maxWait,
+		},
+		"storageEngine": map[string]any{
+			"name":         "hourglass",
+			"collections":  len(colls),
+			"measurements": count,
+			"buckets":      buckets,
+			"storageBytes": storage,
+		},
+		"metrics": map[string]any{
+			"document": map[string]int64{
+				"inserted": m.docsInserted.Load(), "deleted": m.docsDeleted.Load(), "returned": m.docsReturned.Load(),
+			},
+		},
+		"ok": 1,
+	})
+}

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildBinary builds the hourglass binary once per test run.
+var buildBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "hourglass-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "hourglass")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// server is a running hourglass process.
+type server struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *bytes.Buffer
+	mu   *sync.Mutex
+	done chan error
+}
+
+func startServer(t *testing.T, dataDir string, extra ...string) *server {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"}, extra...)
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, logs: new(bytes.Buffer), mu: new(sync.Mutex), done: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.logs.WriteString(line + "\n")
+			s.mu.Unlock()
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "hourglass serving" {
+				addr <- rec["listen"].(string)
+			}
+		}
+		s.done <- cmd.Wait()
+	}()
+	select {
+	case a := <-addr:
+		s.url = "http://" + a
+	case err := <-s.done:
+		t.Fatalf("server exited at start: %v\n%s", err, s.log())
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("server did not start:\n%s", s.log())
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	return s
+}
+
+func (s *server) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+func (s *server) post(t *testing.T, path, ctype, body string) (int, []byte, error) {
+	req, err := http.NewRequest("POST", s.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", ctype)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+func (s *server) put(t *testing.T, path, body string) int {
+	req, _ := http.NewRequest("PUT", s.url+path, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestKillAndRestart ingests over HTTP from several clients, kills the
+// server with SIGKILL while writes are in flight, restarts it, and finds
+// every acknowledged measurement, and nothing that was never sent.
+func TestKillAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	if st := s.put(t, "/v1/collections/m", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`); st != 201 {
+		t.Fatalf("create: %d", st)
+	}
+	var mu sync.Mutex
+	acked := map[string]bool{} // "sensor/seq"
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for b := 0; ; b++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var body strings.Builder
+				var keys []string
+				for i := 0; i < 50; i++ {
+					seq := b*50 + i
+					ts := base.Add(time.Duration(seq) * time.Second)
+					fmt.Fprintf(&body, `{"t": {"$date": %q}, "sensor": "w%d", "seq": %d}`+"\n", ts.Format(time.RFC3339Nano), w, seq)
+					keys = append(keys, fmt.Sprintf("w%d/%d", w, seq))
+				}
+				st, _, err := s.post(t, "/v1/collections/m/documents", "application/x-ndjson", body.String())
+				if err != nil {
+					return // the server is gone
+				}
+				if st != 200 {
+					t.Errorf("insert status %d", st)
+					return
+				}
+				mu.Lock()
+				for _, k := range keys {
+					acked[k] = true
+				}
+				mu.Unlock()
+			}
+		}(w)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s.done
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
+	if n == 0 {
+		t.Fatalf("nothing was acknowledged before the kill:\n%s", s.log())
+	}
+
+	s2 := startServer(t, dir)
+	st, body, err := s2.post(t, "/v1/collections/m/find", "application/json", `{"projection": {"sensor": 1, "seq": 1}}`)
+	if err != nil || st != 200 {
+		t.Fatalf("find after restart: %d %v %s", st, err, body)
+	}
+	var rows []struct {
+		Sensor string `json:"sensor"`
+		Seq    int    `json:"seq"`
+	}
+	if err := json.Unmarshal(body, &rows); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, r := range rows {
+		k := fmt.Sprintf("%s/%d", r.Sensor, r.Seq)
+		if found[k] {
+			t.Fatalf("measurement %s found twice", k)
+		}
+		found[k] = true
+	}
+	for k := range acked {
+		if !found[k] {
+			t.Fatalf("acknowledged measurement %s lost (%d acknowledged, %d found)", k, len(acked), len(found))
+		}
+	}
+	// Unacknowledged batches may or may not be there, but whole: a batch is
+	// 50 measurements, logged as one record.
+	perBatch := map[string]int{}
+	for k := range found {
+		var w, seq int
+		fmt.Sscanf(k, "w%d/%d", &w, &seq)
+		perBatch[fmt.Sprintf("%d/%d", w, seq/50)]++
+	}
+	for b, c := range perBatch {
+		if c != 50 {
+			t.Fatalf("batch %s is partly visible: %d of 50", b, c)
+		}
+	}
+	t.Logf("%d acknowledged, %d found after kill -9 and restart", len(acked), len(found))
+
+	// A clean stop: SIGTERM drains and closes storage.
+	if err := s2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s2.done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, s2.log())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("server did not stop after SIGTERM")
+	}
+	if !strings.Contains(s2.log(), "storage closed") {
+		t.Fatalf("no clean close in the log:\n%s", s2.log())
+	}
+}
+
+func TestHelpAndFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "serve") {
+		t.Fatalf("--help: %d %s", code, out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"serve", "--help"}, &out, &errOut); code != 0 {
+		t.Fatalf("serve --help: exit %d", code)
+	}
+	for _, want := range []string{"--listen", "HOURGLASS_LISTEN", "--data-dir", "HOURGLASS_DATA_DIR", "--auth-token", "--insecure", "--max-body", "--log-format", "127.0.0.1:7700", "./hourglass-data"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("serve --help lacks %q:\n%s", want, errOut.String())
+		}
+	}
+	errOut.Reset()
+	if code := run([]string{"serve", "--bogus"}, &out, &errOut); code != 2 {
+		t.Fatalf("unknown flag: exit %d", code)
+	}
+	errOut.Reset()
+	if code := run([]string{"serve", "--listen", "0.0.0.0:0", "--data-dir", t.TempDir()}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), "--auth-token") {
+		t.Fatalf("non-loopback without a token: exit %d: %s", code, errOut.String())
+	}
+	t.Setenv("HOURGLASS_MAX_BODY", "lots")
+	errOut.Reset()
+	if code := run([]string{"serve"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "HOURGLASS_MAX_BODY") {
+		t.Fatalf("bad environment value: exit %d: %s", code, errOut.String())
+	}
+	out.Reset()
+	if code := run([]string{"version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "hourglass ") {
+		t.Fatalf("version: %d %q", code, out.String())
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "64MiB": 64 << 20, "512KiB": 512 << 10, "1GB": 1e9, "2G": 2 << 30} {
+		var b byteSize
+		if err := b.Set(in); err != nil || int64(b) != want {
+			t.Errorf("%q: %d %v, want %d", in, b, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "0", "1.5MiB", "MiB", "99999999999PB"} {
+		var b byteSize
+		if err := b.Set(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}

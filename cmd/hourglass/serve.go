@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// serveConfig holds the flags of "hourglass serve".
+type serveConfig struct {
+	listen              string
+	dataDir             string
+	authToken           string
+	insecure            bool
+	maxBody             byteSize
+	memoryBudget        byteSize
+	maxConcurrentWrites int
+	maxQueuedWrites     int
+	checkpointInterval  time.Duration
+	shutdownTimeout     time.Duration
+	logFormat           string
+	logLevel            string
+}
+
+func serveFlags(cfg *serveConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.maxBody = 64 << 20
+	cfg.memoryBudget = 256 << 20
+	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7700", "`address` to serve HTTP on; a non-loopback address needs --auth-token or --insecure")
+	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
+	fs.StringVar(&cfg.authToken, "auth-token", "", "bearer `token` required on every endpoint but /healthz and /ping")
+	fs.BoolVar(&cfg.insecure, "insecure", false, "allow a non-loopback --listen address without --auth-token")
+	fs.Var(&cfg.maxBody, "max-body", "largest request body accepted, after decompression (`size`, e.g. 64MiB)")
+	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for buckets not yet written to disk (`size`); over it, buckets are sealed early")
+	fs.IntVar(&cfg.maxConcurrentWrites, "max-concurrent-writes", 0, "ingest requests processed at once (`n`, 0: 2 x CPUs)")
+	fs.IntVar(&cfg.maxQueuedWrites, "max-queued-writes", 64, "ingest requests that may wait for a slot before 429 (`n`, -1: none)")
+	fs.DurationVar(&cfg.checkpointInterval, "checkpoint-interval", time.Minute, "how often buckets are written to disk and the log truncated (`duration`)")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress (`duration`)")
+	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
+	fs.StringVar(&cfg.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, `Usage: hourglass serve [flags]
+
+Runs the Hourglass server: the HTTP API of docs/api.md on --listen, with the
+data in --data-dir (embedded storage, nothing else to install).
+
+SIGINT or SIGTERM stops it cleanly: requests in progress finish, buckets are
+written to disk. A second signal exits at once; acknowledged writes are safe
+in the log either way.
+
+Flags:
+`)
+		printFlags(w, fs)
+	}
+	return fs
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	var cfg serveConfig
+	fs := serveFlags(&cfg)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, cfg.logFormat, cfg.logLevel)
+	if err != nil {
+		return err
+	}
+	if err := checkListen(cfg.listen, cfg.authToken, cfg.insecure); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
+	}
+	defer ln.Close()
+
+	start := time.Now()
+	db, err := timeseries.Open(timeseries.Options{
+		Dir: cfg.dataDir, MemoryBudget: int64(cfg.memoryBudget), CheckpointInterval: cfg.checkpointInterval,
+		Logger: log.With("component", "storage"),
+	})
+	if err != nil {
+		return fmt.Errorf("open data directory %s: %w", cfg.dataDir, err)
+	}
+	log.Info("storage open", "dir", cfg.dataDir, "took", time.Since(start).Round(time.Millisecond))
+
+	srv, err := api.New(api.Options{
+		DB: db, AuthToken: cfg.authToken, MaxBody: int64(cfg.maxBody),
+		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites,
+		Version: versionString(), Logger: log.With("component", "api"),
+	})
+	if err != nil {
+		db.Close()
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Bodies of up to --max-body on slow links; queries stream, so
+		// there is no write timeout.
+		ReadTimeout:    5 * time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 1 << 20,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("hourglass serving", "version", versionString(), "listen", ln.Addr().String(), "auth", cfg.authToken != "")
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var serveErr error
+	select {
+	case sig := <-sigs:
+		log.Info("shutting down; a second signal exits at once", "signal", sig.String())
+		go func() {
+			sig := <-sigs
+			log.Warn("exiting at once; acknowledged writes are in the log", "signal", sig.String())
+			os.Exit(1)
+		}()
+	case serveErr = <-served:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		log.Warn("requests still in progress at the shutdown timeout", "err", err)
+		hs.Close()
+	}
+	start = time.Now()
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("close storage: %w", err)
+	}
+	log.Info("storage closed", "took", time.Since(start).Round(time.Millisecond))
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// checkListen refuses to serve a non-loopback address without a token,
+// unless insecure is set.
+func checkListen(addr, token string, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %v", addr, err)
+	}
+	if token != "" || insecure || isLoopback(host) {
+		return nil
+	}
+	return fmt.Errorf("--listen %q is reachable from other machines: set --auth-token (or HOURGLASS_AUTH_TOKEN), or pass --insecure to serve without authentication", addr)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// byteSize is a size flag: a number of bytes with an optional unit (KiB,
+// MiB, GiB, or KB, MB, GB as powers of 1000).
+type byteSize int64
+
+func (b *byteSize) String() string {
+	v := int64(*b)
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v >= u.n && v%u.n == 0 {
+			return strconv.FormatInt(v/u.n, 10) + u.s
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		s string
+		n int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.s) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.s)), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/mult {
+		return errors.New("want a positive size such as 1048576, 512KiB or 64MiB")
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
