@@ -104,7 +104,9 @@ func bodyReadError(err error, limit int64, enc string) error {
 }
 
 // mediaType returns the request's media type, lower case, without
-// parameters; "" when there is no Content-Type.
+// parameters; "" when there is no Content-Type. The form type that curl
+// sends with -d counts as none, so that `curl -d '{...}'` works as users
+// expect.
 func mediaType(r *http.Request) (string, error) {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
@@ -113,6 +115,9 @@ func mediaType(r *http.Request) (string, error) {
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
 		return "", newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue, "malformed Content-Type %q: %v", ct, err)
+	}
+	if mt == "application/x-www-form-urlencoded" {
+		return "", nil
 	}
 	return mt, nil
 }

@@ -368,3 +368,17 @@ func TestDeleteByFilter(t *testing.T) {
 		t.Fatalf("delete all: %s", r.body)
 	}
 }
+
+// TestCurlDefaultContentType: `curl -d` sends the form media type; JSON
+// endpoints take it as JSON.
+func TestCurlDefaultContentType(t *testing.T) {
+	s := newTestServer(t, nil)
+	form := []string{"Content-Type", "application/x-www-form-urlencoded"}
+	s.mustDo(201, "PUT", "/v1/collections/s", `{"timeseries": {"timeField": "timestamp", "metaField": "sensor"}}`, form...)
+	s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs, form...)
+	r := s.mustDo(200, "POST", "/v1/collections/s/find", `{"filter": {"sensor": "a"}}`, form...)
+	var rows []map[string]any
+	if err := json.Unmarshal(r.body, &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("find: %v %s", err, r.body)
+	}
+}
