@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
 	"strings"
 	"time"
@@ -173,6 +174,10 @@ func (s *Server) routes() chi.Router {
 		r.Use(s.auth(false))
 		r.Use(s.instrument)
 		r.Get("/metrics", s.handleMetrics)
+		// Go's profiler, behind the same authentication as the API.
+		r.HandleFunc("/debug/pprof/*", pprof.Index)
+		r.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		r.Get("/v1/status", s.handleStatus)
 		r.Get("/v1/currentop", s.handleCurrentOp)
 		r.Get("/v1/collections", s.handleListCollections)
