@@ -163,3 +163,13 @@ func TestStatusAndMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestProfilerNeedsAuth(t *testing.T) {
+	s := newTestServer(t, func(o *api.Options) { o.AuthToken = "s3cret" })
+	anon := &testServer{t: t, url: s.url}
+	anon.mustDo(401, "GET", "/debug/pprof/", "")
+	r := s.mustDo(200, "GET", "/debug/pprof/goroutine?debug=1", "")
+	if !strings.Contains(string(r.body), "goroutine profile") {
+		t.Fatalf("profile: %.200s", r.body)
+	}
+}
