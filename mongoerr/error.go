@@ -111,3 +111,12 @@ func CodeOf(err error) Code {
 	}
 	return 0
 }
+
+// MessageOf returns the message of an *Error in err's chain, or err's text.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}

@@ -165,6 +165,8 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	for i, f := range fields {
 		fieldIdx[f] = i
 	}
+	var lastKey aggKey
+	var lastRow []aggCell
 	// Walk the rows series by series without building records.
 	for {
 		sc, rc, err := cur.nextRow()
@@ -187,7 +189,12 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		}
 		t := rc.time()
 		k := aggKey{group: g, window: floorDiv(t-origin, width) + origin}
-		row := cells[k]
+		// Rows come series by series in time order: most rows fall in the
+		// cell of the row before.
+		row := lastRow
+		if lastRow == nil || k != lastKey {
+			row = cells[k]
+		}
 		if row == nil {
 			if len(cells) >= MaxAggregateCells {
 				return nil, mongoerr.New(mongoerr.ExceededMemoryLimit,
@@ -196,6 +203,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 			row = make([]aggCell, len(fields))
 			cells[k] = row
 		}
+		lastKey, lastRow = k, row
 		for i := range rc.cols.Fields {
 			col := &rc.cols.Fields[i]
 			fi, ok := fieldIdx[col.Name]

@@ -17,6 +17,7 @@ import (
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries/wal"
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // DB is a store of collections. It is safe for concurrent use.
@@ -49,6 +50,7 @@ type DB struct {
 	writeSeq    uint64
 	headMem     atomic.Int64 // bytes held by buckets in memory
 	closed      atomic.Bool
+	recovering  bool // replaying the log in Open
 
 	encPool sync.Pool // *recordEncoder
 
@@ -102,6 +104,11 @@ func Open(opts Options) (*DB, error) {
 	}
 	db.wal = w
 	if err := db.recover(); err != nil {
+		w.Close()
+		pdb.Close()
+		return nil, err
+	}
+	if err := db.initExpiry(); err != nil {
 		w.Close()
 		pdb.Close()
 		return nil, err
@@ -317,6 +324,8 @@ func (db *DB) scan(lower, upper []byte, fn func(k, v []byte) error) error {
 
 // recover replays the log after the last checkpoint.
 func (db *DB) recover() error {
+	db.recovering = true
+	defer func() { db.recovering = false }()
 	var from uint64
 	if v, closer, err := db.pdb.Get(keyCheckpoint); err == nil {
 		st, derr := decodeCheckpointState(v)
@@ -785,6 +794,7 @@ func (db *DB) apply(c *collection, groups []group) {
 				meta, _ = DecodeMeta(g.metaKey) // validated by Insert
 			}
 			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey, meta: meta}
+			c.setSeriesTTL(s)
 			db.nextSeries++
 			c.series[s.metaKey] = s
 			c.seriesByID[s.id] = s
@@ -798,6 +808,13 @@ func (db *DB) apply(c *collection, groups []group) {
 			}
 			nf := len(cur.cols.Fields)
 			added += cur.appendRow(m.Time, sz, m.Fields)
+			if !cur.oor && !ttl.InRange(m.Time) {
+				cur.oor = true
+				if c.oorBuckets++; c.oorBuckets == 1 && !db.recovering {
+					db.log.Warn("expiry suspended: the collection holds a measurement outside 1970-01-01T00:00:00Z..2038-01-19T03:14:07Z",
+						"collection", c.name, "time", time.Unix(0, m.Time).UTC())
+				}
+			}
 			cur.dirty = true
 			cur.lastWrite = seq
 			// A field type can only be new to the collection where it is

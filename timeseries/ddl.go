@@ -42,6 +42,7 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	if opts.TimeSeries != nil {
 		c.maxSpan = opts.TimeSeries.Span()
 	}
+	c.compileRules()
 	if err := db.persistCollection(c, db.nextColl+1); err != nil {
 		return false, err
 	}
@@ -249,6 +250,7 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 	if ts := next.TimeSeries; ts != nil && ts.Span() > c.maxSpan {
 		c.maxSpan = ts.Span()
 	}
+	c.compileRules()
 	db.mu.Unlock()
 	return res, db.persistCollection(c, db.nextCollSnapshot())
 }

@@ -59,7 +59,18 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 	if _, err := db.wal.Append(rec.encode(nil)); err != nil {
 		return 0, fmt.Errorf("timeseries: log delete on %q: %w", name, err)
 	}
-	return db.applyDelete(c, &rec)
+	n, err := db.applyDelete(c, &rec)
+	if err != nil {
+		return n, err
+	}
+	// Deleting out-of-range data may lift the suspension of expiry.
+	db.mu.RLock()
+	oor := c.oorBuckets
+	db.mu.RUnlock()
+	if oor > 0 {
+		err = db.recountOutOfRange(c)
+	}
+	return n, err
 }
 
 // applyDelete removes the rows d names from memory and from Pebble. Writers

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // collection is the in-memory state of one collection. Fields below mu are
@@ -31,6 +32,15 @@ type collection struct {
 	ckptCount, ckptBuckets int64
 	dirty                  bool // catalog record changed since the last checkpoint
 	dropped                bool
+	// rules are the TTL rules, compiled from opts and indexes
+	// (compileRules).
+	rules ttl.Rules
+	// oorBuckets counts the buckets holding a measurement outside the
+	// 1970-2038 range; while it is above 0, nothing expires (SPEC 2.4).
+	oorBuckets int64
+	// ttlResume is, per TTL rule (index name, "" for the collection's),
+	// the series id the monitor's next batch starts after.
+	ttlResume map[string]uint64
 }
 
 // typeSet is a set of bucket.Types seen for a field, bit t for Type t.
@@ -57,6 +67,9 @@ type series struct {
 	metaKey   string
 	meta      any
 	persisted bool
+	// ttl is the series' effective TTL in seconds, -1 for none
+	// (collection.setSeriesTTL).
+	ttl int64
 	// buckets holds the open buckets and the sealed ones not yet written
 	// by a checkpoint, in no particular order.
 	buckets []*memBucket
@@ -76,6 +89,9 @@ type memBucket struct {
 	size    int   // MongoDB-style data size, for the byte limit
 	mem     int64 // bytes of memory held by cols, for the budget
 	sealed  bool
+	// oor is set once the bucket holds a measurement outside the range TTL
+	// works on; such a bucket counts in collection.oorBuckets.
+	oor bool
 	// snapshot is true when an open-bucket snapshot of this bucket is in
 	// Pebble; dirty when the bucket changed since that snapshot.
 	snapshot  bool

@@ -148,13 +148,19 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 		}
 	}
 	if !cur.plan.empty {
+		now := db.opts.Now()
 		for _, s := range c.series {
 			if !cur.plan.matchesSeries(ts, s.meta) {
 				continue
 			}
-			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, memIDs: map[uint64]bool{}}
+			// Expired measurements are never returned (SPEC 4.5).
+			lo := max(cur.plan.minTime, c.visibleFrom(s, now))
+			if lo > cur.plan.maxTime {
+				continue
+			}
+			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, memIDs: map[uint64]bool{}}
 			for _, b := range s.buckets {
-				if b.rows() == 0 || b.maxT < cur.plan.minTime || b.minT > cur.plan.maxTime {
+				if b.rows() == 0 || b.maxT < lo || b.minT > cur.plan.maxTime {
 					// Not in range, but Pebble may hold an older copy.
 					snap.memIDs[b.id] = true
 					continue
@@ -204,7 +210,7 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	if opts.Sort != SortSeries {
 		cur.merge = &seriesMerge{desc: opts.Sort == SortDescending}
 		for _, s := range cur.series {
-			sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, cur.plan.minTime, cur.plan.maxTime, cur.maxSpan, cur.merge.desc)
+			sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, s.minTime, cur.plan.maxTime, cur.maxSpan, cur.merge.desc)
 			if err != nil {
 				cur.Close()
 				return nil, err
@@ -324,7 +330,7 @@ func (c *Cursor) nextRow() (*seriesScan, *rowCursor, error) {
 			}
 			s := c.series[c.nextSer]
 			c.nextSer++
-			sc, err := newSeriesScan(c.snap, c.coll, s, c.fields, c.plan.minTime, c.plan.maxTime, c.maxSpan, false)
+			sc, err := newSeriesScan(c.snap, c.coll, s, c.fields, s.minTime, c.plan.maxTime, c.maxSpan, false)
 			if err != nil {
 				return nil, nil, err
 			}

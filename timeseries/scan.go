@@ -35,6 +35,7 @@ type seriesSnap struct {
 	id      uint64
 	metaKey string
 	meta    any
+	minTime int64 // the scan's lower time bound: the filter's, or the TTL cutoff
 	mem     []*bucket.Columns
 	memIDs  map[uint64]bool
 }

@@ -135,8 +135,8 @@ const (
 // Decoder decodes line protocol. It keeps bounded caches of meta values
 // and field names across calls; it is not safe for concurrent use.
 type Decoder struct {
-	series map[string]any // raw tag set -> canonical meta (a boxed MetaKey)
-	names  map[string]string             // field name -> interned copy
+	series map[string]any    // raw tag set -> canonical meta (a boxed MetaKey)
+	names  map[string]string // field name -> interned copy
 
 	// The entry being decoded: its measurement, tags, fields and
 	// timestamp (nil when absent), and raw, the bytes that identify its

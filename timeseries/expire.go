@@ -1,0 +1,510 @@
+package timeseries
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// Expiry (docs/ttl.md). A bucket expires when its newest measurement does:
+// at maxT + TTL, where TTL is the series' effective TTL (the smallest of
+// the rules that match it, collection.setSeriesTTL). Reads hide expired
+// measurements at once (visibleFrom); the TTL monitor deletes whole expired
+// buckets through Targets and Expire. Deletes are not logged: expiry is
+// idempotent, so a delete lost in a crash is simply made again by the next
+// pass, and the counts, checkpointed with the data, stay consistent with it.
+
+// initExpiry compiles the rules and counts out-of-range buckets of every
+// collection after recovery.
+func (db *DB) initExpiry() error {
+	db.mu.Lock()
+	colls := make([]*collection, 0, len(db.collections))
+	for _, c := range db.collections {
+		c.compileRules()
+		colls = append(colls, c)
+	}
+	db.mu.Unlock()
+	for _, c := range colls {
+		if err := db.recountOutOfRange(c); err != nil {
+			return err
+		}
+		db.mu.RLock()
+		n := c.oorBuckets
+		db.mu.RUnlock()
+		if n > 0 {
+			db.log.Warn("expiry suspended: the collection holds measurements outside 1970-01-01T00:00:00Z..2038-01-19T03:14:07Z",
+				"collection", c.name, "outOfRangeBuckets", n)
+		}
+	}
+	return nil
+}
+
+// recountOutOfRange sets c.oorBuckets from the data: buckets in memory by
+// their bounds, buckets in Pebble by their keys (a bucket starting before
+// 1970 holds a measurement before it) and, near 2038, their control
+// blocks. It costs two seeks per series.
+func (db *DB) recountOutOfRange(c *collection) error {
+	type ser struct {
+		id    uint64
+		inMem map[uint64]bool
+	}
+	var list []ser
+	var n int64
+	db.mu.Lock()
+	if c.opts.TimeSeries == nil {
+		db.mu.Unlock()
+		return nil
+	}
+	maxSpan := max(c.maxSpan, c.opts.TimeSeries.Span())
+	for _, s := range c.series {
+		e := ser{id: s.id, inMem: map[uint64]bool{}}
+		for _, b := range s.buckets {
+			e.inMem[b.id] = true
+			b.oor = b.rows() > 0 && (!ttl.InRange(b.minT) || !ttl.InRange(b.maxT))
+			if b.oor {
+				n++
+			}
+		}
+		list = append(list, e)
+	}
+	db.mu.Unlock()
+	var r bucket.Reader
+	for _, s := range list {
+		prefix := seriesPrefix(spaceBucket, c.id, s.id)
+		// Buckets starting before 1970.
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: seriesTimeKey(spaceBucket, c.id, s.id, ttl.MinTimeNanos)})
+		if err != nil {
+			return err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			kp, err := parseBucketKey(it.Key())
+			if err != nil {
+				it.Close()
+				return err
+			}
+			if !s.inMem[kp.id] {
+				n++
+			}
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		// Buckets that may end after 2038.
+		it, err = db.pdb.NewIter(&pebble.IterOptions{LowerBound: seriesTimeKey(spaceBucket, c.id, s.id, max(ttl.MaxTimeNanos-maxSpan, ttl.MinTimeNanos)), UpperBound: prefixEnd(prefix)})
+		if err != nil {
+			return err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			kp, err := parseBucketKey(it.Key())
+			if err != nil {
+				it.Close()
+				return err
+			}
+			if s.inMem[kp.id] {
+				continue
+			}
+			if kp.minTime > ttl.MaxTimeNanos {
+				n++
+				continue
+			}
+			v, err := it.ValueAndErr()
+			if err == nil {
+				err = r.Reset(v)
+			}
+			if err != nil {
+				it.Close()
+				return fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
+			}
+			if r.MaxTime() > ttl.MaxTimeNanos {
+				n++
+			}
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+	db.mu.Lock()
+	was := c.oorBuckets
+	c.oorBuckets = n
+	db.mu.Unlock()
+	if was > 0 && n == 0 {
+		db.log.Info("expiry resumed: no measurement outside 1970..2038 is left", "collection", c.name)
+	}
+	return nil
+}
+
+// visibleFrom returns the oldest time (ns) of s a read may return at now:
+// older measurements have expired. DB.mu is held.
+func (c *collection) visibleFrom(s *series, now time.Time) int64 {
+	if s.ttl < 0 || c.oorBuckets > 0 {
+		return math.MinInt64
+	}
+	return ttl.Cutoff(now, s.ttl)
+}
+
+// Targets lists the TTL rules of every time-series collection whose expiry
+// is not suspended (ttl.Store).
+func (db *DB) Targets(ctx context.Context) ([]ttl.Target, error) {
+	if db.closed.Load() {
+		return nil, ErrClosed
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var out []ttl.Target
+	for _, c := range db.collections {
+		if c.opts.TimeSeries == nil || c.oorBuckets > 0 {
+			continue
+		}
+		for _, r := range c.rules {
+			out = append(out, ttl.Target{Collection: c.name, Index: r.Index})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Collection != out[j].Collection {
+			return out[i].Collection < out[j].Collection
+		}
+		return out[i].Index < out[j].Index
+	})
+	return out, nil
+}
+
+// Expire deletes, within budget, the expired buckets of the series rule t
+// applies to (ttl.Store). A series is cut by its effective TTL, which may
+// be shorter than t's. Batches resume after the series the previous one
+// stopped at, so that every series is reached.
+func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget ttl.Budget) (ttl.Batch, error) {
+	var out ttl.Batch
+	c, err := db.lookup(t.Collection)
+	if err != nil {
+		if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
+			return out, nil
+		}
+		return out, err
+	}
+	db.mu.RLock()
+	var rule *ttl.Rule
+	for i := range c.rules {
+		if c.rules[i].Index == t.Index {
+			rule = &c.rules[i]
+		}
+	}
+	if rule == nil || c.oorBuckets > 0 || c.dropped {
+		db.mu.RUnlock()
+		return out, nil
+	}
+	type cand struct {
+		id  uint64
+		ttl int64
+	}
+	var cands []cand
+	for _, s := range c.series {
+		if s.ttl >= 0 && rule.Matches(c.metaDoc(s.meta)) {
+			cands = append(cands, cand{s.id, s.ttl})
+		}
+	}
+	resume := c.ttlResume[t.Index]
+	db.mu.RUnlock()
+	slices.SortFunc(cands, func(a, b cand) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	// Start after the series the last batch stopped at, and wrap around.
+	start, _ := slices.BinarySearchFunc(cands, resume+1, func(x cand, id uint64) int {
+		switch {
+		case x.id < id:
+			return -1
+		case x.id > id:
+			return 1
+		}
+		return 0
+	})
+	cands = append(cands[start:], cands[:start]...)
+	for i, s := range cands {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if (budget.Docs > 0 && out.Docs >= budget.Docs) || (!budget.Deadline.IsZero() && db.opts.Now().After(budget.Deadline)) {
+			out.More = true
+			db.setResume(c, t.Index, cands[max(i-1, 0)].id)
+			return out, nil
+		}
+		docs, buckets, more, err := db.expireSeries(c, s.id, ttl.Cutoff(now, s.ttl), budget, out.Docs)
+		if err != nil {
+			return out, err
+		}
+		out.Docs += docs
+		out.Buckets += buckets
+		if more {
+			out.More = true
+			// Resume with this series: set the cursor just before it.
+			db.setResume(c, t.Index, s.id-1)
+			return out, nil
+		}
+	}
+	db.setResume(c, t.Index, 0)
+	return out, nil
+}
+
+func (db *DB) setResume(c *collection, index string, id uint64) {
+	db.mu.Lock()
+	if c.ttlResume == nil {
+		c.ttlResume = map[string]uint64{}
+	}
+	c.ttlResume[index] = id
+	db.mu.Unlock()
+}
+
+// expireSeries deletes the buckets of series id whose newest measurement
+// is older than cutoff, stopping at the budget (done is what the batch
+// deleted before). more reports a stop at the budget.
+func (db *DB) expireSeries(c *collection, id uint64, cutoff int64, budget ttl.Budget, done int64) (docs, buckets int64, more bool, err error) {
+	over := func() bool {
+		return (budget.Docs > 0 && done+docs >= budget.Docs) || (!budget.Deadline.IsZero() && db.opts.Now().After(budget.Deadline))
+	}
+	// maintMu keeps checkpoints out: one must not write a bucket this
+	// removes from memory back to Pebble.
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	db.mu.Lock()
+	s := c.seriesByID[id]
+	if s == nil || c.dropped || c.oorBuckets > 0 {
+		db.mu.Unlock()
+		return 0, 0, false, nil
+	}
+	inMem := map[uint64]bool{}   // buckets kept in memory
+	removed := map[uint64]bool{} // buckets removed from memory
+	var stale [][]byte
+	var mem int64
+	kept := s.buckets[:0]
+	for _, b := range s.buckets {
+		expired := b.rows() > 0 && b.maxT < cutoff
+		if expired && over() {
+			more = true
+			expired = false
+		}
+		if expired {
+			docs += int64(b.rows())
+			buckets++
+			mem += b.mem
+			removed[b.id] = true
+			if b.snapshot {
+				stale = append(stale, bucketKey(spaceOpen, c.id, s.id, b.minTime, b.id))
+			}
+			continue
+		}
+		inMem[b.id] = true
+		kept = append(kept, b)
+	}
+	clear(s.buckets[len(kept):])
+	s.buckets = kept
+	db.mu.Unlock()
+	db.headMem.Add(-mem)
+
+	batch := db.pdb.NewBatch()
+	defer batch.Close()
+	for _, k := range stale {
+		if err := batch.Delete(k, nil); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	// Only buckets starting before cutoff can end before it.
+	it, err := db.pdb.NewIter(&pebble.IterOptions{
+		LowerBound: seriesPrefix(spaceBucket, c.id, s.id),
+		UpperBound: seriesTimeKey(spaceBucket, c.id, s.id, cutoff),
+	})
+	if err != nil {
+		return 0, 0, false, err
+	}
+	var run [][]byte // consecutive expired keys, deleted as one range
+	flush := func() error {
+		switch len(run) {
+		case 0:
+		case 1:
+			if err := batch.Delete(run[0], nil); err != nil {
+				return err
+			}
+		default:
+			if err := batch.DeleteRange(run[0], prefixEnd(run[len(run)-1]), nil); err != nil {
+				return err
+			}
+		}
+		run = run[:0]
+		return nil
+	}
+	var r bucket.Reader
+	for it.First(); it.Valid(); it.Next() {
+		kp, err := parseBucketKey(it.Key())
+		if err != nil {
+			it.Close()
+			return 0, 0, false, err
+		}
+		if inMem[kp.id] {
+			// An older copy of a bucket that lives on in memory.
+			if err := flush(); err != nil {
+				it.Close()
+				return 0, 0, false, err
+			}
+			continue
+		}
+		if removed[kp.id] {
+			// The copy of a bucket just removed from memory, counted there.
+			run = append(run, slices.Clone(it.Key()))
+			continue
+		}
+		if more || over() {
+			more = true
+			break
+		}
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = r.Reset(v)
+		}
+		if err != nil {
+			it.Close()
+			return 0, 0, false, fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
+		}
+		if r.MaxTime() >= cutoff {
+			if err := flush(); err != nil {
+				it.Close()
+				return 0, 0, false, err
+			}
+			continue
+		}
+		docs += int64(r.Rows())
+		buckets++
+		run = append(run, slices.Clone(it.Key()))
+	}
+	if err := it.Close(); err != nil {
+		return 0, 0, false, err
+	}
+	if err := flush(); err != nil {
+		return 0, 0, false, err
+	}
+	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
+		return 0, 0, false, err
+	}
+	db.mu.Lock()
+	c.count -= docs
+	c.buckets -= buckets
+	c.dirty = true
+	db.mu.Unlock()
+	return docs, buckets, more, nil
+}
+
+// TTLIndex is a TTL index as TTLState reports it.
+type TTLIndex struct {
+	Name                    string         `json:"name"`
+	ExpireAfterSeconds      int64          `json:"expireAfterSeconds"`
+	PartialFilterExpression map[string]any `json:"partialFilterExpression,omitempty"`
+}
+
+// TTLState is the expiry state of a time-series collection.
+type TTLState struct {
+	ExpireAfterSeconds *int64     `json:"expireAfterSeconds"`
+	Indexes            []TTLIndex `json:"indexes"`
+	// Suspended is true while the collection holds a measurement outside
+	// 1970..2038 (SPEC 2.4); Reason says so.
+	Suspended         bool    `json:"suspended"`
+	Reason            *string `json:"reason"`
+	OutOfRangeBuckets int64   `json:"outOfRangeBuckets"`
+	// NextExpiry is when the oldest measurement under a rule expires (in
+	// the past when expired data awaits the monitor); nil when nothing
+	// will expire.
+	NextExpiry *time.Time `json:"nextExpiry"`
+}
+
+// TTLState reports a collection's expiry rules and state. It reads the
+// oldest bucket of every series that has a TTL: one seek each.
+func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	st := &TTLState{Indexes: []TTLIndex{}}
+	type ser struct {
+		id     uint64
+		ttl    int64
+		oldest int64
+		inMem  bool
+	}
+	var list []ser
+	db.mu.RLock()
+	if c.opts.TimeSeries == nil {
+		db.mu.RUnlock()
+		return nil, nil
+	}
+	st.ExpireAfterSeconds = c.opts.ExpireAfterSeconds
+	for _, spec := range c.indexes {
+		if spec.IsTTL() {
+			st.Indexes = append(st.Indexes, TTLIndex{Name: spec.Name, ExpireAfterSeconds: *spec.ExpireAfterSeconds,
+				PartialFilterExpression: spec.PartialFilterExpression})
+		}
+	}
+	st.OutOfRangeBuckets = c.oorBuckets
+	if c.oorBuckets > 0 {
+		st.Suspended = true
+		reason := fmt.Sprintf("%d bucket(s) hold measurements outside 1970-01-01T00:00:00Z..2038-01-19T03:14:07Z: nothing in the collection expires until they are deleted", c.oorBuckets)
+		st.Reason = &reason
+	}
+	if !st.Suspended {
+		for _, s := range c.series {
+			if s.ttl < 0 {
+				continue
+			}
+			e := ser{id: s.id, ttl: s.ttl, oldest: math.MaxInt64}
+			for _, b := range s.buckets {
+				if b.rows() > 0 && b.minT < e.oldest {
+					e.oldest, e.inMem = b.minT, true
+				}
+			}
+			list = append(list, e)
+		}
+	}
+	db.mu.RUnlock()
+	var next int64 = math.MaxInt64
+	var r bucket.Reader
+	for _, s := range list {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: seriesPrefix(spaceBucket, c.id, s.id),
+			UpperBound: prefixEnd(seriesPrefix(spaceBucket, c.id, s.id))})
+		if err != nil {
+			return nil, err
+		}
+		if it.First() {
+			if v, err := it.ValueAndErr(); err == nil && r.Reset(v) == nil && r.Rows() > 0 {
+				s.oldest = min(s.oldest, r.MinTime())
+			}
+		}
+		if err := it.Close(); err != nil {
+			return nil, err
+		}
+		if s.oldest == math.MaxInt64 {
+			continue
+		}
+		d := s.ttl * int64(time.Second)
+		if s.oldest <= math.MaxInt64-d {
+			next = min(next, s.oldest+d)
+		}
+	}
+	if next != math.MaxInt64 {
+		t := time.Unix(0, next).UTC()
+		st.NextExpiry = &t
+	}
+	return st, nil
+}

@@ -1,0 +1,447 @@
+package timeseries
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// testClock is a settable clock for the store.
+type testClock struct{ ns atomic.Int64 }
+
+func newTestClock(t time.Time) *testClock {
+	c := &testClock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+
+func (c *testClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *testClock) Set(t time.Time)         { c.ns.Store(t.UnixNano()) }
+func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+var t0 = time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+
+func int64p(v int64) *int64 { return &v }
+
+// openTTL opens a store with clock, and a collection "s" with hourly
+// buckets on meta "sensor" and collection TTL e (nil: none).
+func openTTL(t *testing.T, dir string, clock *testClock, e *int64) *DB {
+	t.Helper()
+	db := openTest(t, dir, func(o *Options) { o.Now = clock.Now })
+	opts := CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "sensor", Granularity: GranularitySeconds}, ExpireAfterSeconds: e}
+	if _, err := db.CreateCollection(ctx, "s", opts); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// insertMinutes inserts one measurement per minute of [from, from+n) for
+// each sensor.
+func insertMinutes(t *testing.T, db *DB, from time.Time, n int, sensors ...string) {
+	t.Helper()
+	var ms []Measurement
+	for _, s := range sensors {
+		for i := 0; i < n; i++ {
+			ms = append(ms, Measurement{Time: from.Add(time.Duration(i) * time.Minute).UnixNano(), Meta: s,
+				Fields: []Field{{Name: "v", Value: Int(int64(i))}}})
+		}
+	}
+	res, err := db.Insert(ctx, "s", ms, InsertOptions{})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("insert: %v %v", err, res.Errors)
+	}
+}
+
+func countRows(t *testing.T, db *DB, filter string) int {
+	t.Helper()
+	o := FindOptions{}
+	if filter != "" {
+		o.Filter = mustFilter(t, filter)
+	}
+	return len(findRows(t, db, "s", o))
+}
+
+func expireAll(t *testing.T, db *DB, now time.Time) ttl.Batch {
+	t.Helper()
+	targets, err := db.Targets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum ttl.Batch
+	for _, tg := range targets {
+		b, err := db.Expire(ctx, tg, now, ttl.Budget{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum.Docs += b.Docs
+		sum.Buckets += b.Buckets
+	}
+	return sum
+}
+
+// SPEC 2.1 and 4.5: reads hide each expired measurement at once; the
+// monitor removes a bucket only when its newest measurement has expired.
+func TestExactReadsAndWholeBucketExpiry(t *testing.T) {
+	for _, flushed := range []bool{false, true} {
+		clock := newTestClock(t0)
+		db := openTTL(t, t.TempDir(), clock, int64p(3600))
+		// Two hourly buckets per sensor: 00:00-00:59 and 01:00-01:59.
+		insertMinutes(t, db, t0, 120, "a", "b")
+		if flushed {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// At 02:30, measurements before 01:30 have expired (t + 1h < now).
+		clock.Set(t0.Add(150 * time.Minute))
+		if n := countRows(t, db, ""); n != 2*30 {
+			t.Fatalf("flushed=%v: %d visible, want 60", flushed, n)
+		}
+		// Exactly at t + E a measurement is still there.
+		clock.Set(t0.Add(90 * time.Minute))
+		if n := countRows(t, db, `{"sensor": "a"}`); n != 90 {
+			t.Fatalf("flushed=%v: %d visible at 01:30, want 90 (00:30..01:59)", flushed, n)
+		}
+		// The monitor at 02:30: the first bucket (newest 00:59) has expired,
+		// the second (newest 01:59) has not, though half of it is hidden.
+		clock.Set(t0.Add(150 * time.Minute))
+		b := expireAll(t, db, clock.Now())
+		if b.Docs != 120 || b.Buckets != 2 {
+			t.Fatalf("flushed=%v: expired %+v, want 120 measurements in 2 buckets", flushed, b)
+		}
+		info, _ := db.Describe(ctx, "s")
+		if info.Count != 120 {
+			t.Fatalf("flushed=%v: count %d after expiry, want 120", flushed, info.Count)
+		}
+		if n := countRows(t, db, ""); n != 60 {
+			t.Fatalf("flushed=%v: %d visible after expiry", flushed, n)
+		}
+		// Idempotent.
+		if b := expireAll(t, db, clock.Now()); b.Docs != 0 {
+			t.Fatalf("second sweep deleted %+v", b)
+		}
+		// After 02:59 + 1h everything goes.
+		clock.Set(t0.Add(3*time.Hour + time.Second))
+		if b := expireAll(t, db, clock.Now()); b.Docs != 120 || countRows(t, db, "") != 0 {
+			t.Fatalf("flushed=%v: final sweep %+v", flushed, b)
+		}
+		db.Close()
+	}
+}
+
+// SPEC 2.2 and 2.3: partial TTL indexes on the meta field, the smallest
+// matching value wins, and without a collection value only matching series
+// expire.
+func TestPartialTTLIndexes(t *testing.T) {
+	clock := newTestClock(t0)
+	db := openTTL(t, t.TempDir(), clock, nil)
+	defer db.Close()
+	insertMinutes(t, db, t0, 60, "a", "b", "c")
+	mk := func(name, filter string, e int64) {
+		t.Helper()
+		spec := IndexSpec{Name: name, Key: []IndexKey{{"t", 1}}, ExpireAfterSeconds: &e}
+		if err := json.Unmarshal([]byte(filter), &spec.PartialFilterExpression); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.CreateIndex(ctx, "s", spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Set(t0.Add(2 * time.Hour)) // everything is 1..2 h old
+	if n := countRows(t, db, ""); n != 180 {
+		t.Fatalf("no rule: %d visible", n)
+	}
+	mk("a_short", `{"sensor": "a"}`, 1800)
+	if countRows(t, db, `{"sensor": "a"}`) != 0 || countRows(t, db, `{"sensor": {"$ne": "a"}}`) != 120 {
+		t.Fatal("index on a: a should be gone, b and c kept")
+	}
+	// A collection value shorter than the index governs everything.
+	if _, err := db.CollMod(ctx, "s", CollModOptions{ExpireAfterSeconds: int64p(7200 - 30*60)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, db, ""); n != 2*30 {
+		t.Fatalf("collection 5400 s: %d visible, want b and c from 00:30", n)
+	}
+	// An index on b shorter still.
+	mk("b_shorter", `{"sensor": {"$in": ["b"]}}`, 60)
+	if countRows(t, db, `{"sensor": "b"}`) != 0 || countRows(t, db, `{"sensor": "c"}`) != 30 {
+		t.Fatal("index on b")
+	}
+	b := expireAll(t, db, clock.Now())
+	if b.Docs != 120 { // a and b's whole buckets; c's bucket straddles
+		t.Fatalf("expired %+v", b)
+	}
+	// Dropping the index and turning the collection TTL off brings
+	// nothing back (deleted), and c's hidden rows are visible again.
+	if err := db.DropIndex(ctx, "s", "a_short"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CollMod(ctx, "s", CollModOptions{ExpireOff: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, db, ""); n != 60 {
+		t.Fatalf("after off: %d visible, want c's 60", n)
+	}
+}
+
+// SPEC 2.4: a measurement outside 1970..2038 suspends all expiry in its
+// collection, reads included, until it is deleted; the state survives a
+// restart.
+func TestOutOfRangeSuspendsExpiry(t *testing.T) {
+	dir := t.TempDir()
+	clock := newTestClock(t0)
+	db := openTTL(t, dir, clock, int64p(60))
+	insertMinutes(t, db, t0, 60, "a")
+	if _, err := db.Insert(ctx, "s", []Measurement{{Time: ttl.MaxTimeNanos + 1, Meta: "z", Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(t0.Add(24 * time.Hour))
+	check := func(stage string, wantSuspended bool, oor int64) {
+		t.Helper()
+		st, err := db.TTLState(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Suspended != wantSuspended || st.OutOfRangeBuckets != oor || (st.Reason != nil) != wantSuspended {
+			t.Fatalf("%s: state %+v", stage, st)
+		}
+		targets, _ := db.Targets(ctx)
+		if wantSuspended && len(targets) != 0 {
+			t.Fatalf("%s: suspended collection offered to the monitor: %v", stage, targets)
+		}
+	}
+	check("after insert", true, 1)
+	if n := countRows(t, db, ""); n != 61 {
+		t.Fatalf("suspended: %d visible, want all 61", n)
+	}
+	if b, err := db.Expire(ctx, ttl.Target{Collection: "s"}, clock.Now(), ttl.Budget{}); err != nil || b.Docs != 0 {
+		t.Fatalf("suspended expire: %+v %v", b, err)
+	}
+	// Survives a checkpoint and a restart.
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
+	defer func() { db.Close() }()
+	check("after restart", true, 1)
+	// Deleting the out-of-range data resumes expiry without a restart.
+	if _, err := db.Delete(ctx, "s", mustFilter(t, `{"sensor": "z"}`)); err != nil {
+		t.Fatal(err)
+	}
+	check("after delete", false, 0)
+	if n := countRows(t, db, ""); n != 0 {
+		t.Fatalf("resumed: %d visible", n)
+	}
+	if b := expireAll(t, db, clock.Now()); b.Docs != 60 {
+		t.Fatalf("resumed expire: %+v", b)
+	}
+	// Before 1970 too.
+	if _, err := db.Insert(ctx, "s", []Measurement{{Time: -1, Meta: "old", Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("before 1970", true, 1)
+}
+
+func TestExpireBudgetResumes(t *testing.T) {
+	clock := newTestClock(t0)
+	db := openTTL(t, t.TempDir(), clock, int64p(60))
+	defer db.Close()
+	// 10 sensors x 3 hourly buckets of 60.
+	insertMinutes(t, db, t0, 180, "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(t0.Add(24 * time.Hour))
+	tg := ttl.Target{Collection: "s"}
+	var total int64
+	batches := 0
+	for {
+		b, err := db.Expire(ctx, tg, clock.Now(), ttl.Budget{Docs: 250})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += b.Docs
+		batches++
+		if b.Docs > 250+60 {
+			t.Fatalf("batch of %d over its budget", b.Docs)
+		}
+		if !b.More {
+			break
+		}
+		if batches > 20 {
+			t.Fatal("no end")
+		}
+	}
+	if total != 1800 || batches < 7 {
+		t.Fatalf("%d deleted in %d batches", total, batches)
+	}
+	// A deadline in the past stops at once with work left.
+	insertMinutes(t, db, t0, 60, "s0")
+	b, err := db.Expire(ctx, tg, clock.Now(), ttl.Budget{Deadline: clock.Now().Add(-time.Second)})
+	if err != nil || !b.More || b.Docs != 0 {
+		t.Fatalf("past deadline: %+v %v", b, err)
+	}
+}
+
+// SPEC 2.2, 3.2, 3.3: index validation and conflict rules.
+func TestIndexRules(t *testing.T) {
+	dir := t.TempDir()
+	clock := newTestClock(t0)
+	db := openTTL(t, dir, clock, nil)
+	e := func(v int64) *int64 { return &v }
+	filt := map[string]any{"sensor": "a"}
+	for _, c := range []struct {
+		name string
+		spec IndexSpec
+		code mongoerr.Code
+	}{
+		{"compound TTL", IndexSpec{Key: []IndexKey{{"t", 1}, {"sensor", 1}}, ExpireAfterSeconds: e(1), PartialFilterExpression: filt}, mongoerr.CannotCreateIndex},
+		{"TTL on another field", IndexSpec{Key: []IndexKey{{"v", 1}}, ExpireAfterSeconds: e(1), PartialFilterExpression: filt}, mongoerr.InvalidOptions},
+		{"TTL without filter", IndexSpec{Key: []IndexKey{{"t", 1}}, ExpireAfterSeconds: e(1)}, mongoerr.InvalidOptions},
+		{"filter on a field", IndexSpec{Key: []IndexKey{{"t", 1}}, ExpireAfterSeconds: e(1), PartialFilterExpression: map[string]any{"v": int64(1)}}, mongoerr.InvalidOptions},
+		{"filter with $ne", IndexSpec{Key: []IndexKey{{"t", 1}}, ExpireAfterSeconds: e(1), PartialFilterExpression: map[string]any{"sensor": map[string]any{"$ne": "a"}}}, mongoerr.CannotCreateIndex},
+		{"negative", IndexSpec{Key: []IndexKey{{"t", 1}}, ExpireAfterSeconds: e(-1), PartialFilterExpression: filt}, mongoerr.CannotCreateIndex},
+		{"too large", IndexSpec{Key: []IndexKey{{"t", 1}}, ExpireAfterSeconds: e(1 << 31), PartialFilterExpression: filt}, mongoerr.CannotCreateIndex},
+		{"bad direction", IndexSpec{Key: []IndexKey{{"t", 2}}}, mongoerr.CannotCreateIndex},
+	} {
+		if _, _, err := db.CreateIndex(ctx, "s", c.spec); mongoerr.CodeOf(err) != c.code {
+			t.Errorf("%s: %v, want code %d", c.name, err, c.code)
+		}
+	}
+	ok := IndexSpec{Key: []IndexKey{{"t", 1}}, ExpireAfterSeconds: e(60), PartialFilterExpression: filt}
+	created, name, err := db.CreateIndex(ctx, "s", ok)
+	if err != nil || !created || name != "t_1" {
+		t.Fatalf("create: %v %v %q", created, err, name)
+	}
+	if created, _, err := db.CreateIndex(ctx, "s", ok); err != nil || created {
+		t.Fatalf("identical: %v %v", created, err)
+	}
+	changed := ok
+	changed.ExpireAfterSeconds = e(61)
+	if _, _, err := db.CreateIndex(ctx, "s", changed); mongoerr.CodeOf(err) != mongoerr.IndexOptionsConflict {
+		t.Fatalf("changed expireAfterSeconds: %v", err)
+	}
+	otherKey := IndexSpec{Name: "t_1", Key: []IndexKey{{"sensor", 1}}}
+	if _, _, err := db.CreateIndex(ctx, "s", otherKey); mongoerr.CodeOf(err) != mongoerr.IndexKeySpecsConflict {
+		t.Fatalf("same name other key: %v", err)
+	}
+	// Same key, another sensor: a second partial TTL index.
+	other := IndexSpec{Name: "t_b", Key: []IndexKey{{"t", 1}}, ExpireAfterSeconds: e(30), PartialFilterExpression: map[string]any{"sensor": "b"}}
+	if created, _, err := db.CreateIndex(ctx, "s", other); err != nil || !created {
+		t.Fatalf("second partial index: %v", err)
+	}
+	// A non-TTL index on a key, then a TTL index with the same key: 85.
+	plain := IndexSpec{Key: []IndexKey{{"sensor", 1}}}
+	if _, _, err := db.CreateIndex(ctx, "s", plain); err != nil {
+		t.Fatal(err)
+	}
+	// collMod by name and by (ambiguous) key pattern.
+	res, err := db.CollModIndex(ctx, "s", IndexMod{Name: "t_b", ExpireAfterSeconds: 10})
+	if err != nil || *res.OldExpireAfterSeconds != 30 || res.NewExpireAfterSeconds != 10 {
+		t.Fatalf("collMod by name: %+v %v", res, err)
+	}
+	if _, err := db.CollModIndex(ctx, "s", IndexMod{KeyPattern: []IndexKey{{"t", 1}}, ExpireAfterSeconds: 5}); mongoerr.CodeOf(err) != mongoerr.BadValue {
+		t.Fatalf("ambiguous key pattern: %v", err)
+	}
+	if _, err := db.CollModIndex(ctx, "s", IndexMod{Name: "nope", ExpireAfterSeconds: 5}); mongoerr.CodeOf(err) != mongoerr.IndexNotFound {
+		t.Fatalf("unknown index: %v", err)
+	}
+	if _, err := db.CollModIndex(ctx, "s", IndexMod{Name: "sensor_1", ExpireAfterSeconds: 5}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
+		t.Fatalf("TTL on the meta field of a time series: %v", err)
+	}
+	if err := db.DropIndex(ctx, "s", "nope"); mongoerr.CodeOf(err) != mongoerr.IndexNotFound {
+		t.Fatalf("drop unknown: %v", err)
+	}
+	// Index definitions survive a restart, and keep working.
+	db.Close()
+	db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
+	defer db.Close()
+	specs, err := db.ListIndexes(ctx, "s")
+	if err != nil || len(specs) != 3 || specs[1].Name != "t_b" || *specs[1].ExpireAfterSeconds != 10 {
+		t.Fatalf("after restart: %+v %v", specs, err)
+	}
+	insertMinutes(t, db, t0, 10, "b")
+	clock.Set(t0.Add(time.Hour))
+	if n := countRows(t, db, ""); n != 0 {
+		t.Fatalf("b's rows visible after restart: %d", n)
+	}
+}
+
+// An insert racing the monitor never loses an unexpired measurement.
+func TestIngestRacesExpiry(t *testing.T) {
+	clock := newTestClock(t0)
+	db := openTTL(t, t.TempDir(), clock, int64p(100))
+	defer db.Close()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		written []int64
+	)
+	const writers, perWriter = 2, 300
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				// Each write is "now" on the shared clock, which moves a
+				// second per write.
+				now := clock.Now().UnixNano()
+				clock.Advance(time.Second)
+				m := Measurement{Time: now, Meta: "s" + string(rune('0'+w)), Fields: []Field{{"v", Int(int64(i))}}}
+				if _, err := db.Insert(ctx, "s", []Measurement{m}, InsertOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				written = append(written, now)
+				mu.Unlock()
+			}
+		}(w)
+	}
+	stop := make(chan struct{})
+	sweeps := make(chan int)
+	go func() {
+		n := 0
+		defer func() { sweeps <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			expireAll(t, db, clock.Now())
+			if n%4 == 0 {
+				if err := db.Flush(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			n++
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	if n := <-sweeps; n == 0 {
+		t.Fatal("no sweep ran")
+	}
+	cutoff := ttl.Cutoff(clock.Now(), 100)
+	want := 0
+	for _, w := range written {
+		if w >= cutoff {
+			want++
+		}
+	}
+	if got := countRows(t, db, ""); got != want || want < 50 {
+		t.Fatalf("%d visible, want %d", got, want)
+	}
+	info, _ := db.Describe(ctx, "s")
+	if info.Count < int64(want) {
+		t.Fatalf("count %d below the %d unexpired", info.Count, want)
+	}
+}

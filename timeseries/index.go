@@ -1,0 +1,371 @@
+package timeseries
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// MaxIndexes bounds the indexes of a collection (MongoDB's limit).
+const MaxIndexes = 64
+
+// DefaultIndexName is MongoDB's name for an index key: field_direction
+// pairs joined by underscores ("timestamp_1", "a_1_b_-1").
+func DefaultIndexName(key []IndexKey) string {
+	parts := make([]string, 0, 2*len(key))
+	for _, k := range key {
+		parts = append(parts, k.Field, strconv.Itoa(k.Direction))
+	}
+	return strings.Join(parts, "_")
+}
+
+// IsTTL reports whether the index carries expireAfterSeconds.
+func (s *IndexSpec) IsTTL() bool { return s.ExpireAfterSeconds != nil }
+
+func sameKey(a, b []IndexKey) bool { return reflect.DeepEqual(a, b) }
+
+func sameFilter(a, b map[string]any) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+func sameExpire(a, b *int64) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// validateIndex checks an index definition against the collection's
+// options: the rules of SPEC 2.2 and 3.2. It returns the parsed partial
+// filter (nil when there is none).
+func validateIndex(opts *CollectionOptions, spec *IndexSpec) (*partialfilter.Filter, error) {
+	if spec.Name == "" {
+		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "index name cannot be empty")
+	}
+	if strings.ContainsRune(spec.Name, 0) || len(spec.Name) > 1024 {
+		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "invalid index name %.40q", spec.Name)
+	}
+	if len(spec.Key) == 0 {
+		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "index key pattern cannot be empty")
+	}
+	if len(spec.Key) > 32 {
+		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "index key pattern has %d fields; at most 32 are allowed", len(spec.Key))
+	}
+	seen := map[string]bool{}
+	for _, k := range spec.Key {
+		if k.Field == "" || strings.HasPrefix(k.Field, "$") || strings.Contains(k.Field, "..") ||
+			strings.HasPrefix(k.Field, ".") || strings.HasSuffix(k.Field, ".") {
+			return nil, mongoerr.New(mongoerr.CannotCreateIndex, "invalid index key field %q", k.Field)
+		}
+		if k.Direction != 1 && k.Direction != -1 {
+			return nil, mongoerr.New(mongoerr.CannotCreateIndex, "index key %q: the direction must be 1 or -1; got %d", k.Field, k.Direction)
+		}
+		if seen[k.Field] {
+			return nil, mongoerr.New(mongoerr.CannotCreateIndex, "index key field %q appears twice", k.Field)
+		}
+		seen[k.Field] = true
+	}
+	if v := spec.ExpireAfterSeconds; v != nil && (*v < 0 || *v > MaxExpireAfterSeconds) {
+		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "'expireAfterSeconds' must be within [0, %d]; got %d", MaxExpireAfterSeconds, *v)
+	}
+	var f *partialfilter.Filter
+	if spec.PartialFilterExpression != nil {
+		var err error
+		if f, err = partialfilter.Parse(spec.PartialFilterExpression); err != nil {
+			return nil, mongoerr.New(mongoerr.CannotCreateIndex, "invalid partialFilterExpression: %v", mongoerr.MessageOf(err))
+		}
+		if err := f.ValidateForPartialIndex(); err != nil {
+			return nil, err
+		}
+	}
+	if !spec.IsTTL() {
+		return f, nil
+	}
+	// TTL indexes are single-field.
+	if len(spec.Key) > 1 {
+		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "TTL indexes are single-field indexes; compound indexes do not support TTL (key %s)", keyString(spec.Key))
+	}
+	field := spec.Key[0].Field
+	ts := opts.TimeSeries
+	if ts == nil {
+		if field == "_id" {
+			return nil, mongoerr.New(mongoerr.CannotCreateIndex, "the _id field does not support TTL indexes")
+		}
+		return f, nil
+	}
+	if field != ts.TimeField {
+		return nil, mongoerr.New(mongoerr.InvalidOptions,
+			"TTL indexes on time-series collections must be on the timeField %q; got %q", ts.TimeField, field)
+	}
+	if f == nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions,
+			"TTL indexes on time-series collections require a partialFilterExpression on the metaField; use the collection's expireAfterSeconds for all data")
+	}
+	if ts.MetaField == "" || !f.RefersOnlyTo(ts.MetaField) {
+		return nil, mongoerr.New(mongoerr.InvalidOptions,
+			"the partialFilterExpression of a TTL index on a time-series collection may only refer to the metaField %q", ts.MetaField)
+	}
+	return f, nil
+}
+
+func keyString(key []IndexKey) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range key {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q: %d", k.Field, k.Direction)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// CreateIndex adds an index to a collection with MongoDB's conflict rules:
+// an identical index is a no-op (created false); the same name with
+// another key is IndexKeySpecsConflict (86); the same name or the same key
+// and filter with other options is IndexOptionsConflict (85), including a
+// changed expireAfterSeconds (collMod changes it) and a TTL index over an
+// existing non-TTL one. Indexes with the same key but different partial
+// filters coexist: one per sensor, say. It returns the index name.
+func (db *DB) CreateIndex(ctx context.Context, name string, spec IndexSpec) (created bool, indexName string, err error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return false, "", err
+	}
+	if spec.Name == "" && len(spec.Key) > 0 {
+		spec.Name = DefaultIndexName(spec.Key)
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	db.mu.RLock()
+	opts := c.opts
+	existing := append([]IndexSpec(nil), c.indexes...)
+	dropped := c.dropped
+	db.mu.RUnlock()
+	if dropped {
+		return false, "", notFound(name)
+	}
+	if _, err := validateIndex(&opts, &spec); err != nil {
+		return false, spec.Name, err
+	}
+	for _, old := range existing {
+		if old.Name == spec.Name {
+			if !sameKey(old.Key, spec.Key) {
+				return false, spec.Name, mongoerr.New(mongoerr.IndexKeySpecsConflict,
+					"an index named %q exists with a different key %s", spec.Name, keyString(old.Key))
+			}
+			if sameExpire(old.ExpireAfterSeconds, spec.ExpireAfterSeconds) && sameFilter(old.PartialFilterExpression, spec.PartialFilterExpression) {
+				return false, spec.Name, nil
+			}
+			return false, spec.Name, indexOptionsConflict(&old)
+		}
+		if sameKey(old.Key, spec.Key) && sameFilter(old.PartialFilterExpression, spec.PartialFilterExpression) {
+			if !old.IsTTL() && spec.IsTTL() {
+				return false, spec.Name, mongoerr.New(mongoerr.IndexOptionsConflict,
+					"index %q exists on %s without TTL; turn it into a TTL index with collMod", old.Name, keyString(old.Key))
+			}
+			return false, spec.Name, mongoerr.New(mongoerr.IndexOptionsConflict,
+				"index %q already exists with the same key and filter and different options or name", old.Name)
+		}
+	}
+	if len(existing) >= MaxIndexes {
+		return false, spec.Name, mongoerr.New(mongoerr.CannotCreateIndex, "a collection holds at most %d indexes", MaxIndexes)
+	}
+	db.mu.Lock()
+	c.indexes = append(c.indexes, spec)
+	db.mu.Unlock()
+	if err := db.rulesChanged(c); err != nil {
+		return false, spec.Name, err
+	}
+	return true, spec.Name, nil
+}
+
+func indexOptionsConflict(old *IndexSpec) error {
+	if old.IsTTL() {
+		return mongoerr.New(mongoerr.IndexOptionsConflict,
+			"index %q exists with expireAfterSeconds %d and other options; change expireAfterSeconds with collMod", old.Name, *old.ExpireAfterSeconds)
+	}
+	return mongoerr.New(mongoerr.IndexOptionsConflict, "index %q exists with different options", old.Name)
+}
+
+// ListIndexes returns a collection's index definitions in creation order.
+func (db *DB) ListIndexes(ctx context.Context, name string) ([]IndexSpec, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return append([]IndexSpec(nil), c.indexes...), nil
+}
+
+// DropIndex removes an index by name; IndexNotFound (27) when there is none.
+func (db *DB) DropIndex(ctx context.Context, name, index string) error {
+	c, err := db.lookup(name)
+	if err != nil {
+		return err
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	db.mu.Lock()
+	i := indexByName(c.indexes, index)
+	if i < 0 {
+		db.mu.Unlock()
+		return mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", index)
+	}
+	c.indexes = append(c.indexes[:i:i], c.indexes[i+1:]...)
+	db.mu.Unlock()
+	return db.rulesChanged(c)
+}
+
+func indexByName(specs []IndexSpec, name string) int {
+	for i := range specs {
+		if specs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// IndexMod is the index part of a collMod: the index named Name, or the
+// one whose key is KeyPattern, gets ExpireAfterSeconds.
+type IndexMod struct {
+	Name               string
+	KeyPattern         []IndexKey
+	ExpireAfterSeconds int64
+}
+
+// IndexModResult reports an index collMod.
+type IndexModResult struct {
+	Name                  string
+	OldExpireAfterSeconds *int64 // nil: the index had no TTL
+	NewExpireAfterSeconds int64
+}
+
+// CollModIndex changes the expireAfterSeconds of an index, or turns a
+// single-field index into a TTL index (SPEC 3.3).
+func (db *DB) CollModIndex(ctx context.Context, name string, m IndexMod) (IndexModResult, error) {
+	var res IndexModResult
+	c, err := db.lookup(name)
+	if err != nil {
+		return res, err
+	}
+	if m.ExpireAfterSeconds < 0 || m.ExpireAfterSeconds > MaxExpireAfterSeconds {
+		return res, invalid("'expireAfterSeconds' must be within [0, %d]; got %d", MaxExpireAfterSeconds, m.ExpireAfterSeconds)
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	db.mu.RLock()
+	opts := c.opts
+	specs := append([]IndexSpec(nil), c.indexes...)
+	db.mu.RUnlock()
+	i := -1
+	switch {
+	case m.Name != "" && m.KeyPattern != nil:
+		return res, invalid("name the index by 'name' or by 'keyPattern', not both")
+	case m.Name != "":
+		i = indexByName(specs, m.Name)
+	case m.KeyPattern != nil:
+		for j := range specs {
+			if sameKey(specs[j].Key, m.KeyPattern) {
+				if i >= 0 {
+					return res, mongoerr.New(mongoerr.BadValue,
+						"several indexes have the key pattern %s (%q, %q); name the index", keyString(m.KeyPattern), specs[i].Name, specs[j].Name)
+				}
+				i = j
+			}
+		}
+	default:
+		return res, invalid("the index to change needs a 'name' or a 'keyPattern'")
+	}
+	if i < 0 {
+		return res, mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for collection %q", indexDesc(m), name)
+	}
+	next := specs[i]
+	v := m.ExpireAfterSeconds
+	next.ExpireAfterSeconds = &v
+	if _, err := validateIndex(&opts, &next); err != nil {
+		// A collMod refusal is InvalidOptions, whatever createIndex says.
+		return res, mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
+	}
+	res = IndexModResult{Name: next.Name, OldExpireAfterSeconds: specs[i].ExpireAfterSeconds, NewExpireAfterSeconds: v}
+	db.mu.Lock()
+	if j := indexByName(c.indexes, next.Name); j >= 0 {
+		c.indexes[j] = next
+	}
+	db.mu.Unlock()
+	return res, db.rulesChanged(c)
+}
+
+func indexDesc(m IndexMod) string {
+	if m.Name != "" {
+		return strconv.Quote(m.Name)
+	}
+	return keyString(m.KeyPattern)
+}
+
+// rulesChanged recompiles c's TTL rules, recomputes the TTL of its series,
+// and persists the catalog. maintMu is held.
+func (db *DB) rulesChanged(c *collection) error {
+	db.mu.Lock()
+	c.compileRules()
+	db.mu.Unlock()
+	return db.persistCollection(c, db.nextCollSnapshot())
+}
+
+// compileRules builds c.rules from the options and indexes and sets the
+// TTL of every series. DB.mu is held for writing.
+func (c *collection) compileRules() {
+	c.rules = c.rules[:0]
+	if ts := c.opts.TimeSeries; ts != nil {
+		if c.opts.ExpireAfterSeconds != nil {
+			c.rules = append(c.rules, ttl.Rule{ExpireAfterSeconds: *c.opts.ExpireAfterSeconds})
+		}
+		for i := range c.indexes {
+			spec := &c.indexes[i]
+			if !spec.IsTTL() || len(spec.Key) != 1 || spec.Key[0].Field != ts.TimeField {
+				continue
+			}
+			f, err := partialfilter.Parse(spec.PartialFilterExpression)
+			if err != nil || spec.PartialFilterExpression == nil {
+				continue // validated when created; a stored one always parses
+			}
+			c.rules = append(c.rules, ttl.Rule{Index: spec.Name, ExpireAfterSeconds: *spec.ExpireAfterSeconds, Filter: f})
+		}
+	}
+	for _, s := range c.series {
+		c.setSeriesTTL(s)
+	}
+}
+
+// setSeriesTTL computes the TTL of s from c.rules. DB.mu is held for
+// writing.
+func (c *collection) setSeriesTTL(s *series) {
+	s.ttl = -1
+	if len(c.rules) == 0 {
+		return
+	}
+	if secs, ok := c.rules.Effective(c.metaDoc(s.meta)); ok {
+		s.ttl = secs
+	}
+}
+
+// metaDoc is the document a partial filter sees for a series:
+// {metaField: meta}, or {} when the series has no meta value.
+func (c *collection) metaDoc(meta any) map[string]any {
+	doc := map[string]any{}
+	if ts := c.opts.TimeSeries; ts != nil && ts.MetaField != "" && meta != nil {
+		doc[ts.MetaField] = meta
+	}
+	return doc
+}
