@@ -127,27 +127,35 @@ func mediaType(r *http.Request) (string, error) {
 // request carries the JSON in its "q" query parameter instead, so that
 // queries can be plain URLs.
 func readJSONRequest(r *http.Request, limit int64, dst *map[string]any) error {
+	_, err := readJSONRequestBytes(r, limit, dst)
+	return err
+}
+
+// readJSONRequestBytes is readJSONRequest that also returns the JSON text,
+// for the members whose order matters (index key patterns).
+func readJSONRequestBytes(r *http.Request, limit int64, dst *map[string]any) ([]byte, error) {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		q := r.URL.Query().Get("q")
 		if int64(len(q)) > limit {
-			return tooLarge(limit)
+			return nil, tooLarge(limit)
 		}
-		return decodeJSONObject([]byte(q), dst)
+		return []byte(q), decodeJSONObject([]byte(q), dst)
 	}
 	mt, err := mediaType(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if mt != "" && mt != "application/json" {
-		return newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
+		return nil, newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
 			"unsupported Content-Type %q; send application/json", mt)
 	}
 	buf, err := readBody(r, limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer putBody(buf)
-	return decodeJSONObject(buf.Bytes(), dst)
+	text := bytes.Clone(buf.Bytes())
+	return text, decodeJSONObject(text, dst)
 }
 
 // decodeJSONObject decodes a JSON object; empty input is an empty object.

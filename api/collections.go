@@ -65,6 +65,7 @@ type collectionReply struct {
 	StorageBytes int64                        `json:"storageBytes"`
 	Fields       map[string][]string          `json:"fields,omitempty"`
 	Created      string                       `json:"created"`
+	TTL          any                          `json:"ttl,omitempty"`
 }
 
 func describeReply(info timeseries.CollectionInfo) collectionReply {
@@ -139,7 +140,16 @@ func (s *Server) handleDescribeCollection(w http.ResponseWriter, r *http.Request
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, describeReply(info))
+	reply := describeReply(info)
+	st, err := s.db.TTLState(r.Context(), name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if st != nil {
+		reply.TTL = ttlReply(st)
+	}
+	writeJSON(w, http.StatusOK, reply)
 }
 
 func (s *Server) handleDropCollection(w http.ResponseWriter, r *http.Request) {
@@ -168,22 +178,53 @@ func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var raw map[string]any
-	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	m, err := parseCollMod(raw)
+	text, err := readJSONRequestBytes(r, maxCommandBody, &raw)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	var idx *timeseries.IndexMod
+	if v, ok := raw["index"]; ok {
+		im, err := parseIndexMod(text, v)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		idx = &im
+		delete(raw, "index")
+	}
+	var m timeseries.CollModOptions
+	if idx == nil || len(raw) > 0 {
+		if m, err = parseCollMod(raw); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	s.metrics.opCommand.Add(1)
+	reply := map[string]any{}
+	if idx != nil {
+		// The index change goes first: it is the one more likely refused.
+		res, err := s.db.CollModIndex(r.Context(), name, *idx)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		reply["index"] = map[string]any{"name": res.Name}
+		reply["expireAfterSeconds_old"] = expireValue(res.OldExpireAfterSeconds)
+		reply["expireAfterSeconds_new"] = res.NewExpireAfterSeconds
+		s.log.Info("index modified", "collection", name, "index", res.Name, "expireAfterSeconds", res.NewExpireAfterSeconds)
+		if len(raw) == 0 {
+			s.wakeTTL()
+			writeJSON(w, http.StatusOK, reply)
+			return
+		}
+	}
 	res, err := s.db.CollMod(r.Context(), name, m)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	reply := map[string]any{}
+	s.wakeTTL()
 	if m.ExpireAfterSeconds != nil || m.ExpireOff {
 		reply["expireAfterSeconds_old"] = expireValue(res.OldExpireAfterSeconds)
 		reply["expireAfterSeconds_new"] = expireValue(res.NewExpireAfterSeconds)
@@ -206,7 +247,7 @@ func expireValue(v *int64) any {
 func parseCollMod(raw map[string]any) (timeseries.CollModOptions, error) {
 	var m timeseries.CollModOptions
 	if len(raw) == 0 {
-		return m, mongoerr.New(mongoerr.InvalidOptions, "collMod needs at least one of 'expireAfterSeconds', 'timeseries'")
+		return m, mongoerr.New(mongoerr.InvalidOptions, "collMod needs at least one of 'expireAfterSeconds', 'index', 'timeseries'")
 	}
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		v := raw[k]
@@ -239,7 +280,7 @@ func parseCollMod(raw map[string]any) (timeseries.CollModOptions, error) {
 			}
 			m.TimeSeries = o.TimeSeries
 		default:
-			return m, mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'timeseries'", k)
+			return m, mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'index', 'timeseries'", k)
 		}
 	}
 	return m, nil

@@ -15,13 +15,14 @@ import (
 // metrics are the server's counters: Prometheus metrics for /metrics and
 // plain counters for /v1/status, which reports them in serverStatus shape.
 type metrics struct {
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-	inserted *prometheus.CounterVec
-	refused  *prometheus.CounterVec
-	deleted  prometheus.Counter
-	returned prometheus.Counter
-	bodyIn   prometheus.Counter
+	suspended *prometheus.GaugeVec
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	inserted  *prometheus.CounterVec
+	refused   *prometheus.CounterVec
+	deleted   prometheus.Counter
+	returned  prometheus.Counter
+	bodyIn    prometheus.Counter
 
 	// serverStatus opcounters and document metrics.
 	opInsert, opQuery, opDelete, opCommand  atomic.Int64
@@ -53,6 +54,11 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Name: "hourglass_ingest_body_bytes_total", Help: "Ingest request body bytes after decompression.",
 		}),
 	}
+	suspended := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hourglass_ttl_suspended",
+		Help: "1 when a time-series collection's expiry is suspended by data outside 1970..2038, else 0.",
+	}, []string{"collection"})
+	m.suspended = suspended
 	cs := []prometheus.Collector{m.requests, m.latency, m.inserted, m.refused, m.deleted, m.returned, m.bodyIn,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_ingest_requests_in_progress", Help: "Ingest requests holding a slot.",
@@ -66,6 +72,19 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_uptime_seconds", Help: "Seconds since the server started.",
 		}, func() float64 { return s.opts.Now().Sub(s.started).Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "hourglass_ttl_deleted_measurements_total", Help: "Measurements deleted by the TTL monitor.",
+		}, func() float64 { return float64(s.ttlStats().DeletedDocuments) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "hourglass_ttl_deleted_buckets_total", Help: "Buckets deleted by the TTL monitor.",
+		}, func() float64 { return float64(s.ttlStats().DeletedBuckets) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "hourglass_ttl_passes_total", Help: "TTL monitor passes.",
+		}, func() float64 { return float64(s.ttlStats().Passes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "hourglass_ttl_subpasses_total", Help: "TTL monitor sub-passes.",
+		}, func() float64 { return float64(s.ttlStats().SubPasses) }),
+		suspended,
 	}
 	if _, ok := reg.(*prometheus.Registry); ok {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -131,5 +150,17 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if colls, err := s.db.ListCollections(r.Context()); err == nil {
+		s.metrics.suspended.Reset()
+		for _, c := range colls {
+			if c.Options.TimeSeries != nil {
+				v := 0.0
+				if c.OutOfRangeBuckets > 0 {
+					v = 1
+				}
+				s.metrics.suspended.WithLabelValues(c.Name).Set(v)
+			}
+		}
+	}
 	promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{ErrorLog: nil}).ServeHTTP(w, r)
 }

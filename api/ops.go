@@ -136,7 +136,19 @@ func (a *admission) release() { <-a.slots }
 func (a *admission) inUse() int { return len(a.slots) }
 
 func (s *Server) handleCurrentOp(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"inprog": s.ops.list(), "ok": 1})
+	ops := s.ops.list()
+	if s.opts.TTL != nil {
+		if cur := s.opts.TTL.Current(); cur != nil {
+			// The TTL monitor's batch, as MongoDB shows it: a remove by the
+			// "TTLMonitor" client.
+			age := s.opts.Now().Sub(cur.Started)
+			ops = append(ops, opInfo{Op: "remove", NS: cur.Target.Collection, Client: "TTLMonitor",
+				Desc: "TTLMonitor " + cur.Target.String(), Active: true,
+				SecsRunning: int64(age / time.Second), MicrosecsRunning: int64(age / time.Microsecond),
+				CurrentOpTime: cur.Started.UTC().Format(time.RFC3339Nano)})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"inprog": ops, "ok": 1})
 }
 
 // isClientGone reports errors caused by the client leaving.

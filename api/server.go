@@ -18,6 +18,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // Options configure a Server. The zero value of every field but DB means
@@ -25,6 +26,11 @@ import (
 type Options struct {
 	// DB is the storage engine the server serves. Required.
 	DB *timeseries.DB
+
+	// TTL is the TTL monitor, for /v1/admin/ttl/run, its counters in
+	// /v1/status and /metrics, and its batches in /v1/currentop. Nil: the
+	// server has none.
+	TTL *ttl.Monitor
 
 	// AuthToken, when set, is required as "Authorization: Bearer <token>"
 	// on every endpoint but /healthz and /ping (the line-protocol endpoints
@@ -193,7 +199,12 @@ func (s *Server) routes() chi.Router {
 			r.Get("/aggregate", s.handleAggregate)
 			r.Post("/delete", s.handleDelete)
 			r.Post("/compact", s.handleCompact)
+			r.Post("/indexes", s.handleCreateIndex)
+			r.Get("/indexes", s.handleListIndexes)
+			r.Delete("/indexes/{index}", s.handleDropIndex)
+			r.Post("/ttl/preview", s.handleTTLPreview)
 		})
+		r.Post("/v1/admin/ttl/run", s.handleTTLRun)
 	})
 	return r
 }

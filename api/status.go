@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 	"time"
+
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // handleStatus is serverStatus: the server's identity, uptime, operation
@@ -62,7 +64,16 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 			"document": map[string]int64{
 				"inserted": m.docsInserted.Load(), "deleted": m.docsDeleted.Load(), "returned": m.docsReturned.Load(),
 			},
+			"ttl": s.ttlStats(),
 		},
 		"ok": 1,
 	})
+}
+
+// ttlStats are the TTL monitor's counters (zeros without a monitor).
+func (s *Server) ttlStats() ttl.Stats {
+	if s.opts.TTL == nil {
+		return ttl.Stats{}
+	}
+	return s.opts.TTL.Stats()
 }

@@ -51,6 +51,9 @@ type CollectionInfo struct {
 	// Fields maps each measurement field to the value types it was seen
 	// with.
 	Fields map[string][]string `json:"fields,omitempty"`
+	// OutOfRangeBuckets counts buckets holding measurements outside
+	// 1970..2038; while it is above 0 nothing in the collection expires.
+	OutOfRangeBuckets int64 `json:"outOfRangeBuckets"`
 	// MinTime and MaxTime bound the measurement times of the collection;
 	// zero when empty. They are exact for data in memory and come from
 	// bucket control blocks for data on disk.

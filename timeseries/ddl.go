@@ -167,6 +167,7 @@ func (db *DB) Describe(ctx context.Context, name string) (CollectionInfo, error)
 	info := CollectionInfo{
 		Name: c.name, Options: c.opts, Indexes: append([]IndexSpec(nil), c.indexes...),
 		Count: c.count, Buckets: c.buckets, Fields: fieldTypeNames(c.fieldTypes), Created: c.created,
+		OutOfRangeBuckets: c.oorBuckets,
 	}
 	db.mu.RUnlock()
 	var size uint64

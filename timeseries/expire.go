@@ -508,3 +508,177 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 	}
 	return st, nil
 }
+
+// TTLProposal is a change of TTL values to preview: the collection's
+// (ExpireAfterSeconds, or ExpireOff) and indexes' by name.
+type TTLProposal struct {
+	ExpireAfterSeconds *int64
+	ExpireOff          bool
+	Indexes            map[string]int64
+}
+
+// RulePreview is what one rule would expire now.
+type RulePreview struct {
+	// Index is the TTL index, nil for the collection's expireAfterSeconds.
+	Index              *string `json:"index"`
+	ExpireAfterSeconds int64   `json:"expireAfterSeconds"`
+	// Buckets and Measurements the monitor would delete now, counted under
+	// the rule that gives their series its TTL.
+	Buckets      int64 `json:"buckets"`
+	Measurements int64 `json:"measurements"`
+	// HiddenMeasurements are those reads would stop returning now: the
+	// deleted ones and the expired ones of buckets not yet whole expired.
+	HiddenMeasurements int64 `json:"hiddenMeasurements"`
+}
+
+// TTLPreview is the dry run of a TTL change.
+type TTLPreview struct {
+	Now       time.Time     `json:"now"`
+	Suspended bool          `json:"suspended"`
+	Rules     []RulePreview `json:"rules"`
+}
+
+// PreviewTTL reports, per rule, what would expire now if the collection had
+// the TTL values of p, without changing anything. It reads the control
+// blocks of the buckets that start before their series' cutoff, and
+// decodes the times of those that straddle it.
+func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLPreview, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	now := db.opts.Now()
+	out := &TTLPreview{Now: now.UTC(), Rules: []RulePreview{}}
+	for n := range p.Indexes {
+		db.mu.RLock()
+		i := indexByName(c.indexes, n)
+		db.mu.RUnlock()
+		if i < 0 {
+			return nil, mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", n)
+		}
+	}
+	// The proposed rules.
+	db.mu.RLock()
+	if c.opts.TimeSeries == nil {
+		db.mu.RUnlock()
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	}
+	probe := &collection{opts: c.opts, indexes: append([]IndexSpec(nil), c.indexes...)}
+	if p.ExpireOff {
+		probe.opts.ExpireAfterSeconds = nil
+	} else if p.ExpireAfterSeconds != nil {
+		probe.opts.ExpireAfterSeconds = p.ExpireAfterSeconds
+	}
+	for i := range probe.indexes {
+		if v, ok := p.Indexes[probe.indexes[i].Name]; ok {
+			v := v
+			probe.indexes[i].ExpireAfterSeconds = &v
+		}
+	}
+	probe.compileRules()
+	out.Suspended = c.oorBuckets > 0
+	for _, r := range probe.rules {
+		rp := RulePreview{ExpireAfterSeconds: r.ExpireAfterSeconds}
+		if r.Index != "" {
+			idx := r.Index
+			rp.Index = &idx
+		}
+		out.Rules = append(out.Rules, rp)
+	}
+	type ser struct {
+		id     uint64
+		rule   int
+		cutoff int64
+		mem    []*bucket.Columns
+		inMem  map[uint64]bool
+	}
+	var list []ser
+	if !out.Suspended {
+		for _, s := range c.series {
+			doc := c.metaDoc(s.meta)
+			best, ok := -1, false
+			for i := range probe.rules {
+				if probe.rules[i].Matches(doc) && (!ok || probe.rules[i].ExpireAfterSeconds < probe.rules[best].ExpireAfterSeconds) {
+					best, ok = i, true
+				}
+			}
+			if !ok {
+				continue
+			}
+			e := ser{id: s.id, rule: best, cutoff: ttl.Cutoff(now, probe.rules[best].ExpireAfterSeconds), inMem: map[uint64]bool{}}
+			for _, b := range s.buckets {
+				e.inMem[b.id] = true
+				if b.rows() > 0 && b.minT < e.cutoff {
+					cp := b.capture()
+					e.mem = append(e.mem, &cp.cols)
+				}
+			}
+			list = append(list, e)
+		}
+	}
+	db.mu.RUnlock()
+	var r bucket.Reader
+	count := func(rp *RulePreview, times []int64, cutoff int64) {
+		hidden := int64(0)
+		newest := int64(math.MinInt64)
+		for _, t := range times {
+			if t < cutoff {
+				hidden++
+			}
+			newest = max(newest, t)
+		}
+		rp.HiddenMeasurements += hidden
+		if len(times) > 0 && newest < cutoff {
+			rp.Buckets++
+			rp.Measurements += int64(len(times))
+		}
+	}
+	for _, s := range list {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rp := &out.Rules[s.rule]
+		for _, cols := range s.mem {
+			count(rp, cols.Times, s.cutoff)
+		}
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: seriesPrefix(spaceBucket, c.id, s.id),
+			UpperBound: seriesTimeKey(spaceBucket, c.id, s.id, s.cutoff)})
+		if err != nil {
+			return nil, err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			kp, err := parseBucketKey(it.Key())
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			if s.inMem[kp.id] {
+				continue
+			}
+			v, err := it.ValueAndErr()
+			if err == nil {
+				err = r.Reset(v)
+			}
+			if err != nil {
+				it.Close()
+				return nil, fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
+			}
+			if r.MaxTime() < s.cutoff {
+				rp.Buckets++
+				rp.Measurements += int64(r.Rows())
+				rp.HiddenMeasurements += int64(r.Rows())
+				continue
+			}
+			times, err := r.Times(nil)
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			count(rp, times, s.cutoff)
+		}
+		if err := it.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

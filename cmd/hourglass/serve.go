@@ -18,6 +18,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // serveConfig holds the flags of "hourglass serve".
@@ -34,6 +35,12 @@ type serveConfig struct {
 	shutdownTimeout     time.Duration
 	logFormat           string
 	logLevel            string
+	// The TTL monitor, under MongoDB's parameter names and defaults.
+	ttlEnabled    bool
+	ttlSleep      time.Duration
+	ttlTargetDocs int64
+	ttlTargetTime time.Duration
+	ttlSubPass    time.Duration
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -52,6 +59,11 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress (`duration`)")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.BoolVar(&cfg.ttlEnabled, "ttl-monitor-enabled", true, "run the TTL monitor, which deletes expired data (ttlMonitorEnabled)")
+	fs.DurationVar(&cfg.ttlSleep, "ttl-monitor-sleep", 60*time.Second, "time between TTL passes (`duration`; ttlMonitorSleepSecs)")
+	fs.Int64Var(&cfg.ttlTargetDocs, "ttl-index-delete-target-docs", 50000, "measurements a TTL rule deletes before the next rule's turn (`n`, 0: no limit; ttlIndexDeleteTargetDocs)")
+	fs.DurationVar(&cfg.ttlTargetTime, "ttl-index-delete-target-time", time.Second, "time a TTL rule deletes before the next rule's turn (`duration`, 0: no limit; ttlIndexDeleteTargetTimeMS)")
+	fs.DurationVar(&cfg.ttlSubPass, "ttl-subpass-target", 60*time.Second, "length of a TTL sub-pass before the rules are listed again (`duration`, 0: no limit; ttlMonitorSubPassTargetSecs)")
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, `Usage: hourglass serve [flags]
@@ -99,8 +111,25 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("storage open", "dir", cfg.dataDir, "took", time.Since(start).Round(time.Millisecond))
 
+	unlimited := func(v int64) int64 {
+		if v == 0 {
+			return ttl.Unlimited
+		}
+		return v
+	}
+	monitor, err := ttl.New(ttl.Options{
+		Store: db, Disabled: !cfg.ttlEnabled, Sleep: cfg.ttlSleep,
+		TargetDocs: unlimited(cfg.ttlTargetDocs), TargetTime: time.Duration(unlimited(int64(cfg.ttlTargetTime))),
+		SubPassTarget: time.Duration(unlimited(int64(cfg.ttlSubPass))), Logger: log.With("component", "ttl"),
+	})
+	if err != nil {
+		db.Close()
+		return err
+	}
+	monitor.Start()
+	defer monitor.Close() // a second time after the shutdown below: harmless
 	srv, err := api.New(api.Options{
-		DB: db, AuthToken: cfg.authToken, MaxBody: int64(cfg.maxBody),
+		DB: db, TTL: monitor, AuthToken: cfg.authToken, MaxBody: int64(cfg.maxBody),
 		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites,
 		Version: versionString(), Logger: log.With("component", "api"),
 	})
@@ -142,6 +171,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		log.Warn("requests still in progress at the shutdown timeout", "err", err)
 		hs.Close()
 	}
+	monitor.Close()
 	start = time.Now()
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close storage: %w", err)
