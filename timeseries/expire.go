@@ -180,7 +180,9 @@ func (db *DB) Targets(ctx context.Context) ([]ttl.Target, error) {
 // Expire deletes, within budget, the expired buckets of the series rule t
 // applies to (ttl.Store). A series is cut by its effective TTL, which may
 // be shorter than t's. Batches resume after the series the previous one
-// stopped at, so that every series is reached.
+// stopped at, so that every series is reached. A batch holds the
+// maintenance lock (checkpoints wait) but takes the memory lock only to
+// unlink buckets, one series at a time: ingest and reads go on.
 func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget ttl.Budget) (ttl.Batch, error) {
 	var out ttl.Batch
 	c, err := db.lookup(t.Collection)
@@ -190,219 +192,239 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 		}
 		return out, err
 	}
-	db.mu.RLock()
-	var rule *ttl.Rule
-	for i := range c.rules {
-		if c.rules[i].Index == t.Index {
-			rule = &c.rules[i]
-		}
-	}
-	if rule == nil || c.oorBuckets > 0 || c.dropped {
-		db.mu.RUnlock()
+	ids, ok := db.ruleSeries(c, t.Index)
+	if !ok {
 		return out, nil
 	}
-	type cand struct {
-		id  uint64
-		ttl int64
-	}
-	var cands []cand
-	for _, s := range c.series {
-		if s.ttl >= 0 && rule.Matches(c.metaDoc(s.meta)) {
-			cands = append(cands, cand{s.id, s.ttl})
-		}
-	}
+	db.mu.RLock()
 	resume := c.ttlResume[t.Index]
 	db.mu.RUnlock()
-	slices.SortFunc(cands, func(a, b cand) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
 	// Start after the series the last batch stopped at, and wrap around.
-	start, _ := slices.BinarySearchFunc(cands, resume+1, func(x cand, id uint64) int {
-		switch {
-		case x.id < id:
-			return -1
-		case x.id > id:
-			return 1
-		}
-		return 0
-	})
-	cands = append(cands[start:], cands[:start]...)
-	for i, s := range cands {
+	start, _ := slices.BinarySearch(ids, resume+1)
+	order := append(slices.Clip(ids[start:]), ids[:start]...)
+
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	x := &expiry{db: db, c: c, budget: budget, batch: db.pdb.NewBatch()}
+	defer x.batch.Close()
+	if x.it, err = db.pdb.NewIter(nil); err != nil {
+		return out, err
+	}
+	defer x.it.Close()
+	last := resume
+	for _, id := range order {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		if (budget.Docs > 0 && out.Docs >= budget.Docs) || (!budget.Deadline.IsZero() && db.opts.Now().After(budget.Deadline)) {
+		if x.over() {
 			out.More = true
-			db.setResume(c, t.Index, cands[max(i-1, 0)].id)
-			return out, nil
+			break
 		}
-		docs, buckets, more, err := db.expireSeries(c, s.id, ttl.Cutoff(now, s.ttl), budget, out.Docs)
+		more, err := x.series(id, now)
 		if err != nil {
 			return out, err
 		}
-		out.Docs += docs
-		out.Buckets += buckets
 		if more {
 			out.More = true
-			// Resume with this series: set the cursor just before it.
-			db.setResume(c, t.Index, s.id-1)
-			return out, nil
+			last = id - 1 // resume with this series
+			break
 		}
+		last = id
 	}
-	db.setResume(c, t.Index, 0)
-	return out, nil
-}
-
-func (db *DB) setResume(c *collection, index string, id uint64) {
+	if !out.More {
+		last = 0
+	}
+	if err := db.pdb.Apply(x.batch, pebble.NoSync); err != nil {
+		x.docs, x.buckets = x.memDocs, x.memBuckets
+		db.account(c, x)
+		return out, err
+	}
+	db.account(c, x)
 	db.mu.Lock()
 	if c.ttlResume == nil {
 		c.ttlResume = map[string]uint64{}
 	}
-	c.ttlResume[index] = id
+	c.ttlResume[t.Index] = last
 	db.mu.Unlock()
+	out.Docs, out.Buckets = x.docs, x.buckets
+	return out, nil
 }
 
-// expireSeries deletes the buckets of series id whose newest measurement
-// is older than cutoff, stopping at the budget (done is what the batch
-// deleted before). more reports a stop at the budget.
-func (db *DB) expireSeries(c *collection, id uint64, cutoff int64, budget ttl.Budget, done int64) (docs, buckets int64, more bool, err error) {
-	over := func() bool {
-		return (budget.Docs > 0 && done+docs >= budget.Docs) || (!budget.Deadline.IsZero() && db.opts.Now().After(budget.Deadline))
+func (db *DB) account(c *collection, x *expiry) {
+	db.mu.Lock()
+	c.count -= x.docs
+	c.buckets -= x.buckets
+	c.dirty = true
+	db.mu.Unlock()
+	db.headMem.Add(-x.mem)
+}
+
+// ruleSeries returns the ids, sorted, of the series of c that rule index
+// applies to and that have a TTL; false when the rule does not exist or
+// expiry is suspended. The list is cached until the rules or the series
+// change.
+func (db *DB) ruleSeries(c *collection, index string) ([]uint64, bool) {
+	db.mu.RLock()
+	valid := c.ruleCacheVer == c.rulesVer && c.ruleCacheSeries == len(c.series)
+	ids, cached := c.ruleCache[index]
+	suspended := c.oorBuckets > 0 || c.dropped
+	db.mu.RUnlock()
+	if suspended {
+		return nil, false
 	}
-	// maintMu keeps checkpoints out: one must not write a bucket this
-	// removes from memory back to Pebble.
-	db.maintMu.Lock()
-	defer db.maintMu.Unlock()
+	if valid && cached {
+		return ids, true
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if c.ruleCacheVer != c.rulesVer || c.ruleCacheSeries != len(c.series) {
+		c.ruleCache = map[string][]uint64{}
+		c.ruleCacheVer, c.ruleCacheSeries = c.rulesVer, len(c.series)
+	}
+	var rule *ttl.Rule
+	for i := range c.rules {
+		if c.rules[i].Index == index {
+			rule = &c.rules[i]
+		}
+	}
+	if rule == nil {
+		return nil, false
+	}
+	ids = make([]uint64, 0, len(c.series))
+	for _, s := range c.series {
+		if s.ttl >= 0 && rule.Matches(c.metaDoc(s.meta)) {
+			ids = append(ids, s.id)
+		}
+	}
+	slices.Sort(ids)
+	c.ruleCache[index] = ids
+	return ids, true
+}
+
+// expiry is one Expire batch: what it deleted so far, and the Pebble
+// iterator and batch it works with.
+type expiry struct {
+	db                  *DB
+	c                   *collection
+	budget              ttl.Budget
+	it                  *pebble.Iterator
+	batch               *pebble.Batch
+	docs, buckets       int64
+	memDocs, memBuckets int64 // the part removed from memory
+	mem                 int64 // bytes of memory released
+	run                 [][]byte
+	r                   bucket.Reader
+	inMem, removed      map[uint64]bool
+}
+
+func (x *expiry) over() bool {
+	return (x.budget.Docs > 0 && x.docs >= x.budget.Docs) ||
+		(!x.budget.Deadline.IsZero() && x.db.opts.Now().After(x.budget.Deadline))
+}
+
+// series deletes the buckets of series id whose newest measurement is older
+// than its cutoff at now. more reports a stop at the budget.
+func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
+	db, c := x.db, x.c
+	if x.inMem == nil {
+		x.inMem, x.removed = map[uint64]bool{}, map[uint64]bool{}
+	}
+	clear(x.inMem)
+	clear(x.removed)
 	db.mu.Lock()
 	s := c.seriesByID[id]
-	if s == nil || c.dropped || c.oorBuckets > 0 {
+	if s == nil || s.ttl < 0 || c.dropped || c.oorBuckets > 0 {
 		db.mu.Unlock()
-		return 0, 0, false, nil
+		return false, nil
 	}
-	inMem := map[uint64]bool{}   // buckets kept in memory
-	removed := map[uint64]bool{} // buckets removed from memory
+	cutoff := ttl.Cutoff(now, s.ttl)
 	var stale [][]byte
-	var mem int64
 	kept := s.buckets[:0]
 	for _, b := range s.buckets {
 		expired := b.rows() > 0 && b.maxT < cutoff
-		if expired && over() {
-			more = true
-			expired = false
+		if expired && x.over() {
+			more, expired = true, false
 		}
-		if expired {
-			docs += int64(b.rows())
-			buckets++
-			mem += b.mem
-			removed[b.id] = true
-			if b.snapshot {
-				stale = append(stale, bucketKey(spaceOpen, c.id, s.id, b.minTime, b.id))
-			}
+		if !expired {
+			x.inMem[b.id] = true
+			kept = append(kept, b)
 			continue
 		}
-		inMem[b.id] = true
-		kept = append(kept, b)
+		n := int64(b.rows())
+		x.docs += n
+		x.memDocs += n
+		x.buckets++
+		x.memBuckets++
+		x.mem += b.mem
+		x.removed[b.id] = true
+		if b.snapshot {
+			stale = append(stale, bucketKey(spaceOpen, c.id, s.id, b.minTime, b.id))
+		}
 	}
 	clear(s.buckets[len(kept):])
 	s.buckets = kept
 	db.mu.Unlock()
-	db.headMem.Add(-mem)
-
-	batch := db.pdb.NewBatch()
-	defer batch.Close()
 	for _, k := range stale {
-		if err := batch.Delete(k, nil); err != nil {
-			return 0, 0, false, err
+		if err := x.batch.Delete(k, nil); err != nil {
+			return more, err
 		}
 	}
-	// Only buckets starting before cutoff can end before it.
-	it, err := db.pdb.NewIter(&pebble.IterOptions{
-		LowerBound: seriesPrefix(spaceBucket, c.id, s.id),
-		UpperBound: seriesTimeKey(spaceBucket, c.id, s.id, cutoff),
-	})
-	if err != nil {
-		return 0, 0, false, err
-	}
-	var run [][]byte // consecutive expired keys, deleted as one range
-	flush := func() error {
-		switch len(run) {
-		case 0:
-		case 1:
-			if err := batch.Delete(run[0], nil); err != nil {
-				return err
-			}
-		default:
-			if err := batch.DeleteRange(run[0], prefixEnd(run[len(run)-1]), nil); err != nil {
-				return err
-			}
-		}
-		run = run[:0]
-		return nil
-	}
-	var r bucket.Reader
-	for it.First(); it.Valid(); it.Next() {
-		kp, err := parseBucketKey(it.Key())
+	// Only buckets starting before the cutoff can end before it.
+	x.it.SetBounds(seriesPrefix(spaceBucket, c.id, id), seriesTimeKey(spaceBucket, c.id, id, cutoff))
+	x.run = x.run[:0]
+	for valid := x.it.First(); valid; valid = x.it.Next() {
+		kp, err := parseBucketKey(x.it.Key())
 		if err != nil {
-			it.Close()
-			return 0, 0, false, err
+			return more, err
 		}
-		if inMem[kp.id] {
+		if x.inMem[kp.id] {
 			// An older copy of a bucket that lives on in memory.
-			if err := flush(); err != nil {
-				it.Close()
-				return 0, 0, false, err
+			if err := x.flush(); err != nil {
+				return more, err
 			}
 			continue
 		}
-		if removed[kp.id] {
+		if x.removed[kp.id] {
 			// The copy of a bucket just removed from memory, counted there.
-			run = append(run, slices.Clone(it.Key()))
+			x.run = append(x.run, slices.Clone(x.it.Key()))
 			continue
 		}
-		if more || over() {
+		if more || x.over() {
 			more = true
 			break
 		}
-		v, err := it.ValueAndErr()
+		v, err := x.it.ValueAndErr()
 		if err == nil {
-			err = r.Reset(v)
+			err = x.r.Reset(v)
 		}
 		if err != nil {
-			it.Close()
-			return 0, 0, false, fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
+			return more, fmt.Errorf("series %d bucket %d: %w", id, kp.id, err)
 		}
-		if r.MaxTime() >= cutoff {
-			if err := flush(); err != nil {
-				it.Close()
-				return 0, 0, false, err
+		if x.r.MaxTime() >= cutoff {
+			if err := x.flush(); err != nil {
+				return more, err
 			}
 			continue
 		}
-		docs += int64(r.Rows())
-		buckets++
-		run = append(run, slices.Clone(it.Key()))
+		x.docs += int64(x.r.Rows())
+		x.buckets++
+		x.run = append(x.run, slices.Clone(x.it.Key()))
 	}
-	if err := it.Close(); err != nil {
-		return 0, 0, false, err
+	return more, x.flush()
+}
+
+// flush deletes the run of consecutive expired keys: one key, or a range.
+func (x *expiry) flush() error {
+	var err error
+	switch len(x.run) {
+	case 0:
+	case 1:
+		err = x.batch.Delete(x.run[0], nil)
+	default:
+		err = x.batch.DeleteRange(x.run[0], prefixEnd(x.run[len(x.run)-1]), nil)
 	}
-	if err := flush(); err != nil {
-		return 0, 0, false, err
-	}
-	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
-		return 0, 0, false, err
-	}
-	db.mu.Lock()
-	c.count -= docs
-	c.buckets -= buckets
-	c.dirty = true
-	db.mu.Unlock()
-	return docs, buckets, more, nil
+	x.run = x.run[:0]
+	return err
 }
 
 // TTLIndex is a TTL index as TTLState reports it.

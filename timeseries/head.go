@@ -41,6 +41,13 @@ type collection struct {
 	// ttlResume is, per TTL rule (index name, "" for the collection's),
 	// the series id the monitor's next batch starts after.
 	ttlResume map[string]uint64
+	// rulesVer counts rule changes (compileRules). ruleCache holds, per
+	// rule, the sorted ids of the series it applies to, as of rulesVer
+	// ruleCacheVer and ruleCacheSeries series (series are only added).
+	rulesVer        uint64
+	ruleCache       map[string][]uint64
+	ruleCacheVer    uint64
+	ruleCacheSeries int
 }
 
 // typeSet is a set of bucket.Types seen for a field, bit t for Type t.

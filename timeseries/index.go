@@ -326,7 +326,8 @@ func (db *DB) rulesChanged(c *collection) error {
 // compileRules builds c.rules from the options and indexes and sets the
 // TTL of every series. DB.mu is held for writing.
 func (c *collection) compileRules() {
-	c.rules = c.rules[:0]
+	c.rulesVer++
+	c.rules = nil // a new slice: Expire may hold a rule of the old one
 	if ts := c.opts.TimeSeries; ts != nil {
 		if c.opts.ExpireAfterSeconds != nil {
 			c.rules = append(c.rules, ttl.Rule{ExpireAfterSeconds: *c.opts.ExpireAfterSeconds})
