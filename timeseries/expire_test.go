@@ -373,7 +373,8 @@ func TestIndexRules(t *testing.T) {
 	}
 }
 
-// An insert racing the monitor never loses an unexpired measurement.
+// Ingest, reads and sweeps together: an insert racing the monitor never
+// loses an unexpired measurement, and reads never see an expired one.
 func TestIngestRacesExpiry(t *testing.T) {
 	clock := newTestClock(t0)
 	db := openTTL(t, t.TempDir(), clock, int64p(100))
@@ -405,6 +406,25 @@ func TestIngestRacesExpiry(t *testing.T) {
 		}(w)
 	}
 	stop := make(chan struct{})
+	// A reader: no row it gets has expired when its query began.
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			cutoff := ttl.Cutoff(clock.Now(), 100)
+			for _, r := range findRows(t, db, "s", FindOptions{}) {
+				if r.t < cutoff {
+					t.Errorf("read a measurement at %d, expired before the query (cutoff %d)", r.t, cutoff)
+					return
+				}
+			}
+		}
+	}()
 	sweeps := make(chan int)
 	go func() {
 		n := 0
@@ -427,6 +447,7 @@ func TestIngestRacesExpiry(t *testing.T) {
 	}()
 	wg.Wait()
 	close(stop)
+	<-readerDone
 	if n := <-sweeps; n == 0 {
 		t.Fatal("no sweep ran")
 	}
