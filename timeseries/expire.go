@@ -331,13 +331,34 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 	}
 	clear(x.inMem)
 	clear(x.removed)
-	db.mu.Lock()
+	// Most series have nothing expired in memory: look under the read lock
+	// and take the write lock only to unlink buckets.
+	db.mu.RLock()
 	s := c.seriesByID[id]
 	if s == nil || s.ttl < 0 || c.dropped || c.oorBuckets > 0 {
-		db.mu.Unlock()
+		db.mu.RUnlock()
 		return false, nil
 	}
 	cutoff := ttl.Cutoff(now, s.ttl)
+	unlink := false
+	for _, b := range s.buckets {
+		if b.rows() > 0 && b.maxT < cutoff {
+			unlink = true
+			break
+		}
+		x.inMem[b.id] = true
+	}
+	db.mu.RUnlock()
+	if !unlink {
+		return x.pebbleBuckets(id, cutoff, false)
+	}
+	clear(x.inMem)
+	db.mu.Lock()
+	if s.ttl < 0 || c.dropped || c.oorBuckets > 0 {
+		db.mu.Unlock()
+		return false, nil
+	}
+	cutoff = ttl.Cutoff(now, s.ttl)
 	var stale [][]byte
 	kept := s.buckets[:0]
 	for _, b := range s.buckets {
@@ -369,6 +390,13 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 			return more, err
 		}
 	}
+	return x.pebbleBuckets(id, cutoff, more)
+}
+
+// pebbleBuckets deletes the expired buckets of series id held in Pebble,
+// skipping those in x.inMem.
+func (x *expiry) pebbleBuckets(id uint64, cutoff int64, more bool) (bool, error) {
+	c := x.c
 	// Only buckets starting before the cutoff can end before it.
 	x.it.SetBounds(seriesPrefix(spaceBucket, c.id, id), seriesTimeKey(spaceBucket, c.id, id, cutoff))
 	x.run = x.run[:0]
