@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -173,5 +174,60 @@ func TestTTLOverHTTP(t *testing.T) {
 	r = s.mustDo(200, "GET", "/metrics", "")
 	if !strings.Contains(string(r.body), `hourglass_ttl_suspended{collection="s"} 1`) {
 		t.Fatal("/metrics does not show the suspension")
+	}
+}
+
+// blockingStore is the real store with Expire held until released, so that
+// a TTL batch can be seen in progress.
+type blockingStore struct {
+	*timeseries.DB
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingStore) Expire(ctx context.Context, t ttl.Target, now time.Time, budget ttl.Budget) (ttl.Batch, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.DB.Expire(ctx, t, now, budget)
+}
+
+// SPEC 4.2: TTL deletes in progress appear in currentop.
+func TestTTLInCurrentOp(t *testing.T) {
+	clk := &clock{}
+	clk.Set(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
+	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir(), NoSync: true, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	bs := &blockingStore{DB: db, entered: make(chan struct{}), release: make(chan struct{})}
+	mon, err := ttl.New(ttl.Options{Store: bs, Clock: clk, Disabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close()
+	srv, err := api.New(api.Options{DB: db, TTL: mon, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	s := &testServer{t: t, db: db, url: hs.URL}
+	s.mustDo(201, "PUT", "/v1/collections/s", `{"timeseries": {"timeField": "timestamp", "metaField": "sensor"}, "expireAfterSeconds": 60}`)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mon.RunPass(context.Background())
+	}()
+	<-bs.entered
+	r := s.mustDo(200, "GET", "/v1/currentop", "")
+	if !strings.Contains(string(r.body), `"op":"remove","ns":"s","client":"TTLMonitor"`) {
+		t.Fatalf("currentop during a TTL batch: %s", r.body)
+	}
+	close(bs.release)
+	<-done
+	r = s.mustDo(200, "GET", "/v1/currentop", "")
+	if strings.Contains(string(r.body), "TTLMonitor") {
+		t.Fatalf("currentop after the pass: %s", r.body)
 	}
 }

@@ -2,6 +2,8 @@ package timeseries
 
 import (
 	"encoding/json"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -465,4 +467,54 @@ func TestIngestRacesExpiry(t *testing.T) {
 	if info.Count < int64(want) {
 		t.Fatalf("count %d below the %d unexpired", info.Count, want)
 	}
+}
+
+// SPEC 2.4 and the issue: one warning per collection when expiry becomes
+// suspended, not one per measurement, and one at start-up while it lasts.
+func TestSuspensionWarnsOnce(t *testing.T) {
+	dir := t.TempDir()
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	clock := newTestClock(t0)
+	db := openTest(t, dir, func(o *Options) { o.Now = clock.Now; o.Logger = logger })
+	mustCreate(t, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "sensor"})
+	for i := 0; i < 3; i++ {
+		ms := []Measurement{{Time: -int64(i+1) * int64(time.Hour), Meta: "old", Fields: []Field{{"v", Int(1)}}}}
+		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(buf.String(), "expiry suspended"); n != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", n, buf.String())
+	}
+	db.Close()
+	buf.Reset()
+	db = openTest(t, dir, func(o *Options) { o.Now = clock.Now; o.Logger = logger })
+	defer db.Close()
+	if n := strings.Count(buf.String(), "expiry suspended"); n != 1 || !strings.Contains(buf.String(), "outOfRangeBuckets=3") {
+		t.Fatalf("start-up: %d warnings, want 1 naming 3 buckets:\n%s", n, buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
 }
