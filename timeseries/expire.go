@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"time"
@@ -212,6 +213,7 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 	}
 	defer x.it.Close()
 	last := resume
+	n := 0
 	for _, id := range order {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -219,6 +221,11 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 		if x.over() {
 			out.More = true
 			break
+		}
+		if n++; n%64 == 0 {
+			// Let writers and readers run: a batch is one of many
+			// goroutines, and must not hold a core for long.
+			runtime.Gosched()
 		}
 		more, err := x.series(id, now)
 		if err != nil {
