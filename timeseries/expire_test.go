@@ -343,6 +343,22 @@ func TestIndexRules(t *testing.T) {
 	if _, _, err := db.CreateIndex(ctx, "s", plain); err != nil {
 		t.Fatal(err)
 	}
+	// A non-TTL index with a key and filter, then a TTL index over it: 85.
+	nonTTL := IndexSpec{Name: "t_c_plain", Key: []IndexKey{{"t", 1}}, PartialFilterExpression: map[string]any{"sensor": "c"}}
+	if _, _, err := db.CreateIndex(ctx, "s", nonTTL); err != nil {
+		t.Fatal(err)
+	}
+	overIt := IndexSpec{Name: "t_c_ttl", Key: []IndexKey{{"t", 1}}, ExpireAfterSeconds: e(5), PartialFilterExpression: map[string]any{"sensor": "c"}}
+	if _, _, err := db.CreateIndex(ctx, "s", overIt); mongoerr.CodeOf(err) != mongoerr.IndexOptionsConflict {
+		t.Fatalf("TTL over a non-TTL index: %v", err)
+	}
+	// collMod turns it into a TTL index.
+	if res, err := db.CollModIndex(ctx, "s", IndexMod{Name: "t_c_plain", ExpireAfterSeconds: 5}); err != nil || res.OldExpireAfterSeconds != nil {
+		t.Fatalf("collMod to TTL: %+v %v", res, err)
+	}
+	if err := db.DropIndex(ctx, "s", "t_c_plain"); err != nil {
+		t.Fatal(err)
+	}
 	// collMod by name and by (ambiguous) key pattern.
 	res, err := db.CollModIndex(ctx, "s", IndexMod{Name: "t_b", ExpireAfterSeconds: 10})
 	if err != nil || *res.OldExpireAfterSeconds != 30 || res.NewExpireAfterSeconds != 10 {
