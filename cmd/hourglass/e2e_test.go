@@ -292,3 +292,47 @@ func TestByteSize(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchIngest runs "hourglass bench ingest" against a real server and
+// the embedded engine, and checks the report against what the server holds.
+func TestBenchIngest(t *testing.T) {
+	srv := startServer(t, t.TempDir())
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "ingest", "--scale", "3", "--hours", "1", "--batch", "200", "--json", srv.url, "embedded"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var reports []targetReport
+	if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout.String())
+	}
+	if len(reports) != 2 {
+		t.Fatalf("%d reports", len(reports))
+	}
+	for _, r := range reports {
+		if r.Points != 3*360*10 || r.Errors != 0 || r.PointsPerSecond <= 0 || r.BytesPerPoint <= 0 {
+			t.Fatalf("report %+v", r)
+		}
+	}
+	if reports[0].P99Millis < reports[0].P50Millis || reports[0].MBPerSecond <= 0 {
+		t.Fatalf("HTTP report %+v", reports[0])
+	}
+	if !strings.Contains(stderr.String(), "rows (100%)") {
+		t.Fatalf("no progress lines: %s", stderr.String())
+	}
+	// The server holds what the report says.
+	resp, err := http.Get(srv.url + "/v1/collections/bench_cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var info struct{ Count int64 }
+	json.NewDecoder(resp.Body).Decode(&info)
+	if info.Count != 3*360 {
+		t.Fatalf("server holds %d measurements, want %d", info.Count, 3*360)
+	}
+	// A second run refuses to load into the same collection without --replace.
+	if code := run([]string{"bench", "ingest", "--scale", "1", "--hours", "1", srv.url}, &stdout, &stderr); code != 1 {
+		t.Fatalf("second run without --replace: exit %d", code)
+	}
+}

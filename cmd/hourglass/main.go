@@ -48,6 +48,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the server: HTTP API, storage, background work", runServe},
+		{"bench", "ingest benchmarks against Hourglass and other line-protocol databases", runBench},
 		{"version", "print the version", func(_ []string, stdout, _ io.Writer) error {
 			fmt.Fprintln(stdout, "hourglass", versionString())
 			return nil

@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeTarget counts the lines and bytes it accepts, and answers the first
+// request with 503 to exercise retries.
+type fakeTarget struct {
+	lines, bytes, requests atomic.Int64
+	failFirst              atomic.Bool
+	mu                     sync.Mutex
+	gzipped                bool
+}
+
+func (f *fakeTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
+	if f.failFirst.CompareAndSwap(true, false) {
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	}
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		f.mu.Lock()
+		f.gzipped = true
+		f.mu.Unlock()
+		body = zr
+	}
+	b, _ := io.ReadAll(body)
+	f.lines.Add(int64(bytes.Count(b, []byte{'\n'})))
+	f.bytes.Add(int64(len(b)))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func TestLoadArithmetic(t *testing.T) {
+	f := &fakeTarget{}
+	f.failFirst.Store(true)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	w := Workload{Scale: 7}
+	w.EnsureDefaults()
+	w.End = w.Start.Add(time.Hour)
+	var calls atomic.Int64
+	res, err := Load(context.Background(), LoadConfig{Workload: w, URL: srv.URL + "/write", BatchRows: 100, Workers: 3, Gzip: true,
+		Progress: func(p Progress) { calls.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := int64(7 * 360)
+	if res.Rows != rows || res.Points != rows*NumFields || f.lines.Load() != rows {
+		t.Fatalf("rows %d points %d, target saw %d lines; want %d rows", res.Rows, res.Points, f.lines.Load(), rows)
+	}
+	if res.Bytes != f.bytes.Load() || res.Requests != (rows+99)/100 || res.Retries != 1 || res.Errors != 0 || f.requests.Load() != res.Requests+1 {
+		t.Fatalf("result %+v; target %d bytes, %d requests", res, f.bytes.Load(), f.requests.Load())
+	}
+	if !f.gzipped || calls.Load() == 0 {
+		t.Fatal("bodies not gzipped, or no progress reported")
+	}
+	if got := res.PointsPerSecond(); got != float64(res.Points)/res.Elapsed.Seconds() {
+		t.Fatalf("points/s %v", got)
+	}
+	if res.Latency.P50 <= 0 || res.Latency.P99 < res.Latency.P50 || res.Latency.Max < res.Latency.P99 {
+		t.Fatalf("latency %+v", res.Latency)
+	}
+
+	// Limit, and refusals counted as errors.
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"code":"invalid","message":"nope"}`, http.StatusBadRequest)
+	}))
+	defer bad.Close()
+	res, err = Load(context.Background(), LoadConfig{Workload: w, URL: bad.URL, BatchRows: 100, Limit: 250})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 0 || res.Errors != 3 || res.FirstError == "" {
+		t.Fatalf("refused load: %+v", res)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var lats []time.Duration
+	for i := 100; i >= 1; i-- {
+		lats = append(lats, time.Duration(i)*time.Millisecond)
+	}
+	if s := summarize(lats); s.P50 != 50*time.Millisecond || s.P99 != 99*time.Millisecond || s.Max != 100*time.Millisecond {
+		t.Fatalf("%+v", s)
+	}
+	if s := summarize(nil); s != (Latency{}) {
+		t.Fatalf("empty: %+v", s)
+	}
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hourglassdb/hourglass/bench"
+)
+
+const benchUsage = `Usage: hourglass bench ingest [flags] target...
+
+Loads the TSBS cpu-only workload (the peers harness's shape: hosts x 10
+fields, 10 tags, one row per host every 10 s) into each target in turn and
+prints a side-by-side report. Targets:
+
+  embedded            the storage engine in this process, in a temporary
+                      directory (no HTTP)
+  http://host:port    a Hourglass server: line protocol to /write into
+                      --collection, then a compaction and its size on disk
+  influx=URL          any InfluxDB line-protocol write URL, used as given:
+                      influx=http://127.0.0.1:8428/write (VictoriaMetrics),
+                      influx=http://127.0.0.1:8086/write?db=benchmark (InfluxDB)
+
+Example, side by side with a local VictoriaMetrics:
+  hourglass bench ingest http://127.0.0.1:7700 influx=http://127.0.0.1:8428/write
+
+Flags:
+`
+
+type benchConfig struct {
+	scale, hours      int
+	values            string
+	workers, batch    int
+	gzip, jsonOut     bool
+	limit             int
+	collection, token string
+	replace           bool
+}
+
+// targetReport is one row of the report.
+type targetReport struct {
+	Target          string  `json:"target"`
+	Rows            int64   `json:"rows"`
+	Points          int64   `json:"points"`
+	Seconds         float64 `json:"seconds"`
+	PointsPerSecond float64 `json:"pointsPerSecond"`
+	MBPerSecond     float64 `json:"mbPerSecond,omitempty"`
+	P50Millis       float64 `json:"batchP50Millis,omitempty"`
+	P99Millis       float64 `json:"batchP99Millis,omitempty"`
+	MaxMillis       float64 `json:"batchMaxMillis,omitempty"`
+	Retries         int64   `json:"retries"`
+	Errors          int64   `json:"errors"`
+	FirstError      string  `json:"firstError,omitempty"`
+	BytesPerPoint   float64 `json:"bytesPerPoint,omitempty"`
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "ingest" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprint(stdout, benchUsage)
+			printFlags(stdout, benchFlags(&benchConfig{}))
+			return nil
+		}
+		fmt.Fprint(stderr, benchUsage)
+		printFlags(stderr, benchFlags(&benchConfig{}))
+		return errUsage
+	}
+	var cfg benchConfig
+	fs := benchFlags(&cfg)
+	fs.Usage = func() {
+		fmt.Fprint(stdout, benchUsage)
+		printFlags(stdout, fs)
+	}
+	// Targets are positional: parse flags and targets in any order.
+	var targets []string
+	rest := args[1:]
+	for len(rest) > 0 {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return errUsage
+		}
+		rest = fs.Args()
+		if len(rest) > 0 {
+			targets = append(targets, rest[0])
+			rest = rest[1:]
+		}
+	}
+	if len(targets) == 0 {
+		fmt.Fprintln(stderr, "no target: name embedded, http://host:port or influx=URL")
+		return errUsage
+	}
+	var w bench.Workload
+	w.Scale = cfg.scale
+	switch cfg.values {
+	case "int":
+		w.Values = bench.ValuesInt
+	case "float":
+		w.Values = bench.ValuesFloat
+	default:
+		return fmt.Errorf("--values %q: want int or float", cfg.values)
+	}
+	w.EnsureDefaults()
+	w.End = w.Start.Add(time.Duration(cfg.hours) * time.Hour)
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rows := w.Rows()
+	if cfg.limit > 0 && cfg.limit < rows {
+		rows = cfg.limit
+	}
+	fmt.Fprintf(stderr, "workload: cpu-only, %d hosts, %d h, %s values: %d rows, %d points\n",
+		cfg.scale, cfg.hours, cfg.values, rows, rows*bench.NumFields)
+	var reports []targetReport
+	for _, t := range targets {
+		r, err := benchTarget(ctx, &cfg, w, t, stderr)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", t, err)
+		}
+		reports = append(reports, r)
+	}
+	if cfg.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(reports)
+	}
+	printReport(stdout, reports)
+	return nil
+}
+
+func benchFlags(cfg *benchConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("bench ingest", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.IntVar(&cfg.scale, "scale", bench.DefaultScale, "hosts in the workload (`n`)")
+	fs.IntVar(&cfg.hours, "hours", 24, "hours of data from 2016-01-01 (`n`)")
+	fs.StringVar(&cfg.values, "values", "int", "field values: `int` (58i, as TSBS writes) or float (full precision)")
+	fs.IntVar(&cfg.workers, "workers", 2, "concurrent writers (`n`)")
+	fs.IntVar(&cfg.batch, "batch", 5000, "rows per request (`n`)")
+	fs.BoolVar(&cfg.gzip, "gzip", false, "gzip request bodies")
+	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (`n`, 0: the whole workload)")
+	fs.StringVar(&cfg.collection, "collection", "bench_cpu", "collection a Hourglass target is loaded into (`name`)")
+	fs.BoolVar(&cfg.replace, "replace", false, "drop --collection first if it exists on a Hourglass target")
+	fs.StringVar(&cfg.token, "token", "", "auth `token` for HTTP targets")
+	fs.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON")
+	return fs
+}
+
+func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, target string, stderr io.Writer) (targetReport, error) {
+	rep := targetReport{Target: target}
+	progress := func(p bench.Progress) {
+		pct := 100 * float64(p.Rows) / float64(max(p.TotalRows, 1))
+		rate := float64(p.Points) / p.Elapsed.Seconds()
+		eta := "?"
+		if p.Rows > 0 {
+			left := time.Duration(float64(p.Elapsed) * float64(p.TotalRows-p.Rows) / float64(p.Rows))
+			eta = left.Round(time.Second).String()
+		}
+		fmt.Fprintf(stderr, "[%s] %d/%d rows (%.0f%%), %.2fM points/s, ETA %s, %d retries, %d errors\n",
+			target, p.Rows, p.TotalRows, pct, rate/1e6, eta, p.Retrys, p.Errors)
+	}
+	switch {
+	case target == "embedded":
+		dir, err := os.MkdirTemp("", "hourglass-bench-")
+		if err != nil {
+			return rep, err
+		}
+		defer os.RemoveAll(dir)
+		if cfg.limit > 0 {
+			return rep, errors.New("--limit applies to HTTP targets; shrink the embedded workload with --scale and --hours")
+		}
+		res, err := bench.Ingest(ctx, bench.IngestConfig{Workload: w, Dir: dir + "/data", Workers: cfg.workers, BatchRows: cfg.batch,
+			Progress: func(rows int, el time.Duration) {
+				progress(bench.Progress{Rows: int64(rows), Points: int64(rows) * bench.NumFields, TotalRows: int64(w.Rows()), Elapsed: el})
+			}})
+		if err != nil {
+			return rep, err
+		}
+		rep.Rows, rep.Points, rep.Seconds = int64(res.Rows), int64(res.Points), res.Elapsed.Seconds()
+		rep.PointsPerSecond, rep.BytesPerPoint = res.PointsPerSecond(), res.BytesPerPoint()
+		return rep, nil
+	case strings.HasPrefix(target, "influx="):
+		res, err := bench.Load(ctx, loadConfig(cfg, w, strings.TrimPrefix(target, "influx="), progress))
+		fill(&rep, res)
+		return rep, err
+	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
+		base := strings.TrimRight(target, "/")
+		if err := prepareCollection(ctx, base, cfg); err != nil {
+			return rep, err
+		}
+		res, err := bench.Load(ctx, loadConfig(cfg, w, base+"/write?db="+url.QueryEscape(cfg.collection), progress))
+		fill(&rep, res)
+		if err != nil {
+			return rep, err
+		}
+		// Settle the size on disk: write every bucket and compact.
+		var c struct {
+			StorageBytes int64 `json:"storageBytes"`
+		}
+		if err := apiCall(ctx, cfg, http.MethodPost, base+"/v1/collections/"+url.PathEscape(cfg.collection)+"/compact", &c); err != nil {
+			return rep, err
+		}
+		if rep.Points > 0 {
+			rep.BytesPerPoint = float64(c.StorageBytes) / float64(rep.Points)
+		}
+		return rep, nil
+	}
+	return rep, fmt.Errorf("unknown target %q: want embedded, http://host:port or influx=URL", target)
+}
+
+func loadConfig(cfg *benchConfig, w bench.Workload, u string, progress func(bench.Progress)) bench.LoadConfig {
+	return bench.LoadConfig{Workload: w, URL: u, Workers: cfg.workers, BatchRows: cfg.batch, Gzip: cfg.gzip,
+		Limit: cfg.limit, Token: cfg.token, Progress: progress}
+}
+
+func fill(rep *targetReport, res bench.LoadResult) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	rep.Rows, rep.Points, rep.Seconds = res.Rows, res.Points, res.Elapsed.Seconds()
+	rep.PointsPerSecond, rep.MBPerSecond = res.PointsPerSecond(), res.MBPerSecond()
+	rep.P50Millis, rep.P99Millis, rep.MaxMillis = ms(res.Latency.P50), ms(res.Latency.P99), ms(res.Latency.Max)
+	rep.Retries, rep.Errors, rep.FirstError = res.Retries, res.Errors, res.FirstError
+}
+
+// prepareCollection makes sure the Hourglass target's collection is new,
+// dropping it with --replace.
+func prepareCollection(ctx context.Context, base string, cfg *benchConfig) error {
+	u := base + "/v1/collections/" + url.PathEscape(cfg.collection)
+	err := apiCall(ctx, cfg, http.MethodGet, u, nil)
+	var he *httpStatusError
+	switch {
+	case errors.As(err, &he) && he.status == http.StatusNotFound:
+		return nil
+	case err != nil:
+		return err
+	case !cfg.replace:
+		return fmt.Errorf("collection %q exists on %s: use --replace to drop it first, or another --collection", cfg.collection, base)
+	}
+	return apiCall(ctx, cfg, http.MethodDelete, u, nil)
+}
+
+type httpStatusError struct {
+	status int
+	body   string
+}
+
+func (e *httpStatusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.body) }
+
+func apiCall(ctx context.Context, cfg *benchConfig, method, u string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return err
+	}
+	if cfg.token != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 {
+		return &httpStatusError{resp.StatusCode, strings.TrimSpace(string(body))}
+	}
+	if out != nil {
+		return json.Unmarshal(body, out)
+	}
+	return nil
+}
+
+func printReport(w io.Writer, reports []targetReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tpoints\tseconds\tpoints/s\tMB/s\tbatch p50 ms\tp99 ms\tmax ms\tretries\terrors\tbytes/point\t")
+	opt := func(v float64, format string) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	for _, r := range reports {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Target, r.Points, r.Seconds, r.PointsPerSecond,
+			opt(r.MBPerSecond, "%.1f"), opt(r.P50Millis, "%.1f"), opt(r.P99Millis, "%.1f"), opt(r.MaxMillis, "%.1f"),
+			r.Retries, r.Errors, opt(r.BytesPerPoint, "%.3f"))
+	}
+	tw.Flush()
+	for _, r := range reports {
+		if r.FirstError != "" {
+			fmt.Fprintf(w, "%s: first error: %s\n", r.Target, r.FirstError)
+		}
+	}
+}
