@@ -1,9 +1,11 @@
 package timeseries
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
+	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -167,6 +170,9 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	}
 	var lastKey aggKey
 	var lastRow []aggCell
+	var lastCols *bucket.Columns
+	var colField []int // aggregated field of each column of lastCols, -1 for none
+	rows := 0
 	// Walk the rows series by series without building records.
 	for {
 		sc, rc, err := cur.nextRow()
@@ -204,10 +210,22 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 			cells[k] = row
 		}
 		lastKey, lastRow = k, row
+		if rc.cols != lastCols {
+			// A new bucket: map its columns to the aggregated fields once.
+			lastCols = rc.cols
+			colField = colField[:0]
+			for i := range rc.cols.Fields {
+				fi, ok := fieldIdx[rc.cols.Fields[i].Name]
+				if !ok {
+					fi = -1
+				}
+				colField = append(colField, fi)
+			}
+		}
 		for i := range rc.cols.Fields {
 			col := &rc.cols.Fields[i]
-			fi, ok := fieldIdx[col.Name]
-			if !ok || !col.IsPresent(rc.i) {
+			fi := colField[i]
+			if fi < 0 || !col.IsPresent(rc.i) {
 				continue
 			}
 			switch col.Type {
@@ -220,9 +238,14 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		if err := cur.advance(sc); err != nil {
 			return nil, err
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if rows++; rows%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return buildAggRecord(opts.Allocator, ts, fields, funcs, cells, opts.Ungrouped), nil
 }
@@ -279,11 +302,11 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 	for k := range cells {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].group != keys[j].group {
-			return keys[i].group < keys[j].group
+	slices.SortFunc(keys, func(a, b aggKey) int {
+		if a.group != b.group {
+			return strings.Compare(a.group, b.group)
 		}
-		return keys[i].window < keys[j].window
+		return cmp.Compare(a.window, b.window)
 	})
 	for _, k := range keys {
 		col := 0
