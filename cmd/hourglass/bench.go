@@ -19,6 +19,7 @@ import (
 )
 
 const benchUsage = `Usage: hourglass bench ingest [flags] target...
+       hourglass bench query [flags] target...
 
 Loads the TSBS cpu-only workload (the peers harness's shape: hosts x 10
 fields, 10 tags, one row per host every 10 s) into each target in turn and
@@ -34,6 +35,15 @@ prints a side-by-side report. Targets:
 
 Example, side by side with a local VictoriaMetrics:
   hourglass bench ingest http://127.0.0.1:7700 influx=http://127.0.0.1:8428/write
+
+"bench query" then times the peers harness's queries on the loaded data
+(q1: max of usage_user for host_0 over one hour; q2: its 1-minute averages
+over 12 hours), median and p99 of --runs runs each. Targets:
+
+  http://host:port    a Hourglass server (--collection)
+  prom=URL            a Prometheus API: prom=http://127.0.0.1:8428
+  influxql=URL        an InfluxDB 1.x /query URL with its db:
+                      influxql=http://127.0.0.1:8086/query?db=benchmark
 
 Flags:
 `
@@ -66,6 +76,9 @@ type targetReport struct {
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "query" {
+		return runBenchQuery(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "ingest" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(stdout, benchUsage)
@@ -301,4 +314,81 @@ func printReport(w io.Writer, reports []targetReport) {
 			fmt.Fprintf(w, "%s: first error: %s\n", r.Target, r.FirstError)
 		}
 	}
+}
+
+type queryReport struct {
+	Target       string  `json:"target"`
+	Query        string  `json:"query"`
+	Runs         int     `json:"runs"`
+	MedianMillis float64 `json:"medianMillis"`
+	P99Millis    float64 `json:"p99Millis"`
+	Bytes        int     `json:"responseBytes"`
+}
+
+func runBenchQuery(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench query", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	runs := fs.Int("runs", 20, "measured runs of each query (`n`), after 2 unmeasured ones")
+	collection := fs.String("collection", "bench_cpu", "collection the workload was loaded into on a Hourglass target (`name`)")
+	token := fs.String("token", "", "auth `token` for the targets")
+	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	fs.Usage = func() {
+		fmt.Fprint(stdout, benchUsage)
+		printFlags(stdout, fs)
+	}
+	var targets []string
+	rest := args
+	for len(rest) > 0 {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return errUsage
+		}
+		rest = fs.Args()
+		if len(rest) > 0 {
+			targets = append(targets, rest[0])
+			rest = rest[1:]
+		}
+	}
+	if len(targets) == 0 {
+		fmt.Fprintln(stderr, "no target: name http://host:port, prom=URL or influxql=URL")
+		return errUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var reports []queryReport
+	for _, t := range targets {
+		cfg := bench.QueryConfig{Collection: *collection, Runs: *runs, Token: *token}
+		switch {
+		case strings.HasPrefix(t, "prom="):
+			cfg.Dialect, cfg.Base = bench.PromQL, strings.TrimPrefix(t, "prom=")
+		case strings.HasPrefix(t, "influxql="):
+			cfg.Dialect, cfg.Base = bench.InfluxQL, strings.TrimPrefix(t, "influxql=")
+		case strings.HasPrefix(t, "http://") || strings.HasPrefix(t, "https://"):
+			cfg.Dialect, cfg.Base = bench.Hourglass, t
+		default:
+			return fmt.Errorf("unknown target %q: want http://host:port, prom=URL or influxql=URL", t)
+		}
+		fmt.Fprintf(stderr, "[%s] %d runs of each query\n", t, *runs)
+		res, err := bench.RunQueries(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", t, err)
+		}
+		for _, r := range res {
+			reports = append(reports, queryReport{Target: t, Query: r.Name, Runs: r.Runs,
+				MedianMillis: float64(r.Median.Microseconds()) / 1000, P99Millis: float64(r.P99.Microseconds()) / 1000, Bytes: r.Bytes})
+		}
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(reports)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tquery\truns\tmedian ms\tp99 ms\tresponse bytes\t")
+	for _, r := range reports {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%d\t\n", r.Target, r.Query, r.Runs, r.MedianMillis, r.P99Millis, r.Bytes)
+	}
+	return tw.Flush()
 }

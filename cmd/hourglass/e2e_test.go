@@ -331,6 +331,15 @@ func TestBenchIngest(t *testing.T) {
 	if info.Count != 3*360 {
 		t.Fatalf("server holds %d measurements, want %d", info.Count, 3*360)
 	}
+	// The harness's queries run on what was loaded.
+	stdout.Reset()
+	if code := run([]string{"bench", "query", "--runs", "3", "--json", srv.url}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bench query: exit %d: %s", code, stderr.String())
+	}
+	var qs []queryReport
+	if err := json.Unmarshal(stdout.Bytes(), &qs); err != nil || len(qs) != 2 || qs[0].Query != "q1" || qs[1].Runs != 3 || qs[1].MedianMillis <= 0 {
+		t.Fatalf("query report %v: %s", err, stdout.String())
+	}
 	// A second run refuses to load into the same collection without --replace.
 	if code := run([]string{"bench", "ingest", "--scale", "1", "--hours", "1", srv.url}, &stdout, &stderr); code != 1 {
 		t.Fatalf("second run without --replace: exit %d", code)
