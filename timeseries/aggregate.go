@@ -173,75 +173,83 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	var lastCols *bucket.Columns
 	var colField []int // aggregated field of each column of lastCols, -1 for none
 	rows := 0
-	// Walk the rows series by series without building records.
-	for {
-		sc, rc, err := cur.nextRow()
+	// Walk each series' buckets, row runs at a time: folding is order-
+	// insensitive, so no merge of overlapping buckets is needed.
+	var rc rowCursor // the current row, for the residual filter
+	for _, s := range cur.series {
+		g, ok := groupKey[s.id]
+		if !ok {
+			g = groupOf(s.meta, ts.MetaField, opts)
+			groupKey[s.id] = g
+		}
+		sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, s.minTime, cur.plan.maxTime, cur.maxSpan, false)
 		if err != nil {
 			return nil, err
 		}
-		if rc == nil {
-			break
-		}
-		if cur.plan.residual != nil && !cur.plan.residual.Match(cur.rowDoc(sc.s, rc)) {
-			if err := cur.advance(sc); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		g, ok := groupKey[sc.s.id]
-		if !ok {
-			g = groupOf(sc.s.meta, ts.MetaField, opts)
-			groupKey[sc.s.id] = g
-		}
-		t := rc.time()
-		k := aggKey{group: g, window: floorDiv(t-origin, width) + origin}
-		// Rows come series by series in time order: most rows fall in the
-		// cell of the row before.
-		row := lastRow
-		if lastRow == nil || k != lastKey {
-			row = cells[k]
-		}
-		if row == nil {
-			if len(cells) >= MaxAggregateCells {
-				return nil, mongoerr.New(mongoerr.ExceededMemoryLimit,
-					"aggregate needs more than %d (group, window) cells; use a larger window or a narrower time range", MaxAggregateCells)
-			}
-			row = make([]aggCell, len(fields))
-			cells[k] = row
-		}
-		lastKey, lastRow = k, row
-		if rc.cols != lastCols {
-			// A new bucket: map its columns to the aggregated fields once.
-			lastCols = rc.cols
-			colField = colField[:0]
-			for i := range rc.cols.Fields {
-				fi, ok := fieldIdx[rc.cols.Fields[i].Name]
-				if !ok {
-					fi = -1
+		err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int) error {
+			if cols != lastCols {
+				// A new bucket: map its columns to the aggregated fields once.
+				lastCols = cols
+				colField = colField[:0]
+				for i := range cols.Fields {
+					fi, ok := fieldIdx[cols.Fields[i].Name]
+					if !ok {
+						fi = -1
+					}
+					colField = append(colField, fi)
 				}
-				colField = append(colField, fi)
 			}
+			rc.cols = cols
+			for r := lo; r < hi; r++ {
+				if rows++; rows%4096 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				if cur.plan.residual != nil {
+					rc.i = r
+					if !cur.plan.residual.Match(cur.rowDoc(s, &rc)) {
+						continue
+					}
+				}
+				t := cols.Times[r]
+				k := aggKey{group: g, window: floorDiv(t-origin, width) + origin}
+				// Rows of a bucket are in time order: most fall in the
+				// cell of the row before.
+				row := lastRow
+				if lastRow == nil || k != lastKey {
+					row = cells[k]
+				}
+				if row == nil {
+					if len(cells) >= MaxAggregateCells {
+						return mongoerr.New(mongoerr.ExceededMemoryLimit,
+							"aggregate needs more than %d (group, window) cells; use a larger window or a narrower time range", MaxAggregateCells)
+					}
+					row = make([]aggCell, len(fields))
+					cells[k] = row
+				}
+				lastKey, lastRow = k, row
+				for i := range cols.Fields {
+					fi := colField[i]
+					col := &cols.Fields[i]
+					if fi < 0 || !col.IsPresent(r) {
+						continue
+					}
+					switch col.Type {
+					case KindFloat:
+						row[fi].add(t, col.Floats[r])
+					case KindInt:
+						row[fi].add(t, float64(col.Ints[r]))
+					}
+				}
+			}
+			return nil
+		})
+		if cerr := sc.Close(); err == nil {
+			err = cerr
 		}
-		for i := range rc.cols.Fields {
-			col := &rc.cols.Fields[i]
-			fi := colField[i]
-			if fi < 0 || !col.IsPresent(rc.i) {
-				continue
-			}
-			switch col.Type {
-			case KindFloat:
-				row[fi].add(t, col.Floats[rc.i])
-			case KindInt:
-				row[fi].add(t, float64(col.Ints[rc.i]))
-			}
-		}
-		if err := cur.advance(sc); err != nil {
+		if err != nil {
 			return nil, err
-		}
-		if rows++; rows%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
 		}
 	}
 	if err := ctx.Err(); err != nil {

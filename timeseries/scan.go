@@ -308,3 +308,41 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// eachBucket calls fn with every bucket of the scan that holds rows in
+// [minTime, maxTime], and the range [lo, hi) of those rows, in no
+// particular order and without merging: the scan for order-insensitive
+// work (aggregates), which skips the per-row heap. It consumes the scan.
+func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int) error) error {
+	visit := func(cols *bucket.Columns) error {
+		lo := sort.Search(len(cols.Times), func(i int) bool { return cols.Times[i] >= sc.minTime })
+		hi := sort.Search(len(cols.Times), func(i int) bool { return cols.Times[i] > sc.maxTime })
+		if lo < hi {
+			return fn(cols, lo, hi)
+		}
+		return nil
+	}
+	for _, m := range sc.mem {
+		if err := visit(m); err != nil {
+			return err
+		}
+	}
+	sc.mem = nil
+	for sc.it != nil && sc.it.Valid() {
+		cols, err := sc.decode(sc.it.Value())
+		if err != nil {
+			return err
+		}
+		if cols != nil {
+			if err := visit(cols); err != nil {
+				return err
+			}
+		}
+		sc.step()
+		sc.skipInMemory()
+		if sc.err != nil {
+			return sc.err
+		}
+	}
+	return nil
+}
