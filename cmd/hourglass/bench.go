@@ -95,21 +95,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, benchUsage)
 		printFlags(stdout, fs)
 	}
-	// Targets are positional: parse flags and targets in any order.
-	var targets []string
-	rest := args[1:]
-	for len(rest) > 0 {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return errUsage
-		}
-		rest = fs.Args()
-		if len(rest) > 0 {
-			targets = append(targets, rest[0])
-			rest = rest[1:]
-		}
+	targets, err := parseTargets(fs, args[1:])
+	if err != nil {
+		return err
 	}
 	if len(targets) == 0 {
 		fmt.Fprintln(stderr, "no target: name embedded, http://host:port or influx=URL")
@@ -336,20 +324,9 @@ func runBenchQuery(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, benchUsage)
 		printFlags(stdout, fs)
 	}
-	var targets []string
-	rest := args
-	for len(rest) > 0 {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return errUsage
-		}
-		rest = fs.Args()
-		if len(rest) > 0 {
-			targets = append(targets, rest[0])
-			rest = rest[1:]
-		}
+	targets, err := parseTargets(fs, args)
+	if err != nil {
+		return err
 	}
 	if len(targets) == 0 {
 		fmt.Fprintln(stderr, "no target: name http://host:port, prom=URL or influxql=URL")
@@ -391,4 +368,23 @@ func runBenchQuery(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%d\t\n", r.Target, r.Query, r.Runs, r.MedianMillis, r.P99Millis, r.Bytes)
 	}
 	return tw.Flush()
+}
+
+// parseTargets parses flags and positional targets given in any order.
+func parseTargets(fs *flag.FlagSet, args []string) ([]string, error) {
+	var targets []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			targets = append(targets, args[0])
+			args = args[1:]
+		}
+	}
+	return targets, nil
 }
