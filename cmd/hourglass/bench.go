@@ -91,9 +91,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	var cfg benchConfig
 	fs := benchFlags(&cfg)
+	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stdout, benchUsage)
-		printFlags(stdout, fs)
+		fmt.Fprint(fs.Output(), benchUsage)
+		printFlags(fs.Output(), fs)
 	}
 	targets, err := parseTargets(fs, args[1:])
 	if err != nil {
@@ -320,9 +321,10 @@ func runBenchQuery(args []string, stdout, stderr io.Writer) error {
 	collection := fs.String("collection", "bench_cpu", "collection the workload was loaded into on a Hourglass target (`name`)")
 	token := fs.String("token", "", "auth `token` for the targets")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stdout, benchUsage)
-		printFlags(stdout, fs)
+		fmt.Fprint(fs.Output(), benchUsage)
+		printFlags(fs.Output(), fs)
 	}
 	targets, err := parseTargets(fs, args)
 	if err != nil {
@@ -370,8 +372,12 @@ func runBenchQuery(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
-// parseTargets parses flags and positional targets given in any order.
+// parseTargets parses flags (from the environment, then args) and
+// positional targets given in any order.
 func parseTargets(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := applyEnv(fs); err != nil {
+		return nil, err
+	}
 	var targets []string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {

@@ -124,16 +124,8 @@ func envName(flagName string) string {
 // parseFlags parses args into fs after applying environment variables, so
 // that the command line wins over the environment.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && envErr == nil {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = fmt.Errorf("environment variable %s=%q: %v", envName(f.Name), v, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return envErr
+	if err := applyEnv(fs); err != nil {
+		return err
 	}
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
@@ -147,6 +139,19 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		return errUsage
 	}
 	return nil
+}
+
+// applyEnv sets the flags of fs from their environment variables.
+func applyEnv(fs *flag.FlagSet) error {
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("environment variable %s=%q: %v", envName(f.Name), v, err)
+			}
+		}
+	})
+	return envErr
 }
 
 // printFlags writes a flag set's flags with their environment variables.
