@@ -56,6 +56,7 @@ type benchConfig struct {
 	limit             int
 	collection, token string
 	replace           bool
+	htmlOut           string
 }
 
 // targetReport is one row of the report.
@@ -128,12 +129,28 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "workload: cpu-only, %d hosts, %d h, %s values: %d rows, %d points\n",
 		cfg.scale, cfg.hours, cfg.values, rows, rows*bench.NumFields)
 	var reports []targetReport
+	var series []bench.Series
 	for _, t := range targets {
-		r, err := benchTarget(ctx, &cfg, w, t, stderr)
+		s := bench.Series{Target: t}
+		r, err := benchTarget(ctx, &cfg, w, t, stderr, func(p bench.Progress) {
+			s.Samples = append(s.Samples, bench.Sample{Elapsed: p.Elapsed, Points: p.Points})
+		})
 		if err != nil {
 			return fmt.Errorf("target %s: %w", t, err)
 		}
 		reports = append(reports, r)
+		series = append(series, s)
+	}
+	if cfg.htmlOut != "" {
+		f, err := os.Create(cfg.htmlOut)
+		if err != nil {
+			return err
+		}
+		title := fmt.Sprintf("hourglass bench ingest: cpu-only, %d hosts, %d h, %s values", cfg.scale, cfg.hours, cfg.values)
+		if err := errors.Join(bench.WriteHTML(f, title, series), f.Close()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "chart written to %s\n", cfg.htmlOut)
 	}
 	if cfg.jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -158,12 +175,14 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.BoolVar(&cfg.replace, "replace", false, "drop --collection first if it exists on a Hourglass target")
 	fs.StringVar(&cfg.token, "token", "", "auth `token` for HTTP targets")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON")
+	fs.StringVar(&cfg.htmlOut, "html", "", "also draw points/s over time per target into this HTML `file`")
 	return fs
 }
 
-func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, target string, stderr io.Writer) (targetReport, error) {
+func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, target string, stderr io.Writer, sample func(bench.Progress)) (targetReport, error) {
 	rep := targetReport{Target: target}
 	progress := func(p bench.Progress) {
+		sample(p)
 		pct := 100 * float64(p.Rows) / float64(max(p.TotalRows, 1))
 		rate := float64(p.Points) / p.Elapsed.Seconds()
 		eta := "?"
