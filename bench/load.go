@@ -19,6 +19,8 @@ import (
 // HTTP endpoint that takes it (Hourglass's /write, InfluxDB,
 // VictoriaMetrics, QuestDB).
 type LoadConfig struct {
+	// Source is the data to load; nil means Workload.
+	Source   LineSource
 	Workload Workload
 	// URL is the write URL with its query, e.g.
 	// http://127.0.0.1:7700/write?db=cpu.
@@ -83,11 +85,16 @@ type batch struct {
 // in memory.
 func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	var res LoadResult
-	w := cfg.Workload
-	w.EnsureDefaults()
-	if err := w.Validate(); err != nil {
-		return res, err
+	src := cfg.Source
+	if src == nil {
+		w := cfg.Workload
+		w.EnsureDefaults()
+		if err := w.Validate(); err != nil {
+			return res, err
+		}
+		src = w
 	}
+	perRow := int64(src.FieldsPerRow())
 	if cfg.URL == "" {
 		return res, errors.New("bench: LoadConfig.URL is required")
 	}
@@ -104,7 +111,7 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 		cfg.Client = &http.Client{Timeout: 2 * time.Minute,
 			Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Workers, DisableCompression: true}}
 	}
-	total := int64(w.Rows())
+	total := int64(src.Rows())
 	if cfg.Limit > 0 && int64(cfg.Limit) < total {
 		total = int64(cfg.Limit)
 	}
@@ -116,8 +123,7 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	var genErr error
 	go func() {
 		defer close(batches)
-		g := w.NewGenerator()
-		var row Row
+		next := src.NewLineWriter()
 		var sent int64
 		for sent < total {
 			var buf []byte
@@ -127,8 +133,11 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 			}
 			buf = buf[:0]
 			n := 0
-			for n < cfg.BatchRows && sent < total && g.Next(&row) {
-				buf = g.AppendLine(buf, &row)
+			for n < cfg.BatchRows && sent < total {
+				var ok bool
+				if buf, ok = next(buf); !ok {
+					break
+				}
 				n++
 				sent++
 			}
@@ -162,7 +171,7 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 					return
 				case <-t.C:
 					r := rows.Load()
-					cfg.Progress(Progress{Rows: r, Points: r * NumFields, TotalRows: total, Elapsed: time.Since(start),
+					cfg.Progress(Progress{Rows: r, Points: r * perRow, TotalRows: total, Elapsed: time.Since(start),
 						Errors: errs.Load(), Retrys: retries.Load()})
 				}
 			}
@@ -217,7 +226,7 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	res.Elapsed = time.Since(start)
 	close(progressDone)
 	res.Rows = rows.Load()
-	res.Points = res.Rows * NumFields
+	res.Points = res.Rows * perRow
 	res.Bytes = sentBytes.Load()
 	res.Requests = reqs.Load()
 	res.Retries = retries.Load()

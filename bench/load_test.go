@@ -47,6 +47,8 @@ func (f *fakeTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+func newFakeServer(f *fakeTarget) *httptest.Server { return httptest.NewServer(f) }
+
 func TestLoadArithmetic(t *testing.T) {
 	f := &fakeTarget{}
 	f.failFirst.Store(true)

@@ -21,9 +21,11 @@ import (
 const benchUsage = `Usage: hourglass bench ingest [flags] target...
        hourglass bench query [flags] target...
 
-Loads the TSBS cpu-only workload (the peers harness's shape: hosts x 10
-fields, 10 tags, one row per host every 10 s) into each target in turn and
-prints a side-by-side report. Targets:
+Loads a workload into each target in turn and prints a side-by-side report.
+--workload cpu-only (the default) is the peers harness's TSBS shape: hosts x
+10 fields, 10 tags, one row per host every 10 s; iot is many sensors with 1
+to 3 fields, jittered timestamps and a share of late, out-of-order points.
+Targets:
 
   embedded            the storage engine in this process, in a temporary
                       directory (no HTTP)
@@ -57,6 +59,9 @@ type benchConfig struct {
 	collection, token string
 	replace           bool
 	htmlOut           string
+	workload          string
+	sensors, fields   int
+	late              float64
 }
 
 // targetReport is one row of the report.
@@ -122,17 +127,30 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rows := w.Rows()
+	var src bench.LineSource = w
+	desc := fmt.Sprintf("cpu-only, %d hosts, %d h, %s values", cfg.scale, cfg.hours, cfg.values)
+	switch cfg.workload {
+	case "cpu-only":
+	case "iot":
+		iot := bench.IoT{Sensors: cfg.sensors, Fields: cfg.fields, Span: time.Duration(cfg.hours) * time.Hour, Late: cfg.late}
+		if err := iot.Validate(); err != nil {
+			return err
+		}
+		src = iot
+		desc = fmt.Sprintf("iot, %d sensors, %d fields, %d h, %.1f%% late", cfg.sensors, cfg.fields, cfg.hours, 100*cfg.late)
+	default:
+		return fmt.Errorf("--workload %q: want cpu-only or iot", cfg.workload)
+	}
+	rows := src.Rows()
 	if cfg.limit > 0 && cfg.limit < rows {
 		rows = cfg.limit
 	}
-	fmt.Fprintf(stderr, "workload: cpu-only, %d hosts, %d h, %s values: %d rows, %d points\n",
-		cfg.scale, cfg.hours, cfg.values, rows, rows*bench.NumFields)
+	fmt.Fprintf(stderr, "workload: %s: %d rows, %d points\n", desc, rows, rows*src.FieldsPerRow())
 	var reports []targetReport
 	var series []bench.Series
 	for _, t := range targets {
 		s := bench.Series{Target: t}
-		r, err := benchTarget(ctx, &cfg, w, t, stderr, func(p bench.Progress) {
+		r, err := benchTarget(ctx, &cfg, w, src, t, stderr, func(p bench.Progress) {
 			s.Samples = append(s.Samples, bench.Sample{Elapsed: p.Elapsed, Points: p.Points})
 		})
 		if err != nil {
@@ -146,7 +164,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		title := fmt.Sprintf("hourglass bench ingest: cpu-only, %d hosts, %d h, %s values", cfg.scale, cfg.hours, cfg.values)
+		title := "hourglass bench ingest: " + desc
 		if err := errors.Join(bench.WriteHTML(f, title, series), f.Close()); err != nil {
 			return err
 		}
@@ -164,8 +182,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("bench ingest", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.IntVar(&cfg.scale, "scale", bench.DefaultScale, "hosts in the workload (`n`)")
-	fs.IntVar(&cfg.hours, "hours", 24, "hours of data from 2016-01-01 (`n`)")
+	fs.StringVar(&cfg.workload, "workload", "cpu-only", "`name`: cpu-only (TSBS hosts, 10 fields) or iot (sensors, 1-3 fields, jittered and late points)")
+	fs.IntVar(&cfg.scale, "scale", bench.DefaultScale, "cpu-only: hosts in the workload (`n`)")
+	fs.IntVar(&cfg.hours, "hours", 24, "hours of data (`n`; cpu-only from 2016-01-01, iot from 2024-01-01)")
+	fs.IntVar(&cfg.sensors, "sensors", 10000, "iot: sensors (`n`)")
+	fs.IntVar(&cfg.fields, "fields", 2, "iot: fields per sensor (`n`, 1 to 3)")
+	fs.Float64Var(&cfg.late, "late", 0.01, "iot: share of points sent late, out of order (`fraction`)")
 	fs.StringVar(&cfg.values, "values", "int", "field values: `int` (58i, as TSBS writes) or float (full precision)")
 	fs.IntVar(&cfg.workers, "workers", 2, "concurrent writers (`n`)")
 	fs.IntVar(&cfg.batch, "batch", 5000, "rows per request (`n`)")
@@ -179,7 +201,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	return fs
 }
 
-func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, target string, stderr io.Writer, sample func(bench.Progress)) (targetReport, error) {
+func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src bench.LineSource, target string, stderr io.Writer, sample func(bench.Progress)) (targetReport, error) {
 	rep := targetReport{Target: target}
 	progress := func(p bench.Progress) {
 		sample(p)
@@ -203,6 +225,9 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, target
 		if cfg.limit > 0 {
 			return rep, errors.New("--limit applies to HTTP targets; shrink the embedded workload with --scale and --hours")
 		}
+		if cfg.workload != "cpu-only" {
+			return rep, errors.New("the embedded target runs the cpu-only workload; load iot over HTTP")
+		}
 		res, err := bench.Ingest(ctx, bench.IngestConfig{Workload: w, Dir: dir + "/data", Workers: cfg.workers, BatchRows: cfg.batch,
 			Progress: func(rows int, el time.Duration) {
 				progress(bench.Progress{Rows: int64(rows), Points: int64(rows) * bench.NumFields, TotalRows: int64(w.Rows()), Elapsed: el})
@@ -214,7 +239,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, target
 		rep.PointsPerSecond, rep.BytesPerPoint = res.PointsPerSecond(), res.BytesPerPoint()
 		return rep, nil
 	case strings.HasPrefix(target, "influx="):
-		res, err := bench.Load(ctx, loadConfig(cfg, w, strings.TrimPrefix(target, "influx="), progress))
+		res, err := bench.Load(ctx, loadConfig(cfg, src, strings.TrimPrefix(target, "influx="), progress))
 		fill(&rep, res)
 		return rep, err
 	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
@@ -222,7 +247,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, target
 		if err := prepareCollection(ctx, base, cfg); err != nil {
 			return rep, err
 		}
-		res, err := bench.Load(ctx, loadConfig(cfg, w, base+"/write?db="+url.QueryEscape(cfg.collection), progress))
+		res, err := bench.Load(ctx, loadConfig(cfg, src, base+"/write?db="+url.QueryEscape(cfg.collection), progress))
 		fill(&rep, res)
 		if err != nil {
 			return rep, err
@@ -242,8 +267,8 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, target
 	return rep, fmt.Errorf("unknown target %q: want embedded, http://host:port or influx=URL", target)
 }
 
-func loadConfig(cfg *benchConfig, w bench.Workload, u string, progress func(bench.Progress)) bench.LoadConfig {
-	return bench.LoadConfig{Workload: w, URL: u, Workers: cfg.workers, BatchRows: cfg.batch, Gzip: cfg.gzip,
+func loadConfig(cfg *benchConfig, src bench.LineSource, u string, progress func(bench.Progress)) bench.LoadConfig {
+	return bench.LoadConfig{Source: src, URL: u, Workers: cfg.workers, BatchRows: cfg.batch, Gzip: cfg.gzip,
 		Limit: cfg.limit, Token: cfg.token, Progress: progress}
 }
 

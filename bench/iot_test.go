@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"testing"
+	"time"
+
+	"github.com/hourglassdb/hourglass/api/lineproto"
+)
+
+func iotBytes(w IoT) []byte {
+	next := w.NewLineWriter()
+	var out []byte
+	for {
+		var ok bool
+		if out, ok = next(out); !ok {
+			return out
+		}
+	}
+}
+
+// TestIoTDeterministic: the same parameters give the same bytes; another
+// seed others.
+func TestIoTDeterministic(t *testing.T) {
+	w := IoT{Sensors: 50, Span: 10 * time.Minute}
+	a, b := sha256.Sum256(iotBytes(w)), sha256.Sum256(iotBytes(w))
+	if a != b {
+		t.Fatal("two runs differ")
+	}
+	w.Seed = 2
+	if c := sha256.Sum256(iotBytes(w)); c == a {
+		t.Fatal("another seed gives the same data")
+	}
+}
+
+// TestIoTShape decodes the workload with the server's line-protocol
+// decoder and checks counts, fields, jitter and the late share.
+func TestIoTShape(t *testing.T) {
+	w := IoT{Sensors: 200, Fields: 3, Span: 30 * time.Minute, Late: 0.05}
+	w.EnsureDefaults()
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	body := iotBytes(w)
+	var res lineproto.Result
+	lineproto.NewDecoder().Decode(body, lineproto.Nanosecond, time.Now(), &res)
+	if res.Dropped != 0 || len(res.Measurements) != w.Rows() || w.Rows() != 200*180 {
+		t.Fatalf("%d measurements of %d rows, %d dropped: %v", len(res.Measurements), w.Rows(), res.Dropped, res.First)
+	}
+	late, series := 0, map[any]bool{}
+	for i, m := range res.Measurements {
+		if len(m.Fields) != 3 {
+			t.Fatalf("row %d has %d fields", i, len(m.Fields))
+		}
+		series[m.Meta] = true
+		tick := int64(i / w.Sensors)
+		nominal := w.Start.UnixNano() + tick*int64(w.Interval)
+		d := m.Time - nominal
+		if d < -int64(w.Interval)/10-int64(w.LateBy) || d > int64(w.Interval)/10 {
+			t.Fatalf("row %d is %v off its slot", i, time.Duration(d))
+		}
+		if d < -int64(w.Interval)/10 {
+			late++
+		}
+	}
+	if len(series) != 200 {
+		t.Fatalf("%d series, want 200", len(series))
+	}
+	share := float64(late) / float64(len(res.Measurements))
+	if share < 0.03 || share > 0.06 {
+		t.Fatalf("late share %.3f, want about 0.05 (a few late points fall inside the jitter)", share)
+	}
+	for _, bad := range []IoT{{Fields: 4}, {Sensors: -1}, {Jitter: 0.7}, {Late: 2}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+func TestLoadIoT(t *testing.T) {
+	f := &fakeTarget{}
+	srv := newFakeServer(f)
+	defer srv.Close()
+	src := IoT{Sensors: 30, Span: 5 * time.Minute, Fields: 1}
+	res, err := Load(context.Background(), LoadConfig{Source: src, URL: srv.URL, BatchRows: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 30*30 || res.Points != 30*30 || f.lines.Load() != 30*30 {
+		t.Fatalf("%+v, target saw %d lines", res, f.lines.Load())
+	}
+}
