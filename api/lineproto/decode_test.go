@@ -1,9 +1,12 @@
 package lineproto
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +23,7 @@ func decode(t testing.TB, body string, prec Precision) *Result {
 	return &res
 }
 
+// meta returns the meta value of a series: the measurement and the tags.
 func meta(t testing.TB, kv ...string) timeseries.MetaKey {
 	t.Helper()
 	m := map[string]any{}
@@ -45,8 +49,13 @@ func TestDocumentedExample(t *testing.T) {
 			{Name: "note", Value: timeseries.String("x")},
 		},
 	}
-	if len(res.Measurements) != 1 || !reflect.DeepEqual(res.Measurements[0], want) || res.Lines != 1 || res.Dropped != 0 {
+	if len(res.Measurements) != 1 || !reflect.DeepEqual(res.Measurements[0], want) || res.Lines != 1 || res.Dropped != 0 || res.LineOf(0) != 1 {
 		t.Fatalf("got %+v", res)
+	}
+	// The meta value decodes to the map the store keeps.
+	v, err := timeseries.DecodeMeta(string(res.Measurements[0].Meta.(timeseries.MetaKey)))
+	if err != nil || !reflect.DeepEqual(v, map[string]any{"_measurement": "cpu", "host": "a", "region": "eu"}) {
+		t.Fatalf("meta %v, %v", v, err)
 	}
 }
 
@@ -58,22 +67,69 @@ func TestValues(t *testing.T) {
 		{"m v=1", timeseries.Float(1)},
 		{"m v=-0", timeseries.Float(math.Copysign(0, -1))},
 		{"m v=.5", timeseries.Float(0.5)},
+		{"m v=5.", timeseries.Float(5)},
 		{"m v=1e-3", timeseries.Float(0.001)},
+		{"m v=-1.5E+2", timeseries.Float(-150)},
 		{"m v=1.7976931348623157e308", timeseries.Float(math.MaxFloat64)},
-		{"m v=0x1p-2", timeseries.Float(0.25)}, // reference parser: hex float
+		{"m v=4.9e-324", timeseries.Float(math.SmallestNonzeroFloat64)},
+		{"m v=0x1p-2", timeseries.Float(0.25)}, // the reference parser takes hex floats
+		{"m v=0.1", timeseries.Float(0.1)},
+		{"m v=007i", timeseries.Int(7)},
 		{"m v=-9223372036854775808i", timeseries.Int(math.MinInt64)},
+		{"m v=9223372036854775807i", timeseries.Int(math.MaxInt64)},
 		{"m v=9223372036854775807u", timeseries.Int(math.MaxInt64)},
 		{"m v=0u", timeseries.Int(0)},
+		{"m v=t", timeseries.Bool(true)},
 		{"m v=T", timeseries.Bool(true)},
+		{"m v=True", timeseries.Bool(true)},
 		{"m v=FALSE", timeseries.Bool(false)},
+		{"m v=f", timeseries.Bool(false)},
 		{`m v=""`, timeseries.String("")},
 		{`m v="a b,c=d"`, timeseries.String("a b,c=d")},
 		{`m v="say \"hi\" \\ ok"`, timeseries.String(`say "hi" \ ok`)},
+		{`m v="tab\tnew\nline"`, timeseries.String("tab\tnew\nline")},
 		{`m v="é"`, timeseries.String("é")},
 	} {
 		res := decode(t, c.line, Nanosecond)
 		if len(res.Measurements) != 1 || res.Measurements[0].Fields[0].Value != c.want {
 			t.Errorf("%q: %+v (first error %v)", c.line, res.Measurements, res.First)
+		}
+	}
+}
+
+func TestRefusedValues(t *testing.T) {
+	for _, c := range []struct{ line, err string }{
+		{"m v=NaN", "field value has unrecognized type"},
+		{"m v=-Inf", "non-number"},
+		{"m v=1e400", "value out of range"},
+		{"m v=+1", "unrecognized type"},
+		{"m v=1.5i", "invalid integer value syntax"},
+		{"m v=9223372036854775808i", "out of range"},
+		{"m v=-1u", "cannot parse value"},
+		{"m v=18446744073709551616u", "out of range"},
+		{"m v=9223372036854775808u", `field "v": unsigned value 9223372036854775808 overflows int64`},
+		{"m v=18446744073709551615u", `unsigned value 18446744073709551615 overflows int64`},
+		{"m v=yes", "field value has unrecognized type"},
+		{"m v=tru", "invalid bool value"},
+		{"m v=truE", "invalid bool value"},
+		{`m v="unterminated`, "expected closing quote"},
+		{"m v=1 1.5", "invalid timestamp"},
+		{"m v=1 1 2", "unexpected text after timestamp"},
+		{"m", "no field"},
+		{"m ", "expected field key"},
+		{",t=1 v=1", "invalid character ',' found at start of measurement name"},
+		{"m,t v=1", "expected '=' after tag key"},
+		{"m,t= v=1", "expected tag value"},
+		{"m,_measurement=x v=1", "reserved"},
+		{"m v=\"\xff\"", "invalid utf-8"},
+	} {
+		res := decode(t, c.line, Nanosecond)
+		if len(res.Measurements) != 0 || res.Dropped != 1 || res.Lines != 1 || res.First == nil || res.First.Line != 1 || res.First.Text != c.line {
+			t.Errorf("%q: %d measurements, %d dropped, first %+v", c.line, len(res.Measurements), res.Dropped, res.First)
+			continue
+		}
+		if !strings.Contains(res.First.Err.Error(), c.err) && !(c.err == "no field" && res.First.Err != nil) {
+			t.Errorf("%q: error %q, want it to mention %q", c.line, res.First.Err, c.err)
 		}
 	}
 }
@@ -87,37 +143,70 @@ func TestPrecisionAndDefaultTime(t *testing.T) {
 	}{
 		{"", false, "5", 5},
 		{"n", false, "5", 5},
+		{"ns", true, "5", 5},
 		{"u", false, "5", 5_000},
+		{"µ", false, "5", 5_000},
 		{"us", true, "5", 5_000},
 		{"ms", true, "5", 5_000_000},
 		{"s", false, "-5", -5_000_000_000},
+		{"s", true, "1714564800", 1714564800_000_000_000},
 		{"m", false, "2", 120_000_000_000},
 		{"h", false, "1", 3_600_000_000_000},
 		{"s", false, "", testNow.Truncate(time.Second).UnixNano()},
 		{"h", false, "", testNow.Truncate(time.Hour).UnixNano()},
 		{"", true, "", testNow.UnixNano()},
+		{"ms", false, "-9223372036854", -9223372036854_000_000},
 	} {
 		p, err := ParsePrecision(c.prec, c.v2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		line := "m v=1 " + c.ts
-		res := decode(t, strings.TrimSpace(line), p)
-		if len(res.Measurements) != 1 || res.Measurements[0].Time != c.want {
-			t.Errorf("precision %q %q: %+v %v, want time %d", c.prec, c.ts, res.Measurements, res.First, c.want)
+		line := strings.TrimSpace("m v=1 " + c.ts)
+		for _, body := range []string{line, line + "\n" + `m\ x v=1 ` + c.ts} { // fast and reference paths
+			res := decode(t, body, p)
+			for i := range res.Measurements {
+				if res.Measurements[i].Time != c.want {
+					t.Errorf("precision %q, timestamp %q: time %d, want %d", c.prec, c.ts, res.Measurements[i].Time, c.want)
+				}
+			}
+			if res.Dropped != 0 {
+				t.Errorf("precision %q, timestamp %q: %v", c.prec, c.ts, res.First)
+			}
 		}
 	}
 	for _, c := range []struct {
 		prec string
 		v2   bool
-	}{{"m", true}, {"h", true}, {"n", true}, {"x", false}, {"sec", true}, {"NS", false}} {
-		if _, err := ParsePrecision(c.prec, c.v2); err == nil {
+	}{{"m", true}, {"h", true}, {"n", true}, {"u", true}, {"µ", true}, {"x", false}, {"sec", true}, {"NS", false}, {" s", false}} {
+		_, err := ParsePrecision(c.prec, c.v2)
+		if err == nil {
 			t.Errorf("precision %q (v2 %v) accepted", c.prec, c.v2)
+			continue
+		}
+		want := "accepted values are n, ns, u, us, µ, ms, s, m and h"
+		if c.v2 {
+			want = "accepted values are ns, us, ms and s"
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("precision %q (v2 %v): %v", c.prec, c.v2, err)
 		}
 	}
-	res := decode(t, "m v=1 9223372036854775807", Precision{time.Second})
-	if res.Dropped != 1 || res.First == nil || res.First.Err != errTimeRange {
-		t.Fatalf("overflowing timestamp: %+v %v", res, res.First)
+	for _, c := range []struct {
+		prec Precision
+		ts   string
+	}{
+		{Precision{time.Second}, "9223372036854775807"},
+		{Precision{time.Second}, "9223372037"},
+		{Precision{time.Second}, "-9223372037"},
+		{Precision{time.Hour}, "2562048"},
+		{Nanosecond, "9223372036854775808"},
+	} {
+		for _, body := range []string{"m v=1 " + c.ts, `m\ x v=1 ` + c.ts} {
+			res := decode(t, body, c.prec)
+			if res.Dropped != 1 || res.First == nil || !errors.Is(res.First.Err, errTimeRange) {
+				t.Errorf("%q at precision %v: %+v %v", body, c.prec, res.Measurements, res.First)
+			}
+		}
 	}
 }
 
@@ -131,7 +220,8 @@ func TestBadLinesKeepTheRest(t *testing.T) {
 		"my\\ cpu,ho\\,st=a\\=b f=\"say \\\"hi\\\"\" 4\n" + // line 7: escapes
 		"cpu v=18446744073709551615u 5\n" + // line 8: refused (does not fit)
 		"cpu,_measurement=x v=1 6\n" + // line 9: reserved tag
-		"cpu v=1,v=2i,w=true 7" // line 10: duplicate key keeps last
+		"  # indented comment\n" +
+		"cpu v=1,v=2i,w=true 7" // line 11: a key given twice keeps its last value
 	res := decode(t, body, Nanosecond)
 	if res.Lines != 7 || res.Dropped != 3 || len(res.Measurements) != 4 {
 		t.Fatalf("lines %d dropped %d measurements %d: %+v", res.Lines, res.Dropped, len(res.Measurements), res.First)
@@ -139,25 +229,85 @@ func TestBadLinesKeepTheRest(t *testing.T) {
 	if res.First.Line != 4 || res.First.Text != "cpu,host=b v= 2" {
 		t.Fatalf("first error %+v", res.First)
 	}
-	for i, want := range []int{2, 6, 7, 10} {
+	for i, want := range []int{2, 6, 7, 11} {
 		if got := res.LineOf(i); got != want {
 			t.Errorf("LineOf(%d) = %d, want %d", i, got, want)
 		}
 	}
+	if res.LineOf(-1) != 0 || res.LineOf(4) != 0 {
+		t.Errorf("LineOf out of range: %d, %d", res.LineOf(-1), res.LineOf(4))
+	}
 	esc := res.Measurements[2]
-	if esc.Meta != meta(t, "_measurement", "my cpu", "ho,st", "a=b") || esc.Fields[0].Value != timeseries.String(`say "hi"`) {
+	if esc.Meta != meta(t, "_measurement", "my cpu", "ho,st", "a=b") || len(esc.Fields) != 1 ||
+		esc.Fields[0] != (timeseries.Field{Name: "f", Value: timeseries.String(`say "hi"`)}) || esc.Time != 4 {
 		t.Fatalf("escapes: %+v", esc)
 	}
 	dup := res.Measurements[3]
-	if len(dup.Fields) != 2 || dup.Fields[0] != (timeseries.Field{Name: "v", Value: timeseries.Int(2)}) {
+	want := []timeseries.Field{{Name: "v", Value: timeseries.Int(2)}, {Name: "w", Value: timeseries.Bool(true)}}
+	if !reflect.DeepEqual(dup.Fields, want) {
 		t.Fatalf("duplicate key: %+v", dup.Fields)
+	}
+}
+
+func TestFirstErrorAfterGoodLines(t *testing.T) {
+	body := "m v=1 1\n\nm v=2 2\nm,t=a v=fals 3\nm v=4 4\nm v=\n"
+	res := decode(t, body, Nanosecond)
+	if res.Lines != 5 || res.Dropped != 2 || len(res.Measurements) != 3 || res.First.Line != 4 || res.First.Text != "m,t=a v=fals 3" {
+		t.Fatalf("%+v, first %+v", res, res.First)
+	}
+	if !strings.Contains(res.First.Error(), "line 4: ") || !strings.Contains(res.First.Err.Error(), "invalid bool value") {
+		t.Fatalf("error text %q", res.First.Error())
+	}
+	for i, want := range []int{1, 3, 5} {
+		if res.LineOf(i) != want {
+			t.Errorf("LineOf(%d) = %d, want %d", i, res.LineOf(i), want)
+		}
+	}
+}
+
+func TestDuplicateTags(t *testing.T) {
+	// The reference parser passes both; the last one wins, as for fields.
+	for _, body := range []string{"m,t=1,t=2 v=1", `m,t=1,t=2,e\ x=y v=1`} {
+		res := decode(t, body, Nanosecond)
+		if len(res.Measurements) != 1 {
+			t.Fatalf("%q: %v", body, res.First)
+		}
+		want := meta(t, "_measurement", "m", "t", "2")
+		if strings.Contains(body, "e\\ x") {
+			want = meta(t, "_measurement", "m", "t", "2", "e x", "y")
+		}
+		if res.Measurements[0].Meta != want {
+			t.Errorf("%q: meta %v, want %v", body, res.Measurements[0].Meta, want)
+		}
+	}
+}
+
+func TestDuplicateFieldsNeverReachTheStore(t *testing.T) {
+	d := NewDecoder()
+	var res Result
+	// The same series, first with distinct keys (cached field list),
+	// then with a repeated key, then distinct again.
+	d.Decode([]byte("m a=1,b=2 1\nm a=1,b=2,a=3 2\nm\\ x a=1,a=\"s\" 3\nm a=1,b=2 4\n"), Nanosecond, testNow, &res)
+	if len(res.Measurements) != 4 {
+		t.Fatalf("%d measurements, %v", len(res.Measurements), res.First)
+	}
+	want := [][]timeseries.Field{
+		{{Name: "a", Value: timeseries.Float(1)}, {Name: "b", Value: timeseries.Float(2)}},
+		{{Name: "a", Value: timeseries.Float(3)}, {Name: "b", Value: timeseries.Float(2)}},
+		{{Name: "a", Value: timeseries.String("s")}},
+		{{Name: "a", Value: timeseries.Float(1)}, {Name: "b", Value: timeseries.Float(2)}},
+	}
+	for i := range want {
+		if !reflect.DeepEqual(res.Measurements[i].Fields, want[i]) {
+			t.Errorf("measurement %d: %+v, want %+v", i, res.Measurements[i].Fields, want[i])
+		}
 	}
 }
 
 func TestMultiLineString(t *testing.T) {
 	body := "m v=1 1\nm s=\"two\nlines\" 2\nm,t=\\  v=3 3\nbad\nm v=4 4\n"
 	res := decode(t, body, Nanosecond)
-	if len(res.Measurements) != 4 || res.Dropped != 1 || res.First.Line != 5 {
+	if len(res.Measurements) != 4 || res.Dropped != 1 || res.First.Line != 5 || res.Lines != 5 {
 		t.Fatalf("%+v %+v", res.Measurements, res.First)
 	}
 	if res.Measurements[1].Fields[0].Value != timeseries.String("two\nlines") {
@@ -170,25 +320,134 @@ func TestMultiLineString(t *testing.T) {
 	}
 }
 
+// TestFallbackStaysLocal checks that a line the fast path leaves to the
+// reference parser does not send the rest of the body there too, even
+// when a string value runs over many lines.
+func TestFallbackStaysLocal(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("m,host=a msg=\"say \\\"hi\\\"\" 1\n") // escaped quotes: reference path
+	b.WriteString("m,host=a msg=\"a story\n")
+	for i := 0; i < 20; i++ {
+		b.WriteString("in many lines\n")
+	}
+	b.WriteString("the end\" 2\n")
+	b.WriteString("m,host=a v=1 3 x\"\n") // bad, with a quote
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&b, "m,host=a v=%d %d\n", i, i+4)
+	}
+	d := NewDecoder()
+	var res Result
+	d.Decode([]byte(b.String()), Nanosecond, testNow, &res)
+	if len(res.Measurements) != 1002 || res.Dropped != 1 || res.First.Line != 24 {
+		t.Fatalf("%d measurements, first error %+v", len(res.Measurements), res.First)
+	}
+	if s := res.Measurements[1].Fields[0].Value.S; !strings.HasPrefix(s, "a story\nin many") || strings.Count(s, "\n") != 21 {
+		t.Fatalf("multi-line string %q", s)
+	}
+	if res.LineOf(0) != 1 || res.LineOf(1) != 2 || res.LineOf(2) != 25 || res.LineOf(1001) != 1024 {
+		t.Fatalf("lines %d %d %d %d", res.LineOf(0), res.LineOf(1), res.LineOf(2), res.LineOf(1001))
+	}
+	// 1 + 32 (the chunk doubles until the string closes) + 1; the rest is
+	// the fast path's.
+	if d.slowLines > 40 {
+		t.Fatalf("%d lines went to the reference parser", d.slowLines)
+	}
+}
+
+func TestFastPathTakesCommonLines(t *testing.T) {
+	d := NewDecoder()
+	for _, l := range []string{
+		tsbsLine,
+		`cpu,host=a,region=eu usage_user=1.5,usage_idle=90i,ok=true,note="x" 1714564800000000000`,
+		"m v=1",
+		"m v=1u,w=-2i,x=1e-3,y=F,z=\"a b=c,d\" -1",
+		"disk,path=/var/lib,fstype=ext4 used_percent=12.5,free=1024u",
+		`syslog,appname=sshd message="Accepted publickey for root from 10.0.0.1 port 22" 1`,
+	} {
+		if !d.fast([]byte(l)) {
+			t.Errorf("fast path refused %q", l)
+		}
+	}
+	for _, l := range []string{
+		`m\ x v=1`, `m,t=a\,b v=1`, `m v="a\"b"`, "m  v=1", "m v=1  1", "m v=1 1 ",
+		"m v=1\r", "m,t=é v=1", "m v=\"é\"", "m v=+1", "m v=1 +1", "m v=NaN", "m v=1e999",
+	} {
+		if d.fast([]byte(l)) {
+			t.Errorf("fast path took %q", l)
+		}
+	}
+}
+
+func TestErrorTextIsCut(t *testing.T) {
+	long := "m,t=" + strings.Repeat("é", 200) + " v=oops"
+	res := decode(t, long, Nanosecond)
+	if res.First == nil || len(res.First.Text) > maxErrorText+3 || !strings.HasSuffix(res.First.Text, "...") ||
+		!strings.HasPrefix(long, strings.TrimSuffix(res.First.Text, "...")) || strings.ContainsRune(res.First.Text, '\uFFFD') {
+		t.Fatalf("text %q", res.First.Text)
+	}
+}
+
 func TestCachesAreBounded(t *testing.T) {
 	d := NewDecoder()
 	var res Result
 	var b strings.Builder
-	for i := 0; i < maxSeries+10; i++ {
-		fmt.Fprintf(&b, "m,host=h%d f%d=1 1\n", i, i)
+	n := maxSeries + maxFieldSets + maxFieldNames
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "m,host=h%d f%d=1,g=2 1\n", i, i)
 	}
 	d.Decode([]byte(b.String()), Nanosecond, testNow, &res)
-	if len(res.Measurements) != maxSeries+10 || len(d.series) > maxSeries || len(d.names) > maxFieldNames {
-		t.Fatalf("%d measurements, %d series, %d names cached", len(res.Measurements), len(d.series), len(d.names))
+	if len(res.Measurements) != n || len(d.series) > maxSeries || len(d.sets) > maxFieldSets || len(d.names) > maxFieldNames {
+		t.Fatalf("%d measurements, %d series, %d field sets, %d names cached", len(res.Measurements), len(d.series), len(d.sets), len(d.names))
 	}
-	// Values decoded after a cache reset are still right.
-	last := res.Measurements[maxSeries+9]
-	if last.Meta != meta(t, "_measurement", "m", "host", fmt.Sprint("h", maxSeries+9)) || last.Fields[0].Name != fmt.Sprint("f", maxSeries+9) {
-		t.Fatalf("last: %+v", last)
+	// Values decoded after the caches were emptied are still right.
+	for _, i := range []int{0, maxSeries - 1, maxSeries, n - 1} {
+		m := res.Measurements[i]
+		want := []timeseries.Field{{Name: fmt.Sprint("f", i), Value: timeseries.Float(1)}, {Name: "g", Value: timeseries.Float(2)}}
+		if m.Meta != meta(t, "_measurement", "m", "host", fmt.Sprint("h", i)) || !reflect.DeepEqual(m.Fields, want) {
+			t.Fatalf("measurement %d: %+v", i, m)
+		}
+	}
+}
+
+func TestReset(t *testing.T) {
+	var res Result
+	d := NewDecoder()
+	d.Decode([]byte("m v=1\nm v=\n"), Nanosecond, testNow, &res)
+	res.Reset()
+	if len(res.Measurements) != 0 || res.Lines != 0 || res.Dropped != 0 || res.First != nil || res.LineOf(0) != 0 || cap(res.Measurements) == 0 {
+		t.Fatalf("reset: %+v", res)
+	}
+	// A huge body does not pin its buffers.
+	body := strings.Repeat("m v=1\n", retainCap+1)
+	d.Decode([]byte(body), Nanosecond, testNow, &res)
+	if len(res.Measurements) != retainCap+1 {
+		t.Fatalf("%d measurements", len(res.Measurements))
 	}
 	res.Reset()
-	if len(res.Measurements) != 0 || res.Lines != 0 || res.First != nil || res.LineOf(0) != 0 {
-		t.Fatalf("reset: %+v", res)
+	if cap(res.Measurements) > retainCap || cap(res.lines) > retainCap {
+		t.Fatalf("capacity kept: %d measurements, %d lines", cap(res.Measurements), cap(res.lines))
+	}
+	// Decoding into a reset Result starts afresh.
+	d.Decode([]byte("m v=2 7"), Nanosecond, testNow, &res)
+	if len(res.Measurements) != 1 || res.Measurements[0].Time != 7 || res.LineOf(0) != 1 {
+		t.Fatalf("after reset: %+v", res)
+	}
+}
+
+func TestDecodeAppends(t *testing.T) {
+	// Fields of earlier measurements survive the growth of the backing
+	// store.
+	d := NewDecoder()
+	var res Result
+	var b strings.Builder
+	for i := 0; i < 500; i++ {
+		fmt.Fprintf(&b, "m,i=%d a=%di,b=\"%d\"\n", i%7, i, i)
+	}
+	d.Decode([]byte(b.String()), Nanosecond, testNow, &res)
+	for i, m := range res.Measurements {
+		if len(m.Fields) != 2 || m.Fields[0].Value.I != int64(i) || m.Fields[1].Value.S != fmt.Sprint(i) {
+			t.Fatalf("measurement %d: %+v", i, m)
+		}
 	}
 }
 
@@ -201,7 +460,68 @@ func TestDecodeAllocations(t *testing.T) {
 		res.Reset()
 		d.Decode(body, Nanosecond, testNow, &res)
 	})
-	if allocs > 5 {
-		t.Fatalf("%.0f allocations for 1000 lines of known series", allocs)
+	if allocs > 0 {
+		t.Fatalf("%.0f allocations for 1000 lines of a known series", allocs)
 	}
+}
+
+func TestParseNumbersMatchStrconv(t *testing.T) {
+	floats := []string{
+		"0", "-0", "0.0", "-0.0", "00", "000.5", "0.001", "1", "1.", ".5", "-.5", "5.0e0", "1.50", "100", "1e5", "1E-5", "1e+5",
+		"1e22", "1e23", "1e-22", "1e-23", "9007199254740992", "9007199254740993", "9007199254740991.5", "123456789012345678",
+		"1234567890123456789", "12345678901234567890", "0.1", "0.2", "0.3", "2.4752475247524752", "92.07920792079207",
+		"5.346534653465347", "0.09900990099009901", "1.7976931348623157e308", "4.9e-324", "1e-400", "1e400", "0e9999",
+		"0e99999", "1e0005", "1e00005", "", "-", ".", "-.", "e1", ".e1", "1e", "1e+", "1e-", "+1", "--1", "1.2.3", "1e1.5",
+		"0x1p-2", "1_0", "inf", "NaN", "1i", " 1", "1 ", "0.00000000000000000000000001", "100000000000000000000000",
+	}
+	for _, s := range floats {
+		checkParseFloat(t, s)
+	}
+	for _, s := range []string{"0", "-0", "1", "-1", "007", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"-9223372036854775809", "18446744073709551615", "18446744073709551616", "99999999999999999999", "", "-", "+1", "1_0", "0x10", " 1"} {
+		x, err := parseInt([]byte(s))
+		y, yerr := strconv.ParseInt(s, 10, 64)
+		if x != y || (err == nil) != (yerr == nil) {
+			t.Errorf("parseInt(%q) = %d, %v; strconv: %d, %v", s, x, err, y, yerr)
+		}
+		u, err := parseUint([]byte(s))
+		v, verr := strconv.ParseUint(s, 10, 64)
+		if u != v || (err == nil) != (verr == nil) {
+			t.Errorf("parseUint(%q) = %d, %v; strconv: %d, %v", s, u, err, v, verr)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		var b strings.Builder
+		if rng.IntN(4) == 0 {
+			b.WriteByte('-')
+		}
+		b.WriteString(strconv.FormatUint(rng.Uint64()>>rng.IntN(64), 10))
+		if rng.IntN(2) == 0 {
+			s := b.String()
+			p := rng.IntN(len(s) + 1)
+			b.Reset()
+			b.WriteString(s[:p] + "." + s[p:])
+		}
+		if rng.IntN(3) == 0 {
+			fmt.Fprintf(&b, "e%d", rng.IntN(60)-30)
+		}
+		checkParseFloat(t, b.String())
+	}
+}
+
+func checkParseFloat(t *testing.T, s string) {
+	t.Helper()
+	x, err := parseFloat([]byte(s))
+	y, yerr := strconv.ParseFloat(s, 64)
+	if math.Float64bits(x) != math.Float64bits(y) || (err == nil) != (yerr == nil) {
+		t.Errorf("parseFloat(%q) = %v, %v; strconv: %v, %v", s, x, err, y, yerr)
+	}
+}
+
+func FuzzParseFloat(f *testing.F) {
+	for _, s := range []string{"0", "-0.5", "1e22", "9007199254740993", "1.7976931348623157e308", "1e", ".5e-3", "0x1p-2"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkParseFloat)
 }

@@ -1,0 +1,264 @@
+package lineproto
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Cache bounds. A full cache is emptied and refilled; what is too large to
+// cache is made afresh for every entry.
+const (
+	maxSeries      = 1 << 16  // meta values: a fleet of sensors, bounded by maxSeriesBytes
+	maxSeriesBytes = 16 << 20 // their keys and meta values
+	maxSeriesEntry = 16 << 10 // largest key and meta value cached
+	maxFieldSets   = 1024     // field-name lists
+	maxSetFields   = 128      // longest field-name list cached
+	maxSetBytes    = 4 << 10  // longest field-name list cached, in bytes
+	maxFieldNames  = 4096     // field names
+	maxNameBytes   = timeseries.MaxFieldNameBytes
+)
+
+// series is a cached series: its meta value and the field names of its
+// last entry, which the next entry most likely repeats.
+type series struct {
+	meta   any // a timeseries.MetaKey, boxed once
+	fields *fieldSet
+}
+
+// fieldSet is a list of distinct field names.
+type fieldSet struct {
+	names []string
+}
+
+// matches reports whether fs lists the keys of fields, in order.
+func (fs *fieldSet) matches(fields []field, src []byte) bool {
+	if fs == nil || len(fs.names) != len(fields) {
+		return false
+	}
+	for i, name := range fs.names {
+		if name != unsafeString(fields[i].key(src)) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	errReserved  = errors.New("the tag key _measurement is reserved for the measurement name")
+	errTooMany   = fmt.Errorf("more than %d fields", timeseries.MaxFieldsPerMeasurement)
+	errTimeRange = errors.New("invalid timestamp: out of range for the precision")
+)
+
+// emit turns the scratch entry into a measurement of res, or refuses it.
+func (d *Decoder) emit(res *Result, body []byte, line int, unit time.Duration, def int64) {
+	m, err := d.measurementOf(res, unit, def)
+	if err != nil {
+		res.refuse(body, line, err)
+		return
+	}
+	res.add(m, line)
+}
+
+func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (timeseries.Measurement, error) {
+	m := timeseries.Measurement{Time: def}
+	if d.ts != nil {
+		x, err := parseInt(d.ts)
+		if err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				return m, errTimeRange
+			}
+			return m, fmt.Errorf("invalid timestamp %q", d.ts)
+		}
+		if u := int64(unit); u > 1 {
+			if x > math.MaxInt64/u || x < math.MinInt64/u {
+				return m, errTimeRange
+			}
+			x *= u
+		}
+		m.Time = x
+	}
+	if len(d.fields) > timeseries.MaxFieldsPerMeasurement {
+		return m, errTooMany
+	}
+	s, err := d.lookupSeries()
+	if err != nil {
+		return m, err
+	}
+	m.Meta = s.meta
+	fs := s.fields
+	if !fs.matches(d.fields, d.src) {
+		if fs = d.fieldSetOf(d.fields, d.src); fs != nil {
+			s.fields = fs
+		}
+	}
+	start := len(res.fields)
+	if fs != nil {
+		// The common case: distinct keys, written in place.
+		res.fields = slices.Grow(res.fields, len(d.fields))[:start+len(d.fields)]
+		out := res.fields[start:]
+		for i := range d.fields {
+			out[i].Name = fs.names[i]
+			if err := d.fields[i].valueTo(&out[i].Value, d.src); err != nil {
+				clear(out)
+				res.fields = res.fields[:start]
+				return m, err
+			}
+		}
+		m.Fields = out[:len(out):len(out)]
+		return m, nil
+	}
+	for i := range d.fields {
+		f := &d.fields[i]
+		var v timeseries.Value
+		if err := f.valueTo(&v, d.src); err != nil {
+			clear(res.fields[start:])
+			res.fields = res.fields[:start]
+			return m, err
+		}
+		// A key given twice keeps its last value, in its first place.
+		dup := false
+		for j := start; j < len(res.fields); j++ {
+			if res.fields[j].Name == string(f.key(d.src)) {
+				res.fields[j].Value, dup = v, true
+				break
+			}
+		}
+		if !dup {
+			res.fields = append(res.fields, timeseries.Field{Name: d.name(f.key(d.src)), Value: v})
+		}
+	}
+	m.Fields = res.fields[start:len(res.fields):len(res.fields)]
+	return m, nil
+}
+
+// valueTo sets *v to the field's value.
+func (f *field) valueTo(v *timeseries.Value, src []byte) error {
+	switch f.kind {
+	case lineprotocol.Float:
+		*v = timeseries.Float(math.Float64frombits(f.num))
+	case lineprotocol.Int:
+		*v = timeseries.Int(int64(f.num))
+	case lineprotocol.Uint:
+		if f.num > math.MaxInt64 {
+			return fmt.Errorf("field %q: unsigned value %d overflows int64", f.key(src), f.num)
+		}
+		*v = timeseries.Int(int64(f.num))
+	case lineprotocol.Bool:
+		*v = timeseries.Bool(f.num == 1)
+	case lineprotocol.String:
+		*v = timeseries.String(string(src[f.s0:f.s1]))
+	default:
+		return fmt.Errorf("field %q: value of unknown kind %v", f.key(src), f.kind)
+	}
+	return nil
+}
+
+// splitTags appends the tags of tagSet, ",k=v,k=v" as checked by the fast
+// path, to tags.
+func splitTags(tags []tag, tagSet []byte) []tag {
+	for len(tagSet) > 0 {
+		tagSet = tagSet[1:] // ','
+		eq := bytes.IndexByte(tagSet, '=')
+		end := bytes.IndexByte(tagSet, ',')
+		if end < 0 {
+			end = len(tagSet)
+		}
+		tags = append(tags, tag{tagSet[:eq], tagSet[eq+1 : end]})
+		tagSet = tagSet[end:]
+	}
+	return tags
+}
+
+// lookupSeries returns the cached series of the scratch entry, making it
+// if need be.
+func (d *Decoder) lookupSeries() (*series, error) {
+	if s, ok := d.series[unsafeString(d.key)]; ok {
+		return s, nil
+	}
+	if d.fastKey {
+		d.tags = splitTags(d.tags[:0], d.key[len(d.measurement):])
+	}
+	clear(d.meta)
+	d.meta["_measurement"] = string(d.measurement)
+	for _, t := range d.tags {
+		if string(t.k) == "_measurement" {
+			return nil, errReserved
+		}
+		d.meta[string(t.k)] = string(t.v) // a key given twice keeps its last value
+	}
+	c, err := timeseries.CanonicalMeta(d.meta)
+	if err != nil {
+		return nil, err
+	}
+	s := &series{meta: timeseries.MetaKey(c)}
+	size := len(d.key) + len(c)
+	if size > maxSeriesEntry {
+		return s, nil
+	}
+	if len(d.series) >= maxSeries || d.seriesBytes+size > maxSeriesBytes {
+		clear(d.series)
+		d.seriesBytes = 0
+	}
+	d.series[string(d.key)] = s
+	d.seriesBytes += size
+	return s, nil
+}
+
+// fieldSetOf returns the interned list of the keys of fields, nil if a
+// key repeats or the list is too long to cache.
+func (d *Decoder) fieldSetOf(fields []field, src []byte) *fieldSet {
+	if len(fields) > maxSetFields {
+		return nil
+	}
+	d.setKey = d.setKey[:0]
+	for i := range fields {
+		d.setKey = append(append(d.setKey, fields[i].key(src)...), 0) // keys hold no 0 bytes
+	}
+	if len(d.setKey) > maxSetBytes {
+		return nil
+	}
+	if fs, ok := d.sets[unsafeString(d.setKey)]; ok {
+		return fs
+	}
+	for i := range fields {
+		for j := range i {
+			if string(fields[i].key(src)) == string(fields[j].key(src)) {
+				return nil
+			}
+		}
+	}
+	fs := &fieldSet{names: make([]string, len(fields))}
+	for i := range fields {
+		fs.names[i] = d.name(fields[i].key(src))
+	}
+	if len(d.sets) >= maxFieldSets {
+		clear(d.sets)
+	}
+	d.sets[string(d.setKey)] = fs
+	return fs
+}
+
+// name returns an interned copy of a field name.
+func (d *Decoder) name(b []byte) string {
+	if s, ok := d.names[unsafeString(b)]; ok {
+		return s
+	}
+	if len(b) > maxNameBytes {
+		return string(b)
+	}
+	if len(d.names) >= maxFieldNames {
+		clear(d.names)
+	}
+	s := string(b)
+	d.names[s] = s
+	return s
+}
