@@ -666,7 +666,15 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 			var ok bool
 			if gi, ok = index[key]; !ok {
 				if k, isKey := m.Meta.(MetaKey); isKey {
-					err = validMetaKey(k) // once per meta value and batch
+					// A key of a series the collection holds was checked
+					// when the series was created; check the others, once
+					// per batch.
+					db.mu.RLock()
+					_, known := c.series[key]
+					db.mu.RUnlock()
+					if !known {
+						err = validMetaKey(k)
+					}
 				}
 				if err == nil {
 					gi = len(groups)
