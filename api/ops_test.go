@@ -146,6 +146,15 @@ func TestStatusAndMetrics(t *testing.T) {
 	if err := json.Unmarshal(r.body, &st); err != nil {
 		t.Fatal(err)
 	}
+	var mem struct {
+		Mem struct {
+			Resident     int64 `json:"resident"`
+			ResidentPeak int64 `json:"residentPeak"`
+		} `json:"mem"`
+	}
+	if err := json.Unmarshal(r.body, &mem); err != nil || mem.Mem.Resident <= 0 || mem.Mem.ResidentPeak < mem.Mem.Resident {
+		t.Fatalf("mem: %+v %v", mem, err)
+	}
 	if st.Version != "v9.9.9" || st.Uptime == nil || st.Opcounters["insert"] != 2 || st.Opcounters["query"] != 1 ||
 		st.Metrics.Document["inserted"] != 5 || st.Metrics.Document["returned"] != 4 || st.Storage["measurements"].(float64) != 5 {
 		t.Fatalf("status: %s", r.body)

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hourglassdb/hourglass/ttl"
@@ -41,12 +43,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 			"insert": m.opInsert.Load(), "query": m.opQuery.Load(),
 			"delete": m.opDelete.Load(), "command": m.opCommand.Load(),
 		},
-		"mem": map[string]any{
-			"bits":       64,
-			"heapBytes":  ms.HeapAlloc,
-			"sysBytes":   ms.Sys,
-			"goroutines": runtime.NumGoroutine(),
-		},
+		"mem": memStatus(&ms),
 		"ingest": map[string]any{
 			"inProgress": s.writes.inUse(),
 			"queued":     s.writes.waiting.Load(),
@@ -76,4 +73,33 @@ func (s *Server) ttlStats() ttl.Stats {
 		return ttl.Stats{}
 	}
 	return s.opts.TTL.Stats()
+}
+
+// memStatus is serverStatus' mem: MongoDB's resident and peak resident
+// sizes in MiB (from /proc on Linux; absent elsewhere) and the Go heap.
+func memStatus(ms *runtime.MemStats) map[string]any {
+	m := map[string]any{
+		"bits":       64,
+		"heapBytes":  ms.HeapAlloc,
+		"sysBytes":   ms.Sys,
+		"goroutines": runtime.NumGoroutine(),
+	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if !ok || (k != "VmRSS" && k != "VmHWM") {
+				continue
+			}
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				continue
+			}
+			if k == "VmRSS" {
+				m["resident"] = kb >> 10
+			} else {
+				m["residentPeak"] = kb >> 10
+			}
+		}
+	}
+	return m
 }

@@ -79,6 +79,9 @@ type targetReport struct {
 	Errors          int64   `json:"errors"`
 	FirstError      string  `json:"firstError,omitempty"`
 	BytesPerPoint   float64 `json:"bytesPerPoint,omitempty"`
+	// PeakRSSMiB is a Hourglass server's peak resident size since it
+	// started, as its /v1/status reports.
+	PeakRSSMiB int64 `json:"peakRSSMiB,omitempty"`
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -262,6 +265,15 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if rep.Points > 0 {
 			rep.BytesPerPoint = float64(c.StorageBytes) / float64(rep.Points)
 		}
+		var st struct {
+			Mem struct {
+				ResidentPeak int64 `json:"residentPeak"`
+			} `json:"mem"`
+		}
+		if err := apiCall(ctx, cfg, http.MethodGet, base+"/v1/status", &st); err != nil {
+			return rep, err
+		}
+		rep.PeakRSSMiB = st.Mem.ResidentPeak
 		return rep, nil
 	}
 	return rep, fmt.Errorf("unknown target %q: want embedded, http://host:port or influx=URL", target)
@@ -329,7 +341,7 @@ func apiCall(ctx context.Context, cfg *benchConfig, method, u string, out any) e
 
 func printReport(w io.Writer, reports []targetReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tpoints\tseconds\tpoints/s\tMB/s\tbatch p50 ms\tp99 ms\tmax ms\tretries\terrors\tbytes/point\t")
+	fmt.Fprintln(tw, "target\tpoints\tseconds\tpoints/s\tMB/s\tbatch p50 ms\tp99 ms\tmax ms\tretries\terrors\tbytes/point\tpeak RSS MiB\t")
 	opt := func(v float64, format string) string {
 		if v == 0 {
 			return "-"
@@ -337,9 +349,9 @@ func printReport(w io.Writer, reports []targetReport) {
 		return fmt.Sprintf(format, v)
 	}
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Target, r.Points, r.Seconds, r.PointsPerSecond,
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", r.Target, r.Points, r.Seconds, r.PointsPerSecond,
 			opt(r.MBPerSecond, "%.1f"), opt(r.P50Millis, "%.1f"), opt(r.P99Millis, "%.1f"), opt(r.MaxMillis, "%.1f"),
-			r.Retries, r.Errors, opt(r.BytesPerPoint, "%.3f"))
+			r.Retries, r.Errors, opt(r.BytesPerPoint, "%.3f"), opt(float64(r.PeakRSSMiB), "%.0f"))
 	}
 	tw.Flush()
 	for _, r := range reports {

@@ -314,7 +314,7 @@ func TestBenchIngest(t *testing.T) {
 			t.Fatalf("report %+v", r)
 		}
 	}
-	if reports[0].P99Millis < reports[0].P50Millis || reports[0].MBPerSecond <= 0 {
+	if reports[0].P99Millis < reports[0].P50Millis || reports[0].MBPerSecond <= 0 || reports[0].PeakRSSMiB <= 0 {
 		t.Fatalf("HTTP report %+v", reports[0])
 	}
 	if !strings.Contains(stderr.String(), "rows (100%)") {
