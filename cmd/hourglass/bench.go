@@ -24,7 +24,8 @@ const benchUsage = `Usage: hourglass bench ingest [flags] target...
 Loads a workload into each target in turn and prints a side-by-side report.
 --workload cpu-only (the default) is the peers harness's TSBS shape: hosts x
 10 fields, 10 tags, one row per host every 10 s; iot is many sensors with 1
-to 3 fields, jittered timestamps and a share of late, out-of-order points.
+to 3 fields, jittered timestamps and a share of late, out-of-order points;
+high-cardinality is 1M series (--sensors) of 10 points each.
 Targets:
 
   embedded            the storage engine in this process, in a temporary
@@ -139,10 +140,23 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if err := iot.Validate(); err != nil {
 			return err
 		}
+		iot.EnsureDefaults()
 		src = iot
-		desc = fmt.Sprintf("iot, %d sensors, %d fields, %d h, %.1f%% late", cfg.sensors, cfg.fields, cfg.hours, 100*cfg.late)
+		desc = fmt.Sprintf("iot, %d sensors, %d fields, %d h, %.1f%% late", iot.Sensors, iot.Fields, cfg.hours, 100*iot.Late)
+	case "high-cardinality":
+		// Many series, few points each: one point a minute for 10 minutes.
+		n := cfg.sensors
+		if n == 0 {
+			n = 1_000_000
+		}
+		iot := bench.IoT{Sensors: n, Fields: 1, Interval: time.Minute, Span: 10 * time.Minute, Late: cfg.late}
+		if err := iot.Validate(); err != nil {
+			return err
+		}
+		src = iot
+		desc = fmt.Sprintf("high-cardinality, %d series, 10 points each", n)
 	default:
-		return fmt.Errorf("--workload %q: want cpu-only or iot", cfg.workload)
+		return fmt.Errorf("--workload %q: want cpu-only, iot or high-cardinality", cfg.workload)
 	}
 	rows := src.Rows()
 	if cfg.limit > 0 && cfg.limit < rows {
@@ -185,10 +199,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("bench ingest", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.workload, "workload", "cpu-only", "`name`: cpu-only (TSBS hosts, 10 fields) or iot (sensors, 1-3 fields, jittered and late points)")
+	fs.StringVar(&cfg.workload, "workload", "cpu-only", "`name`: cpu-only (TSBS hosts, 10 fields), iot (sensors, 1-3 fields, jittered and late points) or high-cardinality (1M series of 10 points)")
 	fs.IntVar(&cfg.scale, "scale", bench.DefaultScale, "cpu-only: hosts in the workload (`n`)")
 	fs.IntVar(&cfg.hours, "hours", 24, "hours of data (`n`; cpu-only from 2016-01-01, iot from 2024-01-01)")
-	fs.IntVar(&cfg.sensors, "sensors", 10000, "iot: sensors (`n`)")
+	fs.IntVar(&cfg.sensors, "sensors", 0, "iot and high-cardinality: sensors (`n`; 0: 10,000 for iot, 1,000,000 for high-cardinality)")
 	fs.IntVar(&cfg.fields, "fields", 2, "iot: fields per sensor (`n`, 1 to 3)")
 	fs.Float64Var(&cfg.late, "late", 0.01, "iot: share of points sent late, out of order (`fraction`)")
 	fs.StringVar(&cfg.values, "values", "int", "field values: `int` (58i, as TSBS writes) or float (full precision)")

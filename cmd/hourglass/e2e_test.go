@@ -340,6 +340,21 @@ func TestBenchIngest(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &qs); err != nil || len(qs) != 2 || qs[0].Query != "q1" || qs[1].Runs != 3 || qs[1].MedianMillis <= 0 {
 		t.Fatalf("query report %v: %s", err, stdout.String())
 	}
+	// The other workloads, small, into other collections.
+	for _, wl := range [][]string{{"--workload", "iot", "--sensors", "50", "--hours", "1", "--collection", "iot"},
+		{"--workload", "high-cardinality", "--sensors", "300", "--collection", "hc"}} {
+		stdout.Reset()
+		if code := run(append([]string{"bench", "ingest", "--json", srv.url}, wl...), &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d: %s", wl, code, stderr.String())
+		}
+		var rs []targetReport
+		if err := json.Unmarshal(stdout.Bytes(), &rs); err != nil || len(rs) != 1 || rs[0].Errors != 0 {
+			t.Fatalf("%v: %v %s", wl, err, stdout.String())
+		}
+		if want := map[string]int64{"iot": 50 * 360 * 2, "hc": 300 * 10}[wl[len(wl)-1]]; rs[0].Points != want {
+			t.Fatalf("%v: %d points, want %d", wl, rs[0].Points, want)
+		}
+	}
 	// A second run refuses to load into the same collection without --replace.
 	if code := run([]string{"bench", "ingest", "--scale", "1", "--hours", "1", srv.url}, &stdout, &stderr); code != 1 {
 		t.Fatalf("second run without --replace: exit %d", code)
