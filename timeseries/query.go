@@ -7,6 +7,7 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -61,13 +62,17 @@ const MixedColumnMetadataKey = "hourglass.mixed"
 // Cursor streams the result of a find as Arrow records. It is not safe for
 // concurrent use and must be closed.
 type Cursor struct {
-	ctx    context.Context
-	schema *arrow.Schema
-	bld    *array.RecordBuilder
-	out    []outColumn
-	rec    arrow.Record
-	err    error
-	done   bool
+	// doc is the row document a residual filter is evaluated on, reused
+	// row after row; docPaths are the top-level fields the filter names.
+	doc      map[string]any
+	docPaths map[string]bool
+	ctx      context.Context
+	schema   *arrow.Schema
+	bld      *array.RecordBuilder
+	out      []outColumn
+	rec      arrow.Record
+	err      error
+	done     bool
 
 	batch    int
 	limit    int64
@@ -490,15 +495,28 @@ func cellJSON(col *bucket.Column, i int) string {
 }
 
 // rowDoc builds the document of one row for a residual filter.
+// The document holds only the fields the filter names, and is reused: the
+// filter does not keep it.
 func (c *Cursor) rowDoc(s *seriesSnap, rc *rowCursor) map[string]any {
-	doc := make(map[string]any, len(rc.cols.Fields)+2)
-	doc[c.ts.TimeField] = time.Unix(0, rc.time()).UTC()
-	if c.ts.MetaField != "" && s.meta != nil {
+	if c.docPaths == nil {
+		c.docPaths = map[string]bool{}
+		for _, p := range c.plan.residual.Paths() {
+			top, _, _ := strings.Cut(p, ".")
+			c.docPaths[top] = true
+		}
+		c.doc = make(map[string]any, len(c.docPaths))
+	}
+	doc := c.doc
+	clear(doc)
+	if c.docPaths[c.ts.TimeField] {
+		doc[c.ts.TimeField] = time.Unix(0, rc.time()).UTC()
+	}
+	if c.ts.MetaField != "" && s.meta != nil && c.docPaths[c.ts.MetaField] {
 		doc[c.ts.MetaField] = s.meta
 	}
 	for i := range rc.cols.Fields {
 		col := &rc.cols.Fields[i]
-		if col.IsPresent(rc.i) {
+		if c.docPaths[col.Name] && col.IsPresent(rc.i) {
 			doc[col.Name] = cellValue(col, rc.i)
 		}
 	}
