@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -24,15 +25,64 @@ const (
 	InfluxQL
 )
 
-// Query is one named query of the peers harness, in every dialect.
+// Query is one named query on the cpu-only workload, in every dialect.
 type Query struct {
 	Name, Description string
+	// Hourglass is the aggregate request body, or, when Find is set, the
+	// find request body.
+	Hourglass string
+	Find      bool
+	// Prom is the PromQL query with its time parameters (time, or start,
+	// end and step), URL-encoded by RunQueries.
+	Prom     string
+	PromArgs [][2]string
+	// InfluxQL is the InfluxQL statement.
+	InfluxQL string
 }
 
-// Queries are the harness's q1 and q2 on the cpu-only workload.
+const (
+	h0Hour   = `"tags.hostname": "host_0", "time": {"$gte": {"$date": "2016-01-01T12:00:00Z"}, "$lt": {"$date": "2016-01-01T13:00:00Z"}}`
+	h0Day12  = `"tags.hostname": "host_0", "time": {"$gte": {"$date": "2016-01-01T00:00:00Z"}, "$lt": {"$date": "2016-01-01T12:00:00Z"}}`
+	influx1h = `time >= '2016-01-01T12:00:00Z' AND time < '2016-01-01T13:00:00Z'`
+	influx12 = `time >= '2016-01-01T00:00:00Z' AND time < '2016-01-01T12:00:00Z'`
+)
+
+var (
+	prom1h  = [][2]string{{"start", "1451649660"}, {"end", "1451653200"}, {"step", "60"}}
+	prom12h = [][2]string{{"start", "1451606460"}, {"end", "1451649600"}, {"step", "60"}}
+)
+
+// Queries are the peers harness's q1 and q2, and TSBS-style devops queries,
+// on the cpu-only workload.
 var Queries = []Query{
-	{"q1", "max of usage_user for host_0 over one hour"},
-	{"q2", "1-minute averages of usage_user for host_0 over 12 hours (720 windows)"},
+	{Name: "q1", Description: "max of usage_user for host_0 over one hour",
+		Hourglass: `{"filter": {"tags.hostname": "host_0", "time": {"$gt": {"$date": "2016-01-01T12:00:00Z"}, "$lte": {"$date": "2016-01-01T13:00:00Z"}}}, "window": "1h", "origin": "2016-01-01T12:00:00.000000001Z", "groupBy": null, "fields": ["usage_user"], "funcs": ["max"]}`,
+		Prom:      `max_over_time(cpu_usage_user{hostname="host_0"}[1h])`, PromArgs: [][2]string{{"time", "1451653200"}},
+		InfluxQL: "SELECT max(usage_user) FROM cpu WHERE hostname='host_0' AND time > '2016-01-01T12:00:00Z' AND time <= '2016-01-01T13:00:00Z'"},
+	{Name: "q2", Description: "1-minute averages of usage_user for host_0 over 12 hours (720 windows)",
+		Hourglass: `{"filter": {` + h0Day12 + `}, "window": "1m", "groupBy": null, "fields": ["usage_user"], "funcs": ["avg"]}`,
+		Prom:      `avg_over_time(cpu_usage_user{hostname="host_0"}[1m])`, PromArgs: prom12h,
+		InfluxQL: "SELECT mean(usage_user) FROM cpu WHERE hostname='host_0' AND " + influx12 + " GROUP BY time(1m)"},
+	{Name: "single-groupby-1-1-1", Description: "1-minute maxima of 1 field of 1 host over 1 hour",
+		Hourglass: `{"filter": {` + h0Hour + `}, "window": "1m", "groupBy": null, "fields": ["usage_user"], "funcs": ["max"]}`,
+		Prom:      `max_over_time(cpu_usage_user{hostname="host_0"}[1m])`, PromArgs: prom1h,
+		InfluxQL: "SELECT max(usage_user) FROM cpu WHERE hostname='host_0' AND " + influx1h + " GROUP BY time(1m)"},
+	{Name: "single-groupby-1-1-12", Description: "1-minute maxima of 1 field of 1 host over 12 hours",
+		Hourglass: `{"filter": {` + h0Day12 + `}, "window": "1m", "groupBy": null, "fields": ["usage_user"], "funcs": ["max"]}`,
+		Prom:      `max_over_time(cpu_usage_user{hostname="host_0"}[1m])`, PromArgs: prom12h,
+		InfluxQL: "SELECT max(usage_user) FROM cpu WHERE hostname='host_0' AND " + influx12 + " GROUP BY time(1m)"},
+	{Name: "single-groupby-5-1-1", Description: "1-minute maxima of 5 fields of 1 host over 1 hour",
+		Hourglass: `{"filter": {` + h0Hour + `}, "window": "1m", "groupBy": null, "fields": ["usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait"], "funcs": ["max"]}`,
+		Prom:      `max_over_time({__name__=~"cpu_usage_(user|system|idle|nice|iowait)",hostname="host_0"}[1m])`, PromArgs: prom1h,
+		InfluxQL: "SELECT max(usage_user), max(usage_system), max(usage_idle), max(usage_nice), max(usage_iowait) FROM cpu WHERE hostname='host_0' AND " + influx1h + " GROUP BY time(1m)"},
+	{Name: "lastpoint", Description: "the last usage_user of every host",
+		Hourglass: `{"filter": {"time": {"$gte": {"$date": "2016-01-01T00:00:00Z"}}}, "window": "1d", "groupBy": "tags.hostname", "fields": ["usage_user"], "funcs": ["last"]}`,
+		Prom:      `last_over_time(cpu_usage_user[1d])`, PromArgs: [][2]string{{"time", "1451692800"}},
+		InfluxQL: "SELECT last(usage_user) FROM cpu GROUP BY hostname"},
+	{Name: "high-cpu-1", Description: "the points of host_0 with usage_user over 90 in 12 hours",
+		Hourglass: `{"filter": {` + h0Day12 + `, "usage_user": {"$gt": 90}}, "projection": {"time": 1, "usage_user": 1}}`, Find: true,
+		Prom: `cpu_usage_user{hostname="host_0"} > 90`, PromArgs: [][2]string{{"start", "1451606400"}, {"end", "1451649590"}, {"step", "10"}},
+		InfluxQL: "SELECT usage_user FROM cpu WHERE hostname='host_0' AND usage_user > 90 AND " + influx12},
 }
 
 // QueryConfig describes a query benchmark against one target.
@@ -46,8 +96,10 @@ type QueryConfig struct {
 	// Runs measured per query (default 20), after Warmup unmeasured ones
 	// (default 2).
 	Runs, Warmup int
-	Token        string
-	Client       *http.Client
+	// Only restricts the run to these queries; empty runs all.
+	Only   []string
+	Token  string
+	Client *http.Client
 }
 
 // QueryResult reports one query.
@@ -60,50 +112,37 @@ type QueryResult struct {
 	Response string
 }
 
-// request builds the HTTP request of query q in dialect d.
-func (c *QueryConfig) request(ctx context.Context, q string) (*http.Request, error) {
+// request builds the HTTP request of q in the target's dialect.
+func (c *QueryConfig) request(ctx context.Context, q *Query) (*http.Request, error) {
 	var u string
 	switch c.Dialect {
 	case Hourglass:
-		var body string
-		switch q {
-		case "q1":
-			body = `{"filter": {"tags.hostname": "host_0", "time": {"$gt": {"$date": "2016-01-01T12:00:00Z"}, "$lte": {"$date": "2016-01-01T13:00:00Z"}}}, "window": "1h", "origin": "2016-01-01T12:00:00.000000001Z", "groupBy": null, "fields": ["usage_user"], "funcs": ["max"]}`
-		case "q2":
-			body = `{"filter": {"tags.hostname": "host_0", "time": {"$gte": {"$date": "2016-01-01T00:00:00Z"}, "$lt": {"$date": "2016-01-01T12:00:00Z"}}}, "window": "1m", "groupBy": null, "fields": ["usage_user"], "funcs": ["avg"]}`
+		ep := "/aggregate"
+		if q.Find {
+			ep = "/find"
 		}
-		u = strings.TrimRight(c.Base, "/") + "/v1/collections/" + url.PathEscape(c.Collection) + "/aggregate?q=" + url.QueryEscape(body)
+		u = strings.TrimRight(c.Base, "/") + "/v1/collections/" + url.PathEscape(c.Collection) + ep + "?q=" + url.QueryEscape(q.Hourglass)
 	case PromQL:
-		v := url.Values{"nocache": {"1"}}
-		switch q {
-		case "q1":
-			v.Set("query", `max_over_time(cpu_usage_user{hostname="host_0"}[1h])`)
-			v.Set("time", "1451653200")
-			u = strings.TrimRight(c.Base, "/") + "/api/v1/query?" + v.Encode()
-		case "q2":
-			v.Set("query", `avg_over_time(cpu_usage_user{hostname="host_0"}[1m])`)
-			v.Set("start", "1451606460")
-			v.Set("end", "1451649600")
-			v.Set("step", "60")
-			u = strings.TrimRight(c.Base, "/") + "/api/v1/query_range?" + v.Encode()
+		v := url.Values{"nocache": {"1"}, "query": {q.Prom}}
+		ep := "/api/v1/query"
+		for _, a := range q.PromArgs {
+			v.Set(a[0], a[1])
+			if a[0] == "step" {
+				ep = "/api/v1/query_range"
+			}
 		}
+		u = strings.TrimRight(c.Base, "/") + ep + "?" + v.Encode()
 	case InfluxQL:
 		pu, err := url.Parse(c.Base)
 		if err != nil {
 			return nil, err
 		}
 		v := pu.Query()
-		switch q {
-		case "q1":
-			v.Set("q", "SELECT max(usage_user) FROM cpu WHERE hostname='host_0' AND time > '2016-01-01T12:00:00Z' AND time <= '2016-01-01T13:00:00Z'")
-		case "q2":
-			v.Set("q", "SELECT mean(usage_user) FROM cpu WHERE hostname='host_0' AND time >= '2016-01-01T00:00:00Z' AND time < '2016-01-01T12:00:00Z' GROUP BY time(1m)")
-		}
+		v.Set("q", q.InfluxQL)
 		pu.RawQuery = v.Encode()
 		u = pu.String()
-	}
-	if u == "" {
-		return nil, fmt.Errorf("bench: unknown query %q", q)
+	default:
+		return nil, fmt.Errorf("bench: unknown dialect %d", c.Dialect)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -136,11 +175,15 @@ func RunQueries(ctx context.Context, cfg QueryConfig) ([]QueryResult, error) {
 		cfg.Client = &http.Client{Timeout: time.Minute}
 	}
 	var out []QueryResult
-	for _, q := range Queries {
+	for i := range Queries {
+		q := &Queries[i]
+		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, q.Name) {
+			continue
+		}
 		res := QueryResult{Name: q.Name}
 		var lats []time.Duration
 		for i := 0; i < cfg.Warmup+cfg.Runs; i++ {
-			req, err := cfg.request(ctx, q.Name)
+			req, err := cfg.request(ctx, q)
 			if err != nil {
 				return out, err
 			}

@@ -37,7 +37,7 @@ func TestQueryRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res) != 2 || res[0].Runs != 3 || res[1].Runs != 3 || res[0].Median <= 0 || res[1].P99 < res[1].Median || res[0].Bytes != 8 {
+		if len(res) != len(Queries) || res[0].Runs != 3 || res[1].Runs != 3 || res[0].Median <= 0 || res[1].P99 < res[1].Median || res[0].Bytes != 8 {
 			t.Fatalf("dialect %d: %+v", c.cfg.Dialect, res)
 		}
 		mu.Lock()
@@ -48,8 +48,8 @@ func TestQueryRequests(t *testing.T) {
 			total += n
 		}
 		mu.Unlock()
-		if total != 8 {
-			t.Fatalf("dialect %d: %d requests, want 8 (2 queries x (1 warm-up + 3))", c.cfg.Dialect, total)
+		if total != 4*len(Queries) {
+			t.Fatalf("dialect %d: %d requests, want %d (every query: 1 warm-up + 3)", c.cfg.Dialect, total, 4*len(Queries))
 		}
 		joined := strings.Join(all, " ")
 		for _, w := range c.want {
@@ -57,6 +57,11 @@ func TestQueryRequests(t *testing.T) {
 				t.Errorf("dialect %d: no request with %q in %s", c.cfg.Dialect, w, joined)
 			}
 		}
+	}
+	// Only some queries.
+	res, err := RunQueries(context.Background(), QueryConfig{Dialect: PromQL, Base: srv.URL, Runs: 1, Only: []string{"lastpoint"}})
+	if err != nil || len(res) != 1 || res[0].Name != "lastpoint" {
+		t.Fatalf("only lastpoint: %+v %v", res, err)
 	}
 	// A failing query is an error naming it.
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 500) }))

@@ -39,9 +39,11 @@ Targets:
 Example, side by side with a local VictoriaMetrics:
   hourglass bench ingest http://127.0.0.1:7700 influx=http://127.0.0.1:8428/write
 
-"bench query" then times the peers harness's queries on the loaded data
-(q1: max of usage_user for host_0 over one hour; q2: its 1-minute averages
-over 12 hours), median and p99 of --runs runs each. Targets:
+"bench query" then times queries on the loaded cpu-only data: the peers
+harness's q1 (max of usage_user for host_0 over one hour) and q2 (its
+1-minute averages over 12 hours), and TSBS-style single-groupby-1-1-1,
+1-1-12, 5-1-1, lastpoint and high-cpu-1; median and p99 of --runs runs
+each. Targets:
 
   http://host:port    a Hourglass server (--collection)
   prom=URL            a Prometheus API: prom=http://127.0.0.1:8428
@@ -391,6 +393,7 @@ func runBenchQuery(args []string, stdout, stderr io.Writer) error {
 	collection := fs.String("collection", "bench_cpu", "collection the workload was loaded into on a Hourglass target (`name`)")
 	token := fs.String("token", "", "auth `token` for the targets")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	only := fs.String("queries", "", "comma-separated `names` of the queries to run (default all: "+queryNames()+")")
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchUsage)
@@ -409,6 +412,9 @@ func runBenchQuery(args []string, stdout, stderr io.Writer) error {
 	var reports []queryReport
 	for _, t := range targets {
 		cfg := bench.QueryConfig{Collection: *collection, Runs: *runs, Token: *token}
+		if *only != "" {
+			cfg.Only = strings.Split(*only, ",")
+		}
 		switch {
 		case strings.HasPrefix(t, "prom="):
 			cfg.Dialect, cfg.Base = bench.PromQL, strings.TrimPrefix(t, "prom=")
@@ -463,4 +469,12 @@ func parseTargets(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 	}
 	return targets, nil
+}
+
+func queryNames() string {
+	names := make([]string, len(bench.Queries))
+	for i, q := range bench.Queries {
+		names[i] = q.Name
+	}
+	return strings.Join(names, ",")
 }

@@ -337,7 +337,7 @@ func TestBenchIngest(t *testing.T) {
 		t.Fatalf("bench query: exit %d: %s", code, stderr.String())
 	}
 	var qs []queryReport
-	if err := json.Unmarshal(stdout.Bytes(), &qs); err != nil || len(qs) != 2 || qs[0].Query != "q1" || qs[1].Runs != 3 || qs[1].MedianMillis <= 0 {
+	if err := json.Unmarshal(stdout.Bytes(), &qs); err != nil || len(qs) != 7 || qs[0].Query != "q1" || qs[1].Runs != 3 || qs[1].MedianMillis <= 0 {
 		t.Fatalf("query report %v: %s", err, stdout.String())
 	}
 	// The other workloads, small, into other collections.
