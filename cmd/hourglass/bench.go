@@ -15,6 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
 	"github.com/hourglassdb/hourglass/bench"
 )
 
@@ -222,8 +225,27 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 
 func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src bench.LineSource, target string, stderr io.Writer, sample func(bench.Progress)) (targetReport, error) {
 	rep := targetReport{Target: target}
+	var bar *progressbar.ProgressBar
+	if isTerminal(stderr) {
+		// A live bar on a terminal: points, points/s, ETA.
+		bar = progressbar.NewOptions64(int64(src.Rows()*src.FieldsPerRow()), progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription(target), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionFullWidth())
+		defer func() {
+			bar.Finish()
+			fmt.Fprintln(stderr)
+		}()
+	}
 	progress := func(p bench.Progress) {
 		sample(p)
+		if bar != nil {
+			// The bar's own rate would count from its first update; show
+			// the load's.
+			bar.Describe(fmt.Sprintf("%s %.2fM points/s", target, float64(p.Points)/p.Elapsed.Seconds()/1e6))
+			bar.ChangeMax64(p.TotalRows * int64(src.FieldsPerRow()))
+			bar.Set64(p.Points)
+			return
+		}
 		pct := 100 * float64(p.Rows) / float64(max(p.TotalRows, 1))
 		rate := float64(p.Points) / p.Elapsed.Seconds()
 		eta := "?"
@@ -477,4 +499,11 @@ func queryNames() string {
 		names[i] = q.Name
 	}
 	return strings.Join(names, ",")
+}
+
+// isTerminal reports whether w is a terminal, where progress is drawn as a
+// live bar rather than written as lines.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
