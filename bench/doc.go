@@ -1,6 +1,8 @@
-// Package bench holds Hourglass's benchmark workloads and, to come, the
-// end-to-end benchmarks that run them against a server and record their
-// figures in docs/benchmarks.md.
+// Package bench holds Hourglass's benchmark workloads (cpu-only, iot,
+// high-cardinality), the loads and queries that run them against Hourglass
+// and other line-protocol databases over HTTP or in process ("hourglass
+// bench"), the TTL sweep benchmark, and the chart of a run. Their figures
+// are in docs/benchmarks.md, each with the command that produced it.
 //
 // # Workload
 //
