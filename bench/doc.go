@@ -20,7 +20,7 @@
 // it yields the same rows in the same order (time-major), and AppendLine
 // writes the same line-protocol bytes. Figures measured here on a Workload
 // are therefore comparable with the peers' figures on the file lpgen writes.
-// The package uses the standard library only.
+// The generators use the standard library only.
 //
 // # Usage
 //
