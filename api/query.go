@@ -201,27 +201,39 @@ func (s *Server) timeSeriesCollection(r *http.Request, name string) (timeseries.
 	return info, nil
 }
 
+// queryRequest is what find and aggregate read first: the collection, the
+// output format and the JSON request.
+type queryRequest struct {
+	name   string
+	format render.Format
+	raw    map[string]any
+	info   timeseries.CollectionInfo
+}
+
+// readQuery reads the parts of a find or aggregate request common to both,
+// answering the error itself when one is wrong.
+func (s *Server) readQuery(w http.ResponseWriter, r *http.Request) (q queryRequest, ok bool) {
+	var err error
+	if q.name, err = collectionName(r); err == nil {
+		if q.format, err = negotiate(r); err == nil {
+			if err = readJSONRequest(r, maxCommandBody, &q.raw); err == nil {
+				q.info, err = s.timeSeriesCollection(r, q.name)
+			}
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return q, false
+	}
+	return q, true
+}
+
 func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	q, ok := s.readQuery(w, r)
+	if !ok {
 		return
 	}
-	format, err := negotiate(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var raw map[string]any
-	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	info, err := s.timeSeriesCollection(r, name)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	name, format, raw, info := q.name, q.format, q.raw, q.info
 	ts := info.Options.TimeSeries
 	req, err := parseFindRequest(raw, ts)
 	if err != nil {
@@ -412,26 +424,11 @@ func parseDateValue(v any) (time.Time, error) {
 }
 
 func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	q, ok := s.readQuery(w, r)
+	if !ok {
 		return
 	}
-	format, err := negotiate(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var raw map[string]any
-	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	info, err := s.timeSeriesCollection(r, name)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	name, format, raw, info := q.name, q.format, q.raw, q.info
 	opts, err := parseAggregateRequest(raw, info.Options.TimeSeries)
 	if err != nil {
 		s.writeError(w, r, err)
