@@ -316,6 +316,7 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 		}
 		return cmp.Compare(a.window, b.window)
 	})
+	b.Reserve(len(keys))
 	for _, k := range keys {
 		col := 0
 		b.Field(col).(*array.TimestampBuilder).Append(arrow.Timestamp(k.window))
