@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand"
@@ -192,4 +193,69 @@ func appendPadded(dst []byte, v, width int) []byte {
 		dst = append(dst, '0')
 	}
 	return append(dst, s...)
+}
+
+// JSON returns the workload as NDJSON documents for a time-series
+// collection with timeField "time" and metaField "sensor", the meta value
+// a sub-document:
+//
+//	{"time":{"$date":"2024-01-01T00:00:00.123456789Z"},"sensor":{"id":"s000042","site":"site-42","kind":"humidity","floor":2},"value":21.375,"battery":87}
+//
+// The values and times are those of the line-protocol form.
+func (w IoT) JSON() LineSource { return iotJSON{w} }
+
+type iotJSON struct{ w IoT }
+
+func (j iotJSON) Rows() int         { return j.w.Rows() }
+func (j iotJSON) FieldsPerRow() int { return j.w.FieldsPerRow() }
+
+func (j iotJSON) NewLineWriter() func(dst []byte) ([]byte, bool) {
+	lines := j.w.NewLineWriter()
+	var lp []byte
+	return func(dst []byte) ([]byte, bool) {
+		var ok bool
+		if lp, ok = lines(lp[:0]); !ok {
+			return dst, false
+		}
+		return appendIoTJSON(dst, lp), true
+	}
+}
+
+// appendIoTJSON rewrites one line of the iot workload (which it wrote
+// itself: no escapes, known layout) as a JSON document.
+func appendIoTJSON(dst, line []byte) []byte {
+	sp1 := bytes.IndexByte(line, ' ')
+	sp2 := bytes.LastIndexByte(line, ' ')
+	series, fields, ts := line[:sp1], line[sp1+1:sp2], line[sp2+1:len(line)-1]
+	tags := bytes.Split(series, []byte{','})[1:] // sensor=, site=, kind=
+	ns, _ := strconv.ParseInt(string(ts), 10, 64)
+	dst = append(dst, `{"time":{"$date":"`...)
+	dst = time.Unix(0, ns).UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `"},"sensor":{`...)
+	for i, t := range tags {
+		k, v, _ := bytes.Cut(t, []byte{'='})
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if string(k) == "sensor" {
+			k = []byte("id")
+		}
+		dst = append(dst, '"')
+		dst = append(dst, k...)
+		dst = append(dst, `":"`...)
+		dst = append(dst, v...)
+		dst = append(dst, '"')
+	}
+	id, _ := strconv.Atoi(string(tags[0][len("sensor=s"):]))
+	dst = append(dst, `,"floor":`...)
+	dst = strconv.AppendInt(dst, int64(id%5), 10)
+	dst = append(dst, '}')
+	for _, f := range bytes.Split(fields, []byte{','}) {
+		k, v, _ := bytes.Cut(f, []byte{'='})
+		dst = append(dst, `,"`...)
+		dst = append(dst, k...)
+		dst = append(dst, `":`...)
+		dst = append(dst, bytes.TrimSuffix(v, []byte{'i'})...)
+	}
+	return append(dst, "}\n"...)
 }

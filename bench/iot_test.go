@@ -2,11 +2,13 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/sha256"
 	"testing"
 	"time"
 
 	"github.com/hourglassdb/hourglass/api/lineproto"
+	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 func iotBytes(w IoT) []byte {
@@ -89,5 +91,54 @@ func TestLoadIoT(t *testing.T) {
 	}
 	if res.Rows != 30*30 || res.Points != 30*30 || f.lines.Load() != 30*30 {
 		t.Fatalf("%+v, target saw %d lines", res, f.lines.Load())
+	}
+}
+
+// TestIoTJSON: the JSON form carries the same times and values, with the
+// meta value as a sub-document.
+func TestIoTJSON(t *testing.T) {
+	w := IoT{Sensors: 20, Span: 2 * time.Minute, Fields: 3}
+	next := w.JSON().NewLineWriter()
+	lines := w.NewLineWriter()
+	var lp []byte
+	var res lineproto.Result
+	for i := 0; ; i++ {
+		doc, ok := next(nil)
+		var ok2 bool
+		lp, ok2 = lines(lp[:0])
+		if ok != ok2 {
+			t.Fatalf("row %d: the JSON and line forms end apart", i)
+		}
+		if !ok {
+			if i != w.Rows() {
+				t.Fatalf("%d rows, want %d", i, w.Rows())
+			}
+			return
+		}
+		var m map[string]any
+		if err := json.Unmarshal(doc, &m); err != nil {
+			t.Fatalf("row %d: %v: %s", i, err, doc)
+		}
+		res.Reset()
+		lineproto.NewDecoder().Decode(lp, lineproto.Nanosecond, time.Now(), &res)
+		want := res.Measurements[0]
+		ts, err := time.Parse(time.RFC3339Nano, m["time"].(map[string]any)["$date"].(string))
+		if err != nil || ts.UnixNano() != want.Time {
+			t.Fatalf("row %d: time %v, want %d", i, m["time"], want.Time)
+		}
+		sensor := m["sensor"].(map[string]any)
+		if sensor["id"] == "" || sensor["site"] == nil || sensor["kind"] == nil || sensor["floor"] == nil {
+			t.Fatalf("row %d: sensor %v", i, sensor)
+		}
+		for _, f := range want.Fields {
+			got, ok := m[f.Name].(float64)
+			wantV := f.Value.F
+			if f.Value.Kind == timeseries.KindInt {
+				wantV = float64(f.Value.I)
+			}
+			if !ok || got != wantV {
+				t.Fatalf("row %d: %s = %v, want %v", i, f.Name, m[f.Name], wantV)
+			}
+		}
 	}
 }

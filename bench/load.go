@@ -34,6 +34,12 @@ type LoadConfig struct {
 	Limit int
 	// Token is sent as "Authorization: Token <token>" when set.
 	Token string
+	// ContentType of the bodies; default "text/plain; charset=utf-8" (line
+	// protocol). Use "application/x-ndjson" for JSON documents.
+	ContentType string
+	// Bearer sends Token as "Authorization: Bearer <token>" (the Hourglass
+	// API) rather than InfluxDB's "Token <token>".
+	Bearer bool
 	// Retries is how often a batch is retried after a transport error, a
 	// 5xx or a 429 (default 5); Retry-After is honoured up to 5 s.
 	Retries int
@@ -249,11 +255,17 @@ func post(ctx context.Context, cfg *LoadConfig, body []byte) (retries int, err e
 		if err != nil {
 			return retries, err
 		}
-		req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+		ct := cfg.ContentType
+		if ct == "" {
+			ct = "text/plain; charset=utf-8"
+		}
+		req.Header.Set("Content-Type", ct)
 		if cfg.Gzip {
 			req.Header.Set("Content-Encoding", "gzip")
 		}
-		if cfg.Token != "" {
+		if cfg.Token != "" && cfg.Bearer {
+			req.Header.Set("Authorization", "Bearer "+cfg.Token)
+		} else if cfg.Token != "" {
 			req.Header.Set("Authorization", "Token "+cfg.Token)
 		}
 		resp, err := cfg.Client.Do(req)

@@ -66,6 +66,7 @@ type benchConfig struct {
 	replace           bool
 	htmlOut           string
 	workload          string
+	format            string
 	sensors, fields   int
 	late              float64
 }
@@ -207,6 +208,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.workload, "workload", "cpu-only", "`name`: cpu-only (TSBS hosts, 10 fields), iot (sensors, 1-3 fields, jittered and late points) or high-cardinality (1M series of 10 points)")
 	fs.IntVar(&cfg.scale, "scale", bench.DefaultScale, "cpu-only: hosts in the workload (`n`)")
 	fs.IntVar(&cfg.hours, "hours", 24, "hours of data (`n`; cpu-only from 2016-01-01, iot from 2024-01-01)")
+	fs.StringVar(&cfg.format, "format", "lp", "what a Hourglass target is sent: `lp` (line protocol to /write) or json (NDJSON documents, the meta value a sub-document; iot only)")
 	fs.IntVar(&cfg.sensors, "sensors", 0, "iot and high-cardinality: sensors (`n`; 0: 10,000 for iot, 1,000,000 for high-cardinality)")
 	fs.IntVar(&cfg.fields, "fields", 2, "iot: fields per sensor (`n`, 1 to 3)")
 	fs.Float64Var(&cfg.late, "late", 0.01, "iot: share of points sent late, out of order (`fraction`)")
@@ -288,7 +290,21 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if err := prepareCollection(ctx, base, cfg); err != nil {
 			return rep, err
 		}
-		res, err := bench.Load(ctx, loadConfig(cfg, src, base+"/write?db="+url.QueryEscape(cfg.collection), progress))
+		lc := loadConfig(cfg, src, base+"/write?db="+url.QueryEscape(cfg.collection), progress)
+		if cfg.format == "json" {
+			iot, ok := src.(bench.IoT)
+			if !ok {
+				return rep, errors.New("--format json needs --workload iot")
+			}
+			coll := base + "/v1/collections/" + url.PathEscape(cfg.collection)
+			if err := apiCallBody(ctx, cfg, http.MethodPut, coll, `{"timeseries": {"timeField": "time", "metaField": "sensor"}}`); err != nil {
+				return rep, err
+			}
+			lc.Source, lc.URL, lc.ContentType, lc.Bearer = iot.JSON(), coll+"/documents", "application/x-ndjson", true
+		} else if cfg.format != "lp" {
+			return rep, fmt.Errorf("--format %q: want lp or json", cfg.format)
+		}
+		res, err := bench.Load(ctx, lc)
 		fill(&rep, res)
 		if err != nil {
 			return rep, err
@@ -354,10 +370,22 @@ type httpStatusError struct {
 
 func (e *httpStatusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.body) }
 
+// apiCallBody sends a JSON body and expects a 2xx.
+func apiCallBody(ctx context.Context, cfg *benchConfig, method, u, body string) error {
+	return apiRequest(ctx, cfg, method, u, strings.NewReader(body), nil)
+}
+
 func apiCall(ctx context.Context, cfg *benchConfig, method, u string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	return apiRequest(ctx, cfg, method, u, nil, out)
+}
+
+func apiRequest(ctx context.Context, cfg *benchConfig, method, u string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if cfg.token != "" {
 		req.Header.Set("Authorization", "Bearer "+cfg.token)
@@ -367,12 +395,12 @@ func apiCall(ctx context.Context, cfg *benchConfig, method, u string, out any) e
 		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode >= 300 {
-		return &httpStatusError{resp.StatusCode, strings.TrimSpace(string(body))}
+		return &httpStatusError{resp.StatusCode, strings.TrimSpace(string(reply))}
 	}
 	if out != nil {
-		return json.Unmarshal(body, out)
+		return json.Unmarshal(reply, out)
 	}
 	return nil
 }
