@@ -2,8 +2,8 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"crypto/sha256"
+	"encoding/json"
 	"testing"
 	"time"
 
