@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,7 +140,7 @@ func TTLSweep(ctx context.Context, cfg TTLConfig) (TTLResult, error) {
 		return res, err
 	}
 	lat := latencies(samples, time.Time{}, time.Now())
-	res.BaselineWrites, res.BaselineP99 = len(lat), p99(lat)
+	res.BaselineWrites, res.BaselineP99 = len(lat), summarize(lat).P99
 	cfg.Progress(fmt.Sprintf("baseline: %d writes, p99 %v", res.BaselineWrites, res.BaselineP99))
 
 	// The sweep, with the writers going on.
@@ -165,9 +164,9 @@ func TTLSweep(ctx context.Context, cfg TTLConfig) (TTLResult, error) {
 		return res, err
 	}
 	lat = latencies(samples, passStart, passStart.Add(res.PassElapsed))
-	res.SweepWrites, res.SweepP99 = len(lat), p99(lat)
+	res.SweepWrites, res.SweepP99 = len(lat), summarize(lat).P99
 	lat = latencies(samples, passStart, passStart.Add(max(cfg.Baseline, res.PassElapsed)))
-	res.WindowWrites, res.WindowP99 = len(lat), p99(lat)
+	res.WindowWrites, res.WindowP99 = len(lat), summarize(lat).P99
 	cfg.Progress(fmt.Sprintf("sweep: %d measurements in %d buckets in %v; %d writes started during it, p99 %v; %d in the %v window, p99 %v",
 		res.Pass.DeletedDocuments, res.Pass.DeletedBuckets, res.PassElapsed.Round(time.Millisecond), res.SweepWrites, res.SweepP99,
 		res.WindowWrites, max(cfg.Baseline, res.PassElapsed), res.WindowP99))
@@ -258,13 +257,4 @@ func writeLive(ctx context.Context, db *timeseries.DB, cfg TTLConfig, clock func
 	close(stop)
 	wg.Wait()
 	return lats, errors.Join(append(errs, err)...)
-}
-
-func p99(lat []time.Duration) time.Duration {
-	if len(lat) == 0 {
-		return 0
-	}
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	return s[(len(s)*99)/100]
 }
