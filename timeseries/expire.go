@@ -79,35 +79,30 @@ func (db *DB) recountOutOfRange(c *collection) error {
 	}
 	db.mu.Unlock()
 	var r bucket.Reader
+	// One iterator for every series: SetBounds per range.
+	it, err := db.pdb.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
 	for _, s := range list {
 		prefix := seriesPrefix(spaceBucket, c.id, s.id)
 		// Buckets starting before 1970.
-		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: seriesTimeKey(spaceBucket, c.id, s.id, ttl.MinTimeNanos)})
-		if err != nil {
-			return err
-		}
-		for it.First(); it.Valid(); it.Next() {
+		it.SetBounds(prefix, seriesTimeKey(spaceBucket, c.id, s.id, ttl.MinTimeNanos))
+		for valid := it.First(); valid; valid = it.Next() {
 			kp, err := parseBucketKey(it.Key())
 			if err != nil {
-				it.Close()
 				return err
 			}
 			if !s.inMem[kp.id] {
 				n++
 			}
 		}
-		if err := it.Close(); err != nil {
-			return err
-		}
 		// Buckets that may end after 2038.
-		it, err = db.pdb.NewIter(&pebble.IterOptions{LowerBound: seriesTimeKey(spaceBucket, c.id, s.id, max(ttl.MaxTimeNanos-maxSpan, ttl.MinTimeNanos)), UpperBound: prefixEnd(prefix)})
-		if err != nil {
-			return err
-		}
-		for it.First(); it.Valid(); it.Next() {
+		it.SetBounds(seriesTimeKey(spaceBucket, c.id, s.id, max(ttl.MaxTimeNanos-maxSpan, ttl.MinTimeNanos)), prefixEnd(prefix))
+		for valid := it.First(); valid; valid = it.Next() {
 			kp, err := parseBucketKey(it.Key())
 			if err != nil {
-				it.Close()
 				return err
 			}
 			if s.inMem[kp.id] {
@@ -122,16 +117,15 @@ func (db *DB) recountOutOfRange(c *collection) error {
 				err = r.Reset(v)
 			}
 			if err != nil {
-				it.Close()
 				return fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
 			}
 			if r.MaxTime() > ttl.MaxTimeNanos {
 				n++
 			}
 		}
-		if err := it.Close(); err != nil {
-			return err
-		}
+	}
+	if err := it.Error(); err != nil {
+		return err
 	}
 	db.mu.Lock()
 	was := c.oorBuckets
@@ -534,21 +528,22 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 	db.mu.RUnlock()
 	var next int64 = math.MaxInt64
 	var r bucket.Reader
+	it, err := db.pdb.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
 	for _, s := range list {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: seriesPrefix(spaceBucket, c.id, s.id),
-			UpperBound: prefixEnd(seriesPrefix(spaceBucket, c.id, s.id))})
-		if err != nil {
-			return nil, err
-		}
+		it.SetBounds(seriesPrefix(spaceBucket, c.id, s.id), prefixEnd(seriesPrefix(spaceBucket, c.id, s.id)))
 		if it.First() {
 			if v, err := it.ValueAndErr(); err == nil && r.Reset(v) == nil && r.Rows() > 0 {
 				s.oldest = min(s.oldest, r.MinTime())
 			}
 		}
-		if err := it.Close(); err != nil {
+		if err := it.Error(); err != nil {
 			return nil, err
 		}
 		if s.oldest == math.MaxInt64 {
