@@ -685,6 +685,11 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 			rp.Measurements += int64(len(times))
 		}
 	}
+	it, err := db.pdb.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
 	for _, s := range list {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -693,15 +698,10 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 		for _, cols := range s.mem {
 			count(rp, cols.Times, s.cutoff)
 		}
-		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: seriesPrefix(spaceBucket, c.id, s.id),
-			UpperBound: seriesTimeKey(spaceBucket, c.id, s.id, s.cutoff)})
-		if err != nil {
-			return nil, err
-		}
-		for it.First(); it.Valid(); it.Next() {
+		it.SetBounds(seriesPrefix(spaceBucket, c.id, s.id), seriesTimeKey(spaceBucket, c.id, s.id, s.cutoff))
+		for valid := it.First(); valid; valid = it.Next() {
 			kp, err := parseBucketKey(it.Key())
 			if err != nil {
-				it.Close()
 				return nil, err
 			}
 			if s.inMem[kp.id] {
@@ -712,7 +712,6 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 				err = r.Reset(v)
 			}
 			if err != nil {
-				it.Close()
 				return nil, fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
 			}
 			if r.MaxTime() < s.cutoff {
@@ -723,12 +722,11 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 			}
 			times, err := r.Times(nil)
 			if err != nil {
-				it.Close()
 				return nil, err
 			}
 			count(rp, times, s.cutoff)
 		}
-		if err := it.Close(); err != nil {
+		if err := it.Error(); err != nil {
 			return nil, err
 		}
 	}
