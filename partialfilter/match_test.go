@@ -224,3 +224,45 @@ func TestMatchUnnormalisedInput(t *testing.T) {
 		t.Fatal("nil and zero filters match everything")
 	}
 }
+
+func TestObjectID(t *testing.T) {
+	doc := map[string]any{"_id": mustOID(t, "65a1b2c3d4e5f60718293a4b"), "n": int64(1)}
+	for _, c := range []struct {
+		filter string
+		want   bool
+	}{
+		{`{"_id": {"$oid": "65a1b2c3d4e5f60718293a4b"}}`, true},
+		{`{"_id": {"$oid": "65a1b2c3d4e5f60718293a4c"}}`, false},
+		{`{"_id": {"$gt": {"$oid": "65a1b2c3d4e5f60718293a4a"}}}`, true},
+		{`{"_id": {"$lt": {"$oid": "65a1b2c3d4e5f60718293a4b"}}}`, false},
+		{`{"_id": {"$type": "objectId"}}`, true},
+		{`{"_id": "65a1b2c3d4e5f60718293a4b"}`, false}, // a string is not an ObjectId
+		{`{"_id": {"$gt": true}}`, false},           // brackets never compare
+	} {
+		if got := MustParseJSON(c.filter).Match(doc); got != c.want {
+			t.Errorf("%s: got %v, want %v", c.filter, got, c.want)
+		}
+	}
+	for _, bad := range []string{`{"_id": {"$oid": "xyz"}}`, `{"_id": {"$oid": 5}}`, `{"_id": {"$oid": "65a1b2c3d4e5f60718293a4"}}`} {
+		if _, err := ParseJSON([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+	f := MustParseJSON(`{"_id": {"$oid": "65a1b2c3d4e5f60718293a4b"}}`)
+	if back := MustParseJSON(f.String()); !back.Match(doc) {
+		t.Errorf("rendered %s does not round-trip", f.String())
+	}
+	// ObjectIds sort after arrays and before booleans (BSON order).
+	if Compare(mustOID(t, "000000000000000000000000"), []any{}) <= 0 || Compare(mustOID(t, "ffffffffffffffffffffffff"), false) >= 0 {
+		t.Error("ObjectId bracket out of BSON order")
+	}
+}
+
+func mustOID(t *testing.T, s string) ObjectID {
+	t.Helper()
+	id, err := ParseObjectID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

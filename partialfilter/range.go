@@ -51,7 +51,7 @@ func rangeable(v any) bool {
 	switch rank(v) {
 	case rankNumber:
 		return !isNaN(v)
-	case rankString, rankBool, rankDate:
+	case rankString, rankOID, rankBool, rankDate:
 		return true
 	}
 	return false

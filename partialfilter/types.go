@@ -80,6 +80,8 @@ func hasType(v any, t typeCode) bool {
 		return t == typeObject
 	case rankArray:
 		return t == typeArray
+	case rankOID:
+		return t == typeObjectID
 	case rankBool:
 		return t == typeBool
 	case rankDate:

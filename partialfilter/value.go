@@ -1,6 +1,8 @@
 package partialfilter
 
 import (
+	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"math"
@@ -21,6 +23,30 @@ type Regex struct {
 	Options string
 }
 
+// ObjectID is MongoDB's 12-byte document identifier, written in Extended
+// JSON as {"$oid": "<24 hexadecimal digits>"}. Its bytes compare in order.
+type ObjectID [12]byte
+
+// ParseObjectID reads 24 hexadecimal digits; anything else is BadValue.
+func ParseObjectID(s string) (ObjectID, error) {
+	var id ObjectID
+	if len(s) != 24 {
+		return id, mongoerr.New(mongoerr.BadValue, "invalid ObjectId %.40q: want 24 hexadecimal digits", s)
+	}
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
+		return id, mongoerr.New(mongoerr.BadValue, "invalid ObjectId %.40q: want 24 hexadecimal digits", s)
+	}
+	return id, nil
+}
+
+// Hex returns the 24 lower-case hexadecimal digits of id.
+func (id ObjectID) Hex() string { return hex.EncodeToString(id[:]) }
+
+// MarshalJSON writes id as Extended JSON.
+func (id ObjectID) MarshalJSON() ([]byte, error) {
+	return []byte(`{"$oid":"` + id.Hex() + `"}`), nil
+}
+
 // Canonical type brackets in MongoDB's BSON order. Values of different
 // brackets never compare in a query; Compare orders brackets by these
 // numbers. Only the order matters; the values are not persisted.
@@ -30,10 +56,11 @@ const (
 	rankString = 3
 	rankObject = 4
 	rankArray  = 5
-	rankBool   = 6
-	rankDate   = 7
-	rankRegex  = 8
-	rankOther  = 9 // a Go type outside the value set: sorts last, never matches
+	rankOID    = 6
+	rankBool   = 7
+	rankDate   = 8
+	rankRegex  = 9
+	rankOther  = 10 // a Go type outside the value set: sorts last, never matches
 )
 
 func rank(v any) int {
@@ -48,6 +75,8 @@ func rank(v any) int {
 		return rankObject
 	case []any:
 		return rankArray
+	case ObjectID:
+		return rankOID
 	case bool:
 		return rankBool
 	case time.Time:
@@ -215,6 +244,9 @@ func Compare(a, b any) int {
 			}
 		}
 		return cmpInt(len(x), len(y))
+	case rankOID:
+		x, y := a.(ObjectID), b.(ObjectID)
+		return bytes.Compare(x[:], y[:])
 	case rankBool:
 		x, y := a.(bool), b.(bool)
 		switch {
@@ -286,7 +318,7 @@ func fromExtJSON(v any, depth int) (any, error) {
 		return nil, mongoerr.New(mongoerr.BadValue, "value nesting exceeds %d levels", maxValueDepth)
 	}
 	switch t := v.(type) {
-	case nil, bool, string, int64, time.Time, Regex:
+	case nil, bool, string, int64, time.Time, Regex, ObjectID:
 		return v, nil
 	case float64:
 		return t, nil
@@ -385,6 +417,13 @@ func fromWrapper(k string, w any) (v any, ok bool, err error) {
 			}
 		}
 		return f, true, nil
+	case "$oid":
+		s, isStr := w.(string)
+		if !isStr {
+			return nil, true, mongoerr.New(mongoerr.BadValue, "$oid must be a string of 24 hexadecimal digits")
+		}
+		id, err := ParseObjectID(s)
+		return id, true, err
 	case "$regularExpression":
 		m, isMap := w.(map[string]any)
 		if !isMap {
