@@ -237,7 +237,7 @@ func TestObjectID(t *testing.T) {
 		{`{"_id": {"$lt": {"$oid": "65a1b2c3d4e5f60718293a4b"}}}`, false},
 		{`{"_id": {"$type": "objectId"}}`, true},
 		{`{"_id": "65a1b2c3d4e5f60718293a4b"}`, false}, // a string is not an ObjectId
-		{`{"_id": {"$gt": true}}`, false},           // brackets never compare
+		{`{"_id": {"$gt": true}}`, false},              // brackets never compare
 	} {
 		if got := MustParseJSON(c.filter).Match(doc); got != c.want {
 			t.Errorf("%s: got %v, want %v", c.filter, got, c.want)
