@@ -1,0 +1,287 @@
+package document
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// randValue makes a random value, biased to collide: small numbers that
+// are equal as int and double, strings with NUL bytes and shared prefixes,
+// dates in and around the epoch.
+func randValue(r *rand.Rand, depth int) any {
+	k := r.IntN(11)
+	if depth > 2 && k >= 8 {
+		k = r.IntN(8)
+	}
+	switch k {
+	case 0:
+		return nil
+	case 1:
+		return r.IntN(2) == 0
+	case 2:
+		return int64(r.IntN(7) - 3)
+	case 3:
+		switch r.IntN(6) {
+		case 0:
+			return math.NaN()
+		case 1:
+			return math.Inf(1 - 2*r.IntN(2))
+		case 2:
+			return math.Copysign(0, -1)
+		case 3:
+			return float64(int64(1)<<53) + float64(r.IntN(5))
+		}
+		return float64(r.IntN(13)-6) / 2
+	case 4:
+		switch r.IntN(4) {
+		case 0:
+			return int64(1)<<53 + int64(r.IntN(5)) - 2
+		case 1:
+			return math.MaxInt64 - int64(r.IntN(3))
+		case 2:
+			return math.MinInt64 + int64(r.IntN(3))
+		}
+		return r.Int64()
+	case 5:
+		return []string{"", "a", "a\x00", "a\x00b", "ab", "b", "\xff"}[r.IntN(7)]
+	case 6:
+		return time.Unix(int64(r.IntN(5)-2), int64(r.IntN(3))*5e8).UTC()
+	case 7:
+		var id partialfilter.ObjectID
+		id[11] = byte(r.IntN(3))
+		return id
+	case 8:
+		n := r.IntN(3)
+		a := make([]any, n)
+		for i := range a {
+			a[i] = randValue(r, depth+1)
+		}
+		return a
+	default:
+		m := map[string]any{}
+		for i := r.IntN(3); i > 0; i-- {
+			m[[]string{"a", "b", "a\x00", ""}[r.IntN(4)]] = randValue(r, depth+1)
+		}
+		return m
+	}
+}
+
+func sign(c int) int {
+	switch {
+	case c < 0:
+		return -1
+	case c > 0:
+		return 1
+	}
+	return 0
+}
+
+// Key forms order values exactly as partialfilter.Compare does, ascending
+// and descending, and a pair of concatenated keys orders as the pair.
+func TestKeyOrderMatchesCompare(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		a, b := randValue(r, 0), randValue(r, 0)
+		ka, err := AppendKey(nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, _ := AppendKey(nil, b)
+		want := sign(partialfilter.Compare(a, b))
+		if got := sign(bytes.Compare(ka, kb)); got != want {
+			t.Fatalf("%#v vs %#v: keys compare %d, values %d\n%x\n%x", a, b, got, want, ka, kb)
+		}
+		da, _ := AppendKeyDesc(nil, a)
+		db, _ := AppendKeyDesc(nil, b)
+		if got := sign(bytes.Compare(da, db)); got != -want {
+			t.Fatalf("%#v vs %#v descending: keys compare %d, values %d", a, b, got, want)
+		}
+		// Concatenation: (a, b) vs (b, a) orders by the first, then the second.
+		ab := append(append([]byte(nil), ka...), kb...)
+		ba := append(append([]byte(nil), kb...), ka...)
+		wantPair := want
+		if wantPair == 0 {
+			wantPair = sign(partialfilter.Compare(b, a))
+		}
+		if got := sign(bytes.Compare(ab, ba)); got != wantPair {
+			t.Fatalf("pair (%#v, %#v): %d, want %d", a, b, got, wantPair)
+		}
+	}
+}
+
+func equalValues(a, b any) bool {
+	if fa, ok := a.(float64); ok {
+		fb, ok := b.(float64)
+		return ok && (fa == fb && math.Signbit(fa) == math.Signbit(fb) || fa != fa && fb != fb)
+	}
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !equalValues(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalValues(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func TestCodecAndJSONRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 50000; i++ {
+		doc := map[string]any{"_id": randValue(r, 1), "x": randValue(r, 0), "y": randValue(r, 0)}
+		if _, isArr := doc["_id"].([]any); isArr {
+			delete(doc, "_id")
+		}
+		b, err := Encode(nil, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(b)
+		if err != nil || !equalValues(doc, back) {
+			t.Fatalf("codec: %#v -> %#v, %v", doc, back, err)
+		}
+		again, _ := Encode(nil, back)
+		if !bytes.Equal(b, again) {
+			t.Fatalf("encoding is not canonical for %#v", doc)
+		}
+		js := AppendJSON(nil, doc)
+		dec := json.NewDecoder(bytes.NewReader(js))
+		dec.UseNumber()
+		var raw map[string]any
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		if unrepresentable(doc) {
+			continue // empty names are refused on input; JSON has no invalid UTF-8
+		}
+		fromJS, err := FromJSON(raw)
+		if err != nil || !equalValues(doc, fromJS) {
+			t.Fatalf("JSON: %#v -> %s -> %#v, %v", doc, js, fromJS, err)
+		}
+	}
+}
+
+func unrepresentable(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return !utf8.ValidString(t)
+	case map[string]any:
+		for k, e := range t {
+			if k == "" || !utf8.ValidString(k) || unrepresentable(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if unrepresentable(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestJSONOutput(t *testing.T) {
+	id, _ := partialfilter.ParseObjectID("65a1b2c3d4e5f60718293a4b")
+	doc := map[string]any{"z": 1.0, "_id": id, "a": int64(2), "d": time.Date(2024, 5, 1, 12, 0, 0, 123e6, time.UTC),
+		"s": "<x>", "n": nil, "arr": []any{math.NaN(), false}, "sub": map[string]any{"b": 2.5}}
+	want := `{"_id":{"$oid":"65a1b2c3d4e5f60718293a4b"},"a":2,"arr":[{"$numberDouble":"NaN"},false],"d":{"$date":"2024-05-01T12:00:00.123Z"},"n":null,"s":"\u003cx\u003e","sub":{"b":2.5},"z":1.0}`
+	if got := string(AppendJSON(nil, doc)); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestFromJSONRefusals(t *testing.T) {
+	for _, in := range []string{
+		`{"$set": 1}`, `{"a": {"$bad": 1, "x": 2}}`, `{"": 1}`, `{"_id": [1, 2]}`,
+		`{"a": {"$regularExpression": {"pattern": "x", "options": ""}}}`,
+		`{"d": {"$date": "yesterday"}}`, `{"o": {"$oid": "12"}}`,
+	} {
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(in), &raw); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := FromJSON(raw); err == nil {
+			t.Errorf("%s accepted", in)
+		}
+	}
+}
+
+func TestNewObjectIDIncreases(t *testing.T) {
+	now := time.Now()
+	prev := NewObjectID(now)
+	for i := 0; i < 1000; i++ {
+		id := NewObjectID(now.Add(time.Duration(i) * time.Second))
+		if bytes.Compare(id[:4], prev[:4]) < 0 || id == prev {
+			t.Fatalf("%x after %x", id, prev)
+		}
+		prev = id
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 20; i++ {
+		b, _ := Encode(nil, map[string]any{"a": randValue(r, 0), "b": randValue(r, 0)})
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		doc, err := Decode(b)
+		if err != nil {
+			return
+		}
+		again, err := Encode(nil, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(again)
+		if err != nil || !equalValues(doc, back) {
+			t.Fatalf("re-encoded document differs: %v", err)
+		}
+		if _, err := AppendKey(nil, doc); err != nil {
+			t.Fatal(err)
+		}
+		_ = AppendJSON(nil, doc)
+	})
+}
+
+// Strings are quoted exactly as encoding/json quotes them.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c", "\x00\x1f\n\r\t", "<&>", "\xff\xfe", "\u2028\u2029", "é日本"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %s, want %s", s, got, want)
+		}
+	})
+}

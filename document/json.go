@@ -1,0 +1,186 @@
+package document
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// FromJSON converts a document decoded by encoding/json (UseNumber or
+// not) into a stored document: Extended JSON wrappers become values
+// ({"$date": ...} a date, {"$oid": ...} an ObjectId, {"$numberLong": ...}
+// an integer); integers stay int64. Field names may not start with '$' or
+// be empty, an _id may not be an array, and regular expressions cannot be
+// stored: each is BadValue (2).
+func FromJSON(raw map[string]any) (Doc, error) {
+	v, err := partialfilter.FromExtJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "a document must be a JSON object")
+	}
+	if err := checkValue(doc, 0); err != nil {
+		return nil, err
+	}
+	if _, isArr := doc["_id"].([]any); isArr {
+		return nil, mongoerr.New(mongoerr.BadValue, "can't use an array for _id")
+	}
+	return doc, nil
+}
+
+func checkValue(v any, depth int) error {
+	if depth > MaxDepth {
+		return mongoerr.New(mongoerr.BadValue, "document nesting exceeds %d levels", MaxDepth)
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if k == "" || strings.HasPrefix(k, "$") {
+				return mongoerr.New(mongoerr.BadValue, "field name %.40q is not allowed: names may not be empty or start with '$'", k)
+			}
+			if err := checkValue(e, depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if err := checkValue(e, depth+1); err != nil {
+				return err
+			}
+		}
+	case partialfilter.Regex:
+		return mongoerr.New(mongoerr.BadValue, "regular expressions cannot be stored in documents")
+	}
+	return nil
+}
+
+// AppendJSON appends doc as relaxed Extended JSON: _id first, then the
+// other fields in name order; dates as {"$date": "<RFC 3339, UTC>"},
+// ObjectIds as {"$oid": "..."}, doubles with a fraction or exponent (1.0,
+// not 1) and NaN or infinities as {"$numberDouble": "..."}.
+func AppendJSON(dst []byte, doc Doc) []byte {
+	dst = append(dst, '{')
+	first := true
+	if id, ok := doc["_id"]; ok {
+		dst = appendJSONValue(append(dst, `"_id":`...), id)
+		first = false
+	}
+	for _, k := range slices.Sorted(maps.Keys(doc)) {
+		if k == "_id" {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendJSONString(dst, k)
+		dst = appendJSONValue(append(dst, ':'), doc[k])
+	}
+	return append(dst, '}')
+}
+
+func appendJSONValue(dst []byte, v any) []byte {
+	switch t := v.(type) {
+	case nil:
+		return append(dst, "null"...)
+	case bool:
+		return strconv.AppendBool(dst, t)
+	case int64:
+		return strconv.AppendInt(dst, t, 10)
+	case float64:
+		switch {
+		case math.IsNaN(t):
+			return append(dst, `{"$numberDouble":"NaN"}`...)
+		case math.IsInf(t, 1):
+			return append(dst, `{"$numberDouble":"Infinity"}`...)
+		case math.IsInf(t, -1):
+			return append(dst, `{"$numberDouble":"-Infinity"}`...)
+		}
+		n := len(dst)
+		dst = strconv.AppendFloat(dst, t, 'g', -1, 64)
+		if !strings.ContainsAny(string(dst[n:]), ".eE") {
+			dst = append(dst, ".0"...)
+		}
+		return dst
+	case string:
+		return appendJSONString(dst, t)
+	case time.Time:
+		dst = append(dst, `{"$date":"`...)
+		dst = t.UTC().AppendFormat(dst, time.RFC3339Nano)
+		return append(dst, `"}`...)
+	case partialfilter.ObjectID:
+		return append(append(append(dst, `{"$oid":"`...), t.Hex()...), `"}`...)
+	case map[string]any:
+		return AppendJSON(dst, t)
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range t {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONValue(dst, e)
+		}
+		return append(dst, ']')
+	}
+	return append(dst, "null"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes s as encoding/json does: control characters, <,
+// > and & as \u escapes, invalid UTF-8 as U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(append(dst, s[start:]...), '"')
+}
