@@ -34,7 +34,7 @@ func statusOf(c mongoerr.Code) int {
 	switch c {
 	case mongoerr.NamespaceNotFound, mongoerr.IndexNotFound:
 		return http.StatusNotFound
-	case mongoerr.NamespaceExists, mongoerr.IndexOptionsConflict, mongoerr.IndexKeySpecsConflict:
+	case mongoerr.NamespaceExists, mongoerr.IndexOptionsConflict, mongoerr.IndexKeySpecsConflict, mongoerr.DuplicateKey:
 		return http.StatusConflict
 	case mongoerr.BSONObjectTooLarge:
 		return http.StatusRequestEntityTooLarge

@@ -35,6 +35,13 @@ const (
 	IndexKeySpecsConflict Code = 86
 	ShutdownInProgress    Code = 91
 	ExceededMemoryLimit   Code = 146
+	// Codes of plain collections: documents, updates and their indexes.
+	ConflictingUpdateOperators Code = 40
+	ImmutableField             Code = 66
+	CannotIndexParallelArrays  Code = 171
+	InvalidIndexSpecification  Code = 197
+	QueryExceededMemoryLimit   Code = 292
+	DuplicateKey               Code = 11000
 	// IngressRequestRateLimitExceeded is MongoDB's code for a request
 	// refused because the server's ingress queue is full.
 	IngressRequestRateLimitExceeded Code = 462
@@ -60,6 +67,12 @@ var names = map[Code]string{
 	IndexKeySpecsConflict:           "IndexKeySpecsConflict",
 	ShutdownInProgress:              "ShutdownInProgress",
 	ExceededMemoryLimit:             "ExceededMemoryLimit",
+	ConflictingUpdateOperators:      "ConflictingUpdateOperators",
+	ImmutableField:                  "ImmutableField",
+	CannotIndexParallelArrays:       "CannotIndexParallelArrays",
+	InvalidIndexSpecification:       "InvalidIndexSpecification",
+	QueryExceededMemoryLimit:        "QueryExceededMemoryLimitNoDiskUseAllowed",
+	DuplicateKey:                    "DuplicateKey",
 	IngressRequestRateLimitExceeded: "IngressRequestRateLimitExceeded",
 	BSONObjectTooLarge:              "BSONObjectTooLarge",
 }

@@ -20,6 +20,9 @@ type IndexSpec struct {
 	Key                     []IndexKey     `json:"key"`
 	ExpireAfterSeconds      *int64         `json:"expireAfterSeconds,omitempty"`
 	PartialFilterExpression map[string]any `json:"partialFilterExpression,omitempty"`
+	// ID numbers the index's entries in the store (plain collections);
+	// ids are never reused within a collection.
+	ID uint32 `json:"id,omitempty"`
 }
 
 // collectionRecord is the catalog entry of a collection in Pebble (JSON).
@@ -31,6 +34,8 @@ type collectionRecord struct {
 	FieldTypes map[string][]string `json:"fieldTypes,omitempty"`
 	MaxSpan    int64               `json:"maxSpan"`
 	Created    time.Time           `json:"created"`
+	// NextIndexID is the id the next index of a plain collection gets.
+	NextIndexID uint32 `json:"nextIndexID,omitempty"`
 	// Count and Buckets are as of the last checkpoint.
 	Count   int64 `json:"count"`
 	Buckets int64 `json:"buckets"`
@@ -48,6 +53,9 @@ type CollectionInfo struct {
 	Buckets int64 `json:"buckets"`
 	// StorageBytes estimates the bytes on disk of the collection's data.
 	StorageBytes int64 `json:"storageBytes"`
+	// DataBytes is the encoded size of a plain collection's documents
+	// (what a capped collection's size limits).
+	DataBytes int64 `json:"dataBytes,omitempty"`
 	// Fields maps each measurement field to the value types it was seen
 	// with.
 	Fields map[string][]string `json:"fields,omitempty"`
@@ -73,7 +81,7 @@ func kindByName(s string) (Kind, bool) {
 
 func (c *collection) record() ([]byte, error) {
 	r := collectionRecord{ID: c.id, Name: c.name, Options: c.opts, Indexes: c.indexes, MaxSpan: c.maxSpan,
-		Created: c.created, Count: c.ckptCount, Buckets: c.ckptBuckets}
+		Created: c.created, Count: c.ckptCount, Buckets: c.ckptBuckets, NextIndexID: c.nextIndexID}
 	if len(c.fieldTypes) > 0 {
 		r.FieldTypes = make(map[string][]string, len(c.fieldTypes))
 		for f, ts := range c.fieldTypes {
@@ -99,6 +107,10 @@ func (r *collectionRecord) toCollection() (*collection, error) {
 		series: make(map[string]*series), seriesByID: make(map[uint64]*series),
 		fieldTypes: make(map[string]typeSet, len(r.FieldTypes)),
 		created:    r.Created, count: r.Count, buckets: r.Buckets, ckptCount: r.Count, ckptBuckets: r.Buckets,
+		nextIndexID: r.NextIndexID,
+	}
+	if r.Options.TimeSeries == nil {
+		c.plain = &plainState{}
 	}
 	for f, names := range r.FieldTypes {
 		for _, n := range names {

@@ -108,6 +108,11 @@ func Open(opts Options) (*DB, error) {
 		pdb.Close()
 		return nil, err
 	}
+	if err := db.initPlain(); err != nil {
+		w.Close()
+		pdb.Close()
+		return nil, err
+	}
 	if err := db.initExpiry(); err != nil {
 		w.Close()
 		pdb.Close()
@@ -376,6 +381,10 @@ func (db *DB) recover() error {
 			}
 			if _, err := db.applyDelete(c, &d); err != nil {
 				return err
+			}
+		case recDocBatch:
+			if err := db.replayDocBatch(rec[1:]); err != nil {
+				return fmt.Errorf("log record at %v: %w", pos, err)
 			}
 		default:
 			return fmt.Errorf("%w: log record of unknown kind %d at %v", ErrCorrupt, rec[0], pos)

@@ -41,6 +41,9 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	}
 	if opts.TimeSeries != nil {
 		c.maxSpan = opts.TimeSeries.Span()
+	} else {
+		c.plain = &plainState{}
+		c.nextIndexID = 1
 	}
 	c.compileRules()
 	if err := db.persistCollection(c, db.nextColl+1); err != nil {
@@ -98,6 +101,12 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+	if c.plain != nil {
+		// Writers of a plain collection hold its lock from their check
+		// that it exists to their commit.
+		c.plain.mu.Lock()
+		defer c.plain.mu.Unlock()
+	}
 	db.cutMu.Lock()
 	defer db.cutMu.Unlock()
 	db.mu.Lock()
@@ -170,6 +179,10 @@ func (db *DB) Describe(ctx context.Context, name string) (CollectionInfo, error)
 		OutOfRangeBuckets: c.oorBuckets,
 	}
 	db.mu.RUnlock()
+	if c.plain != nil {
+		info.Count = c.plain.count.Load()
+		info.DataBytes = c.plain.bytes.Load()
+	}
 	var size uint64
 	for _, space := range []byte{spaceSeries, spaceBucket, spaceOpen, spaceDocument} {
 		p := collPrefix(space, c.id)

@@ -156,6 +156,9 @@ func (db *DB) Targets(ctx context.Context) ([]ttl.Target, error) {
 	defer db.mu.RUnlock()
 	var out []ttl.Target
 	for _, c := range db.collections {
+		for _, r := range c.plainRules {
+			out = append(out, ttl.Target{Collection: c.name, Index: r.index.spec.Name})
+		}
 		if c.opts.TimeSeries == nil || c.oorBuckets > 0 {
 			continue
 		}
@@ -186,6 +189,9 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 			return out, nil
 		}
 		return out, err
+	}
+	if c.plain != nil {
+		return db.expirePlain(ctx, c, t.Index, now, budget)
 	}
 	ids, ok := db.ruleSeries(c, t.Index)
 	if !ok {
@@ -493,11 +499,10 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 		inMem  bool
 	}
 	var list []ser
-	db.mu.RLock()
-	if c.opts.TimeSeries == nil {
-		db.mu.RUnlock()
-		return nil, nil
+	if c.plain != nil {
+		return st, db.plainTTLState(c, st)
 	}
+	db.mu.RLock()
 	st.ExpireAfterSeconds = c.opts.ExpireAfterSeconds
 	for _, spec := range c.indexes {
 		if spec.IsTTL() {

@@ -48,6 +48,12 @@ type collection struct {
 	ruleCache       map[string][]uint64
 	ruleCacheVer    uint64
 	ruleCacheSeries int
+	// plain is the state of a plain collection; nil for time series.
+	plain *plainState
+	// nextIndexID is the id of the next index of a plain collection.
+	nextIndexID uint32
+	// plainRules are the TTL indexes of a plain collection, compiled.
+	plainRules []plainRule
 }
 
 // typeSet is a set of bucket.Types seen for a field, bit t for Type t.

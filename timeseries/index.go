@@ -3,6 +3,7 @@ package timeseries
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -90,6 +91,9 @@ func validateIndex(opts *CollectionOptions, spec *IndexSpec) (*partialfilter.Fil
 	if !spec.IsTTL() {
 		return f, nil
 	}
+	if opts.Capped {
+		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "a capped collection cannot have a TTL index")
+	}
 	// TTL indexes are single-field.
 	if len(spec.Key) > 1 {
 		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "TTL indexes are single-field indexes; compound indexes do not support TTL (key %s)", keyString(spec.Key))
@@ -145,6 +149,18 @@ func (db *DB) CreateIndex(ctx context.Context, name string, spec IndexSpec) (cre
 	if spec.Name == "" && len(spec.Key) > 0 {
 		spec.Name = DefaultIndexName(spec.Key)
 	}
+	if c.plain != nil && len(spec.Key) == 1 && spec.Key[0].Field == "_id" && spec.IsTTL() {
+		// MongoDB's code for a TTL option on the _id index.
+		return false, spec.Name, mongoerr.New(mongoerr.InvalidIndexSpecification, "the field '_id' cannot have a TTL index (expireAfterSeconds)")
+	}
+	if c.plain != nil && sameKey(spec.Key, idKeyPattern) && spec.PartialFilterExpression == nil &&
+		(spec.Name == IDIndexName || spec.Name == DefaultIndexName(idKeyPattern)) {
+		return false, IDIndexName, nil // the _id index exists always
+	}
+	if spec.Name == IDIndexName && c.plain != nil {
+		return false, spec.Name, mongoerr.New(mongoerr.IndexKeySpecsConflict, "the name %q belongs to the _id index", IDIndexName)
+	}
+	spec.ID = 0
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	db.mu.RLock()
@@ -181,6 +197,42 @@ func (db *DB) CreateIndex(ctx context.Context, name string, spec IndexSpec) (cre
 	if len(existing) >= MaxIndexes {
 		return false, spec.Name, mongoerr.New(mongoerr.CannotCreateIndex, "a collection holds at most %d indexes", MaxIndexes)
 	}
+	if c.plain != nil {
+		return db.createPlainIndex(ctx, c, spec)
+	}
+	db.mu.Lock()
+	c.indexes = append(c.indexes, spec)
+	db.mu.Unlock()
+	if err := db.rulesChanged(c); err != nil {
+		return false, spec.Name, err
+	}
+	return true, spec.Name, nil
+}
+
+// idKeyPattern is the key of the _id index.
+var idKeyPattern = []IndexKey{{Field: "_id", Direction: 1}}
+
+// createPlainIndex builds a new index of a plain collection with writers
+// held off, then publishes it. maintMu is held. The id is persisted
+// before any entry is written, so that entries left by a crash during the
+// build belong to an id no later index gets.
+func (db *DB) createPlainIndex(ctx context.Context, c *collection, spec IndexSpec) (bool, string, error) {
+	p := c.plain
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	db.mu.Lock()
+	spec.ID = c.nextIndexID
+	c.nextIndexID++
+	db.mu.Unlock()
+	if err := db.persistCollection(c, db.nextCollSnapshot()); err != nil {
+		return false, spec.Name, err
+	}
+	if err := db.buildIndex(ctx, c, spec); err != nil {
+		if derr := db.dropIndexEntries(c, spec.ID); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return false, spec.Name, err
+	}
 	db.mu.Lock()
 	c.indexes = append(c.indexes, spec)
 	db.mu.Unlock()
@@ -206,7 +258,11 @@ func (db *DB) ListIndexes(ctx context.Context, name string) ([]IndexSpec, error)
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	return append([]IndexSpec(nil), c.indexes...), nil
+	var out []IndexSpec
+	if c.plain != nil {
+		out = append(out, IndexSpec{Name: IDIndexName, Key: idKeyPattern})
+	}
+	return append(out, c.indexes...), nil
 }
 
 // DropIndex removes an index by name; IndexNotFound (27) when there is none.
@@ -215,17 +271,31 @@ func (db *DB) DropIndex(ctx context.Context, name, index string) error {
 	if err != nil {
 		return err
 	}
+	if c.plain != nil && index == IDIndexName {
+		return mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+	if c.plain != nil {
+		c.plain.mu.Lock()
+		defer c.plain.mu.Unlock()
+	}
 	db.mu.Lock()
 	i := indexByName(c.indexes, index)
 	if i < 0 {
 		db.mu.Unlock()
 		return mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", index)
 	}
+	id := c.indexes[i].ID
 	c.indexes = append(c.indexes[:i:i], c.indexes[i+1:]...)
 	db.mu.Unlock()
-	return db.rulesChanged(c)
+	if err := db.rulesChanged(c); err != nil {
+		return err
+	}
+	if c.plain != nil {
+		return db.dropIndexEntries(c, id)
+	}
+	return nil
 }
 
 func indexByName(specs []IndexSpec, name string) int {
@@ -342,6 +412,17 @@ func (c *collection) compileRules() {
 				continue // validated when created; a stored one always parses
 			}
 			c.rules = append(c.rules, ttl.Rule{Index: spec.Name, ExpireAfterSeconds: *spec.ExpireAfterSeconds, Filter: f})
+		}
+	}
+	c.plainRules = nil
+	if c.plain != nil {
+		for i := range c.indexes {
+			spec := &c.indexes[i]
+			if !spec.IsTTL() || len(spec.Key) != 1 {
+				continue
+			}
+			ix := newLiveIndex(*spec)
+			c.plainRules = append(c.plainRules, plainRule{index: ix, seconds: *spec.ExpireAfterSeconds})
 		}
 	}
 	for _, s := range c.series {

@@ -1,0 +1,169 @@
+package timeseries
+
+import (
+	"context"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// plainRule is a TTL index of a plain collection (SPEC 3.1): a document
+// matching its partial filter expires when the earliest date its field
+// holds is more than seconds old. A document whose field holds no date
+// never expires.
+type plainRule struct {
+	index   liveIndex
+	seconds int64
+}
+
+// cutoff is the oldest date still alive at now.
+func (r *plainRule) cutoff(now time.Time) time.Time {
+	return now.Add(-time.Duration(r.seconds) * time.Second)
+}
+
+// expired reports whether doc has expired under r at now.
+func (r *plainRule) expired(doc document.Doc, now time.Time) bool {
+	if r.index.partial != nil && !r.index.partial.Match(doc) {
+		return false
+	}
+	t, ok := document.EarliestDate(doc, r.index.paths[0])
+	return ok && t.Before(r.cutoff(now))
+}
+
+// expiredAny reports whether doc has expired under any of rules: reads
+// never return it, whether or not the monitor has deleted it yet.
+func expiredAny(rules []plainRule, doc document.Doc, now time.Time) bool {
+	for i := range rules {
+		if rules[i].expired(doc, now) {
+			return true
+		}
+	}
+	return false
+}
+
+func (db *DB) plainRulesOf(c *collection) []plainRule {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return c.plainRules
+}
+
+// expirePlain deletes, within budget, the documents of c that TTL index
+// index has expired at now. It walks the index's entries below the cutoff
+// in date order, so a batch that stops at its budget resumes where the
+// oldest expired documents are.
+func (db *DB) expirePlain(ctx context.Context, c *collection, index string, now time.Time, budget ttl.Budget) (ttl.Batch, error) {
+	var out ttl.Batch
+	p := c.plain
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.dropped {
+		return out, nil
+	}
+	var rule *plainRule
+	rules := db.plainRulesOf(c)
+	for i := range rules {
+		if rules[i].index.spec.Name == index {
+			rule = &rules[i]
+		}
+	}
+	if rule == nil {
+		return out, nil
+	}
+	spec := rule.index.spec
+	cut := rule.cutoff(now)
+	r := partialfilter.Range{Max: cut, HasMax: true}
+	lo, hi := rangeBounds(indexPrefix(c.id, spec.ID), r, spec.Key[0].Direction < 0)
+	w := db.newDocWriter(c)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		w.b.Close()
+		return out, err
+	}
+	seen := map[string]bool{}
+	for valid := it.First(); valid; valid = it.Next() {
+		if err := ctx.Err(); err != nil {
+			it.Close()
+			w.b.Close()
+			return ttl.Batch{}, err
+		}
+		if budget.Docs > 0 && out.Docs >= budget.Docs || !budget.Deadline.IsZero() && out.Docs%64 == 0 && db.opts.Now().After(budget.Deadline) {
+			out.More = true
+			break
+		}
+		idKey := it.Value()
+		if seen[string(idKey)] {
+			continue // another element of the same array
+		}
+		d, ok, err := getDoc(db.pdb, c.id, idKey)
+		if err != nil {
+			it.Close()
+			w.b.Close()
+			return ttl.Batch{}, err
+		}
+		if !ok || !rule.expired(d.doc, now) {
+			continue
+		}
+		seen[string(d.idKey)] = true
+		if err := w.remove(&d); err != nil {
+			it.Close()
+			w.b.Close()
+			return ttl.Batch{}, err
+		}
+		out.Docs++
+	}
+	if err := it.Close(); err != nil {
+		w.b.Close()
+		return ttl.Batch{}, err
+	}
+	if err := w.commit(); err != nil {
+		return ttl.Batch{}, err
+	}
+	return out, nil
+}
+
+// plainTTLState fills st for a plain collection: its TTL indexes and when
+// the oldest document they hold expires.
+func (db *DB) plainTTLState(c *collection, st *TTLState) error {
+	for _, r := range db.plainRulesOf(c) {
+		spec := r.index.spec
+		st.Indexes = append(st.Indexes, TTLIndex{Name: spec.Name, ExpireAfterSeconds: r.seconds,
+			PartialFilterExpression: spec.PartialFilterExpression})
+		// The oldest date in the index is the first date entry.
+		lo, hi := rangeBounds(indexPrefix(c.id, spec.ID), partialfilter.Range{Min: time.Unix(-1<<62, 0), HasMin: true}, spec.Key[0].Direction < 0)
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
+		}
+		// Oldest first: from the start of an ascending index, the end of
+		// a descending one.
+		first, next := it.First, it.Next
+		if spec.Key[0].Direction < 0 {
+			first, next = it.Last, it.Prev
+		}
+		for valid := first(); valid; valid = next() {
+			d, ok, err := getDoc(db.pdb, c.id, it.Value())
+			if err != nil {
+				it.Close()
+				return err
+			}
+			if !ok || r.index.partial != nil && !r.index.partial.Match(d.doc) {
+				continue
+			}
+			if t, ok := document.EarliestDate(d.doc, r.index.paths[0]); ok {
+				at := t.Add(time.Duration(r.seconds) * time.Second)
+				if st.NextExpiry == nil || at.Before(*st.NextExpiry) {
+					st.NextExpiry = &at
+				}
+			}
+			break
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
