@@ -63,6 +63,7 @@ type collectionReply struct {
 	Count        int64                        `json:"count"`
 	Buckets      int64                        `json:"buckets"`
 	StorageBytes int64                        `json:"storageBytes"`
+	DataBytes    int64                        `json:"dataBytes,omitempty"`
 	Fields       map[string][]string          `json:"fields,omitempty"`
 	Created      string                       `json:"created"`
 	TTL          any                          `json:"ttl,omitempty"`
@@ -75,7 +76,7 @@ func describeReply(info timeseries.CollectionInfo) collectionReply {
 	}
 	return collectionReply{
 		Name: info.Name, Type: typ, Options: info.Options, Count: info.Count, Buckets: info.Buckets,
-		StorageBytes: info.StorageBytes, Fields: info.Fields, Created: formatDate(info.Created),
+		StorageBytes: info.StorageBytes, DataBytes: info.DataBytes, Fields: info.Fields, Created: formatDate(info.Created),
 	}
 }
 

@@ -74,11 +74,6 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ts := info.Options.TimeSeries
-	if ts == nil {
-		s.writeError(w, r, mongoerr.New(mongoerr.IllegalOperation,
-			"collection %q is a plain collection; documents can only be inserted into time-series collections", name))
-		return
-	}
 	if err := s.writes.acquire(r.Context()); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -100,6 +95,10 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.opInsert.Add(1)
+	if ts == nil {
+		s.insertPlain(w, r, name, docs, ordered, o)
+		return
+	}
 
 	// Convert; refusals of single documents are write errors, as in
 	// MongoDB. An ordered insert stops at the first.

@@ -207,17 +207,22 @@ type queryRequest struct {
 	name   string
 	format render.Format
 	raw    map[string]any
+	text   []byte // the JSON request, for members whose order matters
 	info   timeseries.CollectionInfo
 }
 
 // readQuery reads the parts of a find or aggregate request common to both,
 // answering the error itself when one is wrong.
-func (s *Server) readQuery(w http.ResponseWriter, r *http.Request) (q queryRequest, ok bool) {
+func (s *Server) readQuery(w http.ResponseWriter, r *http.Request, plainOK bool) (q queryRequest, ok bool) {
 	var err error
 	if q.name, err = collectionName(r); err == nil {
 		if q.format, err = negotiate(r); err == nil {
-			if err = readJSONRequest(r, maxCommandBody, &q.raw); err == nil {
-				q.info, err = s.timeSeriesCollection(r, q.name)
+			if q.text, err = readJSONRequestBytes(r, maxCommandBody, &q.raw); err == nil {
+				if plainOK {
+					q.info, err = s.db.Describe(r.Context(), q.name)
+				} else {
+					q.info, err = s.timeSeriesCollection(r, q.name)
+				}
 			}
 		}
 	}
@@ -229,8 +234,12 @@ func (s *Server) readQuery(w http.ResponseWriter, r *http.Request) (q queryReque
 }
 
 func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
-	q, ok := s.readQuery(w, r)
+	q, ok := s.readQuery(w, r, true)
 	if !ok {
+		return
+	}
+	if q.info.Options.TimeSeries == nil {
+		s.findPlain(w, r, q)
 		return
 	}
 	name, format, raw, info := q.name, q.format, q.raw, q.info
@@ -424,7 +433,7 @@ func parseDateValue(v any) (time.Time, error) {
 }
 
 func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
-	q, ok := s.readQuery(w, r)
+	q, ok := s.readQuery(w, r, false)
 	if !ok {
 		return
 	}
@@ -482,14 +491,20 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("'filter' must be a JSON object; {} deletes everything"))
 		return
 	}
-	if _, err := s.timeSeriesCollection(r, name); err != nil {
+	info, err := s.db.Describe(r.Context(), name)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.metrics.opDelete.Add(1)
 	o := s.ops.begin("remove", name, r, fmt.Sprintf("delete %s", f))
 	defer s.ops.end(o)
-	n, err := s.db.Delete(r.Context(), name, f)
+	var n int64
+	if info.Options.TimeSeries == nil {
+		n, err = s.db.DeleteDocuments(r.Context(), name, f)
+	} else {
+		n, err = s.db.Delete(r.Context(), name, f)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

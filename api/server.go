@@ -198,6 +198,8 @@ func (s *Server) routes() chi.Router {
 			r.Post("/aggregate", s.handleAggregate)
 			r.Get("/aggregate", s.handleAggregate)
 			r.Post("/delete", s.handleDelete)
+			r.Post("/update", s.handleUpdate)
+			r.Post("/replace", s.handleReplace)
 			r.Post("/compact", s.handleCompact)
 			r.Post("/indexes", s.handleCreateIndex)
 			r.Get("/indexes", s.handleListIndexes)

@@ -1,0 +1,344 @@
+package api
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/hourglassdb/hourglass/api/render"
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// insertPlain stores documents in a plain collection; refusals of single
+// documents are write errors, as for time series.
+func (s *Server) insertPlain(w http.ResponseWriter, r *http.Request, name string, raw []map[string]any, ordered bool, o *op) {
+	var reply insertReply
+	docs := make([]document.Doc, 0, len(raw))
+	idx := make([]int, 0, len(raw))
+	for i, m := range raw {
+		d, err := document.FromJSON(m)
+		if err != nil {
+			reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(i, err))
+			if ordered {
+				break
+			}
+			continue
+		}
+		docs = append(docs, d)
+		idx = append(idx, i)
+	}
+	o.docs.Store(int64(len(docs)))
+	res, err := s.db.InsertDocuments(r.Context(), name, docs, timeseries.InsertOptions{Unordered: !ordered})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	reply.Inserted = res.Inserted
+	for _, we := range res.Errors {
+		reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(idx[we.Index], we.Err))
+	}
+	slices.SortFunc(reply.WriteErrors, func(a, b writeErrorReply) int { return a.Index - b.Index })
+	if ordered && len(reply.WriteErrors) > 1 {
+		reply.WriteErrors = reply.WriteErrors[:1]
+	}
+	s.metrics.docsInserted.Add(int64(res.Inserted))
+	s.metrics.inserted.WithLabelValues("json").Add(float64(res.Inserted))
+	if len(reply.WriteErrors) > 0 {
+		s.metrics.refused.WithLabelValues("json").Add(float64(len(reply.WriteErrors)))
+		writeJSON(w, http.StatusBadRequest, reply)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// parseDocQuery reads a find request on a plain collection:
+//
+//	{"filter": {...}, "projection": {...}, "sort": {"a": 1, "b": -1},
+//	 "skip": N, "limit": N, "explain": true}
+func parseDocQuery(raw map[string]any, text []byte) (q timeseries.DocQuery, explain bool, err error) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[k]
+		switch k {
+		case "filter":
+			if q.Filter, err = parseFilter(v); err != nil {
+				return q, false, err
+			}
+		case "projection":
+			m, ok := v.(map[string]any)
+			if !ok && v != nil {
+				return q, false, badRequest("'projection' must be a JSON object")
+			}
+			if q.Projection, err = document.ParseProjection(m); err != nil {
+				return q, false, err
+			}
+		case "sort":
+			if v == nil {
+				continue
+			}
+			if _, ok := v.(map[string]any); !ok {
+				return q, false, badRequest("'sort' must be a JSON object such as {\"field\": 1}")
+			}
+			keys, vals, _, err := orderedObject(text, "sort")
+			if err != nil {
+				return q, false, badRequest("malformed 'sort': %v", err)
+			}
+			for i, f := range keys {
+				d, err := intValue("sort."+f, vals[i])
+				if err != nil || d != 1 && d != -1 {
+					if n, isNeg := negativeOne(vals[i]); isNeg {
+						d, err = n, nil
+					} else {
+						return q, false, badRequest("'sort' of %q must be 1 or -1", f)
+					}
+				}
+				q.Sort = append(q.Sort, timeseries.DocSortKey{Field: f, Desc: d < 0})
+			}
+		case "skip":
+			if q.Skip, err = intValue("skip", v); err != nil {
+				return q, false, err
+			}
+		case "limit":
+			if q.Limit, err = intValue("limit", v); err != nil {
+				return q, false, err
+			}
+		case "explain":
+			b, ok := v.(bool)
+			if !ok {
+				return q, false, badRequest("'explain' must be true or false")
+			}
+			explain = b
+		default:
+			return q, false, badRequest("unknown find option %q; accepted: filter, projection, sort, skip, limit, explain", k)
+		}
+	}
+	return q, explain, nil
+}
+
+// negativeOne reports whether v is the JSON number -1 (intValue reads
+// only non-negative numbers).
+func negativeOne(v any) (int64, bool) {
+	if n, ok := v.(interface{ String() string }); ok && n.String() == "-1" {
+		return -1, true
+	}
+	return 0, false
+}
+
+// findPlain answers a find on a plain collection as JSON or NDJSON:
+// documents are Extended JSON, _id first. With "explain": true it answers
+// the plan and its counters instead of the documents.
+func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryRequest) {
+	dq, explain, err := parseDocQuery(q.raw, q.text)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.opQuery.Add(1)
+	o := s.ops.begin("query", q.name, r, "find")
+	defer s.ops.end(o)
+	if explain {
+		plan, err := s.db.FindDocuments(r.Context(), q.name, dq, func(document.Doc) error { return nil })
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"queryPlanner": map[string]any{"namespace": q.name,
+			"filter": filterString(dq.Filter)}, "executionStats": plan})
+		return
+	}
+	var sep []byte
+	var open, end string
+	switch q.format {
+	case render.JSON:
+		open, end, sep = "[", "]\n", []byte(",")
+	case render.NDJSON:
+		sep = nil
+	default:
+		s.writeError(w, r, newHTTPError(http.StatusNotAcceptable, mongoerr.BadValue,
+			"documents of a plain collection have no fixed columns: ask for application/json or application/x-ndjson"))
+		return
+	}
+	// Nothing is written before the first document (or the end): an
+	// error found at once still gets its status.
+	started := false
+	var buf []byte
+	flushAt := 32 << 10
+	start := func() {
+		if !started {
+			w.Header().Set("Content-Type", q.format.ContentType())
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+	}
+	var n int64
+	_, err = s.db.FindDocuments(r.Context(), q.name, dq, func(d document.Doc) error {
+		if n == 0 {
+			buf = append(buf, open...)
+		} else {
+			buf = append(buf, sep...)
+		}
+		buf = document.AppendJSON(buf, d)
+		if sep == nil {
+			buf = append(buf, '\n')
+		}
+		n++
+		o.docs.Store(n)
+		if len(buf) >= flushAt {
+			start()
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+		return nil
+	})
+	if err != nil {
+		if !started {
+			s.writeError(w, r, err)
+			return
+		}
+		s.abort(r, err)
+	}
+	if n == 0 {
+		buf = append(buf, open...)
+	}
+	buf = append(buf, end...)
+	start()
+	if _, err := w.Write(buf); err != nil {
+		s.abort(r, err)
+	}
+	s.metrics.docsReturned.Add(n)
+	s.metrics.returned.Add(float64(n))
+}
+
+func filterString(f *partialfilter.Filter) string {
+	if f == nil {
+		return "{}"
+	}
+	return f.String()
+}
+
+// handleUpdate is POST .../update: {"filter": {...}, "update": {"$set":
+// ...}, "multi": false} on a plain collection. Reply {"matched": N,
+// "modified": N}.
+func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
+	name, raw, ok := s.readPlainCommand(w, r, "filter", "update", "multi")
+	if !ok {
+		return
+	}
+	f, err := parseFilter(raw["filter"])
+	if err == nil && f == nil {
+		err = badRequest("'filter' is required; {} matches every document")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	um, isObj := raw["update"].(map[string]any)
+	if !isObj {
+		s.writeError(w, r, mongoerr.New(mongoerr.FailedToParse, "'update' must be a document of update operators such as {\"$set\": {...}}"))
+		return
+	}
+	u, err := document.ParseUpdate(um)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	multi := false
+	if v, ok := raw["multi"]; ok {
+		if multi, ok = v.(bool); !ok {
+			s.writeError(w, r, badRequest("'multi' must be true or false"))
+			return
+		}
+	}
+	o := s.ops.begin("update", name, r, fmt.Sprintf("update %s", f))
+	defer s.ops.end(o)
+	res, err := s.db.UpdateDocuments(r.Context(), name, f, u, multi)
+	o.docs.Store(res.Modified)
+	if err != nil {
+		s.writeUpdateError(w, r, res, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// handleReplace is POST .../replace: {"filter": {"_id": ...},
+// "replacement": {...}} replaces the first matching document, keeping its
+// _id.
+func (s *Server) handleReplace(w http.ResponseWriter, r *http.Request) {
+	name, raw, ok := s.readPlainCommand(w, r, "filter", "replacement")
+	if !ok {
+		return
+	}
+	f, err := parseFilter(raw["filter"])
+	if err == nil && f == nil {
+		err = badRequest("'filter' is required, such as {\"_id\": ...}")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rm, isObj := raw["replacement"].(map[string]any)
+	if !isObj {
+		s.writeError(w, r, badRequest("'replacement' must be a document"))
+		return
+	}
+	repl, err := document.FromJSON(rm)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	o := s.ops.begin("update", name, r, fmt.Sprintf("replace %s", f))
+	defer s.ops.end(o)
+	res, err := s.db.ReplaceDocument(r.Context(), name, f, repl)
+	if err != nil {
+		s.writeUpdateError(w, r, res, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// writeUpdateError answers a refused update with the counts of what was
+// done before it, as MongoDB's writeErrors do.
+func (s *Server) writeUpdateError(w http.ResponseWriter, r *http.Request, res timeseries.UpdateResult, err error) {
+	status, code, msg, internal := classify(err)
+	if internal || res.Matched == 0 {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, status, map[string]any{"matched": res.Matched, "modified": res.Modified,
+		"writeErrors": []writeErrorReply{{Index: 0, Code: int(code), CodeName: code.Name(), Message: msg}}})
+}
+
+// readPlainCommand reads a JSON command on a plain collection, with only
+// the named members allowed.
+func (s *Server) readPlainCommand(w http.ResponseWriter, r *http.Request, allowed ...string) (string, map[string]any, bool) {
+	name, err := collectionName(r)
+	var raw map[string]any
+	if err == nil {
+		err = readJSONRequest(r, maxCommandBody, &raw)
+	}
+	if err == nil {
+		for k := range raw {
+			if !slices.Contains(allowed, k) {
+				err = badRequest("unknown option %q; accepted: %v", k, allowed)
+				break
+			}
+		}
+	}
+	if err == nil {
+		var info timeseries.CollectionInfo
+		if info, err = s.db.Describe(r.Context(), name); err == nil && info.Options.TimeSeries != nil {
+			err = mongoerr.New(mongoerr.IllegalOperation, "collection %q is a time-series collection; updates serve plain collections", name)
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", nil, false
+	}
+	return name, raw, true
+}
