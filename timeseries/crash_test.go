@@ -18,6 +18,10 @@ const crashChildEnv = "HOURGLASS_CRASH_CHILD_DIR"
 // TestMain runs the crash child when asked to; see TestCrashRecovery.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
+		if os.Getenv(crashPlainEnv) != "" {
+			crashPlainChild(dir)
+			return
+		}
 		crashChild(dir)
 		return
 	}
