@@ -111,3 +111,36 @@ func FuzzFind(f *testing.F) {
 		serve(t, srv, "POST", "/v1/collections/s/aggregate", "", body)
 	})
 }
+
+// FuzzPlainCollection sends arbitrary bodies to every endpoint of a plain
+// collection with two indexes, one a TTL index: never a panic, never a 5xx.
+func FuzzPlainCollection(f *testing.F) {
+	for _, s := range []string{
+		`[{"_id": 1, "a": [1, {"b": 2}], "at": {"$date": "2024-05-01T12:00:00Z"}}, {"a": "x", "o": {"$oid": "65a1b2c3d4e5f60718293a4b"}}]`,
+		`{"filter": {"a": {"$gt": 0, "$lt": 5}}, "sort": {"a": -1, "_id": 1}, "projection": {"a.b": 1}, "skip": 1, "limit": 2, "explain": true}`,
+		`{"filter": {"_id": {"$in": [1, 2]}}, "update": {"$set": {"x.y": 1}, "$inc": {"n": 1.5}, "$unset": {"a": ""}, "$currentDate": {"at": true}}, "multi": true}`,
+		`{"filter": {"_id": 1}, "replacement": {"_id": 1, "a": [[]]}}`,
+		`{"filter": {"a": {"$elemMatch": {"b": 2}}}}`,
+		`{}`, ``, `[]`, `[{}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	srv := fuzzServer(f)
+	for _, req := range [][2]string{
+		{"PUT", `/v1/collections/p|{}`},
+		{"POST", `/v1/collections/p/indexes|{"key": {"a": 1, "_id": -1}}`},
+		{"POST", `/v1/collections/p/indexes|{"key": {"at": 1}, "expireAfterSeconds": 60, "partialFilterExpression": {"a": {"$exists": true}}}`},
+	} {
+		path, body, _ := bytes.Cut([]byte(req[1]), []byte("|"))
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(req[0], string(path), bytes.NewReader(body)))
+		if rec.Code >= 300 {
+			f.Fatalf("%s %s: %d %s", req[0], path, rec.Code, rec.Body)
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, p := range []string{"documents?ordered=false", "find", "update", "replace", "delete"} {
+			serve(t, srv, "POST", "/v1/collections/p/"+p, "", body)
+		}
+	})
+}
