@@ -19,6 +19,7 @@ import (
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
+	"github.com/hourglassdb/hourglass/ui"
 )
 
 // Options configure a Server. The zero value of every field but DB means
@@ -165,6 +166,11 @@ func (s *Server) routes() chi.Router {
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/ping", s.handlePing)
 	r.Head("/ping", s.handlePing)
+	// The web console: static assets only, no data; its API calls carry the token.
+	console := ui.Handler()
+	r.Handle("/ui", console)
+	r.Handle("/ui/*", console)
+	r.Get("/", http.RedirectHandler(ui.Prefix, http.StatusFound).ServeHTTP)
 
 	// InfluxDB-compatible endpoints take InfluxDB's credentials too.
 	r.Group(func(r chi.Router) {

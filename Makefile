@@ -1,0 +1,28 @@
+# Hourglass: the usual tasks. `make test` is what CI runs (.ci/run).
+
+GO ?= go
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: test deps ui serve
+
+# The tests, with what they need installed first when it is missing:
+# Chromium for the console's end-to-end test, the console's npm packages.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -timeout 20m ./...
+
+deps: $(CHROMIUM) ui/node_modules/.package-lock.json
+
+$(CHROMIUM):
+	DEBIAN_FRONTEND=noninteractive apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+
+ui/node_modules/.package-lock.json: ui/package-lock.json
+	npm ci --prefix ui
+
+# The console's assets: typecheck, then bundle into ui/dist (commit it).
+ui: ui/node_modules/.package-lock.json
+	cd ui && npm run typecheck && npm run build
+
+serve:
+	$(GO) run ./cmd/hourglass serve

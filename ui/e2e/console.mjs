@@ -1,0 +1,199 @@
+// End-to-end test of the console in headless Chromium, run by
+// ui/e2e_test.go against a real server it has filled with data.
+//
+// Environment: HOURGLASS_URL (the server), HOURGLASS_TOKEN (its auth token),
+// SCREENSHOT_DIR (where the screenshots go), E2E_COLLECTION, E2E_SENSOR and
+// E2E_EXPECT_DELETE (the collection, the sensor to give a one-day rule, and
+// how many measurements that rule expires), CHROMIUM (default
+// /usr/bin/chromium). Exits non-zero on the first failed check.
+import { chromium } from "playwright-core";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const base = mustEnv("HOURGLASS_URL");
+const token = mustEnv("HOURGLASS_TOKEN");
+const shots = mustEnv("SCREENSHOT_DIR");
+const coll = mustEnv("E2E_COLLECTION");
+const sensor = mustEnv("E2E_SENSOR");
+const expectDelete = Number(mustEnv("E2E_EXPECT_DELETE"));
+const exe = process.env.CHROMIUM || "/usr/bin/chromium";
+
+function mustEnv(k) {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+}
+
+const t0 = Date.now();
+function step(msg) {
+  console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
+}
+
+function check(cond, msg) {
+  if (!cond) throw new Error(`check failed: ${msg}`);
+}
+
+async function api(method, path, body) {
+  const r = await fetch(base + path, {
+    method, headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+const fmt = new Intl.NumberFormat("en-US");
+const userDir = mkdtempSync(join(tmpdir(), "hourglass-e2e-chromium-"));
+const context = await chromium.launchPersistentContext(userDir, {
+  executablePath: exe,
+  headless: true,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  viewport: { width: 1280, height: 800 },
+  locale: "en-US",
+  timezoneId: "Europe/Berlin",
+  acceptDownloads: true,
+});
+const pageErrors = [];
+try {
+  const page = context.pages()[0] ?? await context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  page.on("console", (m) => {
+    // A 401 before the token is given and the 400 of the bad TTL value are
+    // expected; anything else is not.
+    if (m.type() === "error" && !/status of 40[01]/.test(m.text())) pageErrors.push(m.text());
+  });
+  const shot = (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+
+  step("open the console: it asks for the token");
+  await page.goto(`${base}/ui/`);
+  const tokenInput = page.locator("#token-input");
+  await tokenInput.waitFor();
+  await shot("token");
+  await tokenInput.fill("not-the-token");
+  await page.keyboard.press("Enter");
+  await page.locator("#token-error", { hasText: "refused this token" }).waitFor();
+  await tokenInput.fill(token);
+  await page.keyboard.press("Enter");
+  await tokenInput.waitFor({ state: "detached" });
+
+  step("collections page: the table and the suspended warning");
+  const row = page.locator("table.data tbody tr", { has: page.locator(`a:text-is("${coll}")`) });
+  await row.waitFor();
+  await page.locator(".notice.warning", { hasText: "Expiry suspended" }).first().waitFor();
+  check(await page.locator(".notice.warning").first().textContent().then((t) => /outside 1970-01-01T00:00:00Z\.\.2038-01-19T03:14:07Z/.test(t)), "warning names the range");
+  await page.keyboard.press("Tab");
+  check(await page.evaluate(() => document.activeElement?.textContent) === "Skip to content", "the first Tab reaches the skip link");
+  await shot("collections");
+
+  step("collection page");
+  await row.locator("a").click();
+  const countEl = page.getByTestId("stat-count");
+  await countEl.waitFor();
+  const before = Number((await countEl.textContent()).replace(/,/g, ""));
+  const summary = await api("GET", `/v1/collections/${coll}`);
+  check(before === summary.body.count, `count shown ${before} = API count ${summary.body.count}`);
+
+  step("a bad TTL value shows the API's message next to the field");
+  await page.locator('tr[data-rule=""] button[data-action="change"]').click();
+  const ttlField = page.locator("tr.editor input.ttl-value");
+  await ttlField.fill("-5");
+  await page.locator("tr.editor").getByRole("button", { name: "Preview change" }).click();
+  const want = (await api("POST", `/v1/collections/${coll}/ttl/preview`, { expireAfterSeconds: -5 })).body.error.message;
+  check(/must be within \[0, 2147483647\]/.test(want), `the API refuses -5: ${want}`);
+  await page.locator("tr.editor .field-error", { hasText: want }).waitFor();
+  check(await ttlField.getAttribute("aria-invalid") === "true", "the field is marked invalid");
+  await shot("collection-error");
+  await page.locator("tr.editor").getByRole("button", { name: "Close" }).click();
+
+  step(`add a one-day rule for ${sensor}: dry run, confirm`);
+  const add = page.locator("form.add-rule");
+  await add.locator("select[name=sensor] option", { hasText: sensor }).first().waitFor({ state: "attached" });
+  await add.locator("select[name=sensor]").selectOption({ label: sensor });
+  await add.locator("input.ttl-value").fill("1");
+  await add.getByLabel("Expire after: unit").selectOption({ label: "days" });
+  await add.locator("input[name=name]").fill(`${sensor}_day`);
+  await add.getByRole("button", { name: "Preview rule" }).click();
+  const figure = add.locator('[data-testid="dry-run"] .dry-run-figure');
+  await figure.waitFor();
+  const figText = await figure.textContent();
+  check(figText.includes(`This will delete ${fmt.format(expectDelete)} measurements now`), `dry-run figure: ${figText}`);
+  await shot("collection-dry-run");
+  await add.locator('[data-action="confirm"]').click();
+  await page.locator(`tr[data-rule="${sensor}_day"]`).waitFor();
+  await page.locator(".notice.ok", { hasText: `Rule ${sensor}_day created` }).waitFor();
+
+  step("run a TTL pass: the count drops by the dry-run figure");
+  await page.locator('.page-head [data-action="ttl-run"]').click();
+  await page.locator(".notice.ok", { hasText: "TTL pass done" }).waitFor();
+  const after = fmt.format(before - expectDelete);
+  await page.locator('[data-testid="stat-count"]', { hasText: new RegExp(`^${after}$`) }).waitFor();
+  await shot("collection");
+
+  step("explore: the chart is drawn for a known series");
+  await page.goto(`${base}/ui/#/explore?c=${coll}&s=${encodeURIComponent('"north"')}&field=temp&range=all`);
+  const canvas = page.locator('[data-testid="chart"] canvas');
+  await canvas.waitFor();
+  const painted = () => canvas.evaluate((c) => {
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      // The average line's colour, #1f5fd6.
+      if (Math.abs(d[i] - 31) < 40 && Math.abs(d[i + 1] - 95) < 40 && Math.abs(d[i + 2] - 214) < 40 && d[i + 3] > 200) n++;
+    }
+    return n;
+  });
+  const n0 = await painted();
+  check(n0 > 300, `the average line is drawn (${n0} pixels)`);
+  const sumText = await page.locator(".summary").textContent();
+  check(/temp · north · 2,880 measurements/.test(sumText), `summary: ${sumText}`);
+  await shot("explore");
+
+  step("explore: zoom by dragging, table view, downloads");
+  const box = await canvas.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.4, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.locator(".summary", { hasNotText: "2,880 measurements" }).waitFor();
+  check(await page.locator("select[name=range]").inputValue() === "custom", "zoom sets a custom range");
+  check(await painted() > 100, "the zoomed chart is drawn");
+  await page.getByRole("tab", { name: "Table" }).click();
+  const rows = await page.locator("#panel-table tbody tr").count();
+  check(rows > 0, `table rows: ${rows}`);
+  const title = await page.locator("#panel-table tbody time").first().getAttribute("title");
+  check(/ UTC$/.test(title), `times carry UTC on hover: ${title}`);
+  await shot("explore-table");
+  const [csv] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download CSV" }).click()]);
+  const csvText = readFileSync(await csv.path(), "utf8");
+  check(csvText.startsWith("timestamp,temp_min,temp_avg,temp_max,temp_count"), `CSV header: ${csvText.slice(0, 60)}`);
+  const [arrow] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download Arrow" }).click()]);
+  const arrowBytes = readFileSync(await arrow.path());
+  check(arrowBytes.readUInt32LE(0) === 0xffffffff, "Arrow IPC stream starts with a continuation marker");
+
+  step("server page: counters, charts, operations");
+  await page.goto(`${base}/ui/#/server`);
+  await page.locator(".stat dt", { hasText: "TTL passes" }).waitFor();
+  await page.locator('.page-head [data-action="ttl-run"]').click();
+  await page.locator("p[role=status]", { hasText: "TTL pass done" }).waitFor();
+  // Ingest while the page samples, so that the rate chart has something.
+  const updated = page.locator(".ops .help time");
+  for (let i = 0; i < 2; i++) {
+    const prev = await updated.getAttribute("datetime");
+    const now = Date.now();
+    const docs = Array.from({ length: 500 }, (_, k) => ({ timestamp: { $date: new Date(now - k * 10).toISOString() }, sensor: "east", temp: 15 + (k % 7) }));
+    const r = await api("POST", `/v1/collections/${coll}/documents`, docs);
+    check(r.status === 200, `insert: ${r.status}`);
+    await page.waitForFunction((p) => document.querySelector(".ops .help time")?.getAttribute("datetime") !== p, prev);
+  }
+  const passes = await page.locator(".stat", { hasText: "TTL passes" }).locator("dd").textContent();
+  check(/^[1-9]/.test(passes), `TTL passes shown: ${passes}`);
+  await shot("server");
+
+  check(pageErrors.length === 0, `no errors in the page: ${pageErrors.join("; ")}`);
+  step("all checks passed");
+} finally {
+  await context.close();
+  rmSync(userDir, { recursive: true, force: true });
+}

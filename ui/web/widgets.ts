@@ -1,0 +1,47 @@
+// Pieces shared by the pages.
+
+import { APIError } from "./api";
+import { h } from "./dom";
+import { fmtInt } from "./format";
+import type { Collection } from "./model";
+
+export function errorBox(e: unknown): HTMLElement {
+  const msg = e instanceof APIError
+    ? `${e.message} (${e.codeName || "error"} ${e.code || e.status})`
+    : (e as Error).message ?? String(e);
+  return h("div", { class: "notice error", role: "alert" }, h("strong", null, "Error: "), msg);
+}
+
+/** outOfRangeFilter is the delete filter that removes what suspends expiry. */
+export function outOfRangeFilter(timeField: string): object {
+  return {
+    $or: [
+      { [timeField]: { $lt: { $date: "1970-01-01T00:00:00Z" } } },
+      { [timeField]: { $gt: { $date: "2038-01-19T03:14:07Z" } } },
+    ],
+  };
+}
+
+/**
+ * suspendedWarning explains a collection whose expiry is suspended by the
+ * 1970-2038 rule, and what to do about it; null when it is not.
+ */
+export function suspendedWarning(c: Collection): HTMLElement | null {
+  const t = c.ttl;
+  if (!t || !t.suspended) return null;
+  const tf = c.options.timeseries?.timeField ?? "timestamp";
+  const cmd = `curl -X POST /v1/collections/${c.name}/delete -d '${JSON.stringify({ filter: outOfRangeFilter(tf) })}'`;
+  return h("div", { class: "notice warning", role: "status" },
+    h("p", null, h("strong", null, "Expiry suspended. "),
+      `${fmtInt(t.outOfRangeBuckets)} bucket${t.outOfRangeBuckets === 1 ? "" : "s"} of `, h("code", null, c.name),
+      " hold measurements outside 1970-01-01T00:00:00Z..2038-01-19T03:14:07Z, so nothing in this collection expires,",
+      " not even in-range data, and reads return everything (MongoDB's 1970-2038 rule)."),
+    h("p", null, "To resume expiry, delete the out-of-range measurements (or fix their timestamps and insert them again).",
+      " Expiry resumes at once, without a restart:"),
+    h("pre", null, h("code", null, cmd)),
+    t.reason ? h("p", { class: "muted small" }, `Server: ${t.reason}`) : null);
+}
+
+export function badge(text: string, kind = ""): HTMLElement {
+  return h("span", { class: `badge ${kind}` }, text);
+}
