@@ -72,7 +72,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if want := north + 1000; c.Count != want { // the script inserts 2 x 500 on the server page
 		t.Errorf("count after the TTL pass: %d, want %d", c.Count, want)
 	}
-	for _, name := range []string{"token", "collections", "collection-error", "collection-dry-run", "collection", "explore", "explore-table", "server"} {
+	for _, name := range []string{"token", "collections", "collection-error", "collection-dry-run", "collection", "collection-suspended", "explore", "explore-table", "server"} {
 		if fi, err := os.Stat(filepath.Join(shots, name+".png")); err != nil || fi.Size() < 5000 {
 			t.Errorf("screenshot %s.png: %v", name, err)
 		}
@@ -107,6 +107,9 @@ func seed(t *testing.T, s *testServer) (north, south int) {
 	north = add("north", now.Add(-48*time.Hour), now, 12)
 	south = add("south", now.Add(-60*time.Hour), now.Add(-30*time.Hour), 18)
 	s.must(t, "POST", "/v1/collections/weather/documents", docs, nil)
+
+	// On disk, so that the sizes shown are real.
+	s.must(t, "POST", "/v1/collections/weather/compact", nil, nil)
 
 	s.must(t, "PUT", "/v1/collections/legacy", map[string]any{
 		"timeseries": map[string]any{"timeField": "t", "metaField": "meter"}, "expireAfterSeconds": 3600}, nil)

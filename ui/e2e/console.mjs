@@ -83,9 +83,9 @@ try {
   await row.waitFor();
   await page.locator(".notice.warning", { hasText: "Expiry suspended" }).first().waitFor();
   check(await page.locator(".notice.warning").first().textContent().then((t) => /outside 1970-01-01T00:00:00Z\.\.2038-01-19T03:14:07Z/.test(t)), "warning names the range");
+  await shot("collections");
   await page.keyboard.press("Tab");
   check(await page.evaluate(() => document.activeElement?.textContent) === "Skip to content", "the first Tab reaches the skip link");
-  await shot("collections");
 
   step("collection page");
   await row.locator("a").click();
@@ -172,6 +172,18 @@ try {
   const arrowBytes = readFileSync(await arrow.path());
   check(arrowBytes.readUInt32LE(0) === 0xffffffff, "Arrow IPC stream starts with a continuation marker");
 
+  step("a suspended collection: delete the out-of-range data, expiry resumes");
+  await page.goto(`${base}/ui/#/collections/legacy`);
+  await page.locator(".notice.warning", { hasText: "Expiry suspended" }).waitFor();
+  await page.locator('[data-action="fix-range"]').click();
+  await page.locator('[data-testid="dry-run"] .dry-run-figure', { hasText: "This will delete 1 measurement now" }).waitFor();
+  await shot("collection-suspended");
+  await page.locator('[data-testid="dry-run"] [data-action="confirm"]').click();
+  await page.locator(".notice.ok", { hasText: "expiry resumes" }).waitFor();
+  check(await page.locator(".notice.warning").count() === 0, "the warning is gone");
+  const legacy = await api("GET", "/v1/collections/legacy");
+  check(legacy.body.ttl.suspended === false && legacy.body.count === 1, `legacy after the delete: ${JSON.stringify(legacy.body.ttl)}`);
+
   step("server page: counters, charts, operations");
   await page.goto(`${base}/ui/#/server`);
   await page.locator(".stat dt", { hasText: "TTL passes" }).waitFor();
@@ -193,6 +205,10 @@ try {
 
   check(pageErrors.length === 0, `no errors in the page: ${pageErrors.join("; ")}`);
   step("all checks passed");
+} catch (e) {
+  // What the page showed when the check failed.
+  await context.pages()[0]?.screenshot({ path: join(shots, "failure.png"), fullPage: true }).catch(() => {});
+  throw e;
 } finally {
   await context.close();
   rmSync(userDir, { recursive: true, force: true });

@@ -68,7 +68,7 @@ async function who(): Promise<void> {
   try {
     const st = await getJSON<Status>("/v1/status");
     clear(el,
-      h("span", { title: `Times are shown in ${timeZone}; hover over a time for UTC.` }, `${st.host} · v${st.version} · ${timeZone}`),
+      h("span", { title: `Times are shown in ${timeZone}; hover over a time for UTC.` }, `${st.host} · ${/^\d/.test(st.version) ? "v" : ""}${st.version} · ${timeZone}`),
       hasToken() ? h("button", { type: "button", class: "link", onclick: () => { forgetToken(); location.reload(); } }, "Forget token") : null);
   } catch {
     clear(el, h("span", { class: "muted" }, "server unreachable"));

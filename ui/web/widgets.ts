@@ -1,8 +1,8 @@
 // Pieces shared by the pages.
 
-import { APIError } from "./api";
+import { APIError, hasToken } from "./api";
 import { h } from "./dom";
-import { fmtInt } from "./format";
+import { fmtBytes, fmtInt, fmtNum } from "./format";
 import type { Collection } from "./model";
 
 export function errorBox(e: unknown): HTMLElement {
@@ -12,34 +12,46 @@ export function errorBox(e: unknown): HTMLElement {
   return h("div", { class: "notice error", role: "alert" }, h("strong", null, "Error: "), msg);
 }
 
-/** outOfRangeFilter is the delete filter that removes what suspends expiry. */
-export function outOfRangeFilter(timeField: string): object {
-  return {
-    $or: [
-      { [timeField]: { $lt: { $date: "1970-01-01T00:00:00Z" } } },
-      { [timeField]: { $gt: { $date: "2038-01-19T03:14:07Z" } } },
-    ],
-  };
+/**
+ * outOfRange is the two delete filters that remove what suspends expiry (a
+ * time-series delete takes one time range at a time).
+ */
+export function outOfRange(timeField: string): object[] {
+  return [
+    { [timeField]: { $lt: { $date: "1970-01-01T00:00:00Z" } } },
+    { [timeField]: { $gt: { $date: "2038-01-19T03:14:07Z" } } },
+  ];
 }
 
 /**
  * suspendedWarning explains a collection whose expiry is suspended by the
  * 1970-2038 rule, and what to do about it; null when it is not.
  */
-export function suspendedWarning(c: Collection): HTMLElement | null {
+export function suspendedWarning(c: Collection, action?: HTMLElement): HTMLElement | null {
   const t = c.ttl;
   if (!t || !t.suspended) return null;
   const tf = c.options.timeseries?.timeField ?? "timestamp";
-  const cmd = `curl -X POST /v1/collections/${c.name}/delete -d '${JSON.stringify({ filter: outOfRangeFilter(tf) })}'`;
+  const auth = hasToken() ? ` -H "Authorization: Bearer $HOURGLASS_AUTH_TOKEN"` : "";
+  const cmd = outOfRange(tf).map((f) => `curl${auth} ${location.origin}/v1/collections/${c.name}/delete -d '${JSON.stringify({ filter: f })}'`).join("\n");
   return h("div", { class: "notice warning", role: "status" },
     h("p", null, h("strong", null, "Expiry suspended. "),
       `${fmtInt(t.outOfRangeBuckets)} bucket${t.outOfRangeBuckets === 1 ? "" : "s"} of `, h("code", null, c.name),
-      " hold measurements outside 1970-01-01T00:00:00Z..2038-01-19T03:14:07Z, so nothing in this collection expires,",
+      t.outOfRangeBuckets === 1 ? " holds" : " hold", " measurements outside 1970-01-01T00:00:00Z..2038-01-19T03:14:07Z, so nothing in this collection expires,",
       " not even in-range data, and reads return everything (MongoDB's 1970-2038 rule)."),
     h("p", null, "To resume expiry, delete the out-of-range measurements (or fix their timestamps and insert them again).",
       " Expiry resumes at once, without a restart:"),
-    h("pre", null, h("code", null, cmd)),
+    action ?? h("pre", null, h("code", null, cmd)),
     t.reason ? h("p", { class: "muted small" }, `Server: ${t.reason}`) : null);
+}
+
+/** bytesPerPoint is storage over count, "–" when either is unknown. */
+export function bytesPerPoint(c: Collection): string {
+  return c.count > 0 && c.storageBytes > 0 ? fmtNum(Number((c.storageBytes / c.count).toFixed(2))) : "–";
+}
+
+/** storageText shows a size, or says the data is not on disk yet. */
+export function storageText(c: Collection): string {
+  return c.storageBytes === 0 && c.count > 0 ? "in memory" : fmtBytes(c.storageBytes);
 }
 
 export function badge(text: string, kind = ""): HTMLElement {

@@ -5,12 +5,12 @@
 
 import { APIError, call, collPath, send } from "../api";
 import { clear, h, uid, type Child } from "../dom";
-import { dateOf, fmtBytes, fmtDuration, fmtInt, fmtNum, json, localString, timeEl } from "../format";
+import { dateOf, fmtBytes, fmtDuration, fmtInt, json, localString, timeEl } from "../format";
 import {
   countFind, describe, metaLabel, metaValues, preview, runTTLPass,
   type Collection, type IndexSpec, type Preview,
 } from "../model";
-import { badge, errorBox, suspendedWarning } from "../widgets";
+import { badge, bytesPerPoint, errorBox, outOfRange, storageText, suspendedWarning } from "../widgets";
 
 const units: [string, number][] = [["seconds", 1], ["minutes", 60], ["hours", 3600], ["days", 86400]];
 
@@ -72,7 +72,7 @@ function previewText(now: Preview, next: Preview): { text: Child[]; deletes: boo
 /** confirmBox shows a dry run and waits for Confirm or Cancel. */
 function confirmBox(text: Child[], deletes: boolean, applyLabel: string, apply: () => Promise<void>, cancel: () => void): HTMLElement {
   const status = h("div", { role: "alert" });
-  const ok = h("button", { type: "button", class: deletes ? "danger" : "primary", "data-action": "confirm" }, deletes ? `${applyLabel}: delete` : applyLabel);
+  const ok = h("button", { type: "button", class: deletes ? "danger" : "primary", "data-action": "confirm" }, applyLabel);
   const no = h("button", { type: "button", "data-action": "cancel", onclick: cancel }, "Cancel");
   ok.addEventListener("click", async () => {
     ok.disabled = no.disabled = true;
@@ -123,7 +123,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
           c.type === "timeseries" ? h("a", { class: "button", href: `#/explore?c=${encodeURIComponent(c.name)}` }, "Explore") : null,
           c.type === "timeseries" ? passBtn : null)),
       stats(c),
-      suspendedWarning(c),
+      suspendedWarning(c, c.ttl?.suspended ? fixRange(c) : undefined),
       h("div", { class: "columns" },
         h("section", { class: "card", "aria-labelledby": "opt-h" }, h("h2", { id: "opt-h" }, "Options"), options(c)),
         c.type === "timeseries"
@@ -139,8 +139,8 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
     return h("dl", { class: "stats" },
       stat("Measurements", fmtInt(c.count), "stat-count"),
       stat("Buckets", fmtInt(c.buckets), "stat-buckets"),
-      stat("Storage", fmtBytes(c.storageBytes), "stat-storage"),
-      stat("Bytes/point", c.count > 0 ? fmtNum(Number((c.storageBytes / c.count).toFixed(2))) : "–", "stat-bpp"),
+      stat("Storage", storageText(c), "stat-storage"),
+      stat("Bytes/point", bytesPerPoint(c), "stat-bpp"),
       stat("Next expiry", c.ttl?.suspended ? badge("suspended", "warn") : next ? timeEl(next) : h("span", { class: "muted" }, "none"), "stat-next"));
   }
 
@@ -221,7 +221,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
           return;
         }
         const { text, deletes } = previewText(now, next);
-        dry.append(confirmBox(text, deletes, "Apply", async () => {
+        dry.append(confirmBox(text, deletes, deletes ? "Apply and delete" : "Apply", async () => {
           const r = await send<Record<string, unknown>>("PATCH", collPath(c.name),
             index === null ? { expireAfterSeconds: v } : { index: { name: index, expireAfterSeconds: v } });
           notify(`${index === null ? "Collection rule" : `Rule ${index}`} changed from ${fmtOld(r.expireAfterSeconds_old)} to ${fmtOld(r.expireAfterSeconds_new)}.`);
@@ -261,7 +261,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
     const ts = c.options.timeseries!;
     const mf = ts.metaField;
     if (!mf) return h("p", { class: "help" }, "Per-sensor rules need a meta field; this collection has none.");
-    const nameIn = h("input", { id: uid("rn"), name: "name", autocomplete: "off", spellcheck: "false", placeholder: "default: a name from the key" });
+    const nameIn = h("input", { id: uid("rn"), name: "name", autocomplete: "off", spellcheck: "false", placeholder: "e.g. south_day" });
     const nameErr = h("p", { class: "field-error", id: `${nameIn.id}-err`, role: "alert" });
     nameIn.setAttribute("aria-describedby", nameErr.id);
     const sensor = h("select", { id: uid("rs"), name: "sensor" }, h("option", { value: "" }, "Loading sensors…"));
@@ -336,7 +336,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
           ? [h("strong", { class: "dry-run-figure" }, "This rule deletes nothing now."), ` No matching measurement is older than ${localString(cutoff)}.`]
           : [h("strong", { class: "dry-run-figure" }, `This will delete ${fmtInt(n)} measurement${n === 1 ? "" : "s"} now`),
             ` (those of the matching sensors older than ${localString(cutoff)}): reads stop returning them at once, and the TTL monitor deletes them on its next pass, each bucket once its newest measurement has expired.`];
-      dry.append(confirmBox(text, deletes, "Create rule", async () => {
+      dry.append(confirmBox(text, deletes, deletes ? `Create rule, delete ${fmtInt(n)}` : "Create rule", async () => {
         const body: Record<string, unknown> = { key: { [ts.timeField]: 1 }, expireAfterSeconds: v, partialFilterExpression: f };
         if (nameIn.value.trim()) body.name = nameIn.value.trim();
         let r: { name: string };
@@ -353,6 +353,33 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
       }, () => dry.replaceChildren()));
     });
     return form;
+  }
+
+  /** fixRange deletes what suspends expiry, after a dry run. */
+  function fixRange(c: Collection): HTMLElement {
+    const tf = c.options.timeseries!.timeField;
+    const filters = outOfRange(tf);
+    const dry = h("div");
+    const btn = h("button", { type: "button", "data-action": "fix-range" }, "Delete the out-of-range measurements…");
+    btn.addEventListener("click", async () => {
+      dry.replaceChildren();
+      let n: number;
+      try {
+        n = await countFind(c, { $or: filters });
+      } catch (e) {
+        dry.append(errorBox(e));
+        return;
+      }
+      dry.append(confirmBox([h("strong", { class: "dry-run-figure" }, `This will delete ${fmtInt(n)} measurement${n === 1 ? "" : "s"} now`),
+        ` (every measurement before 1970-01-01T00:00:00Z or after 2038-01-19T03:14:07Z). Then expiry resumes, and the collection's rules delete what has expired on the next TTL pass.`],
+      true, `Delete ${fmtInt(n)}`, async () => {
+        let deleted = 0;
+        for (const filter of filters) deleted += (await send<{ deleted: number }>("POST", collPath(c.name, "/delete"), { filter })).deleted;
+        notify(`Deleted ${fmtInt(deleted)} out-of-range measurement${deleted === 1 ? "" : "s"}: expiry resumes.`);
+        await load();
+      }, () => dry.replaceChildren()));
+    });
+    return h("div", null, h("div", { class: "actions" }, btn), dry);
   }
 
   function dropZone(c: Collection): HTMLElement {

@@ -3,9 +3,9 @@
 
 import { APIError, collPath, send } from "../api";
 import { clear, h, uid } from "../dom";
-import { fmtBytes, fmtDuration, fmtInt, fmtNum, timeEl, dateOf } from "../format";
+import { fmtDuration, fmtInt, timeEl, dateOf } from "../format";
 import { describe, listCollections, ttlSummary } from "../model";
-import { badge, suspendedWarning } from "../widgets";
+import { badge, bytesPerPoint, storageText, suspendedWarning } from "../widgets";
 
 export async function collectionsPage(root: HTMLElement, signal: AbortSignal): Promise<void> {
   const body = h("div", { class: "table-wrap" }, h("p", { class: "loading" }, "Loading collections…"));
@@ -25,15 +25,14 @@ export async function collectionsPage(root: HTMLElement, signal: AbortSignal): P
   const rows: HTMLElement[] = [];
   for (const c of full) {
     const warn = suspendedWarning(c);
-    const bpp = c.count > 0 ? c.storageBytes / c.count : null;
     const next = dateOf(c.ttl?.nextExpiry ?? null);
     rows.push(h("tr", { class: warn ? "has-warning" : "" },
       h("th", { scope: "row" }, h("a", { href: `#/collections/${encodeURIComponent(c.name)}` }, c.name)),
       h("td", null, badge(c.type === "timeseries" ? "time series" : c.type)),
       h("td", { class: "num" }, fmtInt(c.count)),
       h("td", { class: "num" }, fmtInt(c.buckets)),
-      h("td", { class: "num" }, fmtBytes(c.storageBytes)),
-      h("td", { class: "num" }, bpp === null ? "–" : fmtNum(Number(bpp.toFixed(2)))),
+      h("td", { class: "num" }, storageText(c)),
+      h("td", { class: "num" }, bytesPerPoint(c)),
       h("td", null,
         warn ? badge("expiry suspended", "warn") : null, " ",
         ttlSummary(c, fmtDuration),
