@@ -3,7 +3,7 @@
 GO ?= go
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: test deps ui serve
+.PHONY: test deps ui serve screenshots
 
 # The tests, with what they need installed first when it is missing:
 # Chromium for the console's end-to-end test, the console's npm packages.
@@ -26,3 +26,9 @@ ui: ui/node_modules/.package-lock.json
 
 serve:
 	$(GO) run ./cmd/hourglass serve
+
+# Screenshots for docs/console.md, from a run of the end-to-end test.
+screenshots: deps
+	$(GO) test -count=1 -run TestConsoleEndToEnd ./ui
+	cp ui/e2e/artifacts/token.png ui/e2e/artifacts/collections.png ui/e2e/artifacts/collection*.png \
+	  ui/e2e/artifacts/explore*.png ui/e2e/artifacts/server.png docs/console/
