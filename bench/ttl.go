@@ -215,6 +215,24 @@ func latencies(ss []sample, from, to time.Time) []time.Duration {
 // writeLive runs cfg.Writers writers of live measurements (100 series) until
 // during returns, and returns every write.
 func writeLive(ctx context.Context, db *timeseries.DB, cfg TTLConfig, clock func() time.Time, during func(stop <-chan struct{}) error) ([]sample, error) {
+	return runWriters(cfg.Writers, func(w int) func(n int) error {
+		ms := make([]timeseries.Measurement, cfg.WriteBatch)
+		return func(n int) error {
+			base := clock().UnixNano()
+			for i := range ms {
+				ms[i] = timeseries.Measurement{Time: base + int64(i), Meta: fmt.Sprintf("live-%d-%d", w, i%100),
+					Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(float64(n))}}}
+			}
+			_, err := db.Insert(ctx, "live", ms, timeseries.InsertOptions{})
+			return err
+		}
+	}, during)
+}
+
+// runWriters runs writers goroutines, each calling its write function
+// (made by newWriter) with 0, 1, 2, ... until during returns, and returns
+// the time and latency of every write.
+func runWriters(writers int, newWriter func(w int) func(n int) error, during func(stop <-chan struct{}) error) ([]sample, error) {
 	stop := make(chan struct{})
 	var (
 		wg   sync.WaitGroup
@@ -222,11 +240,11 @@ func writeLive(ctx context.Context, db *timeseries.DB, cfg TTLConfig, clock func
 		lats []sample
 		errs []error
 	)
-	for w := 0; w < cfg.Writers; w++ {
+	for w := 0; w < writers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			ms := make([]timeseries.Measurement, cfg.WriteBatch)
+			write := newWriter(w)
 			var mine []sample
 			for n := 0; ; n++ {
 				select {
@@ -237,13 +255,8 @@ func writeLive(ctx context.Context, db *timeseries.DB, cfg TTLConfig, clock func
 					return
 				default:
 				}
-				base := clock().UnixNano()
-				for i := range ms {
-					ms[i] = timeseries.Measurement{Time: base + int64(i), Meta: fmt.Sprintf("live-%d-%d", w, i%100),
-						Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(float64(n))}}}
-				}
 				start := time.Now()
-				if _, err := db.Insert(ctx, "live", ms, timeseries.InsertOptions{}); err != nil {
+				if err := write(n); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()

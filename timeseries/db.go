@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -87,7 +88,10 @@ func Open(opts Options) (*DB, error) {
 		done:        make(chan struct{}),
 	}
 	db.encPool.New = func() any { return &recordEncoder{} }
-	pdb, err := pebble.Open(filepath.Join(opts.Dir, "store"), pebbleOptions(opts.Logger))
+	po := pebbleOptions(opts.Logger)
+	po.Cache = pebble.NewCache(blockCacheSize)
+	pdb, err := pebble.Open(filepath.Join(opts.Dir, "store"), po)
+	po.Cache.Unref() // the store holds its own reference
 	if err != nil {
 		return nil, fmt.Errorf("timeseries: open store in %s: %w", opts.Dir, err)
 	}
@@ -122,6 +126,10 @@ func Open(opts Options) (*DB, error) {
 	return db, nil
 }
 
+// blockCacheSize is Pebble's block cache: index and filter blocks, and
+// the documents and buckets read most.
+const blockCacheSize = 64 << 20
+
 // pebbleOptions configures Pebble for bucket storage. Pebble's own WAL is
 // off: durability comes from the log, and a checkpoint flushes memtables
 // before the log is truncated. Buckets are compressed already, so blocks are
@@ -136,6 +144,9 @@ func pebbleOptions(logger *slog.Logger) *pebble.Options {
 	for i := range o.Levels {
 		o.Levels[i].Compression = pebble.NoCompression
 		o.Levels[i].BlockSize = 32 << 10
+		// Point reads of documents (an _id checked for duplicates, a
+		// document fetched through an index) skip tables without the key.
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	o.EnsureDefaults()
 	return o

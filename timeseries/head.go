@@ -52,8 +52,10 @@ type collection struct {
 	plain *plainState
 	// nextIndexID is the id of the next index of a plain collection.
 	nextIndexID uint32
-	// plainRules are the TTL indexes of a plain collection, compiled.
+	// plainRules are the TTL indexes of a plain collection, and live all
+	// its secondary indexes, compiled (compileRules).
 	plainRules []plainRule
+	live       []liveIndex
 }
 
 // typeSet is a set of bucket.Types seen for a field, bit t for Type t.

@@ -414,15 +414,15 @@ func (c *collection) compileRules() {
 			c.rules = append(c.rules, ttl.Rule{Index: spec.Name, ExpireAfterSeconds: *spec.ExpireAfterSeconds, Filter: f})
 		}
 	}
-	c.plainRules = nil
+	c.plainRules, c.live = nil, nil
 	if c.plain != nil {
 		for i := range c.indexes {
 			spec := &c.indexes[i]
-			if !spec.IsTTL() || len(spec.Key) != 1 {
-				continue
-			}
 			ix := newLiveIndex(*spec)
-			c.plainRules = append(c.plainRules, plainRule{index: ix, seconds: *spec.ExpireAfterSeconds})
+			c.live = append(c.live, ix)
+			if spec.IsTTL() && len(spec.Key) == 1 {
+				c.plainRules = append(c.plainRules, plainRule{index: ix, seconds: *spec.ExpireAfterSeconds})
+			}
 		}
 	}
 	for _, s := range c.series {

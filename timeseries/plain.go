@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -377,7 +378,8 @@ func (db *DB) InsertDocuments(ctx context.Context, name string, docs []document.
 // prepareInsert validates doc, gives it an _id if it has none, and checks
 // that the _id is new.
 func (db *DB) prepareInsert(c *collection, w *docWriter, doc document.Doc, seen map[string]bool, enc []byte) (storedDoc, []byte, error) {
-	if _, ok := doc["_id"]; !ok {
+	_, given := doc["_id"]
+	if !given {
 		doc["_id"] = document.NewObjectID(db.opts.Now())
 	}
 	idKey, err := document.AppendKey(nil, doc["_id"])
@@ -391,8 +393,10 @@ func (db *DB) prepareInsert(c *collection, w *docWriter, doc document.Doc, seen 
 	if len(enc) > document.MaxSize {
 		return storedDoc{}, nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "document of %d bytes is larger than the %d-byte limit", len(enc), document.MaxSize)
 	}
-	dup := seen[string(idKey)]
-	if !dup {
+	// An ObjectId made here is new by construction (a per-process random
+	// part and a counter): only a given _id is looked up.
+	dup := given && seen[string(idKey)]
+	if given && !dup {
 		// The batch is indexed: this also sees documents deleted or
 		// written earlier in it.
 		_, found, err := getDoc(w.b, c.id, idKey)
@@ -461,3 +465,32 @@ func (db *DB) evictCapped(c *collection, w *docWriter) error {
 	}
 	return nil
 }
+
+// docReader reads documents by _id key through one iterator: a seek is
+// much cheaper than a Get when many documents are read.
+type docReader struct {
+	it     *pebble.Iterator
+	prefix []byte
+	key    []byte
+}
+
+func newDocReader(r pebble.Reader, coll uint32) (*docReader, error) {
+	p := plainKey(coll, subDoc, 0)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	return &docReader{it: it, prefix: p}, nil
+}
+
+// get reads the document with _id key idKey; ok is false when there is none.
+func (dr *docReader) get(idKey []byte) (d storedDoc, ok bool, err error) {
+	dr.key = append(append(dr.key[:0], dr.prefix...), idKey...)
+	if !dr.it.SeekGE(dr.key) || !bytes.Equal(dr.it.Key(), dr.key) {
+		return d, false, dr.it.Error()
+	}
+	d, err = decodeStored(append([]byte(nil), idKey...), dr.it.Value())
+	return d, err == nil, err
+}
+
+func (dr *docReader) close() error { return dr.it.Close() }

@@ -36,15 +36,12 @@ func newLiveIndex(spec IndexSpec) liveIndex {
 	return ix
 }
 
-// liveIndexes returns c's secondary indexes.
+// liveIndexes returns c's secondary indexes (compiled by compileRules;
+// the slice is never modified).
 func (db *DB) liveIndexes(c *collection) []liveIndex {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	out := make([]liveIndex, 0, len(c.indexes))
-	for _, spec := range c.indexes {
-		out = append(out, newLiveIndex(spec))
-	}
-	return out
+	return c.live
 }
 
 // appendEntries adds doc's entries in ix to set: one per combination of

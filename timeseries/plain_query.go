@@ -77,11 +77,17 @@ func (db *DB) planDocs(r pebble.Reader, c *collection, f *partialfilter.Filter) 
 		if !ix.usable(f) {
 			continue
 		}
+		prefix := indexPrefix(c.id, ix.spec.ID)
+		// A multikey index is bound by fewer comparisons, never more:
+		// read its flag only for an index that could win.
+		if b := indexBounds(prefix, ix.spec.Key, f, false); b.score <= score {
+			continue
+		}
 		mk, err := isMultikey(r, c.id, ix.spec.ID)
 		if err != nil {
 			return best, err
 		}
-		b := indexBounds(indexPrefix(c.id, ix.spec.ID), ix.spec.Key, f, mk)
+		b := indexBounds(prefix, ix.spec.Key, f, mk)
 		if b.score > score {
 			score = b.score
 			best = docPlan{lo: b.lo, hi: b.hi, multikey: mk}
@@ -116,6 +122,13 @@ func (db *DB) scanDocs(ctx context.Context, r pebble.Reader, c *collection, plan
 	}
 	defer it.Close()
 	docPrefixLen := len(plainKey(c.id, subDoc, 0))
+	var dr *docReader
+	if !plan.primary {
+		if dr, err = newDocReader(r, c.id); err != nil {
+			return plan.DocPlan, err
+		}
+		defer dr.close()
+	}
 	var seen map[string]bool
 	if plan.multikey {
 		seen = map[string]bool{}
@@ -147,7 +160,7 @@ func (db *DB) scanDocs(ctx context.Context, r pebble.Reader, c *collection, plan
 				seen[string(it.Value())] = true
 			}
 			var ok bool
-			d, ok, err = getDoc(r, c.id, it.Value())
+			d, ok, err = dr.get(it.Value())
 			if err != nil {
 				return plan.DocPlan, err
 			}

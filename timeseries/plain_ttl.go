@@ -51,18 +51,18 @@ func (db *DB) plainRulesOf(c *collection) []plainRule {
 	return c.plainRules
 }
 
+// ttlChunk is how many documents a TTL batch deletes under one hold of
+// the collection's write lock: writers wait at most that long.
+const ttlChunk = 512
+
 // expirePlain deletes, within budget, the documents of c that TTL index
 // index has expired at now. It walks the index's entries below the cutoff
 // in date order, so a batch that stops at its budget resumes where the
-// oldest expired documents are.
+// oldest expired documents are. It deletes in chunks, each one durable
+// log record written with writers held off; every document is read again
+// under the lock, so one a writer refreshed meanwhile stays.
 func (db *DB) expirePlain(ctx context.Context, c *collection, index string, now time.Time, budget ttl.Budget) (ttl.Batch, error) {
 	var out ttl.Batch
-	p := c.plain
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c.dropped {
-		return out, nil
-	}
 	var rule *plainRule
 	rules := db.plainRulesOf(c)
 	for i := range rules {
@@ -74,55 +74,74 @@ func (db *DB) expirePlain(ctx context.Context, c *collection, index string, now 
 		return out, nil
 	}
 	spec := rule.index.spec
-	cut := rule.cutoff(now)
-	r := partialfilter.Range{Max: cut, HasMax: true}
+	r := partialfilter.Range{Max: rule.cutoff(now), HasMax: true}
 	lo, hi := rangeBounds(indexPrefix(c.id, spec.ID), r, spec.Key[0].Direction < 0)
-	w := db.newDocWriter(c)
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		w.b.Close()
 		return out, err
 	}
-	seen := map[string]bool{}
-	for valid := it.First(); valid; valid = it.Next() {
+	defer it.Close()
+	valid := it.First()
+	for valid {
 		if err := ctx.Err(); err != nil {
-			it.Close()
-			w.b.Close()
-			return ttl.Batch{}, err
+			return out, err
 		}
-		if budget.Docs > 0 && out.Docs >= budget.Docs || !budget.Deadline.IsZero() && out.Docs%64 == 0 && db.opts.Now().After(budget.Deadline) {
+		if budget.Docs > 0 && out.Docs >= budget.Docs || !budget.Deadline.IsZero() && db.opts.Now().After(budget.Deadline) {
 			out.More = true
 			break
 		}
+		var n int64
+		var dropped bool
+		n, valid, dropped, err = db.expireChunk(c, rule, it, now, budget.Docs-out.Docs)
+		out.Docs += n
+		if err != nil || dropped {
+			return out, err
+		}
+	}
+	return out, it.Error()
+}
+
+// expireChunk deletes up to ttlChunk expired documents (and at most limit,
+// if above 0) from the entries it is at, holding c's write lock.
+func (db *DB) expireChunk(c *collection, rule *plainRule, it *pebble.Iterator, now time.Time, limit int64) (n int64, valid, dropped bool, err error) {
+	p := c.plain
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.dropped {
+		return 0, false, true, nil
+	}
+	dr, err := newDocReader(db.pdb, c.id)
+	if err != nil {
+		return 0, false, false, err
+	}
+	defer dr.close()
+	w := db.newDocWriter(c)
+	seen := map[string]bool{}
+	valid = it.Valid()
+	for ; valid && n < ttlChunk && (limit <= 0 || n < limit); valid = it.Next() {
 		idKey := it.Value()
 		if seen[string(idKey)] {
-			continue // another element of the same array
+			continue // another date of the same array
 		}
-		d, ok, err := getDoc(db.pdb, c.id, idKey)
+		d, ok, err := dr.get(idKey)
 		if err != nil {
-			it.Close()
 			w.b.Close()
-			return ttl.Batch{}, err
+			return 0, false, false, err
 		}
 		if !ok || !rule.expired(d.doc, now) {
 			continue
 		}
 		seen[string(d.idKey)] = true
 		if err := w.remove(&d); err != nil {
-			it.Close()
 			w.b.Close()
-			return ttl.Batch{}, err
+			return 0, false, false, err
 		}
-		out.Docs++
-	}
-	if err := it.Close(); err != nil {
-		w.b.Close()
-		return ttl.Batch{}, err
+		n++
 	}
 	if err := w.commit(); err != nil {
-		return ttl.Batch{}, err
+		return 0, false, false, err
 	}
-	return out, nil
+	return n, valid, false, nil
 }
 
 // plainTTLState fills st for a plain collection: its TTL indexes and when
@@ -145,7 +164,7 @@ func (db *DB) plainTTLState(c *collection, st *TTLState) error {
 			first, next = it.Last, it.Prev
 		}
 		for valid := first(); valid; valid = next() {
-			d, ok, err := getDoc(db.pdb, c.id, it.Value())
+			d, ok, err := getDoc(db.pdb, c.id, it.Value()) // once per index: a Get is enough
 			if err != nil {
 				it.Close()
 				return err
