@@ -22,6 +22,8 @@ export interface ChartSpec {
   /** onSelect receives the selected range (seconds) when the user drags; the chart does not zoom by itself then. */
   onSelect?: (min: number, max: number) => void;
   yLabel?: string;
+  /** xSpan, in seconds, is the least span the x axis shows, ending at the last point. */
+  xSpan?: number;
 }
 
 /** Chart is a uPlot in a container that follows the container's width. */
@@ -40,7 +42,21 @@ export class Chart {
       height: spec.height,
       legend: { show: true, live: true },
       cursor: { drag: { x: true, y: false, setScale: !spec.onSelect }, focus: { prox: 16 } },
-      scales: { x: { time: true } },
+      scales: {
+        x: spec.xSpan
+          ? {
+            time: true,
+            // From the data itself: uPlot widens a single point to 1000 days.
+            range: (u) => {
+              const xs = u.data[0];
+              const last = xs.length ? xs[xs.length - 1] : Date.now() / 1000;
+              const first = xs.length ? xs[0] : last;
+              return [Math.min(first, last - spec.xSpan!), last];
+            },
+          }
+          : { time: true },
+        y: { range: (_u, min, max) => (min === null || max === null || min === max ? [Math.min(0, min ?? 0), Math.max(1, (max ?? 0) * 1.2)] : uPlot.rangeNum(min, max, 0.1, true)) as uPlot.Range.MinMax },
+      },
       axes: [
         { stroke: "#4b5563", grid: { stroke: "#e5e7eb" }, ticks: { stroke: "#d1d5db" } },
         { stroke: "#4b5563", grid: { stroke: "#e5e7eb" }, ticks: { stroke: "#d1d5db" }, size: 60, label: spec.yLabel, values: (_u, vals) => vals.map((v) => fmtNum(v)) },

@@ -141,7 +141,9 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
       stat("Buckets", fmtInt(c.buckets), "stat-buckets"),
       stat("Storage", storageText(c), "stat-storage"),
       stat("Bytes/point", bytesPerPoint(c), "stat-bpp"),
-      stat("Next expiry", c.ttl?.suspended ? badge("suspended", "warn") : next ? timeEl(next) : h("span", { class: "muted" }, "none"), "stat-next"));
+      stat("Next expiry", c.ttl?.suspended ? badge("suspended", "warn")
+        : next ? [timeEl(next), next.getTime() < Date.now() ? h("span", { class: "muted small due" }, " due: awaiting the TTL monitor") : null]
+          : h("span", { class: "muted" }, "none"), "stat-next"));
   }
 
   function options(c: Collection): HTMLElement {

@@ -32,7 +32,7 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
   const cols = (await listCollections(signal)).filter((c) => c.type === "timeseries");
   if (cols.length === 0) {
     root.append(h("div", { class: "empty" }, h("p", null, h("strong", null, "Nothing to explore yet.")),
-      h("p", null, "Create a time-series collection and write measurements to it; they can be plotted here.")));
+      h("p", null, "Create a time-series collection on the ", h("a", { href: "#/collections" }, "Collections"), " page and write measurements to it; they can be plotted here.")));
     return;
   }
   const cname = query.get("c") && cols.some((c) => c.name === query.get("c")) ? query.get("c")! : cols[0].name;

@@ -3,7 +3,7 @@
 // the charts go on where they were when the page is opened again.
 
 import { getJSON } from "../api";
-import { clear, h } from "../dom";
+import { clear, h, type Child } from "../dom";
 import { fmtBytes, fmtDuration, fmtInt, fmtNum, timeEl } from "../format";
 import { runTTLPass, type Op, type Status } from "../model";
 import { Chart, colors } from "../chart";
@@ -59,7 +59,7 @@ export async function serverPage(root: HTMLElement, signal: AbortSignal): Promis
   const charts: Chart[] = [];
   signal.addEventListener("abort", () => charts.forEach((c) => c.destroy()));
   const mk = (host: HTMLElement, series: { label: string; stroke: string }[], label: string) => {
-    const c = new Chart({ height: 180, series }, [[], ...series.map(() => [])], label);
+    const c = new Chart({ height: 180, series, xSpan: 120 }, [[], ...series.map(() => [])], label);
     host.append(c.el);
     charts.push(c);
     return c;
@@ -72,7 +72,7 @@ export async function serverPage(root: HTMLElement, signal: AbortSignal): Promis
     const [st, cur] = await Promise.all([getJSON<Status>("/v1/status", signal), getJSON<{ inprog: Op[] }>("/v1/currentop", signal)]);
     record(st);
     err.replaceChildren();
-    const stat = (label: string, value: string | HTMLElement) => h("div", { class: "stat" }, h("dt", null, label), h("dd", null, value));
+    const stat = (label: string, ...value: Child[]) => h("div", { class: "stat" }, h("dt", null, label), h("dd", null, value));
     const last = samples[samples.length - 1];
     clear(cards,
       stat("Version", st.version),
@@ -82,15 +82,15 @@ export async function serverPage(root: HTMLElement, signal: AbortSignal): Promis
       stat("Measurements", fmtInt(st.storageEngine?.measurements)),
       stat("Storage", fmtBytes(st.storageEngine?.storageBytes)),
       stat("Ingest now", last.rate === null ? "–" : `${fmtNum(Math.round(last.rate))}/s`),
-      stat("Ingest slots", st.ingest ? `${st.ingest.inProgress}/${st.ingest.slots} busy, ${st.ingest.queued} queued` : "–"),
+      stat("Ingest slots busy", st.ingest ? `${st.ingest.inProgress}/${st.ingest.slots}` : "–",
+        st.ingest ? h("span", { class: "muted small" }, ` ${fmtInt(st.ingest.queued)} queued`) : null),
       stat("TTL passes", `${fmtInt(st.metrics.ttl.passes)} (${fmtInt(st.metrics.ttl.subPasses)} sub)`),
       stat("TTL deleted", fmtInt(st.metrics.ttl.deletedDocuments)));
     const ts = samples.map((s) => s.t);
     ingest.plot.setData([ts, samples.map((s) => s.rate)]);
     deleted.plot.setData([ts, samples.map((s) => s.deleted)]);
     passes.plot.setData([ts, samples.map((s) => s.passes), samples.map((s) => s.subPasses)]);
-    // The console's own request is always in progress: leave it out.
-    const list = cur.inprog.filter((o) => o.desc !== "currentop" && !(o.op === "command" && o.ns === undefined && o.desc === undefined));
+    const list = cur.inprog;
     if (list.length === 0) {
       clear(ops, h("p", { class: "muted" }, "No operation in progress."));
     } else {
