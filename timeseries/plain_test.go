@@ -493,3 +493,142 @@ func TestPlainIndexRefusesParallelArrays(t *testing.T) {
 }
 
 var _ = partialfilter.Compare
+
+// An index built while writers insert and update is consistent with every
+// write: queries through it answer what a scan answers.
+func TestPlainIndexBuildDuringWrites(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustPlain(t, db, "p", CollectionOptions{})
+	var batch []document.Doc
+	for i := 0; i < 5000; i++ {
+		batch = append(batch, document.Doc{"_id": int64(i), "k": int64(i % 13)})
+	}
+	if _, err := db.InsertDocuments(ctx, "p", batch, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inc, _ := document.ParseUpdate(map[string]any{"$inc": map[string]any{"k": int64(1)}})
+	stop := make(chan struct{})
+	errc := make(chan error, 2)
+	go func() {
+		for i := 5000; ; i++ {
+			select {
+			case <-stop:
+				errc <- nil
+				return
+			default:
+			}
+			if _, err := db.InsertDocuments(ctx, "p", []document.Doc{{"_id": int64(i), "k": int64(i % 13)}}, InsertOptions{}); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				errc <- nil
+				return
+			default:
+			}
+			f := partialfilter.MustParseJSON(fmt.Sprintf(`{"_id": %d}`, i%5000))
+			if _, err := db.UpdateDocuments(ctx, "p", f, inc, false); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	if _, _, err := db.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{"k", 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // writes after the build, through the index
+	close(stop)
+	for i := 0; i < 2; i++ {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []document.Doc
+	db.FindDocuments(ctx, "p", DocQuery{}, func(d document.Doc) error { all = append(all, d); return nil })
+	for k := 0; k < 20; k++ {
+		f := mustFilter(t, fmt.Sprintf(`{"k": %d}`, k))
+		got, plan := findIDs(t, db, "p", DocQuery{Filter: f, Sort: []DocSortKey{{Field: "_id"}}})
+		var want []string
+		for _, d := range all {
+			if f.Match(d) {
+				want = append(want, renderValue(d["_id"]))
+			}
+		}
+		if plan.Index != "k_1" || !slices.Equal(got, want) {
+			t.Fatalf("k=%d through %q: %d documents, a scan finds %d", k, plan.Index, len(got), len(want))
+		}
+	}
+}
+
+// A document the new index cannot hold refuses the build, and nothing of
+// it stays; a converted index expires documents; a partial TTL index
+// expires only the documents it holds.
+func TestPlainIndexBuildRefusalAndTTLKinds(t *testing.T) {
+	t0 := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	clock := newTestClock(t0)
+	db := openTest(t, t.TempDir(), func(o *Options) { o.Now = clock.Now })
+	defer db.Close()
+	mustPlain(t, db, "p", CollectionOptions{})
+	insertDocs(t, db, "p", `{"_id": 1, "a": [1, 2], "b": [3, 4]}`)
+	if _, _, err := db.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{"a", 1}, {"b", 1}}}); codeOf(err) != mongoerr.CannotIndexParallelArrays {
+		t.Fatalf("build over parallel arrays: %v", err)
+	}
+	if specs, _ := db.ListIndexes(ctx, "p"); len(specs) != 1 {
+		t.Fatalf("indexes after a refused build: %+v", specs)
+	}
+	mustPlain(t, db, "t", CollectionOptions{})
+	insertDocs(t, db, "t",
+		`{"_id": "old-deletable", "at": {"$date": "2024-05-01T10:00:00Z"}, "canDelete": true}`,
+		`{"_id": "old-kept", "at": {"$date": "2024-05-01T10:00:00Z"}, "canDelete": false}`,
+		`{"_id": "new", "at": {"$date": "2024-05-01T11:59:00Z"}, "canDelete": true}`)
+	if _, _, err := db.CreateIndex(ctx, "t", IndexSpec{Key: []IndexKey{{"at", 1}}, Name: "partial", ExpireAfterSeconds: int64p(3600),
+		PartialFilterExpression: map[string]any{"canDelete": true}}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := findIDs(t, db, "t", DocQuery{}); !slices.Equal(ids, []string{`"new"`, `"old-kept"`}) {
+		t.Fatalf("partial TTL: %v", ids)
+	}
+	// A plain index on another field, converted by collMod.
+	if _, _, err := db.CreateIndex(ctx, "t", IndexSpec{Key: []IndexKey{{"at", -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CollModIndex(ctx, "t", IndexMod{Name: "at_-1", ExpireAfterSeconds: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := findIDs(t, db, "t", DocQuery{}); len(ids) != 0 {
+		t.Fatalf("after the conversion: %v", ids)
+	}
+	res, err := ttlPass(db, clock.Now())
+	if err != nil || res != 3 {
+		t.Fatalf("pass deleted %d: %v", res, err)
+	}
+}
+
+// ttlPass runs every target's batches until nothing is left and returns
+// the documents deleted.
+func ttlPass(db *DB, now time.Time) (int64, error) {
+	targets, err := db.Targets(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, tg := range targets {
+		for {
+			b, err := db.Expire(ctx, tg, now, ttl.Budget{Docs: 1})
+			if err != nil {
+				return n, err
+			}
+			n += b.Docs
+			if !b.More {
+				break
+			}
+		}
+	}
+	return n, nil
+}
