@@ -66,6 +66,15 @@ func TestPlainCollectionOverHTTP(t *testing.T) {
 	if got := string(r.body); !strings.Contains(got, `"matched":2,"modified":2`) {
 		t.Fatalf("refresh: %s", got)
 	}
+	// The dry run: what a shorter TTL, or a TTL on the user index, would
+	// delete now; nothing changes.
+	r = s.mustDo(200, "POST", "/v1/collections/sessions/ttl/preview", `{"indexes": {"lastModifiedDate_1": 0}}`)
+	if !strings.Contains(string(r.body), `"documents":2`) {
+		t.Fatalf("preview: %s", r.body)
+	}
+	if r := s.do("POST", "/v1/collections/sessions/ttl/preview", []byte(`{"expireAfterSeconds": 5}`)); r.status != 400 || r.errorCode(t) != 72 {
+		t.Fatalf("collection-level preview on a plain collection: %d %s", r.status, r.body)
+	}
 	r = s.mustDo(200, "POST", "/v1/admin/ttl/run", ``)
 	if !strings.Contains(string(r.body), `"deletedDocuments":2`) {
 		t.Fatalf("ttl run: %s", r.body)

@@ -586,6 +586,10 @@ type RulePreview struct {
 	// HiddenMeasurements are those reads would stop returning now: the
 	// deleted ones and the expired ones of buckets not yet whole expired.
 	HiddenMeasurements int64 `json:"hiddenMeasurements"`
+	// Documents the rule would delete now (plain collections; each counted
+	// under the first rule that expires it). Measurements and
+	// HiddenMeasurements then count the same documents.
+	Documents int64 `json:"documents"`
 }
 
 // TTLPreview is the dry run of a TTL change.
@@ -614,12 +618,11 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 			return nil, mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", n)
 		}
 	}
+	if c.plain != nil {
+		return db.previewPlain(ctx, c, p, out)
+	}
 	// The proposed rules.
 	db.mu.RLock()
-	if c.opts.TimeSeries == nil {
-		db.mu.RUnlock()
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
-	}
 	probe := &collection{opts: c.opts, indexes: append([]IndexSpec(nil), c.indexes...)}
 	if p.ExpireOff {
 		probe.opts.ExpireAfterSeconds = nil

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -185,4 +186,80 @@ func (db *DB) plainTTLState(c *collection, st *TTLState) error {
 		}
 	}
 	return nil
+}
+
+// previewPlain counts, per TTL index of a plain collection, the documents
+// the proposed values would expire now, reading each index below its
+// proposed cutoff. Nothing changes.
+func (db *DB) previewPlain(ctx context.Context, c *collection, p TTLProposal, out *TTLPreview) (*TTLPreview, error) {
+	if p.ExpireAfterSeconds != nil || p.ExpireOff {
+		return nil, invalid("collection-level 'expireAfterSeconds' needs a time-series collection; preview the TTL indexes of %q by name", c.name)
+	}
+	now := db.opts.Now()
+	rules := append([]plainRule(nil), db.plainRulesOf(c)...)
+	for n := range p.Indexes {
+		found := false
+		for i := range rules {
+			if rules[i].index.spec.Name == n {
+				rules[i].seconds, found = p.Indexes[n], true
+			}
+		}
+		if found {
+			continue
+		}
+		// A single-field index collMod would turn into a TTL index.
+		for _, ix := range db.liveIndexes(c) {
+			if ix.spec.Name == n && len(ix.paths) == 1 && !c.opts.Capped {
+				rules, found = append(rules, plainRule{index: ix, seconds: p.Indexes[n]}), true
+			}
+		}
+		if !found {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "index %q of %q cannot be a TTL index (compound, or the collection is capped)", n, c.name)
+		}
+	}
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	dr, err := newDocReader(snap, c.id)
+	if err != nil {
+		return nil, err
+	}
+	defer dr.close()
+	counted := map[string]bool{}
+	for i := range rules {
+		r := &rules[i]
+		spec := r.index.spec
+		idx := spec.Name
+		rp := RulePreview{Index: &idx, ExpireAfterSeconds: r.seconds}
+		lo, hi := rangeBounds(indexPrefix(c.id, spec.ID), partialfilter.Range{Max: r.cutoff(now), HasMax: true}, spec.Key[0].Direction < 0)
+		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return nil, err
+		}
+		for valid := it.First(); valid; valid = it.Next() {
+			if rp.Documents%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					it.Close()
+					return nil, err
+				}
+			}
+			if counted[string(it.Value())] {
+				continue
+			}
+			d, ok, err := dr.get(it.Value())
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			if ok && r.expired(d.doc, now) {
+				counted[string(d.idKey)] = true
+				rp.Documents++
+			}
+		}
+		if err := it.Close(); err != nil {
+			return nil, err
+		}
+		rp.Measurements, rp.HiddenMeasurements = rp.Documents, rp.Documents
+		out.Rules = append(out.Rules, rp)
+	}
+	return out, nil
 }
