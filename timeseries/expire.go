@@ -589,7 +589,7 @@ type RulePreview struct {
 	// Documents the rule would delete now (plain collections; each counted
 	// under the first rule that expires it). Measurements and
 	// HiddenMeasurements then count the same documents.
-	Documents int64 `json:"documents"`
+	Documents int64 `json:"documents,omitempty"`
 }
 
 // TTLPreview is the dry run of a TTL change.
