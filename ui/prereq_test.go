@@ -33,7 +33,7 @@ func requireNode(t *testing.T) string {
 func missing(t *testing.T, what string, err error) {
 	t.Helper()
 	if testing.Short() {
-		t.Skipf("-short: skipping, %s are missing (%v)", what, err)
+		t.Skipf("-short: skipping; missing: %s (%v)", what, err)
 	}
 	t.Fatalf("this test needs %s (%v); `go test -short` skips it", what, err)
 }

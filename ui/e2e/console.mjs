@@ -105,7 +105,9 @@ try {
   await page.locator("tr.editor .field-error", { hasText: want }).waitFor();
   check(await ttlField.getAttribute("aria-invalid") === "true", "the field is marked invalid");
   await shot("collection-error");
-  await page.locator("tr.editor").getByRole("button", { name: "Close" }).click();
+  await ttlField.press("Escape");
+  await page.locator("tr.editor").waitFor({ state: "detached" });
+  check(await page.evaluate(() => document.activeElement?.dataset.action) === "change", "Escape closes the editor and gives the focus back to Change");
 
   step(`add a one-day rule for ${sensor}: dry run, confirm`);
   const add = page.locator("form.add-rule");

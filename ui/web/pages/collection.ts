@@ -202,16 +202,23 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
       : h("p", { class: "help" }, "No per-sensor rules yet. Add one below to keep some sensors for less time than the rest.");
 
     /** editor opens an inline form under a rule's row. */
-    function openRow(row: HTMLElement, content: HTMLElement): void {
+    function openRow(row: HTMLElement, content: HTMLElement, close: () => void): void {
       tbody.querySelectorAll("tr.editor").forEach((r) => r.remove());
       const ed = h("tr", { class: "editor" }, h("td", { colspan: "4" }, content));
+      ed.addEventListener("keydown", (e) => { if (e.key === "Escape") close(); });
       row.after(ed);
+    }
+
+    /** closeRow closes a row's editor and gives the focus back to the button that opened it. */
+    function closeRow(row: HTMLElement, action: string): void {
+      if (row.nextElementSibling?.classList.contains("editor")) row.nextElementSibling.remove();
+      row.querySelector<HTMLElement>(`[data-action="${action}"]`)?.focus();
     }
 
     function edit(row: HTMLElement, index: string | null, current: number | null): void {
       const t = ttlInput(current, index === null ? "Collection expire after" : `Expire after for ${index}`);
       const dry = h("div");
-      const close = () => row.nextElementSibling?.classList.contains("editor") && row.nextElementSibling.remove();
+      const close = () => closeRow(row, "change");
       const propose = async (v: number | string) => {
         dry.replaceChildren();
         const body = index === null ? { expireAfterSeconds: v } : { indexes: { [index]: v } };
@@ -238,13 +245,13 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
           h("button", { type: "button", onclick: close }, "Close")),
         dry);
       form.addEventListener("submit", (e) => { e.preventDefault(); void propose(t.value()); });
-      openRow(row, form);
+      openRow(row, form, close);
       t.input.focus();
       t.input.select();
     }
 
     function drop(row: HTMLElement, index: string): void {
-      const close = () => row.nextElementSibling?.classList.contains("editor") && row.nextElementSibling.remove();
+      const close = () => closeRow(row, "drop");
       openRow(row, confirmBox([
         h("strong", null, "Dropping a rule deletes nothing. "),
         `The series it matched fall back to the other rules${ttl.expireAfterSeconds === null ? " (the collection has none: kept for ever unless another rule matches)" : ` (at most ${fmtDuration(ttl.expireAfterSeconds)})`}.`,
@@ -252,7 +259,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
         await send("DELETE", collPath(c.name, `/indexes/${encodeURIComponent(index)}`), undefined);
         notify(`Rule ${index} dropped.`);
         await load();
-      }, close));
+      }, close), close);
     }
 
     return h("div", null, table, note, addRule(c),
