@@ -87,6 +87,20 @@ try {
   await page.keyboard.press("Tab");
   check(await page.evaluate(() => document.activeElement?.textContent) === "Skip to content", "the first Tab reaches the skip link");
 
+  step("create a collection: the API's message for a bad name, then a good one");
+  await page.locator("details.create summary").click();
+  const nameIn = page.locator("details.create input[name=name]");
+  await nameIn.fill("bad name!");
+  await page.getByRole("button", { name: "Create collection" }).click();
+  const nameErr = (await api("PUT", "/v1/collections/bad%20name!", { timeseries: { timeField: "timestamp" } })).body.error.message;
+  await page.locator("details.create .field-error", { hasText: nameErr }).waitFor();
+  await nameIn.fill("greenhouse");
+  await page.getByRole("button", { name: "Create collection" }).click();
+  await page.locator("h1", { hasText: "greenhouse" }).waitFor();
+  await page.getByTestId("stat-count").filter({ hasText: /^0$/ }).waitFor();
+  check((await api("GET", "/v1/collections/greenhouse")).body.options.timeseries.metaField === "sensor", "created with the form's meta field");
+  await page.goto(`${base}/ui/#/collections`);
+
   step("collection page");
   await row.locator("a").click();
   const countEl = page.getByTestId("stat-count");

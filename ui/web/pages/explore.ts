@@ -4,7 +4,7 @@
 
 import { call, collPath, download, send } from "../api";
 import { clear, h, uid } from "../dom";
-import { fmtDuration, fmtInt, fmtNum, timeEl } from "../format";
+import { fmtDuration, fmtInt, fmtNum, timeEl, timeZone } from "../format";
 import { describe, listCollections, metaLabel, metaValues, numericFields } from "../model";
 import { Chart, colors } from "../chart";
 import { errorBox } from "../widgets";
@@ -65,10 +65,11 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
   const toIn = h("input", { id: ids.to, type: "datetime-local", step: "1" });
   if (query.get("from")) fromIn.value = toLocalInput(new Date(query.get("from")!));
   if (query.get("to")) toIn.value = toLocalInput(new Date(query.get("to")!));
-  const custom = h("div", { class: "inline custom-range", hidden: rangeSel.value !== "custom" },
-    h("label", { for: ids.from, class: "sr-only" }, "From"), fromIn, h("span", { "aria-hidden": "true" }, "→"),
-    h("label", { for: ids.to, class: "sr-only" }, "To"), toIn);
-  rangeSel.addEventListener("change", () => { custom.hidden = rangeSel.value !== "custom"; });
+  // From and To always show the range plotted; editing one makes the range custom.
+  const custom = h("div", { class: "inline custom-range" },
+    h("label", { for: ids.from }, "From"), fromIn,
+    h("label", { for: ids.to }, "to"), toIn,
+    h("span", { class: "muted small" }, `${timeZone}; hover a time for UTC`));
   const winSel = h("select", { id: ids.w, name: "w" }, h("option", { value: "auto" }, "auto"),
     windows.map((w) => h("option", { value: String(w), selected: String(w) === query.get("w") }, fmtDuration(w))));
   const formErr = h("div", { role: "alert" });
@@ -77,9 +78,10 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
     h("div", { class: "field" }, lbl(ids.c, "Collection"), collSel),
     h("div", { class: "field" }, lbl(ids.s, mf ? `Series (${mf})` : "Series"), seriesSel, filterIn),
     h("div", { class: "field" }, lbl(ids.field, "Field"), fieldSel),
-    h("div", { class: "field" }, lbl(ids.range, "Time range"), rangeSel, custom),
+    h("div", { class: "field" }, lbl(ids.range, "Time range"), rangeSel),
     h("div", { class: "field" }, lbl(ids.w, "Window"), winSel),
     h("div", { class: "field actions" }, h("button", { type: "submit", class: "primary" }, "Plot")),
+    custom,
     formErr);
 
   // Results.
@@ -187,6 +189,7 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
       return;
     }
     saveState();
+    if (range) fillRange(range[0], range[1]);
     if (!range) {
       chart?.destroy();
       chart = null;
@@ -267,14 +270,21 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
 
   function setCustom(a: Date, b: Date): void {
     rangeSel.value = "custom";
-    custom.hidden = false;
+    fillRange(a, b);
+  }
+  function fillRange(a: Date, b: Date): void {
     fromIn.value = toLocalInput(a);
     toIn.value = toLocalInput(b);
     // datetime-local drops seconds' fractions; keep the exact range too.
     fromIn.dataset.exact = a.toISOString();
     toIn.dataset.exact = b.toISOString();
   }
-  for (const el of [fromIn, toIn]) el.addEventListener("input", () => { delete el.dataset.exact; });
+  for (const el of [fromIn, toIn]) {
+    el.addEventListener("input", () => {
+      delete el.dataset.exact;
+      rangeSel.value = "custom";
+    });
+  }
   // Custom ranges set by zooming keep their exact instants.
   const exact = (el: HTMLInputElement) => (el.dataset.exact ? new Date(el.dataset.exact) : new Date(el.value));
   async function resolve(filter: object): Promise<[Date, Date] | null> {
@@ -285,7 +295,6 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
   if (query.get("from") && query.get("to")) setCustom(new Date(query.get("from")!), new Date(query.get("to")!));
   if (query.get("range") === "custom") rangeSel.value = "custom";
   else if (query.get("range")) rangeSel.value = query.get("range")!;
-  custom.hidden = rangeSel.value !== "custom";
 
   zoomOut.addEventListener("click", () => {
     if (!range) return;
