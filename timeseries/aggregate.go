@@ -176,15 +176,48 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	// Walk each series' buckets, row runs at a time: folding is order-
 	// insensitive, so no merge of overlapping buckets is needed.
 	var rc rowCursor // the current row, for the residual filter
+	// Only first and/or last of every field, and no per-row filter: a
+	// bucket wholly inside one window whose cell already holds values at
+	// or beyond both its time bounds cannot change the result, and is
+	// passed over without decoding. Scanning newest first (last only) or
+	// oldest first (first only) makes that the common case: lastpoint
+	// reads one bucket per series.
+	wantFirst, wantLast := slices.Contains(funcs, AggFirst), slices.Contains(funcs, AggLast)
+	endsOnly := cur.plan.residual == nil && len(fields) > 0
+	for _, f := range funcs {
+		endsOnly = endsOnly && (f == AggFirst || f == AggLast)
+	}
+	desc := endsOnly && wantLast && !wantFirst
+	var group string
+	skip := func(minT, maxT int64) bool {
+		w := floorDiv(minT-origin, width) + origin
+		if floorDiv(maxT-origin, width)+origin != w {
+			return false
+		}
+		row := cells[aggKey{group: group, window: w}]
+		if row == nil {
+			return false
+		}
+		for i := range row {
+			c := &row[i]
+			if c.count == 0 || wantFirst && c.firstT > minT || wantLast && c.lastT < maxT {
+				return false
+			}
+		}
+		return true
+	}
 	for _, s := range cur.series {
 		g, ok := groupKey[s.id]
 		if !ok {
 			g = groupOf(s.meta, ts.MetaField, opts)
 			groupKey[s.id] = g
 		}
-		sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, s.minTime, cur.plan.maxTime, cur.maxSpan, false)
+		sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, s.minTime, cur.plan.maxTime, cur.maxSpan, desc)
 		if err != nil {
 			return nil, err
+		}
+		if endsOnly {
+			group, sc.skip = g, skip
 		}
 		err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int) error {
 			if cols != lastCols {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
+	"slices"
 	"testing"
 	"time"
 
@@ -548,5 +549,85 @@ func TestCreateDropCollection(t *testing.T) {
 	defer db.Close()
 	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != 0 {
 		t.Fatalf("recreated collection has %d rows after restart", len(rows))
+	}
+}
+
+// Aggregates of only first and/or last pass over buckets that cannot
+// change them; the answers equal those of a full fold, with out-of-order
+// data (overlapping buckets), sparse fields, windows smaller and larger
+// than buckets, a time filter, data in memory and on disk.
+func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: GranularityMinutes})
+	rng := rand.New(rand.NewSource(2))
+	used := map[string]bool{}
+	for round := 0; round < 3; round++ {
+		var ms []Measurement
+		for i := 0; i < 6000; i++ {
+			s := fmt.Sprint("h", rng.Intn(4))
+			tm := int64(rng.Intn(48*3600)) * 1e9
+			if used[fmt.Sprint(s, tm)] {
+				continue // unique times per series: no ties for first and last
+			}
+			used[fmt.Sprint(s, tm)] = true
+			fs := []Field{{"v", Float(float64(rng.Intn(1000)))}}
+			if rng.Intn(3) == 0 {
+				fs = append(fs, Field{"w", Int(int64(rng.Intn(50)))})
+			}
+			ms = append(ms, Measurement{Time: tm, Meta: s, Fields: fs})
+		}
+		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if round < 2 {
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	render := func(rec arrow.Record, cols []int) []string {
+		var out []string
+		for i := 0; i < int(rec.NumRows()); i++ {
+			row := fmt.Sprint(rec.Column(0).(*array.Timestamp).Value(i), rec.Column(1).(*array.String).Value(i))
+			for _, c := range cols {
+				row += " " + rec.Column(c).ValueStr(i)
+			}
+			out = append(out, row)
+		}
+		return out
+	}
+	filter := mustFilter(t, `{"ts": {"$gte": {"$date": "1970-01-01T03:00:00Z"}, "$lt": {"$date": "1970-01-02T20:00:00Z"}}}`)
+	for _, window := range []time.Duration{time.Minute, 10 * time.Minute, time.Hour, 24 * time.Hour, 30 * 24 * time.Hour} {
+		for _, f := range []*partialfilter.Filter{nil, filter} {
+			full, err := db.Aggregate(ctx, "m", AggregateOptions{Filter: f, Window: window, Fields: []string{"v", "w"},
+				Funcs: []AggFunc{AggCount, AggFirst, AggLast}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Columns: time, group, v_count v_first v_last w_count w_first w_last.
+			for _, c := range []struct {
+				funcs []AggFunc
+				cols  []int // of full
+			}{
+				{[]AggFunc{AggLast}, []int{4, 7}},
+				{[]AggFunc{AggFirst}, []int{3, 6}},
+				{[]AggFunc{AggFirst, AggLast}, []int{3, 4, 6, 7}},
+			} {
+				got, err := db.Aggregate(ctx, "m", AggregateOptions{Filter: f, Window: window, Fields: []string{"v", "w"}, Funcs: c.funcs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cols := make([]int, len(c.cols))
+				for i := range cols {
+					cols[i] = 2 + i
+				}
+				if a, b := render(got, cols), render(full, c.cols); !slices.Equal(a, b) {
+					t.Fatalf("window %v funcs %v filter %v: %d rows differ from the full fold (%d rows)", window, c.funcs, f != nil, len(a), len(b))
+				}
+				got.Release()
+			}
+			full.Release()
+		}
 	}
 }

@@ -28,6 +28,10 @@ type seriesScan struct {
 	active cursorHeap
 	reader bucket.Reader
 	err    error
+	// skip, if set, is asked about every bucket before its columns are
+	// decoded, with the bounds of its rows inside the scan's range; a
+	// bucket it answers true for is passed over (eachBucket only).
+	skip func(minT, maxT int64) bool
 }
 
 // seriesSnap is a series as a scan sees it: captured under DB.mu.
@@ -247,6 +251,9 @@ func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
 	if r.Rows() == 0 || r.MaxTime() < sc.minTime || r.MinTime() > sc.maxTime {
 		return nil, nil
 	}
+	if sc.skip != nil && sc.skip(max(r.MinTime(), sc.minTime), min(r.MaxTime(), sc.maxTime)) {
+		return nil, nil
+	}
 	cols := &bucket.Columns{}
 	var err error
 	if cols.Times, err = r.Times(nil); err != nil {
@@ -323,6 +330,9 @@ func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int) error
 		return nil
 	}
 	for _, m := range sc.mem {
+		if sc.skip != nil && sc.skip(max(m.Times[0], sc.minTime), min(last(m), sc.maxTime)) {
+			continue
+		}
 		if err := visit(m); err != nil {
 			return err
 		}
