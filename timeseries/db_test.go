@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"sort"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 
