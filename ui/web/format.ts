@@ -77,3 +77,13 @@ export function dateOf(v: unknown): Date | null {
 export function json(v: unknown): string {
   return JSON.stringify(v);
 }
+
+/** count writes "1 bucket", "2 buckets" (plural: the word with an s unless given). */
+export function count(n: number, word: string, plural = `${word}s`): string {
+  return `${fmtInt(n)} ${n === 1 ? word : plural}`;
+}
+
+/** passSummary describes the reply of POST /v1/admin/ttl/run. */
+export function passSummary(r: { deletedDocuments: number; deletedBuckets: number; subPasses: number; tookMillis: number }): string {
+  return `TTL pass done: deleted ${count(r.deletedDocuments, "measurement")} in ${count(r.deletedBuckets, "bucket")} (${count(r.subPasses, "sub-pass", "sub-passes")}, ${fmtInt(r.tookMillis)} ms).`;
+}

@@ -5,7 +5,7 @@
 
 import { APIError, call, collPath, send } from "../api";
 import { clear, h, uid, type Child } from "../dom";
-import { dateOf, fmtBytes, fmtDuration, fmtInt, json, localString, timeEl } from "../format";
+import { count, dateOf, fmtBytes, fmtDuration, fmtInt, json, localString, passSummary, timeEl } from "../format";
 import {
   countFind, describe, metaLabel, metaValues, preview, runTTLPass,
   type Collection, type IndexSpec, type Preview,
@@ -100,7 +100,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
     btn.disabled = true;
     try {
       const r = await runTTLPass();
-      notify(`TTL pass done: deleted ${fmtInt(r.deletedDocuments)} measurements in ${fmtInt(r.deletedBuckets)} buckets (${fmtInt(r.subPasses)} sub-pass${r.subPasses === 1 ? "" : "es"}, ${fmtInt(r.tookMillis)} ms).`);
+      notify(passSummary(r));
       await load();
     } catch (e) {
       clear(notices, errorBox(e));
@@ -344,7 +344,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
         : n === 0
           ? [h("strong", { class: "dry-run-figure" }, "This rule deletes nothing now."), ` No matching measurement is older than ${localString(cutoff)}.`]
           : [h("strong", { class: "dry-run-figure" }, `This will delete ${fmtInt(n)} measurement${n === 1 ? "" : "s"} now`),
-            ` (those of the matching sensors older than ${localString(cutoff)}): reads stop returning them at once, and the TTL monitor deletes them on its next pass, each bucket once its newest measurement has expired.`];
+            ` (those of the matching sensors older than ${localString(cutoff)}): reads stop returning them at once, and the TTL monitor deletes them on its next pass (the server starts one when a rule changes), each bucket once its newest measurement has expired.`];
       dry.append(confirmBox(text, deletes, deletes ? `Create rule, delete ${fmtInt(n)}` : "Create rule", async () => {
         const body: Record<string, unknown> = { key: { [ts.timeField]: 1 }, expireAfterSeconds: v, partialFilterExpression: f };
         if (nameIn.value.trim()) body.name = nameIn.value.trim();
@@ -404,7 +404,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
         dry.append(h("p", { class: "field-error", role: "alert" }, `Type ${c.name} exactly.`));
         return;
       }
-      dry.append(confirmBox([h("strong", { class: "dry-run-figure" }, `This will delete all ${fmtInt(c.count)} measurements${c.buckets !== undefined ? ` in ${fmtInt(c.buckets)} buckets` : ""} now`), ", and the collection's rules."],
+      dry.append(confirmBox([h("strong", { class: "dry-run-figure" }, `This will delete ${c.count === 1 ? "the" : "all"} ${count(c.count, "measurement")}${c.buckets !== undefined ? ` in ${count(c.buckets, "bucket")}` : ""} now`), ", and the collection's rules."],
         true, "Drop collection", async () => {
           await send("DELETE", collPath(c.name), undefined);
           location.hash = "#/collections";

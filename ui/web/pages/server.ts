@@ -4,7 +4,7 @@
 
 import { getJSON } from "../api";
 import { clear, h, type Child } from "../dom";
-import { fmtBytes, fmtDuration, fmtInt, fmtNum, timeEl } from "../format";
+import { fmtBytes, fmtDuration, fmtInt, fmtNum, passSummary, timeEl } from "../format";
 import { runTTLPass, type Op, type Status } from "../model";
 import { Chart, colors } from "../chart";
 import { errorBox } from "../widgets";
@@ -47,7 +47,7 @@ export async function serverPage(root: HTMLElement, signal: AbortSignal): Promis
     passBtn.disabled = true;
     try {
       const r = await runTTLPass();
-      passResult.textContent = `TTL pass done: deleted ${fmtInt(r.deletedDocuments)} measurements in ${fmtInt(r.deletedBuckets)} buckets, ${fmtInt(r.subPasses)} sub-pass${r.subPasses === 1 ? "" : "es"}, ${fmtInt(r.tookMillis)} ms.`;
+      passResult.textContent = passSummary(r);
       await tick();
     } catch (e) {
       clear(err, errorBox(e));
@@ -59,7 +59,7 @@ export async function serverPage(root: HTMLElement, signal: AbortSignal): Promis
   const charts: Chart[] = [];
   signal.addEventListener("abort", () => charts.forEach((c) => c.destroy()));
   const mk = (host: HTMLElement, series: { label: string; stroke: string }[], label: string) => {
-    const c = new Chart({ height: 180, series, xSpan: 120 }, [[], ...series.map(() => [])], label);
+    const c = new Chart({ height: 180, series, xSpan: 60 }, [[], ...series.map(() => [])], label);
     host.append(c.el);
     charts.push(c);
     return c;
