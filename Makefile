@@ -30,5 +30,5 @@ serve:
 # Screenshots for docs/console.md, from a run of the end-to-end test.
 screenshots: deps
 	$(GO) test -count=1 -run TestConsoleEndToEnd ./ui
-	cp ui/e2e/artifacts/token.png ui/e2e/artifacts/collections.png ui/e2e/artifacts/collection*.png \
+	cp ui/e2e/artifacts/token.png ui/e2e/artifacts/collections.png ui/e2e/artifacts/collection.png ui/e2e/artifacts/collection-*.png \
 	  ui/e2e/artifacts/explore*.png ui/e2e/artifacts/server.png docs/console/
