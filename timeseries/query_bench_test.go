@@ -46,3 +46,46 @@ func BenchmarkFindResidual(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*100000/b.Elapsed().Seconds(), "rows-scanned/s")
 }
+
+// BenchmarkAggregateLast is the lastpoint query in process: the last value
+// of one field of each of 100 series, over a day of 10-second points in
+// sealed buckets. funcs=last passes over the buckets that cannot hold it;
+// funcs=last+count must fold every row.
+//
+//	go test ./timeseries -run '^$' -bench AggregateLast
+func BenchmarkAggregateLast(b *testing.B) {
+	db := openTest(b, b.TempDir(), nil)
+	defer db.Close()
+	mustCreate(b, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "host"})
+	t0 := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
+	for s := 0; s < 100; s++ {
+		ms := make([]Measurement, 0, 8640)
+		for i := 0; i < 8640; i++ {
+			ms = append(ms, Measurement{Time: t0.Add(time.Duration(i) * 10 * time.Second).UnixNano(), Meta: int64(s),
+				Fields: []Field{{"usage_user", Int(int64(i % 100))}, {"usage_system", Int(int64(i % 7))}}})
+		}
+		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		funcs []AggFunc
+	}{{"last", []AggFunc{AggLast}}, {"last+count", []AggFunc{AggLast, AggCount}}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				rec, err := db.Aggregate(ctx, "s", AggregateOptions{Window: 24 * time.Hour, Fields: []string{"usage_user"}, Funcs: c.funcs})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if rec.NumRows() != 100 {
+					b.Fatalf("%d rows", rec.NumRows())
+				}
+				rec.Release()
+			}
+		})
+	}
+}
