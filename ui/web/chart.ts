@@ -22,6 +22,8 @@ export interface ChartSpec {
   /** onSelect receives the selected range (seconds) when the user drags; the chart does not zoom by itself then. */
   onSelect?: (min: number, max: number) => void;
   yLabel?: string;
+  /** integer: the y axis has whole-number ticks only (counters). */
+  integer?: boolean;
   /** xSpan, in seconds, is the least span the x axis shows, ending at the last point. */
   xSpan?: number;
 }
@@ -59,7 +61,8 @@ export class Chart {
       },
       axes: [
         { stroke: "#4b5563", grid: { stroke: "#e5e7eb" }, ticks: { stroke: "#d1d5db" } },
-        { stroke: "#4b5563", grid: { stroke: "#e5e7eb" }, ticks: { stroke: "#d1d5db" }, size: 60, label: spec.yLabel, values: (_u, vals) => vals.map((v) => fmtNum(v)) },
+        { stroke: "#4b5563", grid: { stroke: "#e5e7eb" }, ticks: { stroke: "#d1d5db" }, size: 60, label: spec.yLabel, values: (_u, vals) => vals.map((v) => fmtNum(v)),
+          incrs: spec.integer ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9, 1e10] : undefined },
       ],
       series: [
         { label: "Time", value: (_u, v) => (v === null ? "–" : localString(new Date(v * 1000))) },

@@ -58,13 +58,13 @@ export async function serverPage(root: HTMLElement, signal: AbortSignal): Promis
 
   const charts: Chart[] = [];
   signal.addEventListener("abort", () => charts.forEach((c) => c.destroy()));
-  const mk = (host: HTMLElement, series: { label: string; stroke: string }[], label: string) => {
-    const c = new Chart({ height: 180, series, xSpan: 60 }, [[], ...series.map(() => [])], label);
+  const mk = (host: HTMLElement, series: { label: string; stroke: string }[], label: string, integer = true) => {
+    const c = new Chart({ height: 180, series, xSpan: 60, integer }, [[], ...series.map(() => [])], label);
     host.append(c.el);
     charts.push(c);
     return c;
   };
-  const ingest = mk(ingestHost, [{ label: "measurements/s", stroke: colors.avg }], "Ingest rate, measurements per second");
+  const ingest = mk(ingestHost, [{ label: "measurements/s", stroke: colors.avg }], "Ingest rate, measurements per second", false);
   const deleted = mk(deletedHost, [{ label: "deleted", stroke: colors.second }], "Measurements deleted by the TTL monitor since the server started");
   const passes = mk(passesHost, [{ label: "passes", stroke: colors.avg }, { label: "sub-passes", stroke: colors.third }], "TTL passes and sub-passes since the server started");
 
