@@ -13,11 +13,21 @@ test: deps
 
 deps: $(CHROMIUM) ui/node_modules/.package-lock.json
 
+# Node is on the project's machines; Debian's is enough where it is not.
+NPM := $(shell command -v npm 2>/dev/null)
+ifeq ($(NPM),)
+NODE_DEP := install-node
+endif
+.PHONY: install-node
+install-node:
+	DEBIAN_FRONTEND=noninteractive apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm
+
 $(CHROMIUM):
 	DEBIAN_FRONTEND=noninteractive apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 
-ui/node_modules/.package-lock.json: ui/package-lock.json
+ui/node_modules/.package-lock.json: ui/package-lock.json | $(NODE_DEP)
 	npm ci --prefix ui
 
 # The console's assets: typecheck, then bundle into ui/dist (commit it).

@@ -4,9 +4,10 @@
 // no hashes, no timestamps, so TestDistUpToDate can compare it byte for byte.
 import * as esbuild from "esbuild";
 import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 
-const here = import.meta.dirname;
+const here = dirname(fileURLToPath(import.meta.url));
 const out = resolve(process.argv[2] ?? join(here, "dist"));
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
