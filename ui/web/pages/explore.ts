@@ -69,7 +69,7 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
   const custom = h("div", { class: "inline custom-range" },
     h("label", { for: ids.from }, "From"), fromIn,
     h("label", { for: ids.to }, "to"), toIn,
-    h("span", { class: "muted small" }, `${timeZone}; hover a time for UTC`));
+    h("span", { class: "muted small" }, `times in ${timeZone}; hover a time for UTC`));
   const winSel = h("select", { id: ids.w, name: "w" }, h("option", { value: "auto" }, "auto"),
     windows.map((w) => h("option", { value: String(w), selected: String(w) === query.get("w") }, fmtDuration(w))));
   const formErr = h("div", { role: "alert" });
@@ -219,7 +219,7 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
       counts.push((r[`${f}_count`] as number | undefined) ?? 0);
     }
     const total = counts.reduce((a, b) => a + b, 0);
-    const seriesName = seriesSel.selectedOptions[0]?.textContent ?? "";
+    const seriesName = seriesSel.value === "filter" ? filterIn.value.trim() || "{}" : seriesSel.selectedOptions[0]?.textContent ?? "";
     clear(summary,
       `${fieldSel.value} · ${seriesName} · ${fmtInt(total)} measurements in ${fmtInt(rows.length)} windows of ${fmtDuration(w)} · `,
       timeEl(range[0]), " → ", timeEl(range[1]));
