@@ -233,6 +233,12 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 				}
 			}
 			rc.cols = cols
+			if endsOnly && floorDiv(cols.Times[lo]-origin, width) == floorDiv(cols.Times[hi-1]-origin, width) {
+				// One window: only the rows at its ends can matter.
+				return foldEnds(cols, lo, hi, colField, wantFirst, wantLast, func() ([]aggCell, error) {
+					return cellRow(cells, aggKey{group: g, window: floorDiv(cols.Times[lo]-origin, width) + origin}, len(fields))
+				})
+			}
 			for r := lo; r < hi; r++ {
 				if rows++; rows%4096 == 0 {
 					if err := ctx.Err(); err != nil {
@@ -396,4 +402,56 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 		}
 	}
 	return b.NewRecord()
+}
+
+// cellRow returns the cells of k, making them if needed within the limit.
+func cellRow(cells map[aggKey][]aggCell, k aggKey, n int) ([]aggCell, error) {
+	row := cells[k]
+	if row == nil {
+		if len(cells) >= MaxAggregateCells {
+			return nil, mongoerr.New(mongoerr.ExceededMemoryLimit,
+				"aggregate needs more than %d (group, window) cells; use a larger window or a narrower time range", MaxAggregateCells)
+		}
+		row = make([]aggCell, n)
+		cells[k] = row
+	}
+	return row, nil
+}
+
+// foldEnds adds to the cells of one window, from rows [lo, hi) of cols, the
+// first row (wantFirst) and the last row (wantLast) that hold each field:
+// all first and last need. Rows are in time order.
+func foldEnds(cols *bucket.Columns, lo, hi int, colField []int, wantFirst, wantLast bool, cellsOf func() ([]aggCell, error)) error {
+	row, err := cellsOf()
+	if err != nil {
+		return err
+	}
+	for i := range cols.Fields {
+		fi := colField[i]
+		col := &cols.Fields[i]
+		if fi < 0 {
+			continue
+		}
+		add := func(r int) bool {
+			if !col.IsPresent(r) {
+				return false
+			}
+			switch col.Type {
+			case KindFloat:
+				row[fi].add(cols.Times[r], col.Floats[r])
+			case KindInt:
+				row[fi].add(cols.Times[r], float64(col.Ints[r]))
+			}
+			return true
+		}
+		if wantFirst {
+			for r := lo; r < hi && !add(r); r++ {
+			}
+		}
+		if wantLast {
+			for r := hi - 1; r >= lo && !add(r); r-- {
+			}
+		}
+	}
+	return nil
 }

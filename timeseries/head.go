@@ -309,13 +309,11 @@ func (b *memBucket) capture() captured {
 	return c
 }
 
-// sortedColumns returns cols with rows in time order (stable), as new slices.
+// sortedColumns returns cols with rows in time order (stable): cols itself
+// when they are in order already (a capture is never written to), else
+// new slices.
 func sortedColumns(cols *bucket.Columns) bucket.Columns {
 	n := len(cols.Times)
-	perm := make([]int32, n)
-	for i := range perm {
-		perm[i] = int32(i)
-	}
 	sorted := true
 	for i := 1; i < n; i++ {
 		if cols.Times[i] < cols.Times[i-1] {
@@ -323,9 +321,14 @@ func sortedColumns(cols *bucket.Columns) bucket.Columns {
 			break
 		}
 	}
-	if !sorted {
-		sort.SliceStable(perm, func(a, b int) bool { return cols.Times[perm[a]] < cols.Times[perm[b]] })
+	if sorted {
+		return *cols
 	}
+	perm := make([]int32, n)
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	sort.SliceStable(perm, func(a, b int) bool { return cols.Times[perm[a]] < cols.Times[perm[b]] })
 	return permuteColumns(cols, perm)
 }
 
