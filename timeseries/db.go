@@ -881,12 +881,23 @@ func (db *DB) bucketFor(c *collection, s *series, m *Measurement, sz int, span, 
 			newest = b
 		}
 	}
-	// A newer measurement past the newest bucket's span, or a full bucket,
-	// closes that bucket: in-order data has moved on.
-	if newest != nil && (m.Time >= newest.minTime+newest.span || newest.rows() >= db.lim.maxCount ||
-		newest.size+sz > db.lim.maxBytes) {
+	// A full newest bucket is closed. A newer measurement past the newest
+	// bucket's span leaves it open, so that measurements a little late
+	// (another writer's batch, a retried request) still join it rather
+	// than open a small out-of-order bucket; buckets whose span ended more
+	// than a span before the new measurement are closed: in-order data has
+	// moved on.
+	if newest != nil && (newest.rows() >= db.lim.maxCount || newest.size+sz > db.lim.maxBytes) {
 		db.seal(newest)
 		nOpen--
+	}
+	if newest != nil && m.Time >= newest.minTime+newest.span {
+		for _, b := range s.buckets {
+			if !b.sealed && b.minTime+b.span <= m.Time-span {
+				db.seal(b)
+				nOpen--
+			}
+		}
 	}
 	for nOpen >= db.lim.maxOpen {
 		// Too many open buckets: seal the least recently written.

@@ -276,14 +276,20 @@ func TestRollover(t *testing.T) {
 		steps   []step
 		buckets int // buckets of the series afterwards
 		maxOpen int
+		open    int // open buckets afterwards; 0: not checked
 	}{
-		{"same bucket within span", []step{{0, f(1)}, {30 * min, f(2)}, {59 * min, f(3)}}, 1, 4},
-		{"span exceeded", []step{{0, f(1)}, {60 * min, f(2)}}, 2, 4},
-		{"older than min time", []step{{10 * min, f(1)}, {9 * min, f(2)}}, 2, 4},
-		{"older one that fits is reused", []step{{10 * min, f(1)}, {9 * min, f(2)}, {10*min + 1, f(3)}}, 2, 4},
-		{"type change", []step{{0, f(1)}, {1, []Field{{"v", String("x")}}}}, 2, 4},
-		{"new field is no type change", []step{{0, f(1)}, {1, []Field{{"w", String("x")}}}}, 1, 4},
-		{"open bucket limit seals the oldest", []step{{40 * min, f(1)}, {30 * min, f(1)}, {20 * min, f(1)}}, 3, 2},
+		{"same bucket within span", []step{{0, f(1)}, {30 * min, f(2)}, {59 * min, f(3)}}, 1, 4, 0},
+		{"span exceeded", []step{{0, f(1)}, {60 * min, f(2)}}, 2, 4, 0},
+		{"older than min time", []step{{10 * min, f(1)}, {9 * min, f(2)}}, 2, 4, 0},
+		{"older one that fits is reused", []step{{10 * min, f(1)}, {9 * min, f(2)}, {10*min + 1, f(3)}}, 2, 4, 0},
+		{"type change", []step{{0, f(1)}, {1, []Field{{"v", String("x")}}}}, 2, 4, 0},
+		{"new field is no type change", []step{{0, f(1)}, {1, []Field{{"w", String("x")}}}}, 1, 4, 0},
+		{"open bucket limit seals the oldest", []step{{40 * min, f(1)}, {30 * min, f(1)}, {20 * min, f(1)}}, 3, 2, 2},
+		// Late data just after a rollover joins the previous bucket, which
+		// stays open until in-order data is a span past its end.
+		{"late after a rollover joins the previous bucket", []step{{0, f(1)}, {60 * min, f(2)}, {59 * min, f(3)}}, 2, 4, 2},
+		{"a bucket a span behind is closed", []step{{0, f(1)}, {60 * min, f(2)}, {120 * min, f(3)}}, 3, 4, 2},
+		{"a bucket less than a span behind stays open", []step{{0, f(1)}, {60 * min, f(2)}, {119 * min, f(3)}}, 2, 4, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openTest(t, t.TempDir(), func(o *Options) { o.MaxOpenBucketsPerSeries = tc.maxOpen })
@@ -312,6 +318,9 @@ func TestRollover(t *testing.T) {
 			}
 			if open > tc.maxOpen {
 				t.Fatalf("%d open buckets, limit %d", open, tc.maxOpen)
+			}
+			if tc.open != 0 && open != tc.open {
+				t.Fatalf("%d open buckets, want %d", open, tc.open)
 			}
 			if rows := findRows(t, db, "m", FindOptions{}); len(rows) != len(tc.steps) {
 				t.Fatalf("%d rows back, want %d", len(rows), len(tc.steps))
