@@ -153,7 +153,9 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, map[string]any{"name": idx, "created": created})
 }
 
-func parseIndexSpec(text []byte, raw map[string]any) (timeseries.IndexSpec, error) {
+// parseIndexSpec reads an index definition: raw is the object at path in
+// text (the request body), whose key order the key pattern keeps.
+func parseIndexSpec(text []byte, raw map[string]any, path ...string) (timeseries.IndexSpec, error) {
 	var spec timeseries.IndexSpec
 	for k, v := range raw {
 		switch k {
@@ -161,7 +163,7 @@ func parseIndexSpec(text []byte, raw map[string]any) (timeseries.IndexSpec, erro
 			if _, ok := v.(map[string]any); !ok {
 				return spec, mongoerr.New(mongoerr.CannotCreateIndex, "'key' must be an object such as {\"timestamp\": 1}")
 			}
-			key, err := parseKeyPattern(text, mongoerr.CannotCreateIndex, "key")
+			key, err := parseKeyPattern(text, mongoerr.CannotCreateIndex, append(path[:len(path):len(path)], "key")...)
 			if err != nil {
 				return spec, err
 			}
@@ -290,9 +292,12 @@ func (s *Server) handleTTLRun(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleTTLPreview is the dry run of a TTL change: what would expire now
-// if the collection or its indexes had the proposed values.
+// if the collection or its indexes had the proposed values, or a proposed
+// new TTL index existed.
 //
-//	{"expireAfterSeconds": 3600 | "off", "indexes": {"sensor_a": 60}}
+//	{"expireAfterSeconds": 3600 | "off", "indexes": {"sensor_a": 60},
+//	 "newIndex": {"key": {"ts": 1}, "name": "b_day", "expireAfterSeconds": 86400,
+//	              "partialFilterExpression": {"sensor": "b"}}}
 func (s *Server) handleTTLPreview(w http.ResponseWriter, r *http.Request) {
 	name, err := collectionName(r)
 	if err != nil {
@@ -300,7 +305,8 @@ func (s *Server) handleTTLPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var raw map[string]any
-	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
+	text, err := readJSONRequestBytes(r, maxCommandBody, &raw)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -333,8 +339,20 @@ func (s *Server) handleTTLPreview(w http.ResponseWriter, r *http.Request) {
 				}
 				p.Indexes[n] = e
 			}
+		case "newIndex":
+			m, ok := v.(map[string]any)
+			if !ok {
+				s.writeError(w, r, mongoerr.New(mongoerr.InvalidOptions, "'newIndex' must be an index definition, as createIndexes takes"))
+				return
+			}
+			spec, err := parseIndexSpec(text, m, "newIndex")
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			p.NewIndex = &spec
 		default:
-			s.writeError(w, r, mongoerr.New(mongoerr.InvalidOptions, "unknown option %q; accepted: expireAfterSeconds, indexes", k))
+			s.writeError(w, r, mongoerr.New(mongoerr.InvalidOptions, "unknown option %q; accepted: expireAfterSeconds, indexes, newIndex", k))
 			return
 		}
 	}

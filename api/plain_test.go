@@ -75,6 +75,9 @@ func TestPlainCollectionOverHTTP(t *testing.T) {
 	if r := s.do("POST", "/v1/collections/sessions/ttl/preview", []byte(`{"expireAfterSeconds": 5}`)); r.status != 400 || r.errorCode(t) != 72 {
 		t.Fatalf("collection-level preview on a plain collection: %d %s", r.status, r.body)
 	}
+	if r := s.do("POST", "/v1/collections/sessions/ttl/preview", []byte(`{"newIndex": {"key": {"at": 1}, "expireAfterSeconds": 5}}`)); r.status != 400 || r.errorCode(t) != 72 {
+		t.Fatalf("a new index previewed on a plain collection: %d %s", r.status, r.body)
+	}
 	r = s.mustDo(200, "POST", "/v1/admin/ttl/run", ``)
 	if !strings.Contains(string(r.body), `"deletedDocuments":2`) {
 		t.Fatalf("ttl run: %s", r.body)

@@ -131,8 +131,41 @@ func TestTTLOverHTTP(t *testing.T) {
 		t.Fatalf("preview changed the count: %d", c)
 	}
 
-	// A pass at 01:30 deletes a's bucket (newest 00:59 + 600 s).
+	// The dry run of a new per-sensor rule: at 01:30, one of 60 s on b
+	// would delete b's whole bucket (newest 00:59); a's index keeps its own.
 	clk.Set(t0.Add(90 * time.Minute))
+	r = s.mustDo(200, "POST", "/v1/collections/s/ttl/preview",
+		`{"newIndex": {"key": {"timestamp": 1}, "name": "b_min", "expireAfterSeconds": 60, "partialFilterExpression": {"sensor": "b"}}}`)
+	for _, want := range []string{
+		`{"index":"b_min","expireAfterSeconds":60,"buckets":1,"measurements":60,"hiddenMeasurements":60}`,
+		`{"index":"a_short","expireAfterSeconds":600,"buckets":1,"measurements":60,"hiddenMeasurements":60}`,
+	} {
+		if !strings.Contains(string(r.body), want) {
+			t.Fatalf("preview of a new index lacks %s: %s", want, r.body)
+		}
+	}
+	for _, c := range []struct {
+		body         string
+		status, code int
+	}{
+		{`{"newIndex": {"key": {"timestamp": 1}, "partialFilterExpression": {"sensor": "b"}}}`, 400, 72},
+		{`{"newIndex": {"key": {"timestamp": 1}, "name": "a_short", "expireAfterSeconds": 5, "partialFilterExpression": {"sensor": "b"}}}`, 409, 85},
+		{`{"newIndex": {"key": {"timestamp": 1}, "expireAfterSeconds": 5, "partialFilterExpression": {"sensor": "a"}}}`, 409, 85},
+		{`{"newIndex": {"key": {"timestamp": 1}, "expireAfterSeconds": 5, "partialFilterExpression": {"v": 1}}}`, 400, 72},
+		{`{"newIndex": {"key": {"timestamp": 1}, "expireAfterSeconds": -5, "partialFilterExpression": {"sensor": "b"}}}`, 400, 67},
+		{`{"newIndex": {"key": {"timestamp": 1}, "expireAfterSeconds": 5, "unique": true}}`, 400, 67},
+		{`{"newIndex": 5}`, 400, 72},
+	} {
+		r := s.mustDo(c.status, "POST", "/v1/collections/s/ttl/preview", c.body)
+		if code := r.errorCode(t); code != c.code {
+			t.Errorf("%s: code %d, want %d", c.body, code, c.code)
+		}
+	}
+	if r := s.mustDo(200, "GET", "/v1/collections/s/indexes", ""); strings.Contains(string(r.body), "b_min") {
+		t.Fatalf("a preview created an index: %s", r.body)
+	}
+
+	// A pass at 01:30 deletes a's bucket (newest 00:59 + 600 s).
 	r = s.mustDo(200, "POST", "/v1/admin/ttl/run", "")
 	if m := r.json(t); m["deletedDocuments"].(float64) != 60 || m["deletedBuckets"].(float64) != 1 {
 		t.Fatalf("ttl run: %s", r.body)

@@ -572,6 +572,37 @@ type TTLProposal struct {
 	ExpireAfterSeconds *int64
 	ExpireOff          bool
 	Indexes            map[string]int64
+	// NewIndex is a TTL index to preview as if CreateIndex had made it
+	// (time-series collections).
+	NewIndex *IndexSpec
+}
+
+// validateNewTTLIndex checks a proposed TTL index as CreateIndex would,
+// against the existing indexes; it names spec when it has no name.
+func validateNewTTLIndex(opts *CollectionOptions, existing []IndexSpec, spec *IndexSpec) error {
+	if spec.Name == "" && len(spec.Key) > 0 {
+		spec.Name = DefaultIndexName(spec.Key)
+	}
+	if !spec.IsTTL() {
+		return mongoerr.New(mongoerr.InvalidOptions, "'newIndex' needs 'expireAfterSeconds': only TTL indexes expire data")
+	}
+	if _, err := validateIndex(opts, spec); err != nil {
+		return err
+	}
+	for _, old := range existing {
+		if old.Name == spec.Name {
+			return mongoerr.New(mongoerr.IndexOptionsConflict,
+				"an index named %q exists; preview a new value for it under 'indexes'", spec.Name)
+		}
+		if sameKey(old.Key, spec.Key) && sameFilter(old.PartialFilterExpression, spec.PartialFilterExpression) {
+			return mongoerr.New(mongoerr.IndexOptionsConflict,
+				"index %q already exists with the same key and filter; preview a new value for it under 'indexes'", old.Name)
+		}
+	}
+	if len(existing) >= MaxIndexes {
+		return mongoerr.New(mongoerr.CannotCreateIndex, "a collection holds at most %d indexes", MaxIndexes)
+	}
+	return nil
 }
 
 // RulePreview is what one rule would expire now.
@@ -619,11 +650,22 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 		}
 	}
 	if c.plain != nil {
+		if p.NewIndex != nil {
+			return nil, invalid("'newIndex' is previewed on time-series collections; on %q, preview an existing index by name under 'indexes'", name)
+		}
 		return db.previewPlain(ctx, c, p, out)
 	}
 	// The proposed rules.
 	db.mu.RLock()
 	probe := &collection{opts: c.opts, indexes: append([]IndexSpec(nil), c.indexes...)}
+	if p.NewIndex != nil {
+		spec := *p.NewIndex
+		if err := validateNewTTLIndex(&probe.opts, probe.indexes, &spec); err != nil {
+			db.mu.RUnlock()
+			return nil, err
+		}
+		probe.indexes = append(probe.indexes, spec)
+	}
 	if p.ExpireOff {
 		probe.opts.ExpireAfterSeconds = nil
 	} else if p.ExpireAfterSeconds != nil {

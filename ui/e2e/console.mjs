@@ -134,7 +134,10 @@ try {
   const figure = add.locator('[data-testid="dry-run"] .dry-run-figure');
   await figure.waitFor();
   const figText = await figure.textContent();
-  check(figText.includes(`This will delete ${fmt.format(expectDelete)} measurements now`), `dry-run figure: ${figText}`);
+  const pv = (await api("POST", `/v1/collections/${coll}/ttl/preview`, { newIndex: { key: { timestamp: 1 }, name: `${sensor}_day`, expireAfterSeconds: 86400, partialFilterExpression: { sensor } } })).body;
+  const rule = pv.rules.find((r) => r.index === `${sensor}_day`);
+  check(rule && rule.measurements === expectDelete && rule.buckets > 1, `the API's dry run: ${JSON.stringify(pv)}`);
+  check(figText.includes(`This will delete ${fmt.format(expectDelete)} measurements in ${fmt.format(rule.buckets)} buckets now`), `dry-run figure: ${figText}`);
   await shot("collection-dry-run");
   await add.locator('[data-action="confirm"]').click();
   await page.locator(`tr[data-rule="${sensor}_day"]`).waitFor();

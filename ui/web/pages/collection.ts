@@ -5,7 +5,7 @@
 
 import { APIError, call, collPath, send } from "../api";
 import { clear, h, uid, type Child } from "../dom";
-import { count, dateOf, fmtBytes, fmtDuration, fmtInt, json, localString, passSummary, timeEl } from "../format";
+import { count, dateOf, fmtBytes, fmtDuration, fmtInt, json, passSummary, timeEl } from "../format";
 import {
   countFind, describe, metaLabel, metaValues, preview, runTTLPass,
   type Collection, type IndexSpec, type Preview,
@@ -322,39 +322,31 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
         return;
       }
       const v = t.value();
-      // The API checks the value (the dry run takes the same values as
-      // an index); the figure is what reads stop returning at once.
+      const body: Record<string, unknown> = { key: { [ts.timeField]: 1 }, expireAfterSeconds: v, partialFilterExpression: f };
+      if (nameIn.value.trim()) body.name = nameIn.value.trim();
+      // The field an API error belongs to, from its message.
+      const target = (x: unknown) => {
+        const msg = x instanceof APIError ? x.message : "";
+        return /expireAfterSeconds/.test(msg) ? t : /name|IndexKeySpecs/i.test(msg) && !/filter/i.test(msg) ? { input: nameIn, error: nameErr } : filterTarget();
+      };
+      // The API's dry run of the rule as it would be created, validated
+      // as the index itself will be.
+      let next: Preview, now: Preview;
       try {
-        await preview(c.name, { expireAfterSeconds: v });
+        [next, now] = await Promise.all([preview(c.name, { newIndex: body }), preview(c.name, {})]);
       } catch (x) {
-        showError(t, x);
+        showError(target(x), x);
         return;
       }
-      const cutoff = new Date(Date.now() - Number(v) * 1000);
-      let n: number;
-      try {
-        n = await countFind(c, { $and: [f, { [ts.timeField]: { $lt: { $date: cutoff.toISOString() } } }] });
-      } catch (x) {
-        showError(filterTarget(), x);
-        return;
-      }
-      const deletes = n > 0 && !c.ttl?.suspended;
-      const text: Child[] = c.ttl?.suspended
-        ? [h("strong", null, "Nothing will be deleted now:"), " expiry is suspended on this collection (the 1970-2038 rule)."]
-        : n === 0
-          ? [h("strong", { class: "dry-run-figure" }, "This rule deletes nothing now."), ` No matching measurement is older than ${localString(cutoff)}.`]
-          : [h("strong", { class: "dry-run-figure" }, `This will delete ${fmtInt(n)} measurement${n === 1 ? "" : "s"} now`),
-            ` (those of the matching sensors older than ${localString(cutoff)}): reads stop returning them at once, and the TTL monitor deletes them on its next pass (the server starts one when a rule changes), each bucket once its newest measurement has expired.`];
-      dry.append(confirmBox(text, deletes, deletes ? `Create rule, delete ${fmtInt(n)}` : "Create rule", async () => {
-        const body: Record<string, unknown> = { key: { [ts.timeField]: 1 }, expireAfterSeconds: v, partialFilterExpression: f };
-        if (nameIn.value.trim()) body.name = nameIn.value.trim();
+      const { text, deletes } = previewText(now, next);
+      if (deletes) text.push(" The TTL monitor deletes them on its next pass (the server starts one when a rule changes).");
+      dry.append(confirmBox(text, deletes, deletes ? "Create rule and delete" : "Create rule", async () => {
         let r: { name: string };
         try {
           r = await send<{ name: string }>("POST", collPath(c.name, "/indexes"), body);
         } catch (x) {
           dry.replaceChildren();
-          const msg = x instanceof APIError ? x.message : "";
-          showError(/expireAfterSeconds/.test(msg) ? t : /name|already exists|IndexKeySpecs/i.test(msg) && !/filter/i.test(msg) ? { input: nameIn, error: nameErr } : filterTarget(), x);
+          showError(target(x), x);
           return;
         }
         notify(`Rule ${r.name} created. The TTL monitor applies it on its next pass.`);
