@@ -5,8 +5,16 @@ import (
 	"fmt"
 )
 
-// Version is the first byte of every encoded bucket. A Reader refuses other values.
+// Version is the first byte of an encoded bucket that holds its field names (Encode).
 const Version = 1
+
+// VersionRefs is the first byte of an encoded bucket whose field names are references
+// into a name table the caller keeps (EncodeRefs, Reader.ResetNames). A Reader refuses
+// other values.
+const VersionRefs = 2
+
+// MaxRef is the largest name reference.
+const MaxRef = 1<<32 - 1
 
 // MaxRows is the largest number of rows a bucket may hold. The writer seals buckets at
 // 1000 measurements; the limit only bounds what a decoder may be asked to allocate.
@@ -23,8 +31,11 @@ const MaxNameLen = 1 << 16
 var (
 	// ErrCorrupt means the bytes are not a valid bucket of a known version.
 	ErrCorrupt = errors.New("bucket: corrupt data")
-	// ErrVersion means the first byte is not Version.
+	// ErrVersion means the first byte is not Version or VersionRefs.
 	ErrVersion = errors.New("bucket: unsupported version")
+	// ErrNoNames means a VersionRefs bucket was read without its name table, or with a
+	// table too short for its references.
+	ErrNoNames = errors.New("bucket: name table missing")
 	// ErrNoRows means Encode was given zero rows.
 	ErrNoRows = errors.New("bucket: no rows")
 	// ErrTooManyRows means more than MaxRows rows.

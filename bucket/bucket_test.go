@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,26 @@ func roundTrip(t testing.TB, cols *Columns) []byte {
 	var r Reader
 	if err := r.Reset(buf); err != nil {
 		t.Fatalf("reset: %v", err)
+	}
+	checkDecoded(t, &r, cols)
+	// The same columns with their names in a table: references from the end.
+	table := make([]string, len(cols.Fields)+1)
+	refs := make([]uint32, len(cols.Fields))
+	for i := range cols.Fields {
+		refs[i] = uint32(len(table) - 1 - i)
+		table[refs[i]] = cols.Fields[i].Name
+	}
+	table[0] = "not in the bucket"
+	rbuf, err := enc.EncodeRefs(nil, cols, refs)
+	if err != nil {
+		t.Fatalf("encode with name references: %v", err)
+	}
+	if err := r.ResetNames(rbuf, table); err != nil {
+		t.Fatalf("reset with names: %v", err)
+	}
+	checkDecoded(t, &r, cols)
+	if err := r.ResetNames(buf, table); err != nil { // a table does not hurt names inline
+		t.Fatalf("reset with names, names inline: %v", err)
 	}
 	checkDecoded(t, &r, cols)
 	return buf
@@ -299,8 +320,8 @@ func TestReaderErrors(t *testing.T) {
 	if err := r.Reset(nil); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("empty: %v", err)
 	}
-	if err := r.Reset([]byte{2, 1}); !errors.Is(err, ErrVersion) {
-		t.Fatalf("version 2: %v", err)
+	if err := r.Reset([]byte{3, 1}); !errors.Is(err, ErrVersion) {
+		t.Fatalf("version 3: %v", err)
 	}
 	var enc Encoder
 	buf, err := enc.Encode(nil, &Columns{Times: regularTimes(10, 0, 1), Fields: []Column{intCol("i", regularTimes(10, 3, 7)...)}})
@@ -323,6 +344,41 @@ func TestReaderErrors(t *testing.T) {
 	}
 	if r.FieldIndex("nope") != -1 {
 		t.Fatalf("FieldIndex of a missing field")
+	}
+
+	// Name references.
+	two := &Columns{Times: regularTimes(10, 0, 1), Fields: []Column{intCol("i", regularTimes(10, 3, 7)...), intCol("j", regularTimes(10, 3, 7)...)}}
+	if _, err := enc.EncodeRefs(nil, two, []uint32{1, 1}); !errors.Is(err, ErrFieldName) {
+		t.Fatalf("a reference used twice: %v", err)
+	}
+	if _, err := enc.EncodeRefs(nil, two, []uint32{1}); !errors.Is(err, ErrFieldName) {
+		t.Fatalf("a reference missing: %v", err)
+	}
+	rbuf, err := enc.EncodeRefs(nil, two, []uint32{2, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Reset(rbuf); !errors.Is(err, ErrNoNames) {
+		t.Fatalf("references without a table: %v", err)
+	}
+	if err := r.ResetNames(rbuf, []string{"j", "x"}); !errors.Is(err, ErrNoNames) {
+		t.Fatalf("a reference past the table: %v", err)
+	}
+	if err := r.ResetNames(rbuf, []string{"j", "x", "i"}); err != nil || r.Field(0).Name != "i" || r.Field(1).Name != "j" {
+		t.Fatalf("names %v: %v", r.fields, err)
+	}
+	for n := 0; n < len(rbuf); n++ {
+		if err := r.ResetNames(rbuf[:n], []string{"j", "x", "i"}); err == nil {
+			t.Fatalf("truncated to %d of %d: no error", n, len(rbuf))
+		}
+	}
+	dup := slices.Clone(rbuf)
+	if dup[5] != 2 || dup[10] != 0 { // the two references, after a 5-byte header and a 5-byte entry
+		t.Fatalf("layout changed: %x", dup)
+	}
+	dup[10] = 2
+	if err := r.ResetNames(dup, []string{"j", "x", "i"}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a reference used twice: %v", err)
 	}
 }
 

@@ -8,7 +8,7 @@
 // every value has a short decimal form, otherwise as order-preserving integer deltas whose
 // bit lengths are entropy coded; strings as a dictionary and indices; bools and presence
 // as bitmaps or runs. A control block up front holds the row count, time range and each
-// field's name, type, count and min/max, so pruning never touches the column data, and
+// field's name (or its index in a shared name table), type, count and min/max, so pruning never touches the column data, and
 // each column can be decoded alone. docs/format/bucket.md draws the byte layout.
 //
 // # Usage
@@ -37,4 +37,7 @@
 //	times, err := r.Times(nil)
 //	var col bucket.Column
 //	err = r.Column(r.FieldIndex("usage_user"), &col) // only this column is decoded
+//
+// Buckets of one collection share their field names: EncodeRefs stores each name as an
+// index into a table the caller keeps, and ResetNames reads such a bucket with the table.
 package bucket

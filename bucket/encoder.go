@@ -68,6 +68,7 @@ type Encoder struct {
 	buf      []byte
 	metas    []fieldMeta
 	names    map[string]struct{}
+	refs     map[uint32]struct{}
 	ints     []int64
 	words    []uint64
 	runs     []int64
@@ -83,6 +84,26 @@ type Encoder struct {
 // than MaxFields fields, a value slice or Present bitmap whose length does not match
 // len(cols.Times), an empty, too long or duplicate field name, or an unknown Type.
 func (e *Encoder) Encode(dst []byte, cols *Columns) ([]byte, error) {
+	return e.encode(dst, cols, nil)
+}
+
+// EncodeRefs is Encode for a bucket whose field names live in a name table kept by the
+// caller (VersionRefs): refs[i] is the index of cols.Fields[i].Name in that table, and
+// the bucket stores the index instead of the name. A Reader needs the same table
+// (ResetNames). refs must have one entry per field, each distinct and at most MaxRef.
+func (e *Encoder) EncodeRefs(dst []byte, cols *Columns, refs []uint32) ([]byte, error) {
+	if len(refs) != len(cols.Fields) {
+		return dst, fmt.Errorf("%w: %d name references for %d fields", ErrFieldName, len(refs), len(cols.Fields))
+	}
+	for _, r := range refs {
+		if r > MaxRef {
+			return dst, fmt.Errorf("%w: name reference %d, max %d", ErrFieldName, r, MaxRef)
+		}
+	}
+	return e.encode(dst, cols, refs)
+}
+
+func (e *Encoder) encode(dst []byte, cols *Columns, refs []uint32) ([]byte, error) {
 	rows := len(cols.Times)
 	if rows == 0 {
 		return dst, ErrNoRows
@@ -97,6 +118,12 @@ func (e *Encoder) Encode(dst []byte, cols *Columns) ([]byte, error) {
 		e.names = make(map[string]struct{}, len(cols.Fields))
 	}
 	clear(e.names)
+	if refs != nil {
+		if e.refs == nil {
+			e.refs = make(map[uint32]struct{}, len(refs))
+		}
+		clear(e.refs)
+	}
 	for i := range cols.Fields {
 		c := &cols.Fields[i]
 		if !c.Type.valid() {
@@ -109,6 +136,12 @@ func (e *Encoder) Encode(dst []byte, cols *Columns) ([]byte, error) {
 			return dst, fmt.Errorf("%w: duplicate %q", ErrFieldName, c.Name)
 		}
 		e.names[c.Name] = struct{}{}
+		if refs != nil {
+			if _, dup := e.refs[refs[i]]; dup {
+				return dst, fmt.Errorf("%w: field %q: name reference %d used twice", ErrFieldName, c.Name, refs[i])
+			}
+			e.refs[refs[i]] = struct{}{}
+		}
 		if n := c.Len(); n != rows {
 			return dst, fmt.Errorf("%w: field %q has %d values for %d rows", ErrColumnLength, c.Name, n, rows)
 		}
@@ -133,15 +166,23 @@ func (e *Encoder) Encode(dst []byte, cols *Columns) ([]byte, error) {
 		e.metas = append(e.metas, m)
 	}
 
-	dst = append(dst, Version)
+	if refs != nil {
+		dst = append(dst, VersionRefs)
+	} else {
+		dst = append(dst, Version)
+	}
 	dst = binary.AppendUvarint(dst, uint64(rows))
 	dst = appendVarint(dst, minT)
 	dst = binary.AppendUvarint(dst, uint64(maxT-minT))
 	dst = binary.AppendUvarint(dst, uint64(len(cols.Fields)))
 	for i := range cols.Fields {
 		c, m := &cols.Fields[i], &e.metas[i]
-		dst = binary.AppendUvarint(dst, uint64(len(c.Name)))
-		dst = append(dst, c.Name...)
+		if refs != nil {
+			dst = binary.AppendUvarint(dst, uint64(refs[i]))
+		} else {
+			dst = binary.AppendUvarint(dst, uint64(len(c.Name)))
+			dst = append(dst, c.Name...)
+		}
 		dst = append(dst, byte(c.Type)<<4|m.enc)
 		dst = binary.AppendUvarint(dst, uint64(rows-m.count))
 		switch m.enc {

@@ -34,8 +34,18 @@ func fuzzSeeds() [][]byte {
 	out = append(out, buf)
 	tsbs = tsbsBuckets(tsbsInt, 1)[0]
 	buf, _ = enc.Encode(nil, &tsbs)
+	out = append(out, buf)
+	// Name references into fuzzNames.
+	refs := make([]uint32, len(tsbs.Fields))
+	for i := range refs {
+		refs[i] = uint32(5 + i)
+	}
+	buf, _ = enc.EncodeRefs(nil, &tsbs, refs)
 	return append(out, buf)
 }
+
+// fuzzNames is the name table FuzzReader reads buckets with: f0..f4, then the TSBS fields.
+var fuzzNames = append([]string{"f0", "f1", "f2", "f3", "f4"}, tsbsFields...)
 
 // FuzzReader feeds arbitrary bytes to Reader: it must return errors, never panic, hang or
 // allocate beyond what MaxRows allows.
@@ -49,8 +59,9 @@ func FuzzReader(f *testing.F) {
 	var r Reader
 	var col Column
 	var times []int64
+	f.Add([]byte{VersionRefs, 1, 0, 0, 1, 3, 0x21, 0, 0, 0, 1, 1, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := r.Reset(data); err != nil {
+		if err := r.ResetNames(data, fuzzNames); err != nil {
 			return
 		}
 		var err error

@@ -39,6 +39,7 @@ type Reader struct {
 	nameEnds  []int
 	prevEnds  []int
 	nameSet   map[string]struct{}
+	refSet    []uint64 // references seen, one bit per name of the table
 
 	id   intDecoder
 	ints []int64
@@ -47,21 +48,30 @@ type Reader struct {
 }
 
 // Reset parses the header and control block of data, an encoded bucket, and validates
-// them: O(fields), no column is decoded. On error the Reader is empty.
+// them: O(fields), no column is decoded. On error the Reader is empty. A bucket whose
+// names are references (VersionRefs) needs ResetNames.
 func (r *Reader) Reset(data []byte) error {
-	err := r.reset(data)
+	return r.ResetNames(data, nil)
+}
+
+// ResetNames is Reset for buckets of either version: the field names of a VersionRefs
+// bucket are names[ref]. names must not change while the Reader uses them; the names
+// returned are its strings.
+func (r *Reader) ResetNames(data []byte, names []string) error {
+	err := r.reset(data, names)
 	if err != nil {
 		r.data, r.rows, r.fields = nil, 0, r.fields[:0]
 	}
 	return err
 }
 
-func (r *Reader) reset(data []byte) error {
+func (r *Reader) reset(data []byte, table []string) error {
 	r.data = data
 	if len(data) == 0 {
 		return corruptf("empty bucket")
 	}
-	if data[0] != Version {
+	refs := data[0] == VersionRefs
+	if data[0] != Version && !refs {
 		return fmt.Errorf("%w: %d", ErrVersion, data[0])
 	}
 	p := data[1:]
@@ -101,6 +111,17 @@ func (r *Reader) reset(data []byte) error {
 	if nf > MaxFields || nf > uint64(len(p))/4 {
 		return corruptf("%d fields in %d bytes", nf, len(p))
 	}
+	if refs {
+		if int(nf) > len(table) {
+			return fmt.Errorf("%w: %d fields, %d names", ErrNoNames, nf, len(table))
+		}
+		if n := (len(table) + 63) / 64; cap(r.refSet) < n {
+			r.refSet = make([]uint64, n)
+		} else {
+			r.refSet = r.refSet[:n]
+			clear(r.refSet)
+		}
+	}
 	if cap(r.fields) < int(nf) {
 		r.fields = make([]fieldEntry, nf)
 	}
@@ -110,16 +131,31 @@ func (r *Reader) reset(data []byte) error {
 	for i := range r.fields {
 		f := &r.fields[i]
 		*f = fieldEntry{}
-		l, err := uv("name length")
-		if err != nil {
-			return err
+		if refs {
+			ref, err := uv("name reference")
+			if err != nil {
+				return err
+			}
+			if ref >= uint64(len(table)) {
+				return fmt.Errorf("%w: field %d: name reference %d, %d names", ErrNoNames, i, ref, len(table))
+			}
+			if r.refSet[ref>>6]&(1<<(ref&63)) != 0 {
+				return corruptf("field %d: name reference %d used twice", i, ref)
+			}
+			r.refSet[ref>>6] |= 1 << (ref & 63)
+			f.name = table[ref]
+		} else {
+			l, err := uv("name length")
+			if err != nil {
+				return err
+			}
+			if l == 0 || l > MaxNameLen || l > uint64(len(p)) {
+				return corruptf("field %d: name length %d, %d bytes left", i, l, len(p))
+			}
+			r.nameBytes = append(r.nameBytes, p[:l]...)
+			r.nameEnds = append(r.nameEnds, len(r.nameBytes))
+			p = p[l:]
 		}
-		if l == 0 || l > MaxNameLen || l > uint64(len(p)) {
-			return corruptf("field %d: name length %d, %d bytes left", i, l, len(p))
-		}
-		r.nameBytes = append(r.nameBytes, p[:l]...)
-		r.nameEnds = append(r.nameEnds, len(r.nameBytes))
-		p = p[l:]
 		if len(p) < 1 {
 			return corruptf("field %d: truncated", i)
 		}
@@ -221,6 +257,9 @@ func (r *Reader) reset(data []byte) error {
 	for i := range r.fields {
 		r.fields[i].off = off
 		off += r.fields[i].info.length
+	}
+	if refs {
+		return nil
 	}
 	return r.setNames()
 }
@@ -722,7 +761,7 @@ func Peek(data []byte) (rows int, minTime, maxTime int64, err error) {
 	if len(data) == 0 {
 		return 0, 0, 0, corruptf("empty bucket")
 	}
-	if data[0] != Version {
+	if data[0] != Version && data[0] != VersionRefs {
 		return 0, 0, 0, fmt.Errorf("%w: %d", ErrVersion, data[0])
 	}
 	p := data[1:]

@@ -32,8 +32,12 @@ type collectionRecord struct {
 	Options    CollectionOptions   `json:"options"`
 	Indexes    []IndexSpec         `json:"indexes,omitempty"`
 	FieldTypes map[string][]string `json:"fieldTypes,omitempty"`
-	MaxSpan    int64               `json:"maxSpan"`
-	Created    time.Time           `json:"created"`
+	// FieldNames is the collection's name table: the buckets it writes
+	// store a field's index here instead of its name (bucket.VersionRefs).
+	// It only grows.
+	FieldNames []string  `json:"fieldNames,omitempty"`
+	MaxSpan    int64     `json:"maxSpan"`
+	Created    time.Time `json:"created"`
 	// NextIndexID is the id the next index of a plain collection gets.
 	NextIndexID uint32 `json:"nextIndexID,omitempty"`
 	// Count and Buckets are as of the last checkpoint.
@@ -82,6 +86,7 @@ func kindByName(s string) (Kind, bool) {
 func (c *collection) record() ([]byte, error) {
 	r := collectionRecord{ID: c.id, Name: c.name, Options: c.opts, Indexes: c.indexes, MaxSpan: c.maxSpan,
 		Created: c.created, Count: c.ckptCount, Buckets: c.ckptBuckets, NextIndexID: c.nextIndexID}
+	r.FieldNames = c.names
 	if len(c.fieldTypes) > 0 {
 		r.FieldTypes = make(map[string][]string, len(c.fieldTypes))
 		for f, ts := range c.fieldTypes {
@@ -120,6 +125,23 @@ func (r *collectionRecord) toCollection() (*collection, error) {
 			}
 			c.fieldTypes[f] |= 1 << k
 		}
+	}
+	for _, n := range r.FieldNames {
+		if _, dup := c.nameIdx[n]; dup {
+			return nil, fmt.Errorf("%w: collection %q: field name %q twice in the name table", ErrCorrupt, r.Name, n)
+		}
+		c.addName(n)
+	}
+	// Fields of records written before the name table existed.
+	var missing []string
+	for f := range c.fieldTypes {
+		if _, ok := c.nameIdx[f]; !ok {
+			missing = append(missing, f)
+		}
+	}
+	sort.Strings(missing)
+	for _, f := range missing {
+		c.addName(f)
 	}
 	return c, nil
 }

@@ -269,7 +269,7 @@ func (db *DB) load() error {
 		if s == nil {
 			return fmt.Errorf("%w: open bucket %d of unknown series %d", ErrCorrupt, kp.id, kp.series)
 		}
-		b, err := decodeMemBucket(&r, v, kp, c.opts.TimeSeries)
+		b, err := decodeMemBucket(&r, v, kp, c)
 		if err != nil {
 			return err
 		}
@@ -282,8 +282,9 @@ func (db *DB) load() error {
 }
 
 // decodeMemBucket rebuilds an open bucket from its snapshot.
-func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, ts *TimeSeriesOptions) (*memBucket, error) {
-	if err := r.Reset(v); err != nil {
+func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collection) (*memBucket, error) {
+	ts := c.opts.TimeSeries
+	if err := r.ResetNames(v, c.names); err != nil {
 		return nil, fmt.Errorf("open bucket %d: %w", kp.id, err)
 	}
 	b := &memBucket{id: kp.id, minTime: kp.minTime, span: ts.Span(), minT: r.MinTime(), maxT: r.MaxTime()}
@@ -478,6 +479,7 @@ type ckptBucket struct {
 	coll   uint32
 	series uint64
 	cap    captured
+	refs   []uint32 // the fields' indexes in the collection's name table
 	sealed bool
 }
 
@@ -511,7 +513,9 @@ func (db *DB) checkpoint() error {
 				if !b.sealed && !b.dirty && b.snapshot {
 					continue
 				}
-				work = append(work, ckptBucket{coll: c.id, series: s.id, cap: b.capture(), sealed: b.sealed})
+				w := ckptBucket{coll: c.id, series: s.id, cap: b.capture(), sealed: b.sealed}
+				w.refs = c.nameRefs(nil, &w.cap.cols)
+				work = append(work, w)
 				b.dirty = false
 			}
 		}
@@ -545,7 +549,7 @@ func (db *DB) checkpoint() error {
 		w := &work[i]
 		b := w.cap.b
 		cols := &w.cap.cols
-		if buf, err = enc.Encode(buf[:0], cols); err != nil {
+		if buf, err = enc.EncodeRefs(buf[:0], cols, w.refs); err != nil {
 			return fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
 		}
 		if w.sealed {
@@ -850,6 +854,9 @@ func (db *DB) apply(c *collection, groups []group) {
 			for i := nf; i < len(cur.cols.Fields); i++ {
 				col := &cur.cols.Fields[i]
 				if t := c.fieldTypes[col.Name]; !t.has(col.Type) {
+					if t == 0 {
+						c.addName(col.Name)
+					}
 					c.fieldTypes[col.Name] = t | 1<<col.Type
 				}
 			}

@@ -85,6 +85,7 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 	var targets []target
 	db.mu.Lock()
 	maxSpan := max(c.maxSpan, c.opts.TimeSeries.Span())
+	names := c.names
 	for _, key := range d.metaKeys {
 		s := c.series[key]
 		if s == nil {
@@ -116,6 +117,8 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 	defer batch.Close()
 	var r bucket.Reader
 	var enc bucket.Encoder
+	var refIdx map[string]uint32 // names' indexes, made on first use
+	var refs []uint32
 	for _, t := range targets {
 		for _, k := range t.stale {
 			if err := batch.Delete(k, nil); err != nil {
@@ -150,7 +153,7 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 			}
 			v, err := it.ValueAndErr()
 			if err == nil {
-				err = r.Reset(v)
+				err = r.ResetNames(v, names)
 			}
 			if err != nil {
 				it.Close()
@@ -180,7 +183,17 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 			}
 			deleted += int64(len(cols.Times) - len(keep))
 			rest := permuteColumns(&cols, keep)
-			buf, err := enc.Encode(nil, &rest)
+			if refIdx == nil {
+				refIdx = make(map[string]uint32, len(names))
+				for i, n := range names {
+					refIdx[n] = uint32(i)
+				}
+			}
+			refs = refs[:0]
+			for i := range rest.Fields {
+				refs = append(refs, refIdx[rest.Fields[i].Name])
+			}
+			buf, err := enc.EncodeRefs(nil, &rest, refs)
 			if err != nil {
 				it.Close()
 				return 0, err

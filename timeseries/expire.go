@@ -78,7 +78,6 @@ func (db *DB) recountOutOfRange(c *collection) error {
 		list = append(list, e)
 	}
 	db.mu.Unlock()
-	var r bucket.Reader
 	// One iterator for every series: SetBounds per range.
 	it, err := db.pdb.NewIter(nil)
 	if err != nil {
@@ -113,13 +112,14 @@ func (db *DB) recountOutOfRange(c *collection) error {
 				continue
 			}
 			v, err := it.ValueAndErr()
+			var maxT int64
 			if err == nil {
-				err = r.Reset(v)
+				_, _, maxT, err = bucket.Peek(v)
 			}
 			if err != nil {
 				return fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
 			}
-			if r.MaxTime() > ttl.MaxTimeNanos {
+			if maxT > ttl.MaxTimeNanos {
 				n++
 			}
 		}
@@ -320,7 +320,6 @@ type expiry struct {
 	memDocs, memBuckets int64 // the part removed from memory
 	mem                 int64 // bytes of memory released
 	run                 [][]byte
-	r                   bucket.Reader
 	inMem, removed      map[uint64]bool
 }
 
@@ -429,19 +428,21 @@ func (x *expiry) pebbleBuckets(id uint64, cutoff int64, more bool) (bool, error)
 			break
 		}
 		v, err := x.it.ValueAndErr()
+		var rows int
+		var maxT int64
 		if err == nil {
-			err = x.r.Reset(v)
+			rows, _, maxT, err = bucket.Peek(v)
 		}
 		if err != nil {
 			return more, fmt.Errorf("series %d bucket %d: %w", id, kp.id, err)
 		}
-		if x.r.MaxTime() >= cutoff {
+		if maxT >= cutoff {
 			if err := x.flush(); err != nil {
 				return more, err
 			}
 			continue
 		}
-		x.docs += int64(x.r.Rows())
+		x.docs += int64(rows)
 		x.buckets++
 		x.run = append(x.run, slices.Clone(x.it.Key()))
 	}
@@ -532,7 +533,6 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 	}
 	db.mu.RUnlock()
 	var next int64 = math.MaxInt64
-	var r bucket.Reader
 	it, err := db.pdb.NewIter(nil)
 	if err != nil {
 		return nil, err
@@ -544,8 +544,10 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 		}
 		it.SetBounds(seriesPrefix(spaceBucket, c.id, s.id), prefixEnd(seriesPrefix(spaceBucket, c.id, s.id)))
 		if it.First() {
-			if v, err := it.ValueAndErr(); err == nil && r.Reset(v) == nil && r.Rows() > 0 {
-				s.oldest = min(s.oldest, r.MinTime())
+			if v, err := it.ValueAndErr(); err == nil {
+				if rows, minT, _, err := bucket.Peek(v); err == nil && rows > 0 {
+					s.oldest = min(s.oldest, minT)
+				}
 			}
 		}
 		if err := it.Error(); err != nil {
@@ -658,6 +660,7 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 	// The proposed rules.
 	db.mu.RLock()
 	probe := &collection{opts: c.opts, indexes: append([]IndexSpec(nil), c.indexes...)}
+	names := c.names
 	if p.NewIndex != nil {
 		spec := *p.NewIndex
 		if err := validateNewTTLIndex(&probe.opts, probe.indexes, &spec); err != nil {
@@ -759,7 +762,7 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 			}
 			v, err := it.ValueAndErr()
 			if err == nil {
-				err = r.Reset(v)
+				err = r.ResetNames(v, names)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)

@@ -20,6 +20,11 @@ type collection struct {
 	series     map[string]*series // canonical meta -> series
 	seriesByID map[uint64]*series
 	fieldTypes map[string]typeSet
+	// names is the collection's field name table (bucket.VersionRefs):
+	// append-only, so a slice of it taken under DB.mu stays valid; nameIdx
+	// maps a name to its index. Both change under DB.mu held for writing.
+	names   []string
+	nameIdx map[string]uint32
 	// maxSpan is the largest bucket span the collection ever used, so that
 	// a time-range scan knows how far before its start a bucket may begin.
 	maxSpan int64
@@ -420,4 +425,32 @@ func floorDiv(t, r int64) int64 {
 		q--
 	}
 	return q * r
+}
+
+// addName appends a field name to the collection's name table. DB.mu is
+// held for writing (or the collection is not yet shared).
+func (c *collection) addName(n string) {
+	if c.nameIdx == nil {
+		c.nameIdx = make(map[string]uint32)
+	}
+	c.nameIdx[n] = uint32(len(c.names))
+	c.names = append(c.names, n)
+}
+
+// nameRefs returns the name-table indexes of cols' fields, appended to
+// dst. A name not yet in the table (apply adds every new field, so none
+// should be) is added, and the catalog record marked for writing. DB.mu is
+// held for writing.
+func (c *collection) nameRefs(dst []uint32, cols *bucket.Columns) []uint32 {
+	for i := range cols.Fields {
+		n := cols.Fields[i].Name
+		ref, ok := c.nameIdx[n]
+		if !ok {
+			c.addName(n)
+			c.dirty = true
+			ref = c.nameIdx[n]
+		}
+		dst = append(dst, ref)
+	}
+	return dst
 }

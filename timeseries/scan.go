@@ -42,6 +42,7 @@ type seriesSnap struct {
 	minTime int64 // the scan's lower time bound: the filter's, or the TTL cutoff
 	mem     []*bucket.Columns
 	memIDs  map[uint64]bool
+	names   []string // the collection's name table
 }
 
 // rowCursor walks the rows of one decoded bucket.
@@ -245,7 +246,7 @@ func (sc *seriesScan) push(c *rowCursor) {
 // bucket lies outside the scan's range.
 func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
 	r := &sc.reader
-	if err := r.Reset(v); err != nil {
+	if err := r.ResetNames(v, sc.s.names); err != nil {
 		return nil, fmt.Errorf("series %d: %w", sc.s.id, err)
 	}
 	if r.Rows() == 0 || r.MaxTime() < sc.minTime || r.MinTime() > sc.maxTime {
