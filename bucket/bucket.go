@@ -13,6 +13,11 @@ const Version = 1
 // other values.
 const VersionRefs = 2
 
+// VersionShared is VersionRefs with a shared symbol block: the symbols of several int
+// streams entropy coded together, with one table (Encoder.EncodeRefs writes it when it
+// comes out smaller).
+const VersionShared = 3
+
 // MaxRef is the largest name reference.
 const MaxRef = 1<<32 - 1
 

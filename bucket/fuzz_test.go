@@ -41,6 +41,12 @@ func fuzzSeeds() [][]byte {
 		refs[i] = uint32(5 + i)
 	}
 	buf, _ = enc.EncodeRefs(nil, &tsbs, refs)
+	if buf[0] != VersionShared {
+		panic("no shared block in the TSBS seed")
+	}
+	out = append(out, buf)
+	tsbs = tsbsBuckets(tsbsWholeFloat, 1)[0]
+	buf, _ = enc.EncodeRefs(nil, &tsbs, refs)
 	return append(out, buf)
 }
 

@@ -17,7 +17,11 @@ const (
 	// packSymbols+mode: the u's symbols as a symbol block payload in mode (symRaw..symHuff),
 	// then, unless the noExtra bit is set, uvarint byte length and the extra bits.
 	packSymbols = 3
-	packMax     = packSymbols + symHuff
+	// packShared: the u's symbols are this stream's run of the bucket's shared symbol
+	// block (VersionShared), then, unless the noExtra bit is set, uvarint byte length and
+	// the extra bits.
+	packShared = 7
+	packMax    = packShared
 
 	noExtraFlag = 1 << 3
 )
@@ -45,6 +49,14 @@ type intEncoder struct {
 	syms  []byte
 	block []byte
 	bw    bitWriter
+	// last describes the stream appended last when it had symbols (hasSyms): its
+	// transform, base, symbols (syms) and extra bits (extra), for a shared block.
+	last struct {
+		hasSyms bool
+		trans   byte
+		base    int64
+		extra   []byte
+	}
 }
 
 // appendInts appends vals (len >= 1) as an int stream.
@@ -76,6 +88,7 @@ func (e *intEncoder) appendInts(dst []byte, vals []int64) []byte {
 }
 
 func (e *intEncoder) appendUints(dst []byte, trans byte, base int64, us []uint64) []byte {
+	e.last.hasSyms = false
 	allEqual := true
 	var or uint64
 	varLen := 0
@@ -112,6 +125,7 @@ func (e *intEncoder) appendUints(dst []byte, trans byte, base int64, us []uint64
 		}
 		e.syms = syms
 		extra = e.bw.flush()
+		e.last.hasSyms, e.last.trans, e.last.base, e.last.extra = true, trans, base, extra
 		e.block = e.ent.appendSymbols(e.block[:0], syms)
 		if l := len(e.block) - 1 + uvarintLen(uint64(len(extra))) + len(extra); l < bestLen || l == bestLen && len(extra) == 0 {
 			best = packSymbols
@@ -149,10 +163,27 @@ func (e *intEncoder) appendUints(dst []byte, trans byte, base int64, us []uint64
 	return dst
 }
 
+// appendSharedStream appends an int stream whose symbols are in the bucket's shared block.
+func appendSharedStream(dst []byte, trans byte, base int64, extra []byte) []byte {
+	head := trans<<7 | packShared
+	if len(extra) == 0 {
+		head |= noExtraFlag
+	}
+	dst = append(dst, head)
+	dst = appendVarint(dst, base)
+	if len(extra) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(extra)))
+		dst = append(dst, extra...)
+	}
+	return dst
+}
+
 // intDecoder decodes int streams, reusing its scratch space.
 type intDecoder struct {
 	ent  entropyDecoder
 	bits []byte
+	// shared holds the symbols of the stream being read when it is packShared.
+	shared []byte
 }
 
 // readInts decodes an int stream of len(dst) values from the start of src into dst and
@@ -226,9 +257,17 @@ func (d *intDecoder) readInts(src []byte, dst []int64) ([]byte, error) {
 			return nil, corruptf("int stream: %d trailing varint bytes", len(p))
 		}
 	default:
-		syms, rest, err := d.ent.readSymbols(pack-packSymbols, src, m)
-		if err != nil {
-			return nil, err
+		var syms, rest []byte
+		if pack == packShared {
+			if d.shared == nil || len(d.shared) != m {
+				return nil, corruptf("int stream: %d shared symbols for %d values", len(d.shared), m)
+			}
+			syms, rest = d.shared, src
+		} else {
+			var err error
+			if syms, rest, err = d.ent.readSymbols(pack-packSymbols, src, m); err != nil {
+				return nil, err
+			}
 		}
 		var l uint64
 		if !noExtra {

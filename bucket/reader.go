@@ -41,6 +41,16 @@ type Reader struct {
 	nameSet   map[string]struct{}
 	refSet    []uint64 // references seen, one bit per name of the table
 
+	// The shared symbol block (VersionShared), decoded on first use.
+	shared     bool
+	sharedOff  int
+	sharedLen  int
+	sharedDone bool
+	sharedErr  error
+	sharedSyms []byte
+	sharedPos  []int // per field: its first symbol in sharedSyms, -1 when not shared
+	sharedDec  entropyDecoder
+
 	id   intDecoder
 	ints []int64
 	blob []byte
@@ -70,7 +80,8 @@ func (r *Reader) reset(data []byte, table []string) error {
 	if len(data) == 0 {
 		return corruptf("empty bucket")
 	}
-	refs := data[0] == VersionRefs
+	r.shared, r.sharedLen, r.sharedDone, r.sharedErr = data[0] == VersionShared, 0, false, nil
+	refs := data[0] == VersionRefs || r.shared
 	if data[0] != Version && !refs {
 		return fmt.Errorf("%w: %d", ErrVersion, data[0])
 	}
@@ -248,12 +259,25 @@ func (r *Reader) reset(data []byte, table []string) error {
 		r.fields[i].info.length = int(l)
 		total += l
 	}
+	if r.shared {
+		l, err := uv("shared block length")
+		if err != nil {
+			return err
+		}
+		if l == 0 || l > uint64(len(p)) {
+			return corruptf("shared block length %d, %d bytes left", l, len(p))
+		}
+		r.sharedLen = int(l)
+		total += l
+	}
 	if total != uint64(len(p)) {
 		return corruptf("columns take %d bytes, %d left", total, len(p))
 	}
 	off := len(data) - len(p)
 	r.timeOff = off
 	off += r.timeLen
+	r.sharedOff = off
+	off += r.sharedLen
 	for i := range r.fields {
 		r.fields[i].off = off
 		off += r.fields[i].info.length
@@ -474,6 +498,14 @@ func (r *Reader) Column(i int, dst *Column) error {
 			}
 		}
 	}
+	if count == rows && len(src) > 0 && src[0]&7 == packShared && sharableEnc(f.info.enc) {
+		syms, err := r.sharedSymbols(i)
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.name, err)
+		}
+		r.id.shared = syms
+		defer func() { r.id.shared = nil }()
+	}
 	switch f.typ {
 	case TypeInt, TypeDate:
 		dst.Ints = grow(dst.Ints, rows)
@@ -510,6 +542,73 @@ func (r *Reader) Column(i int, dst *Column) error {
 	}
 	if len(src) != 0 {
 		return corruptf("field %q: %d trailing bytes", f.name, len(src))
+	}
+	return nil
+}
+
+func sharableEnc(enc byte) bool { return enc == encInt || enc == encDecimal || enc == encFloat }
+
+// sharedSymbols returns field i's run of the shared symbol block, decoding the block and
+// placing every field's run on first use.
+func (r *Reader) sharedSymbols(i int) ([]byte, error) {
+	if !r.sharedDone {
+		r.sharedDone = true
+		r.sharedErr = r.decodeShared()
+	}
+	if r.sharedErr != nil {
+		return nil, r.sharedErr
+	}
+	if r.sharedPos[i] < 0 {
+		return nil, corruptf("field %d: shared symbols, none placed", i)
+	}
+	end := len(r.sharedSyms)
+	for j := i + 1; j < len(r.fields); j++ {
+		if r.sharedPos[j] >= 0 {
+			end = r.sharedPos[j]
+			break
+		}
+	}
+	return r.sharedSyms[r.sharedPos[i]:end], nil
+}
+
+func (r *Reader) decodeShared() error {
+	if !r.shared {
+		return corruptf("shared symbols in a bucket without a shared block")
+	}
+	p := r.data[r.sharedOff : r.sharedOff+r.sharedLen]
+	n, k := binary.Uvarint(p)
+	if k <= 0 || len(p) < k+1 || n == 0 || n > uint64(r.rows)*uint64(len(r.fields)) {
+		return corruptf("shared block: %d symbols", n)
+	}
+	syms, rest, err := r.sharedDec.readSymbols(p[k], p[k+1:], int(n))
+	if err != nil {
+		return fmt.Errorf("shared block: %w", err)
+	}
+	if len(rest) != 0 {
+		return corruptf("shared block: %d trailing bytes", len(rest))
+	}
+	r.sharedSyms = syms
+	r.sharedPos = grow(r.sharedPos, len(r.fields))
+	acc := 0
+	for j := range r.fields {
+		f := &r.fields[j]
+		r.sharedPos[j] = -1
+		if f.info.count != r.rows || f.info.length == 0 || !sharableEnc(f.info.enc) {
+			continue
+		}
+		head := r.data[f.off]
+		if head&7 != packShared {
+			continue
+		}
+		m := f.info.count
+		if head>>7 == transDelta {
+			m--
+		}
+		r.sharedPos[j] = acc
+		acc += m
+	}
+	if acc != len(syms) {
+		return corruptf("shared block: %d symbols, the columns take %d", len(syms), acc)
 	}
 	return nil
 }
@@ -761,7 +860,7 @@ func Peek(data []byte) (rows int, minTime, maxTime int64, err error) {
 	if len(data) == 0 {
 		return 0, 0, 0, corruptf("empty bucket")
 	}
-	if data[0] != Version && data[0] != VersionRefs {
+	if data[0] != Version && data[0] != VersionRefs && data[0] != VersionShared {
 		return 0, 0, 0, fmt.Errorf("%w: %d", ErrVersion, data[0])
 	}
 	p := data[1:]

@@ -77,13 +77,35 @@ func TestTSBSCompression(t *testing.T) {
 		max     float64 // bytes per field value, everything included
 		maxData float64 // the same without the control block (names, types, min/max, lengths)
 		wantEnc byte
+		// The same with a name table (EncodeRefs).
+		maxTable, maxDataTable float64
 	}{
-		{"int", tsbsInt, 0.355, 0.30, encInt},
-		{"whole float", tsbsWholeFloat, 0.36, 0.30, encDecimal},
-		{"float", tsbsFloat, 6.4, 6.3, encFloat},
+		{"int", tsbsInt, 0.355, 0.30, encInt, 0.31, 0.285},
+		{"whole float", tsbsWholeFloat, 0.36, 0.30, encDecimal, 0.31, 0.285},
+		{"float", tsbsFloat, 6.4, 6.3, encFloat, 6.33, 6.3},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+		for _, table := range []bool{false, true} {
+			name := tc.name
+			if table {
+				// As Hourglass writes buckets: names in the collection's table, a shared
+				// symbol block when it is smaller.
+				name += " with a name table"
+				tc.max, tc.maxData = tc.maxTable, tc.maxDataTable
+			}
+			t.Run(name, func(t *testing.T) {
+				testTSBSCompression(t, tc.v, table, tc.max, tc.maxData, tc.wantEnc)
+			})
+		}
+	}
+}
+
+// tsbsRefs is the name table references of the TSBS fields, in order.
+var tsbsRefs = []uint32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+
+func testTSBSCompression(t *testing.T, v tsbsVariant, table bool, maxBPP, maxData float64, wantEnc byte) {
+	{
+		{
 			hosts := tsbsHosts
 			if testing.Short() {
 				hosts = 10
@@ -92,35 +114,47 @@ func TestTSBSCompression(t *testing.T) {
 			var r Reader
 			var buf []byte
 			total, data, points := 0, 0, 0
-			for i, cols := range tsbsBuckets(tc.v, hosts) {
+			for i, cols := range tsbsBuckets(v, hosts) {
 				var err error
-				if buf, err = enc.Encode(buf[:0], &cols); err != nil {
+				if table {
+					buf, err = enc.EncodeRefs(buf[:0], &cols, tsbsRefs)
+				} else {
+					buf, err = enc.Encode(buf[:0], &cols)
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 				total += len(buf)
 				points += len(cols.Times) * len(cols.Fields)
-				if err := r.Reset(buf); err != nil {
+				if err := r.ResetNames(buf, tsbsFields); err != nil {
 					t.Fatal(err)
 				}
 				data += len(buf) - r.timeOff
 				if i%50 == 0 {
 					checkDecoded(t, &r, &cols)
 				}
-				if e := r.fields[0].info.enc; e != tc.wantEnc {
-					t.Fatalf("encoding %d, want %d", e, tc.wantEnc)
+				if e := r.fields[0].info.enc; e != wantEnc {
+					t.Fatalf("encoding %d, want %d", e, wantEnc)
 				}
 			}
 			bpp := float64(total) / float64(points)
 			dpp := float64(data) / float64(points)
-			t.Logf("%s: %d points, %d bytes: %.4f bytes/point, %.4f without the control block", tc.name, points, total, bpp, dpp)
-			if bpp > tc.max || dpp > tc.maxData {
-				t.Errorf("%.4f (%.4f) bytes/point, want <= %.3f (%.3f)", bpp, dpp, tc.max, tc.maxData)
+			t.Logf("%d points, %d bytes: %.4f bytes/point, %.4f without the control block", points, total, bpp, dpp)
+			if bpp > maxBPP || dpp > maxData {
+				t.Errorf("%.4f (%.4f) bytes/point, want <= %.3f (%.3f)", bpp, dpp, maxBPP, maxData)
 			}
-		})
+		}
 	}
 }
 
-func benchmarkEncode(b *testing.B, v tsbsVariant) {
+func encodeTSBS(enc *Encoder, dst []byte, cols *Columns, table bool) ([]byte, error) {
+	if table {
+		return enc.EncodeRefs(dst, cols, tsbsRefs)
+	}
+	return enc.Encode(dst, cols)
+}
+
+func benchmarkEncode(b *testing.B, v tsbsVariant, table bool) {
 	buckets := tsbsBuckets(v, 10)
 	var enc Encoder
 	var buf []byte
@@ -129,7 +163,7 @@ func benchmarkEncode(b *testing.B, v tsbsVariant) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cols := &buckets[i%len(buckets)]
-		buf, _ = enc.Encode(buf[:0], cols)
+		buf, _ = encodeTSBS(&enc, buf[:0], cols, table)
 		points += len(cols.Times) * len(cols.Fields)
 		size += len(buf)
 	}
@@ -137,12 +171,14 @@ func benchmarkEncode(b *testing.B, v tsbsVariant) {
 	b.ReportMetric(float64(size)/float64(points), "B/point")
 }
 
-func benchmarkDecode(b *testing.B, v tsbsVariant) {
+// benchmarkDecode decodes the time column and fields columns (all when fields is 0) of
+// each bucket, and reports the points decoded per second.
+func benchmarkDecode(b *testing.B, v tsbsVariant, table bool, fields int) {
 	buckets := tsbsBuckets(v, 10)
 	var enc Encoder
 	encoded := make([][]byte, len(buckets))
 	for i := range buckets {
-		encoded[i], _ = enc.Encode(nil, &buckets[i])
+		encoded[i], _ = encodeTSBS(&enc, nil, &buckets[i], table)
 	}
 	var r Reader
 	var col Column
@@ -151,26 +187,43 @@ func benchmarkDecode(b *testing.B, v tsbsVariant) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := r.Reset(encoded[i%len(encoded)]); err != nil {
+		if err := r.ResetNames(encoded[i%len(encoded)], tsbsFields); err != nil {
 			b.Fatal(err)
 		}
 		times, _ = r.Times(times)
-		for f := 0; f < r.NumFields(); f++ {
+		n := r.NumFields()
+		if fields > 0 {
+			n = fields
+		}
+		for f := 0; f < n; f++ {
 			if err := r.Column(f, &col); err != nil {
 				b.Fatal(err)
 			}
 		}
-		points += r.Rows() * r.NumFields()
+		points += r.Rows() * n
 	}
 	b.ReportMetric(float64(points)/b.Elapsed().Seconds(), "points/s")
 }
 
-func BenchmarkEncodeInt(b *testing.B)        { benchmarkEncode(b, tsbsInt) }
-func BenchmarkEncodeWholeFloat(b *testing.B) { benchmarkEncode(b, tsbsWholeFloat) }
-func BenchmarkEncodeFloat(b *testing.B)      { benchmarkEncode(b, tsbsFloat) }
-func BenchmarkDecodeInt(b *testing.B)        { benchmarkDecode(b, tsbsInt) }
-func BenchmarkDecodeWholeFloat(b *testing.B) { benchmarkDecode(b, tsbsWholeFloat) }
-func BenchmarkDecodeFloat(b *testing.B)      { benchmarkDecode(b, tsbsFloat) }
+// Buckets with their names (Encode), and as Hourglass writes them: names in a table,
+// a shared symbol block when smaller (EncodeRefs).
+func BenchmarkEncodeInt(b *testing.B)             { benchmarkEncode(b, tsbsInt, false) }
+func BenchmarkEncodeIntTable(b *testing.B)        { benchmarkEncode(b, tsbsInt, true) }
+func BenchmarkEncodeWholeFloat(b *testing.B)      { benchmarkEncode(b, tsbsWholeFloat, false) }
+func BenchmarkEncodeWholeFloatTable(b *testing.B) { benchmarkEncode(b, tsbsWholeFloat, true) }
+func BenchmarkEncodeFloat(b *testing.B)           { benchmarkEncode(b, tsbsFloat, false) }
+func BenchmarkEncodeFloatTable(b *testing.B)      { benchmarkEncode(b, tsbsFloat, true) }
+func BenchmarkDecodeInt(b *testing.B)             { benchmarkDecode(b, tsbsInt, false, 0) }
+func BenchmarkDecodeIntTable(b *testing.B)        { benchmarkDecode(b, tsbsInt, true, 0) }
+func BenchmarkDecodeWholeFloat(b *testing.B)      { benchmarkDecode(b, tsbsWholeFloat, false, 0) }
+func BenchmarkDecodeWholeFloatTable(b *testing.B) { benchmarkDecode(b, tsbsWholeFloat, true, 0) }
+func BenchmarkDecodeFloat(b *testing.B)           { benchmarkDecode(b, tsbsFloat, false, 0) }
+func BenchmarkDecodeFloatTable(b *testing.B)      { benchmarkDecode(b, tsbsFloat, true, 0) }
+
+// One field of ten, as a query of one field reads: with a shared block, the symbols of
+// every field are decoded.
+func BenchmarkDecodeOneInt(b *testing.B)      { benchmarkDecode(b, tsbsInt, false, 1) }
+func BenchmarkDecodeOneIntTable(b *testing.B) { benchmarkDecode(b, tsbsInt, true, 1) }
 
 // BenchmarkDecodeTimes decodes only the time column of regular 10 s buckets.
 func BenchmarkDecodeTimes(b *testing.B) {

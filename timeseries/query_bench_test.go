@@ -1,6 +1,9 @@
 package timeseries
 
 import (
+	"fmt"
+	"math"
+	"math/rand"
 	"testing"
 	"time"
 )
@@ -87,5 +90,54 @@ func BenchmarkAggregateLast(b *testing.B) {
 				rec.Release()
 			}
 		})
+	}
+}
+
+// BenchmarkAggregateWindows is the peers harness's q2 in process: 1-minute
+// averages of one field of ten for one host over 12 hours (720 windows,
+// 12 or 13 buckets read), on a day of TSBS-like random walks for 10 hosts,
+// flushed to Pebble.
+//
+//	go test ./timeseries -run '^$' -bench AggregateWindows
+func BenchmarkAggregateWindows(b *testing.B) {
+	db := openTest(b, b.TempDir(), nil)
+	defer db.Close()
+	mustCreate(b, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "host"})
+	t0 := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
+	names := []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait",
+		"usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"}
+	rng := rand.New(rand.NewSource(1))
+	for s := 0; s < 10; s++ {
+		walk := make([]int64, len(names))
+		for f := range walk {
+			walk[f] = rng.Int63n(100)
+		}
+		ms := make([]Measurement, 0, 8640)
+		for i := 0; i < 8640; i++ {
+			fs := make([]Field, len(names))
+			for f := range fs {
+				walk[f] = min(100, max(0, walk[f]+int64(math.Round(rng.NormFloat64()))))
+				fs[f] = Field{names[f], Int(walk[f])}
+			}
+			ms = append(ms, Measurement{Time: t0.Add(time.Duration(i) * 10 * time.Second).UnixNano(), Meta: fmt.Sprintf("host_%d", s), Fields: fs})
+		}
+		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f := mustFilter(b, `{"host": "host_0", "t": {"$gte": {"$date": "2016-01-01T06:00:00Z"}, "$lt": {"$date": "2016-01-01T18:00:00Z"}}}`)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rec, err := db.Aggregate(ctx, "s", AggregateOptions{Filter: f, Window: time.Minute, Fields: []string{"usage_user"}, Funcs: []AggFunc{AggAvg}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rec.NumRows() != 720 {
+			b.Fatalf("%d rows", rec.NumRows())
+		}
+		rec.Release()
 	}
 }
