@@ -98,6 +98,59 @@ type aggKey struct {
 	window int64
 }
 
+// aggCells holds the cells of an aggregate: a row of one cell per field
+// for every (group, window) with data. Rows come from slabs, and the keys
+// are kept in the order made: series are scanned in group order, windows
+// in time order, so they are usually sorted already.
+type aggCells struct {
+	m    map[aggKey][]aggCell
+	keys []aggKey
+	slab []aggCell
+	n    int // cells in a row: the fields
+}
+
+func newAggCells(fields, hint int) *aggCells {
+	return &aggCells{m: make(map[aggKey][]aggCell, hint), keys: make([]aggKey, 0, hint), n: fields}
+}
+
+func (a *aggCells) get(k aggKey) []aggCell { return a.m[k] }
+
+// row returns the cells of k, making them if needed within the limit.
+func (a *aggCells) row(k aggKey) ([]aggCell, error) {
+	if row := a.m[k]; row != nil {
+		return row, nil
+	}
+	if len(a.keys) >= MaxAggregateCells {
+		return nil, mongoerr.New(mongoerr.ExceededMemoryLimit,
+			"aggregate needs more than %d (group, window) cells; use a larger window or a narrower time range", MaxAggregateCells)
+	}
+	if len(a.slab) < a.n {
+		a.slab = make([]aggCell, a.n*min(max(len(a.keys), 16), 1024))
+	}
+	row := a.slab[:a.n:a.n]
+	a.slab = a.slab[a.n:]
+	a.m[k] = row
+	a.keys = append(a.keys, k)
+	return row, nil
+}
+
+func compareAggKeys(a, b aggKey) int {
+	if a.group != b.group {
+		return strings.Compare(a.group, b.group)
+	}
+	return cmp.Compare(a.window, b.window)
+}
+
+// sortedKeys returns the keys by group, then window.
+func (a *aggCells) sortedKeys() []aggKey {
+	if slices.IsSortedFunc(a.keys, compareAggKeys) {
+		return a.keys
+	}
+	// A newest-first scan makes each group's windows in reverse.
+	slices.SortStableFunc(a.keys, compareAggKeys)
+	return a.keys
+}
+
 // Aggregate computes windowed aggregates over a time-series collection. The
 // result is one row per (group, window) that holds data, sorted by group and
 // then window start: the window start in the time column, the group value
@@ -162,7 +215,11 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	if !opts.Origin.IsZero() {
 		origin = opts.Origin.UnixNano()
 	}
-	cells := make(map[aggKey][]aggCell)
+	hint := 16
+	if p := &cur.plan; p.minTime > math.MinInt64 && p.maxTime < math.MaxInt64 && (p.maxTime-p.minTime)/width < 4096 {
+		hint = int((p.maxTime-p.minTime)/width) + 1
+	}
+	cells := newAggCells(len(fields), hint)
 	groupKey := map[uint64]string{}
 	fieldIdx := map[string]int{}
 	for i, f := range fields {
@@ -194,7 +251,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		if floorDiv(maxT-origin, width)+origin != w {
 			return false
 		}
-		row := cells[aggKey{group: group, window: w}]
+		row := cells.get(aggKey{group: group, window: w})
 		if row == nil {
 			return false
 		}
@@ -236,7 +293,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 			if endsOnly && floorDiv(cols.Times[lo]-origin, width) == floorDiv(cols.Times[hi-1]-origin, width) {
 				// One window: only the rows at its ends can matter.
 				return foldEnds(cols, lo, hi, colField, wantFirst, wantLast, func() ([]aggCell, error) {
-					return cellRow(cells, aggKey{group: g, window: floorDiv(cols.Times[lo]-origin, width) + origin}, len(fields))
+					return cells.row(aggKey{group: g, window: floorDiv(cols.Times[lo]-origin, width) + origin})
 				})
 			}
 			for r := lo; r < hi; r++ {
@@ -257,15 +314,10 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 				// cell of the row before.
 				row := lastRow
 				if lastRow == nil || k != lastKey {
-					row = cells[k]
-				}
-				if row == nil {
-					if len(cells) >= MaxAggregateCells {
-						return mongoerr.New(mongoerr.ExceededMemoryLimit,
-							"aggregate needs more than %d (group, window) cells; use a larger window or a narrower time range", MaxAggregateCells)
+					var err error
+					if row, err = cells.row(k); err != nil {
+						return err
 					}
-					row = make([]aggCell, len(fields))
-					cells[k] = row
 				}
 				lastKey, lastRow = k, row
 				for i := range cols.Fields {
@@ -320,7 +372,7 @@ func groupOf(meta any, metaField string, opts AggregateOptions) string {
 	return s
 }
 
-func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string, funcs []AggFunc, cells map[aggKey][]aggCell, ungrouped bool) arrow.Record {
+func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string, funcs []AggFunc, cells *aggCells, ungrouped bool) arrow.Record {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -345,16 +397,7 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 	schema := arrow.NewSchema(fs, nil)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
-	keys := make([]aggKey, 0, len(cells))
-	for k := range cells {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b aggKey) int {
-		if a.group != b.group {
-			return strings.Compare(a.group, b.group)
-		}
-		return cmp.Compare(a.window, b.window)
-	})
+	keys := cells.sortedKeys()
 	b.Reserve(len(keys))
 	for _, k := range keys {
 		col := 0
@@ -364,7 +407,7 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 			b.Field(col).(*array.StringBuilder).Append(k.group)
 			col++
 		}
-		for _, cell := range cells[k] {
+		for _, cell := range cells.get(k) {
 			for _, fn := range funcs {
 				fb := b.Field(col)
 				col++
@@ -402,20 +445,6 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 		}
 	}
 	return b.NewRecord()
-}
-
-// cellRow returns the cells of k, making them if needed within the limit.
-func cellRow(cells map[aggKey][]aggCell, k aggKey, n int) ([]aggCell, error) {
-	row := cells[k]
-	if row == nil {
-		if len(cells) >= MaxAggregateCells {
-			return nil, mongoerr.New(mongoerr.ExceededMemoryLimit,
-				"aggregate needs more than %d (group, window) cells; use a larger window or a narrower time range", MaxAggregateCells)
-		}
-		row = make([]aggCell, n)
-		cells[k] = row
-	}
-	return row, nil
 }
 
 // foldEnds adds to the cells of one window, from rows [lo, hi) of cols, the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/cockroachdb/pebble"
 
@@ -26,7 +27,7 @@ type seriesScan struct {
 	mem    []*bucket.Columns // captured, sorted, not yet opened; in scan order
 	it     *pebble.Iterator  // sealed buckets in key order; nil when done
 	active cursorHeap
-	reader bucket.Reader
+	reader *bucket.Reader // from readerPool, returned by Close
 	err    error
 	// skip, if set, is asked about every bucket before its columns are
 	// decoded, with the bounds of its rows inside the scan's range; a
@@ -89,6 +90,10 @@ func (h *cursorHeap) Pop() any {
 	h.cs = h.cs[:len(h.cs)-1]
 	return x
 }
+
+// readerPool holds bucket readers with their scratch space (entropy
+// decoders' tables, buffers) for scans to reuse.
+var readerPool = sync.Pool{New: func() any { return new(bucket.Reader) }}
 
 // newSeriesScan prepares a scan of s over [minTime, maxTime]. maxSpan
 // bounds how far before minTime a bucket may start. The scan must be closed.
@@ -162,6 +167,11 @@ func (sc *seriesScan) step() {
 
 // Close releases the scan's iterator.
 func (sc *seriesScan) Close() error {
+	if sc.reader != nil {
+		sc.reader.Reset(nil) // drops its reference to the bucket's bytes
+		readerPool.Put(sc.reader)
+		sc.reader = nil
+	}
 	if sc.it == nil {
 		return nil
 	}
@@ -245,7 +255,10 @@ func (sc *seriesScan) push(c *rowCursor) {
 // decode decodes the projected columns of an encoded bucket; nil when the
 // bucket lies outside the scan's range.
 func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
-	r := &sc.reader
+	if sc.reader == nil {
+		sc.reader = readerPool.Get().(*bucket.Reader)
+	}
+	r := sc.reader
 	if err := r.ResetNames(v, sc.s.names); err != nil {
 		return nil, fmt.Errorf("series %d: %w", sc.s.id, err)
 	}
