@@ -22,9 +22,10 @@ type IngestConfig struct {
 	Workers   int    // 0 = 2, as the peers harness loads
 	BatchRows int    // 0 = 5000, as the peers harness loads
 	NoSync    bool
-	// Progress, if set, is called about once a second with the rows
-	// written so far.
-	Progress func(rows int, elapsed time.Duration)
+	// Progress, if set, is called about once a second (when a batch
+	// completes) with the rows written so far and the latencies of the
+	// batches written since the previous call.
+	Progress func(Progress)
 }
 
 // IngestResult reports an ingest run.
@@ -78,8 +79,9 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 		return IngestResult{}, err
 	}
 
-	res := IngestResult{Rows: len(rows), Points: len(rows) * NumFields}
+	var res IngestResult
 	batches := make(chan []Row, cfg.Workers)
+	window := newLatencyWindow()
 	errs := make(chan error, cfg.Workers)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -93,6 +95,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 			ms := make([]timeseries.Measurement, cfg.BatchRows)
 			fields := make([]timeseries.Field, cfg.BatchRows*NumFields)
 			for batch := range batches {
+				t0 := time.Now()
 				ms = ms[:len(batch)]
 				for j := range batch {
 					row := &batch[j]
@@ -115,11 +118,14 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 					errs <- err
 					return
 				}
+				window.add(time.Since(t0))
 				mu.Lock()
 				done += len(batch)
 				if cfg.Progress != nil && time.Since(lastReport) >= time.Second {
 					lastReport = time.Now()
-					cfg.Progress(done, lastReport.Sub(start))
+					n, lat := window.take()
+					cfg.Progress(Progress{Rows: int64(done), Points: int64(done) * NumFields, TotalRows: int64(len(rows)),
+						Elapsed: lastReport.Sub(start), Batches: n, Latency: lat})
 				}
 				mu.Unlock()
 			}
@@ -139,6 +145,7 @@ feed:
 	}
 	close(batches)
 	wg.Wait()
+	res.Rows, res.Points = done, done*NumFields
 	select {
 	case err := <-errs:
 		return res, err
@@ -148,6 +155,11 @@ feed:
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
+	if cfg.Progress != nil {
+		n, lat := window.take()
+		cfg.Progress(Progress{Rows: int64(done), Points: int64(done) * NumFields, TotalRows: int64(len(rows)),
+			Elapsed: res.Elapsed, Batches: n, Latency: lat})
+	}
 	t := time.Now()
 	if err := db.Flush(); err != nil {
 		return res, err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -46,7 +47,8 @@ type LoadConfig struct {
 	// Client sends the requests; nil means a client with keep-alive and a
 	// 2-minute timeout.
 	Client *http.Client
-	// Progress, if set, is called about once a second and at the end.
+	// Progress, if set, is called about once a second and at the end,
+	// never twice at once.
 	Progress func(Progress)
 }
 
@@ -56,7 +58,16 @@ type Progress struct {
 	TotalRows      int64
 	Elapsed        time.Duration
 	Errors, Retrys int64
+	// Batches were acknowledged since the previous call, with these
+	// latencies: P50 and P99 of a uniform sample of at most
+	// IntervalSample of them, Max of all.
+	Batches int64
+	Latency Latency
 }
+
+// IntervalSample is how many batch latencies of one progress interval are
+// kept to estimate its percentiles.
+const IntervalSample = 1024
 
 // Latency summarizes request latencies.
 type Latency struct {
@@ -164,11 +175,14 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 		mu                                   sync.Mutex
 		lats                                 []time.Duration
 		firstErr                             string
+		window                               = newLatencyWindow()
 	)
 	start := time.Now()
 	progressDone := make(chan struct{})
+	progressExited := make(chan struct{})
 	if cfg.Progress != nil {
 		go func() {
+			defer close(progressExited)
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
 			for {
@@ -177,11 +191,14 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 					return
 				case <-t.C:
 					r := rows.Load()
+					n, lat := window.take()
 					cfg.Progress(Progress{Rows: r, Points: r * perRow, TotalRows: total, Elapsed: time.Since(start),
-						Errors: errs.Load(), Retrys: retries.Load()})
+						Errors: errs.Load(), Retrys: retries.Load(), Batches: n, Latency: lat})
 				}
 			}
 		}()
+	} else {
+		close(progressExited)
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Workers; i++ {
@@ -216,7 +233,9 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 					}
 					mu.Unlock()
 				} else {
-					mine = append(mine, time.Since(t0))
+					lat := time.Since(t0)
+					mine = append(mine, lat)
+					window.add(lat)
 					rows.Add(int64(b.rows))
 					reqs.Add(1)
 					sentBytes.Add(int64(len(b.body)))
@@ -231,6 +250,7 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	wg.Wait()
 	res.Elapsed = time.Since(start)
 	close(progressDone)
+	<-progressExited
 	res.Rows = rows.Load()
 	res.Points = res.Rows * perRow
 	res.Bytes = sentBytes.Load()
@@ -240,7 +260,9 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	res.FirstError = firstErr
 	res.Latency = summarize(lats)
 	if cfg.Progress != nil {
-		cfg.Progress(Progress{Rows: res.Rows, Points: res.Points, TotalRows: total, Elapsed: res.Elapsed, Errors: res.Errors, Retrys: res.Retries})
+		n, lat := window.take()
+		cfg.Progress(Progress{Rows: res.Rows, Points: res.Points, TotalRows: total, Elapsed: res.Elapsed, Errors: res.Errors, Retrys: res.Retries,
+			Batches: n, Latency: lat})
 	}
 	if genErr != nil {
 		return res, genErr
@@ -301,6 +323,44 @@ func post(ctx context.Context, cfg *LoadConfig, body []byte) (retries int, err e
 			return retries, ctx.Err()
 		}
 	}
+}
+
+// latencyWindow collects the batch latencies of one progress interval in
+// bounded memory: their count, their maximum and a uniform sample of at
+// most IntervalSample of them (reservoir sampling).
+type latencyWindow struct {
+	mu     sync.Mutex
+	n      int64
+	max    time.Duration
+	sample []time.Duration
+	rng    *rand.Rand
+}
+
+func newLatencyWindow() *latencyWindow {
+	return &latencyWindow{rng: rand.New(rand.NewPCG(1, 2)), sample: make([]time.Duration, 0, IntervalSample)}
+}
+
+func (w *latencyWindow) add(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	w.max = max(w.max, d)
+	if len(w.sample) < IntervalSample {
+		w.sample = append(w.sample, d)
+	} else if i := w.rng.Int64N(w.n); i < IntervalSample {
+		w.sample[i] = d
+	}
+}
+
+// take returns the interval's batch count and latencies, and starts a new
+// interval.
+func (w *latencyWindow) take() (int64, Latency) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, lat := w.n, summarize(w.sample)
+	lat.Max = w.max
+	w.n, w.max, w.sample = 0, 0, w.sample[:0]
+	return n, lat
 }
 
 // summarize returns the median, 99th percentile and maximum of lats.

@@ -106,3 +106,72 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("empty: %+v", s)
 	}
 }
+
+// TestLatencyWindow checks that an interval's latencies are kept in
+// bounded memory, with an exact count and maximum and percentiles close
+// to the true ones.
+func TestLatencyWindow(t *testing.T) {
+	w := newLatencyWindow()
+	for i := 1; i <= 100_000; i++ {
+		w.add(time.Duration(i) * time.Microsecond)
+	}
+	if len(w.sample) != IntervalSample || cap(w.sample) != IntervalSample {
+		t.Fatalf("sample holds %d (cap %d)", len(w.sample), cap(w.sample))
+	}
+	n, lat := w.take()
+	if n != 100_000 || lat.Max != 100*time.Millisecond {
+		t.Fatalf("n %d, %+v", n, lat)
+	}
+	// A uniform sample of 1024: the median within a few percent of 50 ms.
+	if lat.P50 < 45*time.Millisecond || lat.P50 > 55*time.Millisecond || lat.P99 < 97*time.Millisecond || lat.P99 > lat.Max {
+		t.Fatalf("percentiles %+v", lat)
+	}
+	// The next interval starts empty.
+	if n, lat := w.take(); n != 0 || lat != (Latency{}) {
+		t.Fatalf("after take: %d %+v", n, lat)
+	}
+	w.add(3 * time.Millisecond)
+	if n, lat := w.take(); n != 1 || lat.P50 != 3*time.Millisecond || lat.Max != 3*time.Millisecond {
+		t.Fatalf("one batch: %d %+v", n, lat)
+	}
+}
+
+// slowTarget accepts every batch after a delay, counting the lines.
+func slowTarget(delay time.Duration, lines *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		time.Sleep(delay)
+		lines.Add(int64(bytes.Count(b, []byte{'\n'})))
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// TestLoadProgressLatency checks that the progress calls carry the
+// latencies of every acknowledged batch, each batch in one interval.
+func TestLoadProgressLatency(t *testing.T) {
+	var lines atomic.Int64
+	srv := httptest.NewServer(slowTarget(20*time.Millisecond, &lines))
+	defer srv.Close()
+	w := Workload{Scale: 2}
+	w.EnsureDefaults()
+	w.End = w.Start.Add(time.Hour) // 720 rows: 72 batches of 10, about 1.5 s on 1 worker
+	var samples []Progress
+	res, err := Load(context.Background(), LoadConfig{Workload: w, URL: srv.URL, BatchRows: 10, Workers: 1,
+		Progress: func(p Progress) { samples = append(samples, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 72 || len(samples) < 2 {
+		t.Fatalf("%+v, %d progress calls", res, len(samples))
+	}
+	var batches int64
+	for _, p := range samples {
+		batches += p.Batches
+		if p.Batches > 0 && (p.Latency.P50 < 20*time.Millisecond || p.Latency.P99 < p.Latency.P50 || p.Latency.Max < p.Latency.P99) {
+			t.Fatalf("interval latency %+v", p)
+		}
+	}
+	if batches != res.Requests || samples[len(samples)-1].Rows != res.Rows {
+		t.Fatalf("progress counted %d batches, the load %d", batches, res.Requests)
+	}
+}

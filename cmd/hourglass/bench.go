@@ -174,7 +174,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	for _, t := range targets {
 		s := bench.Series{Target: t}
 		r, err := benchTarget(ctx, &cfg, w, src, t, stderr, func(p bench.Progress) {
-			s.Samples = append(s.Samples, bench.Sample{Elapsed: p.Elapsed, Points: p.Points})
+			s.Samples = append(s.Samples, bench.Sample{Elapsed: p.Elapsed, Points: p.Points, Batches: p.Batches, Latency: p.Latency})
 		})
 		if err != nil {
 			return fmt.Errorf("target %s: %w", t, err)
@@ -221,7 +221,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.BoolVar(&cfg.replace, "replace", false, "drop --collection first if it exists on a Hourglass target")
 	fs.StringVar(&cfg.token, "token", "", "auth `token` for HTTP targets")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON")
-	fs.StringVar(&cfg.htmlOut, "html", "", "also draw points/s over time per target into this HTML `file`")
+	fs.StringVar(&cfg.htmlOut, "html", "", "also draw points/s and batch latency (p50, p99 per second) over time per target into this HTML `file`")
 	return fs
 }
 
@@ -272,9 +272,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			return rep, errors.New("the embedded target runs the cpu-only workload; load iot over HTTP")
 		}
 		res, err := bench.Ingest(ctx, bench.IngestConfig{Workload: w, Dir: dir + "/data", Workers: cfg.workers, BatchRows: cfg.batch,
-			Progress: func(rows int, el time.Duration) {
-				progress(bench.Progress{Rows: int64(rows), Points: int64(rows) * bench.NumFields, TotalRows: int64(w.Rows()), Elapsed: el})
-			}})
+			Progress: progress})
 		if err != nil {
 			return rep, err
 		}
