@@ -22,6 +22,10 @@ type IngestConfig struct {
 	Workers   int    // 0 = 2, as the peers harness loads
 	BatchRows int    // 0 = 5000, as the peers harness loads
 	NoSync    bool
+	// Duration, if positive, stops handing out batches this long after the
+	// first; the batches being written are finished, and the result counts
+	// the rows written.
+	Duration time.Duration
 	// Progress, if set, is called about once a second (when a batch
 	// completes) with the rows written so far and the latencies of the
 	// batches written since the previous call.
@@ -31,6 +35,7 @@ type IngestConfig struct {
 // IngestResult reports an ingest run.
 type IngestResult struct {
 	Rows, Points int
+	Stopped      bool          // Duration ended the run before the workload was written
 	Elapsed      time.Duration // first insert to last acknowledgement
 	FlushElapsed time.Duration // checkpoint and compaction after the load
 	DiskBytes    int64         // allocated bytes of the data directory after the flush
@@ -96,6 +101,9 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 			fields := make([]timeseries.Field, cfg.BatchRows*NumFields)
 			for batch := range batches {
 				t0 := time.Now()
+				if cfg.Duration > 0 && t0.Sub(start) >= cfg.Duration {
+					continue // time is up: drop the batches not started
+				}
 				ms = ms[:len(batch)]
 				for j := range batch {
 					row := &batch[j]
@@ -131,14 +139,27 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 			}
 		}()
 	}
+	var timeUp <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		timeUp = t.C
+	}
 feed:
 	for i := 0; i < len(rows); i += cfg.BatchRows {
+		select {
+		case <-timeUp:
+			break feed
+		default:
+		}
 		select {
 		case batches <- rows[i:min(i+cfg.BatchRows, len(rows))]:
 		case err := <-errs:
 			close(batches)
 			wg.Wait()
 			return res, err
+		case <-timeUp:
+			break feed
 		case <-ctx.Done():
 			break feed
 		}
@@ -155,6 +176,7 @@ feed:
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
+	res.Stopped = done < len(rows)
 	if cfg.Progress != nil {
 		n, lat := window.take()
 		cfg.Progress(Progress{Rows: int64(done), Points: int64(done) * NumFields, TotalRows: int64(len(rows)),

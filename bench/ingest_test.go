@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // BenchmarkIngest loads the peers workload (one day of 100 hosts, 8.64M
@@ -65,5 +67,43 @@ func TestIngestSmall(t *testing.T) {
 	}
 	if res.Rows != 3*720 || res.Points != res.Rows*NumFields || res.DiskBytes <= 0 {
 		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestIngestDuration stops an in-process ingest by time and checks that
+// the store holds exactly the rows the result counts.
+func TestIngestDuration(t *testing.T) {
+	w := Workload{Scale: 10}
+	w.EnsureDefaults()
+	w.End = w.Start.Add(6 * time.Hour) // 21,600 rows in 2,160 fsynced batches
+	dir := filepath.Join(t.TempDir(), "data")
+	var last Progress
+	res, err := Ingest(context.Background(), IngestConfig{Workload: w, Dir: dir, BatchRows: 10, Duration: 50 * time.Millisecond,
+		Progress: func(p Progress) { last = p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stopped || res.Rows == 0 || res.Rows >= w.Rows() || res.Points != res.Rows*NumFields || res.DiskBytes <= 0 {
+		t.Fatalf("result %+v of %d rows", res, w.Rows())
+	}
+	if last.Rows != int64(res.Rows) || last.Batches == 0 || last.Latency.Max <= 0 {
+		t.Fatalf("last progress %+v", last)
+	}
+	db, err := timeseries.Open(timeseries.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cur, err := db.Find(context.Background(), Collection, timeseries.FindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	var n int64
+	for cur.Next() {
+		n += cur.Record().NumRows()
+	}
+	if cur.Err() != nil || n != int64(res.Rows) {
+		t.Fatalf("the store holds %d rows, the result says %d (%v)", n, res.Rows, cur.Err())
 	}
 }

@@ -33,6 +33,11 @@ type LoadConfig struct {
 	Gzip bool
 	// Limit stops after this many rows; 0 loads the whole workload.
 	Limit int
+	// Duration, if positive, stops the load this long after it began: no
+	// batch is sent after that, the batches in flight are waited for, and
+	// the result counts the rows acknowledged. LoadResult.Stopped tells
+	// whether it cut the load short.
+	Duration time.Duration
 	// Token is sent as "Authorization: Token <token>" when set.
 	Token string
 	// ContentType of the bodies; default "text/plain; charset=utf-8" (line
@@ -84,6 +89,9 @@ type LoadResult struct {
 	FirstError   string
 	Elapsed      time.Duration // first request to last reply
 	Latency      Latency       // per acknowledged batch, retries included
+	// Stopped is set when LoadConfig.Duration ended the load before the
+	// workload (or Limit) was sent in full.
+	Stopped bool
 }
 
 // PointsPerSecond is the load's rate.
@@ -137,7 +145,20 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 
 	batches := make(chan batch, cfg.Workers)
 	free := make(chan []byte, 2*cfg.Workers+1)
+	// timeUp is closed when cfg.Duration has passed.
+	timeUp := make(chan struct{})
+	var stopped atomic.Bool
+	start := time.Now()
+	if cfg.Duration > 0 {
+		t := time.AfterFunc(cfg.Duration, func() {
+			stopped.Store(true)
+			close(timeUp)
+		})
+		defer t.Stop()
+	}
 	var genErr error
+	var genDone atomic.Bool // every batch was handed to the workers
+	var dropped atomic.Int64
 	go func() {
 		defer close(batches)
 		next := src.NewLineWriter()
@@ -163,11 +184,14 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 			}
 			select {
 			case batches <- batch{buf, n}:
+			case <-timeUp:
+				return
 			case <-ctx.Done():
 				genErr = ctx.Err()
 				return
 			}
 		}
+		genDone.Store(true)
 	}()
 
 	var (
@@ -177,7 +201,6 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 		firstErr                             string
 		window                               = newLatencyWindow()
 	)
-	start := time.Now()
 	progressDone := make(chan struct{})
 	progressExited := make(chan struct{})
 	if cfg.Progress != nil {
@@ -214,6 +237,11 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 				mu.Unlock()
 			}()
 			for b := range batches {
+				if stopped.Load() {
+					// Time is up: drop what was generated but not sent.
+					dropped.Add(1)
+					continue
+				}
 				body := b.body
 				if cfg.Gzip {
 					zbuf.Reset()
@@ -259,6 +287,7 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	res.Errors = errs.Load()
 	res.FirstError = firstErr
 	res.Latency = summarize(lats)
+	res.Stopped = stopped.Load() && (!genDone.Load() || dropped.Load() > 0)
 	if cfg.Progress != nil {
 		n, lat := window.take()
 		cfg.Progress(Progress{Rows: res.Rows, Points: res.Points, TotalRows: total, Elapsed: res.Elapsed, Errors: res.Errors, Retrys: res.Retries,

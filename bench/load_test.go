@@ -161,7 +161,7 @@ func TestLoadProgressLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Requests != 72 || len(samples) < 2 {
+	if res.Requests != 72 || res.Stopped || len(samples) < 2 {
 		t.Fatalf("%+v, %d progress calls", res, len(samples))
 	}
 	var batches int64
@@ -173,5 +173,39 @@ func TestLoadProgressLatency(t *testing.T) {
 	}
 	if batches != res.Requests || samples[len(samples)-1].Rows != res.Rows {
 		t.Fatalf("progress counted %d batches, the load %d", batches, res.Requests)
+	}
+}
+
+// TestLoadDuration stops a load by time and checks that the result counts
+// exactly what the target acknowledged.
+func TestLoadDuration(t *testing.T) {
+	var lines atomic.Int64
+	srv := httptest.NewServer(slowTarget(10*time.Millisecond, &lines))
+	defer srv.Close()
+	w := Workload{Scale: 10} // 86,400 rows: minutes at 100 rows per 10 ms
+	w.EnsureDefaults()
+	const d = 300 * time.Millisecond
+	// Should Duration be ignored, the context ends the load as an error.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := Load(ctx, LoadConfig{Workload: w, URL: srv.URL, BatchRows: 100, Workers: 2, Duration: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stopped || res.Rows == 0 || res.Rows >= int64(w.Rows()) || res.Rows != lines.Load() || res.Points != res.Rows*NumFields {
+		t.Fatalf("%+v; the target took %d lines", res, lines.Load())
+	}
+	// The batches in flight at the deadline were waited for: a little over
+	// the duration, not a batch more.
+	if res.Elapsed < d || res.Elapsed > d+2*time.Second || res.Requests != res.Rows/100 || res.Errors != 0 {
+		t.Fatalf("%+v", res)
+	}
+	// A duration longer than the load changes nothing.
+	lines.Store(0)
+	w = Workload{Scale: 1}
+	w.EnsureDefaults()
+	res, err = Load(context.Background(), LoadConfig{Workload: w, URL: srv.URL, BatchRows: 1000, Limit: 3000, Duration: time.Minute})
+	if err != nil || res.Stopped || res.Rows != 3000 || lines.Load() != 3000 {
+		t.Fatalf("%v %+v", err, res)
 	}
 }

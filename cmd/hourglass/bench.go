@@ -69,6 +69,7 @@ type benchConfig struct {
 	format            string
 	sensors, fields   int
 	late              float64
+	duration          time.Duration
 }
 
 // targetReport is one row of the report.
@@ -86,6 +87,9 @@ type targetReport struct {
 	Errors          int64   `json:"errors"`
 	FirstError      string  `json:"firstError,omitempty"`
 	BytesPerPoint   float64 `json:"bytesPerPoint,omitempty"`
+	// StoppedByDuration is set when --duration ended the load before the
+	// workload was sent: Rows and Points are what was acknowledged.
+	StoppedByDuration bool `json:"stoppedByDuration,omitempty"`
 	// PeakRSSMiB is a Hourglass server's peak resident size since it
 	// started, as its /v1/status reports.
 	PeakRSSMiB int64 `json:"peakRSSMiB,omitempty"`
@@ -168,7 +172,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if cfg.limit > 0 && cfg.limit < rows {
 		rows = cfg.limit
 	}
-	fmt.Fprintf(stderr, "workload: %s: %d rows, %d points\n", desc, rows, rows*src.FieldsPerRow())
+	if cfg.duration < 0 {
+		return errors.New("--duration must not be negative")
+	}
+	upTo := ""
+	if cfg.duration > 0 {
+		upTo = fmt.Sprintf(" (for at most %v a target)", cfg.duration)
+	}
+	fmt.Fprintf(stderr, "workload: %s: %d rows, %d points%s\n", desc, rows, rows*src.FieldsPerRow(), upTo)
 	var reports []targetReport
 	var series []bench.Series
 	for _, t := range targets {
@@ -216,7 +227,8 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.workers, "workers", 2, "concurrent writers (`n`)")
 	fs.IntVar(&cfg.batch, "batch", 5000, "rows per request (`n`)")
 	fs.BoolVar(&cfg.gzip, "gzip", false, "gzip request bodies")
-	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (`n`, 0: the whole workload)")
+	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (`n`, 0: the whole workload; HTTP targets)")
+	fs.DurationVar(&cfg.duration, "duration", 0, "stop each target's load after this `time` (e.g. 30s; 0: the whole workload): no batch is sent after it, those in flight are waited for, and the report counts the points acknowledged")
 	fs.StringVar(&cfg.collection, "collection", "bench_cpu", "collection a Hourglass target is loaded into (`name`)")
 	fs.BoolVar(&cfg.replace, "replace", false, "drop --collection first if it exists on a Hourglass target")
 	fs.StringVar(&cfg.token, "token", "", "auth `token` for HTTP targets")
@@ -253,6 +265,9 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		eta := "?"
 		if p.Rows > 0 {
 			left := time.Duration(float64(p.Elapsed) * float64(p.TotalRows-p.Rows) / float64(p.Rows))
+			if cfg.duration > 0 {
+				left = max(0, min(left, cfg.duration-p.Elapsed))
+			}
 			eta = left.Round(time.Second).String()
 		}
 		fmt.Fprintf(stderr, "[%s] %d/%d rows (%.0f%%), %.2fM points/s, ETA %s, %d retries, %d errors\n",
@@ -272,12 +287,15 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			return rep, errors.New("the embedded target runs the cpu-only workload; load iot over HTTP")
 		}
 		res, err := bench.Ingest(ctx, bench.IngestConfig{Workload: w, Dir: dir + "/data", Workers: cfg.workers, BatchRows: cfg.batch,
-			Progress: progress})
+			Duration: cfg.duration, Progress: progress})
 		if err != nil {
 			return rep, err
 		}
 		rep.Rows, rep.Points, rep.Seconds = int64(res.Rows), int64(res.Points), res.Elapsed.Seconds()
-		rep.PointsPerSecond, rep.BytesPerPoint = res.PointsPerSecond(), res.BytesPerPoint()
+		rep.PointsPerSecond, rep.StoppedByDuration = res.PointsPerSecond(), res.Stopped
+		if res.Points > 0 {
+			rep.BytesPerPoint = res.BytesPerPoint()
+		}
 		return rep, nil
 	case strings.HasPrefix(target, "influx="):
 		res, err := bench.Load(ctx, loadConfig(cfg, src, strings.TrimPrefix(target, "influx="), progress))
@@ -333,7 +351,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 
 func loadConfig(cfg *benchConfig, src bench.LineSource, u string, progress func(bench.Progress)) bench.LoadConfig {
 	return bench.LoadConfig{Source: src, URL: u, Workers: cfg.workers, BatchRows: cfg.batch, Gzip: cfg.gzip,
-		Limit: cfg.limit, Token: cfg.token, Progress: progress}
+		Limit: cfg.limit, Duration: cfg.duration, Token: cfg.token, Progress: progress}
 }
 
 func fill(rep *targetReport, res bench.LoadResult) {
@@ -342,6 +360,7 @@ func fill(rep *targetReport, res bench.LoadResult) {
 	rep.PointsPerSecond, rep.MBPerSecond = res.PointsPerSecond(), res.MBPerSecond()
 	rep.P50Millis, rep.P99Millis, rep.MaxMillis = ms(res.Latency.P50), ms(res.Latency.P99), ms(res.Latency.Max)
 	rep.Retries, rep.Errors, rep.FirstError = res.Retries, res.Errors, res.FirstError
+	rep.StoppedByDuration = res.Stopped
 }
 
 // prepareCollection makes sure the Hourglass target's collection is new,
@@ -419,6 +438,9 @@ func printReport(w io.Writer, reports []targetReport) {
 	}
 	tw.Flush()
 	for _, r := range reports {
+		if r.StoppedByDuration {
+			fmt.Fprintf(w, "%s: stopped by --duration after %.2f s\n", r.Target, r.Seconds)
+		}
 		if r.FirstError != "" {
 			fmt.Fprintf(w, "%s: first error: %s\n", r.Target, r.FirstError)
 		}
