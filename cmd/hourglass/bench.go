@@ -325,14 +325,16 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if err != nil {
 			return rep, err
 		}
-		// Settle the size on disk: write every bucket and compact.
-		var c struct {
-			StorageBytes int64 `json:"storageBytes"`
-		}
-		if err := apiCall(ctx, cfg, http.MethodPost, base+"/v1/collections/"+url.PathEscape(cfg.collection)+"/compact", &c); err != nil {
-			return rep, err
-		}
+		// Settle the size on disk: write every bucket and compact. A load
+		// stopped by --duration before any batch was acknowledged created
+		// no collection: there is no size to take.
 		if rep.Points > 0 {
+			var c struct {
+				StorageBytes int64 `json:"storageBytes"`
+			}
+			if err := apiCall(ctx, cfg, http.MethodPost, base+"/v1/collections/"+url.PathEscape(cfg.collection)+"/compact", &c); err != nil {
+				return rep, err
+			}
 			rep.BytesPerPoint = float64(c.StorageBytes) / float64(rep.Points)
 		}
 		var st struct {

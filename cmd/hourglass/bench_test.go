@@ -59,8 +59,19 @@ func TestBenchIngestDuration(t *testing.T) {
 	}
 	// The text report says so.
 	stdout.Reset()
-	if code := run([]string{"bench", "ingest", "--duration", "100ms", "--collection", "dur2", srv.url}, &stdout, &stderr); code != 0 ||
+	if code := run([]string{"bench", "ingest", "--duration", "300ms", "--collection", "dur2", srv.url}, &stdout, &stderr); code != 0 ||
 		!strings.Contains(stdout.String(), "stopped by --duration") {
-		t.Fatalf("exit %d: %s", code, stdout.String())
+		t.Fatalf("exit %d: %s\n%s", code, stdout.String(), stderr.String())
+	}
+	// Stopped before the first batch was even generated: an empty report,
+	// not a failed run.
+	stdout.Reset()
+	if code := run([]string{"bench", "ingest", "--duration", "1ns", "--collection", "dur3", "--json", srv.url}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	reports = nil
+	if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil || len(reports) != 1 || !reports[0].StoppedByDuration ||
+		reports[0].Points > 50_000 || reports[0].Errors != 0 {
+		t.Fatalf("%v: %s", err, stdout.String())
 	}
 }
