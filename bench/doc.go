@@ -1,8 +1,11 @@
 // Package bench holds Hourglass's benchmark workloads (cpu-only, iot,
 // high-cardinality), the loads and queries that run them against Hourglass
 // and other line-protocol databases over HTTP or in process ("hourglass
-// bench"), the TTL sweep benchmark, and the chart of a run. Their figures
-// are in docs/benchmarks.md, each with the command that produced it.
+// bench"), the TTL sweep benchmark, the charts of a run (points/s and
+// batch latency), and the measurement of a server on the same machine
+// through /proc (resident size, data directories and their size on disk).
+// Their figures are in docs/benchmarks.md, each with the command that
+// produced it.
 //
 // # Workload
 //

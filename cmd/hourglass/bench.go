@@ -42,6 +42,23 @@ Targets:
 Example, side by side with a local VictoriaMetrics:
   hourglass bench ingest http://127.0.0.1:7700 influx=http://127.0.0.1:8428/write
 
+The report gives points acknowledged, points/s, batch latency (p50, p99,
+max), bytes/point on disk and peak RSS. For a Hourglass server, the size is
+its collection's after a compaction and the peak RSS its VmHWM (the peak since
+the server started, from /v1/status). For an influx= target on a loopback
+address, the process listening on the URL's port is found through /proc
+(the same user or root is needed to see it): its peak RSS is the highest
+VmRSS sampled every 100 ms from the start of the load until its size is
+measured (its VmHWM since it started is in the JSON report). When its data
+directories are known from its command line (VictoriaMetrics'
+-storageDataPath; InfluxDB 1.x's [meta] dir, [data] dir and wal-dir of its
+configuration file), their allocated size after the load gives bytes/point:
+VictoriaMetrics is first told to flush (/internal/force_flush), then, for
+either, the size is taken once it has not changed for --settle (background
+flushes and merges go on for seconds after a load). Start such a server on
+an empty data directory: everything in it is counted. Any other target, or
+one not found, leaves these columns empty.
+
 "bench query" then times queries on the loaded cpu-only data: the peers
 harness's q1 (max of usage_user for host_0 over one hour) and q2 (its
 1-minute averages over 12 hours), and TSBS-style single-groupby-1-1-1,
@@ -69,7 +86,7 @@ type benchConfig struct {
 	format            string
 	sensors, fields   int
 	late              float64
-	duration          time.Duration
+	duration, settle  time.Duration
 }
 
 // targetReport is one row of the report.
@@ -91,8 +108,18 @@ type targetReport struct {
 	// workload was sent: Rows and Points are what was acknowledged.
 	StoppedByDuration bool `json:"stoppedByDuration,omitempty"`
 	// PeakRSSMiB is a Hourglass server's peak resident size since it
-	// started, as its /v1/status reports.
+	// started (VmHWM), as its /v1/status reports; for a local influx=
+	// target, the highest VmRSS of its process sampled during the load.
 	PeakRSSMiB int64 `json:"peakRSSMiB,omitempty"`
+	// A local influx= target's process, its VmHWM (peak resident size
+	// since it started) after the load, and the allocated size of its data
+	// directories before and after the load.
+	PID             int      `json:"pid,omitempty"`
+	Server          string   `json:"server,omitempty"`
+	VmHWMMiB        int64    `json:"vmHWMMiB,omitempty"`
+	DataDirs        []string `json:"dataDirs,omitempty"`
+	DiskBytes       int64    `json:"diskBytes,omitempty"`
+	DiskBytesBefore int64    `json:"diskBytesBefore,omitempty"`
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -172,8 +199,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if cfg.limit > 0 && cfg.limit < rows {
 		rows = cfg.limit
 	}
-	if cfg.duration < 0 {
-		return errors.New("--duration must not be negative")
+	if cfg.duration < 0 || cfg.settle < 0 {
+		return errors.New("--duration and --settle must not be negative")
 	}
 	upTo := ""
 	if cfg.duration > 0 {
@@ -229,6 +256,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.BoolVar(&cfg.gzip, "gzip", false, "gzip request bodies")
 	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (`n`, 0: the whole workload; HTTP targets)")
 	fs.DurationVar(&cfg.duration, "duration", 0, "stop each target's load after this `time` (e.g. 30s; 0: the whole workload): no batch is sent after it, those in flight are waited for, and the report counts the points acknowledged")
+	fs.DurationVar(&cfg.settle, "settle", 10*time.Second, "local VictoriaMetrics or InfluxDB target whose data directory is known: after the load (and VictoriaMetrics' /internal/force_flush), take its size on disk once it has stayed the same for this `time`, checked every second, 5 minutes at most (0: at once)")
 	fs.StringVar(&cfg.collection, "collection", "bench_cpu", "collection a Hourglass target is loaded into (`name`)")
 	fs.BoolVar(&cfg.replace, "replace", false, "drop --collection first if it exists on a Hourglass target")
 	fs.StringVar(&cfg.token, "token", "", "auth `token` for HTTP targets")
@@ -298,8 +326,16 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		}
 		return rep, nil
 	case strings.HasPrefix(target, "influx="):
-		res, err := bench.Load(ctx, loadConfig(cfg, src, strings.TrimPrefix(target, "influx="), progress))
+		u := strings.TrimPrefix(target, "influx=")
+		peer, err := watchPeer(u)
+		if err != nil {
+			fmt.Fprintf(stderr, "[%s] peak RSS and bytes/point not measured: %v\n", target, err)
+		}
+		res, err := bench.Load(ctx, loadConfig(cfg, src, u, progress))
 		fill(&rep, res)
+		if peer != nil {
+			peer.finish(ctx, cfg, u, err == nil, &rep, stderr)
+		}
 		return rep, err
 	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
 		base := strings.TrimRight(target, "/")
@@ -442,6 +478,10 @@ func printReport(w io.Writer, reports []targetReport) {
 	for _, r := range reports {
 		if r.StoppedByDuration {
 			fmt.Fprintf(w, "%s: stopped by --duration after %.2f s\n", r.Target, r.Seconds)
+		}
+		if r.PID != 0 && r.PeakRSSMiB > 0 {
+			fmt.Fprintf(w, "%s: peak RSS is the highest VmRSS sampled of pid %d (%s); its VmHWM since it started: %d MiB\n",
+				r.Target, r.PID, r.Server, r.VmHWMMiB)
 		}
 		if r.FirstError != "" {
 			fmt.Fprintf(w, "%s: first error: %s\n", r.Target, r.FirstError)

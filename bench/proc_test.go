@@ -1,0 +1,238 @@
+package bench
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func skipUnlessProc(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+}
+
+// TestFindLocalServer listens on loopback in this process and finds this
+// process through /proc from the port alone.
+func TestFindLocalServer(t *testing.T) {
+	skipUnlessProc(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	s, err := FindLocalServer(fmt.Sprintf("http://127.0.0.1:%d/write?db=x", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if s.PID != os.Getpid() || !slices.Equal(s.Argv, os.Args) || s.Cwd != wd || !slices.Contains(s.Env, "HOME="+os.Getenv("HOME")) {
+		t.Fatalf("found %+v; this is pid %d, %q in %s", s, os.Getpid(), os.Args, wd)
+	}
+	// A wildcard listener, IPv6 if the machine has it, found from localhost.
+	if ln6, err := net.Listen("tcp", "[::]:0"); err == nil {
+		port6 := ln6.Addr().(*net.TCPAddr).Port
+		pid, err := ListenerPID(port6)
+		ln6.Close()
+		if err != nil || pid != os.Getpid() {
+			t.Fatalf("[::]:%d: pid %d, %v", port6, pid, err)
+		}
+	}
+	// Not found: a closed port, a remote host.
+	ln.Close()
+	if _, err := ListenerPID(port); err == nil {
+		t.Fatalf("port %d is closed, yet found", port)
+	}
+	if _, err := FindLocalServer(fmt.Sprintf("http://192.0.2.1:%d/write", port)); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("remote host: %v", err)
+	}
+}
+
+// TestProcessMemory reads this process's resident size while it grows.
+func TestProcessMemory(t *testing.T) {
+	skipUnlessProc(t)
+	rss0, hwm0, err := ProcessMemory(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss0 < 1<<20 || rss0 > 1<<40 || hwm0 < rss0 {
+		t.Fatalf("VmRSS %d, VmHWM %d", rss0, hwm0)
+	}
+	w := WatchRSS(os.Getpid(), 5*time.Millisecond)
+	// 64 MiB of fresh pages, outside the Go heap (which may already hold
+	// resident pages it would reuse).
+	const grow = 64 << 20
+	b, err := syscall.Mmap(-1, 0, grow, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(b)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1 // touch every page: resident
+	}
+	time.Sleep(30 * time.Millisecond)
+	peak, hwm, err := w.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak < rss0+grow/2 || hwm < peak {
+		t.Fatalf("VmRSS %d MiB before, peak %d MiB after touching 64 MiB, VmHWM %d MiB", rss0>>20, peak>>20, hwm>>20)
+	}
+	if _, _, err := ProcessMemory(1 << 30); err == nil {
+		t.Fatal("a process that does not exist has a size")
+	}
+}
+
+func TestListenersTable(t *testing.T) {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		t.Skip("the fixture is from a little-endian machine")
+	}
+	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:20EC 00000000:0000 0A 00000000:00000000 00:00000000 00000000   110        0 40001 1 0000000000000000 100 0 0 10 0
+   1: 00000000:20EC 00000000:0000 0A 00000000:00000000 00:00000000 00000000   110        0 40002 1 0000000000000000 100 0 0 10 0
+   2: 0500A8C0:20EC 00000000:0000 0A 00000000:00000000 00:00000000 00000000   110        0 40003 1 0000000000000000 100 0 0 10 0
+   3: 0100007F:20EC 0100007F:B3F2 01 00000000:00000000 00:00000000 00000000  1000        0 40004 1 0000000000000000 20 4 30 10 -1
+   4: 0100007F:1E14 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 40005 1 0000000000000000 100 0 0 10 0
+`
+	// Port 8428 (0x20EC): the loopback and wildcard listeners, not the one
+	// on 192.168.0.5 nor the established connection.
+	if got, want := listeners([]byte(tcp), 8428), []listener{{"40001", 110}, {"40002", 110}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("listeners %+v, want %+v", got, want)
+	}
+	tcp6 := `  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 50001 1 0000000000000000 100 0 0 10 0
+   1: 0000000000000000FFFF00000100007F:1F91 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 50002 1 0000000000000000 100 0 0 10 0
+   2: B80D0120000000000000000001000000:1F92 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 50003 1 0000000000000000 100 0 0 10 0
+`
+	for port, want := range map[int]string{8080: "50001", 8081: "50002", 8082: ""} { // ::1, ::ffff:127.0.0.1, 2001:db8::1
+		got := listeners([]byte(tcp6), port)
+		if (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0].inode != want)) {
+			t.Errorf("tcp6 port %d: %+v, want inode %q", port, got, want)
+		}
+	}
+}
+
+// TestServerDataDirs reads data directories off fixed command lines.
+func TestServerDataDirs(t *testing.T) {
+	files := map[string]string{
+		"/etc/influxdb/influxdb.conf": `reporting-disabled = false
+bind-address = "127.0.0.1:8088"
+
+[meta]
+  # Where the metadata/raft database is stored
+  dir = "/var/lib/influxdb/meta"
+
+[data]
+  # The directory where the TSM storage engine stores TSM files.
+  dir = "/var/lib/influxdb/data"
+  wal-dir = '/var/lib/influxdb/wal' # single quotes
+  wal-fsync-delay = "0s"
+
+[[graphite]]
+  dir = "/not/this"
+`,
+		"/srv/influx/custom.conf":             "[meta]\ndir = \"meta\"\n[data]\ndir=\"/big/data\"\nwal-dir = \"/fast/wal\"\n",
+		"/home/bench/.influxdb/influxdb.conf": "[meta]\ndir = \"/home/bench/m\"\n[data]\ndir = \"/home/bench/d\"\nwal-dir = \"/home/bench/w\"\n",
+		"/tmp/broken.conf":                    "[data]\ndir = \"/x\"\n",
+	}
+	readAll := func(p string) ([]byte, error) {
+		if s, ok := files[p]; ok {
+			return []byte(s), nil
+		}
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	}
+	readEtc := func(p string) ([]byte, error) { // only the packaged configuration
+		if p == "/etc/influxdb/influxdb.conf" {
+			return readAll(p)
+		}
+		return readAll("/nonexistent")
+	}
+	readNone := func(p string) ([]byte, error) { return readAll("/nonexistent") }
+	vm, influx := KindVictoriaMetrics, KindInfluxDB
+	for _, c := range []struct {
+		argv, env []string
+		cwd, home string
+		read      func(string) ([]byte, error)
+		kind      string
+		dirs      []string
+		err       string
+	}{
+		{argv: []string{"/usr/bin/victoria-metrics", "-storageDataPath=/var/lib/victoria-metrics", "-retentionPeriod=100y"},
+			kind: vm, dirs: []string{"/var/lib/victoria-metrics"}},
+		{argv: []string{"./victoria-metrics-prod", "--storageDataPath", "vm-data", "-httpListenAddr=:8428"}, cwd: "/srv",
+			kind: vm, dirs: []string{"/srv/vm-data"}},
+		{argv: []string{"/opt/vm/victoria-metrics-linux-amd64"}, cwd: "/home/bench",
+			kind: vm, dirs: []string{"/home/bench/victoria-metrics-data"}},
+		{argv: []string{"victoria-metrics", "-envflag.enable", "-envflag.prefix=VM_"}, env: []string{"VM_storageDataPath=/env/vm"},
+			kind: vm, dirs: []string{"/env/vm"}},
+		{argv: []string{"victoria-metrics"}, env: []string{"storageDataPath=/env/vm"}, cwd: "/",
+			kind: vm, dirs: []string{"/victoria-metrics-data"}}, // the environment counts only with -envflag.enable
+		{argv: []string{"victoria-metrics"}, kind: vm, err: "working directory"},
+		{argv: []string{"/usr/bin/influxd", "-config", "/etc/influxdb/influxdb.conf"}, read: readAll,
+			kind: influx, dirs: []string{"/var/lib/influxdb/meta", "/var/lib/influxdb/data", "/var/lib/influxdb/wal"}},
+		{argv: []string{"influxd", "run", "-config=custom.conf"}, cwd: "/srv/influx", read: readAll,
+			kind: influx, dirs: []string{"/srv/influx/meta", "/big/data", "/fast/wal"}},
+		{argv: []string{"influxd"}, env: []string{"INFLUXDB_CONFIG_PATH=/srv/influx/custom.conf", "INFLUXDB_DATA_WAL_DIR=/env/wal"}, cwd: "/x", read: readAll,
+			kind: influx, dirs: []string{"/x/meta", "/big/data", "/env/wal"}},
+		{argv: []string{"influxd"}, home: "/home/bench", read: readAll, // ~/.influxdb/influxdb.conf comes first
+			kind: influx, dirs: []string{"/home/bench/m", "/home/bench/d", "/home/bench/w"}},
+		{argv: []string{"influxd"}, home: "/home/other", read: readEtc,
+			kind: influx, dirs: []string{"/var/lib/influxdb/meta", "/var/lib/influxdb/data", "/var/lib/influxdb/wal"}},
+		{argv: []string{"influxd"}, env: []string{"HOME=/home/nobody"}, read: readNone,
+			kind: influx, dirs: []string{"/home/nobody/.influxdb/meta", "/home/nobody/.influxdb/data", "/home/nobody/.influxdb/wal"}},
+		{argv: []string{"influxd", "-config", "/dev/null"}, home: "/root", read: readAll,
+			kind: influx, dirs: []string{"/root/.influxdb/meta", "/root/.influxdb/data", "/root/.influxdb/wal"}},
+		{argv: []string{"influxd", "-config", "/tmp/broken.conf"}, read: readAll, kind: influx, err: "lacks"},
+		{argv: []string{"influxd", "-config", "/tmp/missing.conf"}, read: readAll, kind: influx, err: "not exist"},
+		{argv: []string{"/usr/bin/hourglass", "serve", "--data-dir", "/x"}},
+		{argv: []string{"postgres", "-D", "/var/lib/postgresql"}},
+		{argv: nil},
+	} {
+		read := c.read
+		if read == nil {
+			read = readNone
+		}
+		kind, dirs, err := serverDataDirs(c.argv, c.env, c.cwd, c.home, read)
+		if kind != c.kind || !slices.Equal(dirs, c.dirs) || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: %q %q %v; want %q %q %q", c.argv, kind, dirs, err, c.kind, c.dirs, c.err)
+		}
+	}
+}
+
+func TestDirsUsage(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	os.MkdirAll(filepath.Join(data, "wal"), 0o755)
+	if err := os.WriteFile(filepath.Join(data, "a"), make([]byte, 100_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(data, "wal", "b"), []byte("x"), 0o644)
+	one, err := DiskUsage(data)
+	if err != nil || one < 100_000 {
+		t.Fatalf("DiskUsage %d %v", one, err)
+	}
+	// The same directory twice, a directory within it and a hard link
+	// count once.
+	if err := os.Link(filepath.Join(data, "a"), filepath.Join(data, "a.link")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DirsUsage(filepath.Join(data, "wal"), data, data); err != nil || got != one {
+		t.Fatalf("DirsUsage %d %v, want %d", got, err, one)
+	}
+	if _, err := DirsUsage(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a missing directory: %v", err)
+	}
+}
