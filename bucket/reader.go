@@ -50,12 +50,27 @@ type Reader struct {
 	sharedSyms []byte
 	sharedPos  []int // per field: its first symbol in sharedSyms, -1 when not shared
 	sharedDec  entropyDecoder
+	cache      SymbolCache
 
 	id   intDecoder
 	ints []int64
 	blob []byte
 	dict []string
 }
+
+// SymbolCache keeps decoded shared symbol blocks for readers to reuse: a
+// query that reads one field of a bucket decodes every field's symbols,
+// and dashboards read the same buckets again and again. Get returns the
+// symbols of an encoded block, exactly those bytes, or nil; Put may keep a
+// copy of both (the slices are the caller's). The returned symbols must not
+// be changed. Implementations are safe for concurrent use.
+type SymbolCache interface {
+	Get(block []byte) []byte
+	Put(block, syms []byte)
+}
+
+// SetSymbolCache makes r look up and keep shared symbol blocks in c (nil: none).
+func (r *Reader) SetSymbolCache(c SymbolCache) { r.cache = c }
 
 // Reset parses the header and control block of data, an encoded bucket, and validates
 // them: O(fields), no column is decoded. On error the Reader is empty. A bucket whose
@@ -576,16 +591,26 @@ func (r *Reader) decodeShared() error {
 		return corruptf("shared symbols in a bucket without a shared block")
 	}
 	p := r.data[r.sharedOff : r.sharedOff+r.sharedLen]
-	n, k := binary.Uvarint(p)
-	if k <= 0 || len(p) < k+1 || n == 0 || n > uint64(r.rows)*uint64(len(r.fields)) {
-		return corruptf("shared block: %d symbols", n)
+	var syms []byte
+	if r.cache != nil {
+		syms = r.cache.Get(p)
 	}
-	syms, rest, err := r.sharedDec.readSymbols(p[k], p[k+1:], int(n))
-	if err != nil {
-		return fmt.Errorf("shared block: %w", err)
-	}
-	if len(rest) != 0 {
-		return corruptf("shared block: %d trailing bytes", len(rest))
+	if syms == nil {
+		n, k := binary.Uvarint(p)
+		if k <= 0 || len(p) < k+1 || n == 0 || n > uint64(r.rows)*uint64(len(r.fields)) {
+			return corruptf("shared block: %d symbols", n)
+		}
+		var rest []byte
+		var err error
+		if syms, rest, err = r.sharedDec.readSymbols(p[k], p[k+1:], int(n)); err != nil {
+			return fmt.Errorf("shared block: %w", err)
+		}
+		if len(rest) != 0 {
+			return corruptf("shared block: %d trailing bytes", len(rest))
+		}
+		if r.cache != nil {
+			r.cache.Put(p, syms)
+		}
 	}
 	r.sharedSyms = syms
 	r.sharedPos = grow(r.sharedPos, len(r.fields))

@@ -32,6 +32,8 @@ type DB struct {
 	log  *slog.Logger
 	pdb  *pebble.DB
 	wal  *wal.Log
+	// symbols caches decoded shared symbol blocks for reads; nil when off.
+	symbols *symbolCache
 
 	// maintMu serializes checkpoints, deletes and catalog changes.
 	maintMu sync.Mutex
@@ -77,6 +79,7 @@ func Open(opts Options) (*DB, error) {
 	db := &DB{
 		opts:        opts,
 		lim:         limits{maxCount: opts.BucketMaxCount, maxBytes: opts.BucketMaxBytes, maxOpen: opts.MaxOpenBucketsPerSeries},
+		symbols:     newSymbolCacheOrNil(opts.SymbolCacheBytes),
 		log:         opts.Logger,
 		collections: make(map[string]*collection),
 		byID:        make(map[uint32]*collection),

@@ -48,6 +48,13 @@ type Options struct {
 	// Logger receives the DB's logs. Default: discard.
 	Logger *slog.Logger
 
+	// SymbolCacheBytes bounds the cache of decoded shared symbol blocks
+	// (bucket.SymbolCache): a read of one field of a bucket decodes the
+	// symbols of all its fields, and dashboards read the same buckets again.
+	// Default 16 MiB, about 3,500 buckets of 10 fields x 360 rows; negative
+	// disables it.
+	SymbolCacheBytes int64
+
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -59,6 +66,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.CheckpointInterval == 0 {
 		o.CheckpointInterval = time.Minute
+	}
+	if o.SymbolCacheBytes == 0 {
+		o.SymbolCacheBytes = 16 << 20
 	}
 	if o.CheckpointLogBytes == 0 {
 		o.CheckpointLogBytes = 128 << 20

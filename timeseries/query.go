@@ -163,7 +163,7 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 			if lo > cur.plan.maxTime {
 				continue
 			}
-			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, memIDs: map[uint64]bool{}, names: c.names}
+			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, memIDs: map[uint64]bool{}, names: c.names, symbols: db.symbols}
 			for _, b := range s.buckets {
 				if b.rows() == 0 || b.maxT < lo || b.minT > cur.plan.maxTime {
 					// Not in range, but Pebble may hold an older copy.

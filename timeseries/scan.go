@@ -44,6 +44,7 @@ type seriesSnap struct {
 	mem     []*bucket.Columns
 	memIDs  map[uint64]bool
 	names   []string // the collection's name table
+	symbols *symbolCache
 }
 
 // rowCursor walks the rows of one decoded bucket.
@@ -257,6 +258,11 @@ func (sc *seriesScan) push(c *rowCursor) {
 func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
 	if sc.reader == nil {
 		sc.reader = readerPool.Get().(*bucket.Reader)
+		if sc.s.symbols != nil { // a nil *symbolCache is not a nil interface
+			sc.reader.SetSymbolCache(sc.s.symbols)
+		} else {
+			sc.reader.SetSymbolCache(nil)
+		}
 	}
 	r := sc.reader
 	if err := r.ResetNames(v, sc.s.names); err != nil {
