@@ -93,8 +93,9 @@ func (a *aggCell) add(t int64, v float64) {
 	}
 }
 
+// aggKey is a cell's group, by its index in aggCells.groups, and window.
 type aggKey struct {
-	group  string
+	group  int32
 	window int64
 }
 
@@ -103,14 +104,27 @@ type aggKey struct {
 // are kept in the order made: series are scanned in group order, windows
 // in time order, so they are usually sorted already.
 type aggCells struct {
-	m    map[aggKey][]aggCell
-	keys []aggKey
-	slab []aggCell
-	n    int // cells in a row: the fields
+	m      map[aggKey][]aggCell
+	keys   []aggKey
+	slab   []aggCell
+	n      int      // cells in a row: the fields
+	groups []string // group values (canonical JSON) by index
+	gids   map[string]int32
+}
+
+// groupID returns the index of group value g, adding it if new.
+func (a *aggCells) groupID(g string) int32 {
+	id, ok := a.gids[g]
+	if !ok {
+		id = int32(len(a.groups))
+		a.groups = append(a.groups, g)
+		a.gids[g] = id
+	}
+	return id
 }
 
 func newAggCells(fields, hint int) *aggCells {
-	return &aggCells{m: make(map[aggKey][]aggCell, hint), keys: make([]aggKey, 0, hint), n: fields}
+	return &aggCells{m: make(map[aggKey][]aggCell, hint), keys: make([]aggKey, 0, hint), n: fields, gids: map[string]int32{}}
 }
 
 func (a *aggCells) get(k aggKey) []aggCell { return a.m[k] }
@@ -134,20 +148,19 @@ func (a *aggCells) row(k aggKey) ([]aggCell, error) {
 	return row, nil
 }
 
-func compareAggKeys(a, b aggKey) int {
-	if a.group != b.group {
-		return strings.Compare(a.group, b.group)
-	}
-	return cmp.Compare(a.window, b.window)
-}
-
-// sortedKeys returns the keys by group, then window.
+// sortedKeys returns the keys by group value, then window.
 func (a *aggCells) sortedKeys() []aggKey {
-	if slices.IsSortedFunc(a.keys, compareAggKeys) {
+	compare := func(x, y aggKey) int {
+		if x.group != y.group {
+			return strings.Compare(a.groups[x.group], a.groups[y.group])
+		}
+		return cmp.Compare(x.window, y.window)
+	}
+	if slices.IsSortedFunc(a.keys, compare) {
 		return a.keys
 	}
 	// A newest-first scan makes each group's windows in reverse.
-	slices.SortStableFunc(a.keys, compareAggKeys)
+	slices.SortStableFunc(a.keys, compare)
 	return a.keys
 }
 
@@ -220,7 +233,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		hint = int((p.maxTime-p.minTime)/width) + 1
 	}
 	cells := newAggCells(len(fields), hint)
-	groupKey := map[uint64]string{}
+	groupKey := map[uint64]int32{}
 	fieldIdx := map[string]int{}
 	for i, f := range fields {
 		fieldIdx[f] = i
@@ -245,7 +258,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		endsOnly = endsOnly && (f == AggFirst || f == AggLast)
 	}
 	desc := endsOnly && wantLast && !wantFirst
-	var group string
+	var group int32
 	skip := func(minT, maxT int64) bool {
 		w := floorDiv(minT-origin, width) + origin
 		if floorDiv(maxT-origin, width)+origin != w {
@@ -266,7 +279,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	for _, s := range cur.series {
 		g, ok := groupKey[s.id]
 		if !ok {
-			g = groupOf(s.meta, ts.MetaField, opts)
+			g = cells.groupID(groupOf(s.meta, ts.MetaField, opts))
 			groupKey[s.id] = g
 		}
 		sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, s.minTime, cur.plan.maxTime, cur.maxSpan, desc)
@@ -404,7 +417,7 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 		b.Field(col).(*array.TimestampBuilder).Append(arrow.Timestamp(k.window))
 		col++
 		if !ungrouped {
-			b.Field(col).(*array.StringBuilder).Append(k.group)
+			b.Field(col).(*array.StringBuilder).Append(cells.groups[k.group])
 			col++
 		}
 		for _, cell := range cells.get(k) {
