@@ -191,7 +191,7 @@ func negotiate(r *http.Request) (render.Format, error) {
 
 // timeSeriesCollection returns the options of a time-series collection.
 func (s *Server) timeSeriesCollection(r *http.Request, name string) (timeseries.CollectionInfo, error) {
-	info, err := s.db.Describe(r.Context(), name)
+	info, err := s.db.DescribeShallow(r.Context(), name)
 	if err != nil {
 		return info, err
 	}
@@ -219,7 +219,7 @@ func (s *Server) readQuery(w http.ResponseWriter, r *http.Request, plainOK bool)
 		if q.format, err = negotiate(r); err == nil {
 			if q.text, err = readJSONRequestBytes(r, maxCommandBody, &q.raw); err == nil {
 				if plainOK {
-					q.info, err = s.db.Describe(r.Context(), q.name)
+					q.info, err = s.db.DescribeShallow(r.Context(), q.name)
 				} else {
 					q.info, err = s.timeSeriesCollection(r, q.name)
 				}

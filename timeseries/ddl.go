@@ -168,6 +168,31 @@ func (db *DB) ListCollections(ctx context.Context) ([]CollectionInfo, error) {
 
 // Describe returns a collection's options and statistics.
 func (db *DB) Describe(ctx context.Context, name string) (CollectionInfo, error) {
+	info, err := db.DescribeShallow(ctx, name)
+	if err != nil {
+		return info, err
+	}
+	c, err := db.lookup(name)
+	if err != nil {
+		return CollectionInfo{}, err
+	}
+	var size uint64
+	for _, space := range []byte{spaceSeries, spaceBucket, spaceOpen, spaceDocument} {
+		p := collPrefix(space, c.id)
+		n, err := db.pdb.EstimateDiskUsage(p, prefixEnd(p))
+		if err != nil {
+			return info, err
+		}
+		size += n
+	}
+	info.StorageBytes = int64(size)
+	return info, nil
+}
+
+// DescribeShallow is Describe without StorageBytes, which asks Pebble for
+// an estimate over the collection's key ranges: what a query needs (options,
+// fields) at a fraction of the cost.
+func (db *DB) DescribeShallow(ctx context.Context, name string) (CollectionInfo, error) {
 	c, err := db.lookup(name)
 	if err != nil {
 		return CollectionInfo{}, err
@@ -183,16 +208,6 @@ func (db *DB) Describe(ctx context.Context, name string) (CollectionInfo, error)
 		info.Count = c.plain.count.Load()
 		info.DataBytes = c.plain.bytes.Load()
 	}
-	var size uint64
-	for _, space := range []byte{spaceSeries, spaceBucket, spaceOpen, spaceDocument} {
-		p := collPrefix(space, c.id)
-		n, err := db.pdb.EstimateDiskUsage(p, prefixEnd(p))
-		if err != nil {
-			return info, err
-		}
-		size += n
-	}
-	info.StorageBytes = int64(size)
 	return info, nil
 }
 

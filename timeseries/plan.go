@@ -17,6 +17,7 @@ type filterPlan struct {
 	maxTime  int64                 // inclusive
 	residual *partialfilter.Filter // nil: none
 	empty    bool                  // the filter matches nothing
+	doc      map[string]any        // scratch: the document matchesSeries matches
 }
 
 // planFilter splits f for a collection with options ts.
@@ -101,11 +102,14 @@ func (p *filterPlan) matchesSeries(ts *TimeSeriesOptions, meta any) bool {
 	if p.meta == nil {
 		return true
 	}
-	doc := map[string]any{}
-	if meta != nil {
-		doc[ts.MetaField] = meta
+	if p.doc == nil {
+		p.doc = make(map[string]any, 1)
 	}
-	return p.meta.Match(doc)
+	clear(p.doc)
+	if meta != nil {
+		p.doc[ts.MetaField] = meta
+	}
+	return p.meta.Match(p.doc)
 }
 
 // deleteRange checks that p can be executed as a delete on a time-series
