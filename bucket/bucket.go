@@ -18,6 +18,11 @@ const VersionRefs = 2
 // comes out smaller).
 const VersionShared = 3
 
+// MaxSharedSymbols is the most symbols a shared symbol block holds, so that a reader
+// never allocates more for one than for a few columns of MaxRows: the encoder shares no
+// more, and a reader refuses a bucket whose columns would take more.
+const MaxSharedSymbols = 4 * MaxRows
+
 // MaxRef is the largest name reference.
 const MaxRef = 1<<32 - 1
 

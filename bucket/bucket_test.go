@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand"
@@ -578,5 +579,60 @@ func TestSharedBlock(t *testing.T) {
 			var c Column
 			_ = r.Column(f, &c)
 		}
+	}
+}
+
+// TestSharedBlockLimits checks that a shared block's symbol count must be what its
+// columns take before anything is decoded, and that the encoder shares no more than
+// MaxSharedSymbols symbols.
+func TestSharedBlockLimits(t *testing.T) {
+	cols := tsbsBuckets(tsbsInt, 1)[0]
+	var enc Encoder
+	buf, err := enc.EncodeRefs(nil, &cols, tsbsRefs)
+	if err != nil || buf[0] != VersionShared {
+		t.Fatalf("version %d: %v", buf[0], err)
+	}
+	var r Reader
+	if err := r.ResetNames(buf, tsbsFields); err != nil {
+		t.Fatal(err)
+	}
+	// The block starts right after the time column; its count is a uvarint.
+	off := r.sharedOff
+	n, k := binary.Uvarint(buf[off:])
+	if n != uint64(10*(len(cols.Times)-1)) {
+		t.Fatalf("shared block of %d symbols", n)
+	}
+	for _, bad := range []uint64{n - 1, n + 1, 1 << 40} {
+		b := append(slices.Clone(buf[:off]), binary.AppendUvarint(nil, bad)...)
+		b = append(b, buf[off+k:]...)
+		// The shared length in the lengths section changes with the uvarint's size:
+		// rebuild it only when the size is the same, else expect a length error.
+		if err := r.ResetNames(b, tsbsFields); err != nil {
+			continue
+		}
+		var c Column
+		if err := r.Column(0, &c); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("count %d: %v", bad, err)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	// MaxRows rows of five like int columns: 5 x 2^20 symbols, over the limit.
+	rng := rand.New(rand.NewSource(1))
+	big := Columns{Times: regularTimes(MaxRows, 0, 1e9)}
+	for f := 0; f < 5; f++ {
+		vals := make([]int64, MaxRows)
+		for i := 1; i < len(vals); i++ {
+			vals[i] = vals[i-1] + rng.Int63n(5) - 2
+		}
+		big.Fields = append(big.Fields, intCol(itoa(f), vals...))
+	}
+	buf, err = enc.EncodeRefs(nil, &big, []uint32{0, 1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf[0] != VersionRefs {
+		t.Fatalf("version %d: a shared block over %d symbols", buf[0], MaxSharedSymbols)
 	}
 }

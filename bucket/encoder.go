@@ -260,7 +260,7 @@ type shareCand struct {
 // leaves the block, its symbol count first, in e.shared.
 func (e *Encoder) share(timeLen int) bool {
 	e.pickShared()
-	if len(e.cands) < 2 {
+	if len(e.cands) < 2 || len(e.shareSyms) > MaxSharedSymbols {
 		return false
 	}
 	sh := binary.AppendUvarint(e.shared[:0], uint64(len(e.shareSyms)))

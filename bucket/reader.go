@@ -590,29 +590,8 @@ func (r *Reader) decodeShared() error {
 	if !r.shared {
 		return corruptf("shared symbols in a bucket without a shared block")
 	}
-	p := r.data[r.sharedOff : r.sharedOff+r.sharedLen]
-	var syms []byte
-	if r.cache != nil {
-		syms = r.cache.Get(p)
-	}
-	if syms == nil {
-		n, k := binary.Uvarint(p)
-		if k <= 0 || len(p) < k+1 || n == 0 || n > uint64(r.rows)*uint64(len(r.fields)) {
-			return corruptf("shared block: %d symbols", n)
-		}
-		var rest []byte
-		var err error
-		if syms, rest, err = r.sharedDec.readSymbols(p[k], p[k+1:], int(n)); err != nil {
-			return fmt.Errorf("shared block: %w", err)
-		}
-		if len(rest) != 0 {
-			return corruptf("shared block: %d trailing bytes", len(rest))
-		}
-		if r.cache != nil {
-			r.cache.Put(p, syms)
-		}
-	}
-	r.sharedSyms = syms
+	// Place every field's run first, from the column heads alone, so that the
+	// block is decoded only when its symbol count is what the columns take.
 	r.sharedPos = grow(r.sharedPos, len(r.fields))
 	acc := 0
 	for j := range r.fields {
@@ -631,10 +610,36 @@ func (r *Reader) decodeShared() error {
 		}
 		r.sharedPos[j] = acc
 		acc += m
+		if acc > MaxSharedSymbols {
+			return corruptf("shared block: more than %d symbols", MaxSharedSymbols)
+		}
 	}
-	if acc != len(syms) {
+	p := r.data[r.sharedOff : r.sharedOff+r.sharedLen]
+	n, k := binary.Uvarint(p)
+	if k <= 0 || len(p) < k+1 || n == 0 || n != uint64(acc) {
+		return corruptf("shared block: %d symbols, the columns take %d", n, acc)
+	}
+	var syms []byte
+	if r.cache != nil {
+		syms = r.cache.Get(p)
+	}
+	if syms == nil {
+		var rest []byte
+		var err error
+		if syms, rest, err = r.sharedDec.readSymbols(p[k], p[k+1:], acc); err != nil {
+			return fmt.Errorf("shared block: %w", err)
+		}
+		if len(rest) != 0 {
+			return corruptf("shared block: %d trailing bytes", len(rest))
+		}
+		if r.cache != nil {
+			r.cache.Put(p, syms)
+		}
+	}
+	if len(syms) != acc {
 		return corruptf("shared block: %d symbols, the columns take %d", len(syms), acc)
 	}
+	r.sharedSyms = syms
 	return nil
 }
 

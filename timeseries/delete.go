@@ -191,7 +191,12 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 			}
 			refs = refs[:0]
 			for i := range rest.Fields {
-				refs = append(refs, refIdx[rest.Fields[i].Name])
+				ref, ok := refIdx[rest.Fields[i].Name]
+				if !ok {
+					it.Close()
+					return 0, fmt.Errorf("%w: series %d bucket %d: field %q is not in the collection's name table", ErrCorrupt, t.id, kp.id, rest.Fields[i].Name)
+				}
+				refs = append(refs, ref)
 			}
 			buf, err := enc.EncodeRefs(nil, &rest, refs)
 			if err != nil {

@@ -721,7 +721,11 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 			list = append(list, e)
 		}
 	}
+	// Pebble's view is taken with memory's, as Find does: the buckets a
+	// checkpoint writes later may refer to field names newer than names.
+	snap := db.pdb.NewSnapshot()
 	db.mu.RUnlock()
+	defer snap.Close()
 	var r bucket.Reader
 	count := func(rp *RulePreview, times []int64, cutoff int64) {
 		hidden := int64(0)
@@ -738,7 +742,7 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 			rp.Measurements += int64(len(times))
 		}
 	}
-	it, err := db.pdb.NewIter(nil)
+	it, err := snap.NewIter(nil)
 	if err != nil {
 		return nil, err
 	}

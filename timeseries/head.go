@@ -427,11 +427,15 @@ func floorDiv(t, r int64) int64 {
 	return q * r
 }
 
-// addName appends a field name to the collection's name table. DB.mu is
-// held for writing (or the collection is not yet shared).
+// addName appends a field name to the collection's name table, unless it
+// is there already. DB.mu is held for writing (or the collection is not
+// yet shared).
 func (c *collection) addName(n string) {
 	if c.nameIdx == nil {
 		c.nameIdx = make(map[string]uint32)
+	}
+	if _, ok := c.nameIdx[n]; ok {
+		return
 	}
 	c.nameIdx[n] = uint32(len(c.names))
 	c.names = append(c.names, n)
