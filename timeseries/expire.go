@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -241,7 +242,31 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 	if !out.More {
 		last = 0
 	}
+	// The catalog record goes in the same batch, with the checkpoint count
+	// less what the batch deletes from Pebble: if Pebble makes the batch
+	// durable before the next checkpoint (a memtable flush) and the process
+	// dies, the count recovered is that record's plus the log's.
+	if x.persisted > 0 || x.persistedBuckets > 0 {
+		db.mu.Lock()
+		c.ckptCount -= x.persisted
+		c.ckptBuckets -= x.persistedBuckets
+		rec, err := c.record()
+		if err == nil {
+			err = x.batch.Set(catalogKey(c.name), rec, nil)
+		}
+		if err != nil {
+			c.ckptCount += x.persisted
+			c.ckptBuckets += x.persistedBuckets
+			db.mu.Unlock()
+			return out, err
+		}
+		db.mu.Unlock()
+	}
 	if err := db.pdb.Apply(x.batch, pebble.NoSync); err != nil {
+		db.mu.Lock()
+		c.ckptCount += x.persisted
+		c.ckptBuckets += x.persistedBuckets
+		db.mu.Unlock()
 		x.docs, x.buckets = x.memDocs, x.memBuckets
 		db.account(c, x)
 		return out, err
@@ -319,8 +344,12 @@ type expiry struct {
 	docs, buckets       int64
 	memDocs, memBuckets int64 // the part removed from memory
 	mem                 int64 // bytes of memory released
-	run                 [][]byte
-	inMem, removed      map[uint64]bool
+	// persisted and persistedBuckets are the measurements and buckets of
+	// the Pebble keys deleted: the part of the catalog's checkpoint count
+	// that goes with them.
+	persisted, persistedBuckets int64
+	run                         [][]byte
+	inMem, removed              map[uint64]bool
 }
 
 func (x *expiry) over() bool {
@@ -392,6 +421,9 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 	s.buckets = kept
 	db.mu.Unlock()
 	for _, k := range stale {
+		if err := x.countPersisted(k); err != nil {
+			return more, err
+		}
 		if err := x.batch.Delete(k, nil); err != nil {
 			return more, err
 		}
@@ -420,6 +452,16 @@ func (x *expiry) pebbleBuckets(id uint64, cutoff int64, more bool) (bool, error)
 		}
 		if x.removed[kp.id] {
 			// The copy of a bucket just removed from memory, counted there.
+			v, err := x.it.ValueAndErr()
+			var rows int
+			if err == nil {
+				rows, _, _, err = bucket.Peek(v)
+			}
+			if err != nil {
+				return more, fmt.Errorf("series %d bucket %d: %w", id, kp.id, err)
+			}
+			x.persisted += int64(rows)
+			x.persistedBuckets++
 			x.run = append(x.run, slices.Clone(x.it.Key()))
 			continue
 		}
@@ -444,9 +486,31 @@ func (x *expiry) pebbleBuckets(id uint64, cutoff int64, more bool) (bool, error)
 		}
 		x.docs += int64(rows)
 		x.buckets++
+		x.persisted += int64(rows)
+		x.persistedBuckets++
 		x.run = append(x.run, slices.Clone(x.it.Key()))
 	}
 	return more, x.flush()
+}
+
+// countPersisted adds the measurements of the bucket stored under k, an
+// open-bucket snapshot about to be deleted, to the persisted counts.
+func (x *expiry) countPersisted(k []byte) error {
+	v, closer, err := x.db.pdb.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	rows, _, _, err := bucket.Peek(v)
+	if err != nil {
+		return fmt.Errorf("open bucket %x: %w", k, err)
+	}
+	x.persisted += int64(rows)
+	x.persistedBuckets++
+	return nil
 }
 
 // flush deletes the run of consecutive expired keys: one key, or a range.
