@@ -25,6 +25,8 @@ type collection struct {
 	// maps a name to its index. Both change under DB.mu held for writing.
 	names   []string
 	nameIdx map[string]uint32
+	// matches caches the series meta filters select.
+	matches seriesMatches
 	// maxSpan is the largest bucket span the collection ever used, so that
 	// a time-range scan knows how far before its start a bucket may begin.
 	maxSpan int64

@@ -154,10 +154,7 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	}
 	if !cur.plan.empty {
 		now := db.opts.Now()
-		for _, s := range c.series {
-			if !cur.plan.matchesSeries(ts, s.meta) {
-				continue
-			}
+		for _, s := range c.matchingSeries(&cur.plan, ts) {
 			// Expired measurements are never returned (SPEC 4.5).
 			lo := max(cur.plan.minTime, c.visibleFrom(s, now))
 			if lo > cur.plan.maxTime {

@@ -141,3 +141,42 @@ func BenchmarkAggregateWindows(b *testing.B) {
 		rec.Release()
 	}
 }
+
+// BenchmarkFindOneSeries finds the 10 rows of one sensor of 10,000, by an
+// equality on a sub-field of the meta value: the cost of selecting series.
+//
+//	go test ./timeseries -run '^$' -bench FindOneSeries
+func BenchmarkFindOneSeries(b *testing.B) {
+	db := openTest(b, b.TempDir(), nil)
+	defer db.Close()
+	mustCreate(b, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "tags"})
+	var ms []Measurement
+	for s := 0; s < 10000; s++ {
+		meta := map[string]any{"hostname": fmt.Sprintf("host_%d", s), "region": fmt.Sprintf("r%d", s%7), "rack": int64(s % 100)}
+		for i := 0; i < 10; i++ {
+			ms = append(ms, Measurement{Time: int64(i) * 10e9, Meta: meta, Fields: []Field{{"v", Int(int64(i))}}})
+		}
+	}
+	if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f := mustFilter(b, `{"tags.hostname": "host_4242"}`)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cur, err := db.Find(ctx, "s", FindOptions{Filter: f})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for cur.Next() {
+			n += int(cur.Record().NumRows())
+		}
+		cur.Close()
+		if n != 10 {
+			b.Fatalf("%d rows", n)
+		}
+	}
+}
