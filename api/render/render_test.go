@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -253,19 +254,28 @@ type flushCounter struct {
 
 func (f *flushCounter) Flush() { f.flushes++ }
 
-func TestFlushesPerRecord(t *testing.T) {
+// TestFlushes: every record is written through at once; the writer flushes
+// after a record only once flushEvery has passed since it was made or last
+// flushed, so a short reply is one write, and a long one streams.
+func TestFlushes(t *testing.T) {
 	rec := testRecord(t)
 	defer rec.Release()
 	for _, f := range []Format{JSON, NDJSON, CSV, Arrow} {
 		var fc flushCounter
 		w, _ := NewWriter(&fc, f, testSchema(), Options{})
 		w.Write(rec)
-		if fc.flushes != 1 || fc.Len() == 0 {
+		if fc.flushes != 0 || fc.Len() == 0 {
 			t.Errorf("%s: %d flushes, %d bytes after one record", f, fc.flushes, fc.Len())
 		}
+		time.Sleep(flushEvery)
+		n := fc.Len()
 		w.Write(rec)
-		if fc.flushes != 2 {
-			t.Errorf("%s: %d flushes after two records", f, fc.flushes)
+		if fc.flushes != 1 || fc.Len() == n {
+			t.Errorf("%s: %d flushes, %d more bytes after a record %v later", f, fc.flushes, fc.Len()-n, flushEvery)
+		}
+		w.Write(rec)
+		if fc.flushes != 1 {
+			t.Errorf("%s: %d flushes after a record at once", f, fc.flushes)
 		}
 		w.Close()
 	}

@@ -39,10 +39,17 @@ const ArrowBatchRows = 4096
 // the underlying writer in the middle of a record.
 const flushBytes = 256 << 10
 
+// flushEvery is how often, at most, a writer flushes w after a record: a
+// long result reaches the client as it is produced, while a short one is
+// written once, whole (an HTTP reply then goes out with its length, in one
+// write, rather than chunked).
+const flushEvery = 50 * time.Millisecond
+
 // NewWriter returns a Writer of records with schema to w in format f. After
 // each record the output is written to w and, when w has a Flush method
-// (http.ResponseWriter does), flushed, so that clients see results as they
-// are produced.
+// (http.ResponseWriter does) and flushEvery has passed since the writer was
+// made or last flushed, flushed, so that clients see results as they are
+// produced.
 func NewWriter(w io.Writer, f Format, schema *arrow.Schema, opts Options) (Writer, error) {
 	fl, _ := w.(flusher)
 	switch f {
@@ -51,14 +58,14 @@ func NewWriter(w io.Writer, f Format, schema *arrow.Schema, opts Options) (Write
 		if err != nil {
 			return nil, err
 		}
-		return &textWriter{w: w, fl: fl, format: f, schema: schema, cols: cols, opts: opts, buf: make([]byte, 0, 64<<10)}, nil
+		return &textWriter{w: w, fl: fl, format: f, schema: schema, cols: cols, opts: opts, buf: make([]byte, 0, 4<<10), flushed: time.Now()}, nil
 	case Arrow:
 		for i, fd := range schema.Fields() {
 			if _, err := kindOf(fd); err != nil {
 				return nil, fmt.Errorf("render: column %d %q: %w", i, fd.Name, err)
 			}
 		}
-		return &arrowWriter{w: ipc.NewWriter(w, ipc.WithSchema(schema)), fl: fl, schema: schema}, nil
+		return &arrowWriter{w: ipc.NewWriter(w, ipc.WithSchema(schema)), fl: fl, schema: schema, flushed: time.Now()}, nil
 	}
 	return nil, fmt.Errorf("render: unknown format %d", int(f))
 }
@@ -180,6 +187,7 @@ type textWriter struct {
 	started bool // a row or the CSV header was written
 	rows    int64
 	err     error
+	flushed time.Time // when w was last flushed (or the writer made)
 }
 
 func (t *textWriter) Write(rec arrow.Record) error {
@@ -240,8 +248,9 @@ func (t *textWriter) emit(flush bool) error {
 		}
 		t.buf = t.buf[:0]
 	}
-	if flush && t.fl != nil {
+	if flush && t.fl != nil && time.Since(t.flushed) >= flushEvery {
 		t.fl.Flush()
+		t.flushed = time.Now()
 	}
 	return nil
 }
@@ -259,7 +268,7 @@ func (t *textWriter) Close() error {
 		}
 		t.buf = append(t.buf, "]\n"...)
 	}
-	err := t.emit(true)
+	err := t.emit(false) // the end of the reply flushes it
 	t.err = errClosed
 	return err
 }
@@ -497,10 +506,11 @@ func simpleJSONString(js string) (string, bool) {
 
 // arrowWriter writes an Arrow IPC stream.
 type arrowWriter struct {
-	w      *ipc.Writer
-	fl     flusher
-	schema *arrow.Schema
-	closed bool
+	w       *ipc.Writer
+	fl      flusher
+	schema  *arrow.Schema
+	closed  bool
+	flushed time.Time
 }
 
 func (a *arrowWriter) Write(rec arrow.Record) error {
@@ -525,8 +535,9 @@ func (a *arrowWriter) Write(rec arrow.Record) error {
 			}
 		}
 	}
-	if a.fl != nil {
+	if a.fl != nil && time.Since(a.flushed) >= flushEvery {
 		a.fl.Flush()
+		a.flushed = time.Now()
 	}
 	return nil
 }
@@ -536,9 +547,5 @@ func (a *arrowWriter) Close() error {
 		return errClosed
 	}
 	a.closed = true
-	err := a.w.Close()
-	if a.fl != nil {
-		a.fl.Flush()
-	}
-	return err
+	return a.w.Close() // the end of the reply flushes it
 }
