@@ -154,13 +154,14 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	}
 	if !cur.plan.empty {
 		now := db.opts.Now()
+		ranges := pruneRanges(cur.plan.residual)
 		for _, s := range c.matchingSeries(&cur.plan, ts) {
 			// Expired measurements are never returned (SPEC 4.5).
 			lo := max(cur.plan.minTime, c.visibleFrom(s, now))
 			if lo > cur.plan.maxTime {
 				continue
 			}
-			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, memIDs: map[uint64]bool{}, names: c.names, symbols: db.symbols}
+			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, memIDs: map[uint64]bool{}, names: c.names, symbols: db.symbols, ranges: ranges}
 			for _, b := range s.buckets {
 				if b.rows() == 0 || b.maxT < lo || b.minT > cur.plan.maxTime {
 					// Not in range, but Pebble may hold an older copy.

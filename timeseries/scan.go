@@ -45,6 +45,7 @@ type seriesSnap struct {
 	memIDs  map[uint64]bool
 	names   []string // the collection's name table
 	symbols *symbolCache
+	ranges  []columnRange // buckets outside these hold no matching row
 }
 
 // rowCursor walks the rows of one decoded bucket.
@@ -272,6 +273,9 @@ func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
 		return nil, nil
 	}
 	if sc.skip != nil && sc.skip(max(r.MinTime(), sc.minTime), min(r.MaxTime(), sc.maxTime)) {
+		return nil, nil
+	}
+	if len(sc.s.ranges) > 0 && pruned(sc.s.ranges, r) {
 		return nil, nil
 	}
 	cols := &bucket.Columns{}
