@@ -106,6 +106,7 @@ type aggKey struct {
 type aggCells struct {
 	m      map[aggKey][]aggCell
 	keys   []aggKey
+	rows   [][]aggCell // the cells of keys[i]
 	slab   []aggCell
 	n      int      // cells in a row: the fields
 	groups []string // group values (canonical JSON) by index
@@ -124,7 +125,7 @@ func (a *aggCells) groupID(g string) int32 {
 }
 
 func newAggCells(fields, hint int) *aggCells {
-	return &aggCells{m: make(map[aggKey][]aggCell, hint), keys: make([]aggKey, 0, hint), n: fields, gids: map[string]int32{}}
+	return &aggCells{m: make(map[aggKey][]aggCell, hint), keys: make([]aggKey, 0, hint), rows: make([][]aggCell, 0, hint), n: fields, gids: map[string]int32{}}
 }
 
 func (a *aggCells) get(k aggKey) []aggCell { return a.m[k] }
@@ -145,11 +146,12 @@ func (a *aggCells) row(k aggKey) ([]aggCell, error) {
 	a.slab = a.slab[a.n:]
 	a.m[k] = row
 	a.keys = append(a.keys, k)
+	a.rows = append(a.rows, row)
 	return row, nil
 }
 
-// sortedKeys returns the keys by group value, then window.
-func (a *aggCells) sortedKeys() []aggKey {
+// sort puts keys and rows in order of group value, then window.
+func (a *aggCells) sort() {
 	compare := func(x, y aggKey) int {
 		if x.group != y.group {
 			return strings.Compare(a.groups[x.group], a.groups[y.group])
@@ -157,11 +159,20 @@ func (a *aggCells) sortedKeys() []aggKey {
 		return cmp.Compare(x.window, y.window)
 	}
 	if slices.IsSortedFunc(a.keys, compare) {
-		return a.keys
+		return
 	}
 	// A newest-first scan makes each group's windows in reverse.
-	slices.SortStableFunc(a.keys, compare)
-	return a.keys
+	perm := make([]int, len(a.keys))
+	for i := range perm {
+		perm[i] = i
+	}
+	slices.SortStableFunc(perm, func(i, j int) int { return compare(a.keys[i], a.keys[j]) })
+	keys := make([]aggKey, len(perm))
+	rows := make([][]aggCell, len(perm))
+	for i, p := range perm {
+		keys[i], rows[i] = a.keys[p], a.rows[p]
+	}
+	a.keys, a.rows = keys, rows
 }
 
 // Aggregate computes windowed aggregates over a time-series collection. The
@@ -410,9 +421,10 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 	schema := arrow.NewSchema(fs, nil)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
-	keys := cells.sortedKeys()
+	cells.sort()
+	keys := cells.keys
 	b.Reserve(len(keys))
-	for _, k := range keys {
+	for ki, k := range keys {
 		col := 0
 		b.Field(col).(*array.TimestampBuilder).Append(arrow.Timestamp(k.window))
 		col++
@@ -420,7 +432,7 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 			b.Field(col).(*array.StringBuilder).Append(cells.groups[k.group])
 			col++
 		}
-		for _, cell := range cells.get(k) {
+		for _, cell := range cells.rows[ki] {
 			for _, fn := range funcs {
 				fb := b.Field(col)
 				col++
