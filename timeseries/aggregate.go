@@ -102,16 +102,33 @@ type aggKey struct {
 // aggCells holds the cells of an aggregate: a row of one cell per field
 // for every (group, window) with data. Rows come from slabs, and the keys
 // are kept in the order made: series are scanned in group order, windows
-// in time order, so they are usually sorted already.
+// in time order, so they are usually sorted already. A group's windows are
+// found through a dense index of window offsets while they stay close
+// together, through a map once they spread.
 type aggCells struct {
-	m      map[aggKey][]aggCell
 	keys   []aggKey
 	rows   [][]aggCell // the cells of keys[i]
 	slab   []aggCell
 	n      int      // cells in a row: the fields
+	width  int64    // window width
 	groups []string // group values (canonical JSON) by index
 	gids   map[string]int32
+	dense  []denseWindows // by group
+	m      map[aggKey]int32
 }
+
+// denseWindows indexes the windows of one group: idx[(w - base) / width]
+// is the index of window w in keys and rows, -1 for none. sparse groups
+// use the map instead.
+type denseWindows struct {
+	base   int64
+	idx    []int32
+	sparse bool
+}
+
+// maxDenseSlack bounds how many empty slots a group's dense index may hold
+// beyond the cells made: sparse windows go to the map.
+const maxDenseSlack = 4096
 
 // groupID returns the index of group value g, adding it if new.
 func (a *aggCells) groupID(g string) int32 {
@@ -120,20 +137,79 @@ func (a *aggCells) groupID(g string) int32 {
 		id = int32(len(a.groups))
 		a.groups = append(a.groups, g)
 		a.gids[g] = id
+		a.dense = append(a.dense, denseWindows{})
 	}
 	return id
 }
 
-func newAggCells(fields, hint int) *aggCells {
-	return &aggCells{m: make(map[aggKey][]aggCell, hint), keys: make([]aggKey, 0, hint), rows: make([][]aggCell, 0, hint), n: fields, gids: map[string]int32{}}
+func newAggCells(fields, hint int, width int64) *aggCells {
+	return &aggCells{keys: make([]aggKey, 0, hint), rows: make([][]aggCell, 0, hint), n: fields, width: width,
+		gids: map[string]int32{}, m: map[aggKey]int32{}}
 }
 
-func (a *aggCells) get(k aggKey) []aggCell { return a.m[k] }
+// slot returns where window k is indexed, growing a dense index to reach
+// it, or nil when k's group is sparse.
+func (a *aggCells) slot(k aggKey) *int32 {
+	d := &a.dense[k.group]
+	if d.sparse {
+		return nil
+	}
+	if d.idx == nil {
+		d.base = k.window
+	}
+	off := (k.window - d.base) / a.width
+	limit := int64(len(a.keys) + maxDenseSlack)
+	switch {
+	case off < 0 && int64(len(d.idx))-off <= limit:
+		grown := make([]int32, int64(len(d.idx))-off)
+		for i := range grown[:-off] {
+			grown[i] = -1
+		}
+		copy(grown[-off:], d.idx)
+		d.idx, d.base, off = grown, k.window, 0
+	case off >= int64(len(d.idx)) && off < limit:
+		for int64(len(d.idx)) <= off {
+			d.idx = append(d.idx, -1)
+		}
+	case off < 0 || off >= int64(len(d.idx)):
+		// Spread out: move the group to the map.
+		for i, x := range d.idx {
+			if x >= 0 {
+				a.m[aggKey{group: k.group, window: d.base + int64(i)*a.width}] = x
+			}
+		}
+		d.idx, d.sparse = nil, true
+		return nil
+	}
+	return &d.idx[off]
+}
+
+// get returns the cells of k, nil when it has none.
+func (a *aggCells) get(k aggKey) []aggCell {
+	d := &a.dense[k.group]
+	if !d.sparse {
+		off := (k.window - d.base) / a.width
+		if d.idx == nil || off < 0 || off >= int64(len(d.idx)) || d.idx[off] < 0 {
+			return nil
+		}
+		return a.rows[d.idx[off]]
+	}
+	if i, ok := a.m[k]; ok {
+		return a.rows[i]
+	}
+	return nil
+}
 
 // row returns the cells of k, making them if needed within the limit.
 func (a *aggCells) row(k aggKey) ([]aggCell, error) {
-	if row := a.m[k]; row != nil {
-		return row, nil
+	sl := a.slot(k)
+	if sl != nil && *sl >= 0 {
+		return a.rows[*sl], nil
+	}
+	if sl == nil {
+		if i, ok := a.m[k]; ok {
+			return a.rows[i], nil
+		}
 	}
 	if len(a.keys) >= MaxAggregateCells {
 		return nil, mongoerr.New(mongoerr.ExceededMemoryLimit,
@@ -144,7 +220,12 @@ func (a *aggCells) row(k aggKey) ([]aggCell, error) {
 	}
 	row := a.slab[:a.n:a.n]
 	a.slab = a.slab[a.n:]
-	a.m[k] = row
+	i := int32(len(a.keys))
+	if sl != nil {
+		*sl = i
+	} else {
+		a.m[k] = i
+	}
 	a.keys = append(a.keys, k)
 	a.rows = append(a.rows, row)
 	return row, nil
@@ -243,7 +324,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	if p := &cur.plan; p.minTime > math.MinInt64 && p.maxTime < math.MaxInt64 && (p.maxTime-p.minTime)/width < 4096 {
 		hint = int((p.maxTime-p.minTime)/width) + 1
 	}
-	cells := newAggCells(len(fields), hint)
+	cells := newAggCells(len(fields), hint, width)
 	groupKey := map[uint64]int32{}
 	fieldIdx := map[string]int{}
 	for i, f := range fields {
