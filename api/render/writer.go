@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -59,7 +60,7 @@ func NewWriter(w io.Writer, f Format, schema *arrow.Schema, opts Options) (Write
 		if err != nil {
 			return nil, err
 		}
-		return &textWriter{w: w, fl: fl, format: f, schema: schema, cols: cols, opts: opts, buf: make([]byte, 0, 4<<10), flushed: time.Now()}, nil
+		return &textWriter{w: w, fl: fl, format: f, schema: schema, cols: cols, opts: opts, buf: getBuf(), flushed: time.Now()}, nil
 	case Arrow:
 		for i, fd := range schema.Fields() {
 			if _, err := kindOf(fd); err != nil {
@@ -274,10 +275,25 @@ func (t *textWriter) Close() error {
 	}
 	err := t.emit(false) // the end of the reply flushes it
 	t.err = errClosed
+	putBuf(t.buf)
+	t.buf = nil
 	return err
 }
 
 var errClosed = fmt.Errorf("render: writer closed")
+
+// bufPool holds text writers' buffers for the next writer: a reply of
+// 45 KB (720 windows of JSON) is otherwise 45 KB of garbage a request.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
+
+// putBuf returns b to the pool unless it grew past a flush's worth.
+func putBuf(b []byte) {
+	if cap(b) <= 2*flushBytes {
+		bufPool.Put(&b)
+	}
+}
 
 func (t *textWriter) appendJSONRow(b []byte, r int) []byte {
 	b = append(b, '{')
