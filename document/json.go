@@ -138,13 +138,20 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString quotes s as encoding/json does: control characters, <,
 // > and & as \u escapes, invalid UTF-8 as U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
+func appendJSONString(dst []byte, s string) []byte { return AppendJSONString(dst, s, true) }
+
+// AppendJSONString appends s quoted as a JSON string, as encoding/json
+// writes it: invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped
+// (so the output is valid JavaScript too), and with escapeHTML so are <, >
+// and & (encoding/json's default; an Encoder with SetEscapeHTML(false)
+// leaves them).
+func AppendJSONString(dst []byte, s string, escapeHTML bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!escapeHTML || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}

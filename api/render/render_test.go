@@ -416,6 +416,15 @@ func FuzzJSONString(f *testing.F) {
 		if utf8.ValidString(s) && got != s {
 			t.Fatalf("%q renders as %s which reads back as %q", s, out, got)
 		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if utf8.ValidString(s) && string(out) != strings.TrimSuffix(want.String(), "\n") {
+			t.Fatalf("%q renders as %s, encoding/json as %s", s, out, want.String())
+		}
 		cell := appendCSVString(nil, s)
 		rows, err := csv.NewReader(bytes.NewReader(append(append([]byte("x,"), cell...), '\n'))).ReadAll()
 		if strings.ContainsAny(s, "\r") || s == "" {

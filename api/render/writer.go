@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -437,58 +437,9 @@ func appendCSVFloat(b []byte, f float64) []byte {
 	return appendFloat(b, f)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD; U+2028 and U+2029 are escaped so the output is also valid
-// JavaScript.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendJSONString appends s as a JSON string, as encoding/json writes it
+// without HTML escaping.
+func appendJSONString(b []byte, s string) []byte { return document.AppendJSONString(b, s, false) }
 
 // appendCSVString appends s as a CSV cell, quoted as RFC 4180 requires.
 func appendCSVString(b []byte, s string) []byte {
