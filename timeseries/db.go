@@ -677,6 +677,13 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 	index := make(map[string]int)
 	var lastKey string
 	lastGroup := -1
+	// Each measurement's group (-1: refused), then the groups' rows in one
+	// allocation of exactly the right size.
+	gidx := make([]int32, len(ms))
+	for i := range gidx {
+		gidx[i] = -1
+	}
+	var counts []int
 	for i := range ms {
 		m := &ms[i]
 		err := m.validate(ts)
@@ -707,6 +714,7 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 					gi = len(groups)
 					index[key] = gi
 					groups = append(groups, group{metaKey: key, meta: m.Meta})
+					counts = append(counts, 0)
 				}
 			}
 			if err == nil {
@@ -720,11 +728,23 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 			}
 			continue
 		}
-		groups[gi].rows = append(groups[gi].rows, *m)
+		gidx[i] = int32(gi)
+		counts[gi]++
 		res.Inserted++
 	}
 	if res.Inserted == 0 {
 		return res, nil
+	}
+	rows := make([]Measurement, res.Inserted)
+	off := 0
+	for gi := range groups {
+		groups[gi].rows = rows[off : off : off+counts[gi]]
+		off += counts[gi]
+	}
+	for i, gi := range gidx {
+		if gi >= 0 {
+			groups[gi].rows = append(groups[gi].rows, ms[i])
+		}
 	}
 	if err := db.waitForMemory(ctx); err != nil {
 		res.Inserted = 0
@@ -920,7 +940,10 @@ func (db *DB) bucketFor(c *collection, s *series, m *Measurement, sz int, span, 
 		db.seal(lru)
 		nOpen--
 	}
-	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span}
+	if newest != nil {
+		s.rowsHint = min(max(s.rowsHint, newest.rows()), db.lim.maxCount)
+	}
+	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: s.rowsHint}
 	db.nextBucket++
 	s.buckets = append(s.buckets, b)
 	c.buckets++

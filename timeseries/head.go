@@ -95,6 +95,10 @@ type series struct {
 	// buckets holds the open buckets and the sealed ones not yet written
 	// by a checkpoint, in no particular order.
 	buckets []*memBucket
+	// rowsHint is the most rows a bucket of the series has taken so far
+	// (as seen when it opened the next): the capacity a new bucket's
+	// columns start with, so that they do not grow by doubling.
+	rowsHint int
 }
 
 // memBucket is a bucket in memory: open (taking measurements) or sealed and
@@ -106,6 +110,7 @@ type memBucket struct {
 	minTime int64 // rounded minimum: the bucket covers [minTime, minTime+span)
 	span    int64
 	cols    bucket.Columns
+	capHint int   // rows the columns are made for (series.rowsHint)
 	minT    int64 // smallest measurement time
 	maxT    int64 // largest measurement time (the control max)
 	size    int   // MongoDB-style data size, for the byte limit
@@ -165,6 +170,9 @@ func (b *memBucket) colIndex(name string, hint int) int {
 func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
 	n := len(b.cols.Times)
 	before := b.mem
+	if b.cols.Times == nil && b.capHint > 0 {
+		b.cols.Times = make([]int64, 0, b.capHint)
+	}
 	b.cols.Times = append(b.cols.Times, t)
 	b.mem += 8
 	if n == 0 || t < b.minT {
@@ -203,15 +211,16 @@ func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
 // addColumn adds a column whose first n rows are absent.
 func (b *memBucket) addColumn(name string, k Kind, n int) int {
 	col := bucket.Column{Name: name, Type: k}
+	c := max(n+16, b.capHint)
 	switch k {
 	case KindFloat:
-		col.Floats = make([]float64, n, n+16)
+		col.Floats = make([]float64, n, c)
 	case KindInt, KindDate:
-		col.Ints = make([]int64, n, n+16)
+		col.Ints = make([]int64, n, c)
 	case KindString:
-		col.Strings = make([]string, n, n+16)
+		col.Strings = make([]string, n, c)
 	case KindBool:
-		col.Bools = make([]bool, n, n+16)
+		col.Bools = make([]bool, n, c)
 	}
 	if n > 0 {
 		col.Present = make([]uint64, (n+63)/64, (n+64)/64+1)
