@@ -199,6 +199,8 @@ try {
   await shot("collection-suspended");
   await page.locator('[data-testid="dry-run"] [data-action="confirm"]').click();
   await page.locator(".notice.ok", { hasText: "expiry resumes" }).waitFor();
+  // The page reloads the collection after the notice: wait for it.
+  await page.locator(".notice.warning").first().waitFor({ state: "detached", timeout: 10000 }).catch(() => {});
   check(await page.locator(".notice.warning").count() === 0, "the warning is gone");
   const legacy = await api("GET", "/v1/collections/legacy");
   check(legacy.body.ttl.suspended === false && legacy.body.count === 1, `legacy after the delete: ${JSON.stringify(legacy.body.ttl)}`);
