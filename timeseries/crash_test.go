@@ -77,46 +77,9 @@ func TestCrashRecovery(t *testing.T) {
 	acked := map[int]bool{}
 	next := 0
 	for round := 0; round < 6; round++ {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, "HOURGLASS_CRASH_START="+strconv.Itoa(next))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan int, 1<<16)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if n, err := strconv.Atoi(sc.Text()); err == nil {
-					lines <- n
-				}
-			}
-			close(lines)
-		}()
-		// Wait for the first acknowledgement, so that every round writes.
-		select {
-		case n, ok := <-lines:
-			if ok {
-				acked[n] = true
-				next = max(next, n+1)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatal("the child acknowledged nothing in 60 s")
-		}
-		time.Sleep(time.Duration(rng.Intn(400)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		for n := range lines {
+		for _, n := range runCrashChild(t, exe, rng, 400*time.Millisecond, crashChildEnv+"="+dir, "HOURGLASS_CRASH_START="+strconv.Itoa(next)) {
 			acked[n] = true
 			next = max(next, n+1)
-		}
-		_ = cmd.Wait()
-		if strings.TrimSpace(stderr.String()) != "" {
-			t.Fatalf("child failed: %s", stderr.String())
 		}
 		next += 1000 // batches that may be durable but were never acknowledged stay distinguishable
 
@@ -151,4 +114,53 @@ func TestCrashRecovery(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatal("the child never acknowledged a batch")
 	}
+}
+
+// runCrashChild runs this test binary as a child with env added, waits for
+// its first acknowledged batch (so that every round writes), lets it go on
+// for up to maxRun, kills it with SIGKILL and returns the batch numbers it
+// acknowledged, one per line of its standard output.
+func runCrashChild(t *testing.T, exe string, rng *rand.Rand, maxRun time.Duration, env ...string) []int {
+	t.Helper()
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan int, 1<<16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if n, err := strconv.Atoi(sc.Text()); err == nil {
+				lines <- n
+			}
+		}
+		close(lines)
+	}()
+	var acked []int
+	select {
+	case n, ok := <-lines:
+		if ok {
+			acked = append(acked, n)
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the child acknowledged nothing in 60 s")
+	}
+	time.Sleep(time.Duration(rng.Int63n(int64(maxRun))))
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	for n := range lines {
+		acked = append(acked, n)
+	}
+	_ = cmd.Wait()
+	if strings.TrimSpace(stderr.String()) != "" {
+		t.Fatalf("child failed: %s", stderr.String())
+	}
+	return acked
 }

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,45 +86,9 @@ func TestPlainCrashRecovery(t *testing.T) {
 	next := 0
 	for round := 0; round < 5; round++ {
 		start := next
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashPlainEnv+"=1", "HOURGLASS_CRASH_START="+strconv.Itoa(next))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan int, 1<<16)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if n, err := strconv.Atoi(sc.Text()); err == nil {
-					lines <- n
-				}
-			}
-			close(lines)
-		}()
-		select {
-		case n, ok := <-lines:
-			if ok {
-				acked[n], from[n] = true, start
-				next = max(next, n+1)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatal("the child acknowledged nothing in 60 s")
-		}
-		time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		for n := range lines {
+		for _, n := range runCrashChild(t, exe, rng, 300*time.Millisecond, crashChildEnv+"="+dir, crashPlainEnv+"=1", "HOURGLASS_CRASH_START="+strconv.Itoa(next)) {
 			acked[n], from[n] = true, start
 			next = max(next, n+1)
-		}
-		_ = cmd.Wait()
-		if strings.TrimSpace(stderr.String()) != "" {
-			t.Fatalf("child failed: %s", stderr.String())
 		}
 		next += 1000
 
