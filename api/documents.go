@@ -102,21 +102,10 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 
 	// Convert; refusals of single documents are write errors, as in
 	// MongoDB. An ordered insert stops at the first.
-	ms := make([]timeseries.Measurement, 0, len(docs))
-	idx := make([]int, 0, len(docs)) // document index of ms[i]
 	var reply insertReply
-	for i, d := range docs {
-		m, err := timeseries.MeasurementFromDocument(ts, d)
-		if err != nil {
-			reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(i, err))
-			if ordered {
-				break
-			}
-			continue
-		}
-		ms = append(ms, m)
-		idx = append(idx, i)
-	}
+	ms, idx := convertDocuments(docs, ordered, &reply, func(d map[string]any) (timeseries.Measurement, error) {
+		return timeseries.MeasurementFromDocument(ts, d)
+	})
 	o.docs.Store(int64(len(ms)))
 	res, err := s.db.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
 	if err != nil {
@@ -145,6 +134,27 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, reply)
+}
+
+// convertDocuments converts the documents of an insert, each refusal a
+// write error in reply; an ordered insert stops at the first. It returns the
+// converted values and the document index of each.
+func convertDocuments[T any](docs []map[string]any, ordered bool, reply *insertReply, conv func(map[string]any) (T, error)) ([]T, []int) {
+	out := make([]T, 0, len(docs))
+	idx := make([]int, 0, len(docs))
+	for i, d := range docs {
+		v, err := conv(d)
+		if err != nil {
+			reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(i, err))
+			if ordered {
+				break
+			}
+			continue
+		}
+		out = append(out, v)
+		idx = append(idx, i)
+	}
+	return out, idx
 }
 
 func writeErrorOf(i int, err error) writeErrorReply {

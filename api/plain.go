@@ -17,20 +17,7 @@ import (
 // documents are write errors, as for time series.
 func (s *Server) insertPlain(w http.ResponseWriter, r *http.Request, name string, raw []map[string]any, ordered bool, o *op) {
 	var reply insertReply
-	docs := make([]document.Doc, 0, len(raw))
-	idx := make([]int, 0, len(raw))
-	for i, m := range raw {
-		d, err := document.FromJSON(m)
-		if err != nil {
-			reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(i, err))
-			if ordered {
-				break
-			}
-			continue
-		}
-		docs = append(docs, d)
-		idx = append(idx, i)
-	}
+	docs, idx := convertDocuments(raw, ordered, &reply, document.FromJSON)
 	o.docs.Store(int64(len(docs)))
 	res, err := s.db.InsertDocuments(r.Context(), name, docs, timeseries.InsertOptions{Unordered: !ordered})
 	if err != nil {
