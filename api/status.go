@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -84,21 +84,10 @@ func memStatus(ms *runtime.MemStats) map[string]any {
 		"sysBytes":   ms.Sys,
 		"goroutines": runtime.NumGoroutine(),
 	}
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if !ok || (k != "VmRSS" && k != "VmHWM") {
-				continue
-			}
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				continue
-			}
-			if k == "VmRSS" {
-				m["resident"] = kb >> 10
-			} else {
-				m["residentPeak"] = kb >> 10
-			}
+	if p, err := procfs.Self(); err == nil {
+		if st, err := p.NewStatus(); err == nil {
+			m["resident"] = int64(st.VmRSS >> 20)
+			m["residentPeak"] = int64(st.VmHWM >> 20)
 		}
 	}
 	return m
