@@ -29,6 +29,33 @@ func collectionName(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// pathCollection is collectionName for a handler: it answers the error
+// itself, and ok is false then.
+func (s *Server) pathCollection(w http.ResponseWriter, r *http.Request) (name string, ok bool) {
+	name, err := collectionName(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", false
+	}
+	return name, true
+}
+
+// readCommand reads what a command on a collection starts with: the
+// collection's name from the URL, then the JSON request (raw, and its text
+// for the members whose order matters). It answers the first error itself,
+// and ok is false then.
+func (s *Server) readCommand(w http.ResponseWriter, r *http.Request) (name string, raw map[string]any, text []byte, ok bool) {
+	name, err := collectionName(r)
+	if err == nil {
+		text, err = readJSONRequestBytes(r, maxCommandBody, &raw)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", nil, nil, false
+	}
+	return name, raw, text, true
+}
+
 // decodeJSON decodes one JSON value with numbers as json.Number, refusing
 // trailing data. Errors name the byte offset.
 func decodeJSON(b []byte) (any, error) {
@@ -81,14 +108,8 @@ func describeReply(info timeseries.CollectionInfo) collectionReply {
 }
 
 func (s *Server) handleCreateCollection(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var raw map[string]any
-	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
-		s.writeError(w, r, err)
+	name, raw, _, ok := s.readCommand(w, r)
+	if !ok {
 		return
 	}
 	opts, err := timeseries.ParseCollectionOptions(raw)
@@ -130,9 +151,8 @@ func (s *Server) handleListCollections(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDescribeCollection(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	name, ok := s.pathCollection(w, r)
+	if !ok {
 		return
 	}
 	s.metrics.opCommand.Add(1)
@@ -154,9 +174,8 @@ func (s *Server) handleDescribeCollection(w http.ResponseWriter, r *http.Request
 }
 
 func (s *Server) handleDropCollection(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	name, ok := s.pathCollection(w, r)
+	if !ok {
 		return
 	}
 	s.metrics.opCommand.Add(1)
@@ -173,15 +192,8 @@ func (s *Server) handleDropCollection(w http.ResponseWriter, r *http.Request) {
 // handleCollMod is MongoDB's collMod: the collection-level
 // expireAfterSeconds (a number or "off") and the time-series bucketing.
 func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var raw map[string]any
-	text, err := readJSONRequestBytes(r, maxCommandBody, &raw)
-	if err != nil {
-		s.writeError(w, r, err)
+	name, raw, text, ok := s.readCommand(w, r)
+	if !ok {
 		return
 	}
 	var idx *timeseries.IndexMod
@@ -196,6 +208,7 @@ func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
 	}
 	var m timeseries.CollModOptions
 	if idx == nil || len(raw) > 0 {
+		var err error
 		if m, err = parseCollMod(raw); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -291,12 +304,11 @@ func parseCollMod(raw map[string]any) (timeseries.CollModOptions, error) {
 // deleted ranges give their space back and the size on disk settles. It
 // works on the whole store; the collection must exist.
 func (s *Server) handleCompact(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	name, ok := s.pathCollection(w, r)
+	if !ok {
 		return
 	}
-	if _, err := s.db.Describe(r.Context(), name); err != nil {
+	if _, err := s.db.DescribeShallow(r.Context(), name); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

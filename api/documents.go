@@ -2,10 +2,11 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -67,8 +68,9 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The collection must exist before the body is read: a missing one is
-	// 404 whatever the body holds.
-	info, err := s.db.Describe(r.Context(), name)
+	// 404 whatever the body holds. Its size on disk is not needed
+	// (DescribeShallow): this runs on every insert.
+	info, err := s.db.DescribeShallow(r.Context(), name)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -108,24 +110,22 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 	})
 	o.docs.Store(int64(len(ms)))
 	res, err := s.db.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
+	s.writeInsertReply(w, r, &reply, idx, ordered, res, err)
+}
+
+// writeInsertReply answers an insert of either kind of collection: reply
+// holds the refusals of the conversion, idx the document index of each
+// value stored, res and err what the storage did with them. The write
+// errors are in document order; an ordered insert stopped at its first
+// refusal and reports that one only, as MongoDB does, whether the
+// conversion or the storage refused it.
+func (s *Server) writeInsertReply(w http.ResponseWriter, r *http.Request, reply *insertReply, idx []int, ordered bool,
+	res timeseries.InsertResult, err error) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	reply.Inserted = res.Inserted
-	if len(res.Errors) > 0 {
-		if ordered {
-			// The storage refusal comes before the conversion one.
-			reply.WriteErrors = reply.WriteErrors[:0]
-		}
-		for _, we := range res.Errors {
-			reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(idx[we.Index], we.Err))
-		}
-		sort.Slice(reply.WriteErrors, func(i, j int) bool { return reply.WriteErrors[i].Index < reply.WriteErrors[j].Index })
-		if ordered {
-			reply.WriteErrors = reply.WriteErrors[:1]
-		}
-	}
+	mergeWriteErrors(reply, idx, ordered, res)
 	s.metrics.docsInserted.Add(int64(res.Inserted))
 	s.metrics.inserted.WithLabelValues("json").Add(float64(res.Inserted))
 	if len(reply.WriteErrors) > 0 {
@@ -134,6 +134,19 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, reply)
+}
+
+// mergeWriteErrors adds the storage's result to reply (see
+// writeInsertReply).
+func mergeWriteErrors(reply *insertReply, idx []int, ordered bool, res timeseries.InsertResult) {
+	reply.Inserted = res.Inserted
+	for _, we := range res.Errors {
+		reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(idx[we.Index], we.Err))
+	}
+	slices.SortStableFunc(reply.WriteErrors, func(a, b writeErrorReply) int { return cmp.Compare(a.Index, b.Index) })
+	if ordered && len(reply.WriteErrors) > 1 {
+		reply.WriteErrors = reply.WriteErrors[:1]
+	}
 }
 
 // convertDocuments converts the documents of an insert, each refusal a

@@ -122,15 +122,8 @@ func (d indexDoc) MarshalJSON() ([]byte, error) {
 // handleCreateIndex is createIndex: 201 {"name"} when created, 200 when an
 // identical index exists.
 func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var raw map[string]any
-	text, err := readJSONRequestBytes(r, maxCommandBody, &raw)
-	if err != nil {
-		s.writeError(w, r, err)
+	name, raw, text, ok := s.readCommand(w, r)
+	if !ok {
 		return
 	}
 	spec, err := parseIndexSpec(text, raw)
@@ -200,9 +193,8 @@ func parseIndexSpec(text []byte, raw map[string]any, path ...string) (timeseries
 }
 
 func (s *Server) handleListIndexes(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	name, ok := s.pathCollection(w, r)
+	if !ok {
 		return
 	}
 	specs, err := s.db.ListIndexes(r.Context(), name)
@@ -218,9 +210,8 @@ func (s *Server) handleListIndexes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDropIndex(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	name, ok := s.pathCollection(w, r)
+	if !ok {
 		return
 	}
 	idx := chi.URLParam(r, "index")
@@ -299,15 +290,8 @@ func (s *Server) handleTTLRun(w http.ResponseWriter, r *http.Request) {
 //	 "newIndex": {"key": {"ts": 1}, "name": "b_day", "expireAfterSeconds": 86400,
 //	              "partialFilterExpression": {"sensor": "b"}}}
 func (s *Server) handleTTLPreview(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var raw map[string]any
-	text, err := readJSONRequestBytes(r, maxCommandBody, &raw)
-	if err != nil {
-		s.writeError(w, r, err)
+	name, raw, text, ok := s.readCommand(w, r)
+	if !ok {
 		return
 	}
 	var p timeseries.TTLProposal

@@ -82,8 +82,7 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 			s.writeInfluxError(w, r, badRequest("%v", err), 0)
 			return
 		}
-		ts, err := s.influxCollection(r, name)
-		if err != nil {
+		if err := s.influxCollection(r, name); err != nil {
 			s.writeInfluxError(w, r, err, 0)
 			return
 		}
@@ -113,7 +112,6 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 		}()
 		dec.Decode(buf.Bytes(), prec, s.opts.Now(), res)
 		o.docs.Store(int64(len(res.Measurements)))
-		_ = ts
 		ins, err := s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
 		if err != nil {
 			s.writeInfluxError(w, r, err, 0)
@@ -144,31 +142,33 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 	}
 }
 
-// influxCollection returns the time-series options of the collection a
-// line-protocol write goes to, creating it if it does not exist.
-func (s *Server) influxCollection(r *http.Request, name string) (*timeseries.TimeSeriesOptions, error) {
+// influxCollection checks that the collection a line-protocol write goes
+// to is a time series with a metaField, creating it if it does not exist.
+// It looks the collection up without its size on disk (DescribeShallow):
+// this runs on every write.
+func (s *Server) influxCollection(r *http.Request, name string) error {
 	if err := timeseries.ValidateName(name); err != nil {
-		return nil, err
+		return err
 	}
-	info, err := s.db.Describe(r.Context(), name)
+	info, err := s.db.DescribeShallow(r.Context(), name)
 	if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
 		if _, err := s.db.CreateCollection(r.Context(), name, influxCollectionOptions()); err != nil {
-			return nil, err
+			return err
 		}
 		s.log.Info("collection created by line-protocol write", "collection", name)
-		info, err = s.db.Describe(r.Context(), name)
+		info, err = s.db.DescribeShallow(r.Context(), name)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ts := info.Options.TimeSeries
 	if ts == nil {
-		return nil, badRequest("collection %q is a plain collection; line protocol writes into time-series collections", name)
+		return badRequest("collection %q is a plain collection; line protocol writes into time-series collections", name)
 	}
 	if ts.MetaField == "" {
-		return nil, badRequest("collection %q has no metaField to hold the line-protocol measurement and tags", name)
+		return badRequest("collection %q has no metaField to hold the line-protocol measurement and tags", name)
 	}
-	return ts, nil
+	return nil
 }
 
 func influxCollectionOptions() timeseries.CollectionOptions {

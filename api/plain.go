@@ -20,26 +20,7 @@ func (s *Server) insertPlain(w http.ResponseWriter, r *http.Request, name string
 	docs, idx := convertDocuments(raw, ordered, &reply, document.FromJSON)
 	o.docs.Store(int64(len(docs)))
 	res, err := s.db.InsertDocuments(r.Context(), name, docs, timeseries.InsertOptions{Unordered: !ordered})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	reply.Inserted = res.Inserted
-	for _, we := range res.Errors {
-		reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(idx[we.Index], we.Err))
-	}
-	slices.SortFunc(reply.WriteErrors, func(a, b writeErrorReply) int { return a.Index - b.Index })
-	if ordered && len(reply.WriteErrors) > 1 {
-		reply.WriteErrors = reply.WriteErrors[:1]
-	}
-	s.metrics.docsInserted.Add(int64(res.Inserted))
-	s.metrics.inserted.WithLabelValues("json").Add(float64(res.Inserted))
-	if len(reply.WriteErrors) > 0 {
-		s.metrics.refused.WithLabelValues("json").Add(float64(len(reply.WriteErrors)))
-		writeJSON(w, http.StatusBadRequest, reply)
-		return
-	}
-	writeJSON(w, http.StatusOK, reply)
+	s.writeInsertReply(w, r, &reply, idx, ordered, res, err)
 }
 
 // parseDocQuery reads a find request on a plain collection:
@@ -213,16 +194,8 @@ func filterString(f *partialfilter.Filter) string {
 // ...}, "multi": false} on a plain collection. Reply {"matched": N,
 // "modified": N}.
 func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
-	name, raw, ok := s.readPlainCommand(w, r, "filter", "update", "multi")
+	name, raw, f, ok := s.readPlainWrite(w, r, "; {} matches every document", "filter", "update", "multi")
 	if !ok {
-		return
-	}
-	f, err := parseFilter(raw["filter"])
-	if err == nil && f == nil {
-		err = badRequest("'filter' is required; {} matches every document")
-	}
-	if err != nil {
-		s.writeError(w, r, err)
 		return
 	}
 	um, isObj := raw["update"].(map[string]any)
@@ -257,16 +230,8 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 // "replacement": {...}} replaces the first matching document, keeping its
 // _id.
 func (s *Server) handleReplace(w http.ResponseWriter, r *http.Request) {
-	name, raw, ok := s.readPlainCommand(w, r, "filter", "replacement")
+	name, raw, f, ok := s.readPlainWrite(w, r, `, such as {"_id": ...}`, "filter", "replacement")
 	if !ok {
-		return
-	}
-	f, err := parseFilter(raw["filter"])
-	if err == nil && f == nil {
-		err = badRequest("'filter' is required, such as {\"_id\": ...}")
-	}
-	if err != nil {
-		s.writeError(w, r, err)
 		return
 	}
 	rm, isObj := raw["replacement"].(map[string]any)
@@ -301,31 +266,37 @@ func (s *Server) writeUpdateError(w http.ResponseWriter, r *http.Request, res ti
 		"writeErrors": []writeErrorReply{{Index: 0, Code: int(code), CodeName: code.Name(), Message: msg}}})
 }
 
-// readPlainCommand reads a JSON command on a plain collection, with only
-// the named members allowed.
-func (s *Server) readPlainCommand(w http.ResponseWriter, r *http.Request, allowed ...string) (string, map[string]any, bool) {
-	name, err := collectionName(r)
-	var raw map[string]any
-	if err == nil {
-		err = readJSONRequest(r, maxCommandBody, &raw)
+// readPlainWrite reads what an update or replace starts with: a JSON
+// command on a plain collection, with only the allowed members, and its
+// filter, which must not be empty (noFilter says what to send instead). It
+// answers the first error itself, and ok is false then.
+func (s *Server) readPlainWrite(w http.ResponseWriter, r *http.Request, noFilter string, allowed ...string) (
+	name string, raw map[string]any, f *partialfilter.Filter, ok bool) {
+	name, raw, _, ok = s.readCommand(w, r)
+	if !ok {
+		return "", nil, nil, false
 	}
-	if err == nil {
-		for k := range raw {
-			if !slices.Contains(allowed, k) {
-				err = badRequest("unknown option %q; accepted: %v", k, allowed)
-				break
-			}
+	var err error
+	for k := range raw {
+		if !slices.Contains(allowed, k) {
+			err = badRequest("unknown option %q; accepted: %v", k, allowed)
+			break
 		}
 	}
 	if err == nil {
 		var info timeseries.CollectionInfo
-		if info, err = s.db.Describe(r.Context(), name); err == nil && info.Options.TimeSeries != nil {
+		if info, err = s.db.DescribeShallow(r.Context(), name); err == nil && info.Options.TimeSeries != nil {
 			err = mongoerr.New(mongoerr.IllegalOperation, "collection %q is a time-series collection; updates serve plain collections", name)
+		}
+	}
+	if err == nil {
+		if f, err = parseFilter(raw["filter"]); err == nil && f == nil {
+			err = badRequest("'filter' is required%s", noFilter)
 		}
 	}
 	if err != nil {
 		s.writeError(w, r, err)
-		return "", nil, false
+		return "", nil, nil, false
 	}
-	return name, raw, true
+	return name, raw, f, true
 }

@@ -197,3 +197,29 @@ func (s *testServer) findDocs(name, body string) []map[string]any {
 	}
 	return out
 }
+
+// TestPlainInsertWriteErrors mixes refusals of the conversion (a field
+// name with '$') and of the storage (a duplicate _id) in one insert: they
+// come back in document order, and an ordered insert reports the first
+// only, here the storage's, although the conversion refused first.
+func TestPlainInsertWriteErrors(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.mustDo(201, "PUT", "/v1/collections/p", `{}`)
+	s.mustDo(200, "POST", "/v1/collections/p/documents", `[{"_id": "a"}]`)
+
+	r := s.mustDo(400, "POST", "/v1/collections/p/documents?ordered=false", `[{"_id": "a"}, {"$x": 1}, {"_id": "b"}]`)
+	if got, want := string(r.body), `{"inserted":1,"writeErrors":[`+
+		`{"index":0,"code":11000,"codeName":"DuplicateKey","message":`; !strings.HasPrefix(got, want) ||
+		!strings.Contains(got, `},{"index":1,"code":2,"codeName":"BadValue","message":"field name`) {
+		t.Fatalf("unordered: %s", got)
+	}
+	r = s.mustDo(400, "POST", "/v1/collections/p/documents", `[{"_id": "a"}, {"$x": 1}, {"_id": "c"}]`)
+	m := r.json(t)
+	wes := m["writeErrors"].([]any)
+	if m["inserted"].(float64) != 0 || len(wes) != 1 || wes[0].(map[string]any)["code"].(float64) != 11000 {
+		t.Fatalf("ordered: %s", r.body)
+	}
+	if n := len(s.findDocs("p", `{}`)); n != 2 {
+		t.Fatalf("%d documents, want a and b", n)
+	}
+}

@@ -461,14 +461,8 @@ func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
-	name, err := collectionName(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var raw map[string]any
-	if err := readJSONRequest(r, maxCommandBody, &raw); err != nil {
-		s.writeError(w, r, err)
+	name, raw, _, ok := s.readCommand(w, r)
+	if !ok {
 		return
 	}
 	fv, ok := raw["filter"]
@@ -491,7 +485,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("'filter' must be a JSON object; {} deletes everything"))
 		return
 	}
-	info, err := s.db.Describe(r.Context(), name)
+	info, err := s.db.DescribeShallow(r.Context(), name)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

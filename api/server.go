@@ -59,6 +59,10 @@ type Options struct {
 	// Version is reported by /v1/status and /ping. Default "dev".
 	Version string
 
+	// Build describes the binary for /v1/status ("build"). The zero value
+	// reports no module version and no version control information.
+	Build Build
+
 	// Logger receives request errors. Default: discard.
 	Logger *slog.Logger
 

@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -34,6 +34,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"host":         host,
 		"version":      s.opts.Version,
+		"build":        s.opts.Build.reply(),
 		"process":      "hourglass",
 		"pid":          os.Getpid(),
 		"uptime":       int64(up / time.Second),
@@ -67,6 +68,34 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// Build is what a binary knows of how it was built, from the information Go
+// embeds in it (runtime/debug.ReadBuildInfo; what `go version -m` shows).
+type Build struct {
+	// Module is the main module's version as Go stamped it: a tag, a
+	// pseudo-version (v0.0.0-date-commit, with "+dirty" for a modified
+	// tree) or "(devel)" when it knew none.
+	Module string
+	// Revision is the commit the binary was built from; "" when the binary
+	// carries no version control information (go run, go build
+	// -buildvcs=false, or a build outside a git checkout). Time is the
+	// commit's time and Modified whether the tree had uncommitted changes.
+	Revision string
+	Time     time.Time
+	Modified bool
+	// Go is the toolchain's version, such as "go1.26.8".
+	Go string
+}
+
+// reply is the "build" member of /v1/status: vcs is null without version
+// control information.
+func (b Build) reply() map[string]any {
+	out := map[string]any{"module": b.Module, "go": b.Go, "vcs": nil}
+	if b.Revision != "" {
+		out["vcs"] = map[string]any{"revision": b.Revision, "time": formatDate(b.Time), "modified": b.Modified}
+	}
+	return out
+}
+
 // ttlStats are the TTL monitor's counters (zeros without a monitor).
 func (s *Server) ttlStats() ttl.Stats {
 	if s.opts.TTL == nil {
@@ -84,21 +113,10 @@ func memStatus(ms *runtime.MemStats) map[string]any {
 		"sysBytes":   ms.Sys,
 		"goroutines": runtime.NumGoroutine(),
 	}
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if !ok || (k != "VmRSS" && k != "VmHWM") {
-				continue
-			}
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				continue
-			}
-			if k == "VmRSS" {
-				m["resident"] = kb >> 10
-			} else {
-				m["residentPeak"] = kb >> 10
-			}
+	if p, err := procfs.Self(); err == nil {
+		if st, err := p.NewStatus(); err == nil {
+			m["resident"] = int64(st.VmRSS >> 20)
+			m["residentPeak"] = int64(st.VmHWM >> 20)
 		}
 	}
 	return m

@@ -109,20 +109,81 @@ type batch struct {
 // generated while earlier ones are in flight; at most 2 x Workers are held
 // in memory.
 func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
-	var res LoadResult
-	src := cfg.Source
-	if src == nil {
-		w := cfg.Workload
-		w.EnsureDefaults()
-		if err := w.Validate(); err != nil {
-			return res, err
-		}
-		src = w
+	src, err := cfg.source()
+	if err != nil {
+		return LoadResult{}, err
 	}
-	perRow := int64(src.FieldsPerRow())
 	if cfg.URL == "" {
-		return res, errors.New("bench: LoadConfig.URL is required")
+		return LoadResult{}, errors.New("bench: LoadConfig.URL is required")
 	}
+	cfg.ensureDefaults()
+	l := &loader{cfg: &cfg, perRow: int64(src.FieldsPerRow()), total: int64(src.Rows()), window: newLatencyWindow(),
+		timeUp: make(chan struct{})}
+	if cfg.Limit > 0 && int64(cfg.Limit) < l.total {
+		l.total = int64(cfg.Limit)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	batches := make(chan batch, cfg.Workers)
+	free := make(chan []byte, 2*cfg.Workers+1)
+	l.start = time.Now()
+	if cfg.Duration > 0 {
+		t := time.AfterFunc(cfg.Duration, func() {
+			l.stopped.Store(true)
+			close(l.timeUp)
+		})
+		defer t.Stop()
+	}
+	go l.generate(ctx, src, batches, free)
+
+	progressDone := make(chan struct{})
+	progressExited := make(chan struct{})
+	if cfg.Progress != nil {
+		go l.reportProgress(progressDone, progressExited)
+	} else {
+		close(progressExited)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.work(ctx, batches, free)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(l.start)
+	close(progressDone)
+	<-progressExited
+	res := l.result(elapsed)
+	if cfg.Progress != nil {
+		n, lat := l.window.take()
+		cfg.Progress(Progress{Rows: res.Rows, Points: res.Points, TotalRows: l.total, Elapsed: res.Elapsed, Errors: res.Errors, Retrys: res.Retries,
+			Batches: n, Latency: lat})
+	}
+	if l.genErr != nil {
+		return res, l.genErr
+	}
+	return res, ctx.Err()
+}
+
+// source is the LineSource of a load: Source, else the Workload with its
+// defaults, validated.
+func (cfg *LoadConfig) source() (LineSource, error) {
+	if cfg.Source != nil {
+		return cfg.Source, nil
+	}
+	w := cfg.Workload
+	w.EnsureDefaults()
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// ensureDefaults fills in the zero fields of a load's configuration.
+func (cfg *LoadConfig) ensureDefaults() {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 2
 	}
@@ -136,167 +197,146 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 		cfg.Client = &http.Client{Timeout: 2 * time.Minute,
 			Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Workers, DisableCompression: true}}
 	}
-	total := int64(src.Rows())
-	if cfg.Limit > 0 && int64(cfg.Limit) < total {
-		total = int64(cfg.Limit)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+}
 
-	batches := make(chan batch, cfg.Workers)
-	free := make(chan []byte, 2*cfg.Workers+1)
-	// timeUp is closed when cfg.Duration has passed.
-	timeUp := make(chan struct{})
-	var stopped atomic.Bool
-	start := time.Now()
-	if cfg.Duration > 0 {
-		t := time.AfterFunc(cfg.Duration, func() {
-			stopped.Store(true)
-			close(timeUp)
-		})
-		defer t.Stop()
-	}
-	var genErr error
-	var genDone atomic.Bool // every batch was handed to the workers
-	var dropped atomic.Int64
-	go func() {
-		defer close(batches)
-		next := src.NewLineWriter()
-		var sent int64
-		for sent < total {
-			var buf []byte
-			select {
-			case buf = <-free:
-			default:
-			}
-			buf = buf[:0]
-			n := 0
-			for n < cfg.BatchRows && sent < total {
-				var ok bool
-				if buf, ok = next(buf); !ok {
-					break
-				}
-				n++
-				sent++
-			}
-			if n == 0 {
+// loader is the state of one Load, shared by its generator, its workers
+// and its progress reports.
+type loader struct {
+	cfg           *LoadConfig
+	perRow, total int64
+	start         time.Time
+	// timeUp is closed, and stopped set, when cfg.Duration has passed.
+	timeUp  chan struct{}
+	stopped atomic.Bool
+
+	// Set by the generator before it closes the batches channel.
+	genErr  error
+	genDone atomic.Bool // every batch was handed to the workers
+	dropped atomic.Int64
+
+	rows, retries, errs, reqs, sentBytes atomic.Int64
+	window                               *latencyWindow
+
+	mu       sync.Mutex // guards lats and firstErr
+	lats     []time.Duration
+	firstErr string
+}
+
+// generate writes the load's rows into batches of cfg.BatchRows, reusing
+// the bodies the workers give back on free, until the rows are all sent,
+// the time is up or ctx is done; it closes batches.
+func (l *loader) generate(ctx context.Context, src LineSource, batches chan<- batch, free <-chan []byte) {
+	defer close(batches)
+	next := src.NewLineWriter()
+	var sent int64
+	for sent < l.total {
+		var buf []byte
+		select {
+		case buf = <-free:
+		default:
+		}
+		buf = buf[:0]
+		n := 0
+		for n < l.cfg.BatchRows && sent < l.total {
+			var ok bool
+			if buf, ok = next(buf); !ok {
 				break
 			}
-			select {
-			case batches <- batch{buf, n}:
-			case <-timeUp:
-				return
-			case <-ctx.Done():
-				genErr = ctx.Err()
-				return
-			}
+			n++
+			sent++
 		}
-		genDone.Store(true)
-	}()
+		if n == 0 {
+			break
+		}
+		select {
+		case batches <- batch{buf, n}:
+		case <-l.timeUp:
+			return
+		case <-ctx.Done():
+			l.genErr = ctx.Err()
+			return
+		}
+	}
+	l.genDone.Store(true)
+}
 
-	var (
-		rows, retries, errs, reqs, sentBytes atomic.Int64
-		mu                                   sync.Mutex
-		lats                                 []time.Duration
-		firstErr                             string
-		window                               = newLatencyWindow()
-	)
-	progressDone := make(chan struct{})
-	progressExited := make(chan struct{})
-	if cfg.Progress != nil {
-		go func() {
-			defer close(progressExited)
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-progressDone:
-					return
-				case <-t.C:
-					r := rows.Load()
-					n, lat := window.take()
-					cfg.Progress(Progress{Rows: r, Points: r * perRow, TotalRows: total, Elapsed: time.Since(start),
-						Errors: errs.Load(), Retrys: retries.Load(), Batches: n, Latency: lat})
-				}
+// reportProgress calls cfg.Progress every second until done is closed,
+// then closes exited.
+func (l *loader) reportProgress(done <-chan struct{}, exited chan<- struct{}) {
+	defer close(exited)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			r := l.rows.Load()
+			n, lat := l.window.take()
+			l.cfg.Progress(Progress{Rows: r, Points: r * l.perRow, TotalRows: l.total, Elapsed: time.Since(l.start),
+				Errors: l.errs.Load(), Retrys: l.retries.Load(), Batches: n, Latency: lat})
+		}
+	}
+}
+
+// work posts batches until the channel is closed, counting what was
+// acknowledged and giving each body back on free; once the time is up it
+// drops the batches left.
+func (l *loader) work(ctx context.Context, batches <-chan batch, free chan<- []byte) {
+	var zbuf bytes.Buffer
+	zw := gzip.NewWriter(&zbuf)
+	var mine []time.Duration
+	defer func() {
+		l.mu.Lock()
+		l.lats = append(l.lats, mine...)
+		l.mu.Unlock()
+	}()
+	for b := range batches {
+		if l.stopped.Load() {
+			// Time is up: drop what was generated but not sent.
+			l.dropped.Add(1)
+			continue
+		}
+		body := b.body
+		if l.cfg.Gzip {
+			zbuf.Reset()
+			zw.Reset(&zbuf)
+			zw.Write(b.body)
+			zw.Close()
+			body = zbuf.Bytes()
+		}
+		t0 := time.Now()
+		nRetries, err := post(ctx, l.cfg, body)
+		l.retries.Add(int64(nRetries))
+		if err != nil {
+			l.errs.Add(1)
+			l.mu.Lock()
+			if l.firstErr == "" {
+				l.firstErr = err.Error()
 			}
-		}()
-	} else {
-		close(progressExited)
+			l.mu.Unlock()
+		} else {
+			lat := time.Since(t0)
+			mine = append(mine, lat)
+			l.window.add(lat)
+			l.rows.Add(int64(b.rows))
+			l.reqs.Add(1)
+			l.sentBytes.Add(int64(len(b.body)))
+		}
+		select {
+		case free <- b.body:
+		default:
+		}
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < cfg.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var zbuf bytes.Buffer
-			zw := gzip.NewWriter(&zbuf)
-			var mine []time.Duration
-			defer func() {
-				mu.Lock()
-				lats = append(lats, mine...)
-				mu.Unlock()
-			}()
-			for b := range batches {
-				if stopped.Load() {
-					// Time is up: drop what was generated but not sent.
-					dropped.Add(1)
-					continue
-				}
-				body := b.body
-				if cfg.Gzip {
-					zbuf.Reset()
-					zw.Reset(&zbuf)
-					zw.Write(b.body)
-					zw.Close()
-					body = zbuf.Bytes()
-				}
-				t0 := time.Now()
-				nRetries, err := post(ctx, &cfg, body)
-				retries.Add(int64(nRetries))
-				if err != nil {
-					errs.Add(1)
-					mu.Lock()
-					if firstErr == "" {
-						firstErr = err.Error()
-					}
-					mu.Unlock()
-				} else {
-					lat := time.Since(t0)
-					mine = append(mine, lat)
-					window.add(lat)
-					rows.Add(int64(b.rows))
-					reqs.Add(1)
-					sentBytes.Add(int64(len(b.body)))
-				}
-				select {
-				case free <- b.body:
-				default:
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	res.Elapsed = time.Since(start)
-	close(progressDone)
-	<-progressExited
-	res.Rows = rows.Load()
-	res.Points = res.Rows * perRow
-	res.Bytes = sentBytes.Load()
-	res.Requests = reqs.Load()
-	res.Retries = retries.Load()
-	res.Errors = errs.Load()
-	res.FirstError = firstErr
-	res.Latency = summarize(lats)
-	res.Stopped = stopped.Load() && (!genDone.Load() || dropped.Load() > 0)
-	if cfg.Progress != nil {
-		n, lat := window.take()
-		cfg.Progress(Progress{Rows: res.Rows, Points: res.Points, TotalRows: total, Elapsed: res.Elapsed, Errors: res.Errors, Retrys: res.Retries,
-			Batches: n, Latency: lat})
-	}
-	if genErr != nil {
-		return res, genErr
-	}
-	return res, ctx.Err()
+}
+
+// result is the load's result once its workers are done.
+func (l *loader) result(elapsed time.Duration) LoadResult {
+	res := LoadResult{Elapsed: elapsed, Rows: l.rows.Load(), Bytes: l.sentBytes.Load(), Requests: l.reqs.Load(),
+		Retries: l.retries.Load(), Errors: l.errs.Load(), FirstError: l.firstErr, Latency: summarize(l.lats)}
+	res.Points = res.Rows * l.perRow
+	res.Stopped = l.stopped.Load() && (!l.genDone.Load() || l.dropped.Load() > 0)
+	return res
 }
 
 // post sends one batch, retrying transport errors, 5xx and 429.

@@ -1,10 +1,6 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,11 +9,14 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // A LocalServer is the process behind a URL on this machine, found
@@ -55,15 +54,17 @@ func FindLocalServer(rawURL string) (*LocalServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &LocalServer{PID: pid}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	proc, err := procfs.NewProc(pid)
 	if err != nil {
 		return nil, err
 	}
-	s.Argv = strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	s.Cwd, _ = os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-	if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil {
-		s.Env = strings.Split(strings.TrimRight(string(env), "\x00"), "\x00")
+	s := &LocalServer{PID: pid}
+	if s.Argv, err = proc.CmdLine(); err != nil {
+		return nil, err
+	}
+	s.Cwd, _ = proc.Cwd()
+	if env, err := proc.Environ(); err == nil {
+		s.Env = env
 	}
 	return s, nil
 }
@@ -73,127 +74,85 @@ func FindLocalServer(rawURL string) (*LocalServer, error) {
 // /proc/net/tcp and tcp6 and the processes' /proc/PID/fd links to it. When
 // the socket is shared by several processes, the lowest PID is returned.
 func ListenerPID(port int) (int, error) {
-	inodes := map[string]bool{}
-	var owners []int
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // no IPv6, or no /proc
-		}
-		for _, l := range listeners(b, port) {
-			inodes[l.inode] = true
-			owners = append(owners, l.uid)
-		}
-	}
-	if len(inodes) == 0 {
-		return 0, fmt.Errorf("no socket listens on port %d on a loopback or wildcard address in this network namespace", port)
-	}
-	procs, err := os.ReadDir("/proc")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return 0, err
 	}
-	best := 0
+	socks := listeners(fs, port)
+	if len(socks) == 0 {
+		return 0, fmt.Errorf("no socket listens on port %d on a loopback or wildcard address in this network namespace", port)
+	}
+	inodes := map[string]bool{}
+	for _, l := range socks {
+		inodes[fmt.Sprintf("socket:[%d]", l.inode)] = true
+	}
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return 0, err
+	}
+	sort.Sort(procs) // by PID: the first holder found is the lowest
 	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil || (best != 0 && pid >= best) {
-			continue
-		}
-		fdDir := fmt.Sprintf("/proc/%d/fd", pid)
-		fds, err := os.ReadDir(fdDir)
+		targets, err := p.FileDescriptorTargets()
 		if err != nil {
 			continue // another user's process, or gone
 		}
-		for _, fd := range fds {
-			link, err := os.Readlink(fdDir + "/" + fd.Name())
-			if err == nil && strings.HasPrefix(link, "socket:[") && inodes[strings.TrimSuffix(link[len("socket:["):], "]")] {
-				best = pid
-				break
+		for _, t := range targets {
+			if inodes[t] {
+				return p.PID, nil
 			}
 		}
 	}
-	if best == 0 && owners[0] == os.Getuid() {
+	if socks[0].uid == os.Getuid() {
 		return 0, fmt.Errorf("no process holds the socket listening on port %d (it may have exited)", port)
-	} else if best == 0 {
-		return 0, fmt.Errorf("the socket listening on port %d belongs to uid %d, whose processes uid %d cannot read", port, owners[0], os.Getuid())
 	}
-	return best, nil
+	return 0, fmt.Errorf("the socket listening on port %d belongs to uid %d, whose processes uid %d cannot read", port, socks[0].uid, os.Getuid())
 }
 
 type listener struct {
-	inode string
+	inode uint64
 	uid   int
 }
 
-// listeners parses a /proc/net/tcp or tcp6 table and returns the sockets
-// in state LISTEN on port whose local address is loopback or unspecified.
-func listeners(table []byte, port int) []listener {
+// tcpListen is the state LISTEN of a /proc/net/tcp line (TCP_LISTEN in
+// the kernel's include/net/tcp_states.h).
+const tcpListen = 0x0A
+
+// listeners returns the sockets of fs's /proc/net/tcp and tcp6 in state
+// LISTEN on port whose local address is loopback or unspecified. A table
+// that cannot be read (no IPv6) is skipped.
+func listeners(fs procfs.FS, port int) []listener {
 	var out []listener
-	sc := bufio.NewScanner(bytes.NewReader(table))
-	sc.Scan() // the header
-	for sc.Scan() {
-		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		f := strings.Fields(sc.Text())
-		if len(f) < 10 || f[3] != "0A" {
+	for _, table := range []func() (procfs.NetTCP, error){fs.NetTCP, fs.NetTCP6} {
+		socks, err := table()
+		if err != nil {
 			continue
 		}
-		addr, portHex, ok := strings.Cut(f[1], ":")
-		p, err := strconv.ParseUint(portHex, 16, 16)
-		if !ok || err != nil || int(p) != port {
-			continue
+		for _, l := range socks {
+			if l.St != tcpListen || l.LocalPort != uint64(port) || !(l.LocalAddr.IsLoopback() || l.LocalAddr.IsUnspecified()) {
+				continue
+			}
+			out = append(out, listener{inode: l.Inode, uid: int(l.UID)})
 		}
-		ip := procIP(addr)
-		if ip == nil || !(ip.IsLoopback() || ip.IsUnspecified()) {
-			continue
-		}
-		uid, _ := strconv.Atoi(f[7])
-		out = append(out, listener{inode: f[9], uid: uid})
 	}
 	return out
-}
-
-// procIP decodes an address of /proc/net/tcp{,6}: the bytes of the address
-// printed as 32-bit words in the machine's byte order.
-func procIP(s string) net.IP {
-	b, err := hex.DecodeString(s)
-	if err != nil || (len(b) != 4 && len(b) != 16) {
-		return nil
-	}
-	ip := make(net.IP, len(b))
-	for i := 0; i < len(b); i += 4 {
-		binary.NativeEndian.PutUint32(ip[i:], binary.BigEndian.Uint32(b[i:]))
-	}
-	return ip
 }
 
 // ProcessMemory returns a process's resident size (VmRSS) and the peak of
 // its resident size since it started (VmHWM), in bytes, from
 // /proc/PID/status.
 func ProcessMemory(pid int) (rss, hwm int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, 0, err
 	}
-	var found int
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%d/status: %s: %v", pid, line, err)
-		}
-		if k == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
-		found++
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
 	}
-	if found != 2 {
+	if st.VmRSS == 0 && st.VmHWM == 0 {
 		return 0, 0, fmt.Errorf("/proc/%d/status has no VmRSS and VmHWM (a kernel thread, or a zombie)", pid)
 	}
-	return rss, hwm, nil
+	return int64(st.VmRSS), int64(st.VmHWM), nil
 }
 
 // RSSWatch samples a process's resident size until stopped.
@@ -274,12 +233,10 @@ const (
 // kind is "" for any other server.
 func (s *LocalServer) DataDirs() (kind string, dirs []string, err error) {
 	home := ""
-	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.PID)); err == nil {
-		for _, line := range strings.Split(string(st), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
-				if u, err := user.LookupId(f[1]); err == nil {
-					home = u.HomeDir
-				}
+	if p, err := procfs.NewProc(s.PID); err == nil {
+		if st, err := p.NewStatus(); err == nil {
+			if u, err := user.LookupId(strconv.FormatUint(st.UIDs[0], 10)); err == nil {
+				home = u.HomeDir
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 func skipUnlessProc(t *testing.T) {
@@ -97,9 +98,6 @@ func TestProcessMemory(t *testing.T) {
 }
 
 func TestListenersTable(t *testing.T) {
-	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
-		t.Skip("the fixture is from a little-endian machine")
-	}
 	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 0100007F:20EC 00000000:0000 0A 00000000:00000000 00:00000000 00000000   110        0 40001 1 0000000000000000 100 0 0 10 0
    1: 00000000:20EC 00000000:0000 0A 00000000:00000000 00:00000000 00000000   110        0 40002 1 0000000000000000 100 0 0 10 0
@@ -107,20 +105,36 @@ func TestListenersTable(t *testing.T) {
    3: 0100007F:20EC 0100007F:B3F2 01 00000000:00000000 00:00000000 00000000  1000        0 40004 1 0000000000000000 20 4 30 10 -1
    4: 0100007F:1E14 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 40005 1 0000000000000000 100 0 0 10 0
 `
-	// Port 8428 (0x20EC): the loopback and wildcard listeners, not the one
-	// on 192.168.0.5 nor the established connection.
-	if got, want := listeners([]byte(tcp), 8428), []listener{{"40001", 110}, {"40002", 110}}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("listeners %+v, want %+v", got, want)
-	}
 	tcp6 := `  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 50001 1 0000000000000000 100 0 0 10 0
    1: 0000000000000000FFFF00000100007F:1F91 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 50002 1 0000000000000000 100 0 0 10 0
    2: B80D0120000000000000000001000000:1F92 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 50003 1 0000000000000000 100 0 0 10 0
 `
-	for port, want := range map[int]string{8080: "50001", 8081: "50002", 8082: ""} { // ::1, ::ffff:127.0.0.1, 2001:db8::1
-		got := listeners([]byte(tcp6), port)
-		if (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0].inode != want)) {
-			t.Errorf("tcp6 port %d: %+v, want inode %q", port, got, want)
+	// A /proc of the two tables alone, from a little-endian machine (the
+	// kernel prints the address words in its byte order, and procfs reads
+	// them as little-endian).
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, table := range map[string]string{"tcp": tcp, "tcp6": tcp6} {
+		if err := os.WriteFile(filepath.Join(root, "net", name), []byte(table), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, err := procfs.NewFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Port 8428 (0x20EC): the loopback and wildcard listeners, not the one
+	// on 192.168.0.5 nor the established connection.
+	if got, want := listeners(fs, 8428), []listener{{40001, 110}, {40002, 110}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("listeners %+v, want %+v", got, want)
+	}
+	for port, want := range map[int]uint64{8080: 50001, 8081: 50002, 8082: 0} { // ::1, ::ffff:127.0.0.1, 2001:db8::1
+		got := listeners(fs, port)
+		if (want == 0 && len(got) != 0) || (want != 0 && (len(got) != 1 || got[0].inode != want)) {
+			t.Errorf("tcp6 port %d: %+v, want inode %d", port, got, want)
 		}
 	}
 }

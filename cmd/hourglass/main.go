@@ -2,7 +2,7 @@
 // its tools.
 //
 //	hourglass serve      run the server (data in ./hourglass-data by default)
-//	hourglass version    print the version
+//	hourglass version    print the version and the commit it was built from
 //
 // Run "hourglass <command> --help" for a command's flags. Every flag can
 // also be set from the environment: --data-dir is HOURGLASS_DATA_DIR.
@@ -14,31 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 )
-
-// version is set at build time with -ldflags "-X main.version=v1.2.3";
-// otherwise it comes from the module's build information.
-var version = ""
-
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	v := "dev"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += "+" + s.Value[:12]
-			}
-		}
-	}
-	return v
-}
 
 type command struct {
 	name, summary string
@@ -49,10 +26,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the server: HTTP API, storage, background work", runServe},
 		{"bench", "ingest benchmarks against Hourglass and other line-protocol databases", runBench},
-		{"version", "print the version", func(_ []string, stdout, _ io.Writer) error {
-			fmt.Fprintln(stdout, "hourglass", versionString())
-			return nil
-		}},
+		{"version", "print the version, the commit it was built from and the Go toolchain", runVersion},
 	}
 }
 

@@ -131,7 +131,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	srv, err := api.New(api.Options{
 		DB: db, TTL: monitor, AuthToken: cfg.authToken, MaxBody: int64(cfg.maxBody),
 		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites,
-		Version: versionString(), Logger: log.With("component", "api"),
+		Version: versionString(), Build: thisBuild(), Logger: log.With("component", "api"),
 	})
 	if err != nil {
 		db.Close()
@@ -149,7 +149,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("hourglass serving", "version", versionString(), "listen", ln.Addr().String(), "auth", cfg.authToken != "")
+	log.Info("hourglass serving", "version", versionString(), "commit", commitString(thisBuild()),
+		"listen", ln.Addr().String(), "auth", cfg.authToken != "")
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
