@@ -382,6 +382,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 			group, sc.skip = g, skip
 		}
 		err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int) error {
+			db.stats.aggBuckets.Add(1)
 			if cols != lastCols {
 				// A new bucket: map its columns to the aggregated fields once.
 				lastCols = cols

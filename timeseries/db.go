@@ -66,6 +66,9 @@ type DB struct {
 	stats struct {
 		checkpoints atomic.Int64
 		sealedEarly atomic.Int64
+		// aggBuckets counts the buckets whose rows an aggregate read:
+		// one add per bucket, so tests can see buckets passed over.
+		aggBuckets atomic.Int64
 	}
 }
 
