@@ -282,38 +282,13 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	if err != nil {
 		return nil, err
 	}
-	db.mu.RLock()
-	ts := c.opts.TimeSeries
-	types := make(map[string]typeSet, len(c.fieldTypes))
-	for f, t := range c.fieldTypes {
-		types[f] = t
-	}
-	db.mu.RUnlock()
-	if ts == nil {
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
-	}
-	fields := opts.Fields
-	if fields == nil {
-		for f, t := range types {
-			if t&^(1<<KindInt|1<<KindFloat) == 0 {
-				fields = append(fields, f)
-			}
-		}
-		sort.Strings(fields)
-	}
-	for _, f := range fields {
-		if t := types[f]; t&^(1<<KindInt|1<<KindFloat) != 0 {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
-		}
-	}
-	if opts.GroupBy != "" && ts.MetaField != "" && opts.GroupBy != ts.MetaField && !strings.HasPrefix(opts.GroupBy, ts.MetaField+".") {
-		return nil, mongoerr.New(mongoerr.BadValue, "'groupBy' must be the metaField %q or a path inside it; got %q", ts.MetaField, opts.GroupBy)
-	}
-	cur, err := db.Find(ctx, name, FindOptions{Filter: opts.Filter, Fields: fields, OmitMeta: true, OmitTime: true, BatchRows: 1})
+	var plan scanPlan
+	fields, err := db.planAggregate(&plan, c, name, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer cur.Close()
+	defer plan.close()
+	ts := plan.ts
 
 	width := int64(opts.Window)
 	origin := int64(0)
@@ -321,7 +296,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		origin = opts.Origin.UnixNano()
 	}
 	hint := 16
-	if p := &cur.plan; p.minTime > math.MinInt64 && p.maxTime < math.MaxInt64 && (p.maxTime-p.minTime)/width < 4096 {
+	if p := &plan.filter; p.minTime > math.MinInt64 && p.maxTime < math.MaxInt64 && (p.maxTime-p.minTime)/width < 4096 {
 		hint = int((p.maxTime-p.minTime)/width) + 1
 	}
 	cells := newAggCells(len(fields), hint, width)
@@ -345,7 +320,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	// oldest first (first only) makes that the common case: lastpoint
 	// reads one bucket per series.
 	wantFirst, wantLast := slices.Contains(funcs, AggFirst), slices.Contains(funcs, AggLast)
-	endsOnly := cur.plan.residual == nil && len(fields) > 0
+	endsOnly := plan.filter.residual == nil && len(fields) > 0
 	for _, f := range funcs {
 		endsOnly = endsOnly && (f == AggFirst || f == AggLast)
 	}
@@ -368,13 +343,13 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		}
 		return true
 	}
-	for _, s := range cur.series {
+	for _, s := range plan.series {
 		g, ok := groupKey[s.id]
 		if !ok {
 			g = cells.groupID(groupOf(s.meta, ts.MetaField, opts))
 			groupKey[s.id] = g
 		}
-		sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, s.minTime, cur.plan.maxTime, cur.maxSpan, desc)
+		sc, err := plan.seriesScan(s, desc)
 		if err != nil {
 			return nil, err
 		}
@@ -408,9 +383,9 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 						return err
 					}
 				}
-				if cur.plan.residual != nil {
+				if plan.filter.residual != nil {
 					rc.i = r
-					if !cur.plan.residual.Match(cur.rowDoc(s, &rc)) {
+					if !plan.filter.residual.Match(plan.rowDoc(s, &rc)) {
 						continue
 					}
 				}
@@ -453,6 +428,40 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		return nil, err
 	}
 	return buildAggRecord(opts.Allocator, ts, fields, funcs, cells, opts.Ungrouped), nil
+}
+
+// planAggregate checks an aggregate's fields and grouping against
+// collection c and plans its scan into plan. It returns the fields to
+// aggregate: opts.Fields, or every field that holds only numbers.
+func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts AggregateOptions) ([]string, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	ts := c.opts.TimeSeries
+	if ts == nil {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	}
+	fields := opts.Fields
+	if fields == nil {
+		for f, t := range c.fieldTypes {
+			if t&^(1<<KindInt|1<<KindFloat) == 0 {
+				fields = append(fields, f)
+			}
+		}
+		sort.Strings(fields)
+	}
+	for _, f := range fields {
+		if t := c.fieldTypes[f]; t&^(1<<KindInt|1<<KindFloat) != 0 {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
+		}
+	}
+	if opts.GroupBy != "" && ts.MetaField != "" && opts.GroupBy != ts.MetaField && !strings.HasPrefix(opts.GroupBy, ts.MetaField+".") {
+		return nil, mongoerr.New(mongoerr.BadValue, "'groupBy' must be the metaField %q or a path inside it; got %q", ts.MetaField, opts.GroupBy)
+	}
+	if c.dropped {
+		return nil, notFound(name)
+	}
+	db.planScan(plan, c, opts.Filter, fields)
+	return fields, nil
 }
 
 // groupOf returns the group key (canonical JSON) of a series.
