@@ -282,38 +282,13 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	if err != nil {
 		return nil, err
 	}
-	db.mu.RLock()
-	ts := c.opts.TimeSeries
-	types := make(map[string]typeSet, len(c.fieldTypes))
-	for f, t := range c.fieldTypes {
-		types[f] = t
-	}
-	db.mu.RUnlock()
-	if ts == nil {
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
-	}
-	fields := opts.Fields
-	if fields == nil {
-		for f, t := range types {
-			if t&^(1<<KindInt|1<<KindFloat) == 0 {
-				fields = append(fields, f)
-			}
-		}
-		sort.Strings(fields)
-	}
-	for _, f := range fields {
-		if t := types[f]; t&^(1<<KindInt|1<<KindFloat) != 0 {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
-		}
-	}
-	if opts.GroupBy != "" && ts.MetaField != "" && opts.GroupBy != ts.MetaField && !strings.HasPrefix(opts.GroupBy, ts.MetaField+".") {
-		return nil, mongoerr.New(mongoerr.BadValue, "'groupBy' must be the metaField %q or a path inside it; got %q", ts.MetaField, opts.GroupBy)
-	}
-	cur, err := db.Find(ctx, name, FindOptions{Filter: opts.Filter, Fields: fields, OmitMeta: true, OmitTime: true, BatchRows: 1})
+	var plan scanPlan
+	fields, err := db.planAggregate(&plan, c, name, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer cur.Close()
+	defer plan.close()
+	ts := plan.ts
 
 	width := int64(opts.Window)
 	origin := int64(0)
@@ -321,125 +296,46 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		origin = opts.Origin.UnixNano()
 	}
 	hint := 16
-	if p := &cur.plan; p.minTime > math.MinInt64 && p.maxTime < math.MaxInt64 && (p.maxTime-p.minTime)/width < 4096 {
+	if p := &plan.filter; p.minTime > math.MinInt64 && p.maxTime < math.MaxInt64 && (p.maxTime-p.minTime)/width < 4096 {
 		hint = int((p.maxTime-p.minTime)/width) + 1
 	}
-	cells := newAggCells(len(fields), hint, width)
-	groupKey := map[uint64]int32{}
-	fieldIdx := map[string]int{}
+	a := &aggregator{ctx: ctx, plan: &plan, cells: newAggCells(len(fields), hint, width), width: width, origin: origin,
+		fieldIdx: map[string]int{}}
 	for i, f := range fields {
-		fieldIdx[f] = i
+		a.fieldIdx[f] = i
 	}
-	var lastKey aggKey
-	var lastRow []aggCell
-	var lastCols *bucket.Columns
-	var colField []int // aggregated field of each column of lastCols, -1 for none
-	rows := 0
-	// Walk each series' buckets, row runs at a time: folding is order-
-	// insensitive, so no merge of overlapping buckets is needed.
-	var rc rowCursor // the current row, for the residual filter
 	// Only first and/or last of every field, and no per-row filter: a
 	// bucket wholly inside one window whose cell already holds values at
 	// or beyond both its time bounds cannot change the result, and is
 	// passed over without decoding. Scanning newest first (last only) or
 	// oldest first (first only) makes that the common case: lastpoint
 	// reads one bucket per series.
-	wantFirst, wantLast := slices.Contains(funcs, AggFirst), slices.Contains(funcs, AggLast)
-	endsOnly := cur.plan.residual == nil && len(fields) > 0
+	a.wantFirst, a.wantLast = slices.Contains(funcs, AggFirst), slices.Contains(funcs, AggLast)
+	a.endsOnly = plan.filter.residual == nil && len(fields) > 0
 	for _, f := range funcs {
-		endsOnly = endsOnly && (f == AggFirst || f == AggLast)
+		a.endsOnly = a.endsOnly && (f == AggFirst || f == AggLast)
 	}
-	desc := endsOnly && wantLast && !wantFirst
-	var group int32
-	skip := func(minT, maxT int64) bool {
-		w := floorDiv(minT-origin, width) + origin
-		if floorDiv(maxT-origin, width)+origin != w {
-			return false
-		}
-		row := cells.get(aggKey{group: group, window: w})
-		if row == nil {
-			return false
-		}
-		for i := range row {
-			c := &row[i]
-			if c.count == 0 || wantFirst && c.firstT > minT || wantLast && c.lastT < maxT {
-				return false
-			}
-		}
-		return true
-	}
-	for _, s := range cur.series {
+	desc := a.endsOnly && a.wantLast && !a.wantFirst
+	skip := a.skip
+	groupKey := map[uint64]int32{}
+	// Walk each series' buckets, row runs at a time: folding is order-
+	// insensitive, so no merge of overlapping buckets is needed.
+	for _, s := range plan.series {
 		g, ok := groupKey[s.id]
 		if !ok {
-			g = cells.groupID(groupOf(s.meta, ts.MetaField, opts))
+			g = a.cells.groupID(groupOf(s.meta, ts.MetaField, opts))
 			groupKey[s.id] = g
 		}
-		sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, s.minTime, cur.plan.maxTime, cur.maxSpan, desc)
+		sc, err := plan.seriesScan(s, desc)
 		if err != nil {
 			return nil, err
 		}
-		if endsOnly {
-			group, sc.skip = g, skip
+		if a.endsOnly {
+			a.group, sc.skip = g, skip
 		}
 		err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int) error {
-			if cols != lastCols {
-				// A new bucket: map its columns to the aggregated fields once.
-				lastCols = cols
-				colField = colField[:0]
-				for i := range cols.Fields {
-					fi, ok := fieldIdx[cols.Fields[i].Name]
-					if !ok {
-						fi = -1
-					}
-					colField = append(colField, fi)
-				}
-			}
-			rc.cols = cols
-			if endsOnly && floorDiv(cols.Times[lo]-origin, width) == floorDiv(cols.Times[hi-1]-origin, width) {
-				// One window: only the rows at its ends can matter.
-				return foldEnds(cols, lo, hi, colField, wantFirst, wantLast, func() ([]aggCell, error) {
-					return cells.row(aggKey{group: g, window: floorDiv(cols.Times[lo]-origin, width) + origin})
-				})
-			}
-			for r := lo; r < hi; r++ {
-				if rows++; rows%4096 == 0 {
-					if err := ctx.Err(); err != nil {
-						return err
-					}
-				}
-				if cur.plan.residual != nil {
-					rc.i = r
-					if !cur.plan.residual.Match(cur.rowDoc(s, &rc)) {
-						continue
-					}
-				}
-				t := cols.Times[r]
-				k := aggKey{group: g, window: floorDiv(t-origin, width) + origin}
-				// Rows of a bucket are in time order: most fall in the
-				// cell of the row before.
-				row := lastRow
-				if lastRow == nil || k != lastKey {
-					var err error
-					if row, err = cells.row(k); err != nil {
-						return err
-					}
-				}
-				lastKey, lastRow = k, row
-				for i := range cols.Fields {
-					fi := colField[i]
-					col := &cols.Fields[i]
-					if fi < 0 || !col.IsPresent(r) {
-						continue
-					}
-					switch col.Type {
-					case KindFloat:
-						row[fi].add(t, col.Floats[r])
-					case KindInt:
-						row[fi].add(t, float64(col.Ints[r]))
-					}
-				}
-			}
-			return nil
+			db.stats.aggBuckets.Add(1)
+			return a.fold(s, g, cols, lo, hi)
 		})
 		if cerr := sc.Close(); err == nil {
 			err = cerr
@@ -451,7 +347,147 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return buildAggRecord(opts.Allocator, ts, fields, funcs, cells, opts.Ungrouped), nil
+	return buildAggRecord(opts.Allocator, ts, fields, funcs, a.cells, opts.Ungrouped), nil
+}
+
+// aggregator folds the buckets of an aggregate's scan into its cells.
+type aggregator struct {
+	ctx           context.Context
+	plan          *scanPlan
+	cells         *aggCells
+	width, origin int64
+	fieldIdx      map[string]int // aggregated field -> index in a cell row
+	// endsOnly: only first and/or last are asked for, and no residual
+	// filter (see Aggregate).
+	endsOnly, wantFirst, wantLast bool
+	group                         int32 // the group of the series skip is asked about
+
+	lastKey  aggKey
+	lastRow  []aggCell
+	lastCols *bucket.Columns
+	colField []int // aggregated field of each column of lastCols, -1 for none
+	rows     int
+	rc       rowCursor // the current row, for the residual filter
+}
+
+// skip reports whether a bucket of the current group with rows from minT
+// to maxT cannot change the first and last the cells hold.
+func (a *aggregator) skip(minT, maxT int64) bool {
+	w := floorDiv(minT-a.origin, a.width) + a.origin
+	if floorDiv(maxT-a.origin, a.width)+a.origin != w {
+		return false
+	}
+	row := a.cells.get(aggKey{group: a.group, window: w})
+	if row == nil {
+		return false
+	}
+	for i := range row {
+		c := &row[i]
+		if c.count == 0 || a.wantFirst && c.firstT > minT || a.wantLast && c.lastT < maxT {
+			return false
+		}
+	}
+	return true
+}
+
+// fold adds rows [lo, hi) of cols, a bucket of series s in group g, to
+// the cells.
+func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi int) error {
+	if cols != a.lastCols {
+		// A new bucket: map its columns to the aggregated fields once.
+		a.lastCols = cols
+		a.colField = a.colField[:0]
+		for i := range cols.Fields {
+			fi, ok := a.fieldIdx[cols.Fields[i].Name]
+			if !ok {
+				fi = -1
+			}
+			a.colField = append(a.colField, fi)
+		}
+	}
+	a.rc.cols = cols
+	origin, width := a.origin, a.width
+	if a.endsOnly && floorDiv(cols.Times[lo]-origin, width) == floorDiv(cols.Times[hi-1]-origin, width) {
+		// One window: only the rows at its ends can matter.
+		return foldEnds(cols, lo, hi, a.colField, a.wantFirst, a.wantLast, func() ([]aggCell, error) {
+			return a.cells.row(aggKey{group: g, window: floorDiv(cols.Times[lo]-origin, width) + origin})
+		})
+	}
+	residual := a.plan.filter.residual
+	colField := a.colField
+	for r := lo; r < hi; r++ {
+		if a.rows++; a.rows%4096 == 0 {
+			if err := a.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if residual != nil {
+			a.rc.i = r
+			if !residual.Match(a.plan.rowDoc(s, &a.rc)) {
+				continue
+			}
+		}
+		t := cols.Times[r]
+		k := aggKey{group: g, window: floorDiv(t-origin, width) + origin}
+		// Rows of a bucket are in time order: most fall in the
+		// cell of the row before.
+		row := a.lastRow
+		if a.lastRow == nil || k != a.lastKey {
+			var err error
+			if row, err = a.cells.row(k); err != nil {
+				return err
+			}
+		}
+		a.lastKey, a.lastRow = k, row
+		for i := range cols.Fields {
+			fi := colField[i]
+			col := &cols.Fields[i]
+			if fi < 0 || !col.IsPresent(r) {
+				continue
+			}
+			switch col.Type {
+			case KindFloat:
+				row[fi].add(t, col.Floats[r])
+			case KindInt:
+				row[fi].add(t, float64(col.Ints[r]))
+			}
+		}
+	}
+	return nil
+}
+
+// planAggregate checks an aggregate's fields and grouping against
+// collection c and plans its scan into plan. It returns the fields to
+// aggregate: opts.Fields, or every field that holds only numbers.
+func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts AggregateOptions) ([]string, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	ts := c.opts.TimeSeries
+	if ts == nil {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	}
+	fields := opts.Fields
+	if fields == nil {
+		for f, t := range c.fieldTypes {
+			if t&^(1<<KindInt|1<<KindFloat) == 0 {
+				fields = append(fields, f)
+			}
+		}
+		sort.Strings(fields)
+	}
+	for _, f := range fields {
+		if t := c.fieldTypes[f]; t&^(1<<KindInt|1<<KindFloat) != 0 {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
+		}
+	}
+	if opts.GroupBy != "" && ts.MetaField != "" && opts.GroupBy != ts.MetaField && !strings.HasPrefix(opts.GroupBy, ts.MetaField+".") {
+		return nil, mongoerr.New(mongoerr.BadValue, "'groupBy' must be the metaField %q or a path inside it; got %q", ts.MetaField, opts.GroupBy)
+	}
+	if c.dropped {
+		return nil, notFound(name)
+	}
+	db.planScan(plan, c, opts.Filter, fields)
+	return fields, nil
 }
 
 // groupOf returns the group key (canonical JSON) of a series.

@@ -562,7 +562,8 @@ func TestCreateDropCollection(t *testing.T) {
 }
 
 // Aggregates of only first and/or last pass over buckets that cannot
-// change them; the answers equal those of a full fold, with out-of-order
+// change them (fewer buckets read, counted by stats.aggBuckets); the
+// answers equal those of a full fold, with out-of-order
 // data (overlapping buckets), sparse fields, windows smaller and larger
 // than buckets, a time filter, data in memory and on disk.
 func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
@@ -609,11 +610,13 @@ func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 	filter := mustFilter(t, `{"ts": {"$gte": {"$date": "1970-01-01T03:00:00Z"}, "$lt": {"$date": "1970-01-02T20:00:00Z"}}}`)
 	for _, window := range []time.Duration{time.Minute, 10 * time.Minute, time.Hour, 24 * time.Hour, 30 * 24 * time.Hour} {
 		for _, f := range []*partialfilter.Filter{nil, filter} {
+			before := db.stats.aggBuckets.Load()
 			full, err := db.Aggregate(ctx, "m", AggregateOptions{Filter: f, Window: window, Fields: []string{"v", "w"},
 				Funcs: []AggFunc{AggCount, AggFirst, AggLast}})
 			if err != nil {
 				t.Fatal(err)
 			}
+			fullRead := db.stats.aggBuckets.Load() - before
 			// Columns: time, group, v_count v_first v_last w_count w_first w_last.
 			for _, c := range []struct {
 				funcs []AggFunc
@@ -623,9 +626,20 @@ func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 				{[]AggFunc{AggFirst}, []int{3, 6}},
 				{[]AggFunc{AggFirst, AggLast}, []int{3, 4, 6, 7}},
 			} {
+				before := db.stats.aggBuckets.Load()
 				got, err := db.Aggregate(ctx, "m", AggregateOptions{Filter: f, Window: window, Fields: []string{"v", "w"}, Funcs: c.funcs})
 				if err != nil {
 					t.Fatal(err)
+				}
+				read := db.stats.aggBuckets.Load() - before
+				// The skip must show: fewer buckets read once windows hold
+				// several buckets, and a small part of them when one window
+				// holds all the data and only one end is asked for.
+				switch {
+				case read > fullRead,
+					window >= 24*time.Hour && read >= fullRead,
+					window > 24*time.Hour && f == nil && len(c.funcs) == 1 && read*4 > fullRead:
+					t.Fatalf("window %v funcs %v filter %v: read %d of the %d buckets the full fold reads", window, c.funcs, f != nil, read, fullRead)
 				}
 				cols := make([]int, len(c.cols))
 				for i := range cols {

@@ -76,22 +76,51 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 // applyDelete removes the rows d names from memory and from Pebble. Writers
 // are excluded (cutMu held, or replay).
 func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
-	type target struct {
-		id    uint64
-		inMem map[uint64]bool
-		stale [][]byte // open-bucket snapshots whose bucket is gone
-	}
-	var deleted, buckets int64
-	var targets []target
 	db.mu.Lock()
 	maxSpan := max(c.maxSpan, c.opts.TimeSeries.Span())
-	names := c.names
+	rw := bucketRewriter{names: c.names}
+	targets, deleted, buckets := db.deleteInMemory(c, d)
+	db.mu.Unlock()
+
+	batch := db.pdb.NewBatch()
+	defer batch.Close()
+	for _, t := range targets {
+		n, nb, err := db.deleteStored(batch, &rw, c.id, d, t, maxSpan)
+		if err != nil {
+			return 0, err
+		}
+		deleted += n
+		buckets += nb
+	}
+	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
+		return 0, err
+	}
+	db.mu.Lock()
+	c.count -= deleted
+	c.buckets -= buckets
+	c.dirty = true
+	db.mu.Unlock()
+	return deleted, nil
+}
+
+// deleteTarget is a series a delete reaches, as its buckets in memory
+// left it for the Pebble part.
+type deleteTarget struct {
+	id    uint64
+	inMem map[uint64]bool // buckets in memory: their Pebble copies are older
+	stale [][]byte        // open-bucket snapshots whose bucket is gone
+}
+
+// deleteInMemory removes the rows d names from the buckets in memory, and
+// returns the series d names with the rows and buckets removed. DB.mu is
+// held for writing.
+func (db *DB) deleteInMemory(c *collection, d *deleteRecord) (targets []deleteTarget, deleted, buckets int64) {
 	for _, key := range d.metaKeys {
 		s := c.series[key]
 		if s == nil {
 			continue
 		}
-		t := target{id: s.id, inMem: map[uint64]bool{}}
+		t := deleteTarget{id: s.id, inMem: map[uint64]bool{}}
 		kept := s.buckets[:0]
 		for _, b := range s.buckets {
 			t.inMem[b.id] = true
@@ -111,128 +140,138 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 		s.buckets = kept
 		targets = append(targets, t)
 	}
-	db.mu.Unlock()
+	return targets, deleted, buckets
+}
 
-	batch := db.pdb.NewBatch()
-	defer batch.Close()
-	var r bucket.Reader
-	var enc bucket.Encoder
-	var refIdx map[string]uint32 // names' indexes, made on first use
-	var refs []uint32
-	for _, t := range targets {
-		for _, k := range t.stale {
-			if err := batch.Delete(k, nil); err != nil {
-				return 0, err
-			}
+// deleteStored puts into batch the removal of the rows d names from the
+// buckets Pebble holds for series t of collection coll: whole buckets are
+// deleted (one range deletion when the scan met nothing else), buckets
+// partly inside are rewritten. It returns the rows and buckets removed.
+func (db *DB) deleteStored(batch *pebble.Batch, rw *bucketRewriter, coll uint32, d *deleteRecord, t deleteTarget, maxSpan int64) (deleted, buckets int64, err error) {
+	for _, k := range t.stale {
+		if err := batch.Delete(k, nil); err != nil {
+			return 0, 0, err
 		}
-		lo := d.minTime
-		if lo > math.MinInt64+maxSpan {
-			lo -= maxSpan
-		} else {
-			lo = math.MinInt64
-		}
-		lower := seriesTimeKey(spaceBucket, c.id, t.id, lo)
-		upper := prefixEnd(seriesPrefix(spaceBucket, c.id, t.id))
-		if d.maxTime < math.MaxInt64 {
-			upper = seriesTimeKey(spaceBucket, c.id, t.id, d.maxTime+1)
-		}
-		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	}
+	lo := d.minTime
+	if lo > math.MinInt64+maxSpan {
+		lo -= maxSpan
+	} else {
+		lo = math.MinInt64
+	}
+	lower := seriesTimeKey(spaceBucket, coll, t.id, lo)
+	upper := prefixEnd(seriesPrefix(spaceBucket, coll, t.id))
+	if d.maxTime < math.MaxInt64 {
+		upper = seriesTimeKey(spaceBucket, coll, t.id, d.maxTime+1)
+	}
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return 0, 0, err
+	}
+	r := &rw.r
+	var whole [][]byte // keys of buckets entirely inside the range
+	partial := false
+	for it.First(); it.Valid(); it.Next() {
+		kp, err := parseBucketKey(it.Key())
 		if err != nil {
-			return 0, err
+			it.Close()
+			return 0, 0, err
 		}
-		var whole [][]byte // keys of buckets entirely inside the range
-		partial := false
-		for it.First(); it.Valid(); it.Next() {
-			kp, err := parseBucketKey(it.Key())
-			if err != nil {
-				it.Close()
-				return 0, err
-			}
-			if t.inMem[kp.id] {
-				continue
-			}
-			v, err := it.ValueAndErr()
-			if err == nil {
-				err = r.ResetNames(v, names)
-			}
-			if err != nil {
-				it.Close()
-				return 0, fmt.Errorf("series %d bucket %d: %w", t.id, kp.id, err)
-			}
-			if r.MaxTime() < d.minTime || r.MinTime() > d.maxTime {
-				partial = true
-				continue
-			}
-			if r.MinTime() >= d.minTime && r.MaxTime() <= d.maxTime {
-				deleted += int64(r.Rows())
-				buckets++
-				whole = append(whole, append([]byte(nil), it.Key()...))
-				continue
-			}
-			partial = true
-			cols, err := decodeAll(&r)
-			if err != nil {
-				it.Close()
-				return 0, err
-			}
-			keep := make([]int32, 0, len(cols.Times))
-			for i, tm := range cols.Times {
-				if tm < d.minTime || tm > d.maxTime {
-					keep = append(keep, int32(i))
-				}
-			}
-			deleted += int64(len(cols.Times) - len(keep))
-			rest := permuteColumns(&cols, keep)
-			if refIdx == nil {
-				refIdx = make(map[string]uint32, len(names))
-				for i, n := range names {
-					refIdx[n] = uint32(i)
-				}
-			}
-			refs = refs[:0]
-			for i := range rest.Fields {
-				ref, ok := refIdx[rest.Fields[i].Name]
-				if !ok {
-					it.Close()
-					return 0, fmt.Errorf("%w: series %d bucket %d: field %q is not in the collection's name table", ErrCorrupt, t.id, kp.id, rest.Fields[i].Name)
-				}
-				refs = append(refs, ref)
-			}
-			buf, err := enc.EncodeRefs(nil, &rest, refs)
-			if err != nil {
-				it.Close()
-				return 0, err
-			}
-			if err := batch.Set(it.Key(), buf, nil); err != nil {
-				it.Close()
-				return 0, err
-			}
-		}
-		if err := it.Close(); err != nil {
-			return 0, err
-		}
-		if !partial && len(whole) > 0 {
-			// Everything the scan met goes: one range deletion.
-			if err := batch.DeleteRange(whole[0], prefixEnd(whole[len(whole)-1]), nil); err != nil {
-				return 0, err
-			}
+		if t.inMem[kp.id] {
 			continue
 		}
-		for _, k := range whole {
-			if err := batch.Delete(k, nil); err != nil {
-				return 0, err
-			}
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = r.ResetNames(v, rw.names)
+		}
+		if err != nil {
+			it.Close()
+			return 0, 0, fmt.Errorf("series %d bucket %d: %w", t.id, kp.id, err)
+		}
+		if r.MaxTime() < d.minTime || r.MinTime() > d.maxTime {
+			partial = true
+			continue
+		}
+		if r.MinTime() >= d.minTime && r.MaxTime() <= d.maxTime {
+			deleted += int64(r.Rows())
+			buckets++
+			whole = append(whole, append([]byte(nil), it.Key()...))
+			continue
+		}
+		partial = true
+		n, buf, err := rw.rewrite(d, t.id, kp.id)
+		if err != nil {
+			it.Close()
+			return 0, 0, err
+		}
+		deleted += n
+		if err := batch.Set(it.Key(), buf, nil); err != nil {
+			it.Close()
+			return 0, 0, err
 		}
 	}
-	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
-		return 0, err
+	if err := it.Close(); err != nil {
+		return 0, 0, err
 	}
-	db.mu.Lock()
-	c.count -= deleted
-	c.buckets -= buckets
-	c.dirty = true
-	db.mu.Unlock()
-	return deleted, nil
+	if !partial && len(whole) > 0 {
+		// Everything the scan met goes: one range deletion.
+		if err := batch.DeleteRange(whole[0], prefixEnd(whole[len(whole)-1]), nil); err != nil {
+			return 0, 0, err
+		}
+		return deleted, buckets, nil
+	}
+	for _, k := range whole {
+		if err := batch.Delete(k, nil); err != nil {
+			return 0, 0, err
+		}
+	}
+	return deleted, buckets, nil
+}
+
+// bucketRewriter re-encodes stored buckets without the rows a delete
+// names, reusing its reader, encoder and scratch across buckets.
+type bucketRewriter struct {
+	r      bucket.Reader
+	enc    bucket.Encoder
+	names  []string          // the collection's name table
+	refIdx map[string]uint32 // names' indexes, made on first use
+	refs   []uint32
+}
+
+// rewrite encodes the bucket the reader holds (of series and bucket id, for
+// errors) without its rows inside d's time range. It returns the rows
+// removed and the new encoding.
+func (rw *bucketRewriter) rewrite(d *deleteRecord, series, id uint64) (int64, []byte, error) {
+	cols, err := decodeAll(&rw.r)
+	if err != nil {
+		return 0, nil, err
+	}
+	keep := make([]int32, 0, len(cols.Times))
+	for i, tm := range cols.Times {
+		if tm < d.minTime || tm > d.maxTime {
+			keep = append(keep, int32(i))
+		}
+	}
+	rest := permuteColumns(&cols, keep)
+	if rw.refIdx == nil {
+		rw.refIdx = make(map[string]uint32, len(rw.names))
+		for i, n := range rw.names {
+			rw.refIdx[n] = uint32(i)
+		}
+	}
+	rw.refs = rw.refs[:0]
+	for i := range rest.Fields {
+		ref, ok := rw.refIdx[rest.Fields[i].Name]
+		if !ok {
+			return 0, nil, fmt.Errorf("%w: series %d bucket %d: field %q is not in the collection's name table", ErrCorrupt, series, id, rest.Fields[i].Name)
+		}
+		rw.refs = append(rw.refs, ref)
+	}
+	buf, err := rw.enc.EncodeRefs(nil, &rest, rw.refs)
+	if err != nil {
+		return 0, nil, err
+	}
+	return int64(len(cols.Times) - len(keep)), buf, nil
 }
 
 // deleted reports what deleteRows removed.

@@ -721,14 +721,44 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 		}
 		return db.previewPlain(ctx, c, p, out)
 	}
-	// The proposed rules.
 	db.mu.RLock()
-	probe := &collection{opts: c.opts, indexes: append([]IndexSpec(nil), c.indexes...)}
+	probe, err := proposedRules(c, p)
+	if err != nil {
+		db.mu.RUnlock()
+		return nil, err
+	}
 	names := c.names
+	out.Suspended = c.oorBuckets > 0
+	for _, r := range probe.rules {
+		rp := RulePreview{ExpireAfterSeconds: r.ExpireAfterSeconds}
+		if r.Index != "" {
+			idx := r.Index
+			rp.Index = &idx
+		}
+		out.Rules = append(out.Rules, rp)
+	}
+	var list []previewSeries
+	if !out.Suspended {
+		list = previewList(c, probe, now)
+	}
+	// Pebble's view is taken with memory's, as Find does: the buckets a
+	// checkpoint writes later may refer to field names newer than names.
+	snap := db.pdb.NewSnapshot()
+	db.mu.RUnlock()
+	defer snap.Close()
+	if err := previewStored(ctx, snap, c.id, names, list, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// proposedRules returns a copy of collection c's options and indexes with
+// the TTL values of p, its rules compiled. DB.mu is held.
+func proposedRules(c *collection, p TTLProposal) (*collection, error) {
+	probe := &collection{opts: c.opts, indexes: append([]IndexSpec(nil), c.indexes...)}
 	if p.NewIndex != nil {
 		spec := *p.NewIndex
 		if err := validateNewTTLIndex(&probe.opts, probe.indexes, &spec); err != nil {
-			db.mu.RUnlock()
 			return nil, err
 		}
 		probe.indexes = append(probe.indexes, spec)
@@ -745,85 +775,88 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 		}
 	}
 	probe.compileRules()
-	out.Suspended = c.oorBuckets > 0
-	for _, r := range probe.rules {
-		rp := RulePreview{ExpireAfterSeconds: r.ExpireAfterSeconds}
-		if r.Index != "" {
-			idx := r.Index
-			rp.Index = &idx
-		}
-		out.Rules = append(out.Rules, rp)
-	}
-	type ser struct {
-		id     uint64
-		rule   int
-		cutoff int64
-		mem    []*bucket.Columns
-		inMem  map[uint64]bool
-	}
-	var list []ser
-	if !out.Suspended {
-		for _, s := range c.series {
-			doc := c.metaDoc(s.meta)
-			best, ok := -1, false
-			for i := range probe.rules {
-				if probe.rules[i].Matches(doc) && (!ok || probe.rules[i].ExpireAfterSeconds < probe.rules[best].ExpireAfterSeconds) {
-					best, ok = i, true
-				}
+	return probe, nil
+}
+
+// previewSeries is a series a TTL preview counts: the rule that applies
+// to it (index in the probe's rules), its cutoff, and its buckets in
+// memory.
+type previewSeries struct {
+	id     uint64
+	rule   int
+	cutoff int64
+	mem    []*bucket.Columns // captured: those that start before the cutoff
+	inMem  map[uint64]bool
+}
+
+// previewList returns the series of c a rule of probe applies to, each
+// with the rule of the shortest TTL among those that match. DB.mu is held.
+func previewList(c, probe *collection, now time.Time) []previewSeries {
+	var list []previewSeries
+	for _, s := range c.series {
+		doc := c.metaDoc(s.meta)
+		best, ok := -1, false
+		for i := range probe.rules {
+			if probe.rules[i].Matches(doc) && (!ok || probe.rules[i].ExpireAfterSeconds < probe.rules[best].ExpireAfterSeconds) {
+				best, ok = i, true
 			}
-			if !ok {
-				continue
-			}
-			e := ser{id: s.id, rule: best, cutoff: ttl.Cutoff(now, probe.rules[best].ExpireAfterSeconds), inMem: map[uint64]bool{}}
-			for _, b := range s.buckets {
-				e.inMem[b.id] = true
-				if b.rows() > 0 && b.minT < e.cutoff {
-					cp := b.capture()
-					e.mem = append(e.mem, &cp.cols)
-				}
-			}
-			list = append(list, e)
 		}
+		if !ok {
+			continue
+		}
+		e := previewSeries{id: s.id, rule: best, cutoff: ttl.Cutoff(now, probe.rules[best].ExpireAfterSeconds), inMem: map[uint64]bool{}}
+		for _, b := range s.buckets {
+			e.inMem[b.id] = true
+			if b.rows() > 0 && b.minT < e.cutoff {
+				cp := b.capture()
+				e.mem = append(e.mem, &cp.cols)
+			}
+		}
+		list = append(list, e)
 	}
-	// Pebble's view is taken with memory's, as Find does: the buckets a
-	// checkpoint writes later may refer to field names newer than names.
-	snap := db.pdb.NewSnapshot()
-	db.mu.RUnlock()
-	defer snap.Close()
-	var r bucket.Reader
-	count := func(rp *RulePreview, times []int64, cutoff int64) {
-		hidden := int64(0)
-		newest := int64(math.MinInt64)
-		for _, t := range times {
-			if t < cutoff {
-				hidden++
-			}
-			newest = max(newest, t)
+	return list
+}
+
+// countTimes adds to rp the measurements of one bucket with times that
+// are before cutoff, and the bucket itself when all of them are.
+func (rp *RulePreview) countTimes(times []int64, cutoff int64) {
+	hidden := int64(0)
+	newest := int64(math.MinInt64)
+	for _, t := range times {
+		if t < cutoff {
+			hidden++
 		}
-		rp.HiddenMeasurements += hidden
-		if len(times) > 0 && newest < cutoff {
-			rp.Buckets++
-			rp.Measurements += int64(len(times))
-		}
+		newest = max(newest, t)
 	}
+	rp.HiddenMeasurements += hidden
+	if len(times) > 0 && newest < cutoff {
+		rp.Buckets++
+		rp.Measurements += int64(len(times))
+	}
+}
+
+// previewStored adds to out's rules what would expire of the series of
+// list, in memory and in snap (collection coll, with name table names).
+func previewStored(ctx context.Context, snap *pebble.Snapshot, coll uint32, names []string, list []previewSeries, out *TTLPreview) error {
 	it, err := snap.NewIter(nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer it.Close()
+	var r bucket.Reader
 	for _, s := range list {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		rp := &out.Rules[s.rule]
 		for _, cols := range s.mem {
-			count(rp, cols.Times, s.cutoff)
+			rp.countTimes(cols.Times, s.cutoff)
 		}
-		it.SetBounds(seriesPrefix(spaceBucket, c.id, s.id), seriesTimeKey(spaceBucket, c.id, s.id, s.cutoff))
+		it.SetBounds(seriesPrefix(spaceBucket, coll, s.id), seriesTimeKey(spaceBucket, coll, s.id, s.cutoff))
 		for valid := it.First(); valid; valid = it.Next() {
 			kp, err := parseBucketKey(it.Key())
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if s.inMem[kp.id] {
 				continue
@@ -833,7 +866,7 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 				err = r.ResetNames(v, names)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
+				return fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
 			}
 			if r.MaxTime() < s.cutoff {
 				rp.Buckets++
@@ -843,13 +876,13 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 			}
 			times, err := r.Times(nil)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			count(rp, times, s.cutoff)
+			rp.countTimes(times, s.cutoff)
 		}
 		if err := it.Error(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }

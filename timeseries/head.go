@@ -2,84 +2,9 @@ package timeseries
 
 import (
 	"sort"
-	"time"
 
 	"github.com/hourglassdb/hourglass/bucket"
-	"github.com/hourglassdb/hourglass/ttl"
 )
-
-// collection is the in-memory state of one collection. Fields below mu are
-// guarded by DB.mu.
-type collection struct {
-	id   uint32
-	name string
-
-	// guarded by DB.mu
-	opts       CollectionOptions
-	indexes    []IndexSpec
-	series     map[string]*series // canonical meta -> series
-	seriesByID map[uint64]*series
-	fieldTypes map[string]typeSet
-	// names is the collection's field name table (bucket.VersionRefs):
-	// append-only, so a slice of it taken under DB.mu stays valid; nameIdx
-	// maps a name to its index. Both change under DB.mu held for writing.
-	names   []string
-	nameIdx map[string]uint32
-	// matches caches the series meta filters select.
-	matches seriesMatches
-	// maxSpan is the largest bucket span the collection ever used, so that
-	// a time-range scan knows how far before its start a bucket may begin.
-	maxSpan int64
-	created time.Time
-	count   int64 // measurements stored
-	buckets int64 // buckets stored, open and sealed
-	// ckptCount and ckptBuckets are count and buckets as of the last
-	// checkpoint capture: the values the catalog record persists, so that
-	// replaying the log after a crash adds the rest exactly once.
-	ckptCount, ckptBuckets int64
-	dirty                  bool // catalog record changed since the last checkpoint
-	dropped                bool
-	// rules are the TTL rules, compiled from opts and indexes
-	// (compileRules).
-	rules ttl.Rules
-	// oorBuckets counts the buckets holding a measurement outside the
-	// 1970-2038 range; while it is above 0, nothing expires (SPEC 2.4).
-	oorBuckets int64
-	// ttlResume is, per TTL rule (index name, "" for the collection's),
-	// the series id the monitor's next batch starts after.
-	ttlResume map[string]uint64
-	// rulesVer counts rule changes (compileRules). ruleCache holds, per
-	// rule, the sorted ids of the series it applies to, as of rulesVer
-	// ruleCacheVer and ruleCacheSeries series (series are only added).
-	rulesVer        uint64
-	ruleCache       map[string][]uint64
-	ruleCacheVer    uint64
-	ruleCacheSeries int
-	// plain is the state of a plain collection; nil for time series.
-	plain *plainState
-	// nextIndexID is the id of the next index of a plain collection.
-	nextIndexID uint32
-	// plainRules are the TTL indexes of a plain collection, and live all
-	// its secondary indexes, compiled (compileRules).
-	plainRules []plainRule
-	live       []liveIndex
-}
-
-// typeSet is a set of bucket.Types seen for a field, bit t for Type t.
-type typeSet uint8
-
-func (s typeSet) has(t bucket.Type) bool { return s&(1<<t) != 0 }
-
-// types lists the members of s in Type order.
-func (s typeSet) types() []bucket.Type {
-	var out []bucket.Type
-	for t := bucket.Type(1); t < 8; t++ {
-		if s.has(t) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
 
 // series is one meta value of a collection and its buckets in memory. Fields
 // are guarded by DB.mu.
@@ -436,36 +361,4 @@ func floorDiv(t, r int64) int64 {
 		q--
 	}
 	return q * r
-}
-
-// addName appends a field name to the collection's name table, unless it
-// is there already. DB.mu is held for writing (or the collection is not
-// yet shared).
-func (c *collection) addName(n string) {
-	if c.nameIdx == nil {
-		c.nameIdx = make(map[string]uint32)
-	}
-	if _, ok := c.nameIdx[n]; ok {
-		return
-	}
-	c.nameIdx[n] = uint32(len(c.names))
-	c.names = append(c.names, n)
-}
-
-// nameRefs returns the name-table indexes of cols' fields, appended to
-// dst. A name not yet in the table (apply adds every new field, so none
-// should be) is added, and the catalog record marked for writing. DB.mu is
-// held for writing.
-func (c *collection) nameRefs(dst []uint32, cols *bucket.Columns) []uint32 {
-	for i := range cols.Fields {
-		n := cols.Fields[i].Name
-		ref, ok := c.nameIdx[n]
-		if !ok {
-			c.addName(n)
-			c.dirty = true
-			ref = c.nameIdx[n]
-		}
-		dst = append(dst, ref)
-	}
-	return dst
 }

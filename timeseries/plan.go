@@ -2,7 +2,11 @@ package timeseries
 
 import (
 	"math"
+	"sort"
+	"strings"
 	"time"
+
+	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
@@ -120,4 +124,120 @@ func (p *filterPlan) deleteRange() error {
 			"a delete on a time-series collection takes conditions on the metaField and a range of the timeField only")
 	}
 	return nil
+}
+
+// scanPlan is what a find or an aggregate reads from a time-series
+// collection: the series the filter selects, each with its buckets in
+// memory captured, a Pebble snapshot taken after them, the filter's plan
+// with its residual, and the fields to decode. planScan builds it; close
+// releases the snapshot.
+type scanPlan struct {
+	ts      *TimeSeriesOptions
+	coll    uint32
+	filter  filterPlan
+	fields  []string // fields to decode: the projection and what the residual names; nil: all
+	maxSpan int64    // how far before its first row a bucket may start
+	series  []*seriesSnap
+	snap    *pebble.Snapshot
+
+	// doc is the row document the residual filter is evaluated on, reused
+	// row after row; docPaths are the top-level fields the filter names.
+	doc      map[string]any
+	docPaths map[string]bool
+}
+
+// planScan fills p for a read of collection c with filter and the
+// projection fields (nil: all). DB.mu is held for reading, so that the
+// series, their buckets in memory and the snapshot are one state of the
+// store; the series are in meta order.
+func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter, fields []string) {
+	ts := c.opts.TimeSeries
+	p.ts, p.coll = ts, c.id
+	p.maxSpan = max(c.maxSpan, ts.Span())
+	p.filter = planFilter(filter, ts)
+	p.fields = fields
+	if p.filter.residual != nil && p.fields != nil {
+		// The residual filter needs the fields it names.
+		for _, path := range p.filter.residual.Paths() {
+			if !contains(p.fields, path) {
+				p.fields = append(p.fields, path)
+			}
+		}
+	}
+	if !p.filter.empty {
+		now := db.opts.Now()
+		ranges := pruneRanges(p.filter.residual)
+		for _, s := range c.matchingSeries(&p.filter, ts) {
+			// Expired measurements are never returned (SPEC 4.5).
+			lo := max(p.filter.minTime, c.visibleFrom(s, now))
+			if lo > p.filter.maxTime {
+				continue
+			}
+			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, memIDs: map[uint64]bool{}, names: c.names, symbols: db.symbols, ranges: ranges}
+			for _, b := range s.buckets {
+				if b.rows() == 0 || b.maxT < lo || b.minT > p.filter.maxTime {
+					// Not in range, but Pebble may hold an older copy.
+					snap.memIDs[b.id] = true
+					continue
+				}
+				cp := b.capture()
+				cols := cp.cols
+				if !b.sealed {
+					cols = sortedColumns(&cols)
+				}
+				snap.mem = append(snap.mem, &cols)
+				snap.memIDs[b.id] = true
+			}
+			p.series = append(p.series, snap)
+		}
+	}
+	// Pebble's view is taken after memory's, so that a bucket leaving
+	// memory for Pebble in between is seen (once, thanks to memIDs).
+	p.snap = db.pdb.NewSnapshot()
+	sort.Slice(p.series, func(i, j int) bool { return p.series[i].metaKey < p.series[j].metaKey })
+}
+
+// seriesScan starts a scan of series s of the plan, in descending time
+// order when desc. The scan must be closed.
+func (p *scanPlan) seriesScan(s *seriesSnap, desc bool) (*seriesScan, error) {
+	return newSeriesScan(p.snap, p.coll, s, p.fields, s.minTime, p.filter.maxTime, p.maxSpan, desc)
+}
+
+// close releases the plan's snapshot. It is safe to call more than once.
+func (p *scanPlan) close() error {
+	if p.snap == nil {
+		return nil
+	}
+	err := p.snap.Close()
+	p.snap = nil
+	return err
+}
+
+// rowDoc builds the document of one row for a residual filter.
+// The document holds only the fields the filter names, and is reused: the
+// filter does not keep it.
+func (p *scanPlan) rowDoc(s *seriesSnap, rc *rowCursor) map[string]any {
+	if p.docPaths == nil {
+		p.docPaths = map[string]bool{}
+		for _, path := range p.filter.residual.Paths() {
+			top, _, _ := strings.Cut(path, ".")
+			p.docPaths[top] = true
+		}
+		p.doc = make(map[string]any, len(p.docPaths))
+	}
+	doc := p.doc
+	clear(doc)
+	if p.docPaths[p.ts.TimeField] {
+		doc[p.ts.TimeField] = time.Unix(0, rc.time()).UTC()
+	}
+	if p.ts.MetaField != "" && s.meta != nil && p.docPaths[p.ts.MetaField] {
+		doc[p.ts.MetaField] = s.meta
+	}
+	for i := range rc.cols.Fields {
+		col := &rc.cols.Fields[i]
+		if p.docPaths[col.Name] && col.IsPresent(rc.i) {
+			doc[col.Name] = cellValue(col, rc.i)
+		}
+	}
+	return doc
 }

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -62,30 +60,21 @@ const MixedColumnMetadataKey = "hourglass.mixed"
 // Cursor streams the result of a find as Arrow records. It is not safe for
 // concurrent use and must be closed.
 type Cursor struct {
-	// doc is the row document a residual filter is evaluated on, reused
-	// row after row; docPaths are the top-level fields the filter names.
-	doc      map[string]any
-	docPaths map[string]bool
-	ctx      context.Context
-	schema   *arrow.Schema
-	bld      *array.RecordBuilder
-	out      []outColumn
-	rec      arrow.Record
-	err      error
-	done     bool
+	// scan is what the find reads; its snapshot is released by Close.
+	scan   scanPlan
+	ctx    context.Context
+	schema *arrow.Schema
+	bld    *array.RecordBuilder
+	out    []outColumn
+	rec    arrow.Record
+	err    error
+	done   bool
 
 	batch    int
 	limit    int64
 	emitted  int64
-	ts       *TimeSeriesOptions
-	plan     filterPlan
 	omitTime bool
 	omitMeta bool
-	snap     *pebble.Snapshot
-	coll     uint32
-	maxSpan  int64
-	fields   []string // projected field names, nil: all
-	series   []*seriesSnap
 	nextSer  int
 	cur      *seriesScan  // SortSeries: the series being read
 	merge    *seriesMerge // global orders
@@ -108,7 +97,7 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	if err != nil {
 		return nil, err
 	}
-	cur := &Cursor{ctx: ctx, batch: opts.BatchRows, limit: opts.Limit, omitTime: opts.OmitTime, omitMeta: opts.OmitMeta, coll: c.id}
+	cur := &Cursor{ctx: ctx, batch: opts.BatchRows, limit: opts.Limit, omitTime: opts.OmitTime, omitMeta: opts.OmitMeta}
 	if cur.batch <= 0 {
 		cur.batch = 4096
 	}
@@ -128,9 +117,6 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 		}
 		return nil, notFound(name)
 	}
-	cur.ts = ts
-	cur.maxSpan = max(c.maxSpan, ts.Span())
-	cur.plan = planFilter(opts.Filter, ts)
 	// The schema: every field seen, or the projection.
 	fieldNames := opts.Fields
 	if fieldNames == nil {
@@ -138,52 +124,12 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 			fieldNames = append(fieldNames, f)
 		}
 		sort.Strings(fieldNames)
-	} else {
-		cur.fields = fieldNames
 	}
 	for _, f := range fieldNames {
 		cur.out = append(cur.out, outputColumn(f, c.fieldTypes[f]))
 	}
-	if cur.plan.residual != nil && cur.fields != nil {
-		// The residual filter needs the fields it names.
-		for _, p := range cur.plan.residual.Paths() {
-			if !contains(cur.fields, p) {
-				cur.fields = append(cur.fields, p)
-			}
-		}
-	}
-	if !cur.plan.empty {
-		now := db.opts.Now()
-		ranges := pruneRanges(cur.plan.residual)
-		for _, s := range c.matchingSeries(&cur.plan, ts) {
-			// Expired measurements are never returned (SPEC 4.5).
-			lo := max(cur.plan.minTime, c.visibleFrom(s, now))
-			if lo > cur.plan.maxTime {
-				continue
-			}
-			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, memIDs: map[uint64]bool{}, names: c.names, symbols: db.symbols, ranges: ranges}
-			for _, b := range s.buckets {
-				if b.rows() == 0 || b.maxT < lo || b.minT > cur.plan.maxTime {
-					// Not in range, but Pebble may hold an older copy.
-					snap.memIDs[b.id] = true
-					continue
-				}
-				cp := b.capture()
-				cols := cp.cols
-				if !b.sealed {
-					cols = sortedColumns(&cols)
-				}
-				snap.mem = append(snap.mem, &cols)
-				snap.memIDs[b.id] = true
-			}
-			cur.series = append(cur.series, snap)
-		}
-	}
-	// Pebble's view is taken after memory's, so that a bucket leaving
-	// memory for Pebble in between is seen (once, thanks to memIDs).
-	cur.snap = db.pdb.NewSnapshot()
+	db.planScan(&cur.scan, c, opts.Filter, opts.Fields)
 	db.mu.RUnlock()
-	sort.Slice(cur.series, func(i, j int) bool { return cur.series[i].metaKey < cur.series[j].metaKey })
 
 	// Schema.
 	var fs []arrow.Field
@@ -212,8 +158,8 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	cur.colMap = make(map[*bucket.Columns][]int)
 	if opts.Sort != SortSeries {
 		cur.merge = &seriesMerge{desc: opts.Sort == SortDescending}
-		for _, s := range cur.series {
-			sc, err := newSeriesScan(cur.snap, cur.coll, s, cur.fields, s.minTime, cur.plan.maxTime, cur.maxSpan, cur.merge.desc)
+		for _, s := range cur.scan.series {
+			sc, err := cur.scan.seriesScan(s, cur.merge.desc)
 			if err != nil {
 				cur.Close()
 				return nil, err
@@ -313,10 +259,7 @@ func (c *Cursor) Close() error {
 		c.bld.Release()
 		c.bld = nil
 	}
-	if c.snap != nil {
-		errs = append(errs, c.snap.Close())
-		c.snap = nil
-	}
+	errs = append(errs, c.scan.close())
 	c.done = true
 	return errors.Join(errs...)
 }
@@ -328,12 +271,12 @@ func (c *Cursor) nextRow() (*seriesScan, *rowCursor, error) {
 	}
 	for {
 		if c.cur == nil {
-			if c.nextSer >= len(c.series) {
+			if c.nextSer >= len(c.scan.series) {
 				return nil, nil, nil
 			}
-			s := c.series[c.nextSer]
+			s := c.scan.series[c.nextSer]
 			c.nextSer++
-			sc, err := newSeriesScan(c.snap, c.coll, s, c.fields, s.minTime, c.plan.maxTime, c.maxSpan, false)
+			sc, err := c.scan.seriesScan(s, false)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -375,7 +318,7 @@ func (c *Cursor) fill() (int, error) {
 		if rc == nil {
 			break
 		}
-		if c.plan.residual == nil || c.plan.residual.Match(c.rowDoc(sc.s, rc)) {
+		if c.scan.filter.residual == nil || c.scan.filter.residual.Match(c.scan.rowDoc(sc.s, rc)) {
 			c.appendRow(sc.s, rc)
 			n++
 			c.emitted++
@@ -414,7 +357,7 @@ func (c *Cursor) appendRow(s *seriesSnap, rc *rowCursor) {
 		c.bld.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(rc.time()))
 		base++
 	}
-	if !c.omitMeta && c.ts.MetaField != "" {
+	if !c.omitMeta && c.scan.ts.MetaField != "" {
 		b := c.bld.Field(base).(*array.StringBuilder)
 		if s.meta == nil {
 			b.AppendNull()
@@ -490,35 +433,6 @@ func cellJSON(col *bucket.Column, i int) string {
 		return strconv.FormatBool(col.Bools[i])
 	}
 	return "null"
-}
-
-// rowDoc builds the document of one row for a residual filter.
-// The document holds only the fields the filter names, and is reused: the
-// filter does not keep it.
-func (c *Cursor) rowDoc(s *seriesSnap, rc *rowCursor) map[string]any {
-	if c.docPaths == nil {
-		c.docPaths = map[string]bool{}
-		for _, p := range c.plan.residual.Paths() {
-			top, _, _ := strings.Cut(p, ".")
-			c.docPaths[top] = true
-		}
-		c.doc = make(map[string]any, len(c.docPaths))
-	}
-	doc := c.doc
-	clear(doc)
-	if c.docPaths[c.ts.TimeField] {
-		doc[c.ts.TimeField] = time.Unix(0, rc.time()).UTC()
-	}
-	if c.ts.MetaField != "" && s.meta != nil && c.docPaths[c.ts.MetaField] {
-		doc[c.ts.MetaField] = s.meta
-	}
-	for i := range rc.cols.Fields {
-		col := &rc.cols.Fields[i]
-		if c.docPaths[col.Name] && col.IsPresent(rc.i) {
-			doc[col.Name] = cellValue(col, rc.i)
-		}
-	}
-	return doc
 }
 
 func cellValue(col *bucket.Column, i int) any {

@@ -1,0 +1,338 @@
+package timeseries
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// oracleCell is one (group, window, field) cell computed by the oracle.
+type oracleCell struct {
+	count         int64
+	sum           float64
+	min, max      float64 // NaN until a value that is not NaN
+	firstT, lastT int64
+	first, last   float64
+}
+
+// aggregateOracle computes an aggregate with a plain loop over the raw
+// measurements: every row the filter matches, one cell per group, window
+// and field. The result maps "window group" to the cells of fields.
+func aggregateOracle(ms []Measurement, ts TimeSeriesOptions, o AggregateOptions, fields []string) map[string][]oracleCell {
+	out := map[string][]oracleCell{}
+	doc := map[string]any{}
+	width := int64(o.Window)
+	origin := int64(0)
+	if !o.Origin.IsZero() {
+		origin = o.Origin.UnixNano()
+	}
+	for _, m := range ms {
+		clear(doc)
+		doc[ts.TimeField] = time.Unix(0, m.Time).UTC()
+		if m.Meta != nil {
+			doc[ts.MetaField] = m.Meta
+		}
+		for _, f := range m.Fields {
+			doc[f.Name] = f.Value.Interface()
+		}
+		if o.Filter != nil && !o.Filter.Match(doc) {
+			continue
+		}
+		group := ""
+		if !o.Ungrouped {
+			var v any = m.Meta
+			if o.GroupBy != "" && o.GroupBy != ts.MetaField {
+				for _, part := range strings.Split(strings.TrimPrefix(o.GroupBy, ts.MetaField+"."), ".") {
+					mm, _ := v.(map[string]any)
+					v = mm[part]
+				}
+			}
+			s, err := CanonicalMeta(v)
+			if err != nil {
+				panic(err)
+			}
+			group = s
+		}
+		off := m.Time - origin
+		w := off / width
+		if off%width < 0 {
+			w--
+		}
+		key := fmt.Sprint(w*width+origin, " ", group)
+		cells := out[key]
+		if cells == nil {
+			cells = make([]oracleCell, len(fields))
+			for i := range cells {
+				cells[i].min, cells[i].max = math.NaN(), math.NaN()
+			}
+			out[key] = cells
+		}
+		for i, name := range fields {
+			var v float64
+			found := false
+			for _, f := range m.Fields {
+				if f.Name != name {
+					continue
+				}
+				switch f.Value.Kind {
+				case KindFloat:
+					v, found = f.Value.F, true
+				case KindInt:
+					v, found = float64(f.Value.I), true
+				}
+			}
+			if !found {
+				continue
+			}
+			c := &cells[i]
+			if c.count == 0 || m.Time < c.firstT {
+				c.firstT, c.first = m.Time, v
+			}
+			if c.count == 0 || m.Time > c.lastT {
+				c.lastT, c.last = m.Time, v
+			}
+			c.count++
+			c.sum += v
+			if !math.IsNaN(v) {
+				if math.IsNaN(c.min) || v < c.min {
+					c.min = v
+				}
+				if math.IsNaN(c.max) || v > c.max {
+					c.max = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sameFloat is equality that holds for NaN and NaN.
+func sameFloat(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+
+// TestAggregateOracle checks every aggregate function against a plain loop
+// over the measurements inserted: several series, fields with gaps, ints,
+// floats, NaN and a field of both, times before and after 1970 (unique, so
+// first and last have one answer), windows smaller and larger than
+// buckets, an origin, every kind of grouping, filters on time, meta and
+// fields, data in memory and on disk.
+func TestAggregateOracle(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	ts := TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: GranularityMinutes}
+	mustCreate(t, db, "m", ts)
+	rng := rand.New(rand.NewSource(7))
+	metas := []any{
+		map[string]any{"host": "h0", "rack": int64(1)},
+		map[string]any{"host": "h1", "rack": int64(1)},
+		map[string]any{"host": "h2", "rack": int64(2)},
+		map[string]any{"host": "h3"},
+		"bare",
+		nil,
+	}
+	// Values are multiples of 1/8 of small size: sums are exact in any
+	// order, so they compare with ==.
+	val := func() float64 { return float64(rng.Intn(1601)-800) / 8 }
+	used := map[int64]bool{}
+	var all []Measurement
+	for round := 0; round < 3; round++ {
+		var ms []Measurement
+		for i := 0; i < 1500; i++ {
+			tm := int64(rng.Intn(8*3600)-3*3600)*1e9 + int64(rng.Intn(1000))
+			if used[tm] {
+				continue
+			}
+			used[tm] = true
+			var fs []Field
+			if rng.Intn(4) != 0 {
+				v := val()
+				if rng.Intn(25) == 0 {
+					v = math.NaN()
+				}
+				fs = append(fs, Field{"a", Float(v)})
+			}
+			if rng.Intn(3) == 0 {
+				fs = append(fs, Field{"b", Int(int64(rng.Intn(200) - 100))})
+			}
+			if rng.Intn(2) == 0 {
+				if rng.Intn(2) == 0 {
+					fs = append(fs, Field{"c", Int(int64(rng.Intn(50)))})
+				} else {
+					fs = append(fs, Field{"c", Float(val())})
+				}
+			}
+			if rng.Intn(5) == 0 {
+				fs = append(fs, Field{"note", String(fmt.Sprint("n", rng.Intn(3)))})
+			}
+			ms = append(ms, Measurement{Time: tm, Meta: metas[rng.Intn(len(metas))], Fields: fs})
+		}
+		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ms...)
+		if round < 2 {
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	type grouping struct {
+		by        string
+		ungrouped bool
+	}
+	groupings := []grouping{{by: ""}, {by: "s"}, {by: "s.host"}, {by: "s.rack"}, {ungrouped: true}}
+	filters := []string{
+		"",
+		`{"ts": {"$gte": {"$date": "1969-12-31T23:10:00Z"}, "$lt": {"$date": "1970-01-01T03:30:00Z"}}}`,
+		`{"s.host": {"$in": ["h1", "h3"]}}`,
+		`{"a": {"$gt": 10}}`,
+		`{"$or": [{"b": {"$lt": 0}}, {"note": "n1"}]}`,
+	}
+	funcSets := [][]AggFunc{nil, {AggFirst}, {AggLast}, {AggFirst, AggLast}, {AggLast, AggCount}}
+	windows := []struct {
+		width  time.Duration
+		origin time.Time
+	}{
+		{7 * time.Minute, time.Time{}},
+		{time.Hour, time.Unix(0, 1234567890123).UTC()},
+		{24 * time.Hour, time.Time{}},
+	}
+	checked := 0
+	for _, g := range groupings {
+		for _, fsrc := range filters {
+			var filter *partialfilter.Filter
+			if fsrc != "" {
+				filter = mustFilter(t, fsrc)
+			}
+			for _, funcs := range funcSets {
+				for _, w := range windows {
+					for _, fields := range [][]string{nil, {"c", "a"}} {
+						if fields != nil && funcs != nil {
+							continue
+						}
+						o := AggregateOptions{Filter: filter, Window: w.width, Origin: w.origin, GroupBy: g.by,
+							Ungrouped: g.ungrouped, Fields: fields, Funcs: funcs}
+						name := fmt.Sprintf("groupBy %q ungrouped %v filter %s funcs %v window %v fields %v", g.by, g.ungrouped, fsrc, funcs, w.width, fields)
+						checked += checkAggregate(t, db, all, ts, o, name)
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no value checked")
+	}
+}
+
+// checkAggregate runs one aggregate and compares every value with the
+// oracle's; it returns the number of values compared.
+func checkAggregate(t *testing.T, db *DB, ms []Measurement, ts TimeSeriesOptions, o AggregateOptions, name string) int {
+	t.Helper()
+	rec, err := db.Aggregate(ctx, "m", o)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer rec.Release()
+	fields := o.Fields
+	if fields == nil {
+		fields = []string{"a", "b", "c"} // the numeric fields, sorted; not "note"
+	}
+	funcs := o.Funcs
+	if funcs == nil {
+		funcs = AllAggFuncs
+	}
+	want := aggregateOracle(ms, ts, o, fields)
+	base := 2
+	if o.Ungrouped {
+		base = 1
+	}
+	if got := int(rec.NumCols()); got != base+len(fields)*len(funcs) {
+		t.Fatalf("%s: %d columns, want %d", name, got, base+len(fields)*len(funcs))
+	}
+	for fi, f := range fields {
+		for gi, fn := range funcs {
+			col := base + fi*len(funcs) + gi
+			if got, want := rec.Schema().Field(col).Name, f+"_"+string(fn); got != want {
+				t.Fatalf("%s: column %d is %s, want %s", name, col, got, want)
+			}
+		}
+	}
+	if int(rec.NumRows()) != len(want) {
+		t.Fatalf("%s: %d rows, want %d", name, rec.NumRows(), len(want))
+	}
+	var keys []string
+	n := 0
+	for i := 0; i < int(rec.NumRows()); i++ {
+		w := int64(rec.Column(0).(*array.Timestamp).Value(i))
+		group := ""
+		if !o.Ungrouped {
+			group = rec.Column(1).(*array.String).Value(i)
+		}
+		key := fmt.Sprint(w, " ", group)
+		keys = append(keys, group+"\x00"+fmt.Sprintf("%020d", uint64(w)^1<<63))
+		cells, ok := want[key]
+		if !ok {
+			t.Fatalf("%s: row %d (%s) is not in the oracle", name, i, key)
+		}
+		for fi, f := range fields {
+			c := cells[fi]
+			for gi, fn := range funcs {
+				arr := rec.Column(base + fi*len(funcs) + gi)
+				if fn == AggCount {
+					if got := arr.(*array.Int64).Value(i); got != c.count {
+						t.Fatalf("%s: %s %s_count %d, want %d", name, key, f, got, c.count)
+					}
+					n++
+					continue
+				}
+				if c.count == 0 {
+					if !arr.IsNull(i) {
+						t.Fatalf("%s: %s %s_%s %s, want null", name, key, f, fn, arr.ValueStr(i))
+					}
+					n++
+					continue
+				}
+				if arr.IsNull(i) {
+					t.Fatalf("%s: %s %s_%s null, want a value", name, key, f, fn)
+				}
+				var wv float64
+				switch fn {
+				case AggSum:
+					wv = c.sum
+				case AggAvg:
+					wv = c.sum / float64(c.count)
+				case AggMin:
+					wv = c.min
+				case AggMax:
+					wv = c.max
+				case AggFirst:
+					wv = c.first
+				case AggLast:
+					wv = c.last
+				default:
+					t.Fatalf("no oracle for %s", fn)
+				}
+				if got := arr.(*array.Float64).Value(i); !sameFloat(got, wv) {
+					t.Fatalf("%s: %s %s_%s %v, want %v", name, key, f, fn, got, wv)
+				}
+				n++
+			}
+		}
+	}
+	if !sort.StringsAreSorted(keys) {
+		t.Fatalf("%s: rows not in order of group, then window", name)
+	}
+	if rec.Schema().Field(0).Type.ID() != arrow.TIMESTAMP {
+		t.Fatalf("%s: schema %v", name, rec.Schema())
+	}
+	return n
+}

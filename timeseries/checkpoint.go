@@ -1,0 +1,220 @@
+package timeseries
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/bucket"
+)
+
+// state of the store kept under keyCheckpoint.
+type checkpointState struct {
+	segment    uint64
+	nextColl   uint32
+	nextSeries uint64
+	nextBucket uint64
+}
+
+func (s *checkpointState) encode() []byte {
+	b := binary.AppendUvarint(nil, s.segment)
+	b = binary.AppendUvarint(b, uint64(s.nextColl))
+	b = binary.AppendUvarint(b, s.nextSeries)
+	return binary.AppendUvarint(b, s.nextBucket)
+}
+
+func decodeCheckpointState(b []byte) (checkpointState, error) {
+	d := recordDecoder{b: b}
+	s := checkpointState{segment: d.uvarint("segment"), nextColl: uint32(d.uvarint("next collection")),
+		nextSeries: d.uvarint("next series"), nextBucket: d.uvarint("next bucket")}
+	return s, d.err
+}
+
+// run is the checkpointer: one goroutine, woken by the ticker or by wake.
+func (db *DB) run() {
+	defer close(db.done)
+	t := time.NewTicker(db.opts.CheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+		case <-db.wake:
+		}
+		if err := db.checkpoint(); err != nil {
+			db.log.Error("checkpoint failed", "err", err)
+		}
+	}
+}
+
+func (db *DB) wakeCheckpointer() {
+	select {
+	case db.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Checkpoint writes every bucket in memory to Pebble, makes it durable and
+// truncates the log. It runs by itself in the background; tests and
+// benchmarks call it to reach a known state.
+func (db *DB) Checkpoint() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return db.checkpoint()
+}
+
+// Flush writes everything to disk (Checkpoint) and compacts the store, so
+// that its size on disk is settled.
+func (db *DB) Flush() error {
+	if err := db.Checkpoint(); err != nil {
+		return err
+	}
+	return db.pdb.Compact([]byte{0x00}, []byte{0xff}, true)
+}
+
+type ckptBucket struct {
+	coll   uint32
+	series uint64
+	cap    captured
+	refs   []uint32 // the fields' indexes in the collection's name table
+	sealed bool
+}
+
+func (db *DB) checkpoint() error {
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+
+	// Capture, with writers excluded, everything the log before the cut
+	// holds.
+	db.cutMu.Lock()
+	seg, err := db.wal.Cut()
+	if err != nil {
+		db.cutMu.Unlock()
+		return err
+	}
+	var work []ckptBucket
+	type seriesRec struct {
+		key  []byte
+		meta string
+		s    *series
+	}
+	var newSeries []seriesRec
+	var catalog [][2][]byte
+	db.mu.Lock()
+	for _, c := range db.byID {
+		for _, s := range c.series {
+			if !s.persisted {
+				newSeries = append(newSeries, seriesRec{seriesKey(c.id, s.id), s.metaKey, s})
+			}
+			for _, b := range s.buckets {
+				if !b.sealed && !b.dirty && b.snapshot {
+					continue
+				}
+				w := ckptBucket{coll: c.id, series: s.id, cap: b.capture(), sealed: b.sealed}
+				w.refs = c.nameRefs(nil, &w.cap.cols)
+				work = append(work, w)
+				b.dirty = false
+			}
+		}
+		if c.dirty {
+			c.ckptCount, c.ckptBuckets = c.count, c.buckets
+			rec, err := c.record()
+			if err != nil {
+				db.mu.Unlock()
+				db.cutMu.Unlock()
+				return err
+			}
+			catalog = append(catalog, [2][]byte{catalogKey(c.name), rec})
+			c.dirty = false
+		}
+	}
+	st := checkpointState{segment: seg, nextColl: db.nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}
+	db.mu.Unlock()
+	db.cutMu.Unlock()
+
+	// Encode and write outside the locks.
+	batch := db.pdb.NewBatch()
+	defer batch.Close()
+	var enc bucket.Encoder
+	var buf []byte
+	for _, sr := range newSeries {
+		if err := batch.Set(sr.key, []byte(sr.meta), nil); err != nil {
+			return err
+		}
+	}
+	for i := range work {
+		w := &work[i]
+		b := w.cap.b
+		cols := &w.cap.cols
+		if buf, err = enc.EncodeRefs(buf[:0], cols, w.refs); err != nil {
+			return fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
+		}
+		if w.sealed {
+			if err := batch.Set(bucketKey(spaceBucket, w.coll, w.series, b.minTime, b.id), buf, nil); err != nil {
+				return err
+			}
+			if b.snapshot {
+				if err := batch.Delete(bucketKey(spaceOpen, w.coll, w.series, b.minTime, b.id), nil); err != nil {
+					return err
+				}
+			}
+		} else if err := batch.Set(bucketKey(spaceOpen, w.coll, w.series, b.minTime, b.id), buf, nil); err != nil {
+			return err
+		}
+	}
+	for _, kv := range catalog {
+		if err := batch.Set(kv[0], kv[1], nil); err != nil {
+			return err
+		}
+	}
+	if err := batch.Set(keyCheckpoint, st.encode(), nil); err != nil {
+		return err
+	}
+	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
+		return err
+	}
+	if _, err := db.pdb.AsyncFlush(); err != nil {
+		return err
+	}
+	if err := db.pdb.Flush(); err != nil {
+		return err
+	}
+
+	// The checkpoint is durable: drop sealed buckets from memory.
+	db.mu.Lock()
+	for _, sr := range newSeries {
+		sr.s.persisted = true
+	}
+	var freed int64
+	for i := range work {
+		w := &work[i]
+		b := w.cap.b
+		if !w.sealed {
+			b.snapshot = true
+			continue
+		}
+		c := db.byID[w.coll]
+		if c == nil {
+			continue
+		}
+		s := c.seriesByID[w.series]
+		if s == nil {
+			continue
+		}
+		for j, x := range s.buckets {
+			if x == b {
+				s.buckets = append(s.buckets[:j], s.buckets[j+1:]...)
+				freed += b.mem
+				break
+			}
+		}
+	}
+	db.headMem.Add(-freed)
+	db.mu.Unlock()
+	db.stats.checkpoints.Add(1)
+	return db.wal.Truncate(seg)
+}

@@ -1,0 +1,339 @@
+package timeseries
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// InsertOptions control an insert.
+type InsertOptions struct {
+	// Unordered stores every valid measurement; otherwise the insert stops
+	// at the first invalid one, as MongoDB's ordered inserts do.
+	Unordered bool
+}
+
+// WriteError is a refused measurement of an insert.
+type WriteError struct {
+	Index int
+	Err   error
+}
+
+// InsertResult reports what an insert stored.
+type InsertResult struct {
+	Inserted int
+	Errors   []WriteError
+}
+
+// Insert validates ms and stores the valid ones in collection name. When it
+// returns, the stored measurements are durable and visible. A measurement
+// that is refused stores nothing of itself; with ordered inserts nothing
+// after it is stored either. The error is non-nil only when nothing could be
+// attempted (unknown collection, closed DB, I/O failure): refusals of single
+// measurements are in the result.
+func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts InsertOptions) (InsertResult, error) {
+	var res InsertResult
+	c, err := db.lookup(name)
+	if err != nil {
+		return res, err
+	}
+	db.mu.RLock()
+	ts := c.opts.TimeSeries
+	db.mu.RUnlock()
+	if ts == nil {
+		return res, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	}
+	// Validate and group by meta value.
+	groups := make([]group, 0, 8)
+	index := make(map[string]int)
+	var lastKey string
+	lastGroup := -1
+	// Each measurement's group (-1: refused), then the groups' rows in one
+	// allocation of exactly the right size.
+	gidx := make([]int32, len(ms))
+	for i := range gidx {
+		gidx[i] = -1
+	}
+	var counts []int
+	for i := range ms {
+		m := &ms[i]
+		err := m.validate(ts)
+		var key string
+		if err == nil {
+			if k, ok := m.Meta.(MetaKey); ok {
+				key = string(k)
+			} else {
+				key, err = CanonicalMeta(m.Meta)
+			}
+		}
+		gi := lastGroup
+		if err == nil && (gi < 0 || key != lastKey) {
+			var ok bool
+			if gi, ok = index[key]; !ok {
+				if k, isKey := m.Meta.(MetaKey); isKey {
+					// A key of a series the collection holds was checked
+					// when the series was created; check the others, once
+					// per batch.
+					db.mu.RLock()
+					_, known := c.series[key]
+					db.mu.RUnlock()
+					if !known {
+						err = validMetaKey(k)
+					}
+				}
+				if err == nil {
+					gi = len(groups)
+					index[key] = gi
+					groups = append(groups, group{metaKey: key, meta: m.Meta})
+					counts = append(counts, 0)
+				}
+			}
+			if err == nil {
+				lastKey, lastGroup = key, gi
+			}
+		}
+		if err != nil {
+			res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
+			if !opts.Unordered {
+				break
+			}
+			continue
+		}
+		gidx[i] = int32(gi)
+		counts[gi]++
+		res.Inserted++
+	}
+	if res.Inserted == 0 {
+		return res, nil
+	}
+	rows := make([]Measurement, res.Inserted)
+	off := 0
+	for gi := range groups {
+		groups[gi].rows = rows[off : off : off+counts[gi]]
+		off += counts[gi]
+	}
+	for i, gi := range gidx {
+		if gi >= 0 {
+			groups[gi].rows = append(groups[gi].rows, ms[i])
+		}
+	}
+	if err := db.waitForMemory(ctx); err != nil {
+		res.Inserted = 0
+		return res, err
+	}
+	enc := db.encPool.Get().(*recordEncoder)
+	rec := enc.encodeInsert(make([]byte, 0, 64+len(ms)*32), c.id, groups)
+	db.encPool.Put(enc)
+
+	db.cutMu.RLock()
+	if _, err := db.wal.Append(rec); err != nil {
+		db.cutMu.RUnlock()
+		res.Inserted = 0
+		return res, fmt.Errorf("timeseries: insert into %q: %w", name, err)
+	}
+	db.mu.Lock()
+	if c.dropped {
+		db.mu.Unlock()
+		db.cutMu.RUnlock()
+		res.Inserted = 0
+		return res, notFound(name)
+	}
+	db.apply(c, groups)
+	db.mu.Unlock()
+	db.cutMu.RUnlock()
+	if db.wal.Size() > db.opts.CheckpointLogBytes {
+		db.wakeCheckpointer()
+	}
+	return res, nil
+}
+
+// waitForMemory blocks while buckets in memory exceed the budget, sealing
+// open buckets early and asking for a checkpoint.
+func (db *DB) waitForMemory(ctx context.Context) error {
+	if db.headMem.Load() <= db.opts.MemoryBudget {
+		return nil
+	}
+	db.sealForBudget()
+	for db.headMem.Load() > db.opts.MemoryBudget {
+		db.wakeCheckpointer()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+		if db.closed.Load() {
+			return ErrClosed
+		}
+	}
+	return nil
+}
+
+// sealForBudget seals the least recently written open buckets until the
+// open ones hold at most half the budget.
+func (db *DB) sealForBudget() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	type ob struct {
+		b *memBucket
+		s *series
+	}
+	var open []ob
+	var openMem int64
+	for _, c := range db.byID {
+		for _, s := range c.series {
+			for _, b := range s.buckets {
+				if !b.sealed {
+					open = append(open, ob{b, s})
+					openMem += b.mem
+				}
+			}
+		}
+	}
+	sort.Slice(open, func(i, j int) bool { return open[i].b.lastWrite < open[j].b.lastWrite })
+	for _, o := range open {
+		if openMem <= db.opts.MemoryBudget/2 {
+			break
+		}
+		openMem -= o.b.mem
+		db.seal(o.b)
+		db.stats.sealedEarly.Add(1)
+	}
+}
+
+// apply adds groups to the buckets in memory. db.mu must be held.
+func (db *DB) apply(c *collection, groups []group) {
+	ts := c.opts.TimeSeries
+	span, rounding := ts.Span(), ts.Rounding()
+	if span > c.maxSpan {
+		c.maxSpan = span
+		c.dirty = true
+	}
+	db.writeSeq++
+	seq := db.writeSeq
+	var added int64
+	for gi := range groups {
+		g := &groups[gi]
+		s := c.series[g.metaKey]
+		if s == nil {
+			meta := g.meta
+			if _, ok := meta.(MetaKey); ok {
+				meta, _ = DecodeMeta(g.metaKey) // validated by Insert
+			}
+			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey, meta: meta}
+			c.setSeriesTTL(s)
+			db.nextSeries++
+			c.series[s.metaKey] = s
+			c.seriesByID[s.id] = s
+		}
+		var cur *memBucket
+		for ri := range g.rows {
+			m := &g.rows[ri]
+			sz := m.rowBytes(ts.TimeField)
+			if cur == nil || !cur.fits(m.Time, sz, m.Fields, &db.lim) {
+				cur = db.bucketFor(c, s, m, sz, span, rounding)
+			}
+			nf := len(cur.cols.Fields)
+			added += cur.appendRow(m.Time, sz, m.Fields)
+			if !cur.oor && !ttl.InRange(m.Time) {
+				cur.oor = true
+				if c.oorBuckets++; c.oorBuckets == 1 && !db.recovering {
+					db.log.Warn("expiry suspended: the collection holds a measurement outside 1970-01-01T00:00:00Z..2038-01-19T03:14:07Z",
+						"collection", c.name, "time", time.Unix(0, m.Time).UTC())
+				}
+			}
+			cur.dirty = true
+			cur.lastWrite = seq
+			// A field type can only be new to the collection where it is
+			// new to the bucket.
+			for i := nf; i < len(cur.cols.Fields); i++ {
+				col := &cur.cols.Fields[i]
+				if t := c.fieldTypes[col.Name]; !t.has(col.Type) {
+					if t == 0 {
+						c.addName(col.Name)
+					}
+					c.fieldTypes[col.Name] = t | 1<<col.Type
+				}
+			}
+			c.count++
+			c.dirty = true
+			if cur.rows() >= db.lim.maxCount {
+				db.seal(cur)
+				cur = nil
+			}
+		}
+	}
+	db.headMem.Add(added)
+}
+
+// bucketFor finds an open bucket of s that takes m, or opens one, applying
+// the rollover rules. db.mu must be held.
+func (db *DB) bucketFor(c *collection, s *series, m *Measurement, sz int, span, rounding int64) *memBucket {
+	var newest *memBucket
+	nOpen := 0
+	for _, b := range s.buckets {
+		if b.sealed {
+			continue
+		}
+		if b.fits(m.Time, sz, m.Fields, &db.lim) {
+			return b
+		}
+		nOpen++
+		if newest == nil || b.minTime > newest.minTime {
+			newest = b
+		}
+	}
+	// A full newest bucket is closed. A newer measurement past the newest
+	// bucket's span leaves it open, so that measurements a little late
+	// (another writer's batch, a retried request) still join it rather
+	// than open a small out-of-order bucket; buckets whose span ended more
+	// than a span before the new measurement are closed: in-order data has
+	// moved on.
+	if newest != nil && (newest.rows() >= db.lim.maxCount || newest.size+sz > db.lim.maxBytes) {
+		db.seal(newest)
+		nOpen--
+	}
+	if newest != nil && m.Time >= newest.minTime+newest.span {
+		for _, b := range s.buckets {
+			if !b.sealed && b.minTime+b.span <= m.Time-span {
+				db.seal(b)
+				nOpen--
+			}
+		}
+	}
+	for nOpen >= db.lim.maxOpen {
+		// Too many open buckets: seal the least recently written.
+		var lru *memBucket
+		for _, b := range s.buckets {
+			if !b.sealed && (lru == nil || b.lastWrite < lru.lastWrite) {
+				lru = b
+			}
+		}
+		db.seal(lru)
+		nOpen--
+	}
+	if newest != nil {
+		s.rowsHint = min(max(s.rowsHint, newest.rows()), db.lim.maxCount)
+	}
+	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: s.rowsHint}
+	db.nextBucket++
+	s.buckets = append(s.buckets, b)
+	c.buckets++
+	return b
+}
+
+// seal closes b: its rows are sorted by time and it waits for the next
+// checkpoint. db.mu must be held.
+func (db *DB) seal(b *memBucket) {
+	if b.sealed {
+		return
+	}
+	b.sealed = true
+	b.cols = sortedColumns(&b.cols)
+	mem := columnsMem(&b.cols)
+	db.headMem.Add(mem - b.mem)
+	b.mem = mem
+}

@@ -1,0 +1,343 @@
+package timeseries
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/timeseries/wal"
+)
+
+// Open opens or creates the store in opts.Dir, replays the log, and starts
+// the background checkpointer. Close must be called.
+func Open(opts Options) (*DB, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	db := &DB{
+		opts:        opts,
+		lim:         limits{maxCount: opts.BucketMaxCount, maxBytes: opts.BucketMaxBytes, maxOpen: opts.MaxOpenBucketsPerSeries},
+		symbols:     newSymbolCacheOrNil(opts.SymbolCacheBytes),
+		log:         opts.Logger,
+		collections: make(map[string]*collection),
+		byID:        make(map[uint32]*collection),
+		nextColl:    1,
+		nextSeries:  1,
+		nextBucket:  1,
+		wake:        make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
+	}
+	db.encPool.New = func() any { return &recordEncoder{} }
+	po := pebbleOptions(opts.Logger)
+	po.Cache = pebble.NewCache(blockCacheSize)
+	pdb, err := pebble.Open(filepath.Join(opts.Dir, "store"), po)
+	po.Cache.Unref() // the store holds its own reference
+	if err != nil {
+		return nil, fmt.Errorf("timeseries: open store in %s: %w", opts.Dir, err)
+	}
+	db.pdb = pdb
+	if err := db.load(); err != nil {
+		pdb.Close()
+		return nil, err
+	}
+	w, err := wal.Open(wal.Options{Dir: filepath.Join(opts.Dir, "wal"), SegmentSize: opts.LogSegmentSize,
+		NoSync: opts.NoSync, Logger: opts.Logger})
+	if err != nil {
+		pdb.Close()
+		return nil, fmt.Errorf("timeseries: open log: %w", err)
+	}
+	db.wal = w
+	if err := db.recover(); err != nil {
+		w.Close()
+		pdb.Close()
+		return nil, err
+	}
+	if err := db.initPlain(); err != nil {
+		w.Close()
+		pdb.Close()
+		return nil, err
+	}
+	if err := db.initExpiry(); err != nil {
+		w.Close()
+		pdb.Close()
+		return nil, err
+	}
+	go db.run()
+	return db, nil
+}
+
+// blockCacheSize is Pebble's block cache: index and filter blocks, and
+// the documents and buckets read most.
+const blockCacheSize = 64 << 20
+
+// pebbleOptions configures Pebble for bucket storage. Pebble's own WAL is
+// off: durability comes from the log, and a checkpoint flushes memtables
+// before the log is truncated. Buckets are compressed already, so blocks are
+// stored without another compression pass.
+func pebbleOptions(logger *slog.Logger) *pebble.Options {
+	o := &pebble.Options{
+		DisableWAL:   true,
+		MemTableSize: 32 << 20,
+		Logger:       pebbleLogger{logger},
+	}
+	o.Levels = make([]pebble.LevelOptions, 7)
+	for i := range o.Levels {
+		o.Levels[i].Compression = pebble.NoCompression
+		o.Levels[i].BlockSize = 32 << 10
+		// Point reads of documents (an _id checked for duplicates, a
+		// document fetched through an index) skip tables without the key.
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	o.EnsureDefaults()
+	return o
+}
+
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+// load reads the catalog, the series and the open-bucket snapshots.
+func (db *DB) load() error {
+	v, closer, err := db.pdb.Get(keyFormat)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		if err := db.pdb.Set(keyFormat, []byte{formatVersion}, pebble.NoSync); err != nil {
+			return err
+		}
+		if err := db.pdb.Flush(); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		ver := append([]byte(nil), v...)
+		closer.Close()
+		if len(ver) != 1 || ver[0] > formatVersion {
+			return fmt.Errorf("%w: version %v, this build reads %d", ErrNewerFormat, ver, formatVersion)
+		}
+	}
+	if v, closer, err := db.pdb.Get(keyCheckpoint); err == nil {
+		st, derr := decodeCheckpointState(v)
+		closer.Close()
+		if derr != nil {
+			return derr
+		}
+		db.nextColl, db.nextSeries, db.nextBucket = max(st.nextColl, 1), max(st.nextSeries, 1), max(st.nextBucket, 1)
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+	// Catalog.
+	if err := db.scan([]byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(k, v []byte) error {
+		r, err := decodeCollectionRecord(v)
+		if err != nil {
+			return err
+		}
+		c, err := r.toCollection()
+		if err != nil {
+			return err
+		}
+		db.collections[c.name] = c
+		db.byID[c.id] = c
+		db.nextColl = max(db.nextColl, c.id+1)
+		return nil
+	}); err != nil {
+		return err
+	}
+	// Series.
+	if err := db.scan([]byte{spaceSeries}, []byte{spaceSeries + 1}, func(k, v []byte) error {
+		if len(k) != 13 {
+			return fmt.Errorf("%w: series key of %d bytes", ErrCorrupt, len(k))
+		}
+		c := db.byID[binary.BigEndian.Uint32(k[1:])]
+		if c == nil {
+			return nil // left over from a dropped collection
+		}
+		meta, err := DecodeMeta(string(v))
+		if err != nil {
+			return err
+		}
+		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), meta: meta, persisted: true}
+		c.series[s.metaKey] = s
+		c.seriesByID[s.id] = s
+		db.nextSeries = max(db.nextSeries, s.id+1)
+		return nil
+	}); err != nil {
+		return err
+	}
+	// Open-bucket snapshots.
+	var r bucket.Reader
+	return db.scan([]byte{spaceOpen}, []byte{spaceOpen + 1}, func(k, v []byte) error {
+		kp, err := parseBucketKey(k)
+		if err != nil {
+			return err
+		}
+		c := db.byID[kp.coll]
+		if c == nil {
+			return nil
+		}
+		s := c.seriesByID[kp.series]
+		if s == nil {
+			return fmt.Errorf("%w: open bucket %d of unknown series %d", ErrCorrupt, kp.id, kp.series)
+		}
+		b, err := decodeMemBucket(&r, v, kp, c)
+		if err != nil {
+			return err
+		}
+		b.snapshot = true
+		s.buckets = append(s.buckets, b)
+		db.headMem.Add(b.mem)
+		db.nextBucket = max(db.nextBucket, kp.id+1)
+		return nil
+	})
+}
+
+// decodeMemBucket rebuilds an open bucket from its snapshot.
+func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collection) (*memBucket, error) {
+	ts := c.opts.TimeSeries
+	if err := r.ResetNames(v, c.names); err != nil {
+		return nil, fmt.Errorf("open bucket %d: %w", kp.id, err)
+	}
+	b := &memBucket{id: kp.id, minTime: kp.minTime, span: ts.Span(), minT: r.MinTime(), maxT: r.MaxTime()}
+	var err error
+	if b.cols, err = decodeAll(r); err != nil {
+		return nil, fmt.Errorf("open bucket %d: %w", kp.id, err)
+	}
+	b.mem = columnsMem(&b.cols)
+	b.size = estimateSize(&b.cols, ts.TimeField)
+	return b, nil
+}
+
+// estimateSize is rowBytes summed over the rows of cols.
+func estimateSize(cols *bucket.Columns, timeField string) int {
+	n := len(cols.Times) * (5 + len(timeField) + 2 + 8)
+	for i := range cols.Fields {
+		c := &cols.Fields[i]
+		for r := range cols.Times {
+			if !c.IsPresent(r) {
+				continue
+			}
+			n += len(c.Name) + 2
+			switch c.Type {
+			case KindString:
+				n += 5 + len(c.Strings[r])
+			case KindBool:
+				n++
+			default:
+				n += 8
+			}
+		}
+	}
+	return n
+}
+
+func (db *DB) scan(lower, upper []byte, fn func(k, v []byte) error) error {
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if err := fn(it.Key(), v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
+// recover replays the log after the last checkpoint.
+func (db *DB) recover() error {
+	db.recovering = true
+	defer func() { db.recovering = false }()
+	var from uint64
+	if v, closer, err := db.pdb.Get(keyCheckpoint); err == nil {
+		st, derr := decodeCheckpointState(v)
+		closer.Close()
+		if derr != nil {
+			return derr
+		}
+		from = st.segment
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+	var records, rows int
+	start := time.Now()
+	err := db.wal.Replay(from, func(pos wal.Pos, rec []byte) error {
+		if len(rec) == 0 {
+			return fmt.Errorf("%w: empty log record at %v", ErrCorrupt, pos)
+		}
+		records++
+		switch rec[0] {
+		case recInsert:
+			coll, groups, err := decodeInsert(rec[1:])
+			if err != nil {
+				return fmt.Errorf("log record at %v: %w", pos, err)
+			}
+			c := db.byID[coll]
+			if c == nil || c.opts.TimeSeries == nil {
+				return nil // collection dropped after the write
+			}
+			for gi := range groups {
+				meta, err := DecodeMeta(groups[gi].metaKey)
+				if err != nil {
+					return err
+				}
+				groups[gi].meta = meta
+				rows += len(groups[gi].rows)
+			}
+			db.mu.Lock()
+			db.apply(c, groups)
+			db.mu.Unlock()
+		case recDelete:
+			d, err := decodeDelete(rec[1:])
+			if err != nil {
+				return fmt.Errorf("log record at %v: %w", pos, err)
+			}
+			c := db.byID[d.coll]
+			if c == nil {
+				return nil
+			}
+			if _, err := db.applyDelete(c, &d); err != nil {
+				return err
+			}
+		case recDocBatch:
+			if err := db.replayDocBatch(rec[1:]); err != nil {
+				return fmt.Errorf("log record at %v: %w", pos, err)
+			}
+		default:
+			return fmt.Errorf("%w: log record of unknown kind %d at %v", ErrCorrupt, rec[0], pos)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("timeseries: replay log: %w", err)
+	}
+	if err := db.wal.Truncate(from); err != nil {
+		return err
+	}
+	if records > 0 {
+		db.log.Info("replayed log", "records", records, "measurements", rows, "took", time.Since(start))
+	}
+	return nil
+}
