@@ -41,7 +41,7 @@ const MaxNameLen = 1 << 16
 var (
 	// ErrCorrupt means the bytes are not a valid bucket of a known version.
 	ErrCorrupt = errors.New("bucket: corrupt data")
-	// ErrVersion means the first byte is not Version or VersionRefs.
+	// ErrVersion means the first byte is not Version, VersionRefs or VersionShared.
 	ErrVersion = errors.New("bucket: unsupported version")
 	// ErrNoNames means a VersionRefs bucket was read without its name table, or with a
 	// table too short for its references.

@@ -636,3 +636,32 @@ func TestSharedBlockLimits(t *testing.T) {
 		t.Fatalf("version %d: a shared block over %d symbols", buf[0], MaxSharedSymbols)
 	}
 }
+
+// TestEncodingCheck checks the encodings a control entry may give each type, as
+// docs/format/bucket.md lists them, and their names.
+func TestEncodingCheck(t *testing.T) {
+	allowed := map[Type][]encoding{
+		TypeFloat:  {encDecimal, encFloat},
+		TypeInt:    {encInt},
+		TypeString: {encString},
+		TypeBool:   {encBool},
+		TypeDate:   {encInt},
+	}
+	for typ := TypeFloat; typ <= TypeDate; typ++ {
+		for e := encoding(0); e < 16; e++ {
+			if got := e.check(typ, 0); got != (e == encEmpty) {
+				t.Errorf("%v with no value: check %v", e, got)
+			}
+			want := slices.Contains(allowed[typ], e)
+			if got := e.check(typ, 3); got != want {
+				t.Errorf("%v for %v: check %v, want %v", e, typ, got, want)
+			}
+		}
+	}
+	names := []string{"empty", "int", "decimal", "float", "string", "bool", "encoding(6)"}
+	for e, want := range names {
+		if got := encoding(e).String(); got != want {
+			t.Errorf("encoding %d is %q, want %q", e, got, want)
+		}
+	}
+}

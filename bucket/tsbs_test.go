@@ -76,7 +76,7 @@ func TestTSBSCompression(t *testing.T) {
 		v       tsbsVariant
 		max     float64 // bytes per field value, everything included
 		maxData float64 // the same without the control block (names, types, min/max, lengths)
-		wantEnc byte
+		wantEnc encoding
 		// The same with a name table (EncodeRefs).
 		maxTable, maxDataTable float64
 	}{
@@ -103,7 +103,7 @@ func TestTSBSCompression(t *testing.T) {
 // tsbsRefs is the name table references of the TSBS fields, in order.
 var tsbsRefs = []uint32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 
-func testTSBSCompression(t *testing.T, v tsbsVariant, table bool, maxBPP, maxData float64, wantEnc byte) {
+func testTSBSCompression(t *testing.T, v tsbsVariant, table bool, maxBPP, maxData float64, wantEnc encoding) {
 	{
 		{
 			hosts := tsbsHosts
@@ -134,7 +134,7 @@ func testTSBSCompression(t *testing.T, v tsbsVariant, table bool, maxBPP, maxDat
 					checkDecoded(t, &r, &cols)
 				}
 				if e := r.fields[0].info.enc; e != wantEnc {
-					t.Fatalf("encoding %d, want %d", e, wantEnc)
+					t.Fatalf("encoding %v, want %v", e, wantEnc)
 				}
 			}
 			bpp := float64(total) / float64(points)
