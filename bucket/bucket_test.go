@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
 // roundTrip encodes cols, decodes every column back and fails on any difference.
@@ -663,5 +665,20 @@ func TestEncodingCheck(t *testing.T) {
 		if got := encoding(e).String(); got != want {
 			t.Errorf("encoding %d is %q, want %q", e, got, want)
 		}
+	}
+}
+
+// TestCorruptIsCorruption checks that a bucket's corruption is corruption to every
+// layer (mongoerr.ErrCorrupt), and a bad version is not.
+func TestCorruptIsCorruption(t *testing.T) {
+	var r Reader
+	for _, bad := range [][]byte{nil, {Version}, {Version, 0}} {
+		err := r.Reset(bad)
+		if !errors.Is(err, ErrCorrupt) || !errors.Is(err, mongoerr.ErrCorrupt) {
+			t.Errorf("% x: %v, want corruption", bad, err)
+		}
+	}
+	if err := r.Reset([]byte{9, 1}); errors.Is(err, mongoerr.ErrCorrupt) {
+		t.Errorf("version 9: %v is corruption", err)
 	}
 }
