@@ -110,8 +110,18 @@ type cursor struct {
 	p    []byte // the bytes not read yet
 }
 
-// uvarint reads a uvarint; what names it in the error.
+// uvarint reads a uvarint; what names it in the error. One-byte values, most
+// of a control block, take the inlined path.
 func (c *cursor) uvarint(what string) (uint64, error) {
+	if len(c.p) > 0 && c.p[0] < 0x80 {
+		v := uint64(c.p[0])
+		c.p = c.p[1:]
+		return v, nil
+	}
+	return c.uvarintLong(what)
+}
+
+func (c *cursor) uvarintLong(what string) (uint64, error) {
 	v, k := binary.Uvarint(c.p)
 	if k <= 0 {
 		return 0, corruptf("%s at offset %d", what, len(c.data)-len(c.p))
@@ -184,8 +194,9 @@ func (r *Reader) readHeader(c *cursor) (refs bool, fields int, err error) {
 	return refs, int(nf), nil
 }
 
-// readEntries reads the control block: nf field entries, with names in the bucket or,
-// when refs, references into table.
+// readEntries reads the control block: nf field entries, each a name (or, when refs, a
+// reference into table), then the type, encoding, absent count and the encoding's
+// statistics, which must agree.
 func (r *Reader) readEntries(c *cursor, nf int, refs bool, table []string) error {
 	if refs {
 		if nf > len(table) {
@@ -201,20 +212,50 @@ func (r *Reader) readEntries(c *cursor, nf int, refs bool, table []string) error
 	r.fields = grow(r.fields, nf)
 	r.nameBytes = r.nameBytes[:0]
 	r.nameEnds = r.nameEnds[:0]
+	rows := uint64(r.rows)
 	for i := range r.fields {
 		f := &r.fields[i]
 		*f = fieldEntry{}
-		var err error
 		if refs {
-			f.name, err = r.readRef(c, i, table)
+			name, err := r.readRef(c, i, table)
+			if err != nil {
+				return err
+			}
+			f.name = name
 		} else {
-			err = r.readName(c, i)
+			l, err := c.uvarint("name length")
+			if err != nil {
+				return err
+			}
+			if l == 0 || l > MaxNameLen || l > uint64(len(c.p)) {
+				return corruptf("field %d: name length %d, %d bytes left", i, l, len(c.p))
+			}
+			// setNames makes the strings.
+			r.nameBytes = append(r.nameBytes, c.p[:l]...)
+			r.nameEnds = append(r.nameEnds, len(r.nameBytes))
+			c.p = c.p[l:]
 		}
+		if len(c.p) < 1 {
+			return corruptf("field %d: truncated", i)
+		}
+		f.typ, f.info.enc = Type(c.p[0]>>4), encoding(c.p[0]&15)
+		c.p = c.p[1:]
+		if !f.typ.valid() {
+			return corruptf("field %d: type %d", i, f.typ)
+		}
+		absent, err := c.uvarint("absent count")
 		if err != nil {
 			return err
 		}
-		if err := r.readEntry(c, i, f); err != nil {
-			return err
+		if absent > rows {
+			return corruptf("field %d: %d absent of %d rows", i, absent, rows)
+		}
+		f.info.count = int(rows - absent)
+		if !f.info.enc.check(f.typ, rows-absent) {
+			return corruptf("field %d: encoding %v for type %v, count %d", i, f.info.enc, f.typ, rows-absent)
+		}
+		if err := f.info.readStats(c); err != nil {
+			return fmt.Errorf("field %d: %v statistics: %w", i, f.info.enc, err)
 		}
 	}
 	return nil
@@ -234,50 +275,6 @@ func (r *Reader) readRef(c *cursor, i int, table []string) (string, error) {
 	}
 	r.refSet[ref>>6] |= 1 << (ref & 63)
 	return table[ref], nil
-}
-
-// readName reads field i's name into r.nameBytes; setNames makes the strings.
-func (r *Reader) readName(c *cursor, i int) error {
-	l, err := c.uvarint("name length")
-	if err != nil {
-		return err
-	}
-	if l == 0 || l > MaxNameLen || l > uint64(len(c.p)) {
-		return corruptf("field %d: name length %d, %d bytes left", i, l, len(c.p))
-	}
-	r.nameBytes = append(r.nameBytes, c.p[:l]...)
-	r.nameEnds = append(r.nameEnds, len(r.nameBytes))
-	c.p = c.p[l:]
-	return nil
-}
-
-// readEntry reads the rest of field i's control entry into f: type, encoding, count and
-// the encoding's statistics, and checks that they agree.
-func (r *Reader) readEntry(c *cursor, i int, f *fieldEntry) error {
-	if len(c.p) < 1 {
-		return corruptf("field %d: truncated", i)
-	}
-	f.typ, f.info.enc = Type(c.p[0]>>4), encoding(c.p[0]&15)
-	c.p = c.p[1:]
-	if !f.typ.valid() {
-		return corruptf("field %d: type %d", i, f.typ)
-	}
-	absent, err := c.uvarint("absent count")
-	if err != nil {
-		return err
-	}
-	if absent > uint64(r.rows) {
-		return corruptf("field %d: %d absent of %d rows", i, absent, r.rows)
-	}
-	count := uint64(r.rows) - absent
-	f.info.count = int(count)
-	if !f.info.enc.check(f.typ, count) {
-		return corruptf("field %d: encoding %v for type %v, count %d", i, f.info.enc, f.typ, count)
-	}
-	if err := f.info.readStats(c); err != nil {
-		return fmt.Errorf("field %d: %v statistics: %w", i, f.info.enc, err)
-	}
-	return nil
 }
 
 // readLengths reads the lengths of the time column, the field columns and the shared
