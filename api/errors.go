@@ -46,7 +46,7 @@ func statusOf(c mongoerr.Code) int {
 		return http.StatusServiceUnavailable
 	case mongoerr.IngressRequestRateLimitExceeded:
 		return http.StatusTooManyRequests
-	case mongoerr.InternalError:
+	case mongoerr.InternalError, mongoerr.DataCorruptionDetected:
 		return http.StatusInternalServerError
 	}
 	return http.StatusBadRequest
@@ -54,11 +54,15 @@ func statusOf(c mongoerr.Code) int {
 
 // classify is the one place where errors become an HTTP status, a MongoDB
 // code and a message. Errors that are not typed are internal faults: the
-// client sees a generic message and the log gets the details.
+// client sees a generic message and the log gets the details. Corrupt data,
+// found by any layer or by Pebble, is a 500 DataCorruptionDetected naming
+// what was found, and is logged too.
 func classify(err error) (status int, code mongoerr.Code, msg string, internal bool) {
 	var he *httpError
 	var me *mongoerr.Error
 	switch {
+	case timeseries.IsCorrupt(err):
+		return http.StatusInternalServerError, mongoerr.DataCorruptionDetected, err.Error(), true
 	case errors.As(err, &he):
 		return he.status, he.code, he.msg, false
 	case errors.As(err, &me):

@@ -3,6 +3,8 @@ package bucket
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
 // Version is the first byte of an encoded bucket that holds its field names (Encode).
@@ -39,9 +41,10 @@ const MaxNameLen = 1 << 16
 
 // Errors returned by Encoder and Reader, wrapped with context; test with errors.Is.
 var (
-	// ErrCorrupt means the bytes are not a valid bucket of a known version.
-	ErrCorrupt = errors.New("bucket: corrupt data")
-	// ErrVersion means the first byte is not Version or VersionRefs.
+	// ErrCorrupt means the bytes are not a valid bucket of a known version. It wraps
+	// mongoerr.ErrCorrupt, as every layer's corruption does.
+	ErrCorrupt = mongoerr.Corrupt("bucket: corrupt data")
+	// ErrVersion means the first byte is not Version, VersionRefs or VersionShared.
 	ErrVersion = errors.New("bucket: unsupported version")
 	// ErrNoNames means a VersionRefs bucket was read without its name table, or with a
 	// table too short for its references.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
 // roundTrip encodes cols, decodes every column back and fails on any difference.
@@ -634,5 +636,49 @@ func TestSharedBlockLimits(t *testing.T) {
 	}
 	if buf[0] != VersionRefs {
 		t.Fatalf("version %d: a shared block over %d symbols", buf[0], MaxSharedSymbols)
+	}
+}
+
+// TestEncodingCheck checks the encodings a control entry may give each type, as
+// docs/format/bucket.md lists them, and their names.
+func TestEncodingCheck(t *testing.T) {
+	allowed := map[Type][]encoding{
+		TypeFloat:  {encDecimal, encFloat},
+		TypeInt:    {encInt},
+		TypeString: {encString},
+		TypeBool:   {encBool},
+		TypeDate:   {encInt},
+	}
+	for typ := TypeFloat; typ <= TypeDate; typ++ {
+		for e := encoding(0); e < 16; e++ {
+			if got := e.check(typ, 0); got != (e == encEmpty) {
+				t.Errorf("%v with no value: check %v", e, got)
+			}
+			want := slices.Contains(allowed[typ], e)
+			if got := e.check(typ, 3); got != want {
+				t.Errorf("%v for %v: check %v, want %v", e, typ, got, want)
+			}
+		}
+	}
+	names := []string{"empty", "int", "decimal", "float", "string", "bool", "encoding(6)"}
+	for e, want := range names {
+		if got := encoding(e).String(); got != want {
+			t.Errorf("encoding %d is %q, want %q", e, got, want)
+		}
+	}
+}
+
+// TestCorruptIsCorruption checks that a bucket's corruption is corruption to every
+// layer (mongoerr.ErrCorrupt), and a bad version is not.
+func TestCorruptIsCorruption(t *testing.T) {
+	var r Reader
+	for _, bad := range [][]byte{nil, {Version}, {Version, 0}} {
+		err := r.Reset(bad)
+		if !errors.Is(err, ErrCorrupt) || !errors.Is(err, mongoerr.ErrCorrupt) {
+			t.Errorf("% x: %v, want corruption", bad, err)
+		}
+	}
+	if err := r.Reset([]byte{9, 1}); errors.Is(err, mongoerr.ErrCorrupt) {
+		t.Errorf("version 9: %v is corruption", err)
 	}
 }

@@ -4,11 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"math"
-	"sync"
-	"unsafe"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // fieldEntry is a parsed control entry.
@@ -79,8 +74,8 @@ func (r *Reader) Reset(data []byte) error {
 	return r.ResetNames(data, nil)
 }
 
-// ResetNames is Reset for buckets of either version: the field names of a VersionRefs
-// bucket are names[ref]. names must not change while the Reader uses them; the names
+// ResetNames is Reset for buckets of any version: the field names of a VersionRefs or
+// VersionShared bucket are names[ref]. names must not change while the Reader uses them; the names
 // returned are its strings.
 func (r *Reader) ResetNames(data []byte, names []string) error {
 	err := r.reset(data, names)
@@ -92,53 +87,119 @@ func (r *Reader) ResetNames(data []byte, names []string) error {
 
 func (r *Reader) reset(data []byte, table []string) error {
 	r.data = data
-	if len(data) == 0 {
-		return corruptf("empty bucket")
+	c := cursor{data: data}
+	refs, nf, err := r.readHeader(&c)
+	if err != nil {
+		return err
 	}
-	r.shared, r.sharedLen, r.sharedDone, r.sharedErr = data[0] == VersionShared, 0, false, nil
-	refs := data[0] == VersionRefs || r.shared
-	if data[0] != Version && !refs {
-		return fmt.Errorf("%w: %d", ErrVersion, data[0])
+	if err := r.readEntries(&c, nf, refs, table); err != nil {
+		return err
 	}
-	p := data[1:]
-	uv := func(what string) (uint64, error) {
-		v, k := binary.Uvarint(p)
-		if k <= 0 {
-			return 0, corruptf("%s at offset %d", what, len(data)-len(p))
-		}
-		p = p[k:]
+	if err := r.readLengths(&c); err != nil {
+		return err
+	}
+	if refs {
+		return nil
+	}
+	return r.setNames()
+}
+
+// cursor reads a bucket's header and control block.
+type cursor struct {
+	data []byte // the whole bucket
+	p    []byte // the bytes not read yet
+}
+
+// uvarint reads a uvarint; what names it in the error. One-byte values, most
+// of a control block, take the inlined path.
+func (c *cursor) uvarint(what string) (uint64, error) {
+	if len(c.p) > 0 && c.p[0] < 0x80 {
+		v := uint64(c.p[0])
+		c.p = c.p[1:]
 		return v, nil
 	}
-	rows, err := uv("rows")
+	return c.uvarintLong(what)
+}
+
+func (c *cursor) uvarintLong(what string) (uint64, error) {
+	v, k := binary.Uvarint(c.p)
+	if k <= 0 {
+		return 0, corruptf("%s at offset %d", what, len(c.data)-len(c.p))
+	}
+	c.p = c.p[k:]
+	return v, nil
+}
+
+// byte reads one byte; what names it in the error.
+func (c *cursor) byte(what string) (byte, error) {
+	if len(c.p) < 1 {
+		return 0, corruptf("%s at offset %d: truncated", what, len(c.data))
+	}
+	b := c.p[0]
+	c.p = c.p[1:]
+	return b, nil
+}
+
+// bytes reads n bytes; what names them in the error.
+func (c *cursor) bytes(n int, what string) ([]byte, error) {
+	if len(c.p) < n {
+		return nil, corruptf("%s at offset %d: %d bytes, %d left", what, len(c.data)-len(c.p), n, len(c.p))
+	}
+	b := c.p[:n]
+	c.p = c.p[n:]
+	return b, nil
+}
+
+// readHeader reads the version, row count, time range and field count, and reports
+// whether field names are references.
+func (r *Reader) readHeader(c *cursor) (refs bool, fields int, err error) {
+	if len(c.data) == 0 {
+		return false, 0, corruptf("empty bucket")
+	}
+	v := c.data[0]
+	c.p = c.data[1:]
+	r.shared, r.sharedLen, r.sharedDone, r.sharedErr = v == VersionShared, 0, false, nil
+	refs = v == VersionRefs || r.shared
+	if v != Version && !refs {
+		return false, 0, fmt.Errorf("%w: %d", ErrVersion, v)
+	}
+	rows, err := c.uvarint("rows")
 	if err != nil {
-		return err
+		return false, 0, err
 	}
 	if rows == 0 || rows > MaxRows {
-		return corruptf("%d rows", rows)
+		return false, 0, corruptf("%d rows", rows)
 	}
 	r.rows = int(rows)
-	mt, err := uv("min time")
+	mt, err := c.uvarint("min time")
 	if err != nil {
-		return err
+		return false, 0, err
 	}
-	span, err := uv("time span")
+	span, err := c.uvarint("time span")
 	if err != nil {
-		return err
+		return false, 0, err
 	}
 	r.minT = unzigzag(mt)
 	r.maxT = r.minT + int64(span)
 	if r.maxT < r.minT {
-		return corruptf("time span %d from %d", span, r.minT)
+		return false, 0, corruptf("time span %d from %d", span, r.minT)
 	}
-	nf, err := uv("field count")
+	nf, err := c.uvarint("field count")
 	if err != nil {
-		return err
+		return false, 0, err
 	}
-	if nf > MaxFields || nf > uint64(len(p))/4 {
-		return corruptf("%d fields in %d bytes", nf, len(p))
+	if nf > MaxFields || nf > uint64(len(c.p))/4 {
+		return false, 0, corruptf("%d fields in %d bytes", nf, len(c.p))
 	}
+	return refs, int(nf), nil
+}
+
+// readEntries reads the control block: nf field entries, each a name (or, when refs, a
+// reference into table), then the type, encoding, absent count and the encoding's
+// statistics, which must agree.
+func (r *Reader) readEntries(c *cursor, nf int, refs bool, table []string) error {
 	if refs {
-		if int(nf) > len(table) {
+		if nf > len(table) {
 			return fmt.Errorf("%w: %d fields, %d names", ErrNoNames, nf, len(table))
 		}
 		if n := (len(table) + 63) / 64; cap(r.refSet) < n {
@@ -148,125 +209,93 @@ func (r *Reader) reset(data []byte, table []string) error {
 			clear(r.refSet)
 		}
 	}
-	if cap(r.fields) < int(nf) {
-		r.fields = make([]fieldEntry, nf)
-	}
-	r.fields = r.fields[:nf]
+	r.fields = grow(r.fields, nf)
 	r.nameBytes = r.nameBytes[:0]
 	r.nameEnds = r.nameEnds[:0]
+	rows := uint64(r.rows)
 	for i := range r.fields {
 		f := &r.fields[i]
 		*f = fieldEntry{}
 		if refs {
-			ref, err := uv("name reference")
+			name, err := r.readRef(c, i, table)
 			if err != nil {
 				return err
 			}
-			if ref >= uint64(len(table)) {
-				return fmt.Errorf("%w: field %d: name reference %d, %d names", ErrNoNames, i, ref, len(table))
-			}
-			if r.refSet[ref>>6]&(1<<(ref&63)) != 0 {
-				return corruptf("field %d: name reference %d used twice", i, ref)
-			}
-			r.refSet[ref>>6] |= 1 << (ref & 63)
-			f.name = table[ref]
+			f.name = name
 		} else {
-			l, err := uv("name length")
+			l, err := c.uvarint("name length")
 			if err != nil {
 				return err
 			}
-			if l == 0 || l > MaxNameLen || l > uint64(len(p)) {
-				return corruptf("field %d: name length %d, %d bytes left", i, l, len(p))
+			if l == 0 || l > MaxNameLen || l > uint64(len(c.p)) {
+				return corruptf("field %d: name length %d, %d bytes left", i, l, len(c.p))
 			}
-			r.nameBytes = append(r.nameBytes, p[:l]...)
+			// setNames makes the strings.
+			r.nameBytes = append(r.nameBytes, c.p[:l]...)
 			r.nameEnds = append(r.nameEnds, len(r.nameBytes))
-			p = p[l:]
+			c.p = c.p[l:]
 		}
-		if len(p) < 1 {
+		if len(c.p) < 1 {
 			return corruptf("field %d: truncated", i)
 		}
-		f.typ, f.info.enc = Type(p[0]>>4), p[0]&15
-		p = p[1:]
+		f.typ, f.info.enc = Type(c.p[0]>>4), encoding(c.p[0]&15)
+		c.p = c.p[1:]
 		if !f.typ.valid() {
 			return corruptf("field %d: type %d", i, f.typ)
 		}
-		absent, err := uv("absent count")
+		absent, err := c.uvarint("absent count")
 		if err != nil {
 			return err
 		}
 		if absent > rows {
 			return corruptf("field %d: %d absent of %d rows", i, absent, rows)
 		}
-		c := rows - absent
-		f.info.count = int(c)
-		want := byte(0)
-		switch f.typ {
-		case TypeInt, TypeDate:
-			want = encInt
-		case TypeFloat:
-			want = encFloat
-			if f.info.enc == encDecimal {
-				want = encDecimal
-			}
-		case TypeString:
-			want = encString
-		case TypeBool:
-			want = encBool
+		f.info.count = int(rows - absent)
+		if !f.info.enc.check(f.typ, rows-absent) {
+			return corruptf("field %d: encoding %v for type %v, count %d", i, f.info.enc, f.typ, rows-absent)
 		}
-		if c == 0 {
-			want = encEmpty
-		}
-		if f.info.enc != want {
-			return corruptf("field %d: encoding %d for type %v, count %d", i, f.info.enc, f.typ, c)
-		}
-		switch f.info.enc {
-		case encDecimal, encInt:
-			if f.info.enc == encDecimal {
-				if len(p) < 1 || p[0] > maxDecimalScale {
-					return corruptf("field %d: decimal scale", i)
-				}
-				f.info.k = p[0]
-				p = p[1:]
-			}
-			lo, err := uv("min")
-			if err != nil {
-				return err
-			}
-			d, err := uv("max")
-			if err != nil {
-				return err
-			}
-			f.info.minI = unzigzag(lo)
-			f.info.maxI = f.info.minI + int64(d)
-			if f.info.maxI < f.info.minI {
-				return corruptf("field %d: range", i)
-			}
-		case encFloat:
-			if len(p) < 17 || p[0] > 1 {
-				return corruptf("field %d: float statistics", i)
-			}
-			f.info.hasNaN = p[0] == 1
-			f.info.minF = math.Float64frombits(binary.LittleEndian.Uint64(p[1:]))
-			f.info.maxF = math.Float64frombits(binary.LittleEndian.Uint64(p[9:]))
-			p = p[17:]
+		if err := f.info.readStats(c); err != nil {
+			return fmt.Errorf("field %d: %v statistics: %w", i, f.info.enc, err)
 		}
 	}
-	tl, err := uv("time length")
+	return nil
+}
+
+// readRef reads field i's name reference into table; each may appear once.
+func (r *Reader) readRef(c *cursor, i int, table []string) (string, error) {
+	ref, err := c.uvarint("name reference")
+	if err != nil {
+		return "", err
+	}
+	if ref >= uint64(len(table)) {
+		return "", fmt.Errorf("%w: field %d: name reference %d, %d names", ErrNoNames, i, ref, len(table))
+	}
+	if r.refSet[ref>>6]&(1<<(ref&63)) != 0 {
+		return "", corruptf("field %d: name reference %d used twice", i, ref)
+	}
+	r.refSet[ref>>6] |= 1 << (ref & 63)
+	return table[ref], nil
+}
+
+// readLengths reads the lengths of the time column, the field columns and the shared
+// block, checks that they take exactly the rest of the bucket, and places each.
+func (r *Reader) readLengths(c *cursor) error {
+	tl, err := c.uvarint("time length")
 	if err != nil {
 		return err
 	}
 	total := tl
-	if tl == 0 || tl > uint64(len(p)) {
-		return corruptf("time column length %d, %d bytes left", tl, len(p))
+	if tl == 0 || tl > uint64(len(c.p)) {
+		return corruptf("time column length %d, %d bytes left", tl, len(c.p))
 	}
 	r.timeLen = int(tl)
 	for i := range r.fields {
-		l, err := uv("column length")
+		l, err := c.uvarint("column length")
 		if err != nil {
 			return err
 		}
-		if l > uint64(len(p)) {
-			return corruptf("field %d: column length %d, %d bytes left", i, l, len(p))
+		if l > uint64(len(c.p)) {
+			return corruptf("field %d: column length %d, %d bytes left", i, l, len(c.p))
 		}
 		if (l == 0) != (r.fields[i].info.enc == encEmpty) {
 			return corruptf("field %d: column length %d, count %d", i, l, r.fields[i].info.count)
@@ -275,20 +304,20 @@ func (r *Reader) reset(data []byte, table []string) error {
 		total += l
 	}
 	if r.shared {
-		l, err := uv("shared block length")
+		l, err := c.uvarint("shared block length")
 		if err != nil {
 			return err
 		}
-		if l == 0 || l > uint64(len(p)) {
-			return corruptf("shared block length %d, %d bytes left", l, len(p))
+		if l == 0 || l > uint64(len(c.p)) {
+			return corruptf("shared block length %d, %d bytes left", l, len(c.p))
 		}
 		r.sharedLen = int(l)
 		total += l
 	}
-	if total != uint64(len(p)) {
-		return corruptf("columns take %d bytes, %d left", total, len(p))
+	if total != uint64(len(c.p)) {
+		return corruptf("columns take %d bytes, %d left", total, len(c.p))
 	}
-	off := len(data) - len(p)
+	off := len(c.data) - len(c.p)
 	r.timeOff = off
 	off += r.timeLen
 	r.sharedOff = off
@@ -297,10 +326,7 @@ func (r *Reader) reset(data []byte, table []string) error {
 		r.fields[i].off = off
 		off += r.fields[i].info.length
 	}
-	if refs {
-		return nil
-	}
-	return r.setNames()
+	return nil
 }
 
 // setNames makes the fields' name strings, reusing the previous bucket's when equal.
@@ -361,15 +387,7 @@ func (r *Reader) NumFields() int { return len(r.fields) }
 func (r *Reader) Field(i int) FieldInfo {
 	f := &r.fields[i]
 	fi := FieldInfo{Name: f.name, Type: f.typ, Count: f.info.count}
-	switch f.info.enc {
-	case encInt:
-		fi.MinInt, fi.MaxInt = f.info.minI, f.info.maxI
-	case encDecimal:
-		p := pow10[f.info.k]
-		fi.MinFloat, fi.MaxFloat = float64(f.info.minI)/p, float64(f.info.maxI)/p
-	case encFloat:
-		fi.MinFloat, fi.MaxFloat, fi.HasNaN = f.info.minF, f.info.maxF, f.info.hasNaN
-	}
+	f.info.setInfo(&fi)
 	return fi
 }
 
@@ -381,85 +399,6 @@ func (r *Reader) FieldIndex(name string) int {
 		}
 	}
 	return -1
-}
-
-// Times decodes the time column, appending Rows() values to dst[:0].
-func (r *Reader) Times(dst []int64) ([]int64, error) {
-	if r.rows == 0 {
-		return dst[:0], corruptf("no bucket")
-	}
-	dst = grow(dst, r.rows)
-	src := r.data[r.timeOff : r.timeOff+r.timeLen]
-	mode := src[0]
-	t0, k := binary.Uvarint(src[1:])
-	if k <= 0 {
-		return dst[:0], corruptf("time column: first time")
-	}
-	src = src[1+k:]
-	dst[0] = r.minT + int64(t0)
-	switch mode {
-	case timeDoD:
-		if r.rows > 1 {
-			d0, k := binary.Uvarint(src)
-			if k <= 0 {
-				return dst[:0], corruptf("time column: first delta")
-			}
-			src = src[k:]
-			d := unzigzag(d0)
-			t := dst[0] + d
-			dst[1] = t
-			for i := 2; i < len(dst); {
-				u, k := binary.Uvarint(src)
-				if k <= 0 {
-					return dst[:0], corruptf("time column: row %d of %d", i, len(dst))
-				}
-				src = src[k:]
-				if u != 0 {
-					d += unzigzag(u)
-					t += d
-					dst[i] = t
-					i++
-					continue
-				}
-				run, k := binary.Uvarint(src)
-				if k <= 0 || run == 0 || run > uint64(len(dst)-i) {
-					return dst[:0], corruptf("time column: run at row %d of %d", i, len(dst))
-				}
-				src = src[k:]
-				run0 := dst[i : i+int(run)]
-				for j := range run0 {
-					t += d
-					run0[j] = t
-				}
-				i += int(run)
-			}
-		}
-	case timeDeltas:
-		if r.rows < 2 {
-			return dst[:0], corruptf("time column: deltas for one row")
-		}
-		var err error
-		if src, err = r.id.readInts(src, dst[1:]); err != nil {
-			return dst[:0], fmt.Errorf("time column: %w", err)
-		}
-		for i := 1; i < len(dst); i++ {
-			dst[i] += dst[i-1]
-		}
-	default:
-		return dst[:0], corruptf("time column mode %d", mode)
-	}
-	if len(src) != 0 {
-		return dst[:0], corruptf("time column: %d trailing bytes", len(src))
-	}
-	lo, hi := dst[0], dst[0]
-	for _, t := range dst {
-		lo = min(lo, t)
-		hi = max(hi, t)
-	}
-	if lo != r.minT || hi != r.maxT {
-		return dst[:0], corruptf("times span [%d, %d], header says [%d, %d]", lo, hi, r.minT, r.maxT)
-	}
-	return dst, nil
 }
 
 // grow returns s[:n], reallocating when its capacity is short.
@@ -482,38 +421,23 @@ func (r *Reader) Column(i int, dst *Column) error {
 	dst.Name, dst.Type = f.name, f.typ
 	dst.Floats, dst.Ints, dst.Strings, dst.Bools = dst.Floats[:0], dst.Ints[:0], dst.Strings[:0], dst.Bools[:0]
 	src := r.data[f.off : f.off+f.info.length]
-	var err error
-	if count == rows {
+	switch {
+	case count == rows:
 		dst.Present = nil
-	} else {
+	case count == 0:
 		dst.Present = grow(dst.Present, (rows+63)/64)
-		if count == 0 {
-			clear(dst.Present)
-			switch f.typ {
-			case TypeInt, TypeDate:
-				dst.Ints = grow(dst.Ints, rows)
-				clear(dst.Ints)
-			case TypeFloat:
-				dst.Floats = grow(dst.Floats, rows)
-				clear(dst.Floats)
-			case TypeString:
-				dst.Strings = grow(dst.Strings, rows)
-				clear(dst.Strings)
-			case TypeBool:
-				dst.Bools = grow(dst.Bools, rows)
-				clear(dst.Bools)
-			}
-			return nil
-		} else {
-			if src, err = r.readBitset(src, dst.Present, rows); err != nil {
-				return fmt.Errorf("field %q presence: %w", f.name, err)
-			}
-			if popcount(dst.Present, rows) != count {
-				return corruptf("field %q: presence does not match count %d", f.name, count)
-			}
+		clear(dst.Present)
+	default:
+		dst.Present = grow(dst.Present, (rows+63)/64)
+		var err error
+		if src, err = r.readBitset(src, dst.Present, rows); err != nil {
+			return fmt.Errorf("field %q presence: %w", f.name, err)
+		}
+		if popcount(dst.Present, rows) != count {
+			return corruptf("field %q: presence does not match count %d", f.name, count)
 		}
 	}
-	if count == rows && len(src) > 0 && src[0]&7 == packShared && sharableEnc(f.info.enc) {
+	if count == rows && len(src) > 0 && src[0]&7 == packShared && f.info.enc.intStream() {
 		syms, err := r.sharedSymbols(i)
 		if err != nil {
 			return fmt.Errorf("field %q: %w", f.name, err)
@@ -521,37 +445,7 @@ func (r *Reader) Column(i int, dst *Column) error {
 		r.id.shared = syms
 		defer func() { r.id.shared = nil }()
 	}
-	switch f.typ {
-	case TypeInt, TypeDate:
-		dst.Ints = grow(dst.Ints, rows)
-		if count == rows {
-			src, err = r.id.readInts(src, dst.Ints)
-		} else {
-			r.ints = grow(r.ints, count)
-			src, err = r.id.readInts(src, r.ints)
-			scatter(dst.Ints, r.ints, dst.Present)
-		}
-	case TypeFloat:
-		dst.Floats = grow(dst.Floats, rows)
-		if count == rows {
-			ints := unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(dst.Floats))), rows)
-			if src, err = r.id.readInts(src, ints); err == nil {
-				intsToFloats(ints, dst.Floats, f.info.enc, f.info.k)
-			}
-		} else {
-			r.ints = grow(r.ints, count)
-			if src, err = r.id.readInts(src, r.ints); err == nil && count > 0 {
-				intsToFloats(r.ints, unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(r.ints))), count), f.info.enc, f.info.k)
-				scatter(dst.Floats, unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(r.ints))), count), dst.Present)
-			}
-		}
-	case TypeString:
-		dst.Strings = grow(dst.Strings, rows)
-		src, err = r.readStrings(src, dst.Strings, count, dst.Present)
-	case TypeBool:
-		dst.Bools = grow(dst.Bools, rows)
-		src, err = r.readBools(src, dst.Bools, count, dst.Present)
-	}
+	src, err := r.readValues(src, &f.info, dst)
 	if err != nil {
 		return fmt.Errorf("field %q: %w", f.name, err)
 	}
@@ -560,8 +454,6 @@ func (r *Reader) Column(i int, dst *Column) error {
 	}
 	return nil
 }
-
-func sharableEnc(enc byte) bool { return enc == encInt || enc == encDecimal || enc == encFloat }
 
 // sharedSymbols returns field i's run of the shared symbol block, decoding the block and
 // placing every field's run on first use.
@@ -597,7 +489,7 @@ func (r *Reader) decodeShared() error {
 	for j := range r.fields {
 		f := &r.fields[j]
 		r.sharedPos[j] = -1
-		if f.info.count != r.rows || f.info.length == 0 || !sharableEnc(f.info.enc) {
+		if f.info.count != r.rows || f.info.length == 0 || !f.info.enc.intStream() {
 			continue
 		}
 		head := r.data[f.off]
@@ -643,26 +535,6 @@ func (r *Reader) decodeShared() error {
 	return nil
 }
 
-// intsToFloats converts decoded ints to floats in place (ints and fs share memory).
-func intsToFloats(ints []int64, fs []float64, enc, k byte) {
-	fs = fs[:len(ints)]
-	switch {
-	case enc == encFloat:
-		for i, v := range ints {
-			fs[i] = math.Float64frombits(uint64(orderedBits(uint64(v))))
-		}
-	case k == 0:
-		for i, v := range ints {
-			fs[i] = float64(v)
-		}
-	default:
-		p := pow10[k]
-		for i, v := range ints {
-			fs[i] = float64(v) / p
-		}
-	}
-}
-
 // scatter spreads vals over the present rows of dst and zeroes the others.
 func scatter[T any](dst, vals []T, present []uint64) {
 	var zero T
@@ -675,212 +547,6 @@ func scatter[T any](dst, vals []T, present []uint64) {
 			dst[i] = zero
 		}
 	}
-}
-
-// readBitset decodes a bitset stream of n bits into words ((n+63)/64 of them).
-func (r *Reader) readBitset(src []byte, words []uint64, n int) ([]byte, error) {
-	if len(src) < 1 {
-		return nil, corruptf("bitset: empty")
-	}
-	mode := src[0]
-	src = src[1:]
-	clear(words)
-	switch mode {
-	case bitsZero:
-	case bitsOne:
-		setRange(words, 0, n)
-	case bitsRaw:
-		l := (n + 7) / 8
-		if len(src) < l {
-			return nil, corruptf("bitset: %d bytes for %d bits", len(src), n)
-		}
-		for i, b := range src[:l] {
-			words[i>>3] |= uint64(b) << (uint(i&7) * 8)
-		}
-		if r := uint(n) & 63; r != 0 {
-			words[len(words)-1] &= 1<<r - 1
-		}
-		src = src[l:]
-	case bitsRuns:
-		if len(src) < 1 || src[0] > 1 {
-			return nil, corruptf("bitset: first bit")
-		}
-		bit := src[0] == 1
-		nr, k := binary.Uvarint(src[1:])
-		if k <= 0 || nr == 0 || nr > uint64(n) {
-			return nil, corruptf("bitset: %d runs for %d bits", nr, n)
-		}
-		src = src[1+k:]
-		r.ints = grow(r.ints, int(nr))
-		var err error
-		if src, err = r.id.readInts(src, r.ints); err != nil {
-			return nil, err
-		}
-		pos := 0
-		for _, l := range r.ints {
-			if l <= 0 || uint64(l) > uint64(n-pos) {
-				return nil, corruptf("bitset: run of %d at bit %d of %d", l, pos, n)
-			}
-			if bit {
-				setRange(words, pos, pos+int(l))
-			}
-			pos += int(l)
-			bit = !bit
-		}
-		if pos != n {
-			return nil, corruptf("bitset: runs cover %d of %d bits", pos, n)
-		}
-	default:
-		return nil, corruptf("bitset mode %d", mode)
-	}
-	return src, nil
-}
-
-// setRange sets bits [from, to) of words.
-func setRange(words []uint64, from, to int) {
-	for from < to {
-		w, b := from>>6, uint(from)&63
-		nb := min(uint(to-from), 64-b)
-		words[w] |= (1<<nb - 1) << b
-		from += int(nb)
-	}
-}
-
-func (r *Reader) readBools(src []byte, dst []bool, count int, present []uint64) ([]byte, error) {
-	words := grow(r.blob, (count+63)/64*8)
-	r.blob = words
-	ws := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(words))), (count+63)/64)
-	src, err := r.readBitset(src, ws, count)
-	if err != nil {
-		return nil, err
-	}
-	j := 0
-	for i := range dst {
-		if present != nil && present[i>>6]&(1<<(uint(i)&63)) == 0 {
-			dst[i] = false
-			continue
-		}
-		dst[i] = ws[j>>6]&(1<<(uint(j)&63)) != 0
-		j++
-	}
-	return src, nil
-}
-
-var (
-	zstdOnce sync.Once
-	zstdDec  *zstd.Decoder
-)
-
-// zstdDecoder returns the decoder shared by all Readers; its DecodeAll is safe for
-// concurrent use.
-func zstdDecoder() *zstd.Decoder {
-	zstdOnce.Do(func() {
-		zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<28))
-	})
-	return zstdDec
-}
-
-func (r *Reader) readStrings(src []byte, dst []string, count int, present []uint64) ([]byte, error) {
-	nd, k := binary.Uvarint(src)
-	if k <= 0 || nd == 0 || nd > uint64(count) {
-		return nil, corruptf("strings: dictionary of %d for %d values", nd, count)
-	}
-	src = src[k:]
-	if len(src) < 1 {
-		return nil, corruptf("strings: blob mode")
-	}
-	mode := src[0]
-	src = src[1:]
-	var blob []byte
-	switch mode {
-	case blobRaw:
-		l, k := binary.Uvarint(src)
-		if k <= 0 || l > uint64(len(src)-k) {
-			return nil, corruptf("strings: blob length %d, %d left", l, len(src))
-		}
-		blob = src[k : k+int(l)]
-		src = src[k+int(l):]
-	case blobZstd:
-		raw, k := binary.Uvarint(src)
-		if k <= 0 {
-			return nil, corruptf("strings: raw length")
-		}
-		src = src[k:]
-		cl, k := binary.Uvarint(src)
-		if k <= 0 || cl > uint64(len(src)-k) || raw > maxZstdRatio*cl || raw > 1<<28 {
-			return nil, corruptf("strings: zstd %d bytes to %d, %d left", cl, raw, len(src))
-		}
-		out, err := zstdDecoder().DecodeAll(src[k:k+int(cl)], grow(r.blob, int(raw))[:0])
-		if err != nil {
-			return nil, corruptf("strings: zstd: %v", err)
-		}
-		if uint64(len(out)) != raw {
-			return nil, corruptf("strings: zstd gave %d bytes, want %d", len(out), raw)
-		}
-		r.blob = out
-		blob = out
-		src = src[k+int(cl):]
-	default:
-		return nil, corruptf("strings: blob mode %d", mode)
-	}
-	if nd > uint64(len(blob)) {
-		return nil, corruptf("strings: %d strings in %d bytes", nd, len(blob))
-	}
-	r.dict = grow(r.dict, int(nd))
-	// Lengths, then the bytes: one string holds them all.
-	ends := r.ints[:0]
-	p := blob
-	total := uint64(0)
-	for range nd {
-		l, k := binary.Uvarint(p)
-		if k <= 0 || l > uint64(len(p)) {
-			return nil, corruptf("strings: dictionary lengths")
-		}
-		p = p[k:]
-		total += l
-		ends = append(ends, int64(total))
-	}
-	r.ints = ends
-	if total != uint64(len(p)) {
-		return nil, corruptf("strings: dictionary holds %d bytes, %d left", total, len(p))
-	}
-	all := string(p)
-	start := int64(0)
-	for j, end := range ends {
-		r.dict[j] = all[start:end]
-		start = end
-	}
-	if nd == 1 {
-		s := r.dict[0]
-		for i := range dst {
-			if present == nil || present[i>>6]&(1<<(uint(i)&63)) != 0 {
-				dst[i] = s
-			} else {
-				dst[i] = ""
-			}
-		}
-		return src, nil
-	}
-	idx := grow(r.ints, count)
-	r.ints = idx
-	src, err := r.id.readInts(src, idx)
-	if err != nil {
-		return nil, err
-	}
-	j := 0
-	for i := range dst {
-		if present != nil && present[i>>6]&(1<<(uint(i)&63)) == 0 {
-			dst[i] = ""
-			continue
-		}
-		x := idx[j]
-		if uint64(x) >= nd {
-			return nil, corruptf("strings: index %d of %d", x, nd)
-		}
-		dst[i] = r.dict[x]
-		j++
-	}
-	return src, nil
 }
 
 // Peek returns the row count and time range of an encoded bucket from its first bytes,

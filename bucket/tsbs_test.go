@@ -76,7 +76,7 @@ func TestTSBSCompression(t *testing.T) {
 		v       tsbsVariant
 		max     float64 // bytes per field value, everything included
 		maxData float64 // the same without the control block (names, types, min/max, lengths)
-		wantEnc byte
+		wantEnc encoding
 		// The same with a name table (EncodeRefs).
 		maxTable, maxDataTable float64
 	}{
@@ -103,7 +103,7 @@ func TestTSBSCompression(t *testing.T) {
 // tsbsRefs is the name table references of the TSBS fields, in order.
 var tsbsRefs = []uint32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 
-func testTSBSCompression(t *testing.T, v tsbsVariant, table bool, maxBPP, maxData float64, wantEnc byte) {
+func testTSBSCompression(t *testing.T, v tsbsVariant, table bool, maxBPP, maxData float64, wantEnc encoding) {
 	{
 		{
 			hosts := tsbsHosts
@@ -134,7 +134,7 @@ func testTSBSCompression(t *testing.T, v tsbsVariant, table bool, maxBPP, maxDat
 					checkDecoded(t, &r, &cols)
 				}
 				if e := r.fields[0].info.enc; e != wantEnc {
-					t.Fatalf("encoding %d, want %d", e, wantEnc)
+					t.Fatalf("encoding %v, want %v", e, wantEnc)
 				}
 			}
 			bpp := float64(total) / float64(points)
@@ -163,7 +163,10 @@ func benchmarkEncode(b *testing.B, v tsbsVariant, table bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cols := &buckets[i%len(buckets)]
-		buf, _ = encodeTSBS(&enc, buf[:0], cols, table)
+		var err error
+		if buf, err = encodeTSBS(&enc, buf[:0], cols, table); err != nil {
+			b.Fatal(err)
+		}
 		points += len(cols.Times) * len(cols.Fields)
 		size += len(buf)
 	}
@@ -178,7 +181,10 @@ func benchmarkDecode(b *testing.B, v tsbsVariant, table bool, fields int) {
 	var enc Encoder
 	encoded := make([][]byte, len(buckets))
 	for i := range buckets {
-		encoded[i], _ = encodeTSBS(&enc, nil, &buckets[i], table)
+		var err error
+		if encoded[i], err = encodeTSBS(&enc, nil, &buckets[i], table); err != nil {
+			b.Fatal(err)
+		}
 	}
 	var r Reader
 	var col Column
@@ -190,7 +196,10 @@ func benchmarkDecode(b *testing.B, v tsbsVariant, table bool, fields int) {
 		if err := r.ResetNames(encoded[i%len(encoded)], tsbsFields); err != nil {
 			b.Fatal(err)
 		}
-		times, _ = r.Times(times)
+		var err error
+		if times, err = r.Times(times); err != nil {
+			b.Fatal(err)
+		}
 		n := r.NumFields()
 		if fields > 0 {
 			n = fields
@@ -229,14 +238,21 @@ func BenchmarkDecodeOneIntTable(b *testing.B) { benchmarkDecode(b, tsbsInt, true
 func BenchmarkDecodeTimes(b *testing.B) {
 	buckets := tsbsBuckets(tsbsInt, 1)
 	var enc Encoder
-	buf, _ := enc.Encode(nil, &buckets[0])
+	buf, err := enc.Encode(nil, &buckets[0])
+	if err != nil {
+		b.Fatal(err)
+	}
 	var r Reader
 	var times []int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		_ = r.Reset(buf)
-		times, _ = r.Times(times)
+		if err := r.Reset(buf); err != nil {
+			b.Fatal(err)
+		}
+		if times, err = r.Times(times); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(float64(b.N*len(times))/b.Elapsed().Seconds(), "points/s")
 }

@@ -2,13 +2,13 @@ package document
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
@@ -26,8 +26,9 @@ const (
 	tagArray  byte = 9 // uvarint count, then values
 )
 
-// ErrCorrupt reports bytes that are not an encoded document.
-var ErrCorrupt = errors.New("document: corrupt encoding")
+// ErrCorrupt reports bytes that are not an encoded document. It wraps
+// mongoerr.ErrCorrupt, as every layer's corruption does.
+var ErrCorrupt = mongoerr.Corrupt("document: corrupt encoding")
 
 // Encode appends the binary form of doc to dst. Keys are written in sorted
 // order, so equal documents encode to equal bytes. Values outside the value

@@ -3,7 +3,8 @@
 // names the field and the rule that was broken.
 //
 // The api package maps an *Error to an HTTP status in one place; the packages
-// below it (timeseries, ttl, partialfilter) only build them. The package is
+// below it (timeseries, ttl, partialfilter) only build them. Corrupt data,
+// whichever layer finds it, wraps ErrCorrupt. The package is
 // pure: no I/O, no dependencies beyond the standard library.
 package mongoerr
 
@@ -46,6 +47,9 @@ const (
 	// refused because the server's ingress queue is full.
 	IngressRequestRateLimitExceeded Code = 462
 	BSONObjectTooLarge              Code = 10334
+	// DataCorruptionDetected is MongoDB's code for stored data that does not
+	// verify (ErrCorrupt).
+	DataCorruptionDetected Code = 301
 )
 
 var names = map[Code]string{
@@ -75,6 +79,7 @@ var names = map[Code]string{
 	DuplicateKey:                    "DuplicateKey",
 	IngressRequestRateLimitExceeded: "IngressRequestRateLimitExceeded",
 	BSONObjectTooLarge:              "BSONObjectTooLarge",
+	DataCorruptionDetected:          "DataCorruptionDetected",
 }
 
 // Name returns MongoDB's codeName for c, or "Location<code>" for a code
@@ -124,6 +129,24 @@ func CodeOf(err error) Code {
 	}
 	return 0
 }
+
+// ErrCorrupt marks corrupt data: stored or logged bytes that do not decode or
+// verify, whichever layer found them. Each package's own corruption sentinel
+// (bucket.ErrCorrupt, document.ErrCorrupt, wal.ErrCorrupt,
+// timeseries.ErrCorrupt) is made by Corrupt and wraps it, so
+// errors.Is(err, mongoerr.ErrCorrupt) asks "is this corruption?" of an error
+// from any of them, and CodeOf gives DataCorruptionDetected.
+var ErrCorrupt = &Error{Code: DataCorruptionDetected, Message: "data corruption detected"}
+
+// Corrupt returns a package's corruption sentinel: an error whose text is msg
+// and which wraps ErrCorrupt. Each call returns a distinct error, so errors.Is
+// still tells one package's sentinel from another's.
+func Corrupt(msg string) error { return &corrupt{msg: msg} }
+
+type corrupt struct{ msg string }
+
+func (e *corrupt) Error() string { return e.msg }
+func (e *corrupt) Unwrap() error { return ErrCorrupt }
 
 // MessageOf returns the message of an *Error in err's chain, or err's text.
 func MessageOf(err error) string {

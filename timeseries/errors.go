@@ -3,6 +3,8 @@ package timeseries
 import (
 	"errors"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -11,8 +13,9 @@ import (
 var (
 	// ErrClosed is returned by calls on a closed DB.
 	ErrClosed = errors.New("timeseries: db closed")
-	// ErrCorrupt reports data on disk that does not parse.
-	ErrCorrupt = errors.New("timeseries: corrupt data")
+	// ErrCorrupt reports data on disk that does not parse. It wraps
+	// mongoerr.ErrCorrupt, as every layer's corruption does.
+	ErrCorrupt = mongoerr.Corrupt("timeseries: corrupt data")
 	// ErrNewerFormat is returned when the store was written by a newer
 	// version.
 	ErrNewerFormat = errors.New("timeseries: store written by a newer format version")
@@ -20,4 +23,12 @@ var (
 
 func notFound(name string) error {
 	return mongoerr.New(mongoerr.NamespaceNotFound, "collection %q does not exist", name)
+}
+
+// IsCorrupt reports whether err reports corrupt data: Hourglass's own, from
+// whichever layer found it (errors.Is(err, mongoerr.ErrCorrupt)), or Pebble's
+// (pebble.IsCorruptionError), which callers above the storage layer cannot ask
+// Pebble about.
+func IsCorrupt(err error) bool {
+	return errors.Is(err, mongoerr.ErrCorrupt) || pebble.IsCorruptionError(err)
 }

@@ -1,6 +1,10 @@
 package wal
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
 
 // Sentinel errors, checked with errors.Is. Returned errors wrap them with
 // the segment, offset and sizes involved.
@@ -10,8 +14,9 @@ var (
 	// ErrCorrupt reports log data that does not verify: a bad segment
 	// header, a record whose checksum or lengths do not match, a gap in the
 	// segment sequence, or damage that is not a torn tail of the last
-	// segment.
-	ErrCorrupt = errors.New("wal: corrupt log")
+	// segment. It wraps mongoerr.ErrCorrupt, as every layer's corruption
+	// does.
+	ErrCorrupt = mongoerr.Corrupt("wal: corrupt log")
 	// ErrTooLarge is returned by Append for a record over MaxRecordSize.
 	ErrTooLarge = errors.New("wal: record too large")
 	// ErrNewerFormat is returned by Open for a segment written by a newer

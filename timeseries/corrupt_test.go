@@ -1,0 +1,108 @@
+package timeseries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/timeseries/wal"
+)
+
+// TestIsCorrupt checks that the corruption of every layer, and Pebble's, is
+// corruption to IsCorrupt, and that other errors are not.
+func TestIsCorrupt(t *testing.T) {
+	for _, err := range []error{ErrCorrupt, bucket.ErrCorrupt, wal.ErrCorrupt, document.ErrCorrupt, pebble.ErrCorruption} {
+		wrapped := fmt.Errorf("collection %q: %w: at 12", "c", err)
+		if !IsCorrupt(wrapped) {
+			t.Errorf("%v: not corruption", wrapped)
+		}
+		if err != pebble.ErrCorruption && !errors.Is(wrapped, mongoerr.ErrCorrupt) {
+			t.Errorf("%v: not mongoerr.ErrCorrupt", wrapped)
+		}
+	}
+	for _, err := range []error{ErrClosed, ErrNewerFormat, bucket.ErrVersion, mongoerr.New(mongoerr.BadValue, "x"), context.Canceled} {
+		if IsCorrupt(err) {
+			t.Errorf("%v is corruption", err)
+		}
+	}
+}
+
+// TestFindCorruptBucket overwrites a stored bucket (sealed or open) in Pebble and checks that a
+// find over it fails with an error that is corruption.
+func TestFindCorruptBucket(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	db, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "c", CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	ms := make([]Measurement, 2500)
+	for i := range ms {
+		ms[i] = Measurement{Time: int64(i) * 1e9, Meta: "a", Fields: []Field{{Name: "v", Value: Int(int64(i))}}}
+	}
+	if _, err := db.Insert(ctx, "c", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := pebble.Open(filepath.Join(dir, "store"), &pebble.Options{Logger: quietPebble{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := p.NewIter(&pebble.IterOptions{LowerBound: []byte{0x03}, UpperBound: []byte{0x05}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key []byte
+	if it.First() {
+		key = append(key, it.Key()...)
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if key == nil {
+		t.Fatal("no bucket in Pebble")
+	}
+	// A bucket that says it holds one row and no field, and ends there.
+	if err := p.Set(key, []byte{bucket.VersionRefs, 1}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cur, err := db.Find(ctx, "c", FindOptions{})
+	if err == nil {
+		for cur.Next() {
+		}
+		err = cur.Err()
+		cur.Close()
+	}
+	if !IsCorrupt(err) || !errors.Is(err, bucket.ErrCorrupt) {
+		t.Fatalf("find over a damaged bucket: %v, want bucket corruption", err)
+	}
+}
+
+// quietPebble drops Pebble's info lines and fails the test on a fatal one.
+type quietPebble struct{ t *testing.T }
+
+func (quietPebble) Infof(string, ...any) {}
+
+func (q quietPebble) Fatalf(format string, args ...any) { q.t.Fatalf(format, args...) }
