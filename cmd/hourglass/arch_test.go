@@ -1,0 +1,141 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const modulePath = "github.com/hourglassdb/hourglass"
+
+// TestArchitectureDiagram holds the dependency block of docs/architecture.md
+// against the imports of the module's packages: each line of the block names
+// a package and every package of the module its non-test files import.
+func TestArchitectureDiagram(t *testing.T) {
+	root := filepath.Join("..", "..")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := diagramImports(t, string(doc))
+	actual := moduleImports(t, root)
+	for pkg, imps := range actual {
+		d, ok := drawn[pkg]
+		if !ok {
+			t.Errorf("package %s (imports %v) is missing from docs/architecture.md", pkg, imps)
+			continue
+		}
+		if !slices.Equal(d, imps) {
+			t.Errorf("docs/architecture.md: %s imports %v, the diagram says %v", pkg, imps, d)
+		}
+	}
+	for pkg := range drawn {
+		if _, ok := actual[pkg]; !ok {
+			t.Errorf("docs/architecture.md names package %s, which does not exist", pkg)
+		}
+	}
+}
+
+// diagramImports reads the first fenced block of the document whose lines
+// have the form "pkg ─► a, b".
+func diagramImports(t *testing.T, doc string) map[string][]string {
+	out := map[string][]string{}
+	in := false
+	for line := range strings.Lines(doc) {
+		line = strings.TrimSpace(line)
+		if line == "```" {
+			if in && len(out) > 0 {
+				return out
+			}
+			in = !in
+			continue
+		}
+		pkg, deps, ok := strings.Cut(line, "─►")
+		if !in || !ok {
+			continue
+		}
+		var list []string
+		for d := range strings.SplitSeq(deps, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				list = append(list, d)
+			}
+		}
+		slices.Sort(list)
+		out[strings.TrimSpace(pkg)] = list
+	}
+	if len(out) == 0 {
+		t.Fatal("docs/architecture.md has no dependency block (lines \"pkg ─► a, b\" in a fenced block)")
+	}
+	return out
+}
+
+// moduleImports parses the non-test Go files of every package directory
+// under root and returns, per package (path relative to the module), the
+// module's packages it imports, sorted.
+func moduleImports(t *testing.T, root string) map[string][]string {
+	out := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if ignored(f.Comments) {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(rel)
+		imps := out[pkg]
+		if imps == nil {
+			imps = []string{}
+		}
+		for _, is := range f.Imports {
+			p, _ := strconv.Unquote(is.Path.Value)
+			if rest, ok := strings.CutPrefix(p, modulePath+"/"); ok && !slices.Contains(imps, rest) {
+				imps = append(imps, rest)
+			}
+		}
+		out[pkg] = imps
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imps := range out {
+		slices.Sort(imps)
+	}
+	return out
+}
+
+// ignored reports a file built only on demand (//go:build ignore).
+func ignored(groups []*ast.CommentGroup) bool {
+	for _, g := range groups {
+		for _, c := range g.List {
+			if strings.HasPrefix(c.Text, "//go:build") && strings.Contains(c.Text, "ignore") {
+				return true
+			}
+		}
+	}
+	return false
+}
