@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -508,13 +509,19 @@ func (m *seriesMerge) init() error {
 		return err
 	}
 	defer it.Close()
+	r := readerPool.Get().(*bucket.Reader)
+	r.SetSymbolCache(nil)
+	defer func() {
+		r.Reset(nil)
+		readerPool.Put(r)
+	}()
 	for i, s := range m.plan.series {
 		if i%guardEvery == 0 {
 			if err := m.plan.guard.ctx.Err(); err != nil {
 				return err
 			}
 		}
-		t, ok, err := m.firstBound(it, s)
+		t, ok, err := m.firstBound(it, r, s)
 		if err != nil {
 			return err
 		}
@@ -527,10 +534,11 @@ func (m *seriesMerge) init() error {
 }
 
 // firstBound returns the earliest time (latest when descending) series s
-// may hold a row at within the plan's range, from its buckets in memory and
-// the key of its first stored bucket in the scan's order; ok is false when
-// it has no bucket in range.
-func (m *seriesMerge) firstBound(it *pebble.Iterator, s *seriesSnap) (t int64, ok bool, err error) {
+// holds a row at within the plan's range, from its buckets in memory and
+// the headers of its stored buckets that may come first: those that start
+// (ascending) or may end (descending) before the best time found. ok is
+// false when it has no bucket in range. r reads the headers.
+func (m *seriesMerge) firstBound(it *pebble.Iterator, r *bucket.Reader, s *seriesSnap) (t int64, ok bool, err error) {
 	p := m.plan
 	lo, hi := s.minTime, p.filter.maxTime
 	better := func(x int64) {
@@ -560,20 +568,36 @@ func (m *seriesMerge) firstBound(it *pebble.Iterator, s *seriesSnap) (t int64, o
 		if err != nil {
 			return 0, false, err
 		}
+		if m.desc {
+			// A bucket ends before its start plus the longest span.
+			if ok && kp.minTime <= math.MaxInt64-p.maxSpan && kp.minTime+p.maxSpan-1 < t {
+				break
+			}
+		} else if ok && kp.minTime >= t {
+			break
+		}
 		if s.memIDs[kp.id] {
 			continue // newer in memory
 		}
-		if m.desc {
-			// A bucket holds rows before its start plus the longest span.
-			end := hi
-			if kp.minTime <= math.MaxInt64-p.maxSpan {
-				end = min(end, kp.minTime+p.maxSpan-1)
-			}
-			better(end)
-		} else {
-			better(max(kp.minTime, lo))
+		p.guard.headers++
+		if err := p.guard.bucket(); err != nil {
+			return 0, false, err
 		}
-		break
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = r.ResetNames(v, s.names)
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
+		}
+		if r.Rows() == 0 || r.MaxTime() < lo || r.MinTime() > hi {
+			continue
+		}
+		if m.desc {
+			better(min(r.MaxTime(), hi))
+		} else {
+			better(max(r.MinTime(), lo))
+		}
 	}
 	return t, ok, it.Error()
 }

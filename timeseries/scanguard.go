@@ -17,7 +17,8 @@ type scanGuard struct {
 	limit int64 // bytes; Options.QueryMemoryBytes
 	used  int64 // bytes charged and not released
 
-	buckets int64 // buckets decoded or visited
+	buckets int64 // buckets decoded or visited, and headers read
+	headers int64 // headers read (to bound a series' first row)
 	rows    int64 // rows passed
 }
 
