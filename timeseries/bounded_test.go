@@ -148,20 +148,34 @@ func equalRows(a, b []sortedRow) bool {
 	return true
 }
 
+// armedCtx is cancelled once armed: its Err answers Canceled from then on.
+type armedCtx struct {
+	context.Context
+	armed bool
+}
+
+func (c *armedCtx) Err() error {
+	if c.armed {
+		return context.Canceled
+	}
+	return nil
+}
+
 // TestScanStopsOnCancel checks that a find and an aggregate stop soon after
-// their context is cancelled, even when no row matches (a batch is never
-// filled), by the buckets read after the cancel.
+// their context is cancelled in the middle of a scan, even when no row
+// matches (a batch is never filled), by the buckets read after the cancel.
 func TestScanStopsOnCancel(t *testing.T) {
 	db := openSeries(t, 500, 30, func(o *Options) { o.BucketMaxCount = 10 })
 	f := mustFilter(t, `{"v": {"$lt": -5}}`)
 	for _, sortOrder := range []int{SortSeries, SortAscending} {
-		cctx, cancel := context.WithCancel(context.Background())
+		cctx := &armedCtx{Context: context.Background()}
 		cur, err := db.Find(cctx, "s", FindOptions{Filter: f, Sort: sortOrder, BatchRows: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
 		before := cur.scan.guard.buckets // a sorted find reads headers first
-		cancel()
+		cur.ctx = context.Background()   // the check before a batch passes
+		cctx.armed = true
 		if cur.Next() {
 			t.Fatal("a row matched")
 		}
@@ -173,10 +187,13 @@ func TestScanStopsOnCancel(t *testing.T) {
 		}
 		cur.Close()
 	}
-	cctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	before := db.stats.aggBuckets.Load()
+	cctx := &armedCtx{Context: context.Background(), armed: true}
 	if _, err := db.Aggregate(cctx, "s", AggregateOptions{Window: time.Minute, Filter: f}); !errors.Is(err, context.Canceled) {
 		t.Errorf("aggregate: err %v, want context.Canceled", err)
+	}
+	if n := db.stats.aggBuckets.Load() - before; n > guardEvery {
+		t.Errorf("aggregate: %d buckets read after the cancel; want at most %d", n, guardEvery)
 	}
 }
 
