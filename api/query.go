@@ -258,8 +258,15 @@ func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cur.Close()
+	// The first record is read before the status is sent, so that an error
+	// found there (a memory limit) is answered as one.
+	more := cur.Next()
+	if !more && cur.Err() != nil {
+		s.writeError(w, r, cur.Err())
+		return
+	}
 	n, err := s.stream(w, format, cur.Schema(), render.Options{}, func(yield func(arrow.Record) error) error {
-		for cur.Next() {
+		for ; more; more = cur.Next() {
 			rec := cur.Record()
 			o.docs.Add(rec.NumRows())
 			if err := yield(rec); err != nil {

@@ -1,6 +1,8 @@
 package timeseries
 
 import (
+	"context"
+	"math"
 	"math/rand"
 	"testing"
 )
@@ -12,7 +14,7 @@ func TestAggCells(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	const width = 60
 	for round := 0; round < 50; round++ {
-		a := newAggCells(2, 16, width)
+		a := newAggCells(2, 16, width, newScanGuard(context.Background(), math.MaxInt64), MaxAggregateCells)
 		ref := map[aggKey][]aggCell{}
 		groups := 1 + rng.Intn(4)
 		for g := 0; g < groups; g++ {

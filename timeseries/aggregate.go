@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -36,9 +38,9 @@ const (
 // AllAggFuncs lists every aggregate function in output order.
 var AllAggFuncs = []AggFunc{AggCount, AggSum, AggAvg, AggMin, AggMax, AggFirst, AggLast}
 
-// MaxAggregateCells bounds the (group, window) cells one aggregate may hold,
-// so that a query with a tiny window over a long range cannot exhaust
-// memory.
+// MaxAggregateCells is the default of Options.AggregateMaxCells: the
+// (group, window) cells one aggregate may hold, so that a query with a tiny
+// window over a long range cannot exhaust memory.
 const MaxAggregateCells = 1 << 20
 
 // AggregateOptions describe a windowed aggregate.
@@ -115,6 +117,9 @@ type aggCells struct {
 	gids   map[string]int32
 	dense  []denseWindows // by group
 	m      map[aggKey]int32
+
+	guard    *scanGuard // the query's memory account
+	maxCells int        // Options.AggregateMaxCells
 }
 
 // denseWindows indexes the windows of one group: idx[(w - base) / width]
@@ -130,21 +135,28 @@ type denseWindows struct {
 // beyond the cells made: sparse windows go to the map.
 const maxDenseSlack = 4096
 
-// groupID returns the index of group value g, adding it if new.
-func (a *aggCells) groupID(g string) int32 {
+// groupID returns the index of group value g, adding it if new within the
+// query's memory.
+func (a *aggCells) groupID(g string) (int32, error) {
 	id, ok := a.gids[g]
 	if !ok {
+		if err := a.guard.charge(aggGroupBytes+2*int64(len(g)), "the groups of an aggregate"); err != nil {
+			return 0, err
+		}
 		id = int32(len(a.groups))
 		a.groups = append(a.groups, g)
 		a.gids[g] = id
 		a.dense = append(a.dense, denseWindows{})
 	}
-	return id
+	return id, nil
 }
 
-func newAggCells(fields, hint int, width int64) *aggCells {
+// newAggCells makes the cells of an aggregate of fields fields over windows
+// of width, with room for hint rows; guard is charged their memory and
+// maxCells bounds them.
+func newAggCells(fields, hint int, width int64, guard *scanGuard, maxCells int) *aggCells {
 	return &aggCells{keys: make([]aggKey, 0, hint), rows: make([][]aggCell, 0, hint), n: fields, width: width,
-		gids: map[string]int32{}, m: map[aggKey]int32{}}
+		gids: map[string]int32{}, m: map[aggKey]int32{}, guard: guard, maxCells: maxCells}
 }
 
 // slot returns where window k is indexed, growing a dense index to reach
@@ -157,7 +169,11 @@ func (a *aggCells) slot(k aggKey) *int32 {
 	if d.idx == nil {
 		d.base = k.window
 	}
-	off := (k.window - d.base) / a.width
+	diff, ok := subInt64(k.window, d.base)
+	off := diff / a.width
+	if !ok {
+		off = math.MaxInt64 // centuries apart: sparse
+	}
 	limit := int64(len(a.keys) + maxDenseSlack)
 	switch {
 	case off < 0 && int64(len(d.idx))-off <= limit:
@@ -184,12 +200,55 @@ func (a *aggCells) slot(k aggKey) *int32 {
 	return &d.idx[off]
 }
 
+// subInt64 returns x-y and whether it fits in an int64.
+func subInt64(x, y int64) (int64, bool) {
+	d := x - y
+	return d, (x^y)&(x^d) >= 0
+}
+
+// windowing places windows of a width at origin + k*width for every integer
+// k. off is the origin modulo the width, computed from the origin's seconds
+// and nanoseconds: an origin outside the range of int64 nanoseconds (before
+// 1678 or after 2262) aligns windows exactly.
+type windowing struct {
+	width int64
+	off   int64 // in [0, width)
+}
+
+func newWindowing(origin time.Time, width int64) windowing {
+	w := windowing{width: width}
+	if !origin.IsZero() {
+		ns := new(big.Int).Mul(big.NewInt(origin.Unix()), big.NewInt(1e9))
+		ns.Add(ns, big.NewInt(int64(origin.Nanosecond())))
+		w.off = ns.Mod(ns, big.NewInt(width)).Int64() // Euclidean: in [0, width)
+	}
+	return w
+}
+
+// start returns the start of the window holding t; math.MinInt64 when that
+// start lies before int64's range.
+func (w windowing) start(t int64) int64 {
+	m := t % w.width
+	if m < 0 {
+		m += w.width
+	}
+	r := m - w.off // in (-width, width)
+	if r < 0 {
+		r += w.width
+	}
+	if t < math.MinInt64+r {
+		return math.MinInt64
+	}
+	return t - r
+}
+
 // get returns the cells of k, nil when it has none.
 func (a *aggCells) get(k aggKey) []aggCell {
 	d := &a.dense[k.group]
 	if !d.sparse {
-		off := (k.window - d.base) / a.width
-		if d.idx == nil || off < 0 || off >= int64(len(d.idx)) || d.idx[off] < 0 {
+		diff, ok := subInt64(k.window, d.base)
+		off := diff / a.width
+		if d.idx == nil || !ok || off < 0 || off >= int64(len(d.idx)) || d.idx[off] < 0 {
 			return nil
 		}
 		return a.rows[d.idx[off]]
@@ -211,12 +270,19 @@ func (a *aggCells) row(k aggKey) ([]aggCell, error) {
 			return a.rows[i], nil
 		}
 	}
-	if len(a.keys) >= MaxAggregateCells {
+	if len(a.keys) >= a.maxCells {
 		return nil, mongoerr.New(mongoerr.ExceededMemoryLimit,
-			"aggregate needs more than %d (group, window) cells; use a larger window or a narrower time range", MaxAggregateCells)
+			"aggregate needs more than %d (group, window) cells (AggregateMaxCells); use a larger window or a narrower time range", a.maxCells)
 	}
 	if len(a.slab) < a.n {
-		a.slab = make([]aggCell, a.n*min(max(len(a.keys), 16), 1024))
+		n := a.n * min(max(len(a.keys), 16), 1024)
+		if err := a.guard.charge(int64(n)*int64(unsafe.Sizeof(aggCell{})), "the cells of an aggregate"); err != nil {
+			return nil, err
+		}
+		a.slab = make([]aggCell, n)
+	}
+	if err := a.guard.charge(aggKeyBytes, "the cells of an aggregate"); err != nil {
+		return nil, err
 	}
 	row := a.slab[:a.n:a.n]
 	a.slab = a.slab[a.n:]
@@ -283,24 +349,24 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		return nil, err
 	}
 	var plan scanPlan
-	fields, err := db.planAggregate(&plan, c, name, opts)
+	guard := newScanGuard(ctx, db.opts.QueryMemoryBytes)
+	fields, err := db.planAggregate(&plan, c, name, opts, guard)
 	if err != nil {
 		return nil, err
 	}
 	defer plan.close()
 	ts := plan.ts
 
-	width := int64(opts.Window)
-	origin := int64(0)
-	if !opts.Origin.IsZero() {
-		origin = opts.Origin.UnixNano()
-	}
+	win := newWindowing(opts.Origin, int64(opts.Window))
 	hint := 16
-	if p := &plan.filter; p.minTime > math.MinInt64 && p.maxTime < math.MaxInt64 && (p.maxTime-p.minTime)/width < 4096 {
-		hint = int((p.maxTime-p.minTime)/width) + 1
+	if p := &plan.filter; p.minTime > math.MinInt64 && p.maxTime < math.MaxInt64 {
+		// The span in unsigned arithmetic: it may exceed int64's range.
+		if n := (uint64(p.maxTime) - uint64(p.minTime)) / uint64(win.width); n < 4096 {
+			hint = int(n) + 1
+		}
 	}
-	a := &aggregator{ctx: ctx, plan: &plan, cells: newAggCells(len(fields), hint, width), width: width, origin: origin,
-		fieldIdx: map[string]int{}}
+	cells := newAggCells(len(fields), hint, win.width, guard, db.opts.AggregateMaxCells)
+	a := &aggregator{plan: &plan, guard: guard, cells: cells, win: win, fieldIdx: map[string]int{}}
 	for i, f := range fields {
 		a.fieldIdx[f] = i
 	}
@@ -323,7 +389,9 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	for _, s := range plan.series {
 		g, ok := groupKey[s.id]
 		if !ok {
-			g = a.cells.groupID(groupOf(s.meta, ts.MetaField, opts))
+			if g, err = a.cells.groupID(groupOf(s.meta, ts.MetaField, opts)); err != nil {
+				return nil, err
+			}
 			groupKey[s.id] = g
 		}
 		sc, err := plan.seriesScan(s, desc)
@@ -352,11 +420,11 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 
 // aggregator folds the buckets of an aggregate's scan into its cells.
 type aggregator struct {
-	ctx           context.Context
-	plan          *scanPlan
-	cells         *aggCells
-	width, origin int64
-	fieldIdx      map[string]int // aggregated field -> index in a cell row
+	plan     *scanPlan
+	guard    *scanGuard
+	cells    *aggCells
+	win      windowing
+	fieldIdx map[string]int // aggregated field -> index in a cell row
 	// endsOnly: only first and/or last are asked for, and no residual
 	// filter (see Aggregate).
 	endsOnly, wantFirst, wantLast bool
@@ -365,16 +433,15 @@ type aggregator struct {
 	lastKey  aggKey
 	lastRow  []aggCell
 	lastCols *bucket.Columns
-	colField []int // aggregated field of each column of lastCols, -1 for none
-	rows     int
+	colField []int     // aggregated field of each column of lastCols, -1 for none
 	rc       rowCursor // the current row, for the residual filter
 }
 
 // skip reports whether a bucket of the current group with rows from minT
 // to maxT cannot change the first and last the cells hold.
 func (a *aggregator) skip(minT, maxT int64) bool {
-	w := floorDiv(minT-a.origin, a.width) + a.origin
-	if floorDiv(maxT-a.origin, a.width)+a.origin != w {
+	w := a.win.start(minT)
+	if a.win.start(maxT) != w {
 		return false
 	}
 	row := a.cells.get(aggKey{group: a.group, window: w})
@@ -406,20 +473,18 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 		}
 	}
 	a.rc.cols = cols
-	origin, width := a.origin, a.width
-	if a.endsOnly && floorDiv(cols.Times[lo]-origin, width) == floorDiv(cols.Times[hi-1]-origin, width) {
+	win := a.win
+	if a.endsOnly && win.start(cols.Times[lo]) == win.start(cols.Times[hi-1]) {
 		// One window: only the rows at its ends can matter.
 		return foldEnds(cols, lo, hi, a.colField, a.wantFirst, a.wantLast, func() ([]aggCell, error) {
-			return a.cells.row(aggKey{group: g, window: floorDiv(cols.Times[lo]-origin, width) + origin})
+			return a.cells.row(aggKey{group: g, window: win.start(cols.Times[lo])})
 		})
 	}
 	residual := a.plan.filter.residual
 	colField := a.colField
 	for r := lo; r < hi; r++ {
-		if a.rows++; a.rows%4096 == 0 {
-			if err := a.ctx.Err(); err != nil {
-				return err
-			}
+		if err := a.guard.row(); err != nil {
+			return err
 		}
 		if residual != nil {
 			a.rc.i = r
@@ -428,7 +493,7 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 			}
 		}
 		t := cols.Times[r]
-		k := aggKey{group: g, window: floorDiv(t-origin, width) + origin}
+		k := aggKey{group: g, window: win.start(t)}
 		// Rows of a bucket are in time order: most fall in the
 		// cell of the row before.
 		row := a.lastRow
@@ -459,7 +524,7 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 // planAggregate checks an aggregate's fields and grouping against
 // collection c and plans its scan into plan. It returns the fields to
 // aggregate: opts.Fields, or every field that holds only numbers.
-func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts AggregateOptions) ([]string, error) {
+func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts AggregateOptions, guard *scanGuard) ([]string, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	ts := c.opts.TimeSeries
@@ -486,7 +551,9 @@ func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts Agg
 	if c.dropped {
 		return nil, notFound(name)
 	}
-	db.planScan(plan, c, opts.Filter, fields)
+	if err := db.planScan(plan, c, opts.Filter, fields, guard); err != nil {
+		return nil, err
+	}
 	return fields, nil
 }
 

@@ -55,6 +55,21 @@ type Options struct {
 	// disables it.
 	SymbolCacheBytes int64
 
+	// QueryMemoryBytes bounds the memory one find or aggregate may hold:
+	// the series it matches, the buckets a sorted find keeps open to merge
+	// the series' time orders, bucket copies sorted in memory, and an
+	// aggregate's groups and cells. Past it the query fails with
+	// QueryExceededMemoryLimitNoDiskUseAllowed (292), naming the limit.
+	// Default 100 MiB, MongoDB's limit for a blocking sort or a stage of
+	// an aggregation, and the limit of a sort on a plain collection
+	// (MaxSortBytes).
+	QueryMemoryBytes int64
+
+	// AggregateMaxCells bounds the (group, window) cells one aggregate may
+	// make, and so its windows and groups with data. Past it the aggregate
+	// fails with ExceededMemoryLimit (146). Default MaxAggregateCells.
+	AggregateMaxCells int
+
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -85,6 +100,12 @@ func (o *Options) EnsureDefaults() {
 	if o.LogSegmentSize == 0 {
 		o.LogSegmentSize = 64 << 20
 	}
+	if o.QueryMemoryBytes == 0 {
+		o.QueryMemoryBytes = 100 << 20
+	}
+	if o.AggregateMaxCells == 0 {
+		o.AggregateMaxCells = MaxAggregateCells
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -110,6 +131,12 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxOpenBucketsPerSeries < 1 {
 		errs = append(errs, fmt.Errorf("timeseries: MaxOpenBucketsPerSeries %d must be positive", o.MaxOpenBucketsPerSeries))
+	}
+	if o.QueryMemoryBytes < 0 {
+		errs = append(errs, fmt.Errorf("timeseries: QueryMemoryBytes %d must be positive", o.QueryMemoryBytes))
+	}
+	if o.AggregateMaxCells < 0 {
+		errs = append(errs, fmt.Errorf("timeseries: AggregateMaxCells %d must be positive", o.AggregateMaxCells))
 	}
 	if o.CheckpointInterval < 0 || o.CheckpointLogBytes < 0 {
 		errs = append(errs, errors.New("timeseries: checkpoint settings must not be negative"))

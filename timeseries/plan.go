@@ -139,6 +139,7 @@ type scanPlan struct {
 	maxSpan int64    // how far before its first row a bucket may start
 	series  []*seriesSnap
 	snap    *pebble.Snapshot
+	guard   *scanGuard // the query's context and memory account
 
 	// doc is the row document the residual filter is evaluated on, reused
 	// row after row; docPaths are the top-level fields the filter names.
@@ -149,10 +150,12 @@ type scanPlan struct {
 // planScan fills p for a read of collection c with filter and the
 // projection fields (nil: all). DB.mu is held for reading, so that the
 // series, their buckets in memory and the snapshot are one state of the
-// store; the series are in meta order.
-func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter, fields []string) {
+// store; the series are in meta order. The series matched and the buckets
+// copied to sort them are charged to guard, whose limit they must fit;
+// on an error p holds no snapshot.
+func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter, fields []string, guard *scanGuard) error {
 	ts := c.opts.TimeSeries
-	p.ts, p.coll = ts, c.id
+	p.ts, p.coll, p.guard = ts, c.id, guard
 	p.maxSpan = max(c.maxSpan, ts.Span())
 	p.filter = planFilter(filter, ts)
 	p.fields = fields
@@ -173,7 +176,13 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 			if lo > p.filter.maxTime {
 				continue
 			}
-			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, memIDs: map[uint64]bool{}, names: c.names, symbols: db.symbols, ranges: ranges}
+			if err := guard.charge(seriesSnapBytes, "the series it matches"); err != nil {
+				return err
+			}
+			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges}
+			if len(s.buckets) > 0 {
+				snap.memIDs = make(map[uint64]bool, len(s.buckets))
+			}
 			for _, b := range s.buckets {
 				if b.rows() == 0 || b.maxT < lo || b.minT > p.filter.maxTime {
 					// Not in range, but Pebble may hold an older copy.
@@ -183,7 +192,14 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 				cp := b.capture()
 				cols := cp.cols
 				if !b.sealed {
-					cols = sortedColumns(&cols)
+					sorted := sortedColumns(&cols)
+					if len(sorted.Times) > 0 && len(cols.Times) > 0 && &sorted.Times[0] != &cols.Times[0] {
+						// A copy: the bucket's rows were out of order.
+						if err := guard.charge(columnsBytes(&sorted), "buckets sorted in memory"); err != nil {
+							return err
+						}
+					}
+					cols = sorted
 				}
 				snap.mem = append(snap.mem, &cols)
 				snap.memIDs[b.id] = true
@@ -195,12 +211,13 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 	// memory for Pebble in between is seen (once, thanks to memIDs).
 	p.snap = db.pdb.NewSnapshot()
 	sort.Slice(p.series, func(i, j int) bool { return p.series[i].metaKey < p.series[j].metaKey })
+	return nil
 }
 
 // seriesScan starts a scan of series s of the plan, in descending time
 // order when desc. The scan must be closed.
 func (p *scanPlan) seriesScan(s *seriesSnap, desc bool) (*seriesScan, error) {
-	return newSeriesScan(p.snap, p.coll, s, p.fields, s.minTime, p.filter.maxTime, p.maxSpan, desc)
+	return newSeriesScan(p.snap, p.coll, s, p.fields, s.minTime, p.filter.maxTime, p.maxSpan, desc, p.guard)
 }
 
 // close releases the plan's snapshot. It is safe to call more than once.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -128,8 +131,12 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	for _, f := range fieldNames {
 		cur.out = append(cur.out, outputColumn(f, c.fieldTypes[f]))
 	}
-	db.planScan(&cur.scan, c, opts.Filter, opts.Fields)
+	err = db.planScan(&cur.scan, c, opts.Filter, opts.Fields, newScanGuard(ctx, db.opts.QueryMemoryBytes))
 	db.mu.RUnlock()
+	if err != nil {
+		cur.Close()
+		return nil, err
+	}
 
 	// Schema.
 	var fs []arrow.Field
@@ -157,15 +164,7 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	cur.bld = array.NewRecordBuilder(mem, cur.schema)
 	cur.colMap = make(map[*bucket.Columns][]int)
 	if opts.Sort != SortSeries {
-		cur.merge = &seriesMerge{desc: opts.Sort == SortDescending}
-		for _, s := range cur.scan.series {
-			sc, err := cur.scan.seriesScan(s, cur.merge.desc)
-			if err != nil {
-				cur.Close()
-				return nil, err
-			}
-			cur.merge.scans = append(cur.merge.scans, sc)
-		}
+		cur.merge = &seriesMerge{plan: &cur.scan, desc: opts.Sort == SortDescending}
 		if err := cur.merge.init(); err != nil {
 			cur.Close()
 			return nil, err
@@ -250,9 +249,7 @@ func (c *Cursor) Close() error {
 		c.cur = nil
 	}
 	if c.merge != nil {
-		for _, sc := range c.merge.scans {
-			errs = append(errs, sc.Close())
-		}
+		errs = append(errs, c.merge.close())
 		c.merge = nil
 	}
 	if c.bld != nil {
@@ -317,6 +314,9 @@ func (c *Cursor) fill() (int, error) {
 		}
 		if rc == nil {
 			break
+		}
+		if err := c.scan.guard.row(); err != nil {
+			return n, err
 		}
 		if c.scan.filter.residual == nil || c.scan.filter.residual.Match(c.scan.rowDoc(sc.s, rc)) {
 			c.appendRow(sc.s, rc)
@@ -451,65 +451,196 @@ func cellValue(col *bucket.Column, i int) any {
 	return nil
 }
 
-// seriesMerge merges series scans into one time order.
+// seriesMerge merges the series of a scan into one time order. A series is
+// opened (its buckets read and decoded) only when the bound of its first
+// row, taken from its buckets in memory and the key of its first stored
+// bucket, reaches the top of the heap; a series is closed as soon as it
+// ends. So a sorted find with a limit reads the buckets of the series whose
+// rows it returns and one bucket key of each other series, and holds the
+// buckets of the series it has opened only.
 type seriesMerge struct {
-	scans []*seriesScan
-	desc  bool
-	h     scanHeap
+	plan *scanPlan
+	desc bool
+	h    mergeHeap
 }
 
-type scanHead struct {
+// mergeItem is a series in the merge: opened (sc set, rc on its next row,
+// t that row's time) or not yet (t bounds its first row: no row comes
+// before it in the merge's order).
+type mergeItem struct {
+	s  *seriesSnap
+	t  int64
 	sc *seriesScan
 	rc *rowCursor
 }
 
-type scanHeap struct {
-	items []scanHead
+type mergeHeap struct {
+	items []mergeItem
 	desc  bool
 }
 
-func (h *scanHeap) Len() int { return len(h.items) }
-func (h *scanHeap) Less(i, j int) bool {
-	a, b := h.items[i].rc.time(), h.items[j].rc.time()
+// Less orders by time, then by series: the order of the result, and a
+// series' bound sorts no later than its first row.
+func (h *mergeHeap) Less(i, j int) bool {
+	a, b := h.items[i].t, h.items[j].t
 	if a == b {
-		return h.items[i].sc.s.metaKey < h.items[j].sc.s.metaKey
+		return h.items[i].s.metaKey < h.items[j].s.metaKey
 	}
 	if h.desc {
 		return a > b
 	}
 	return a < b
 }
-func (h *scanHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *scanHeap) Push(x any)    { h.items = append(h.items, x.(scanHead)) }
-func (h *scanHeap) Pop() any {
+func (h *mergeHeap) Len() int      { return len(h.items) }
+func (h *mergeHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *mergeHeap) Push(x any)    { h.items = append(h.items, x.(mergeItem)) }
+func (h *mergeHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
 	return x
 }
 
+// init puts every series of the plan that may hold a row in range in the
+// heap, unopened, at the bound of its first row.
 func (m *seriesMerge) init() error {
 	m.h.desc = m.desc
-	for _, sc := range m.scans {
-		rc, err := sc.next()
+	it, err := m.plan.snap.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	r := readerPool.Get().(*bucket.Reader)
+	r.SetSymbolCache(nil)
+	defer func() {
+		r.Reset(nil)
+		readerPool.Put(r)
+	}()
+	for i, s := range m.plan.series {
+		if i%guardEvery == 0 {
+			if err := m.plan.guard.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		t, ok, err := m.firstBound(it, r, s)
 		if err != nil {
 			return err
 		}
-		if rc != nil {
-			m.h.items = append(m.h.items, scanHead{sc, rc})
+		if ok {
+			m.h.items = append(m.h.items, mergeItem{s: s, t: t})
 		}
 	}
 	heap.Init(&m.h)
 	return nil
 }
 
-func (m *seriesMerge) next() (*seriesScan, *rowCursor, error) {
-	if m.h.Len() == 0 {
-		return nil, nil, nil
+// firstBound returns the earliest time (latest when descending) series s
+// holds a row at within the plan's range, from its buckets in memory and
+// the headers of its stored buckets that may come first: those that start
+// (ascending) or may end (descending) before the best time found. ok is
+// false when it has no bucket in range. r reads the headers.
+func (m *seriesMerge) firstBound(it *pebble.Iterator, r *bucket.Reader, s *seriesSnap) (t int64, ok bool, err error) {
+	p := m.plan
+	lo, hi := s.minTime, p.filter.maxTime
+	better := func(x int64) {
+		if !ok || (m.desc && x > t) || (!m.desc && x < t) {
+			t, ok = x, true
+		}
 	}
-	top := m.h.items[0]
-	return top.sc, top.rc, nil
+	for _, cols := range s.mem {
+		n := len(cols.Times)
+		if n == 0 || cols.Times[n-1] < lo || cols.Times[0] > hi {
+			continue
+		}
+		if m.desc {
+			better(min(cols.Times[n-1], hi))
+		} else {
+			better(max(cols.Times[0], lo))
+		}
+	}
+	lower, upper := scanKeyBounds(p.coll, s.id, lo, hi, p.maxSpan)
+	it.SetBounds(lower, upper)
+	valid := it.First()
+	if m.desc {
+		valid = it.Last()
+	}
+	for ; valid; valid = m.step(it) {
+		kp, err := parseBucketKey(it.Key())
+		if err != nil {
+			return 0, false, err
+		}
+		if m.desc {
+			// A bucket ends before its start plus the longest span.
+			if ok && kp.minTime <= math.MaxInt64-p.maxSpan && kp.minTime+p.maxSpan-1 < t {
+				break
+			}
+		} else if ok && kp.minTime >= t {
+			break
+		}
+		if s.memIDs[kp.id] {
+			continue // newer in memory
+		}
+		p.guard.headers++
+		if err := p.guard.bucket(); err != nil {
+			return 0, false, err
+		}
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = r.ResetNames(v, s.names)
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
+		}
+		if r.Rows() == 0 || r.MaxTime() < lo || r.MinTime() > hi {
+			continue
+		}
+		if m.desc {
+			better(min(r.MaxTime(), hi))
+		} else {
+			better(max(r.MinTime(), lo))
+		}
+	}
+	return t, ok, it.Error()
 }
 
+func (m *seriesMerge) step(it *pebble.Iterator) bool {
+	if m.desc {
+		return it.Prev()
+	}
+	return it.Next()
+}
+
+// next returns the scan and cursor of the next row, opening the series
+// whose bounds come first until an opened one is on top.
+func (m *seriesMerge) next() (*seriesScan, *rowCursor, error) {
+	for m.h.Len() > 0 {
+		top := &m.h.items[0]
+		if top.sc != nil {
+			return top.sc, top.rc, nil
+		}
+		if err := m.plan.guard.charge(openScanBytes, "the series a sort has open"); err != nil {
+			return nil, nil, err
+		}
+		sc, err := m.plan.seriesScan(top.s, m.desc)
+		if err != nil {
+			m.plan.guard.release(openScanBytes)
+			return nil, nil, err
+		}
+		top.sc = sc
+		rc, err := sc.next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if rc == nil {
+			m.closeTop()
+			continue
+		}
+		top.rc, top.t = rc, rc.time()
+		heap.Fix(&m.h, 0)
+	}
+	return nil, nil, nil
+}
+
+// advance moves past the row next returned.
 func (m *seriesMerge) advance() error {
 	top := &m.h.items[0]
 	top.sc.advance()
@@ -518,10 +649,29 @@ func (m *seriesMerge) advance() error {
 		return err
 	}
 	if rc == nil {
-		heap.Pop(&m.h)
-		return nil
+		return m.closeTop()
 	}
-	top.rc = rc
+	top.rc, top.t = rc, rc.time()
 	heap.Fix(&m.h, 0)
 	return nil
+}
+
+// closeTop closes the opened series on top of the heap and removes it.
+func (m *seriesMerge) closeTop() error {
+	it := heap.Pop(&m.h).(mergeItem)
+	m.plan.guard.release(openScanBytes)
+	return it.sc.Close()
+}
+
+// close closes the opened series.
+func (m *seriesMerge) close() error {
+	var errs []error
+	for _, it := range m.h.items {
+		if it.sc != nil {
+			m.plan.guard.release(openScanBytes)
+			errs = append(errs, it.sc.Close())
+		}
+	}
+	m.h.items = nil
+	return errors.Join(errs...)
 }

@@ -29,6 +29,7 @@ type seriesScan struct {
 	active cursorHeap
 	reader *bucket.Reader // from readerPool, returned by Close
 	err    error
+	guard  *scanGuard // the query's: context checks, memory account
 	// skip, if set, is asked about every bucket before its columns are
 	// decoded, with the bounds of its rows inside the scan's range; a
 	// bucket it answers true for is passed over (eachBucket only).
@@ -50,10 +51,11 @@ type seriesSnap struct {
 
 // rowCursor walks the rows of one decoded bucket.
 type rowCursor struct {
-	cols *bucket.Columns
-	i    int // current row
-	end  int // exclusive (ascending) / the last row index is i >= end (descending: i < end)
-	desc bool
+	cols  *bucket.Columns
+	i     int // current row
+	end   int // exclusive (ascending) / the last row index is i >= end (descending: i < end)
+	desc  bool
+	bytes int64 // charged to the query's memory while the cursor is active
 }
 
 func (c *rowCursor) time() int64 { return c.cols.Times[c.i] }
@@ -99,8 +101,8 @@ var readerPool = sync.Pool{New: func() any { return new(bucket.Reader) }}
 
 // newSeriesScan prepares a scan of s over [minTime, maxTime]. maxSpan
 // bounds how far before minTime a bucket may start. The scan must be closed.
-func newSeriesScan(snap *pebble.Snapshot, coll uint32, s *seriesSnap, fields []string, minTime, maxTime, maxSpan int64, desc bool) (*seriesScan, error) {
-	sc := &seriesScan{s: s, fields: fields, desc: desc, minTime: minTime, maxTime: maxTime, maxSpan: maxSpan}
+func newSeriesScan(snap *pebble.Snapshot, coll uint32, s *seriesSnap, fields []string, minTime, maxTime, maxSpan int64, desc bool, guard *scanGuard) (*seriesScan, error) {
+	sc := &seriesScan{s: s, fields: fields, desc: desc, minTime: minTime, maxTime: maxTime, maxSpan: maxSpan, guard: guard}
 	sc.active.desc = desc
 	for _, cols := range s.mem {
 		n := len(cols.Times)
@@ -114,19 +116,7 @@ func newSeriesScan(snap *pebble.Snapshot, coll uint32, s *seriesSnap, fields []s
 	} else {
 		sort.Slice(sc.mem, func(i, j int) bool { return sc.mem[i].Times[0] < sc.mem[j].Times[0] })
 	}
-	lo := minTime
-	if lo > math.MinInt64+maxSpan {
-		lo -= maxSpan
-	} else {
-		lo = math.MinInt64
-	}
-	lower := seriesTimeKey(spaceBucket, coll, s.id, lo)
-	var upper []byte
-	if maxTime == math.MaxInt64 {
-		upper = prefixEnd(seriesPrefix(spaceBucket, coll, s.id))
-	} else {
-		upper = seriesTimeKey(spaceBucket, coll, s.id, maxTime+1)
-	}
+	lower, upper := scanKeyBounds(coll, s.id, minTime, maxTime, maxSpan)
 	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err
@@ -139,6 +129,25 @@ func newSeriesScan(snap *pebble.Snapshot, coll uint32, s *seriesSnap, fields []s
 	}
 	sc.skipInMemory()
 	return sc, nil
+}
+
+// scanKeyBounds returns the keys between which the stored buckets of series
+// id that may hold rows in [minTime, maxTime] lie: a bucket starts at most
+// maxSpan before its first row.
+func scanKeyBounds(coll uint32, id uint64, minTime, maxTime, maxSpan int64) (lower, upper []byte) {
+	lo := minTime
+	if lo > math.MinInt64+maxSpan {
+		lo -= maxSpan
+	} else {
+		lo = math.MinInt64
+	}
+	lower = seriesTimeKey(spaceBucket, coll, id, lo)
+	if maxTime == math.MaxInt64 {
+		upper = prefixEnd(seriesPrefix(spaceBucket, coll, id))
+	} else {
+		upper = seriesTimeKey(spaceBucket, coll, id, maxTime+1)
+	}
+	return lower, upper
 }
 
 func last(c *bucket.Columns) int64 { return c.Times[len(c.Times)-1] }
@@ -167,8 +176,13 @@ func (sc *seriesScan) step() {
 	}
 }
 
-// Close releases the scan's iterator.
+// Close releases the scan's iterator and the memory its active buckets
+// were charged.
 func (sc *seriesScan) Close() error {
+	for _, c := range sc.active.cs {
+		sc.guard.release(c.bytes)
+	}
+	sc.active.cs = nil
 	if sc.reader != nil {
 		sc.reader.Reset(nil) // drops its reference to the bucket's bytes
 		readerPool.Put(sc.reader)
@@ -240,7 +254,14 @@ func (sc *seriesScan) fill() error {
 			sc.step()
 			sc.skipInMemory()
 			if cols != nil {
-				sc.push(sc.cursor(cols))
+				c := sc.cursor(cols)
+				if c.valid() {
+					c.bytes = columnsBytes(cols)
+					if err := sc.guard.charge(c.bytes, "the buckets of a sort"); err != nil {
+						return err
+					}
+				}
+				sc.push(c)
 			}
 			continue
 		}
@@ -257,6 +278,9 @@ func (sc *seriesScan) push(c *rowCursor) {
 // decode decodes the projected columns of an encoded bucket; nil when the
 // bucket lies outside the scan's range.
 func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
+	if err := sc.guard.bucket(); err != nil {
+		return nil, err
+	}
 	if sc.reader == nil {
 		sc.reader = readerPool.Get().(*bucket.Reader)
 		if sc.s.symbols != nil { // a nil *symbolCache is not a nil interface
@@ -328,6 +352,7 @@ func (sc *seriesScan) advance() {
 		heap.Fix(&sc.active, 0)
 	} else {
 		heap.Pop(&sc.active)
+		sc.guard.release(c.bytes)
 	}
 }
 
@@ -354,6 +379,9 @@ func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int) error
 		return nil
 	}
 	for _, m := range sc.mem {
+		if err := sc.guard.bucket(); err != nil {
+			return err
+		}
 		if sc.skip != nil && sc.skip(max(m.Times[0], sc.minTime), min(last(m), sc.maxTime)) {
 			continue
 		}

@@ -1,0 +1,93 @@
+package timeseries
+
+import (
+	"context"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+// scanGuard is shared by every scan of one query (a find, an aggregate): it
+// checks the query's context every guardEvery buckets and rows, so that a
+// scan stops soon after its client is gone or its deadline passed, and it
+// keeps the account of the memory the query holds against
+// Options.QueryMemoryBytes. It is used by one goroutine.
+type scanGuard struct {
+	ctx   context.Context
+	limit int64 // bytes; Options.QueryMemoryBytes
+	used  int64 // bytes charged and not released
+
+	buckets int64 // buckets decoded or visited, and headers read
+	headers int64 // headers read (to bound a series' first row)
+	rows    int64 // rows passed
+}
+
+// guardEvery is how many buckets, or rows, pass between two checks of the
+// context: a check costs a few nanoseconds, a bucket microseconds.
+const guardEvery = 64
+
+func newScanGuard(ctx context.Context, limit int64) *scanGuard {
+	return &scanGuard{ctx: ctx, limit: limit}
+}
+
+// bucket counts one bucket read and checks the context now and then.
+func (g *scanGuard) bucket() error {
+	g.buckets++
+	if g.buckets%guardEvery == 0 {
+		return g.ctx.Err()
+	}
+	return nil
+}
+
+// row counts one row passed and checks the context now and then.
+func (g *scanGuard) row() error {
+	g.rows++
+	if g.rows%(guardEvery*64) == 0 {
+		return g.ctx.Err()
+	}
+	return nil
+}
+
+// charge adds n bytes to the query's memory; past the limit it charges
+// nothing and returns a QueryExceededMemoryLimitNoDiskUseAllowed error
+// naming the limit.
+func (g *scanGuard) charge(n int64, what string) error {
+	if g.used+n > g.limit {
+		return mongoerr.New(mongoerr.QueryExceededMemoryLimit,
+			"query exceeded its memory limit of %d bytes (QueryMemoryBytes) holding %s; add a limit, a narrower time range, "+
+				"a more selective filter on the metaField, or a larger window", g.limit, what)
+	}
+	g.used += n
+	return nil
+}
+
+// release returns n bytes charged before.
+func (g *scanGuard) release(n int64) { g.used -= n }
+
+// Estimates of what a query holds, for its memory account.
+const (
+	// seriesSnapBytes is a series in a scan plan: the seriesSnap and its
+	// pointer.
+	seriesSnapBytes = 160
+	// openScanBytes is a series scan that has been opened: its Pebble
+	// iterator (with its block buffers) and its bucket reader's scratch.
+	openScanBytes = 8 << 10
+	// aggKeyBytes is a cell row's key and slice header in aggCells.
+	aggKeyBytes = 40
+	// aggGroupBytes is a group's entry in aggCells beside its value.
+	aggGroupBytes = 64
+)
+
+// columnsBytes estimates the memory held by decoded columns.
+func columnsBytes(cols *bucket.Columns) int64 {
+	n := int64(len(cols.Times)) * 8
+	for i := range cols.Fields {
+		f := &cols.Fields[i]
+		n += int64(len(f.Ints))*8 + int64(len(f.Floats))*8 + int64(len(f.Bools)) + int64(len(f.Present))*8
+		for _, s := range f.Strings {
+			n += 16 + int64(len(s))
+		}
+		n += 64
+	}
+	return n
+}
