@@ -47,7 +47,7 @@ func (s *Server) pathCollection(w http.ResponseWriter, r *http.Request) (name st
 func (s *Server) readCommand(w http.ResponseWriter, r *http.Request) (name string, raw map[string]any, text []byte, ok bool) {
 	name, err := collectionName(r)
 	if err == nil {
-		text, err = readJSONRequestBytes(r, maxCommandBody, &raw)
+		text, err = s.readJSONRequest(w, r, maxCommandBody, &raw)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -76,22 +76,24 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ts := info.Options.TimeSeries
-	if err := s.writes.acquire(r.Context()); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer s.writes.release()
 	o := s.ops.begin("insert", name, r, "")
 	defer s.ops.end(o)
 
-	buf, err := readBody(r, s.opts.MaxBody)
+	// The body is read before a slot is taken: a slow client holds its
+	// connection and its bytes, never a slot others need.
+	buf, err := s.readBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	defer putBody(buf)
-	s.metrics.bodyIn.Add(float64(buf.Len()))
-	docs, err := parseDocuments(buf.Bytes(), ndjson)
+	s.metrics.bodyIn.Add(float64(len(buf.b)))
+	if err := s.writes.acquire(r.Context()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer s.writes.release()
+	docs, err := parseDocuments(buf.b, ndjson)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
