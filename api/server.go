@@ -191,8 +191,18 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. A request for "*" (OPTIONS *, the
+// server-wide form) is answered 400, as net/http's ServeMux does: the API
+// has no server-wide options to report. An http.Server answers OPTIONS *
+// itself unless its DisableGeneralOptionsHandler is set.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.RequestURI == "*" {
+		w.Header().Set("Connection", "close")
+		s.writeError(w, r, badRequest("%s * is not served: the API has no server-wide options; name an endpoint", r.Method))
+		return
+	}
+	s.router.ServeHTTP(w, r)
+}
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
@@ -208,7 +218,9 @@ func (s *Server) routes() chi.Router {
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/ping", s.handlePing)
 	r.Head("/ping", s.handlePing)
-	// The web console: static assets only, no data; its API calls carry the token.
+	// The web console: the static assets embedded in the binary, the same
+	// bytes on every server, with no data and no token in them; its API
+	// calls carry the token (TestConsoleAssetsHoldNoData).
 	console := ui.Handler()
 	r.Handle("/ui", console)
 	r.Handle("/ui/*", console)
@@ -243,8 +255,10 @@ func (s *Server) routes() chi.Router {
 			r.Post("/documents", s.handleInsert)
 			r.Post("/find", s.handleFind)
 			r.Get("/find", s.handleFind)
+			r.Head("/find", s.handleFind)
 			r.Post("/aggregate", s.handleAggregate)
 			r.Get("/aggregate", s.handleAggregate)
+			r.Head("/aggregate", s.handleAggregate)
 			r.Post("/delete", s.handleDelete)
 			r.Post("/update", s.handleUpdate)
 			r.Post("/replace", s.handleReplace)

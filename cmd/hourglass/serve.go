@@ -153,7 +153,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		ReadTimeout:    5 * time.Minute,
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 1 << 20,
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// OPTIONS * reaches the API, which refuses it (docs/api.md).
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
