@@ -181,8 +181,10 @@ func writeErrorOf(i int, err error) writeErrorReply {
 const maxDocuments = 1 << 20
 
 // parseDocuments parses a JSON array of objects or NDJSON (one object per
-// line, blank lines skipped). Any syntax error, or an element that is not an
-// object, refuses the whole body: nothing of it is stored.
+// line, blank lines skipped). Any syntax error, an element that is not an
+// object, or what checkJSONText refuses (bytes that are not UTF-8, a field
+// named twice in one object, NUL in a name) refuses the whole body: nothing
+// of it is stored.
 func parseDocuments(body []byte, ndjson bool) ([]map[string]any, error) {
 	if ndjson {
 		var docs []map[string]any
@@ -248,6 +250,9 @@ func parseDocuments(body []byte, ndjson bool) ([]map[string]any, error) {
 	}
 	if len(docs) == 0 {
 		return nil, badRequest("the array holds no documents")
+	}
+	if err := checkJSONText(body, 0); err != nil {
+		return nil, err
 	}
 	return docs, nil
 }
