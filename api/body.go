@@ -29,7 +29,7 @@ type body struct {
 
 var bodyPool = sync.Pool{New: func() any { return new(body) }}
 
-const maxPooledBody = 8 << 20
+const maxPooledBody = minBodyChunk
 
 func putBody(b *body) {
 	if b.budget != nil {
@@ -140,8 +140,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 		hint = r.ContentLength
 	}
 	buf := bodyPool.Get().(*body)
-	if c := int64(cap(buf.b)); c > limit+1 || c > minBodyChunk && (hint < 0 || c > 2*(hint+1)) {
-		buf.b = nil // a small body does not hold (and count) a large pooled buffer
+	if c := int64(cap(buf.b)); c > limit+1 || c > minBodyChunk {
+		// A body holds no more than its first chunk before its bytes
+		// arrive: a large pooled buffer is left to the collector.
+		buf.b = nil
 	}
 	buf.budget = s.bodies
 	if !buf.take(int64(cap(buf.b))) {
