@@ -103,11 +103,11 @@ func TestBodyMemoryBudget(t *testing.T) {
 		o.MinBodyRate = -1
 	})
 	s.createSensors("s")
-	// Announcing a megabyte and sending two bytes holds little.
-	slowSender(t, s.url, "/v1/collections/s/documents", 1000000, "[{")
-	waitFor(t, "the slow body in progress", func() bool { return s.inProgress() == 1 })
+	// Announcing a megabyte and sending 40 KB holds its first chunk only.
+	slowSender(t, s.url, "/v1/collections/s/documents", 1000000, "[{"+strings.Repeat(" ", 40000))
+	waitFor(t, "the slow body's first chunk", func() bool { return s.srv.BodyMemoryInUse() >= 64<<10 })
 	if n := s.srv.BodyMemoryInUse(); n > 64<<10 {
-		t.Fatalf("a body of 2 bytes received holds %d bytes", n)
+		t.Fatalf("a body of 40,002 bytes received holds %d bytes", n)
 	}
 	s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
 	// Sending most of another holds the budget: the next write is refused.
