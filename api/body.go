@@ -3,11 +3,14 @@ package api
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -15,18 +18,65 @@ import (
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
-// bodyPool recycles request body buffers. Buffers that grew past
-// maxPooledBody are dropped rather than kept, so one huge request does not
-// pin its memory.
-var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// body is a request body read into memory. bodyPool recycles them; bodies
+// that grew past maxPooledBody are dropped rather than kept, so one huge
+// request does not pin its memory.
+type body struct {
+	b      []byte
+	budget *bodyBudget // holds cap(b) of it while the body is in use
+	held   int64
+}
 
-const maxPooledBody = 8 << 20
+var bodyPool = sync.Pool{New: func() any { return new(body) }}
 
-func putBody(b *bytes.Buffer) {
-	if b.Cap() <= maxPooledBody {
-		b.Reset()
+const maxPooledBody = minBodyChunk
+
+func putBody(b *body) {
+	if b.budget != nil {
+		b.budget.give(b.held)
+		b.budget, b.held = nil, 0
+	}
+	if cap(b.b) <= maxPooledBody {
+		b.b = b.b[:0]
 		bodyPool.Put(b)
 	}
+}
+
+// bodyBudget bounds the bytes of request bodies held in memory at once,
+// whatever the number of connections: bodies are read before an ingest
+// slot is taken, so the slots alone no longer bound them.
+type bodyBudget struct {
+	mu   sync.Mutex
+	used int64 // guarded by mu
+	max  int64
+}
+
+// take reserves n bytes, or reports false when that would pass the budget.
+func (b *bodyBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *bodyBudget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+func (b *bodyBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+func errBodyBudget(max int64) *httpError {
+	return &httpError{status: http.StatusTooManyRequests, code: mongoerr.IngressRequestRateLimitExceeded,
+		msg: fmt.Sprintf("request bodies being received hold the server's body memory (%d bytes); retry later", max)}
 }
 
 // zstdDecoders recycles zstd decoders; each is single-threaded and bounded
@@ -47,11 +97,20 @@ func tooLarge(limit int64) *httpError {
 
 // readBody reads the whole request body, decompressed according to its
 // Content-Encoding (identity, gzip, zstd), refusing more than limit bytes
-// after decompression with 413. Nothing is acted on before the whole body
-// is read, so a refused body changes nothing. The caller must putBody the
-// returned buffer.
-func readBody(r *http.Request, limit int64) (*bytes.Buffer, error) {
-	var src io.Reader = http.MaxBytesReader(nil, r.Body, limit)
+// after decompression with 413, and a body that arrives slower than
+// Options.MinBodyRate after Options.BodyRateGrace with 408. Nothing is
+// acted on before the whole body is read, so a refused body changes
+// nothing. Memory follows the bytes received (at most twice as many, and
+// exactly the Content-Length once it has all arrived), never the length a
+// client announces. The caller must putBody the returned body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (*body, error) {
+	raw := io.Reader(r.Body)
+	if s.opts.MinBodyRate > 0 {
+		rr := newRateReader(w, r.Body, s.opts.MinBodyRate, s.opts.BodyRateGrace)
+		defer rr.done()
+		raw = rr
+	}
+	var src io.Reader = http.MaxBytesReader(nil, readCloser{raw}, limit)
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity":
@@ -76,26 +135,149 @@ func readBody(r *http.Request, limit int64) (*bytes.Buffer, error) {
 		return nil, newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
 			"unsupported Content-Encoding %q; use gzip, zstd or none", enc)
 	}
-	buf := bodyPool.Get().(*bytes.Buffer)
-	if r.ContentLength > 0 && r.ContentLength <= limit && enc == "" {
-		buf.Grow(int(r.ContentLength) + 1)
+	hint := int64(-1)
+	if r.ContentLength >= 0 && r.ContentLength <= limit && (enc == "" || enc == "identity") {
+		hint = r.ContentLength
 	}
-	n, err := buf.ReadFrom(io.LimitReader(src, limit+1))
+	buf := bodyPool.Get().(*body)
+	if c := int64(cap(buf.b)); c > limit+1 || c > minBodyChunk {
+		// A body holds no more than its first chunk before its bytes
+		// arrive: a large pooled buffer is left to the collector.
+		buf.b = nil
+	}
+	buf.budget = s.bodies
+	if !buf.take(int64(cap(buf.b))) {
+		putBody(buf)
+		return nil, errBodyBudget(s.bodies.max)
+	}
+	err := buf.readAll(io.LimitReader(src, limit+1), hint, limit)
 	if err != nil {
 		putBody(buf)
 		return nil, bodyReadError(err, limit, enc)
 	}
-	if n > limit {
+	if int64(len(buf.b)) > limit {
 		putBody(buf)
 		return nil, tooLarge(limit)
 	}
 	return buf, nil
 }
 
+// minBodyChunk is the first allocation of a body that does not fit the
+// pooled buffer.
+const minBodyChunk = 64 << 10
+
+// readAll appends src (at most limit+1 bytes) to the body until EOF. The
+// buffer grows by doubling with the bytes that arrive, up to limit+1, and
+// lands on hint+1 (the announced length and room for the EOF) when hint is
+// known, so a body of n bytes takes n to 2n
+// bytes and a client that announces a large body but sends little costs
+// little. Each growth is taken from the budget first.
+func (b *body) readAll(src io.Reader, hint, limit int64) error {
+	dst := b.b
+	defer func() { b.b = dst }()
+	for {
+		if int64(len(dst)) > limit {
+			return nil // over the limit: the caller refuses it
+		}
+		if len(dst) == cap(dst) {
+			n := int(min(int64(max(2*cap(dst), minBodyChunk)), limit+1))
+			if hint >= 0 && int64(len(dst)) <= hint {
+				n = int(min(int64(n), hint+1))
+			}
+			if n <= len(dst) {
+				n = len(dst) + minBodyChunk
+			}
+			if !b.take(int64(n - cap(dst))) {
+				return errBodyBudget(b.budget.max)
+			}
+			grown := make([]byte, len(dst), n)
+			copy(grown, dst)
+			dst = grown
+		}
+		m, err := src.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+m]
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// take reserves n more bytes of the budget for the body.
+func (b *body) take(n int64) bool {
+	if !b.budget.take(n) {
+		return false
+	}
+	b.held += n
+	return true
+}
+
+// readCloser gives a reader the Close that http.MaxBytesReader wants; the
+// request body itself is closed by net/http.
+type readCloser struct{ io.Reader }
+
+func (readCloser) Close() error { return nil }
+
+// rateReader enforces a minimum body rate: after grace, the bytes received
+// must keep up with rate bytes per second since the start. It sets the
+// connection's read deadline before each read to the moment the body
+// falls behind, so a stalled client is cut off at that moment rather than
+// at the server's ReadTimeout. Where the connection has no deadlines (a
+// ResponseWriter that is not net/http's), it does nothing.
+type rateReader struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	start time.Time
+	rate  int64
+	grace time.Duration
+	n     int64
+	set   bool // a deadline was set: done clears it
+	off   bool // the connection does not support deadlines
+}
+
+func newRateReader(w http.ResponseWriter, r io.Reader, rate int64, grace time.Duration) *rateReader {
+	return &rateReader{r: r, rc: http.NewResponseController(w), start: time.Now(), rate: rate, grace: grace}
+}
+
+func (b *rateReader) Read(p []byte) (int, error) {
+	if !b.off {
+		due := b.start.Add(b.grace + time.Duration(float64(b.n)/float64(b.rate)*float64(time.Second)))
+		if err := b.rc.SetReadDeadline(due); err != nil {
+			b.off = true
+		} else {
+			b.set = true
+		}
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	var ne net.Error
+	if err != nil && b.set && errors.As(err, &ne) && ne.Timeout() {
+		return n, newHTTPError(http.StatusRequestTimeout, mongoerr.BadValue,
+			"the request body arrived too slowly: %d bytes in %s, below the minimum of %d bytes/s after the first %s; send it faster or in smaller batches",
+			b.n, time.Since(b.start).Round(time.Millisecond), b.rate, b.grace)
+	}
+	return n, err
+}
+
+// done clears the read deadline once the body is read: net/http reads on
+// in the background to notice a client that leaves, and a deadline passing
+// then would cancel the request.
+func (b *rateReader) done() {
+	if b.set {
+		b.rc.SetReadDeadline(time.Time{})
+	}
+}
+
 func bodyReadError(err error, limit int64, enc string) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return tooLarge(limit)
+	}
+	var he *httpError
+	if errors.As(err, &he) {
+		return he
 	}
 	if enc != "" && enc != "identity" {
 		return badRequest("cannot decompress the %s request body: %v", enc, err)
@@ -123,17 +305,11 @@ func mediaType(r *http.Request) (string, error) {
 }
 
 // readJSONRequest reads a small JSON request body (commands, queries) of at
-// most limit bytes into a generic value. Numbers stay json.Number. A GET
-// request carries the JSON in its "q" query parameter instead, so that
-// queries can be plain URLs.
-func readJSONRequest(r *http.Request, limit int64, dst *map[string]any) error {
-	_, err := readJSONRequestBytes(r, limit, dst)
-	return err
-}
-
-// readJSONRequestBytes is readJSONRequest that also returns the JSON text,
-// for the members whose order matters (index key patterns).
-func readJSONRequestBytes(r *http.Request, limit int64, dst *map[string]any) ([]byte, error) {
+// most limit bytes into a generic value, and returns its text as well, for
+// the members whose order matters (index key patterns, sort). Numbers stay
+// json.Number. A GET or HEAD request carries the JSON in its "q" query
+// parameter instead, so that queries can be plain URLs.
+func (s *Server) readJSONRequest(w http.ResponseWriter, r *http.Request, limit int64, dst *map[string]any) ([]byte, error) {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		q := r.URL.Query().Get("q")
 		if int64(len(q)) > limit {
@@ -149,12 +325,12 @@ func readJSONRequestBytes(r *http.Request, limit int64, dst *map[string]any) ([]
 		return nil, newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
 			"unsupported Content-Type %q; send application/json", mt)
 	}
-	buf, err := readBody(r, limit)
+	buf, err := s.readBody(w, r, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer putBody(buf)
-	text := bytes.Clone(buf.Bytes())
+	text := bytes.Clone(buf.b)
 	return text, decodeJSONObject(text, dst)
 }
 

@@ -47,7 +47,7 @@ func (s *Server) pathCollection(w http.ResponseWriter, r *http.Request) (name st
 func (s *Server) readCommand(w http.ResponseWriter, r *http.Request) (name string, raw map[string]any, text []byte, ok bool) {
 	name, err := collectionName(r)
 	if err == nil {
-		text, err = readJSONRequestBytes(r, maxCommandBody, &raw)
+		text, err = s.readJSONRequest(w, r, maxCommandBody, &raw)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -57,7 +57,8 @@ func (s *Server) readCommand(w http.ResponseWriter, r *http.Request) (name strin
 }
 
 // decodeJSON decodes one JSON value with numbers as json.Number, refusing
-// trailing data. Errors name the byte offset.
+// trailing data and what checkJSONText refuses. Errors name the byte
+// offset.
 func decodeJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -67,6 +68,9 @@ func decodeJSON(b []byte) (any, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, badRequest("malformed JSON: unexpected data after the value at byte %d", dec.InputOffset())
+	}
+	if err := checkJSONText(b, 0); err != nil {
+		return nil, err
 	}
 	return v, nil
 }

@@ -76,22 +76,24 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ts := info.Options.TimeSeries
-	if err := s.writes.acquire(r.Context()); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer s.writes.release()
 	o := s.ops.begin("insert", name, r, "")
 	defer s.ops.end(o)
 
-	buf, err := readBody(r, s.opts.MaxBody)
+	// The body is read before a slot is taken: a slow client holds its
+	// connection and its bytes, never a slot others need.
+	buf, err := s.readBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	defer putBody(buf)
-	s.metrics.bodyIn.Add(float64(buf.Len()))
-	docs, err := parseDocuments(buf.Bytes(), ndjson)
+	s.metrics.bodyIn.Add(float64(len(buf.b)))
+	if err := s.writes.acquire(r.Context()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer s.writes.release()
+	docs, err := parseDocuments(buf.b, ndjson)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -179,8 +181,10 @@ func writeErrorOf(i int, err error) writeErrorReply {
 const maxDocuments = 1 << 20
 
 // parseDocuments parses a JSON array of objects or NDJSON (one object per
-// line, blank lines skipped). Any syntax error, or an element that is not an
-// object, refuses the whole body: nothing of it is stored.
+// line, blank lines skipped). Any syntax error, an element that is not an
+// object, or what checkJSONText refuses (bytes that are not UTF-8, a field
+// named twice in one object, NUL in a name) refuses the whole body: nothing
+// of it is stored.
 func parseDocuments(body []byte, ndjson bool) ([]map[string]any, error) {
 	if ndjson {
 		var docs []map[string]any
@@ -246,6 +250,9 @@ func parseDocuments(body []byte, ndjson bool) ([]map[string]any, error) {
 	}
 	if len(docs) == 0 {
 		return nil, badRequest("the array holds no documents")
+	}
+	if err := checkJSONText(body, 0); err != nil {
+		return nil, err
 	}
 	return docs, nil
 }

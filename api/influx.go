@@ -32,6 +32,8 @@ func influxCode(status int) string {
 		return "forbidden"
 	case http.StatusNotFound:
 		return "not found"
+	case http.StatusRequestTimeout:
+		return "request timeout"
 	case http.StatusRequestEntityTooLarge:
 		return "request too large"
 	case http.StatusUnsupportedMediaType:
@@ -86,21 +88,22 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 			s.writeInfluxError(w, r, err, 0)
 			return
 		}
-		if err := s.writes.acquire(r.Context()); err != nil {
-			s.writeInfluxError(w, r, err, 0)
-			return
-		}
-		defer s.writes.release()
 		o := s.ops.begin("insert", name, r, "line protocol")
 		defer s.ops.end(o)
 
-		buf, err := readBody(r, s.opts.MaxBody)
+		// The body is read before a slot is taken (see handleInsert).
+		buf, err := s.readBody(w, r, s.opts.MaxBody)
 		if err != nil {
 			s.writeInfluxError(w, r, err, 0)
 			return
 		}
 		defer putBody(buf)
-		s.metrics.bodyIn.Add(float64(buf.Len()))
+		s.metrics.bodyIn.Add(float64(len(buf.b)))
+		if err := s.writes.acquire(r.Context()); err != nil {
+			s.writeInfluxError(w, r, err, 0)
+			return
+		}
+		defer s.writes.release()
 		s.metrics.opInsert.Add(1)
 
 		dec := decoders.Get().(*lineproto.Decoder)
@@ -110,7 +113,7 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 			results.Put(res)
 			decoders.Put(dec)
 		}()
-		dec.Decode(buf.Bytes(), prec, s.opts.Now(), res)
+		dec.Decode(buf.b, prec, s.opts.Now(), res)
 		o.docs.Store(int64(len(res.Measurements)))
 		ins, err := s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
 		if err != nil {

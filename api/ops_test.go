@@ -106,6 +106,11 @@ func TestBackPressureAndCurrentOp(t *testing.T) {
 	if op["op"] != "insert" || op["ns"] != "s" || op["microsecs_running"] == nil {
 		t.Fatalf("op: %v", op)
 	}
+	// The slow body holds no slot: other writes go on.
+	s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	s.mustDo(204, "POST", "/write?db=s", "cpu v=1")
+	// With every slot taken by requests being stored, the next is refused.
+	release := s.srv.HoldWriteSlots()
 	r := s.mustDo(429, "POST", "/v1/collections/s/documents", sensorDocs)
 	if r.header.Get("Retry-After") == "" || r.errorCode(t) != 462 {
 		t.Fatalf("429 reply: %v %s", r.header, r.body)
@@ -114,12 +119,13 @@ func TestBackPressureAndCurrentOp(t *testing.T) {
 	if r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "too many requests") {
 		t.Fatalf("line-protocol 429 reply: %v %s", r.header, r.body)
 	}
+	release()
 	body.Release()
 	if st := <-done; st != 200 {
 		t.Fatalf("slow insert status %d", st)
 	}
-	if n := s.count("s"); n != 4 {
-		t.Fatalf("count %d, want 4", n)
+	if n := s.count("s"); n != 4+4+1 {
+		t.Fatalf("count %d, want 9", n)
 	}
 	r = s.mustDo(200, "GET", "/v1/currentop", "")
 	if ops := r.json(t)["inprog"].([]any); len(ops) != 0 {

@@ -217,7 +217,7 @@ func (s *Server) readQuery(w http.ResponseWriter, r *http.Request, plainOK bool)
 	var err error
 	if q.name, err = collectionName(r); err == nil {
 		if q.format, err = negotiate(r); err == nil {
-			if q.text, err = readJSONRequestBytes(r, maxCommandBody, &q.raw); err == nil {
+			if q.text, err = s.readJSONRequest(w, r, maxCommandBody, &q.raw); err == nil {
 				if plainOK {
 					q.info, err = s.db.DescribeShallow(r.Context(), q.name)
 				} else {

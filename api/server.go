@@ -43,6 +43,26 @@ type Options struct {
 	// the size of the largest batch a client is expected to send at once.
 	MaxBody int64
 
+	// MinBodyRate is the slowest a request body may arrive, in bytes per
+	// second, once BodyRateGrace has passed: a body that falls behind
+	// rate x (elapsed - grace) is refused with 408 and its connection
+	// closed. Default 16 KiB/s, which a sender on any working link keeps
+	// up while a client that trickles bytes to hold the server's buffers
+	// is cut off; -1 means no minimum (the http.Server's ReadTimeout
+	// still applies).
+	MinBodyRate int64
+
+	// BodyRateGrace is the time a body may take before MinBodyRate
+	// applies. Default 10 s: a small body never meets the rate, and a slow
+	// start (TLS, a client's own batching) is forgiven.
+	BodyRateGrace time.Duration
+
+	// MaxBodyMemory bounds the bytes of request bodies held in memory at
+	// once, across all connections; a body that would pass it is refused
+	// with 429 and Retry-After. Default MaxConcurrentWrites x MaxBody,
+	// what the ingest slots held when bodies were read inside them.
+	MaxBodyMemory int64
+
 	// MaxConcurrentWrites is the number of ingest requests decoded and
 	// stored at once. Default 2 x GOMAXPROCS: enough to keep every core
 	// busy while others wait on the log's fsync.
@@ -80,8 +100,17 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxBody == 0 {
 		o.MaxBody = 64 << 20
 	}
+	if o.MinBodyRate == 0 {
+		o.MinBodyRate = 16 << 10
+	}
+	if o.BodyRateGrace == 0 {
+		o.BodyRateGrace = 10 * time.Second
+	}
 	if o.MaxConcurrentWrites == 0 {
 		o.MaxConcurrentWrites = 2 * runtime.GOMAXPROCS(0)
+	}
+	if o.MaxBodyMemory == 0 {
+		o.MaxBodyMemory = int64(o.MaxConcurrentWrites) * o.MaxBody
 	}
 	if o.MaxQueuedWrites == 0 {
 		o.MaxQueuedWrites = 64
@@ -110,6 +139,13 @@ func (o *Options) Validate() error {
 	if o.MaxBody < 1024 {
 		errs = append(errs, fmt.Errorf("api: MaxBody %d is below the minimum of 1024 bytes", o.MaxBody))
 	}
+	if o.MaxBodyMemory < o.MaxBody {
+		errs = append(errs, fmt.Errorf("api: MaxBodyMemory %d is below MaxBody %d", o.MaxBodyMemory, o.MaxBody))
+	}
+	if o.MinBodyRate < -1 || o.BodyRateGrace < 0 {
+		errs = append(errs, fmt.Errorf("api: MinBodyRate %d must be positive or -1, BodyRateGrace %s not negative",
+			o.MinBodyRate, o.BodyRateGrace))
+	}
 	if o.MaxConcurrentWrites < 1 || o.MaxQueuedWrites < -1 {
 		errs = append(errs, fmt.Errorf("api: MaxConcurrentWrites %d must be positive and MaxQueuedWrites %d at least -1",
 			o.MaxConcurrentWrites, o.MaxQueuedWrites))
@@ -128,6 +164,7 @@ type Server struct {
 	router  chi.Router
 	ops     *opRegistry
 	writes  *admission
+	bodies  *bodyBudget
 	metrics *metrics
 	started time.Time
 }
@@ -142,6 +179,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, db: opts.DB, log: opts.Logger,
 		ops:     newOpRegistry(opts.Now),
 		writes:  newAdmission(opts.MaxConcurrentWrites, opts.MaxQueuedWrites),
+		bodies:  &bodyBudget{max: opts.MaxBodyMemory},
 		started: opts.Now(),
 	}
 	m, err := newMetrics(opts.Registerer, s)
@@ -153,8 +191,18 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. A request for "*" (OPTIONS *, the
+// server-wide form) is answered 400, as net/http's ServeMux does: the API
+// has no server-wide options to report. An http.Server answers OPTIONS *
+// itself unless its DisableGeneralOptionsHandler is set.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.RequestURI == "*" {
+		w.Header().Set("Connection", "close")
+		s.writeError(w, r, badRequest("%s * is not served: the API has no server-wide options; name an endpoint", r.Method))
+		return
+	}
+	s.router.ServeHTTP(w, r)
+}
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
@@ -170,7 +218,9 @@ func (s *Server) routes() chi.Router {
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/ping", s.handlePing)
 	r.Head("/ping", s.handlePing)
-	// The web console: static assets only, no data; its API calls carry the token.
+	// The web console: the static assets embedded in the binary, the same
+	// bytes on every server, with no data and no token in them; its API
+	// calls carry the token (TestConsoleAssetsHoldNoData).
 	console := ui.Handler()
 	r.Handle("/ui", console)
 	r.Handle("/ui/*", console)
@@ -205,8 +255,10 @@ func (s *Server) routes() chi.Router {
 			r.Post("/documents", s.handleInsert)
 			r.Post("/find", s.handleFind)
 			r.Get("/find", s.handleFind)
+			r.Head("/find", s.handleFind)
 			r.Post("/aggregate", s.handleAggregate)
 			r.Get("/aggregate", s.handleAggregate)
+			r.Head("/aggregate", s.handleAggregate)
 			r.Post("/delete", s.handleDelete)
 			r.Post("/update", s.handleUpdate)
 			r.Post("/replace", s.handleReplace)

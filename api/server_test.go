@@ -19,6 +19,7 @@ import (
 // testServer is a real server on loopback over a real DB in a temp dir.
 type testServer struct {
 	t     *testing.T
+	srv   *api.Server
 	db    *timeseries.DB
 	url   string
 	token string
@@ -45,7 +46,7 @@ func newTestServer(t *testing.T, mod func(*api.Options)) *testServer {
 			t.Error(err)
 		}
 	})
-	return &testServer{t: t, db: db, url: hs.URL, token: opts.AuthToken}
+	return &testServer{t: t, srv: srv, db: db, url: hs.URL, token: opts.AuthToken}
 }
 
 type reply struct {

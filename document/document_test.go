@@ -6,10 +6,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
@@ -339,4 +341,59 @@ func FuzzUpdateAndProjection(f *testing.F) {
 			t.Fatalf("an update reported no change but changed the document")
 		}
 	})
+}
+
+// An update may not nest a document deeper than MaxDepth, by its path or
+// by its path and value together: it is refused with BadValue, and what is
+// accepted encodes.
+func TestUpdateDepth(t *testing.T) {
+	path := func(n int) string { return strings.TrimSuffix(strings.Repeat("a.", n), ".") }
+	nested := func(n int) any {
+		var v any = int64(1)
+		for range n {
+			v = map[string]any{"x": v}
+		}
+		return v
+	}
+	for _, c := range []struct {
+		op    string
+		path  int
+		value int // levels of sub-documents in the $set value
+		ok    bool
+	}{
+		{"$set", MaxDepth, 0, true},
+		{"$set", MaxDepth + 1, 0, false},
+		{"$set", 50, 50, true},
+		{"$set", 50, 51, false},
+		{"$inc", MaxDepth + 1, 0, false},
+		{"$currentDate", MaxDepth + 1, 0, false},
+		{"$unset", MaxDepth + 1, 0, false},
+	} {
+		var arg any = nested(c.value)
+		switch c.op {
+		case "$inc":
+			arg = json.Number("1")
+		case "$currentDate":
+			arg = true
+		case "$unset":
+			arg = ""
+		}
+		u, err := ParseUpdate(map[string]any{c.op: map[string]any{path(c.path): arg}})
+		if !c.ok {
+			if mongoerr.CodeOf(err) != mongoerr.BadValue || !strings.Contains(err.Error(), "at most 100") && !strings.Contains(err.Error(), "exceeds 100") {
+				t.Errorf("%s on %d levels with a value of %d: %v, want BadValue", c.op, c.path, c.value, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s on %d levels with a value of %d: %v", c.op, c.path, c.value, err)
+		}
+		doc := Doc{"_id": int64(1)}
+		if _, err := u.Apply(doc, time.Unix(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Encode(nil, doc); err != nil {
+			t.Fatalf("%s on %d levels with a value of %d: the result does not encode: %v", c.op, c.path, c.value, err)
+		}
+	}
 }

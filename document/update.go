@@ -66,13 +66,17 @@ func ParseUpdate(raw map[string]any) (*Update, error) {
 			}
 			paths = append(paths, p)
 			op := updateOp{path: strings.Split(p, ".")}
+			if len(op.path) > MaxDepth {
+				return nil, mongoerr.New(mongoerr.BadValue, "%s: field path %.40q... has %d levels; documents nest at most %d",
+					name, p, len(op.path), MaxDepth)
+			}
 			switch name {
 			case "$set":
 				v, err := partialfilter.FromExtJSON(m[p])
 				if err != nil {
 					return nil, err
 				}
-				if err := checkValue(v, 1); err != nil {
+				if err := checkValue(v, len(op.path)); err != nil { // the value sits at the path's depth
 					return nil, err
 				}
 				op.kind, op.val = opSet, v

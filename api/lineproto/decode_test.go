@@ -121,6 +121,8 @@ func TestRefusedValues(t *testing.T) {
 		{"m,t v=1", "expected '=' after tag key"},
 		{"m,t= v=1", "expected tag value"},
 		{"m,_measurement=x v=1", "reserved"},
+		{"m,$where=x v=1", `tag key "$where" starts with '$'`},
+		{"m,a=1,$gt=x v=1", `tag key "$gt" starts with '$'`},
 		{"m v=\"\xff\"", "invalid utf-8"},
 	} {
 		res := decode(t, c.line, Nanosecond)

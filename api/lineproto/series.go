@@ -193,6 +193,9 @@ func (d *Decoder) lookupSeries() (*series, error) {
 		if string(t.k) == "_measurement" {
 			return nil, errReserved
 		}
+		if len(t.k) > 0 && t.k[0] == '$' {
+			return nil, fmt.Errorf("tag key %q starts with '$': such names are query operators and cannot be stored", t.k)
+		}
 		d.meta[string(t.k)] = string(t.v) // a key given twice keeps its last value
 	}
 	c, err := timeseries.CanonicalMeta(d.meta)

@@ -28,6 +28,9 @@ type serveConfig struct {
 	authToken           string
 	insecure            bool
 	maxBody             byteSize
+	maxBodyMemory       byteSize
+	minBodyRate         byteSize
+	bodyRateGrace       time.Duration
 	memoryBudget        byteSize
 	maxConcurrentWrites int
 	maxQueuedWrites     int
@@ -47,11 +50,15 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.maxBody = 64 << 20
 	cfg.memoryBudget = 256 << 20
+	cfg.minBodyRate = 16 << 10
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7700", "`address` to serve HTTP on; a non-loopback address needs --auth-token or --insecure")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
 	fs.StringVar(&cfg.authToken, "auth-token", "", "bearer `token` required on every endpoint but /healthz and /ping")
 	fs.BoolVar(&cfg.insecure, "insecure", false, "allow a non-loopback --listen address without --auth-token")
 	fs.Var(&cfg.maxBody, "max-body", "largest request body accepted, after decompression (`size`, e.g. 64MiB)")
+	fs.Var(&cfg.maxBodyMemory, "max-body-memory", "request bodies held in memory at once, across connections (`size`; default --max-concurrent-writes x --max-body); past it, 429")
+	fs.Var(&cfg.minBodyRate, "min-body-rate", "slowest a request body may arrive after --body-rate-grace (`size` per second); slower bodies get 408")
+	fs.DurationVar(&cfg.bodyRateGrace, "body-rate-grace", 10*time.Second, "time a request body may take before --min-body-rate applies (`duration`)")
 	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for buckets not yet written to disk (`size`); over it, buckets are sealed early")
 	fs.IntVar(&cfg.maxConcurrentWrites, "max-concurrent-writes", 0, "ingest requests processed at once (`n`, 0: 2 x CPUs)")
 	fs.IntVar(&cfg.maxQueuedWrites, "max-queued-writes", 64, "ingest requests that may wait for a slot before 429 (`n`, -1: none)")
@@ -130,6 +137,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer monitor.Close() // a second time after the shutdown below: harmless
 	srv, err := api.New(api.Options{
 		DB: db, TTL: monitor, AuthToken: cfg.authToken, MaxBody: int64(cfg.maxBody),
+		MaxBodyMemory: int64(cfg.maxBodyMemory), MinBodyRate: int64(cfg.minBodyRate), BodyRateGrace: cfg.bodyRateGrace,
 		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites,
 		Version: versionString(), Build: thisBuild(), Logger: log.With("component", "api"),
 	})
@@ -145,7 +153,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		ReadTimeout:    5 * time.Minute,
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 1 << 20,
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// OPTIONS * reaches the API, which refuses it (docs/api.md).
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
