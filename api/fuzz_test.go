@@ -2,37 +2,89 @@ package api_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
+// fuzzNow is the fixed clock of the fuzz servers: documents expire, or
+// not, the same way before and after a request.
+var fuzzNow = time.Date(2024, 5, 1, 12, 0, 30, 0, time.UTC)
+
 // fuzzServer is an in-process server over a real DB, shared by the inputs
-// of one fuzz target.
-func fuzzServer(f *testing.F) *api.Server {
-	db, err := timeseries.Open(timeseries.Options{Dir: f.TempDir(), NoSync: true})
+// of one fuzz target. Each input starts from the collections setup makes,
+// so that it behaves, and fails, the same on its own as in a run.
+type fuzzServer struct {
+	srv   *api.Server
+	db    *timeseries.DB
+	setup [][3]string // method, path, body; each answered with a 2xx
+}
+
+// tsSetup makes the time-series collection s.
+var tsSetup = [][3]string{{"PUT", "/v1/collections/s", `{"timeseries": {"timeField": "timestamp", "metaField": "sensor"}}`}}
+
+func newFuzzServer(f *testing.F, setup [][3]string) *fuzzServer {
+	now := func() time.Time { return fuzzNow }
+	db, err := timeseries.Open(timeseries.Options{Dir: f.TempDir(), NoSync: true, Now: now, CheckpointInterval: time.Hour})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { db.Close() })
-	srv, err := api.New(api.Options{DB: db, MaxBody: 1 << 20})
+	srv, err := api.New(api.Options{DB: db, MaxBody: 1 << 20, Now: now})
 	if err != nil {
 		f.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, httptest.NewRequest("PUT", "/v1/collections/s",
-		bytes.NewBufferString(`{"timeseries": {"timeField": "timestamp", "metaField": "sensor"}}`)))
-	if rec.Code != http.StatusCreated {
-		f.Fatalf("create: %d %s", rec.Code, rec.Body)
+	z := &fuzzServer{srv: srv, db: db, setup: setup}
+	if err := z.do(setup); err != nil {
+		f.Fatal(err)
 	}
-	return srv
+	return z
 }
 
-func serve(t *testing.T, srv *api.Server, method, path, ctype string, body []byte) {
+func (z *fuzzServer) do(reqs [][3]string) error {
+	for _, r := range reqs {
+		rec := httptest.NewRecorder()
+		z.srv.ServeHTTP(rec, httptest.NewRequest(r[0], r[1], bytes.NewBufferString(r[2])))
+		if rec.Code >= 300 {
+			return fmt.Errorf("%s %s: %d %s", r[0], r[1], rec.Code, rec.Body)
+		}
+	}
+	return nil
+}
+
+// before drops every collection, makes the setup's again and returns what
+// the store then holds.
+func (z *fuzzServer) before(t *testing.T) contents {
+	t.Helper()
+	infos, err := z.db.ListCollections(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drops [][3]string
+	for _, info := range infos {
+		drops = append(drops, [3]string{"DELETE", "/v1/collections/" + url.PathEscape(info.Name), ""})
+	}
+	if err := z.do(append(drops, z.setup...)); err != nil {
+		t.Fatal(err)
+	}
+	return z.readAll(t)
+}
+
+// serve sends one request, fails on a 5xx, and returns the status and the
+// reply's body.
+func serve(t *testing.T, srv *api.Server, method, path, ctype string, body []byte) (int, []byte) {
 	t.Helper()
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
 	if ctype != "" {
@@ -43,10 +95,136 @@ func serve(t *testing.T, srv *api.Server, method, path, ctype string, body []byt
 	if rec.Code >= 500 {
 		t.Fatalf("%s %s: status %d: %s\nbody: %q", method, path, rec.Code, rec.Body, body)
 	}
+	return rec.Code, rec.Body.Bytes()
+}
+
+// contents is what a find returns from every collection: each document,
+// as canonical JSON prefixed with its collection's name, and how many times
+// it is there.
+type contents map[string]int
+
+func (c contents) total() int {
+	n := 0
+	for _, k := range c {
+		n += k
+	}
+	return n
+}
+
+// lost returns how many documents of c are not in d (as a multiset).
+func (c contents) lost(d contents) int {
+	n := 0
+	for doc, k := range c {
+		n += max(k-d[doc], 0)
+	}
+	return n
+}
+
+// readAll reads every document of every collection from the DB, not
+// through the API, so that the checks do not run the code under test (nor
+// its timers, which would make the fuzzer's coverage differ from run to
+// run).
+func (z *fuzzServer) readAll(t *testing.T) contents {
+	t.Helper()
+	ctx := context.Background()
+	infos, err := z.db.ListCollections(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := contents{}
+	for _, info := range infos {
+		if info.Options.TimeSeries == nil {
+			if _, err := z.db.FindDocuments(ctx, info.Name, timeseries.DocQuery{}, func(d document.Doc) error {
+				out[info.Name+" "+fmt.Sprint(d)]++ // fmt sorts map keys
+				return nil
+			}); err != nil {
+				t.Fatalf("find in %s: %v", info.Name, err)
+			}
+			continue
+		}
+		cur, err := z.db.Find(ctx, info.Name, timeseries.FindOptions{})
+		if err != nil {
+			t.Fatalf("find in %s: %v", info.Name, err)
+		}
+		for cur.Next() {
+			rec := cur.Record()
+			for i := range int(rec.NumRows()) {
+				var row strings.Builder
+				for j, col := range rec.Columns() {
+					if col.IsNull(i) {
+						continue // a field this measurement does not have
+					}
+					fmt.Fprintf(&row, "%s=%s ", rec.ColumnName(j), col.ValueStr(i))
+				}
+				out[info.Name+" "+row.String()]++
+			}
+		}
+		err = cur.Err()
+		cur.Close()
+		if err != nil {
+			t.Fatalf("find in %s: %v", info.Name, err)
+		}
+	}
+	return out
+}
+
+// writeCounts are the counts a write's reply reports, -1 where it has none.
+type writeCounts struct {
+	Inserted, Deleted, Matched, Modified int64
+}
+
+func replyCounts(body []byte) writeCounts {
+	c := writeCounts{-1, -1, -1, -1}
+	var r map[string]any
+	if json.Unmarshal(body, &r) != nil {
+		return c
+	}
+	for name, p := range map[string]*int64{"inserted": &c.Inserted, "deleted": &c.Deleted, "matched": &c.Matched, "modified": &c.Modified} {
+		if v, ok := r[name].(float64); ok {
+			*p = int64(v)
+		}
+	}
+	return c
+}
+
+// checkWrite checks a write's effect on the stored documents against its
+// reply. A reply that reports no counts (a refusal, a find) changed
+// nothing. Otherwise inserts
+// added exactly what they report (at most, when exact is false: a TTL index
+// hides documents inserted already expired), keeping every document there
+// was; deletes removed at most what they report and added nothing; updates
+// and replacements kept the count and changed at most the documents they
+// report modified.
+func checkWrite(t *testing.T, what string, status int, reply []byte, before, after contents, exact bool) {
+	t.Helper()
+	c := replyCounts(reply)
+	changed := fmt.Sprintf("%s: status %d %s: %d documents before, %d after, %d of them gone", what, status, reply,
+		before.total(), after.total(), before.lost(after))
+	switch {
+	case c.Inserted >= 0:
+		grown := int64(after.total() - before.total())
+		if before.lost(after) != 0 || grown > c.Inserted || exact && grown != c.Inserted {
+			t.Fatalf("%s", changed)
+		}
+	case c.Deleted >= 0:
+		if after.lost(before) != 0 || int64(before.lost(after)) > c.Deleted {
+			t.Fatalf("%s", changed)
+		}
+	case c.Matched >= 0:
+		if after.total() != before.total() || int64(before.lost(after)) > c.Modified {
+			t.Fatalf("%s", changed)
+		}
+	default:
+		// A refusal, or an answer that is not a write (a find).
+		if before.lost(after) != 0 || after.lost(before) != 0 {
+			t.Fatalf("%s", changed)
+		}
+	}
 }
 
 // FuzzInsertDocuments sends arbitrary bodies to the documents endpoint, as
-// JSON arrays and as NDJSON: never a panic, never a 5xx.
+// JSON arrays and as NDJSON: never a panic, never a 5xx; what the reply
+// says was inserted is found, and nothing else changed.
 func FuzzInsertDocuments(f *testing.F) {
 	for _, s := range []string{
 		sensorDocs,
@@ -60,17 +238,21 @@ func FuzzInsertDocuments(f *testing.F) {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}
-	srv := fuzzServer(f)
+	z := newFuzzServer(f, tsSetup)
 	f.Fuzz(func(t *testing.T, body []byte, ndjson bool) {
 		ct := "application/json"
 		if ndjson {
 			ct = "application/x-ndjson"
 		}
-		serve(t, srv, "POST", "/v1/collections/s/documents?ordered=false", ct, body)
+		before := z.before(t)
+		st, reply := serve(t, z.srv, "POST", "/v1/collections/s/documents?ordered=false", ct, body)
+		checkWrite(t, "insert", st, reply, before, z.readAll(t), true)
 	})
 }
 
-// FuzzLineProtocolWrite sends arbitrary line protocol to /write.
+// FuzzLineProtocolWrite sends arbitrary line protocol to /write: a 204
+// stored every line, a partial write the lines it says it wrote, and any
+// other refusal nothing.
 func FuzzLineProtocolWrite(f *testing.F) {
 	for _, s := range []string{
 		"cpu,host=a usage=1.5,idle=2i,ok=true,s=\"x\" 1714564800000000000\n",
@@ -83,13 +265,48 @@ func FuzzLineProtocolWrite(f *testing.F) {
 		f.Add([]byte(s), "ns")
 		f.Add([]byte(s), "s")
 	}
-	srv := fuzzServer(f)
+	z := newFuzzServer(f, nil)
 	f.Fuzz(func(t *testing.T, body []byte, precision string) {
-		serve(t, srv, "POST", "/write?db=lp&precision="+url.QueryEscape(precision), "", body)
+		before := z.before(t)
+		st, reply := serve(t, z.srv, "POST", "/write?db=lp&precision="+url.QueryEscape(precision), "", body)
+		after := z.readAll(t)
+		grown := after.total() - before.total()
+		if before.lost(after) != 0 {
+			t.Fatalf("status %d %s: %d measurements gone", st, reply, before.lost(after))
+		}
+		if st == http.StatusNoContent {
+			if want := lineCount(body); grown != want {
+				t.Fatalf("status %d: %d measurements stored for %d lines\nbody: %q", st, grown, want, body)
+			}
+			return
+		}
+		wrote := 0
+		if m := wroteRE.FindSubmatch(reply); m != nil {
+			wrote, _ = strconv.Atoi(string(m[1]))
+		}
+		if grown != wrote {
+			t.Fatalf("status %d %s: %d measurements stored\nbody: %q", st, reply, grown, body)
+		}
 	})
 }
 
-// FuzzFind sends arbitrary find bodies.
+// wroteRE finds the lines a partial line-protocol write stored.
+var wroteRE = regexp.MustCompile(`partial write: .*, wrote (\d+)`)
+
+// lineCount counts the lines of line protocol in body that hold a point:
+// not blank, not a comment.
+func lineCount(body []byte) int {
+	n := 0
+	for line := range bytes.Lines(body) {
+		line = bytes.TrimLeft(line, " \t")
+		if len(bytes.TrimRight(line, " \t\r\n")) > 0 && line[0] != '#' {
+			n++
+		}
+	}
+	return n
+}
+
+// FuzzFind sends arbitrary find bodies, which change nothing.
 func FuzzFind(f *testing.F) {
 	for _, s := range []string{
 		`{"filter": {"sensor": {"$in": ["a", 1, null]}, "timestamp": {"$gte": {"$date": "2024-05-01T12:00:00Z"}}}, "sort": {"timestamp": -1}, "limit": 2}`,
@@ -99,21 +316,20 @@ func FuzzFind(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	srv := fuzzServer(f)
-	req := httptest.NewRequest("POST", "/v1/collections/s/documents", bytes.NewBufferString(sensorDocs))
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		f.Fatalf("insert: %d %s", rec.Code, rec.Body)
-	}
+	z := newFuzzServer(f, append(tsSetup, [3]string{"POST", "/v1/collections/s/documents", sensorDocs}))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		serve(t, srv, "POST", "/v1/collections/s/find", "", body)
-		serve(t, srv, "POST", "/v1/collections/s/aggregate", "", body)
+		before := z.before(t)
+		serve(t, z.srv, "POST", "/v1/collections/s/find", "", body)
+		serve(t, z.srv, "POST", "/v1/collections/s/aggregate", "", body)
+		if after := z.readAll(t); before.lost(after) != 0 || after.lost(before) != 0 {
+			t.Fatalf("a find or aggregate changed the collection\nbody: %q", body)
+		}
 	})
 }
 
 // FuzzPlainCollection sends arbitrary bodies to every endpoint of a plain
-// collection with two indexes, one a TTL index: never a panic, never a 5xx.
+// collection with two indexes, one a TTL index: never a panic, never a 5xx,
+// and every write changes what its reply says (checkWrite).
 func FuzzPlainCollection(f *testing.F) {
 	for _, s := range []string{
 		`[{"_id": 1, "a": [1, {"b": 2}], "at": {"$date": "2024-05-01T12:00:00Z"}}, {"a": "x", "o": {"$oid": "65a1b2c3d4e5f60718293a4b"}}]`,
@@ -125,22 +341,16 @@ func FuzzPlainCollection(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	srv := fuzzServer(f)
-	for _, req := range [][2]string{
-		{"PUT", `/v1/collections/p|{}`},
-		{"POST", `/v1/collections/p/indexes|{"key": {"a": 1, "_id": -1}}`},
-		{"POST", `/v1/collections/p/indexes|{"key": {"at": 1}, "expireAfterSeconds": 60, "partialFilterExpression": {"a": {"$exists": true}}}`},
-	} {
-		path, body, _ := bytes.Cut([]byte(req[1]), []byte("|"))
-		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, httptest.NewRequest(req[0], string(path), bytes.NewReader(body)))
-		if rec.Code >= 300 {
-			f.Fatalf("%s %s: %d %s", req[0], path, rec.Code, rec.Body)
-		}
-	}
+	z := newFuzzServer(f, append(tsSetup,
+		[3]string{"PUT", "/v1/collections/p", `{}`},
+		[3]string{"POST", "/v1/collections/p/indexes", `{"key": {"a": 1, "_id": -1}}`},
+		[3]string{"POST", "/v1/collections/p/indexes", `{"key": {"at": 1}, "expireAfterSeconds": 60, "partialFilterExpression": {"a": {"$exists": true}}}`},
+	))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, p := range []string{"documents?ordered=false", "find", "update", "replace", "delete"} {
-			serve(t, srv, "POST", "/v1/collections/p/"+p, "", body)
+			before := z.before(t)
+			st, reply := serve(t, z.srv, "POST", "/v1/collections/p/"+p, "", body)
+			checkWrite(t, p, st, reply, before, z.readAll(t), false)
 		}
 	})
 }

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // BenchmarkDocuments inserts session documents durably into a plain
@@ -62,14 +65,32 @@ func BenchmarkSessionTTL(b *testing.B) {
 
 // Small runs of both: the counts add up and the space comes back.
 func TestDocumentsSmall(t *testing.T) {
-	res, err := Documents(context.Background(), DocConfig{Dir: filepath.Join(t.TempDir(), "data"), Docs: 3000, Reads: 200, Indexes: 3})
+	dir := filepath.Join(t.TempDir(), "data")
+	res, err := Documents(context.Background(), DocConfig{Dir: dir, Docs: 3000, Reads: 200, Indexes: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Inserted != 3000 || res.IDReads != 200 || res.StorageBytes <= 0 {
 		t.Fatalf("%+v", res)
 	}
-	sres, err := SessionTTL(context.Background(), SessionTTLConfig{Dir: filepath.Join(t.TempDir(), "data"), Sessions: 20000,
+	// The store holds the 3000 sessions, each once.
+	ips := map[string]int{}
+	for _, d := range storedSessions(t, dir) {
+		ips[d["ip"].(string)]++
+	}
+	for i := range 3000 {
+		ip := sessionDoc(i, 1, 1, time.Time{})["ip"].(string)
+		if ips[ip] != 1 {
+			t.Fatalf("session %d (%s) stored %d times", i, ip, ips[ip])
+		}
+		delete(ips, ip)
+	}
+	if len(ips) != 0 {
+		t.Fatalf("%d sessions stored that were never inserted", len(ips))
+	}
+
+	dir = filepath.Join(t.TempDir(), "data")
+	sres, err := SessionTTL(context.Background(), SessionTTLConfig{Dir: dir, Sessions: 20000,
 		WriteBatch: 10, Baseline: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -77,4 +98,35 @@ func TestDocumentsSmall(t *testing.T) {
 	if sres.Pass.DeletedDocuments != 20000 || sres.BaselineWrites == 0 || sres.DiskAfter >= sres.DiskBefore {
 		t.Fatalf("%+v", sres)
 	}
+	// What is left in the store is the live sessions, written three hours
+	// after the loaded ones (modified in the hour before 2024-05-01): no
+	// loaded session survived the pass.
+	left := storedSessions(t, dir)
+	if len(left) == 0 || int64(len(left)) != sres.LiveAfter {
+		t.Fatalf("the store holds %d sessions, the result says %d live", len(left), sres.LiveAfter)
+	}
+	for _, d := range left {
+		if at := d["lastModifiedDate"].(time.Time); at.Before(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)) {
+			t.Fatalf("a loaded session (last modified %v) is still stored", at)
+		}
+	}
+}
+
+// storedSessions reopens the store in dir and returns every document of
+// its sessions collection, expired or not.
+func storedSessions(t *testing.T, dir string) []document.Doc {
+	t.Helper()
+	db, err := timeseries.Open(timeseries.Options{Dir: dir, Now: func() time.Time { return time.Unix(0, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var docs []document.Doc
+	if _, err := db.FindDocuments(context.Background(), "sessions", timeseries.DocQuery{}, func(d document.Doc) error {
+		docs = append(docs, d)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return docs
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -68,6 +71,103 @@ func TestIngestSmall(t *testing.T) {
 	if res.Rows != 3*720 || res.Points != res.Rows*NumFields || res.DiskBytes <= 0 {
 		t.Fatalf("result %+v", res)
 	}
+	// The store holds the workload: as many rows, with the same times and
+	// values (compared as per-host sums).
+	var want storedSums
+	g := w.NewGenerator()
+	var row Row
+	for g.Next(&row) {
+		want.add(row.Host, row.Time, row.Ints)
+	}
+	got := readStored(t, dir, g.Hosts())
+	if got != want {
+		t.Fatalf("the store holds %+v, the workload is %+v", got, want)
+	}
+}
+
+// storedSums sums up rows: their count, times and values, and a hash of
+// each whole row (host, time and values), so that a row given to the wrong
+// host, or values moved between rows, shows whatever the order of rows.
+type storedSums struct {
+	rows, times int64
+	values      [NumFields]int64
+	hashes      uint64
+}
+
+func (s *storedSums) add(host int, time int64, values [NumFields]int64) {
+	s.rows++
+	s.times += time
+	h := mix(uint64(host)) ^ mix(uint64(time))
+	for k, v := range values {
+		s.values[k] += v
+		h = mix(h ^ uint64(v))
+	}
+	s.hashes += h
+}
+
+// mix is splitmix64's finaliser.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// readStored reopens the store in dir and sums up the rows of its
+// collection, reading the host from each row's meta.
+func readStored(t *testing.T, dir string, hosts []Host) storedSums {
+	t.Helper()
+	metas, err := hostMetas(hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostOf := map[string]int{}
+	for i, m := range metas {
+		hostOf[string(m)] = i
+	}
+	db, err := timeseries.Open(timeseries.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cur, err := db.Find(context.Background(), Collection, timeseries.FindOptions{Fields: FieldNames[:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	var s storedSums
+	for cur.Next() {
+		rec := cur.Record()
+		sc := rec.Schema()
+		col := func(name string) arrow.Array {
+			idx := sc.FieldIndices(name)
+			if len(idx) != 1 {
+				t.Fatalf("result columns %v: no %q", sc, name)
+			}
+			return rec.Column(idx[0])
+		}
+		times := col("time").(*array.Timestamp)
+		meta := col("tags").(*array.String)
+		var vals [NumFields]*array.Int64
+		for k, name := range FieldNames {
+			vals[k] = col(name).(*array.Int64)
+		}
+		for i := range int(rec.NumRows()) {
+			host, ok := hostOf[meta.Value(i)]
+			if !ok {
+				t.Fatalf("row with meta %s, no host's", meta.Value(i))
+			}
+			var v [NumFields]int64
+			for k := range vals {
+				v[k] = vals[k].Value(i)
+			}
+			s.add(host, int64(times.Value(i)), v)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestIngestDuration stops an in-process ingest by time and checks that
@@ -89,21 +189,7 @@ func TestIngestDuration(t *testing.T) {
 	if last.Rows != int64(res.Rows) || last.Batches == 0 || last.Latency.Max <= 0 {
 		t.Fatalf("last progress %+v", last)
 	}
-	db, err := timeseries.Open(timeseries.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cur, err := db.Find(context.Background(), Collection, timeseries.FindOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cur.Close()
-	var n int64
-	for cur.Next() {
-		n += cur.Record().NumRows()
-	}
-	if cur.Err() != nil || n != int64(res.Rows) {
-		t.Fatalf("the store holds %d rows, the result says %d (%v)", n, res.Rows, cur.Err())
+	if got := readStored(t, dir, w.NewGenerator().Hosts()); got.rows != int64(res.Rows) {
+		t.Fatalf("the store holds %d rows, the result says %d", got.rows, res.Rows)
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,21 +16,32 @@ import (
 // default it is ../shared/peers/tools next to the repository.
 const peersToolsEnv = "HOURGLASS_PEERS_TOOLS"
 
+// missingLpgen skips the test, saying what was not compared and why, or
+// fails it in CI (CI=true), where the comparison must run.
+func missingLpgen(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("generator NOT compared with the peers harness's lpgen in CI: %s", msg)
+	}
+	t.Skipf("SKIPPED, generator NOT compared with the peers harness's lpgen: %s", msg)
+}
+
 // buildLpgen builds the peers harness's lpgen into a temporary directory and
-// returns the binary's path, or skips the test when the go command or the
-// harness's sources are missing.
+// returns the binary's path. When the go command or the harness's sources
+// are missing it skips the test, or fails it in CI.
 func buildLpgen(t *testing.T) string {
 	t.Helper()
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go command not on PATH: cannot build the peers harness's lpgen to compare with")
+		missingLpgen(t, "go command not on PATH")
 	}
 	dir := os.Getenv(peersToolsEnv)
 	if dir == "" {
 		dir = filepath.Join("..", "..", "shared", "peers", "tools")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "cmd", "lpgen", "main.go")); err != nil {
-		t.Skipf("peers harness's lpgen sources not found (set %s to its tools module): %v", peersToolsEnv, err)
+		missingLpgen(t, "sources not found (set %s to its tools module): %v", peersToolsEnv, err)
 	}
 	bin := filepath.Join(t.TempDir(), "lpgen")
 	cmd := exec.Command(goCmd, "build", "-o", bin, "./cmd/lpgen")

@@ -1,11 +1,14 @@
 package timeseries
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -496,6 +499,53 @@ var _ = partialfilter.Compare
 
 // An index built while writers insert and update is consistent with every
 // write: queries through it answer what a scan answers.
+// buildGate is the context of an index build. The build checks it once per
+// document, with the collection's write lock held: at its first check it
+// starts a write and waits until that write is blocked on the lock, so that
+// the write has to wait for the build.
+type buildGate struct {
+	context.Context
+	mu       *sync.Mutex // the collection's write lock
+	write    func()      // started at the first check: calls insertDuringBuild
+	first    sync.Once
+	unlocked bool // the write lock was free at the first check
+	timedOut bool // the write was not seen waiting for the lock within a minute
+}
+
+func (g *buildGate) Err() error {
+	g.first.Do(func() {
+		if g.mu.TryLock() {
+			g.unlocked = true
+			g.mu.Unlock()
+			return
+		}
+		go g.write()
+		buf := make([]byte, 1<<20)
+		for deadline := time.Now().Add(time.Minute); ; {
+			n := runtime.Stack(buf, true)
+			for gr := range strings.SplitSeq(string(buf[:n]), "\n\n") {
+				header, _, _ := strings.Cut(gr, "\n")
+				if strings.Contains(header, "[sync.Mutex.Lock") && strings.Contains(gr, "timeseries.insertDuringBuild(") {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				g.timedOut = true
+				return
+			}
+			time.Sleep(time.Millisecond) // between polls, not for correctness
+		}
+	})
+	return g.Context.Err()
+}
+
+// insertDuringBuild is the write buildGate starts; its name marks it in
+// goroutine stacks.
+func insertDuringBuild(db *DB, doc document.Doc) error {
+	_, err := db.InsertDocuments(ctx, "p", []document.Doc{doc}, InsertOptions{})
+	return err
+}
+
 func TestPlainIndexBuildDuringWrites(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
@@ -507,50 +557,63 @@ func TestPlainIndexBuildDuringWrites(t *testing.T) {
 	if _, err := db.InsertDocuments(ctx, "p", batch, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	inc, _ := document.ParseUpdate(map[string]any{"$inc": map[string]any{"k": int64(1)}})
-	stop := make(chan struct{})
-	errc := make(chan error, 2)
-	go func() {
-		for i := 5000; ; i++ {
-			select {
-			case <-stop:
-				errc <- nil
-				return
-			default:
-			}
-			if _, err := db.InsertDocuments(ctx, "p", []document.Doc{{"_id": int64(i), "k": int64(i % 13)}}, InsertOptions{}); err != nil {
-				errc <- err
-				return
-			}
-		}
-	}()
-	go func() {
+	overlapped := make(chan error, 1)
+	gate := &buildGate{Context: ctx, mu: &db.collections["p"].plain.mu,
+		write: func() { overlapped <- insertDuringBuild(db, document.Doc{"_id": int64(-1), "k": int64(5)}) }}
+	// Writers insert and update all along; once the build is done, each
+	// makes afterBuild more writes, through the index, and stops.
+	const afterBuild = 50
+	built := make(chan struct{})
+	writer := func(write func(i int) error) error {
+		counted := 0
 		for i := 0; ; i++ {
 			select {
-			case <-stop:
-				errc <- nil
-				return
+			case <-built:
+				if counted++; counted > afterBuild {
+					return nil
+				}
 			default:
 			}
-			f := partialfilter.MustParseJSON(fmt.Sprintf(`{"_id": %d}`, i%5000))
-			if _, err := db.UpdateDocuments(ctx, "p", f, inc, false); err != nil {
-				errc <- err
-				return
+			if err := write(i); err != nil {
+				return err
 			}
 		}
+	}
+	inc, _ := document.ParseUpdate(map[string]any{"$inc": map[string]any{"k": int64(1)}})
+	errc := make(chan error, 2)
+	go func() {
+		errc <- writer(func(i int) error {
+			_, err := db.InsertDocuments(ctx, "p", []document.Doc{{"_id": int64(5000 + i), "k": int64(i % 13)}}, InsertOptions{})
+			return err
+		})
 	}()
-	if _, _, err := db.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{"k", 1}}}); err != nil {
+	go func() {
+		errc <- writer(func(i int) error {
+			f := partialfilter.MustParseJSON(fmt.Sprintf(`{"_id": %d}`, i%5000))
+			_, err := db.UpdateDocuments(ctx, "p", f, inc, false)
+			return err
+		})
+	}()
+	if _, _, err := db.CreateIndex(gate, "p", IndexSpec{Key: []IndexKey{{"k", 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // writes after the build, through the index
-	close(stop)
+	close(built)
+	if gate.unlocked || gate.timedOut {
+		t.Fatalf("no write waited for the build (write lock free during the build: %v; write not seen waiting within a minute: %v)",
+			gate.unlocked, gate.timedOut)
+	}
+	if err := <-overlapped; err != nil {
+		t.Fatalf("the write made during the build: %v", err)
+	}
 	for i := 0; i < 2; i++ {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
 	}
 	var all []document.Doc
-	db.FindDocuments(ctx, "p", DocQuery{}, func(d document.Doc) error { all = append(all, d); return nil })
+	if _, err := db.FindDocuments(ctx, "p", DocQuery{}, func(d document.Doc) error { all = append(all, d); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	for k := 0; k < 20; k++ {
 		f := mustFilter(t, fmt.Sprintf(`{"k": %d}`, k))
 		got, plan := findIDs(t, db, "p", DocQuery{Filter: f, Sort: []DocSortKey{{Field: "_id"}}})

@@ -3,6 +3,8 @@ package ttl
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -249,8 +251,15 @@ func TestDisabled(t *testing.T) {
 	s := &fakeStore{clock: clock, targets: []Target{ta}, expired: map[Target]int64{ta: 5000}}
 	m := newTestMonitor(t, s, func(o *Options) { o.Disabled = true })
 	m.Start()
+	defer m.Close()
+	// Once the loop is parked, it waits for something: not the clock.
+	waitParked(t, "ttl.(*Monitor).run(")
+	if clock.Waiters() != 0 {
+		t.Fatal("a disabled monitor waits for the clock")
+	}
 	clock.Advance(time.Hour)
-	time.Sleep(10 * time.Millisecond)
+	m.Wake()
+	waitParked(t, "ttl.(*Monitor).run(")
 	if m.Stats().Passes != 0 || clock.Waiters() != 0 {
 		t.Fatal("a disabled monitor passed")
 	}
@@ -259,15 +268,34 @@ func TestDisabled(t *testing.T) {
 	}
 }
 
+// waitFor waits until cond holds, polling; the deadline is only there to
+// end a test whose condition never comes, far beyond a slow machine's pace.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not reached")
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// waitParked waits until the goroutine running fn (a "pkg.(*T).m(" frame)
+// is blocked on a channel, so that whatever it does before blocking is done.
+func waitParked(t *testing.T, fn string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	waitFor(t, func() bool {
+		n := runtime.Stack(buf, true)
+		for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
+			header, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(g, fn) && (strings.Contains(header, "[chan receive") || strings.Contains(header, "[select")) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func equalTargets(a, b []Target) bool {

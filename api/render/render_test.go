@@ -255,25 +255,55 @@ type flushCounter struct {
 
 func (f *flushCounter) Flush() { f.flushes++ }
 
+// lastFlush returns the writer's record of when it last flushed, for the
+// test to read or move.
+func lastFlush(t *testing.T, w Writer) *time.Time {
+	t.Helper()
+	switch w := w.(type) {
+	case *textWriter:
+		return &w.flushed
+	case *arrowWriter:
+		return &w.flushed
+	}
+	t.Fatalf("writer of type %T", w)
+	return nil
+}
+
 // TestFlushes: every record is written through at once; the writer flushes
 // after a record only once flushEvery has passed since it was made or last
-// flushed, so a short reply is one write, and a long one streams.
+// flushed, so a short reply is one write, and a long one streams. The test
+// moves the writer's last flush instead of waiting, so that a slow machine
+// cannot stretch a "short" reply past flushEvery.
 func TestFlushes(t *testing.T) {
 	rec := testRecord(t)
 	defer rec.Release()
 	for _, f := range []Format{JSON, NDJSON, CSV, Arrow} {
 		var fc flushCounter
+		before := time.Now()
 		w, _ := NewWriter(&fc, f, testSchema(), Options{})
+		last := lastFlush(t, w)
+		if last.Before(before) || last.After(time.Now()) {
+			t.Errorf("%s: a new writer's last flush is %v, not when it was made", f, *last)
+		}
+		// Less than flushEvery since the last flush: written, not flushed.
+		*last = time.Now().Add(time.Hour)
 		w.Write(rec)
 		if fc.flushes != 0 || fc.Len() == 0 {
 			t.Errorf("%s: %d flushes, %d bytes after one record", f, fc.flushes, fc.Len())
 		}
-		time.Sleep(flushEvery)
+		// flushEvery since the last flush: flushed.
+		*last = time.Now().Add(-flushEvery)
 		n := fc.Len()
+		at := time.Now()
 		w.Write(rec)
 		if fc.flushes != 1 || fc.Len() == n {
 			t.Errorf("%s: %d flushes, %d more bytes after a record %v later", f, fc.flushes, fc.Len()-n, flushEvery)
 		}
+		if last.Before(at) {
+			t.Errorf("%s: flushing left the last flush at %v, before the write", f, *last)
+		}
+		// The next record soon after: not flushed.
+		*last = time.Now().Add(time.Hour)
 		w.Write(rec)
 		if fc.flushes != 1 {
 			t.Errorf("%s: %d flushes after a record at once", f, fc.flushes)

@@ -137,6 +137,12 @@ func TestKillAndRestart(t *testing.T) {
 	acked := map[string]bool{} // "sensor/seq"
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	// The kill comes once this many measurements are acknowledged, with
+	// the writers still sending: a condition, not a time, so that a slow
+	// machine still kills the server in the middle of the ingest.
+	const killAfter = 1000
+	enough := make(chan struct{})
+	var enoughOnce sync.Once
 	base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
@@ -168,11 +174,20 @@ func TestKillAndRestart(t *testing.T) {
 				for _, k := range keys {
 					acked[k] = true
 				}
+				if len(acked) >= killAfter {
+					enoughOnce.Do(func() { close(enough) })
+				}
 				mu.Unlock()
 			}
 		}(w)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	select {
+	case <-enough:
+	case <-s.done:
+		t.Fatalf("server exited during the ingest:\n%s", s.log())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("fewer than %d measurements acknowledged in 60 s:\n%s", killAfter, s.log())
+	}
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
