@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -84,15 +85,50 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 
 	batch := db.pdb.NewBatch()
 	defer batch.Close()
+	// persisted and persistedBuckets are what the batch removes from
+	// Pebble: the part of the catalog's checkpoint count that goes with it.
+	var persisted, persistedBuckets int64
 	for _, t := range targets {
+		for _, k := range t.stale {
+			n, found, err := db.storedRows(k)
+			if err != nil {
+				return 0, err
+			}
+			if found {
+				persisted += n
+				persistedBuckets++
+			}
+		}
 		n, nb, err := db.deleteStored(batch, &rw, c.id, d, t, maxSpan)
 		if err != nil {
 			return 0, err
 		}
 		deleted += n
 		buckets += nb
+		persisted += n
+		persistedBuckets += nb
 	}
-	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
+	// The catalog record goes in the same batch, its count less what the
+	// batch removes from Pebble: Pebble may make the batch durable before
+	// the next checkpoint (a memtable flush, or another collection's
+	// catalog write), and replaying this delete after a crash then finds
+	// nothing left in Pebble to count.
+	db.mu.Lock()
+	c.ckptCount -= persisted
+	c.ckptBuckets -= persistedBuckets
+	rec, err := c.record()
+	db.mu.Unlock()
+	if err == nil {
+		err = batch.Set(catalogKey(c.name), rec, nil)
+	}
+	if err == nil {
+		err = db.pdb.Apply(batch, pebble.NoSync)
+	}
+	if err != nil {
+		db.mu.Lock()
+		c.ckptCount += persisted
+		c.ckptBuckets += persistedBuckets
+		db.mu.Unlock()
 		return 0, err
 	}
 	db.mu.Lock()
@@ -101,6 +137,24 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 	c.dirty = true
 	db.mu.Unlock()
 	return deleted, nil
+}
+
+// storedRows returns the measurements of the bucket stored under k, and
+// whether there is one.
+func (db *DB) storedRows(k []byte) (int64, bool, error) {
+	v, closer, err := db.pdb.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer closer.Close()
+	rows, _, _, err := bucket.Peek(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("bucket %x: %w", k, err)
+	}
+	return int64(rows), true, nil
 }
 
 // deleteTarget is a series a delete reaches, as its buckets in memory
