@@ -40,9 +40,17 @@ type collectionRecord struct {
 	Created    time.Time `json:"created"`
 	// NextIndexID is the id the next index of a plain collection gets.
 	NextIndexID uint32 `json:"nextIndexID,omitempty"`
-	// Count and Buckets are as of the last checkpoint.
+	// Count and Buckets are those of the buckets Pebble holds (sealed
+	// buckets and open-bucket snapshots) when the record is durable: every
+	// batch that changes a collection's stored buckets writes its record
+	// too, so that replaying the log from the last checkpoint adds and
+	// removes the rest exactly once.
 	Count   int64 `json:"count"`
 	Buckets int64 `json:"buckets"`
+	// CountExact marks records written with that rule. Older ones missed
+	// the deletes Pebble made durable after their checkpoint: Open
+	// recounts such a time-series collection from its stored buckets.
+	CountExact bool `json:"countExact,omitempty"`
 }
 
 // CollectionInfo describes a collection.
@@ -85,7 +93,7 @@ func kindByName(s string) (Kind, bool) {
 
 func (c *collection) record() ([]byte, error) {
 	r := collectionRecord{ID: c.id, Name: c.name, Options: c.opts, Indexes: c.indexes, MaxSpan: c.maxSpan,
-		Created: c.created, Count: c.ckptCount, Buckets: c.ckptBuckets, NextIndexID: c.nextIndexID}
+		Created: c.created, Count: c.ckptCount, Buckets: c.ckptBuckets, CountExact: true, NextIndexID: c.nextIndexID}
 	r.FieldNames = c.names
 	if len(c.fieldTypes) > 0 {
 		r.FieldTypes = make(map[string][]string, len(c.fieldTypes))

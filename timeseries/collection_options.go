@@ -141,6 +141,10 @@ func (o *CollectionOptions) Validate() error {
 	}
 	ts := o.TimeSeries
 	switch {
+	case strings.IndexByte(ts.TimeField, 0) >= 0:
+		return mongoerr.New(mongoerr.BadValue, "the 'timeField' cannot contain a NUL byte: %q", ts.TimeField)
+	case strings.IndexByte(ts.MetaField, 0) >= 0:
+		return mongoerr.New(mongoerr.BadValue, "the 'metaField' cannot contain a NUL byte: %q", ts.MetaField)
 	case ts.TimeField == "":
 		return invalid("'timeseries.timeField' is required")
 	case strings.Contains(ts.TimeField, "."):

@@ -44,6 +44,8 @@ func TestCollectionOptions(t *testing.T) {
 		{`{"timeseries": {"timeField": "t", "metaField": "_id"}}`, mongoerr.InvalidOptions, "cannot be '_id'", 0},
 		{`{"timeseries": {"timeField": "t", "metaField": "a.b"}}`, mongoerr.InvalidOptions, "embedded fields", 0},
 		{`{"timeseries": {"timeField": "a.b"}}`, mongoerr.InvalidOptions, "embedded fields", 0},
+		{`{"timeseries": {"timeField": "t\u0000x"}}`, mongoerr.BadValue, "'timeField' cannot contain a NUL byte", 0},
+		{`{"timeseries": {"timeField": "t", "metaField": "m\u0000"}}`, mongoerr.BadValue, "'metaField' cannot contain a NUL byte", 0},
 		{`{"timeseries": {"timeField": "t", "granularity": "days"}}`, mongoerr.BadValue, "granularity", 0},
 		{`{"timeseries": {"timeField": "t", "granularity": "hours", "bucketMaxSpanSeconds": 60, "bucketRoundingSeconds": 60}}`, mongoerr.InvalidOptions, "cannot be combined", 0},
 		{`{"timeseries": {"timeField": "t", "bucketMaxSpanSeconds": 60, "bucketRoundingSeconds": 30}}`, mongoerr.InvalidOptions, "must be equal", 0},

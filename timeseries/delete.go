@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -79,20 +80,56 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 	db.mu.Lock()
 	maxSpan := max(c.maxSpan, c.opts.TimeSeries.Span())
 	rw := bucketRewriter{names: c.names}
-	targets, deleted, buckets := db.deleteInMemory(c, d)
+	gone := fieldTypeSet{}
+	targets, deleted, buckets := db.deleteInMemory(c, d, gone)
 	db.mu.Unlock()
 
 	batch := db.pdb.NewBatch()
 	defer batch.Close()
+	// persisted and persistedBuckets are what the batch removes from
+	// Pebble: the part of the catalog's checkpoint count that goes with it.
+	var persisted, persistedBuckets int64
 	for _, t := range targets {
-		n, nb, err := db.deleteStored(batch, &rw, c.id, d, t, maxSpan)
+		for _, k := range t.stale {
+			n, found, err := db.storedRows(k)
+			if err != nil {
+				return 0, err
+			}
+			if found {
+				persisted += n
+				persistedBuckets++
+			}
+		}
+		n, nb, err := db.deleteStored(batch, &rw, c.id, d, t, maxSpan, gone)
 		if err != nil {
 			return 0, err
 		}
 		deleted += n
 		buckets += nb
+		persisted += n
+		persistedBuckets += nb
 	}
-	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
+	// The catalog record goes in the same batch, its count less what the
+	// batch removes from Pebble: Pebble may make the batch durable before
+	// the next checkpoint (a memtable flush, or another collection's
+	// catalog write), and replaying this delete after a crash then finds
+	// nothing left in Pebble to count.
+	db.mu.Lock()
+	c.ckptCount -= persisted
+	c.ckptBuckets -= persistedBuckets
+	rec, err := c.record()
+	db.mu.Unlock()
+	if err == nil {
+		err = batch.Set(catalogKey(c.name), rec, nil)
+	}
+	if err == nil {
+		err = db.pdb.Apply(batch, pebble.NoSync)
+	}
+	if err != nil {
+		db.mu.Lock()
+		c.ckptCount += persisted
+		c.ckptBuckets += persistedBuckets
+		db.mu.Unlock()
 		return 0, err
 	}
 	db.mu.Lock()
@@ -100,7 +137,155 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 	c.buckets -= buckets
 	c.dirty = true
 	db.mu.Unlock()
+	if deleted > 0 {
+		if err := db.refreshFieldTypes(c, gone); err != nil {
+			return deleted, err
+		}
+	}
 	return deleted, nil
+}
+
+// fieldTypeSet is a set of (field, type) pairs.
+type fieldTypeSet map[string]typeSet
+
+// addColumns adds the fields of cols with a value.
+func (g fieldTypeSet) addColumns(cols *bucket.Columns) {
+	for i := range cols.Fields {
+		f := &cols.Fields[i]
+		for r := range cols.Times {
+			if f.IsPresent(r) {
+				g[f.Name] |= 1 << f.Type
+				break
+			}
+		}
+	}
+}
+
+// addStored adds the fields of the bucket r was reset to.
+func (g fieldTypeSet) addStored(r *bucket.Reader) {
+	for i := range r.NumFields() {
+		if fi := r.Field(i); fi.Count > 0 {
+			g[fi.Name] |= 1 << fi.Type
+		}
+	}
+}
+
+// removeColumns removes the fields of cols with a value from g.
+func (g fieldTypeSet) removeColumns(cols *bucket.Columns) {
+	for i := range cols.Fields {
+		f := &cols.Fields[i]
+		if t := g[f.Name]; t.has(f.Type) {
+			for r := range cols.Times {
+				if f.IsPresent(r) {
+					g.drop(f.Name, f.Type)
+					break
+				}
+			}
+		}
+	}
+}
+
+func (g fieldTypeSet) drop(name string, t bucket.Type) {
+	if v := g[name] &^ (1 << t); v != 0 {
+		g[name] = v
+	} else {
+		delete(g, name)
+	}
+}
+
+// refreshFieldTypes removes from c's field types the pairs of gone (those
+// of the buckets a delete or TTL batch reached) that no bucket holds any
+// more, so that a type whose last value went is no longer reported or
+// refused by aggregates. Buckets in memory are looked at first, stored
+// buckets (their control blocks only) until every pair is found: a pair
+// that is still common is found at once, and only a type that did vanish
+// costs a pass over the collection's stored buckets. The caller holds
+// maintMu (no checkpoint moves buckets meanwhile).
+func (db *DB) refreshFieldTypes(c *collection, gone fieldTypeSet) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	db.mu.RLock()
+	for f, t := range gone {
+		if t &= c.fieldTypes[f]; t != 0 {
+			gone[f] = t
+		} else {
+			delete(gone, f) // not recorded (or already removed)
+		}
+	}
+	memBuckets := func() {
+		for _, s := range c.series {
+			for _, b := range s.buckets {
+				if len(gone) == 0 {
+					return
+				}
+				gone.removeColumns(&b.cols)
+			}
+		}
+	}
+	memBuckets()
+	names := c.names
+	db.mu.RUnlock()
+	if len(gone) > 0 {
+		// Open-bucket snapshots are in memory: sealed buckets only.
+		p := collPrefix(spaceBucket, c.id)
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		if err != nil {
+			return err
+		}
+		var r bucket.Reader
+		for it.First(); it.Valid() && len(gone) > 0; it.Next() {
+			v, err := it.ValueAndErr()
+			if err == nil {
+				err = r.ResetNames(v, names)
+			}
+			if err != nil {
+				it.Close()
+				return fmt.Errorf("collection %q: bucket %x: %w", c.name, it.Key(), err)
+			}
+			for i := range r.NumFields() {
+				if fi := r.Field(i); fi.Count > 0 && gone[fi.Name].has(fi.Type) {
+					gone.drop(fi.Name, fi.Type)
+				}
+			}
+		}
+		if err := errors.Join(it.Error(), it.Close()); err != nil {
+			return err
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	memBuckets() // writers may have added some meanwhile
+	for f, t := range gone {
+		if v := c.fieldTypes[f] &^ t; v != 0 {
+			c.fieldTypes[f] = v
+		} else {
+			delete(c.fieldTypes, f)
+		}
+		c.dirty = true
+	}
+	return nil
+}
+
+// storedRows returns the measurements of the bucket stored under k, and
+// whether there is one.
+func (db *DB) storedRows(k []byte) (int64, bool, error) {
+	v, closer, err := db.pdb.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer closer.Close()
+	rows, _, _, err := bucket.Peek(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("bucket %x: %w", k, err)
+	}
+	return int64(rows), true, nil
 }
 
 // deleteTarget is a series a delete reaches, as its buckets in memory
@@ -114,7 +299,7 @@ type deleteTarget struct {
 // deleteInMemory removes the rows d names from the buckets in memory, and
 // returns the series d names with the rows and buckets removed. DB.mu is
 // held for writing.
-func (db *DB) deleteInMemory(c *collection, d *deleteRecord) (targets []deleteTarget, deleted, buckets int64) {
+func (db *DB) deleteInMemory(c *collection, d *deleteRecord, gone fieldTypeSet) (targets []deleteTarget, deleted, buckets int64) {
 	for _, key := range d.metaKeys {
 		s := c.series[key]
 		if s == nil {
@@ -124,6 +309,9 @@ func (db *DB) deleteInMemory(c *collection, d *deleteRecord) (targets []deleteTa
 		kept := s.buckets[:0]
 		for _, b := range s.buckets {
 			t.inMem[b.id] = true
+			if b.rows() > 0 && b.maxT >= d.minTime && b.minT <= d.maxTime {
+				gone.addColumns(&b.cols)
+			}
 			n := b.deleteRows(d.minTime, d.maxTime, c.opts.TimeSeries.TimeField)
 			deleted += int64(n.rows)
 			db.headMem.Add(n.mem)
@@ -147,7 +335,7 @@ func (db *DB) deleteInMemory(c *collection, d *deleteRecord) (targets []deleteTa
 // buckets Pebble holds for series t of collection coll: whole buckets are
 // deleted (one range deletion when the scan met nothing else), buckets
 // partly inside are rewritten. It returns the rows and buckets removed.
-func (db *DB) deleteStored(batch *pebble.Batch, rw *bucketRewriter, coll uint32, d *deleteRecord, t deleteTarget, maxSpan int64) (deleted, buckets int64, err error) {
+func (db *DB) deleteStored(batch *pebble.Batch, rw *bucketRewriter, coll uint32, d *deleteRecord, t deleteTarget, maxSpan int64, gone fieldTypeSet) (deleted, buckets int64, err error) {
 	for _, k := range t.stale {
 		if err := batch.Delete(k, nil); err != nil {
 			return 0, 0, err
@@ -192,6 +380,7 @@ func (db *DB) deleteStored(batch *pebble.Batch, rw *bucketRewriter, coll uint32,
 			partial = true
 			continue
 		}
+		gone.addStored(r)
 		if r.MinTime() >= d.minTime && r.MaxTime() <= d.maxTime {
 			deleted += int64(r.Rows())
 			buckets++

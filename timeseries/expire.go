@@ -207,7 +207,10 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
-	x := &expiry{db: db, c: c, budget: budget, batch: db.pdb.NewBatch()}
+	db.mu.RLock()
+	names := c.names
+	db.mu.RUnlock()
+	x := &expiry{db: db, c: c, budget: budget, batch: db.pdb.NewBatch(), gone: fieldTypeSet{}, names: names}
 	defer x.batch.Close()
 	if x.it, err = db.pdb.NewIter(nil); err != nil {
 		return out, err
@@ -272,6 +275,11 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 		return out, err
 	}
 	db.account(c, x)
+	if x.docs > 0 {
+		if err := db.refreshFieldTypes(c, x.gone); err != nil {
+			return out, err
+		}
+	}
 	db.mu.Lock()
 	if c.ttlResume == nil {
 		c.ttlResume = map[string]uint64{}
@@ -350,6 +358,20 @@ type expiry struct {
 	persisted, persistedBuckets int64
 	run                         [][]byte
 	inMem, removed              map[uint64]bool
+	// gone holds the field types of the buckets deleted, read with r
+	// against the name table names (refreshFieldTypes).
+	gone  fieldTypeSet
+	r     bucket.Reader
+	names []string
+}
+
+// noteStored adds the field types of stored bucket v to x.gone.
+func (x *expiry) noteStored(v []byte) error {
+	if err := x.r.ResetNames(v, x.names); err != nil {
+		return err
+	}
+	x.gone.addStored(&x.r)
+	return nil
 }
 
 func (x *expiry) over() bool {
@@ -407,6 +429,7 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 			continue
 		}
 		n := int64(b.rows())
+		x.gone.addColumns(&b.cols)
 		x.docs += n
 		x.memDocs += n
 		x.buckets++
@@ -457,6 +480,9 @@ func (x *expiry) pebbleBuckets(id uint64, cutoff int64, more bool) (bool, error)
 			if err == nil {
 				rows, _, _, err = bucket.Peek(v)
 			}
+			if err == nil {
+				err = x.noteStored(v)
+			}
 			if err != nil {
 				return more, fmt.Errorf("series %d bucket %d: %w", id, kp.id, err)
 			}
@@ -483,6 +509,9 @@ func (x *expiry) pebbleBuckets(id uint64, cutoff int64, more bool) (bool, error)
 				return more, err
 			}
 			continue
+		}
+		if err := x.noteStored(v); err != nil {
+			return more, fmt.Errorf("series %d bucket %d: %w", id, kp.id, err)
 		}
 		x.docs += int64(rows)
 		x.buckets++

@@ -358,6 +358,11 @@ func (db *DB) CollModIndex(ctx context.Context, name string, m IndexMod) (IndexM
 	default:
 		return res, invalid("the index to change needs a 'name' or a 'keyPattern'")
 	}
+	if c.plain != nil && i < 0 && (m.Name == IDIndexName || (m.KeyPattern != nil && sameKey(idKeyPattern, m.KeyPattern))) {
+		// The _id index is listed but cannot expire (MongoDB answers the
+		// same).
+		return res, mongoerr.New(mongoerr.InvalidOptions, "the _id field does not support TTL indexes")
+	}
 	if i < 0 {
 		return res, mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for collection %q", indexDesc(m), name)
 	}

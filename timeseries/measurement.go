@@ -112,6 +112,11 @@ func (m *Measurement) validate(ts *TimeSeriesOptions) error {
 	if m.Meta != nil && ts.MetaField == "" {
 		return mongoerr.New(mongoerr.BadValue, "the collection has no metaField; the measurement carries a meta value")
 	}
+	if _, isKey := m.Meta.(MetaKey); !isKey {
+		if err := validMetaValue(m.Meta, 0); err != nil {
+			return err
+		}
+	}
 	for i := range m.Fields {
 		f := &m.Fields[i]
 		switch {
@@ -121,6 +126,8 @@ func (m *Measurement) validate(ts *TimeSeriesOptions) error {
 			return mongoerr.New(mongoerr.BadValue, "field name of %d bytes exceeds the limit of %d", len(f.Name), MaxFieldNameBytes)
 		case f.Name[0] == '$':
 			return mongoerr.New(mongoerr.BadValue, "field name %q cannot start with '$'", f.Name)
+		case strings.IndexByte(f.Name, 0) >= 0:
+			return mongoerr.New(mongoerr.BadValue, "field name %q cannot contain a NUL byte", f.Name)
 		case !utf8.ValidString(f.Name):
 			return mongoerr.New(mongoerr.BadValue, "field name %q is not valid UTF-8", f.Name)
 		case f.Name == ts.TimeField || (ts.MetaField != "" && f.Name == ts.MetaField):
@@ -174,6 +181,9 @@ func validMetaKey(k MetaKey) error {
 	v, err := DecodeMeta(string(k))
 	if err != nil {
 		return mongoerr.New(mongoerr.BadValue, "invalid meta key: %v", err)
+	}
+	if err := validMetaValue(v, 0); err != nil {
+		return err
 	}
 	if c, err := CanonicalMeta(v); err != nil || c != string(k) {
 		return mongoerr.New(mongoerr.BadValue, "meta key %.40q is not in canonical form", string(k))
@@ -403,22 +413,77 @@ func parseDate(v any) (int64, error) {
 	return 0, mongoerr.New(mongoerr.BadValue, "invalid date: want {\"$date\": \"<RFC 3339>\"} or {\"$date\": {\"$numberLong\": \"<ms>\"}}")
 }
 
-// Dates are stored as int64 nanoseconds: about years 1678..2262.
+// Dates are stored as int64 nanoseconds (1677-09-21 to 2262-04-11); the
+// range accepted is the whole years inside: 1678-01-01T00:00:00Z to
+// 2261-12-31T23:59:59.999999999Z.
 const (
-	minDateMillis = math.MinInt64 / int64(1e6)
-	maxDateMillis = math.MaxInt64 / int64(1e6)
+	MinDateYear = 1678
+	MaxDateYear = 2261
 )
+
+var (
+	minDateMillis = time.Date(MinDateYear, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	maxDateMillis = time.Date(MaxDateYear+1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() - 1
+)
+
+// dateRangeError is a date outside [MinDateYear, MaxDateYear], so that a
+// timeField holding one is refused with the range rather than as missing.
+type dateRangeError struct{ err *mongoerr.Error }
+
+func (e *dateRangeError) Error() string { return e.err.Message }
+func (e *dateRangeError) Unwrap() error { return e.err }
+
+func outOfDateRange(date string) error {
+	return &dateRangeError{mongoerr.New(mongoerr.BadValue, "date %s is outside the supported range (years %d to %d)", date, MinDateYear, MaxDateYear)}
+}
 
 func msToNanos(ms int64) (int64, error) {
 	if ms < minDateMillis || ms > maxDateMillis {
-		return 0, mongoerr.New(mongoerr.BadValue, "date %d ms is outside the supported range (years 1678 to 2262)", ms)
+		return 0, outOfDateRange(fmt.Sprintf("%d ms", ms))
 	}
 	return ms * 1e6, nil
 }
 
 func timeToNanos(t time.Time) (int64, error) {
-	if t.Year() < 1678 || t.Year() > 2261 {
-		return 0, mongoerr.New(mongoerr.BadValue, "date %s is outside the supported range (years 1678 to 2261)", t.Format(time.RFC3339Nano))
+	if t.Year() < MinDateYear || t.Year() > MaxDateYear {
+		return 0, outOfDateRange(t.Format(time.RFC3339Nano))
 	}
 	return t.UnixNano(), nil
+}
+
+// validMetaValue checks the field names of a meta value at every depth:
+// not starting with '$' (a filter would read them as operators; Extended
+// JSON wrappers are resolved before this) and without NUL.
+func validMetaValue(v any, depth int) error {
+	if depth > maxMetaDepth {
+		return nil // CanonicalMeta refuses the depth
+	}
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if err := validMetaValue(e, depth+1); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if err := validMetaName(k); err != nil {
+				return err
+			}
+			if err := validMetaValue(e, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func validMetaName(k string) error {
+	switch {
+	case strings.HasPrefix(k, "$"):
+		return mongoerr.New(mongoerr.BadValue, "field name %q in the meta value cannot start with '$'", k)
+	case strings.IndexByte(k, 0) >= 0:
+		return mongoerr.New(mongoerr.BadValue, "field name %q in the meta value cannot contain a NUL byte", k)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"time"
@@ -16,7 +17,8 @@ import (
 // The timeField must hold a date: {"$date": ...} Extended JSON, or, as a
 // convenience, a bare RFC 3339 string or an integer of epoch milliseconds.
 // Otherwise the error is BadValue (2) "'<timeField>' must be present and
-// contain a valid date". Field values are numbers (integers stay int64,
+// contain a valid date", or, for a date outside years MinDateYear to
+// MaxDateYear, BadValue naming the range. Field values are numbers (integers stay int64,
 // others float64), strings, booleans and dates; null fields are absent.
 // Sub-documents and arrays are accepted only in the metaField.
 func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measurement, error) {
@@ -27,6 +29,10 @@ func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measure
 	}
 	t, err := timeFieldValue(tv)
 	if err != nil {
+		var re *dateRangeError
+		if errors.As(err, &re) {
+			return m, mongoerr.New(mongoerr.BadValue, "'%s': %s", ts.TimeField, re.err.Message)
+		}
 		return m, timeFieldError(ts.TimeField)
 	}
 	m.Time = t

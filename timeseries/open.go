@@ -144,6 +144,7 @@ func (db *DB) load() error {
 		return err
 	}
 	// Catalog.
+	var recount []*collection
 	if err := db.scan([]byte{spaceCatalog}, []byte{spaceCatalog + 1}, func(k, v []byte) error {
 		r, err := decodeCollectionRecord(v)
 		if err != nil {
@@ -152,6 +153,9 @@ func (db *DB) load() error {
 		c, err := r.toCollection()
 		if err != nil {
 			return err
+		}
+		if !r.CountExact && c.opts.TimeSeries != nil {
+			recount = append(recount, c)
 		}
 		db.collections[c.name] = c
 		db.byID[c.id] = c
@@ -181,6 +185,11 @@ func (db *DB) load() error {
 	}); err != nil {
 		return err
 	}
+	for _, c := range recount {
+		if err := db.recountStored(c); err != nil {
+			return err
+		}
+	}
 	// Open-bucket snapshots.
 	var r bucket.Reader
 	return db.scan([]byte{spaceOpen}, []byte{spaceOpen + 1}, func(k, v []byte) error {
@@ -206,6 +215,36 @@ func (db *DB) load() error {
 		db.nextBucket = max(db.nextBucket, kp.id+1)
 		return nil
 	})
+}
+
+// recountStored sets c's count and buckets to those of the buckets Pebble
+// holds for it, for a catalog record that may not match them (CountExact),
+// and marks the record for the next checkpoint. It reads the header of
+// every stored bucket of c, once: the record written then is exact.
+func (db *DB) recountStored(c *collection) error {
+	var rows, buckets int64
+	for _, space := range []byte{spaceBucket, spaceOpen} {
+		p := collPrefix(space, c.id)
+		if err := db.scan(p, prefixEnd(p), func(k, v []byte) error {
+			n, _, _, err := bucket.Peek(v)
+			if err != nil {
+				return fmt.Errorf("collection %q: bucket %x: %w", c.name, k, err)
+			}
+			rows += int64(n)
+			buckets++
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if rows != c.count || buckets != c.buckets {
+		db.log.Info("recounted collection", "collection", c.name, "count", rows, "recorded", c.count,
+			"buckets", buckets, "recordedBuckets", c.buckets)
+	}
+	c.count, c.ckptCount = rows, rows
+	c.buckets, c.ckptBuckets = buckets, buckets
+	c.dirty = true
+	return nil
 }
 
 // decodeMemBucket rebuilds an open bucket from its snapshot.
