@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -93,49 +94,119 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.writes.release()
-	docs, err := parseDocuments(buf.b, ndjson)
-	if err != nil {
+	if err := validateDocuments(buf.b, ndjson); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.metrics.opInsert.Add(1)
-	if ts == nil {
-		s.insertPlain(w, r, name, docs, ordered, o)
-		return
-	}
-
-	// Convert; refusals of single documents are write errors, as in
-	// MongoDB. An ordered insert stops at the first.
 	var reply insertReply
-	ms, idx := convertDocuments(docs, ordered, &reply, func(d map[string]any) (timeseries.Measurement, error) {
-		return timeseries.MeasurementFromDocument(ts, d)
-	})
-	o.docs.Store(int64(len(ms)))
-	res, err := s.db.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
-	s.writeInsertReply(w, r, &reply, idx, ordered, res, err)
+	if ts == nil {
+		reply, err = insertInChunks(buf.b, ndjson, ordered, o, document.FromJSON,
+			func(docs []document.Doc) (timeseries.InsertResult, error) {
+				return s.db.InsertDocuments(r.Context(), name, docs, timeseries.InsertOptions{Unordered: !ordered})
+			})
+	} else {
+		reply, err = insertInChunks(buf.b, ndjson, ordered, o,
+			func(d map[string]any) (timeseries.Measurement, error) {
+				return timeseries.MeasurementFromDocument(ts, d)
+			},
+			func(ms []timeseries.Measurement) (timeseries.InsertResult, error) {
+				return s.db.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
+			})
+	}
+	s.writeInsertReply(w, r, &reply, err)
 }
 
-// writeInsertReply answers an insert of either kind of collection: reply
-// holds the refusals of the conversion, idx the document index of each
-// value stored, res and err what the storage did with them. The write
-// errors are in document order; an ordered insert stopped at its first
-// refusal and reports that one only, as MongoDB does, whether the
-// conversion or the storage refused it.
-func (s *Server) writeInsertReply(w http.ResponseWriter, r *http.Request, reply *insertReply, idx []int, ordered bool,
-	res timeseries.InsertResult, err error) {
-	if err != nil {
+// writeInsertReply answers an insert of either kind of collection (see
+// insertInChunks). An error with nothing stored is answered as an error;
+// one after some documents were stored is answered with its status and the
+// reply, whose last write error names it and whose count says what was
+// stored.
+func (s *Server) writeInsertReply(w http.ResponseWriter, r *http.Request, reply *insertReply, err error) {
+	if err != nil && reply.Inserted == 0 {
 		s.writeError(w, r, err)
 		return
 	}
-	mergeWriteErrors(reply, idx, ordered, res)
-	s.metrics.docsInserted.Add(int64(res.Inserted))
-	s.metrics.inserted.WithLabelValues("json").Add(float64(res.Inserted))
+	s.metrics.docsInserted.Add(int64(reply.Inserted))
+	s.metrics.inserted.WithLabelValues("json").Add(float64(reply.Inserted))
 	if len(reply.WriteErrors) > 0 {
 		s.metrics.refused.WithLabelValues("json").Add(float64(len(reply.WriteErrors)))
-		writeJSON(w, http.StatusBadRequest, reply)
-		return
 	}
-	writeJSON(w, http.StatusOK, reply)
+	switch {
+	case err != nil:
+		status, _, _, internal := classify(err)
+		if internal {
+			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		writeJSON(w, status, reply)
+	case len(reply.WriteErrors) > 0:
+		writeJSON(w, http.StatusBadRequest, reply)
+	default:
+		writeJSON(w, http.StatusOK, reply)
+	}
+}
+
+// insertChunkBytes is the body text decoded, converted and stored at a
+// time. Decoded documents take some 20-30 times their text as Go values:
+// 1 MiB keeps those to a few tens of MiB whatever the body's size, while
+// a 64 MiB body is still stored in 64 writes to the log.
+const insertChunkBytes = 1 << 20
+
+// chunkDecoded, when set (by tests), is called after each chunk of an
+// insert is decoded and converted, before it is stored: the moment a
+// request holds the most.
+var chunkDecoded func()
+
+// insertInChunks stores the documents of a body that validateDocuments
+// accepted, about insertChunkBytes of its text at a time: each chunk is
+// decoded, converted (conv; its refusals are write errors) and stored
+// (insert) before the next is decoded, so the Go values of the whole body
+// never exist at once. The reply is the one a single insert of all the
+// documents gives: the count stored, the write errors in document order,
+// and an ordered insert stops at its first refusal and reports that one
+// only. A non-nil error is the storage's (nothing could be attempted for
+// that chunk); the reply then holds what earlier chunks stored, with a
+// write error at the first document of the chunk that failed.
+func insertInChunks[T any](body []byte, ndjson, ordered bool, o *op, conv func(map[string]any) (T, error),
+	insert func([]T) (timeseries.InsertResult, error)) (insertReply, error) {
+	var reply insertReply
+	dec := newDocumentDecoder(body, ndjson)
+	var docs []map[string]any
+	for base := 0; ; base += len(docs) {
+		var err error
+		docs, err = dec.next(docs[:0], insertChunkBytes)
+		if err != nil {
+			return reply, err // validateDocuments accepted the body: a broken invariant
+		}
+		if len(docs) == 0 {
+			return reply, nil
+		}
+		var part insertReply
+		vals, idx := convertDocuments(docs, ordered, &part, conv)
+		if chunkDecoded != nil {
+			chunkDecoded()
+		}
+		clear(docs)
+		o.docs.Add(int64(len(vals)))
+		var res timeseries.InsertResult
+		if len(vals) > 0 || base == 0 {
+			if res, err = insert(vals); err != nil {
+				if reply.Inserted > 0 {
+					reply.WriteErrors = append(reply.WriteErrors, writeErrorOf(base, err))
+				}
+				return reply, err
+			}
+		}
+		mergeWriteErrors(&part, idx, ordered, res)
+		reply.Inserted += part.Inserted
+		for _, we := range part.WriteErrors {
+			we.Index += base
+			reply.WriteErrors = append(reply.WriteErrors, we)
+		}
+		if ordered && len(part.WriteErrors) > 0 {
+			return reply, nil
+		}
+	}
 }
 
 // mergeWriteErrors adds the storage's result to reply (see
@@ -180,79 +251,203 @@ func writeErrorOf(i int, err error) writeErrorReply {
 // maxDocuments bounds the documents of one request, whatever their size.
 const maxDocuments = 1 << 20
 
-// parseDocuments parses a JSON array of objects or NDJSON (one object per
+// validateDocuments checks a whole insert body before anything of it is
+// decoded into values: a JSON array of objects or NDJSON (one object per
 // line, blank lines skipped). Any syntax error, an element that is not an
-// object, or what checkJSONText refuses (bytes that are not UTF-8, a field
-// named twice in one object, NUL in a name) refuses the whole body: nothing
-// of it is stored.
-func parseDocuments(body []byte, ndjson bool) ([]map[string]any, error) {
+// object, more than maxDocuments, no document at all, or what
+// checkJSONText refuses (bytes that are not UTF-8, a field named twice in
+// one object, NUL in a name) refuses the whole body: nothing of it is
+// stored. It allocates next to nothing for a valid body.
+func validateDocuments(body []byte, ndjson bool) error {
 	if ndjson {
-		var docs []map[string]any
-		line := 0
-		for len(body) > 0 {
-			line++
-			var l []byte
-			if i := bytes.IndexByte(body, '\n'); i >= 0 {
-				l, body = body[:i], body[i+1:]
-			} else {
-				l, body = body, nil
-			}
-			if len(bytes.TrimSpace(l)) == 0 {
-				continue
-			}
-			v, err := decodeJSON(l)
-			if err != nil {
-				return nil, badRequest("line %d: %v", line, err)
-			}
-			d, ok := v.(map[string]any)
-			if !ok {
-				return nil, badRequest("line %d: a document must be a JSON object", line)
-			}
-			if len(docs) == maxDocuments {
-				return nil, badRequest("more than %d documents in one request; send smaller batches", maxDocuments)
-			}
-			docs = append(docs, d)
-		}
-		if len(docs) == 0 {
-			return nil, badRequest("the body holds no documents")
-		}
-		return docs, nil
+		return validateNDJSON(body)
 	}
+	if !json.Valid(body) {
+		return arraySyntaxError(body)
+	}
+	i := skipJSONSpace(body, 0)
+	if body[i] != '[' {
+		return errNotArray()
+	}
+	n := 0
+	for i++; ; {
+		i = skipJSONSpace(body, i)
+		if body[i] == ']' {
+			break
+		}
+		if body[i] == ',' {
+			i++
+			continue
+		}
+		if body[i] != '{' {
+			return badRequest("document %d: a document must be a JSON object", n)
+		}
+		if n == maxDocuments {
+			return errTooManyDocuments()
+		}
+		n++
+		i = skipJSONObject(body, i)
+	}
+	if n == 0 {
+		return badRequest("the array holds no documents")
+	}
+	return checkJSONText(body, 0)
+}
+
+func errNotArray() error {
+	return badRequest("the body must be a JSON array of documents (or NDJSON with Content-Type application/x-ndjson)")
+}
+
+func errTooManyDocuments() error {
+	return badRequest("more than %d documents in one request; send smaller batches", maxDocuments)
+}
+
+// arraySyntaxError names what is wrong with a body that is not valid JSON,
+// as the decoder finds it reading the array element by element: the
+// first element that is not an object, the syntax error, or the data after
+// the array, whichever comes first.
+func arraySyntaxError(body []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, jsonError(err, dec.InputOffset())
+		return jsonError(err, dec.InputOffset())
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, badRequest("the body must be a JSON array of documents (or NDJSON with Content-Type application/x-ndjson)")
+		return errNotArray()
 	}
-	var docs []map[string]any
-	for dec.More() {
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			return nil, jsonError(err, dec.InputOffset())
+	var raw json.RawMessage
+	for n := 0; dec.More(); n++ {
+		raw = raw[:0]
+		if err := dec.Decode(&raw); err != nil {
+			return jsonError(err, dec.InputOffset())
 		}
-		d, ok := v.(map[string]any)
-		if !ok {
-			return nil, badRequest("document %d: a document must be a JSON object", len(docs))
+		if len(raw) == 0 || raw[0] != '{' {
+			return badRequest("document %d: a document must be a JSON object", n)
 		}
-		if len(docs) == maxDocuments {
-			return nil, badRequest("more than %d documents in one request; send smaller batches", maxDocuments)
+		if n == maxDocuments {
+			return errTooManyDocuments()
 		}
-		docs = append(docs, d)
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, jsonError(err, dec.InputOffset())
+		return jsonError(err, dec.InputOffset())
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, badRequest("malformed JSON: unexpected data after the array at byte %d", dec.InputOffset())
+		return badRequest("malformed JSON: unexpected data after the array at byte %d", dec.InputOffset())
 	}
-	if len(docs) == 0 {
-		return nil, badRequest("the array holds no documents")
+	return badRequest("malformed JSON") // json.Valid refused it: not reached
+}
+
+func validateNDJSON(body []byte) error {
+	n, line := 0, 0
+	for len(body) > 0 {
+		line++
+		var l []byte
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			l, body = body[:i], body[i+1:]
+		} else {
+			l, body = body, nil
+		}
+		i := skipJSONSpace(l, 0)
+		if i == len(l) {
+			continue
+		}
+		if !json.Valid(l) {
+			if _, err := decodeJSON(l); err != nil {
+				return badRequest("line %d: %v", line, err)
+			}
+			return badRequest("line %d: malformed JSON", line) // not reached
+		}
+		if err := checkJSONText(l, 0); err != nil {
+			return badRequest("line %d: %v", line, err)
+		}
+		if l[i] != '{' {
+			return badRequest("line %d: a document must be a JSON object", line)
+		}
+		if n == maxDocuments {
+			return errTooManyDocuments()
+		}
+		n++
 	}
-	if err := checkJSONText(body, 0); err != nil {
-		return nil, err
+	if n == 0 {
+		return badRequest("the body holds no documents")
 	}
-	return docs, nil
+	return nil
+}
+
+// skipJSONSpace returns the index of the first byte at or after i that is
+// not JSON white space, or len(b).
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipJSONObject returns the index just past the object or array that
+// starts at b[i]; b must be valid JSON.
+func skipJSONObject(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return i
+}
+
+// documentDecoder decodes the documents of a body that validateDocuments
+// accepted, a chunk at a time.
+type documentDecoder struct {
+	dec *json.Decoder
+	err error
+}
+
+func newDocumentDecoder(body []byte, ndjson bool) *documentDecoder {
+	d := &documentDecoder{dec: json.NewDecoder(bytes.NewReader(body))}
+	d.dec.UseNumber()
+	if !ndjson {
+		if _, err := d.dec.Token(); err != nil { // '['
+			d.err = jsonError(err, d.dec.InputOffset())
+		}
+	}
+	return d
+}
+
+// next appends to dst the documents of the next maxBytes of body text (at
+// least one document, unless none is left) and returns it.
+func (d *documentDecoder) next(dst []map[string]any, maxBytes int64) ([]map[string]any, error) {
+	if d.err != nil {
+		return dst, d.err
+	}
+	start := d.dec.InputOffset()
+	for d.dec.More() && d.dec.InputOffset()-start < maxBytes {
+		var v any
+		if err := d.dec.Decode(&v); err != nil {
+			d.err = jsonError(err, d.dec.InputOffset())
+			return dst, d.err
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.err = badRequest("a document must be a JSON object")
+			return dst, d.err
+		}
+		dst = append(dst, m)
+	}
+	return dst, nil
 }

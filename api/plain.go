@@ -13,16 +13,6 @@ import (
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-// insertPlain stores documents in a plain collection; refusals of single
-// documents are write errors, as for time series.
-func (s *Server) insertPlain(w http.ResponseWriter, r *http.Request, name string, raw []map[string]any, ordered bool, o *op) {
-	var reply insertReply
-	docs, idx := convertDocuments(raw, ordered, &reply, document.FromJSON)
-	o.docs.Store(int64(len(docs)))
-	res, err := s.db.InsertDocuments(r.Context(), name, docs, timeseries.InsertOptions{Unordered: !ordered})
-	s.writeInsertReply(w, r, &reply, idx, ordered, res, err)
-}
-
 // parseDocQuery reads a find request on a plain collection:
 //
 //	{"filter": {...}, "projection": {...}, "sort": {"a": 1, "b": -1},

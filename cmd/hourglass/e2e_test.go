@@ -375,3 +375,50 @@ func TestBenchIngest(t *testing.T) {
 		t.Fatalf("second run without --replace: exit %d", code)
 	}
 }
+
+// TestQueryLimitFlags checks that --query-memory and --aggregate-max-cells
+// reach the engine: with tiny limits, a find over 50 series answers 400
+// with code 292 naming the limit, and an aggregate of 50 cells 400 with
+// code 146; with the defaults both succeed.
+func TestQueryLimitFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the binary")
+	}
+	var docs strings.Builder
+	docs.WriteString("[")
+	for i := range 50 {
+		if i > 0 {
+			docs.WriteString(",")
+		}
+		fmt.Fprintf(&docs, `{"t": {"$date": "2024-05-01T12:%02d:00Z"}, "m": "s%d", "v": %d}`, i, i, i)
+	}
+	docs.WriteString("]")
+	for _, c := range []struct {
+		flags      []string
+		find, aggr int
+		findCode   string
+		aggrCode   string
+	}{
+		{nil, 200, 200, "", ""},
+		{[]string{"--query-memory", "1KiB"}, 400, 400, `"code":292`, `"code":292`},
+		{[]string{"--aggregate-max-cells", "10"}, 200, 400, "", `"code":146`},
+	} {
+		s := startServer(t, t.TempDir(), c.flags...)
+		if st := s.put(t, "/v1/collections/s", `{"timeseries": {"timeField": "t", "metaField": "m"}}`); st != 201 {
+			t.Fatalf("create: %d", st)
+		}
+		if st, b, err := s.post(t, "/v1/collections/s/documents", "application/json", docs.String()); err != nil || st != 200 {
+			t.Fatalf("insert: %d %v %s", st, err, b)
+		}
+		st, b, err := s.post(t, "/v1/collections/s/find", "application/json", `{}`)
+		if err != nil || st != c.find || !strings.Contains(string(b), c.findCode) || c.findCode != "" && !strings.Contains(string(b), "1024") {
+			t.Fatalf("%v: find: %d %v %.300s", c.flags, st, err, b)
+		}
+		st, b, err = s.post(t, "/v1/collections/s/aggregate", "application/json", `{"window": "1m", "funcs": ["count"], "fields": ["v"]}`)
+		if err != nil || st != c.aggr || !strings.Contains(string(b), c.aggrCode) {
+			t.Fatalf("%v: aggregate: %d %v %.300s", c.flags, st, err, b)
+		}
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}

@@ -32,6 +32,8 @@ type serveConfig struct {
 	minBodyRate         byteSize
 	bodyRateGrace       time.Duration
 	memoryBudget        byteSize
+	queryMemory         byteSize
+	aggregateMaxCells   int
 	maxConcurrentWrites int
 	maxQueuedWrites     int
 	checkpointInterval  time.Duration
@@ -50,6 +52,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.maxBody = 64 << 20
 	cfg.memoryBudget = 256 << 20
+	cfg.queryMemory = 100 << 20
 	cfg.minBodyRate = 16 << 10
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7700", "`address` to serve HTTP on; a non-loopback address needs --auth-token or --insecure")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
@@ -60,6 +63,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(&cfg.minBodyRate, "min-body-rate", "slowest a request body may arrive after --body-rate-grace (`size` per second); slower bodies get 408")
 	fs.DurationVar(&cfg.bodyRateGrace, "body-rate-grace", 10*time.Second, "time a request body may take before --min-body-rate applies (`duration`)")
 	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for buckets not yet written to disk (`size`); over it, buckets are sealed early")
+	fs.Var(&cfg.queryMemory, "query-memory", "memory one find or aggregate may hold: series matched, buckets open or sorted, groups and cells (`size`); past it, 400 code 292")
+	fs.IntVar(&cfg.aggregateMaxCells, "aggregate-max-cells", timeseries.MaxAggregateCells, "(group, window) cells one aggregate may make (`n`); past it, 400 code 146")
 	fs.IntVar(&cfg.maxConcurrentWrites, "max-concurrent-writes", 0, "ingest requests processed at once (`n`, 0: 2 x CPUs)")
 	fs.IntVar(&cfg.maxQueuedWrites, "max-queued-writes", 64, "ingest requests that may wait for a slot before 429 (`n`, -1: none)")
 	fs.DurationVar(&cfg.checkpointInterval, "checkpoint-interval", time.Minute, "how often buckets are written to disk and the log truncated (`duration`)")
@@ -111,6 +116,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	db, err := timeseries.Open(timeseries.Options{
 		Dir: cfg.dataDir, MemoryBudget: int64(cfg.memoryBudget), CheckpointInterval: cfg.checkpointInterval,
+		QueryMemoryBytes: int64(cfg.queryMemory), AggregateMaxCells: cfg.aggregateMaxCells,
 		Logger: log.With("component", "storage"),
 	})
 	if err != nil {
