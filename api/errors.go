@@ -44,6 +44,8 @@ func statusOf(c mongoerr.Code) int {
 		return http.StatusUnauthorized
 	case mongoerr.ShutdownInProgress:
 		return http.StatusServiceUnavailable
+	case mongoerr.OutOfDiskSpace:
+		return http.StatusInsufficientStorage
 	case mongoerr.IngressRequestRateLimitExceeded:
 		return http.StatusTooManyRequests
 	case mongoerr.InternalError, mongoerr.DataCorruptionDetected:
@@ -93,7 +95,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if internal {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests || status == http.StatusInsufficientStorage {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: int(code), CodeName: code.Name(), Message: msg}})

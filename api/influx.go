@@ -40,7 +40,8 @@ func influxCode(status int) string {
 		return "unsupported media type"
 	case http.StatusTooManyRequests:
 		return "too many requests"
-	case http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable, http.StatusInsufficientStorage:
+		// InfluxDB has no code for a full disk; it passes with time.
 		return "unavailable"
 	}
 	return "internal error"
@@ -51,7 +52,7 @@ func (s *Server) writeInfluxError(w http.ResponseWriter, r *http.Request, err er
 	if internal {
 		s.log.Error("write failed", "path", r.URL.Path, "err", err)
 	}
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests || status == http.StatusInsufficientStorage {
 		w.Header().Set("Retry-After", "1")
 	}
 	w.Header().Set("X-Influxdb-Error", msg)

@@ -50,6 +50,9 @@ const (
 	// DataCorruptionDetected is MongoDB's code for stored data that does not
 	// verify (ErrCorrupt).
 	DataCorruptionDetected Code = 301
+	// OutOfDiskSpace is MongoDB's code for a write refused because the
+	// filesystem of the data directory is full.
+	OutOfDiskSpace Code = 14031
 )
 
 var names = map[Code]string{
@@ -80,6 +83,7 @@ var names = map[Code]string{
 	IngressRequestRateLimitExceeded: "IngressRequestRateLimitExceeded",
 	BSONObjectTooLarge:              "BSONObjectTooLarge",
 	DataCorruptionDetected:          "DataCorruptionDetected",
+	OutOfDiskSpace:                  "OutOfDiskSpace",
 }
 
 // Name returns MongoDB's codeName for c, or "Location<code>" for a code

@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,7 +45,9 @@ func (db *DB) run() {
 		case <-t.C:
 		case <-db.wake:
 		}
-		if err := db.checkpoint(); err != nil {
+		if err := db.checkpoint(db.stop); errors.Is(err, errNoRoom) {
+			db.log.Warn("checkpoint skipped", "err", err)
+		} else if err != nil && !errors.Is(err, errFlushAbandoned) {
 			db.log.Error("checkpoint failed", "err", err)
 		}
 	}
@@ -64,7 +67,7 @@ func (db *DB) Checkpoint() error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	return db.checkpoint()
+	return db.checkpoint(db.stop)
 }
 
 // Flush writes everything to disk (Checkpoint) and compacts the store, so
@@ -84,9 +87,27 @@ type ckptBucket struct {
 	sealed bool
 }
 
-func (db *DB) checkpoint() error {
+// checkpoint writes a checkpoint; it gives up waiting for the store's
+// flush when abort is closed (nil: never). It is skipped with errNoRoom,
+// before anything is captured, when the filesystem has less free space
+// than it may write: the log's bytes (what the buckets and documents
+// written since the last checkpoint amount to) plus the buckets in memory
+// (open ones are written whole), plus checkpointMargin. A Pebble flush
+// that meets a full disk retries forever and a failed manifest write
+// stops the process, so the checkpoint must not start one it cannot
+// finish; the log keeps every write until a later checkpoint succeeds.
+func (db *DB) checkpoint(abort <-chan struct{}) error {
+	if db.readOnly {
+		return nil
+	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+
+	need := db.wal.Size() + db.headMem.Load() + checkpointMargin
+	if free := db.freeSpace(); free >= 0 && free < need {
+		db.noRoom.Store(true)
+		return fmt.Errorf("%w in %s: %s free, it may write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
+	}
 
 	// Capture, with writers excluded, everything the log before the cut
 	// holds.
@@ -104,6 +125,7 @@ func (db *DB) checkpoint() error {
 	}
 	var newSeries []seriesRec
 	var catalog [][2][]byte
+	var catalogColls []*collection
 	db.mu.Lock()
 	for _, c := range db.byID {
 		for _, s := range c.series {
@@ -129,6 +151,7 @@ func (db *DB) checkpoint() error {
 				return err
 			}
 			catalog = append(catalog, [2][]byte{catalogKey(c.name), rec})
+			catalogColls = append(catalogColls, c)
 			c.dirty = false
 		}
 	}
@@ -136,7 +159,24 @@ func (db *DB) checkpoint() error {
 	db.mu.Unlock()
 	db.cutMu.Unlock()
 
-	// Encode and write outside the locks.
+	// Encode and write outside the locks. Until the batch is applied, a
+	// failure leaves what was captured dirty again, for the next
+	// checkpoint; once applied, it is in Pebble's memtable, which the next
+	// successful flush makes durable.
+	applied := false
+	defer func() {
+		if applied {
+			return
+		}
+		db.mu.Lock()
+		for i := range work {
+			work[i].cap.b.dirty = true
+		}
+		for _, c := range catalogColls {
+			c.dirty = true
+		}
+		db.mu.Unlock()
+	}()
 	batch := db.pdb.NewBatch()
 	defer batch.Close()
 	var enc bucket.Encoder
@@ -175,14 +215,13 @@ func (db *DB) checkpoint() error {
 		return err
 	}
 	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
+		return db.diskErr(err)
+	}
+	applied = true
+	if err := db.flushStore(abort); err != nil {
 		return err
 	}
-	if _, err := db.pdb.AsyncFlush(); err != nil {
-		return err
-	}
-	if err := db.pdb.Flush(); err != nil {
-		return err
-	}
+	db.noRoom.Store(false)
 
 	// The checkpoint is durable: drop sealed buckets from memory.
 	db.mu.Lock()

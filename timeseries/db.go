@@ -44,6 +44,12 @@ type DB struct {
 	headMem     atomic.Int64 // bytes held by buckets in memory
 	closed      atomic.Bool
 	recovering  bool // replaying the log in Open
+	// readOnly is set by Open on a full disk: Pebble is opened read-only,
+	// no checkpoint runs and every write is refused (checkWritable).
+	readOnly bool
+	// noRoom is set while checkpoints are skipped for lack of disk space
+	// (errNoRoom), so that writers waiting for memory give up.
+	noRoom atomic.Bool
 
 	encPool sync.Pool // *recordEncoder
 
@@ -71,10 +77,24 @@ func (db *DB) Close() error {
 		return db.closeErr
 	}
 	close(db.stop)
-	<-db.done
-	err := db.checkpoint()
+	if !db.readOnly {
+		<-db.done
+	}
+	err := db.checkpoint(nil)
+	if errors.Is(err, errNoRoom) {
+		// Everything written is in the log, replayed at the next Open.
+		db.log.Warn("final checkpoint skipped; the log keeps every write", "err", err)
+		err = nil
+	}
 	db.closed.Store(true)
-	db.closeErr = errors.Join(err, db.wal.Close(), db.pdb.Close())
+	perr := db.pdb.Close()
+	if perr != nil && isDiskFull(perr) {
+		// Pebble's own log is off (the DB's log is the one that counts):
+		// ENOSPC closing it loses nothing.
+		db.log.Warn("store closed on a full disk", "err", perr)
+		perr = nil
+	}
+	db.closeErr = errors.Join(err, db.wal.Close(), perr)
 	return db.closeErr
 }
 

@@ -13,6 +13,9 @@ import (
 // error when the collection exists with identical options (after
 // defaults), and NamespaceExists (48) when it exists with others.
 func (db *DB) CreateCollection(ctx context.Context, name string, opts CollectionOptions) (created bool, err error) {
+	if err := db.checkWritable(); err != nil {
+		return false, err
+	}
 	if err := ValidateName(name); err != nil {
 		return false, err
 	}
@@ -87,14 +90,18 @@ func (db *DB) persistCollection(c *collection, nextColl uint32) error {
 		return err
 	}
 	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
-		return err
+		return db.diskErr(err)
 	}
-	return db.pdb.Flush()
+	return db.flushStore(db.stop)
 }
 
 // DropCollection removes a collection and all its data. NamespaceNotFound
 // (26) when it does not exist.
 func (db *DB) DropCollection(ctx context.Context, name string) error {
+	// A drop frees space: it is allowed down to checkpointMargin.
+	if err := db.checkSpace(min(db.opts.DiskReserve, checkpointMargin)); err != nil {
+		return err
+	}
 	c, err := db.lookup(name)
 	if err != nil {
 		return err
@@ -138,9 +145,9 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 		}
 	}
 	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
-		return err
+		return db.diskErr(err)
 	}
-	return db.pdb.Flush()
+	return db.flushStore(db.stop)
 }
 
 // ListCollections describes every collection, sorted by name.
@@ -230,6 +237,9 @@ type CollModResult struct {
 // InvalidOptions (72).
 func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollModResult, error) {
 	var res CollModResult
+	if err := db.checkWritable(); err != nil {
+		return res, err
+	}
 	c, err := db.lookup(name)
 	if err != nil {
 		return res, err

@@ -18,6 +18,9 @@ import (
 // returns the number of measurements removed. The delete is logged before it
 // is applied, so it survives a crash once Delete returns.
 func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) (int64, error) {
+	if err := db.checkWritable(); err != nil {
+		return 0, err
+	}
 	c, err := db.lookup(name)
 	if err != nil {
 		return 0, err
@@ -58,7 +61,7 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 		return 0, nil
 	}
 	if _, err := db.wal.Append(rec.encode(nil)); err != nil {
-		return 0, fmt.Errorf("timeseries: log delete on %q: %w", name, err)
+		return 0, db.diskErr(fmt.Errorf("timeseries: log delete on %q: %w", name, err))
 	}
 	n, err := db.applyDelete(c, &rec)
 	if err != nil {

@@ -19,6 +19,12 @@ var (
 	// ErrNewerFormat is returned when the store was written by a newer
 	// version.
 	ErrNewerFormat = errors.New("timeseries: store written by a newer format version")
+	// errFlushAbandoned is returned by a checkpoint or a catalog change
+	// whose store flush was still waiting when the DB closed.
+	errFlushAbandoned = errors.New("timeseries: store flush abandoned at close")
+	// errNoRoom is returned by a checkpoint skipped because the
+	// filesystem has no room for what it would write.
+	errNoRoom = errors.New("timeseries: checkpoint skipped: not enough disk space")
 )
 
 func notFound(name string) error {

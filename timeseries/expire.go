@@ -184,6 +184,9 @@ func (db *DB) Targets(ctx context.Context) ([]ttl.Target, error) {
 // unlink buckets, one series at a time: ingest and reads go on.
 func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget ttl.Budget) (ttl.Batch, error) {
 	var out ttl.Batch
+	if err := db.checkWritable(); err != nil {
+		return out, err
+	}
 	c, err := db.lookup(t.Collection)
 	if err != nil {
 		if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {

@@ -142,6 +142,9 @@ func keyString(key []IndexKey) string {
 // existing non-TTL one. Indexes with the same key but different partial
 // filters coexist: one per sensor, say. It returns the index name.
 func (db *DB) CreateIndex(ctx context.Context, name string, spec IndexSpec) (created bool, indexName string, err error) {
+	if err := db.checkWritable(); err != nil {
+		return false, "", err
+	}
 	c, err := db.lookup(name)
 	if err != nil {
 		return false, "", err
@@ -267,6 +270,9 @@ func (db *DB) ListIndexes(ctx context.Context, name string) ([]IndexSpec, error)
 
 // DropIndex removes an index by name; IndexNotFound (27) when there is none.
 func (db *DB) DropIndex(ctx context.Context, name, index string) error {
+	if err := db.checkWritable(); err != nil {
+		return err
+	}
 	c, err := db.lookup(name)
 	if err != nil {
 		return err
@@ -326,6 +332,9 @@ type IndexModResult struct {
 // single-field index into a TTL index (SPEC 3.3).
 func (db *DB) CollModIndex(ctx context.Context, name string, m IndexMod) (IndexModResult, error) {
 	var res IndexModResult
+	if err := db.checkWritable(); err != nil {
+		return res, err
+	}
 	c, err := db.lookup(name)
 	if err != nil {
 		return res, err

@@ -37,6 +37,9 @@ type InsertResult struct {
 // measurements are in the result.
 func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts InsertOptions) (InsertResult, error) {
 	var res InsertResult
+	if err := db.checkWritable(); err != nil {
+		return res, err
+	}
 	c, err := db.lookup(name)
 	if err != nil {
 		return res, err
@@ -133,7 +136,7 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 	if _, err := db.wal.Append(rec); err != nil {
 		db.cutMu.RUnlock()
 		res.Inserted = 0
-		return res, fmt.Errorf("timeseries: insert into %q: %w", name, err)
+		return res, db.diskErr(fmt.Errorf("timeseries: insert into %q: %w", name, err))
 	}
 	db.mu.Lock()
 	if c.dropped {
@@ -164,6 +167,14 @@ func (db *DB) waitForMemory(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(5 * time.Millisecond):
+		}
+		if db.noRoom.Load() {
+			// No checkpoint can free memory until space is freed.
+			if err := db.checkWritable(); err != nil {
+				return err
+			}
+			return mongoerr.New(mongoerr.OutOfDiskSpace,
+				"not enough disk space in %s to write buckets out of memory; writes resume once space is freed", db.opts.Dir)
 		}
 		if db.closed.Load() {
 			return ErrClosed

@@ -12,11 +12,21 @@ import (
 	"github.com/cockroachdb/pebble/bloom"
 
 	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries/wal"
 )
 
 // Open opens or creates the store in opts.Dir, replays the log, and starts
 // the background checkpointer. Close must be called.
+//
+// When the filesystem of opts.Dir has less than Options.DiskReserve free,
+// the DB opens read-only: Pebble is opened read-only (a read-write open
+// writes a manifest, and Pebble stops the process when that fails), the
+// log is replayed into memory, no checkpoint runs, and every write is
+// refused with OutOfDiskSpace (14031) until a restart with space free. A
+// read-only open fails, with OutOfDiskSpace, where it would have to write:
+// a store not created yet, or document writes in the log after the last
+// checkpoint (they are applied to Pebble's memtable).
 func Open(opts Options) (*DB, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
@@ -37,7 +47,13 @@ func Open(opts Options) (*DB, error) {
 		done:        make(chan struct{}),
 	}
 	db.encPool.New = func() any { return &recordEncoder{} }
+	if free := db.freeSpace(); opts.DiskReserve >= 0 && free >= 0 && free < opts.DiskReserve {
+		db.readOnly = true
+		opts.Logger.Warn("opening read-only: the filesystem is full; writes are refused until a restart with space free",
+			"dir", opts.Dir, "free", free, "reserve", opts.DiskReserve)
+	}
 	po := pebbleOptions(opts.Logger)
+	po.ReadOnly = db.readOnly
 	po.Cache = pebble.NewCache(blockCacheSize)
 	pdb, err := pebble.Open(filepath.Join(opts.Dir, "store"), po)
 	po.Cache.Unref() // the store holds its own reference
@@ -71,7 +87,9 @@ func Open(opts Options) (*DB, error) {
 		pdb.Close()
 		return nil, err
 	}
-	go db.run()
+	if !db.readOnly {
+		go db.run()
+	}
 	return db, nil
 }
 
@@ -118,6 +136,9 @@ func (db *DB) load() error {
 	v, closer, err := db.pdb.Get(keyFormat)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
+		if db.readOnly {
+			return mongoerr.New(mongoerr.OutOfDiskSpace, "cannot create a store in %s: its filesystem is full", db.opts.Dir)
+		}
 		if err := db.pdb.Set(keyFormat, []byte{formatVersion}, pebble.NoSync); err != nil {
 			return err
 		}
@@ -361,6 +382,11 @@ func (db *DB) recover() error {
 				return err
 			}
 		case recDocBatch:
+			if db.readOnly {
+				return mongoerr.New(mongoerr.OutOfDiskSpace,
+					"the log in %s holds document writes not yet in the store, which a read-only open cannot apply; free %s and restart",
+					db.opts.Dir, mib(db.opts.DiskReserve))
+			}
 			if err := db.replayDocBatch(rec[1:]); err != nil {
 				return fmt.Errorf("log record at %v: %w", pos, err)
 			}
@@ -371,6 +397,9 @@ func (db *DB) recover() error {
 	})
 	if err != nil {
 		return fmt.Errorf("timeseries: replay log: %w", err)
+	}
+	if db.readOnly {
+		return nil
 	}
 	if err := db.wal.Truncate(from); err != nil {
 		return err

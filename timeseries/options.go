@@ -70,6 +70,17 @@ type Options struct {
 	// fails with ExceededMemoryLimit (146). Default MaxAggregateCells.
 	AggregateMaxCells int
 
+	// DiskReserve is the free space, in bytes, the DB keeps on the
+	// filesystem of Dir. While less is free, writes (inserts, deletes,
+	// catalog changes, TTL passes) are refused with OutOfDiskSpace (14031)
+	// before they touch the disk, and Open opens the DB read-only. The
+	// reserve is what Pebble needs to flush its memtables (two of 32 MiB)
+	// and compact them: a Pebble flush that hits a full disk retries
+	// forever, and a failed write of its manifest is fatal. Default 128
+	// MiB; negative disables the check (writes then fail only when the
+	// disk returns ENOSPC).
+	DiskReserve int64
+
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -105,6 +116,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.AggregateMaxCells == 0 {
 		o.AggregateMaxCells = MaxAggregateCells
+	}
+	if o.DiskReserve == 0 {
+		o.DiskReserve = 128 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

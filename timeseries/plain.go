@@ -265,7 +265,7 @@ func (db *DB) commitBatch(c *collection, b *pebble.Batch) error {
 		return ErrClosed
 	}
 	if _, err := db.wal.Append(rec); err != nil {
-		return fmt.Errorf("timeseries: write to %q: %w", c.name, err)
+		return db.diskErr(fmt.Errorf("timeseries: write to %q: %w", c.name, err))
 	}
 	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("timeseries: write to %q: %w", c.name, err)
@@ -331,6 +331,9 @@ func (db *DB) initPlain() error {
 // valid documents are written as one durable batch.
 func (db *DB) InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts InsertOptions) (InsertResult, error) {
 	var res InsertResult
+	if err := db.checkWritable(); err != nil {
+		return res, err
+	}
 	c, err := db.plainCollection(name)
 	if err != nil {
 		return res, err

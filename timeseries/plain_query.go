@@ -340,6 +340,9 @@ const docChunk = 1000
 // DeleteDocuments deletes the documents of a plain collection matching f
 // (all for an empty filter) and returns how many it deleted.
 func (db *DB) DeleteDocuments(ctx context.Context, name string, f *partialfilter.Filter) (int64, error) {
+	if err := db.checkWritable(); err != nil {
+		return 0, err
+	}
 	c, err := db.plainCollection(name)
 	if err != nil {
 		return 0, err
@@ -391,6 +394,9 @@ type UpdateResult struct {
 // stops the update with that error; documents updated before it stay
 // updated, as in MongoDB.
 func (db *DB) UpdateDocuments(ctx context.Context, name string, f *partialfilter.Filter, u *document.Update, multi bool) (UpdateResult, error) {
+	if err := db.checkWritable(); err != nil {
+		return UpdateResult{}, err
+	}
 	return db.rewriteDocs(ctx, name, f, multi, func(doc document.Doc, now time.Time) (bool, error) {
 		return u.Apply(doc, now)
 	})
@@ -400,6 +406,9 @@ func (db *DB) UpdateDocuments(ctx context.Context, name string, f *partialfilter
 // keeping its _id; repl may hold the same _id but no other
 // (ImmutableField, 66).
 func (db *DB) ReplaceDocument(ctx context.Context, name string, f *partialfilter.Filter, repl document.Doc) (UpdateResult, error) {
+	if err := db.checkWritable(); err != nil {
+		return UpdateResult{}, err
+	}
 	return db.rewriteDocs(ctx, name, f, false, func(doc document.Doc, _ time.Time) (bool, error) {
 		id := doc["_id"]
 		if rid, ok := repl["_id"]; ok && partialfilter.Compare(rid, id) != 0 {

@@ -190,8 +190,18 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	monitor.Close()
 	start = time.Now()
-	if err := db.Close(); err != nil {
-		return fmt.Errorf("close storage: %w", err)
+	// Closing writes a final checkpoint; it must not outlast the shutdown
+	// timeout (a disk that stops taking writes, say). Acknowledged writes
+	// are in the log whether it finishes or not.
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			return fmt.Errorf("close storage: %w", err)
+		}
+	case <-time.After(cfg.shutdownTimeout):
+		return fmt.Errorf("close storage: not done after --shutdown-timeout %v; acknowledged writes are in the log", cfg.shutdownTimeout)
 	}
 	log.Info("storage closed", "took", time.Since(start).Round(time.Millisecond))
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {

@@ -47,7 +47,8 @@ type Log struct {
 	mu sync.Mutex
 	// Guarded by mu.
 	closed      bool
-	err         error         // first write or sync failure; the log refuses writes after it
+	err         error         // last write or sync failure, while broken
+	broken      bool          // a group failed; the next append or Cut mends the tail first (mend)
 	queue       []*group      // groups waiting to be written, oldest first; appenders join the last
 	inflight    *group        // group being written, or nil
 	writing     bool          // a leader owns the file; set while queue is non-empty or a group is being written
@@ -56,7 +57,7 @@ type Log struct {
 	sealed      []segmentInfo // segments before tailSeg, ascending
 	sealedBytes int64         // sum of sealed sizes
 	fileSeg     uint64        // segment of the open file
-	fileSize    int64         // bytes written to fileSeg
+	fileSize    int64         // bytes of fileSeg written and synced by successful groups
 
 	// Owned by the leader (the goroutine writing a group), by Open before
 	// the Log is shared, and by Close after the last group.
@@ -273,9 +274,11 @@ func putFrame(bp *[]byte) {
 //
 // Concurrent calls are written together and share one fdatasync (group
 // commit). Their order in the log is the order in which they take the
-// log's lock, after compression. After a write or sync failure every
-// Append fails with that error: the log must be reopened, which recovers
-// what reached the disk.
+// log's lock, after compression. A write or sync failure (a full disk, an
+// I/O error) fails the group and every group queued behind it; the next
+// Append or Cut first cuts the log back to the end of the last successful
+// group (see mend), so appends resume by themselves once the cause is gone.
+// A failed record may still be replayed after a crash, never acknowledged.
 func (l *Log) Append(rec []byte) (Pos, error) {
 	if len(rec) > MaxRecordSize {
 		return Pos{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(rec), MaxRecordSize)
@@ -322,8 +325,7 @@ func (l *Log) commit(frames [][]byte, pos []Pos) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	if l.err != nil {
-		err := l.err
+	if err := l.mend(); err != nil {
 		l.mu.Unlock()
 		return err
 	}
@@ -426,14 +428,15 @@ func (l *Log) writeHead() {
 	close(g.done)
 	l.inflight = nil
 	if err != nil {
-		l.err = err
+		l.err, l.broken = err, true
 		for _, q := range l.queue {
 			q.err = err
 			close(q.done)
 		}
 		l.queue = nil
 		l.writing = false
-		l.opts.Logger.Error("wal: write failed; log refuses writes until reopened", "segment", g.seg, "err", err)
+		l.opts.Logger.Error("wal: write failed; the next append cuts the log back to its last synced record and retries",
+			"segment", g.seg, "err", err)
 		return
 	}
 	l.fileSize += g.bytes
@@ -468,6 +471,97 @@ func (l *Log) writeGroup(g *group) error {
 	return nil
 }
 
+// mend repairs the tail after a failed group, so that the next group writes
+// where the last successful one ended. Called with l.mu held; returns with
+// it held. While another caller mends, it returns the failure.
+//
+// After a failed write or fdatasync the state of the pages written since the
+// last successful sync is unknown: Linux reports a writeback error once and
+// may then mark the pages clean although they never reached the disk, so a
+// second fdatasync can succeed without making them durable (PostgreSQL's
+// "fsyncgate", 2018). Retrying the sync, or appending after those pages,
+// could therefore acknowledge records that a power loss takes. mend never
+// trusts them: it closes the file, removes any segment a failed roll
+// created, truncates the last good segment to the end of the last
+// successful group (dropping the doubtful pages from the page cache), syncs
+// that, and reopens the file. The failed groups were never acknowledged;
+// appends go on in the same segment. If mending fails (the disk is still
+// full, say), the log stays broken and the next call tries again.
+func (l *Log) mend() error {
+	if !l.broken {
+		return nil
+	}
+	if l.writing {
+		return l.err
+	}
+	l.writing = true
+	seg, size := l.fileSeg, l.fileSize
+	l.mu.Unlock()
+	err := l.cutBack(seg, size)
+	l.mu.Lock()
+	l.writing = false
+	if err != nil {
+		return fmt.Errorf("%w (after %w)", err, l.err)
+	}
+	for n := len(l.sealed); n > 0 && l.sealed[n-1].num >= seg; n = len(l.sealed) {
+		l.sealedBytes -= l.sealed[n-1].size
+		l.sealed = l.sealed[:n-1]
+	}
+	l.tailSeg, l.tailOff = seg, size
+	l.broken, l.err = false, nil
+	l.opts.Logger.Info("wal: log cut back after a write failure; appends resume", "segment", seg, "offset", size)
+	return nil
+}
+
+// cutBack makes segment seg, cut to size, the open file, and removes the
+// segments after it. Called by the leader.
+func (l *Log) cutBack(seg uint64, size int64) error {
+	if l.f != nil {
+		l.f.Close() // its error is the one the failed group reported
+		l.f = nil
+	}
+	nums, err := listSegments(l.opts.Dir)
+	if err != nil {
+		return err
+	}
+	removed := false
+	for _, n := range nums {
+		if n > seg {
+			if err := os.Remove(segmentPath(l.opts.Dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("wal: remove segment %d: %w", n, err)
+			}
+			removed = true
+		}
+	}
+	f, err := os.OpenFile(segmentPath(l.opts.Dir, seg), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("wal: open segment %d: %w", seg, err)
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return fmt.Errorf("wal: cut segment %d back to %d bytes: %w", seg, size, err)
+	}
+	if !l.opts.NoSync {
+		if err := fdatasync(f); err != nil {
+			f.Close()
+			return err
+		}
+		if removed {
+			if err := syncDir(l.opts.Dir); err != nil {
+				f.Close()
+				return err
+			}
+		}
+	}
+	if _, err := f.Seek(size, io.SeekStart); err != nil {
+		f.Close()
+		return fmt.Errorf("wal: seek segment %d: %w", seg, err)
+	}
+	l.f = f
+	l.w.Reset(f)
+	return nil
+}
+
 // Cut ends the current segment and returns the number of the segment
 // appends go to from now on. Every record whose Append returned before Cut
 // was called is in a segment below that number; every record appended after
@@ -480,8 +574,7 @@ func (l *Log) Cut() (uint64, error) {
 		l.mu.Unlock()
 		return 0, ErrClosed
 	}
-	if l.err != nil {
-		err := l.err
+	if err := l.mend(); err != nil {
 		l.mu.Unlock()
 		return 0, err
 	}
@@ -646,9 +739,16 @@ func (l *Log) Close() error {
 
 	// No leader remains and none can start.
 	l.mu.Lock()
-	failed := l.err != nil
+	failed := l.broken
+	seg, size := l.fileSeg, l.fileSize
 	l.mu.Unlock()
 	var err error
+	if failed {
+		// Leave no doubtful tail behind for Open to find.
+		if cerr := l.cutBack(seg, size); cerr != nil {
+			l.opts.Logger.Warn("wal: cannot cut the log back on close", "segment", seg, "err", cerr)
+		}
+	}
 	if l.f != nil {
 		if !failed {
 			if ferr := l.w.Flush(); ferr != nil {
