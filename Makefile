@@ -3,7 +3,7 @@
 GO ?= go
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: test deps ui serve screenshots
+.PHONY: test deps ui serve screenshots soak-model
 
 # The tests, with what they need installed first when it is missing:
 # Chromium for the console's end-to-end test, the console's npm packages.
@@ -42,3 +42,10 @@ screenshots: deps
 	$(GO) test -count=1 -run TestConsoleEndToEnd ./ui
 	cp ui/e2e/artifacts/token.png ui/e2e/artifacts/collections.png ui/e2e/artifacts/collection.png ui/e2e/artifacts/collection-*.png \
 	  ui/e2e/artifacts/explore*.png ui/e2e/artifacts/server.png docs/console/
+
+# The power-loss model test (timeseries.TestPowerLossModel) run for
+# HOURGLASS_MODEL_DURATION (default 10m) of random sequences; a failure
+# prints the seed to rerun with HOURGLASS_MODEL_SEED.
+HOURGLASS_MODEL_DURATION ?= 10m
+soak-model:
+	HOURGLASS_MODEL_DURATION=$(HOURGLASS_MODEL_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestPowerLossModel$$' ./timeseries

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/cockroachdb/pebble/vfs"
-
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -17,7 +15,7 @@ const checkpointMargin = 1 << 20
 // freeSpace returns the bytes available to the DB on the filesystem of its
 // directory, or -1 when the filesystem does not say.
 func (db *DB) freeSpace() int64 {
-	u, err := vfs.Default.GetDiskUsage(db.opts.Dir)
+	u, err := db.opts.FS.GetDiskUsage(db.opts.Dir)
 	if err != nil {
 		return -1
 	}

@@ -8,7 +8,8 @@
 // (package bucket). Plain document collections, with secondary and TTL
 // indexes, share the same catalog, log and store (files plain*.go).
 //
-// It is the only package that imports Pebble. A DB is safe for concurrent
+// It is the only package that imports Pebble (the log uses Pebble's vfs
+// file-system interface only). A DB is safe for concurrent
 // use; docs/architecture.md describes its locks, its files and the write,
 // read and recovery paths.
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -52,7 +53,17 @@ func Open(opts Options) (*DB, error) {
 		opts.Logger.Warn("opening read-only: the filesystem is full; writes are refused until a restart with space free",
 			"dir", opts.Dir, "free", free, "reserve", opts.DiskReserve)
 	}
-	po := pebbleOptions(opts.Logger)
+	storeDir := filepath.Join(opts.Dir, "store")
+	if db.readOnly {
+		if _, err := opts.FS.Stat(storeDir); err != nil {
+			return nil, mongoerr.New(mongoerr.OutOfDiskSpace,
+				"no store in %s to open read-only, and the filesystem has %d bytes free, under the reserve of %d (Options.DiskReserve): free space to create one",
+				opts.Dir, db.freeSpace(), opts.DiskReserve)
+		}
+	} else if err := createDir(opts.FS, storeDir); err != nil {
+		return nil, err
+	}
+	po := pebbleOptions(opts.Logger, opts.FS)
 	po.ReadOnly = db.readOnly
 	po.Cache = pebble.NewCache(blockCacheSize)
 	pdb, err := pebble.Open(filepath.Join(opts.Dir, "store"), po)
@@ -66,7 +77,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, err
 	}
 	w, err := wal.Open(wal.Options{Dir: filepath.Join(opts.Dir, "wal"), SegmentSize: opts.LogSegmentSize,
-		NoSync: opts.NoSync, Logger: opts.Logger})
+		NoSync: opts.NoSync, Logger: opts.Logger, FS: opts.FS})
 	if err != nil {
 		pdb.Close()
 		return nil, fmt.Errorf("timeseries: open log: %w", err)
@@ -100,12 +111,16 @@ const blockCacheSize = 64 << 20
 // pebbleOptions configures Pebble for bucket storage. Pebble's own WAL is
 // off: durability comes from the log, and a checkpoint flushes memtables
 // before the log is truncated. Buckets are compressed already, so blocks are
-// stored without another compression pass.
-func pebbleOptions(logger *slog.Logger) *pebble.Options {
+// stored without another compression pass. The OS's file system is left
+// to Pebble's default, which adds its disk-health checks.
+func pebbleOptions(logger *slog.Logger, fs vfs.FS) *pebble.Options {
 	o := &pebble.Options{
 		DisableWAL:   true,
 		MemTableSize: 32 << 20,
 		Logger:       pebbleLogger{logger},
+	}
+	if fs != vfs.Default {
+		o.FS = fs
 	}
 	o.Levels = make([]pebble.LevelOptions, 7)
 	for i := range o.Levels {

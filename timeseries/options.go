@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Options configure a DB. The zero value of every field means its default.
@@ -83,6 +85,11 @@ type Options struct {
 
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+
+	// FS is the file system holding Dir, for the store and the log alike.
+	// Default vfs.Default, the OS's. Tests pass vfs.NewStrictMem, which
+	// forgets what was not synced when told to, as a power cut does.
+	FS vfs.FS
 }
 
 // EnsureDefaults fills in the zero fields.
@@ -125,6 +132,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
 }
 

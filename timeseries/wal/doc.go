@@ -21,6 +21,10 @@
 // for the last segment and from Replay for the others. The byte layout and
 // the recovery rules are in docs/format/wal.md.
 //
+// Files: the log reads and writes through Options.FS, Pebble's vfs.FS
+// (the OS's by default, synced with fdatasync). With vfs.NewStrictMem,
+// which forgets whatever was not synced, tests cut the power at any point.
+//
 // # Usage
 //
 //	l, err := wal.Open(wal.Options{Dir: filepath.Join(dataDir, "wal")})

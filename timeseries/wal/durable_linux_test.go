@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // The crash tests kill the process, which leaves the page cache to write
@@ -159,7 +161,7 @@ func TestAcknowledgedAppendsLeaveNoDirtyPages(t *testing.T) {
 
 	check := func(what string) {
 		t.Helper()
-		nums, err := listSegments(dir)
+		nums, err := listSegments(vfs.Default, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +214,7 @@ func TestAcknowledgedAppendsLeaveNoDirtyPages(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if nums, _ := listSegments(dir); len(nums) < 3 {
+	if nums, _ := listSegments(vfs.Default, dir); len(nums) < 3 {
 		t.Fatalf("%d segments; the test means to roll segments", len(nums))
 	}
 }

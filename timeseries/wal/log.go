@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/klauspost/compress/s2"
 )
 
@@ -61,8 +62,23 @@ type Log struct {
 
 	// Owned by the leader (the goroutine writing a group), by Open before
 	// the Log is shared, and by Close after the last group.
-	f *os.File
-	w *bufio.Writer
+	f  vfs.File
+	fw fileWriter // writes to f at the end of its records
+	w  *bufio.Writer
+}
+
+// fileWriter writes to a file at increasing offsets (WriteAt), so that a
+// reopened segment needs no seek and a file system's Write may not modify
+// the caller's frames.
+type fileWriter struct {
+	f   vfs.File
+	off int64
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	n, err := w.f.WriteAt(p, w.off)
+	w.off += int64(n)
+	return n, err
 }
 
 // Open opens the log in opts.Dir, creating the directory and a first
@@ -75,10 +91,10 @@ func Open(opts Options) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("wal: create dir: %w", err)
+	if err := createDir(opts.FS, opts.Dir, opts.NoSync); err != nil {
+		return nil, err
 	}
-	nums, err := listSegments(opts.Dir)
+	nums, err := listSegments(opts.FS, opts.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +110,7 @@ func Open(opts Options) (*Log, error) {
 		if nums[i+1] != n+1 {
 			return nil, fmt.Errorf("%w: segment %d missing (found %d and %d)", ErrCorrupt, n+1, n, nums[i+1])
 		}
-		size, err := statSegment(opts.Dir, n)
+		size, err := statSegment(opts.FS, opts.Dir, n)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +118,7 @@ func Open(opts Options) (*Log, error) {
 		l.sealedBytes += size
 	}
 	last := nums[len(nums)-1]
-	f, err := os.OpenFile(segmentPath(opts.Dir, last), os.O_RDWR, 0)
+	f, err := opts.FS.OpenReadWrite(segmentPath(opts.Dir, last))
 	if err != nil {
 		return nil, fmt.Errorf("wal: open segment %d: %w", last, err)
 	}
@@ -111,15 +127,15 @@ func Open(opts Options) (*Log, error) {
 		f.Close()
 		return nil, fmt.Errorf("wal: stat segment %d: %w", last, err)
 	}
-	end, err := recoverLast(f, last, fi.Size(), opts.NoSync, opts.Logger)
-	if err == nil {
-		_, err = f.Seek(end, io.SeekStart)
-	}
+	f, end, err := l.recoverLast(f, last, fi.Size())
 	if err != nil {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 		return nil, err
 	}
-	l.f, l.w = f, bufio.NewWriterSize(f, writeBufferSize)
+	l.f, l.fw = f, fileWriter{f: f, off: end}
+	l.w = bufio.NewWriterSize(&l.fw, writeBufferSize)
 	l.fileSeg, l.fileSize = last, end
 	l.tailSeg, l.tailOff = last, end
 	return l, nil
@@ -130,14 +146,22 @@ func Open(opts Options) (*Log, error) {
 const writeBufferSize = 256 << 10
 
 // listSegments returns the segment numbers in dir, ascending.
-func listSegments(dir string) ([]uint64, error) {
-	ents, err := os.ReadDir(dir)
+func listSegments(fs vfs.FS, dir string) ([]uint64, error) {
+	names, err := fs.List(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wal: list dir: %w", err)
 	}
 	var nums []uint64
-	for _, e := range ents {
-		if n, ok := parseSegmentName(e.Name()); ok && e.Type().IsRegular() {
+	for _, name := range names {
+		n, ok := parseSegmentName(name)
+		if !ok {
+			continue
+		}
+		fi, err := fs.Stat(fs.PathJoin(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("wal: stat segment %d: %w", n, err)
+		}
+		if fi.Mode().IsRegular() {
 			nums = append(nums, n)
 		}
 	}
@@ -147,8 +171,8 @@ func listSegments(dir string) ([]uint64, error) {
 
 // statSegment checks the header of a segment before the last and returns
 // its size.
-func statSegment(dir string, n uint64) (int64, error) {
-	f, err := os.Open(segmentPath(dir, n))
+func statSegment(fs vfs.FS, dir string, n uint64) (int64, error) {
+	f, err := fs.Open(segmentPath(dir, n))
 	if err != nil {
 		return 0, fmt.Errorf("wal: open segment %d: %w", n, err)
 	}
@@ -180,28 +204,37 @@ func (l *Log) createSegment(n uint64) error {
 		}
 		l.f = nil
 	}
-	f, err := os.OpenFile(segmentPath(l.opts.Dir, n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	path := segmentPath(l.opts.Dir, n)
+	// vfs.FS.Create replaces an existing file; a segment is never
+	// overwritten.
+	if _, err := l.opts.FS.Stat(path); err == nil {
+		return fmt.Errorf("wal: create segment %d: %w", n, os.ErrExist)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("wal: create segment %d: %w", n, err)
+	}
+	f, err := l.opts.FS.Create(path)
 	if err != nil {
 		return fmt.Errorf("wal: create segment %d: %w", n, err)
 	}
-	if _, err := f.Write(appendSegmentHeader(nil)); err != nil {
+	if _, err := f.WriteAt(appendSegmentHeader(nil), 0); err != nil {
 		f.Close()
 		return fmt.Errorf("wal: write segment %d header: %w", n, err)
 	}
 	if !l.opts.NoSync {
-		if err := fdatasync(f); err != nil {
+		if err := l.syncData(f, n); err != nil {
 			f.Close()
 			return err
 		}
-		if err := syncDir(l.opts.Dir); err != nil {
+		if err := syncDir(l.opts.FS, l.opts.Dir); err != nil {
 			f.Close()
 			return err
 		}
 	}
+	l.fw = fileWriter{f: f, off: segmentHeaderLen}
 	if l.w == nil {
-		l.w = bufio.NewWriterSize(f, writeBufferSize)
+		l.w = bufio.NewWriterSize(&l.fw, writeBufferSize)
 	} else {
-		l.w.Reset(f)
+		l.w.Reset(&l.fw)
 	}
 	l.f = f
 	l.mu.Lock()
@@ -210,10 +243,62 @@ func (l *Log) createSegment(n uint64) error {
 	return nil
 }
 
+// syncData makes the data written to f, segment n, durable: the
+// fdatasync of sync_linux.go on the OS's files, the file system's SyncData
+// on any other.
+func (l *Log) syncData(f vfs.File, n uint64) error {
+	if l.opts.FS == vfs.Default {
+		return fdatasync(f, segmentPath(l.opts.Dir, n))
+	}
+	if err := f.SyncData(); err != nil {
+		return fmt.Errorf("wal: sync segment %d: %w", n, err)
+	}
+	return nil
+}
+
+// createDir creates dir and its missing parents, and syncs the directory
+// holding each one it created (unless noSync), so that a crash cannot lose
+// the new directory's entry.
+func createDir(fs vfs.FS, dir string, noSync bool) error {
+	var missing []string
+	for d := dir; ; {
+		_, err := fs.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("wal: create dir: %w", err)
+		}
+		missing = append(missing, d)
+		parent := fs.PathDir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("wal: create dir: %w", err)
+	}
+	if noSync {
+		return nil
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if parent := fs.PathDir(missing[i]); parent != missing[i] {
+			if err := syncDir(fs, parent); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // syncDir fsyncs a directory so that file creations and removals in it are
 // durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
 	if err != nil {
 		return fmt.Errorf("wal: open dir: %w", err)
 	}
@@ -466,7 +551,7 @@ func (l *Log) writeGroup(g *group) error {
 		return fmt.Errorf("wal: write segment %d: %w", g.seg, err)
 	}
 	if !l.opts.NoSync {
-		return fdatasync(l.f)
+		return l.syncData(l.f, g.seg)
 	}
 	return nil
 }
@@ -520,45 +605,39 @@ func (l *Log) cutBack(seg uint64, size int64) error {
 		l.f.Close() // its error is the one the failed group reported
 		l.f = nil
 	}
-	nums, err := listSegments(l.opts.Dir)
+	fs := l.opts.FS
+	nums, err := listSegments(fs, l.opts.Dir)
 	if err != nil {
 		return err
 	}
 	removed := false
 	for _, n := range nums {
 		if n > seg {
-			if err := os.Remove(segmentPath(l.opts.Dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := fs.Remove(segmentPath(l.opts.Dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("wal: remove segment %d: %w", n, err)
 			}
 			removed = true
 		}
 	}
-	f, err := os.OpenFile(segmentPath(l.opts.Dir, seg), os.O_RDWR, 0)
+	if removed && !l.opts.NoSync {
+		if err := syncDir(fs, l.opts.Dir); err != nil {
+			return err
+		}
+	}
+	f, err := fs.OpenReadWrite(segmentPath(l.opts.Dir, seg))
 	if err != nil {
 		return fmt.Errorf("wal: open segment %d: %w", seg, err)
 	}
-	if err := f.Truncate(size); err != nil {
-		f.Close()
-		return fmt.Errorf("wal: cut segment %d back to %d bytes: %w", seg, size, err)
-	}
-	if !l.opts.NoSync {
-		if err := fdatasync(f); err != nil {
+	// truncateSegment syncs what it keeps (unless NoSync).
+	f, err = l.truncateSegment(f, seg, size)
+	if err != nil {
+		if f != nil {
 			f.Close()
-			return err
 		}
-		if removed {
-			if err := syncDir(l.opts.Dir); err != nil {
-				f.Close()
-				return err
-			}
-		}
+		return err
 	}
-	if _, err := f.Seek(size, io.SeekStart); err != nil {
-		f.Close()
-		return fmt.Errorf("wal: seek segment %d: %w", seg, err)
-	}
-	l.f = f
-	l.w.Reset(f)
+	l.f, l.fw = f, fileWriter{f: f, off: size}
+	l.w.Reset(&l.fw)
 	return nil
 }
 
@@ -615,14 +694,14 @@ func (l *Log) Truncate(before uint64) error {
 	removed := 0
 	var err error
 	for _, s := range victims {
-		if rerr := os.Remove(segmentPath(l.opts.Dir, s.num)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		if rerr := l.opts.FS.Remove(segmentPath(l.opts.Dir, s.num)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = fmt.Errorf("wal: remove segment %d: %w", s.num, rerr)
 			break
 		}
 		removed++
 	}
 	if removed > 0 {
-		if serr := syncDir(l.opts.Dir); err == nil {
+		if serr := syncDir(l.opts.FS, l.opts.Dir); err == nil {
 			err = serr
 		}
 		l.mu.Lock()
@@ -687,15 +766,15 @@ func (l *Log) Replay(from uint64, fn func(pos Pos, rec []byte) error) error {
 	l.mu.Unlock()
 
 	for _, s := range segs {
-		if err := replaySegment(l.opts.Dir, s, fn); err != nil {
+		if err := replaySegment(l.opts.FS, l.opts.Dir, s, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func replaySegment(dir string, s segmentInfo, fn func(pos Pos, rec []byte) error) error {
-	f, err := os.Open(segmentPath(dir, s.num))
+func replaySegment(fs vfs.FS, dir string, s segmentInfo, fn func(pos Pos, rec []byte) error) error {
+	f, err := fs.Open(segmentPath(dir, s.num))
 	if err != nil {
 		return fmt.Errorf("wal: open segment %d: %w", s.num, err)
 	}
@@ -754,7 +833,7 @@ func (l *Log) Close() error {
 			if ferr := l.w.Flush(); ferr != nil {
 				err = fmt.Errorf("wal: flush segment %d: %w", l.fileSeg, ferr)
 			} else if !l.opts.NoSync {
-				err = fdatasync(l.f)
+				err = l.syncData(l.f, l.fileSeg)
 			}
 		}
 		if cerr := l.f.Close(); err == nil && cerr != nil {

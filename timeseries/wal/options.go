@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Compression selects how records are stored. The values are not written
@@ -79,6 +81,11 @@ type Options struct {
 	// Logger receives recovery warnings (a torn tail dropped). Default:
 	// discard.
 	Logger *slog.Logger
+
+	// FS is the file system holding Dir. Default vfs.Default, the OS's,
+	// whose files are synced with fdatasync(2). Tests pass a
+	// vfs.NewStrictMem to lose what was not synced, as a power cut does.
+	FS vfs.FS
 }
 
 // EnsureDefaults fills in the zero fields.
@@ -91,6 +98,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
 }
 

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"log/slog"
-	"os"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/klauspost/compress/s2"
 )
 
@@ -151,37 +150,42 @@ outer:
 //     pages reached the disk out of order; none of it was synced (a sync
 //     would have written the zero sector), so it is dropped too;
 //   - otherwise the damage is in the middle of acknowledged data: ErrCorrupt.
-func recoverLast(f *os.File, seg uint64, size int64, noSync bool, logger *slog.Logger) (int64, error) {
+//
+// It returns the file to append to: f, or f reopened when the file system
+// cannot truncate a file in place (see truncateSegment).
+func (l *Log) recoverLast(f vfs.File, seg uint64, size int64) (vfs.File, int64, error) {
+	logger := l.opts.Logger
 	var hdr [segmentHeaderLen]byte
 	n, err := f.ReadAt(hdr[:], 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, fmt.Errorf("wal: read segment %d header: %w", seg, err)
+		return f, 0, fmt.Errorf("wal: read segment %d header: %w", seg, err)
 	}
 	if n < segmentHeaderLen || hdr == [segmentHeaderLen]byte{} {
 		// The header never reached the disk; neither did any synced record.
 		rest := make([]byte, max(size-int64(n), 0))
 		if _, err := f.ReadAt(rest, int64(n)); err != nil && !errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("wal: read segment %d: %w", seg, err)
+			return f, 0, fmt.Errorf("wal: read segment %d: %w", seg, err)
 		}
 		if i := findIntactRecord(rest, 0); i >= 0 {
-			return 0, fmt.Errorf("%w: segment %d: missing header before intact record at offset %d", ErrCorrupt, seg, int64(n)+int64(i))
+			return f, 0, fmt.Errorf("%w: segment %d: missing header before intact record at offset %d", ErrCorrupt, seg, int64(n)+int64(i))
 		}
 		logger.Warn("wal: rewriting torn segment header", "segment", seg, "size", size)
-		if err := f.Truncate(0); err != nil {
-			return 0, fmt.Errorf("wal: truncate segment %d: %w", seg, err)
+		f, err := l.truncateSegment(f, seg, 0)
+		if err != nil {
+			return f, 0, err
 		}
 		if _, err := f.WriteAt(appendSegmentHeader(nil), 0); err != nil {
-			return 0, fmt.Errorf("wal: write segment %d header: %w", seg, err)
+			return f, 0, fmt.Errorf("wal: write segment %d header: %w", seg, err)
 		}
-		if !noSync {
-			if err := fdatasync(f); err != nil {
-				return 0, err
+		if !l.opts.NoSync {
+			if err := l.syncData(f, seg); err != nil {
+				return f, 0, err
 			}
 		}
-		return segmentHeaderLen, nil
+		return f, segmentHeaderLen, nil
 	}
 	if err := checkSegmentHeader(hdr[:]); err != nil {
-		return 0, fmt.Errorf("segment %d: %w", seg, err)
+		return f, 0, fmt.Errorf("segment %d: %w", seg, err)
 	}
 
 	r := newSegmentReader(seg, io.NewSectionReader(f, segmentHeaderLen, size-segmentHeaderLen), size)
@@ -190,11 +194,11 @@ func recoverLast(f *os.File, seg uint64, size int64, noSync bool, logger *slog.L
 	for {
 		_, _, err := r.next(false)
 		if err == io.EOF {
-			return size, nil
+			return f, size, nil
 		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
-				return 0, err
+				return f, 0, err
 			}
 			damage = err
 			break
@@ -206,11 +210,11 @@ func recoverLast(f *os.File, seg uint64, size int64, noSync bool, logger *slog.L
 	bad := r.off
 	tail := make([]byte, size-bad)
 	if _, err := f.ReadAt(tail, bad); err != nil && !errors.Is(err, io.EOF) {
-		return 0, fmt.Errorf("wal: read segment %d tail: %w", seg, err)
+		return f, 0, fmt.Errorf("wal: read segment %d tail: %w", seg, err)
 	}
 	if next := findIntactRecord(tail, 1); next >= 0 {
 		if !hasZeroSector(tail[:next], bad) {
-			return 0, fmt.Errorf("%w; an intact record follows at offset %d, so this is not a torn tail",
+			return f, 0, fmt.Errorf("%w; an intact record follows at offset %d, so this is not a torn tail",
 				damage, bad+int64(next))
 		}
 		logger.Warn("wal: dropping torn write with intact records after a zero-filled sector",
@@ -218,13 +222,55 @@ func recoverLast(f *os.File, seg uint64, size int64, noSync bool, logger *slog.L
 	}
 	logger.Warn("wal: dropping torn tail of last segment",
 		"segment", seg, "offset", bad, "bytes", size-bad, "recordsKept", records)
-	if err := f.Truncate(bad); err != nil {
-		return 0, fmt.Errorf("wal: truncate segment %d to %d: %w", seg, bad, err)
-	}
-	if !noSync {
-		if err := fdatasync(f); err != nil {
-			return 0, err
+	f, err = l.truncateSegment(f, seg, bad)
+	return f, bad, err
+}
+
+// truncateSegment cuts segment seg, open as f, to size bytes and syncs it
+// (unless NoSync). The OS's files are truncated in place. A file system
+// whose files cannot be shortened gets the kept bytes written to a new
+// file that is synced and renamed over the segment, the directory synced
+// after; f is then closed and the new file returned, open for writing.
+func (l *Log) truncateSegment(f vfs.File, seg uint64, size int64) (vfs.File, error) {
+	if t, ok := f.(interface{ Truncate(int64) error }); ok {
+		if err := t.Truncate(size); err != nil {
+			return f, fmt.Errorf("wal: truncate segment %d to %d: %w", seg, size, err)
 		}
+		if l.opts.NoSync {
+			return f, nil
+		}
+		return f, l.syncData(f, seg)
 	}
-	return bad, nil
+	keep := make([]byte, size)
+	if _, err := f.ReadAt(keep, 0); err != nil && !errors.Is(err, io.EOF) {
+		return f, fmt.Errorf("wal: read segment %d: %w", seg, err)
+	}
+	fs, path := l.opts.FS, segmentPath(l.opts.Dir, seg)
+	tmp := path + ".truncate"
+	nf, err := fs.Create(tmp)
+	if err != nil {
+		return f, fmt.Errorf("wal: truncate segment %d to %d: %w", seg, size, err)
+	}
+	_, err = nf.WriteAt(keep, 0)
+	if err == nil && !l.opts.NoSync {
+		err = l.syncData(nf, seg)
+	}
+	if cerr := nf.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, path)
+	}
+	if err == nil && !l.opts.NoSync {
+		err = syncDir(fs, l.opts.Dir)
+	}
+	if err != nil {
+		return f, fmt.Errorf("wal: truncate segment %d to %d: %w", seg, size, err)
+	}
+	f.Close()
+	nf, err = fs.OpenReadWrite(path)
+	if err != nil {
+		return nil, fmt.Errorf("wal: reopen segment %d: %w", seg, err)
+	}
+	return nf, nil
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // buildSegment writes records with a fresh log and returns the bytes of
@@ -34,13 +36,45 @@ func buildSegment(t *testing.T, opts Options, recs [][]byte) ([]byte, []Pos) {
 
 // checkRecovered opens a log whose only segment is seg and checks that it
 // replays exactly want, then that an append after the repair replays too.
+// It does so on the OS's file system and on a strict in-memory one, whose
+// files cannot be truncated in place (Log.truncateSegment rewrites them).
 func checkRecovered(t *testing.T, seg []byte, want [][]byte, what string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(segmentPath(dir, 1), seg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open(Options{Dir: dir, NoSync: true})
+	checkRecoveredIn(t, Options{Dir: dir, NoSync: true}, want, what)
+
+	fs := vfs.NewStrictMem()
+	mem := Options{Dir: "/wal", FS: fs}
+	if err := fs.MkdirAll(mem.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Create(segmentPath(mem.Dir, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bytes.Clone(seg)); err != nil {
+		t.Fatal(err)
+	}
+	f.Sync()
+	f.Close()
+	syncDir(fs, "/")
+	syncDir(fs, mem.Dir)
+	checkRecoveredIn(t, mem, want, what+" (strict mem)")
+	// The repair was synced: a power cut keeps it.
+	fs.ResetToSyncedState()
+	l := openT(t, mem)
+	defer l.Close()
+	if got := replayT(t, l, 0); len(got) != len(want)+1 {
+		t.Fatalf("%s (strict mem): after a power cut replayed %d records, want %d", what, len(got), len(want)+1)
+	}
+}
+
+func checkRecoveredIn(t *testing.T, opts Options, want [][]byte, what string) {
+	t.Helper()
+	l, err := Open(opts)
 	if err != nil {
 		t.Fatalf("%s: Open: %v", what, err)
 	}
@@ -60,7 +94,7 @@ func checkRecovered(t *testing.T, seg []byte, want [][]byte, what string) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l = openT(t, Options{Dir: dir, NoSync: true})
+	l = openT(t, opts)
 	defer l.Close()
 	got = replayT(t, l, 0)
 	if len(got) != len(want)+1 || !bytes.Equal(got[len(want)].rec, extra) {

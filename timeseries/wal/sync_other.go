@@ -2,7 +2,7 @@
 
 package wal
 
-import "os"
+import "github.com/cockroachdb/pebble/vfs"
 
 // fdatasync falls back to fsync where fdatasync is not available.
-func fdatasync(f *os.File) error { return f.Sync() }
+func fdatasync(f vfs.File, name string) error { return f.Sync() }
