@@ -102,6 +102,22 @@ func (db *DB) checkpoint(abort <-chan struct{}) error {
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+	return db.checkpointLocked(abort)
+}
+
+// checkpointLocked is checkpoint with maintMu held by the caller.
+func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
+	if db.readOnly {
+		return nil
+	}
+	// TTL passes take maintMu too: none runs until this checkpoint is done,
+	// and what earlier ones removed is in it.
+	expired := db.expiredUnflushed.Swap(false)
+	defer func() {
+		if err != nil && expired {
+			db.expiredUnflushed.Store(true)
+		}
+	}()
 
 	need := db.wal.Size() + db.headMem.Load() + checkpointMargin
 	if free := db.freeSpace(); free >= 0 && free < need {

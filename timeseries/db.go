@@ -42,8 +42,11 @@ type DB struct {
 	nextBucket  uint64
 	writeSeq    uint64
 	headMem     atomic.Int64 // bytes held by buckets in memory
-	closed      atomic.Bool
-	recovering  bool // replaying the log in Open
+	// expiredUnflushed is set when a TTL pass removed data since the last
+	// checkpoint (see persistCollection).
+	expiredUnflushed atomic.Bool
+	closed           atomic.Bool
+	recovering       bool // replaying the log in Open
 	// readOnly is set by Open on a full disk: Pebble is opened read-only,
 	// no checkpoint runs and every write is refused (checkWritable).
 	readOnly bool

@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"github.com/cockroachdb/pebble"
@@ -62,7 +63,22 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 
 // persistCollection writes c's catalog record and the next collection id,
 // and makes them durable.
+//
+// TTL passes are not logged: what one removed from memory is back after a
+// crash until a checkpoint has written the buckets without it (the log
+// replays their inserts), and what it range-deleted in the store until the
+// store is flushed. That is harmless while the rules that expired it stand,
+// since reads hide expired data, but a catalog change may relax them (a
+// longer or no expireAfterSeconds, a TTL index dropped). So when a pass has
+// removed anything since the last checkpoint, a checkpoint runs first: a
+// catalog change never becomes durable before the expiry that preceded it.
+// The caller holds maintMu.
 func (db *DB) persistCollection(c *collection, nextColl uint32) error {
+	if db.expiredUnflushed.Load() {
+		if err := db.checkpointLocked(db.stop); err != nil {
+			return fmt.Errorf("timeseries: checkpoint before the catalog change of %q: %w", c.name, err)
+		}
+	}
 	db.mu.RLock()
 	rec, err := c.record()
 	st := checkpointState{nextColl: nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}

@@ -182,8 +182,14 @@ func (db *DB) Targets(ctx context.Context) ([]ttl.Target, error) {
 // stopped at, so that every series is reached. A batch holds the
 // maintenance lock (checkpoints wait) but takes the memory lock only to
 // unlink buckets, one series at a time: ingest and reads go on.
-func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget ttl.Budget) (ttl.Batch, error) {
-	var out ttl.Batch
+func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget ttl.Budget) (out ttl.Batch, err error) {
+	defer func() {
+		// A batch that deleted, or failed partway, may leave removals that
+		// only a checkpoint makes durable (see persistCollection).
+		if out.Docs > 0 || err != nil {
+			db.expiredUnflushed.Store(true)
+		}
+	}()
 	if err := db.checkWritable(); err != nil {
 		return out, err
 	}

@@ -145,9 +145,6 @@ type modelRun struct {
 	db    *DB
 	m     model
 	log   []string // the operations so far, for the failure message
-	// tsDrift is the time-series count minus a full scan's rows, which a
-	// crash may change while tsCountsSurviveCrash is false; 0 otherwise.
-	tsDrift int64
 }
 
 func (r *modelRun) open() {
@@ -374,10 +371,10 @@ func (r *modelRun) expireAll() {
 	}
 	// A TTL pass logs nothing: the rows it removed from memory come back
 	// when a crash replays the log before a checkpoint made the removal
-	// durable. They are still expired, and hidden, unless a rule was
-	// relaxed since (collMod, an index dropped): then they are returned
-	// again. The model accepts that (a crash turns ttlGone into maybe),
-	// and forgets the rows at the next checkpoint.
+	// durable. They are still expired, and hidden, while the rules stand;
+	// a catalog change, which may relax them, checkpoints first. The model
+	// accepts either after a crash (ttlGone turns into maybe), and forgets
+	// the rows at the next checkpoint or catalog change.
 	nowNS := now.UnixNano()
 	for _, row := range r.m.rows {
 		if r.m.rowExpired(row, nowNS) {
@@ -419,6 +416,7 @@ func (r *modelRun) collMod() {
 	if err != nil {
 		r.fatalf("collMod: %v", err)
 	}
+	r.checkpointed()
 	r.m.collTTL = want
 }
 
@@ -471,6 +469,7 @@ func (r *modelRun) changeIndex() {
 		if err != nil {
 			r.fatalf("drop index %s.%s: %v", coll, name, err)
 		}
+		r.checkpointed()
 		apply(false)
 		return
 	}
@@ -479,6 +478,7 @@ func (r *modelRun) changeIndex() {
 	if err != nil {
 		r.fatalf("create index %s.%s: %v", coll, name, err)
 	}
+	r.checkpointed()
 	apply(true)
 }
 
@@ -524,35 +524,7 @@ func (r *modelRun) crash(duringInsert bool) {
 	r.check(false)
 	r.note("ttl pass after reopen")
 	r.expireAll()
-	if !tsCountsSurviveCrash {
-		r.rebaseCounts()
-	}
 	r.check(true)
-}
-
-// tsCountsSurviveCrash is false while a known defect stands: a time-series
-// delete's bucket changes become durable when an unrelated catalog write
-// (collMod, an index change) flushes the store, but the collection's stored
-// count does not, so replay counts the delete again (issue 15, finding d).
-// Until it is fixed, a crash may leave the time-series count off by what
-// such deletes removed: the test then takes the difference after each
-// reopen as the collection's drift and checks that every operation up to
-// the next crash keeps it (counts stay exact between crashes). Set it to
-// true once the fix is in to check counts across crashes too.
-const tsCountsSurviveCrash = false
-
-// rebaseCounts records the time-series count's drift from a scan after a
-// reopen (see tsCountsSurviveCrash).
-func (r *modelRun) rebaseCounts() {
-	info, err := r.db.Describe(ctx, modelTS)
-	if err != nil {
-		r.fatalf("describe %s: %v", modelTS, err)
-	}
-	rows := findRows(r.t, r.db, modelTS, FindOptions{})
-	if d := info.Count - int64(len(rows)); d != r.tsDrift {
-		r.note("time-series count drifted by %d in the crash", d-r.tsDrift)
-		r.tsDrift = d
-	}
 }
 
 // check compares the store with the model. With counts, a TTL pass has just
@@ -690,8 +662,8 @@ func (r *modelRun) check(counts bool) {
 	if !counts {
 		return
 	}
-	if drift := info.Count - int64(len(got)); drift != r.tsDrift {
-		r.fatalf("%s: count %d, a scan returns %d (accepted drift from crashes %d)", modelTS, info.Count, len(got), r.tsDrift)
+	if info.Count != int64(len(got)) {
+		r.fatalf("%s: count %d, a scan returns %d", modelTS, info.Count, len(got))
 	}
 	dinfo, err := r.db.Describe(ctx, modelDocs)
 	if err != nil {
