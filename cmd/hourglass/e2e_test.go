@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -420,5 +421,45 @@ func TestQueryLimitFlags(t *testing.T) {
 		}
 		s.cmd.Process.Kill()
 		<-s.done
+	}
+}
+
+// TestDiskReserveFlag checks that --disk-reserve reaches the engine: a
+// store restarted with a reserve above the free space of its filesystem
+// opens read-only (writes 507 OutOfDiskSpace, reads answered), and with 0
+// the check is off.
+func TestDiskReserveFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the binary")
+	}
+	dir := t.TempDir()
+	s := startServer(t, dir, "--disk-reserve", "0")
+	if got := s.put(t, "/v1/collections/s", `{"timeseries": {"timeField": "t"}}`); got != 201 {
+		t.Fatalf("--disk-reserve 0: create answered %d", got)
+	}
+	if st, b, err := s.post(t, "/v1/collections/s/documents", "application/json", `[{"t": {"$date": "2024-05-01T12:00:00Z"}, "v": 1}]`); err != nil || st != 200 {
+		t.Fatalf("--disk-reserve 0: insert: %d %v %s", st, err, b)
+	}
+	s.cmd.Process.Kill()
+	<-s.done
+
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	over := strconv.FormatInt(int64(fs.Bavail)*int64(fs.Bsize)+1<<30, 10)
+	s = startServer(t, dir, "--disk-reserve", over)
+	defer func() {
+		s.cmd.Process.Kill()
+		<-s.done
+	}()
+	if st, b, err := s.post(t, "/v1/collections/s/documents", "application/json", `[{"t": {"$date": "2024-05-01T12:01:00Z"}, "v": 2}]`); err != nil || st != 507 || !strings.Contains(string(b), "14031") {
+		t.Errorf("--disk-reserve %s: insert answered %d %v %.300s, want 507 with code 14031", over, st, err, b)
+	}
+	if got := s.put(t, "/v1/collections/other", `{}`); got != 507 {
+		t.Errorf("--disk-reserve %s: create answered %d, want 507", over, got)
+	}
+	if st, b, err := s.post(t, "/v1/collections/s/find", "application/json", `{}`); err != nil || st != 200 || !strings.Contains(string(b), `"v":1`) {
+		t.Errorf("--disk-reserve %s: find answered %d %v %.300s, want the stored measurement", over, st, err, b)
 	}
 }

@@ -33,6 +33,7 @@ type serveConfig struct {
 	bodyRateGrace       time.Duration
 	memoryBudget        byteSize
 	queryMemory         byteSize
+	diskReserve         sizeOrZero
 	aggregateMaxCells   int
 	maxConcurrentWrites int
 	maxQueuedWrites     int
@@ -53,6 +54,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	cfg.maxBody = 64 << 20
 	cfg.memoryBudget = 256 << 20
 	cfg.queryMemory = 100 << 20
+	cfg.diskReserve = 128 << 20
 	cfg.minBodyRate = 16 << 10
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7700", "`address` to serve HTTP on; a non-loopback address needs --auth-token or --insecure")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
@@ -64,6 +66,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.bodyRateGrace, "body-rate-grace", 10*time.Second, "time a request body may take before --min-body-rate applies (`duration`)")
 	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for buckets not yet written to disk (`size`); over it, buckets are sealed early")
 	fs.Var(&cfg.queryMemory, "query-memory", "memory one find or aggregate may hold: series matched, buckets open or sorted, groups and cells (`size`); past it, 400 code 292")
+	fs.Var(&cfg.diskReserve, "disk-reserve", "free space kept on the data directory's filesystem (`size`, 0: no check); below it writes get 507 and a restart opens read-only")
 	fs.IntVar(&cfg.aggregateMaxCells, "aggregate-max-cells", timeseries.MaxAggregateCells, "(group, window) cells one aggregate may make (`n`); past it, 400 code 146")
 	fs.IntVar(&cfg.maxConcurrentWrites, "max-concurrent-writes", 0, "ingest requests processed at once (`n`, 0: 2 x CPUs)")
 	fs.IntVar(&cfg.maxQueuedWrites, "max-queued-writes", 64, "ingest requests that may wait for a slot before 429 (`n`, -1: none)")
@@ -116,7 +119,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	db, err := timeseries.Open(timeseries.Options{
 		Dir: cfg.dataDir, MemoryBudget: int64(cfg.memoryBudget), CheckpointInterval: cfg.checkpointInterval,
-		QueryMemoryBytes: int64(cfg.queryMemory), AggregateMaxCells: cfg.aggregateMaxCells,
+		QueryMemoryBytes: int64(cfg.queryMemory), DiskReserve: diskReserve(cfg.diskReserve), AggregateMaxCells: cfg.aggregateMaxCells,
 		Logger: log.With("component", "storage"),
 	})
 	if err != nil {
@@ -282,4 +285,26 @@ func (b *byteSize) Set(s string) error {
 	}
 	*b = byteSize(n * mult)
 	return nil
+}
+
+// sizeOrZero is a byteSize that also takes 0, meaning off.
+type sizeOrZero byteSize
+
+func (s *sizeOrZero) String() string { return (*byteSize)(s).String() }
+
+func (s *sizeOrZero) Set(v string) error {
+	if strings.TrimSpace(v) == "0" {
+		*s = 0
+		return nil
+	}
+	return (*byteSize)(s).Set(v)
+}
+
+// diskReserve maps --disk-reserve to Options.DiskReserve, where 0 means the
+// default and a negative value turns the check off.
+func diskReserve(s sizeOrZero) int64 {
+	if s == 0 {
+		return -1
+	}
+	return int64(s)
 }
