@@ -1,8 +1,10 @@
 package timeseries
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -121,6 +123,9 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 			groups[gi].rows = append(groups[gi].rows, ms[i])
 		}
 	}
+	for gi := range groups {
+		sortRows(groups[gi].rows)
+	}
 	if err := db.waitForMemory(ctx); err != nil {
 		res.Inserted = 0
 		return res, err
@@ -149,6 +154,21 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 		db.wakeCheckpointer()
 	}
 	return res, nil
+}
+
+// sortRows puts one series' rows of a batch in time order (stable), so that
+// a batch sent newest first or shuffled fills buckets as an ascending one
+// does instead of opening a bucket for each measurement older than the
+// open bucket's minimum. Rows already in order (most batches) are left
+// as they are after one pass. The log record holds the sorted rows, so
+// replay applies them in the same order.
+func sortRows(rows []Measurement) {
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Time < rows[i-1].Time {
+			slices.SortStableFunc(rows, func(a, b Measurement) int { return cmp.Compare(a.Time, b.Time) })
+			return
+		}
+	}
 }
 
 // waitForMemory blocks while buckets in memory exceed the budget, sealing
