@@ -160,15 +160,29 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 // a batch sent newest first or shuffled fills buckets as an ascending one
 // does instead of opening a bucket for each measurement older than the
 // open bucket's minimum. Rows already in order (most batches) are left
-// as they are after one pass. The log record holds the sorted rows, so
+// as they are after one pass; rows in strictly descending order are
+// reversed. The log record holds the sorted rows, so
 // replay applies them in the same order.
 func sortRows(rows []Measurement) {
 	for i := 1; i < len(rows); i++ {
 		if rows[i].Time < rows[i-1].Time {
+			if i == 1 && strictlyDescending(rows) {
+				slices.Reverse(rows) // newest first: no equal times to keep in order
+				return
+			}
 			slices.SortStableFunc(rows, func(a, b Measurement) int { return cmp.Compare(a.Time, b.Time) })
 			return
 		}
 	}
+}
+
+func strictlyDescending(rows []Measurement) bool {
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Time >= rows[i-1].Time {
+			return false
+		}
+	}
+	return true
 }
 
 // waitForMemory blocks while buckets in memory exceed the budget, sealing
