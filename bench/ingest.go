@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"math/rand"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -22,6 +23,10 @@ type IngestConfig struct {
 	Workers   int    // 0 = 2, as the peers harness loads
 	BatchRows int    // 0 = 5000, as the peers harness loads
 	NoSync    bool
+	// Order is the order of each series' rows inside a batch (the rows of
+	// each batch are reordered before the load starts); the zero value is
+	// time order.
+	Order Order
 	// Duration, if positive, stops handing out batches this long after the
 	// first; the batches being written are finished, and the result counts
 	// the rows written.
@@ -39,10 +44,14 @@ type IngestResult struct {
 	Elapsed      time.Duration // first insert to last acknowledgement
 	FlushElapsed time.Duration // checkpoint and compaction after the load
 	DiskBytes    int64         // allocated bytes of the data directory after the flush
+	Buckets      int64         // buckets of the collection after the flush
 }
 
 // PointsPerSecond is the ingest rate.
 func (r IngestResult) PointsPerSecond() float64 { return float64(r.Points) / r.Elapsed.Seconds() }
+
+// BucketsPer1000 is the number of buckets per 1000 rows (measurements).
+func (r IngestResult) BucketsPer1000() float64 { return 1000 * float64(r.Buckets) / float64(r.Rows) }
 
 // BytesPerPoint is the settled size on disk per point, everything included.
 func (r IngestResult) BytesPerPoint() float64 { return float64(r.DiskBytes) / float64(r.Points) }
@@ -69,6 +78,11 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 	var r Row
 	for g.Next(&r) {
 		rows = append(rows, r)
+	}
+	rng := rand.New(rand.NewSource(orderSeed))
+	for i := 0; i < len(rows); i += cfg.BatchRows {
+		b := rows[i:min(i+cfg.BatchRows, len(rows))]
+		cfg.Order.reorder(len(b), func(i, j int) { b[i], b[j] = b[j], b[i] }, rng)
 	}
 	metas, err := hostMetas(g.Hosts())
 	if err != nil {
@@ -187,6 +201,11 @@ feed:
 		return res, err
 	}
 	res.FlushElapsed = time.Since(t)
+	info, err := db.Describe(ctx, Collection)
+	if err != nil {
+		return res, err
+	}
+	res.Buckets = info.Buckets
 	if err := db.Close(); err != nil {
 		return res, err
 	}

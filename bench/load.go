@@ -38,6 +38,10 @@ type LoadConfig struct {
 	// the result counts the rows acknowledged. LoadResult.Stopped tells
 	// whether it cut the load short.
 	Duration time.Duration
+	// Order is the order of each series' rows inside a batch: the lines
+	// of each batch are reordered (OrderDesc, OrderShuffle) before it is
+	// sent. The zero value sends them as the source writes them.
+	Order Order
 	// Token is sent as "Authorization: Token <token>" when set.
 	Token string
 	// ContentType of the bodies; default "text/plain; charset=utf-8" (line
@@ -228,6 +232,7 @@ type loader struct {
 func (l *loader) generate(ctx context.Context, src LineSource, batches chan<- batch, free <-chan []byte) {
 	defer close(batches)
 	next := src.NewLineWriter()
+	reorder := newLineReorderer(l.cfg.Order)
 	var sent int64
 	for sent < l.total {
 		var buf []byte
@@ -248,6 +253,7 @@ func (l *loader) generate(ctx context.Context, src LineSource, batches chan<- ba
 		if n == 0 {
 			break
 		}
+		buf = reorder.apply(buf)
 		select {
 		case batches <- batch{buf, n}:
 		case <-l.timeUp:

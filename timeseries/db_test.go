@@ -587,8 +587,14 @@ func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 			}
 			ms = append(ms, Measurement{Time: tm, Meta: s, Fields: fs})
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
-			t.Fatal(err)
+		// Batches of 10 random times: each batch is applied in time
+		// order, so small buckets come from out-of-order batches.
+		for len(ms) > 0 {
+			n := min(10, len(ms))
+			if _, err := db.Insert(ctx, "m", ms[:n], InsertOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			ms = ms[n:]
 		}
 		if round < 2 {
 			if err := db.Checkpoint(); err != nil {

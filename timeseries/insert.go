@@ -1,8 +1,10 @@
 package timeseries
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -124,6 +126,9 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 			groups[gi].rows = append(groups[gi].rows, ms[i])
 		}
 	}
+	for gi := range groups {
+		sortRows(groups[gi].rows)
+	}
 	if err := db.waitForMemory(ctx); err != nil {
 		res.Inserted = 0
 		return res, err
@@ -152,6 +157,35 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 		db.wakeCheckpointer()
 	}
 	return res, nil
+}
+
+// sortRows puts one series' rows of a batch in time order (stable), so that
+// a batch sent newest first or shuffled fills buckets as an ascending one
+// does instead of opening a bucket for each measurement older than the
+// open bucket's minimum. Rows already in order (most batches) are left
+// as they are after one pass; rows in strictly descending order are
+// reversed. The log record holds the sorted rows, so
+// replay applies them in the same order.
+func sortRows(rows []Measurement) {
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Time < rows[i-1].Time {
+			if i == 1 && strictlyDescending(rows) {
+				slices.Reverse(rows) // newest first: no equal times to keep in order
+				return
+			}
+			slices.SortStableFunc(rows, func(a, b Measurement) int { return cmp.Compare(a.Time, b.Time) })
+			return
+		}
+	}
+}
+
+func strictlyDescending(rows []Measurement) bool {
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Time >= rows[i-1].Time {
+			return false
+		}
+	}
+	return true
 }
 
 // waitForMemory blocks while buckets in memory exceed the budget, sealing

@@ -42,8 +42,12 @@ Targets:
 Example, side by side with a local VictoriaMetrics:
   hourglass bench ingest http://127.0.0.1:7700 influx=http://127.0.0.1:8428/write
 
+--order desc or shuffle reorders each batch's rows (newest first, or at
+random), so each series' rows inside a batch are out of time order.
+
 The report gives points acknowledged, points/s, batch latency (p50, p99,
-max), bytes/point on disk and peak RSS. For a Hourglass server, the size is
+max), bytes/point on disk, buckets per 1000 rows (Hourglass targets) and
+peak RSS. For a Hourglass server, the size is
 its collection's after a compaction and the peak RSS its VmHWM (the peak since
 the server started, from /v1/status). For an influx= target on a loopback
 address, the process listening on the URL's port is found through /proc
@@ -86,6 +90,7 @@ type benchConfig struct {
 	format            string
 	sensors, fields   int
 	late              float64
+	order             string
 	duration, settle  time.Duration
 }
 
@@ -104,6 +109,11 @@ type targetReport struct {
 	Errors          int64   `json:"errors"`
 	FirstError      string  `json:"firstError,omitempty"`
 	BytesPerPoint   float64 `json:"bytesPerPoint,omitempty"`
+	// Buckets is the collection's bucket count after the load and its
+	// compaction (Hourglass targets), BucketsPer1000 the same per 1000
+	// rows (measurements).
+	Buckets        int64   `json:"buckets,omitempty"`
+	BucketsPer1000 float64 `json:"bucketsPer1000,omitempty"`
 	// StoppedByDuration is set when --duration ended the load before the
 	// workload was sent: Rows and Points are what was acknowledged.
 	StoppedByDuration bool `json:"stoppedByDuration,omitempty"`
@@ -166,6 +176,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
+	order, err := bench.ParseOrder(cfg.order)
+	if err != nil {
+		return fmt.Errorf("--order: %w", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var src bench.LineSource = w
@@ -206,12 +220,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if cfg.duration > 0 {
 		upTo = fmt.Sprintf(" (for at most %v a target)", cfg.duration)
 	}
+	if order != bench.OrderAsc {
+		desc += fmt.Sprintf(", %s inside each batch", order)
+	}
 	fmt.Fprintf(stderr, "workload: %s: %d rows, %d points%s\n", desc, rows, rows*src.FieldsPerRow(), upTo)
 	var reports []targetReport
 	var series []bench.Series
 	for _, t := range targets {
 		s := bench.Series{Target: t}
-		r, err := benchTarget(ctx, &cfg, w, src, t, stderr, func(p bench.Progress) {
+		r, err := benchTarget(ctx, &cfg, w, src, order, t, stderr, func(p bench.Progress) {
 			s.Samples = append(s.Samples, bench.Sample{Elapsed: p.Elapsed, Points: p.Points, Batches: p.Batches, Latency: p.Latency})
 		})
 		if err != nil {
@@ -250,6 +267,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.sensors, "sensors", 0, "iot and high-cardinality: sensors (`n`; 0: 10,000 for iot, 1,000,000 for high-cardinality)")
 	fs.IntVar(&cfg.fields, "fields", 2, "iot: fields per sensor (`n`, 1 to 3)")
 	fs.Float64Var(&cfg.late, "late", 0.01, "iot: share of points sent late, out of order (`fraction`)")
+	fs.StringVar(&cfg.order, "order", "asc", "order of each series' rows inside a batch: `asc` (time order), desc (newest first) or shuffle (random, seeded)")
 	fs.StringVar(&cfg.values, "values", "int", "field values: `int` (58i, as TSBS writes) or float (full precision)")
 	fs.IntVar(&cfg.workers, "workers", 2, "concurrent writers (`n`)")
 	fs.IntVar(&cfg.batch, "batch", 5000, "rows per request (`n`)")
@@ -265,7 +283,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	return fs
 }
 
-func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src bench.LineSource, target string, stderr io.Writer, sample func(bench.Progress)) (targetReport, error) {
+func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src bench.LineSource, order bench.Order, target string, stderr io.Writer, sample func(bench.Progress)) (targetReport, error) {
 	rep := targetReport{Target: target}
 	var bar *progressbar.ProgressBar
 	if isTerminal(stderr) {
@@ -315,7 +333,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			return rep, errors.New("the embedded target runs the cpu-only workload; load iot over HTTP")
 		}
 		res, err := bench.Ingest(ctx, bench.IngestConfig{Workload: w, Dir: dir + "/data", Workers: cfg.workers, BatchRows: cfg.batch,
-			Duration: cfg.duration, Progress: progress})
+			Duration: cfg.duration, Order: order, Progress: progress})
 		if err != nil {
 			return rep, err
 		}
@@ -323,6 +341,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		rep.PointsPerSecond, rep.StoppedByDuration = res.PointsPerSecond(), res.Stopped
 		if res.Points > 0 {
 			rep.BytesPerPoint = res.BytesPerPoint()
+			rep.Buckets, rep.BucketsPer1000 = res.Buckets, res.BucketsPer1000()
 		}
 		return rep, nil
 	case strings.HasPrefix(target, "influx="):
@@ -331,7 +350,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if err != nil {
 			fmt.Fprintf(stderr, "[%s] peak RSS and bytes/point not measured: %v\n", target, err)
 		}
-		res, err := bench.Load(ctx, loadConfig(cfg, src, u, progress))
+		res, err := bench.Load(ctx, loadConfig(cfg, src, order, u, progress))
 		fill(&rep, res)
 		if peer != nil {
 			peer.finish(ctx, cfg, u, err == nil, &rep, stderr)
@@ -342,7 +361,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if err := prepareCollection(ctx, base, cfg); err != nil {
 			return rep, err
 		}
-		lc := loadConfig(cfg, src, base+"/write?db="+url.QueryEscape(cfg.collection), progress)
+		lc := loadConfig(cfg, src, order, base+"/write?db="+url.QueryEscape(cfg.collection), progress)
 		if cfg.format == "json" {
 			iot, ok := src.(bench.IoT)
 			if !ok {
@@ -368,10 +387,18 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			var c struct {
 				StorageBytes int64 `json:"storageBytes"`
 			}
-			if err := apiCall(ctx, cfg, http.MethodPost, base+"/v1/collections/"+url.PathEscape(cfg.collection)+"/compact", &c); err != nil {
+			coll := base + "/v1/collections/" + url.PathEscape(cfg.collection)
+			if err := apiCall(ctx, cfg, http.MethodPost, coll+"/compact", &c); err != nil {
 				return rep, err
 			}
 			rep.BytesPerPoint = float64(c.StorageBytes) / float64(rep.Points)
+			var info struct {
+				Buckets int64 `json:"buckets"`
+			}
+			if err := apiCall(ctx, cfg, http.MethodGet, coll, &info); err != nil {
+				return rep, err
+			}
+			rep.Buckets, rep.BucketsPer1000 = info.Buckets, 1000*float64(info.Buckets)/float64(rep.Rows)
 		}
 		var st struct {
 			Mem struct {
@@ -387,8 +414,8 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 	return rep, fmt.Errorf("unknown target %q: want embedded, http://host:port or influx=URL", target)
 }
 
-func loadConfig(cfg *benchConfig, src bench.LineSource, u string, progress func(bench.Progress)) bench.LoadConfig {
-	return bench.LoadConfig{Source: src, URL: u, Workers: cfg.workers, BatchRows: cfg.batch, Gzip: cfg.gzip,
+func loadConfig(cfg *benchConfig, src bench.LineSource, order bench.Order, u string, progress func(bench.Progress)) bench.LoadConfig {
+	return bench.LoadConfig{Source: src, URL: u, Workers: cfg.workers, BatchRows: cfg.batch, Gzip: cfg.gzip, Order: order,
 		Limit: cfg.limit, Duration: cfg.duration, Token: cfg.token, Progress: progress}
 }
 
@@ -462,7 +489,7 @@ func apiRequest(ctx context.Context, cfg *benchConfig, method, u string, body io
 
 func printReport(w io.Writer, reports []targetReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tpoints\tseconds\tpoints/s\tMB/s\tbatch p50 ms\tp99 ms\tmax ms\tretries\terrors\tbytes/point\tpeak RSS MiB\t")
+	fmt.Fprintln(tw, "target\tpoints\tseconds\tpoints/s\tMB/s\tbatch p50 ms\tp99 ms\tmax ms\tretries\terrors\tbytes/point\tbuckets/1000\tpeak RSS MiB\t")
 	opt := func(v float64, format string) string {
 		if v == 0 {
 			return "-"
@@ -470,9 +497,9 @@ func printReport(w io.Writer, reports []targetReport) {
 		return fmt.Sprintf(format, v)
 	}
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", r.Target, r.Points, r.Seconds, r.PointsPerSecond,
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", r.Target, r.Points, r.Seconds, r.PointsPerSecond,
 			opt(r.MBPerSecond, "%.1f"), opt(r.P50Millis, "%.1f"), opt(r.P99Millis, "%.1f"), opt(r.MaxMillis, "%.1f"),
-			r.Retries, r.Errors, opt(r.BytesPerPoint, "%.3f"), opt(float64(r.PeakRSSMiB), "%.0f"))
+			r.Retries, r.Errors, opt(r.BytesPerPoint, "%.3f"), opt(r.BucketsPer1000, "%.2f"), opt(float64(r.PeakRSSMiB), "%.0f"))
 	}
 	tw.Flush()
 	for _, r := range reports {

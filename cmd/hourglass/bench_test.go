@@ -306,3 +306,34 @@ func TestBenchIngestDuration(t *testing.T) {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
 }
+
+// TestBenchIngestOrder loads the embedded store with each --order and
+// checks that the report gives its buckets per 1000 rows, the same for
+// every order, and that an unknown order is refused.
+func TestBenchIngestOrder(t *testing.T) {
+	var per1000 []float64
+	for _, o := range []string{"asc", "desc", "shuffle"} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"bench", "ingest", "--order", o, "--scale", "3", "--hours", "3", "--batch", "300", "--workers", "1", "--json", "embedded"}
+		if code := run(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("--order %s: exit %d: %s", o, code, stderr.String())
+		}
+		var reports []targetReport
+		if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil || len(reports) != 1 {
+			t.Fatalf("%v: %s", err, stdout.String())
+		}
+		r := reports[0]
+		if r.Buckets <= 0 || r.BucketsPer1000 != 1000*float64(r.Buckets)/float64(r.Rows) {
+			t.Fatalf("--order %s: report %+v", o, r)
+		}
+		per1000 = append(per1000, r.BucketsPer1000)
+	}
+	if per1000[1] != per1000[0] || per1000[2] != per1000[0] {
+		t.Fatalf("buckets per 1000 rows asc, desc, shuffle: %v", per1000)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"bench", "ingest", "--order", "newest", "embedded"}, &stdout, &stderr); code == 0 ||
+		!strings.Contains(stderr.String(), "--order") {
+		t.Fatalf("--order newest: exit %d: %s", code, stderr.String())
+	}
+}
