@@ -42,3 +42,17 @@ screenshots: deps
 	$(GO) test -count=1 -run TestConsoleEndToEnd ./ui
 	cp ui/e2e/artifacts/token.png ui/e2e/artifacts/collections.png ui/e2e/artifacts/collection.png ui/e2e/artifacts/collection-*.png \
 	  ui/e2e/artifacts/explore*.png ui/e2e/artifacts/server.png docs/console/
+
+# The crash loop and the soak (docs/reliability.md), on the binary built from
+# this checkout; figures in docs/benchmarks.md. Pass other flags with
+# CRASH_FLAGS or SOAK_FLAGS, e.g. make crash CRASH_FLAGS="--cycles 10 --seed 7".
+.PHONY: crash soak
+CRASH_FLAGS ?= --cycles 100
+SOAK_FLAGS ?= --duration 30m
+crash:
+	$(GO) build -o bin/hourglass ./cmd/hourglass
+	bin/hourglass bench crash $(CRASH_FLAGS)
+
+soak:
+	$(GO) build -o bin/hourglass ./cmd/hourglass
+	bin/hourglass bench soak $(SOAK_FLAGS)
