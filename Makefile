@@ -49,3 +49,17 @@ screenshots: deps
 HOURGLASS_MODEL_DURATION ?= 10m
 soak-model:
 	HOURGLASS_MODEL_DURATION=$(HOURGLASS_MODEL_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestPowerLossModel$$' ./timeseries
+
+# The crash loop and the soak (docs/reliability.md), on the binary built from
+# this checkout; figures in docs/benchmarks.md. Pass other flags with
+# CRASH_FLAGS or SOAK_FLAGS, e.g. make crash CRASH_FLAGS="--cycles 10 --seed 7".
+.PHONY: crash soak
+CRASH_FLAGS ?= --cycles 100
+SOAK_FLAGS ?= --duration 30m
+crash:
+	$(GO) build -o bin/hourglass ./cmd/hourglass
+	bin/hourglass bench crash $(CRASH_FLAGS)
+
+soak:
+	$(GO) build -o bin/hourglass ./cmd/hourglass
+	bin/hourglass bench soak $(SOAK_FLAGS)

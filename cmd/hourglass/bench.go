@@ -23,6 +23,8 @@ import (
 
 const benchUsage = `Usage: hourglass bench ingest [flags] target...
        hourglass bench query [flags] target...
+       hourglass bench crash [flags]   (kill -9 loop: hourglass bench crash --help)
+       hourglass bench soak [flags]    (long mixed load: hourglass bench soak --help)
 
 Loads a workload into each target in turn and prints a side-by-side report.
 --workload cpu-only (the default) is the peers harness's TSBS shape: hosts x
@@ -133,8 +135,15 @@ type targetReport struct {
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "query" {
-		return runBenchQuery(args[1:], stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "query":
+			return runBenchQuery(args[1:], stdout, stderr)
+		case "crash":
+			return runBenchCrash(args[1:], stdout, stderr)
+		case "soak":
+			return runBenchSoak(args[1:], stdout, stderr)
+		}
 	}
 	if len(args) == 0 || args[0] != "ingest" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {

@@ -25,7 +25,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the server: HTTP API, storage, background work", runServe},
-		{"bench", "ingest benchmarks against Hourglass and other line-protocol databases", runBench},
+		{"bench", "benchmarks against Hourglass and other line-protocol databases; the crash loop and the soak", runBench},
 		{"version", "print the version, the commit it was built from and the Go toolchain", runVersion},
 	}
 }
