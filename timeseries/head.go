@@ -98,6 +98,9 @@ func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
 	if b.cols.Times == nil && b.capHint > 0 {
 		b.cols.Times = make([]int64, 0, b.capHint)
 	}
+	if b.cols.Fields == nil {
+		b.cols.Fields = make([]bucket.Column, 0, len(fs))
+	}
 	b.cols.Times = append(b.cols.Times, t)
 	b.mem += 8
 	if n == 0 || t < b.minT {
@@ -133,10 +136,16 @@ func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
 	return b.mem - before
 }
 
+// minColumnRows is the room a column is made with beyond its rows when
+// the series has no bucket history (capHint 0): a sensor of a large fleet
+// may write a few rows to each bucket, and a dense series' columns grow by
+// appending until its next bucket is made to its size.
+const minColumnRows = 4
+
 // addColumn adds a column whose first n rows are absent.
 func (b *memBucket) addColumn(name string, k Kind, n int) int {
 	col := bucket.Column{Name: name, Type: k}
-	c := max(n+16, b.capHint)
+	c := max(n+minColumnRows, b.capHint)
 	switch k {
 	case KindFloat:
 		col.Floats = make([]float64, n, c)

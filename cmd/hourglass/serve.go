@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +34,7 @@ type serveConfig struct {
 	minBodyRate         byteSize
 	bodyRateGrace       time.Duration
 	memoryBudget        byteSize
+	memoryLimit         sizeOrZero
 	queryMemory         byteSize
 	diskReserve         sizeOrZero
 	aggregateMaxCells   int
@@ -65,6 +68,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(&cfg.minBodyRate, "min-body-rate", "slowest a request body may arrive after --body-rate-grace (`size` per second); slower bodies get 408")
 	fs.DurationVar(&cfg.bodyRateGrace, "body-rate-grace", 10*time.Second, "time a request body may take before --min-body-rate applies (`duration`)")
 	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for buckets not yet written to disk (`size`); over it, buckets are sealed early")
+	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (`size`, 0: none; default --memory-budget + --max-body-memory + 256MiB); near it the collector runs more often and returns freed memory to the system. GOMEMLIMIT, when set, takes precedence")
 	fs.Var(&cfg.queryMemory, "query-memory", "memory one find or aggregate may hold: series matched, buckets open or sorted, groups and cells (`size`); past it, 400 code 292")
 	fs.Var(&cfg.diskReserve, "disk-reserve", "free space kept on the data directory's filesystem (`size`, 0: no check); below it writes get 507 and a restart opens read-only")
 	fs.IntVar(&cfg.aggregateMaxCells, "aggregate-max-cells", timeseries.MaxAggregateCells, "(group, window) cells one aggregate may make (`n`); past it, 400 code 146")
@@ -115,6 +119,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
 	defer ln.Close()
+
+	if limit := runtimeMemoryLimit(&cfg, fs, os.Getenv("GOMEMLIMIT")); limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info("go runtime memory limit", "bytes", limit)
+	}
 
 	start := time.Now()
 	db, err := timeseries.Open(timeseries.Options{
@@ -285,6 +294,37 @@ func (b *byteSize) Set(s string) error {
 	}
 	*b = byteSize(n * mult)
 	return nil
+}
+
+// memoryOverhead is what the Go runtime's default memory limit allows
+// beyond --memory-budget and --max-body-memory: Pebble's block cache
+// (64 MiB) and memtables, the checkpoint's write batch, the line-protocol
+// decoders' caches, the symbol cache (16 MiB), queries and the runtime.
+const memoryOverhead = 256 << 20
+
+// runtimeMemoryLimit returns the soft memory limit serve gives the Go
+// runtime, or 0 to leave the runtime's own: --memory-limit when set (0:
+// none), else --memory-budget + the request bodies' memory +
+// memoryOverhead, unless the GOMEMLIMIT environment variable (gomemlimit)
+// sets one. fs holds cfg's parsed flags.
+func runtimeMemoryLimit(cfg *serveConfig, fs *flag.FlagSet, gomemlimit string) int64 {
+	if gomemlimit != "" {
+		return 0
+	}
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "memory-limit" })
+	if set {
+		return int64(cfg.memoryLimit)
+	}
+	bodies := int64(cfg.maxBodyMemory)
+	if bodies == 0 {
+		writes := cfg.maxConcurrentWrites
+		if writes == 0 {
+			writes = 2 * runtime.GOMAXPROCS(0)
+		}
+		bodies = int64(writes) * int64(cfg.maxBody)
+	}
+	return int64(cfg.memoryBudget) + bodies + memoryOverhead
 }
 
 // sizeOrZero is a byteSize that also takes 0, meaning off.

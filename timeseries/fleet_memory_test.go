@@ -1,0 +1,171 @@
+package timeseries
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// fleetHeap is the Go heap a load of many sensors leaves in use after a
+// collection.
+type fleetHeap struct {
+	bytes, objects float64 // per series, over the heap after Open
+	headMem        float64 // per series: what the budget accounts for
+	seconds        float64 // the load's wall time
+}
+
+// loadFleet inserts points measurements into each of n series of an
+// iot-shaped collection (meta {sensor, site, kind}, a float and an int
+// field, 10 s apart), time-major in batches of 5,000 like line-protocol
+// writers, and returns the heap in use after a collection. When profile is
+// set, a heap profile is written there.
+func loadFleet(tb testing.TB, db *DB, n, points int, profile string) fleetHeap {
+	tb.Helper()
+	mustCreate(tb, db, "iot", TimeSeriesOptions{TimeField: "time", MetaField: "sensor"})
+	kinds := []string{"temperature", "humidity", "pressure", "vibration"}
+	metas := make([]any, n)
+	for i := range metas {
+		k, err := CanonicalMeta(map[string]any{"sensor": fmt.Sprintf("s%06d", i),
+			"site": "site-" + strconv.Itoa(i%100), "kind": kinds[i%len(kinds)]})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		metas[i] = MetaKey(k)
+	}
+	before := heapInUse()
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	start := time.Now()
+	batch := make([]Measurement, 0, 5000)
+	fields := make([]Field, 0, 2*cap(batch))
+	flush := func() {
+		if _, err := db.Insert(ctx, "iot", batch, InsertOptions{}); err != nil {
+			tb.Fatal(err)
+		}
+		batch, fields = batch[:0], fields[:0]
+	}
+	for p := 0; p < points; p++ {
+		for i := 0; i < n; i++ {
+			fields = append(fields, Field{"value", Float(20 + float64(i%1000)/100)}, Field{"battery", Int(int64(100 - p))})
+			batch = append(batch, Measurement{Time: t0 + int64(p)*10e9 + int64(i%1000)*1e6, Meta: metas[i],
+				Fields: fields[len(fields)-2 : len(fields) : len(fields)]})
+			if len(batch) == cap(batch) {
+				flush()
+			}
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+	secs := time.Since(start).Seconds()
+	metas = nil
+	after := heapInUse()
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			tb.Fatal(err)
+		}
+		f.Close()
+	}
+	return fleetHeap{
+		bytes:   float64(after.HeapAlloc-before.HeapAlloc) / float64(n),
+		objects: float64(after.HeapObjects-before.HeapObjects) / float64(n),
+		headMem: float64(db.headMem.Load()) / float64(n),
+		seconds: secs,
+	}
+}
+
+func heapInUse() runtime.MemStats {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms
+}
+
+// BenchmarkFleetMemory loads 10k and 100k series of 4 points each (and 1M
+// with HOURGLASS_FLEET_1M=1) and reports the Go heap in use per series
+// after a collection, with the checkpoint that would write the buckets out
+// held off, so that it counts the series and their open buckets. With
+// HOURGLASS_FLEET_PROFILE=dir it writes dir/heap-N.pprof for
+//
+//	go tool pprof -sample_index=inuse_space -top heap-N.pprof
+//
+// Run it alone:
+//
+//	go test ./timeseries -run '^$' -bench FleetMemory -benchtime 1x
+func BenchmarkFleetMemory(b *testing.B) {
+	sizes := []int{10_000, 100_000}
+	if os.Getenv("HOURGLASS_FLEET_1M") != "" {
+		sizes = append(sizes, 1_000_000)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("series=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				db := openTest(b, b.TempDir(), func(o *Options) {
+					o.MemoryBudget = 64 << 30
+					o.CheckpointLogBytes = 64 << 30
+				})
+				profile := ""
+				if d := os.Getenv("HOURGLASS_FLEET_PROFILE"); d != "" {
+					profile = fmt.Sprintf("%s/heap-%d.pprof", d, n)
+				}
+				h := loadFleet(b, db, n, 4, profile)
+				b.ReportMetric(h.bytes, "heap-B/series")
+				b.ReportMetric(h.objects, "objects/series")
+				b.ReportMetric(h.headMem, "budgeted-B/series")
+				b.ReportMetric(float64(n*4*2)/h.seconds, "points/s")
+				db.Close()
+			}
+		})
+	}
+}
+
+// maxHeapPerSeries bounds the Go heap a series with one open bucket of one
+// row holds (its struct and map entries, its meta value decoded and
+// encoded, the bucket and two columns): about 1,050 bytes measured, with
+// room for allocator and runtime noise.
+const maxHeapPerSeries = 1600
+
+// TestFleetMemoryPerSeries loads 20,000 series of one point each and fails
+// if the heap in use after a collection grows past maxHeapPerSeries bytes
+// per series, or if the columns of a one-row bucket are made with room
+// for more than minColumnRows rows: a sparse sensor must not pay for rows
+// it does not write.
+func TestFleetMemoryPerSeries(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.CheckpointLogBytes = 1 << 30 })
+	defer db.Close()
+	const n = 20_000
+	h := loadFleet(t, db, n, 1, "")
+	t.Logf("%.0f heap bytes, %.1f objects, %.0f budgeted bytes per series", h.bytes, h.objects, h.headMem)
+	if h.bytes > maxHeapPerSeries {
+		t.Errorf("heap in use per series = %.0f bytes; want <= %d", h.bytes, maxHeapPerSeries)
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	c := db.collections["iot"]
+	rows, room := 0, 0
+	for _, s := range c.series {
+		for _, b := range s.buckets {
+			rows += b.rows()
+			room += cap(b.cols.Times)
+			for i := range b.cols.Fields {
+				f := &b.cols.Fields[i]
+				room += cap(f.Floats) + cap(f.Ints) + cap(f.Strings) + cap(f.Bools)
+			}
+		}
+	}
+	if len(c.series) != n || rows != n {
+		t.Fatalf("%d series, %d rows; want %d of each", len(c.series), rows, n)
+	}
+	// A time column and two field columns per series.
+	if want := 3 * n * (1 + minColumnRows); room > want {
+		t.Errorf("columns have room for %d values (%.1f per series); want <= %d", room, float64(room)/n, want/n)
+	}
+}
