@@ -104,7 +104,7 @@ func cmdInsert(s *Server, _ *conn, cmd *command) (bson.D, error) {
 }
 
 // convertBatch converts raw documents with conv; with ordered, conversion
-// stops at the first failure. It returns the converted values with their
+// stops at the first failure, so that only the valid prefix is stored. It returns the converted values with their
 // indexes in raw, and the failures.
 func convertBatch[T any](raw []bsoncore.Document, ordered bool, conv func(bsoncore.Document) (T, error)) ([]T, []int, []writeError) {
 	out := make([]T, 0, len(raw))
@@ -152,10 +152,6 @@ func (s *Server) insertMeasurements(cmd *command, name string, ts *timeseries.Ti
 		}
 		return timeseries.MeasurementFromDocument(ts, m)
 	})
-	if ordered && len(wes) > 0 {
-		// Only the valid prefix is stored.
-		ms, idx = ms[:wes[0].index], idx[:wes[0].index]
-	}
 	if len(ms) == 0 {
 		return 0, wes, nil
 	}
@@ -174,9 +170,6 @@ func (s *Server) insertPlain(cmd *command, name string, raw []bsoncore.Document,
 		}
 		return document.FromJSON(m)
 	})
-	if ordered && len(wes) > 0 {
-		docs, idx = docs[:wes[0].index], idx[:wes[0].index]
-	}
 	if len(docs) == 0 {
 		return 0, wes, nil
 	}
