@@ -48,7 +48,7 @@ func startServer(t *testing.T, dataDir string, extra ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"}, extra...)
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--mongo-listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"}, extra...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/mongowire"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -26,6 +27,7 @@ import (
 // serveConfig holds the flags of "hourglass serve".
 type serveConfig struct {
 	listen              string
+	mongoListen         string
 	dataDir             string
 	authToken           string
 	insecure            bool
@@ -60,6 +62,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	cfg.diskReserve = 128 << 20
 	cfg.minBodyRate = 16 << 10
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7700", "`address` to serve HTTP on; a non-loopback address needs --auth-token or --insecure")
+	fs.StringVar(&cfg.mongoListen, "mongo-listen", "127.0.0.1:27017", "`address` to serve the MongoDB wire protocol on (docs/mongodb.md); empty: off; a non-loopback address needs --auth-token or --insecure")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
 	fs.StringVar(&cfg.authToken, "auth-token", "", "bearer `token` required on every endpoint but /healthz and /ping")
 	fs.BoolVar(&cfg.insecure, "insecure", false, "allow a non-loopback --listen address without --auth-token")
@@ -87,8 +90,9 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 		w := fs.Output()
 		fmt.Fprintf(w, `Usage: hourglass serve [flags]
 
-Runs the Hourglass server: the HTTP API of docs/api.md on --listen, with the
-data in --data-dir (embedded storage, nothing else to install).
+Runs the Hourglass server: the HTTP API of docs/api.md on --listen and the
+MongoDB wire protocol of docs/mongodb.md on --mongo-listen, with the data in
+--data-dir (embedded storage, nothing else to install).
 
 SIGINT or SIGTERM stops it cleanly: requests in progress finish, buckets are
 written to disk. A second signal exits at once; acknowledged writes are safe
@@ -111,14 +115,26 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkListen(cfg.listen, cfg.authToken, cfg.insecure); err != nil {
+	if err := checkListen("--listen", cfg.listen, cfg.authToken, cfg.insecure); err != nil {
 		return err
+	}
+	if cfg.mongoListen != "" {
+		if err := checkListen("--mongo-listen", cfg.mongoListen, cfg.authToken, cfg.insecure); err != nil {
+			return err
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
 	defer ln.Close()
+	var mln net.Listener
+	if cfg.mongoListen != "" {
+		if mln, err = net.Listen("tcp", cfg.mongoListen); err != nil {
+			return fmt.Errorf("--mongo-listen on %s: %w", cfg.mongoListen, err)
+		}
+		defer mln.Close()
+	}
 
 	if limit := runtimeMemoryLimit(&cfg, fs, os.Getenv("GOMEMLIMIT")); limit > 0 {
 		debug.SetMemoryLimit(limit)
@@ -175,10 +191,22 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- hs.Serve(ln) }()
+	var ms *mongowire.Server
+	mongoAddr := ""
+	if mln != nil {
+		ms, err = mongowire.New(mongowire.Options{DB: db, AuthToken: cfg.authToken, Version: versionString(),
+			Logger: log.With("component", "mongowire")})
+		if err != nil {
+			db.Close()
+			return err
+		}
+		go func() { served <- ms.Serve(mln) }()
+		mongoAddr = mln.Addr().String()
+	}
 	log.Info("hourglass serving", "version", versionString(), "commit", commitString(thisBuild()),
-		"listen", ln.Addr().String(), "auth", cfg.authToken != "")
+		"listen", ln.Addr().String(), "mongo_listen", mongoAddr, "auth", cfg.authToken != "")
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -196,10 +224,21 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
+	// The two front doors drain at once, within the same timeout.
+	mongoDone := make(chan struct{})
+	go func() {
+		defer close(mongoDone)
+		if ms != nil {
+			if err := ms.Shutdown(ctx); err != nil {
+				log.Warn("MongoDB commands still in progress at the shutdown timeout", "err", err)
+			}
+		}
+	}()
 	if err := hs.Shutdown(ctx); err != nil {
 		log.Warn("requests still in progress at the shutdown timeout", "err", err)
 		hs.Close()
 	}
+	<-mongoDone
 	monitor.Close()
 	start = time.Now()
 	// Closing writes a final checkpoint; it must not outlast the shutdown
@@ -216,7 +255,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("close storage: not done after --shutdown-timeout %v; acknowledged writes are in the log", cfg.shutdownTimeout)
 	}
 	log.Info("storage closed", "took", time.Since(start).Round(time.Millisecond))
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && !errors.Is(serveErr, mongowire.ErrServerClosed) {
 		return serveErr
 	}
 	return nil
@@ -237,17 +276,17 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-// checkListen refuses to serve a non-loopback address without a token,
-// unless insecure is set.
-func checkListen(addr, token string, insecure bool) error {
+// checkListen refuses to serve a non-loopback address (given by flag)
+// without a token, unless insecure is set.
+func checkListen(flag, addr, token string, insecure bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--listen %q: %v", addr, err)
+		return fmt.Errorf("%s %q: %v", flag, addr, err)
 	}
 	if token != "" || insecure || isLoopback(host) {
 		return nil
 	}
-	return fmt.Errorf("--listen %q is reachable from other machines: set --auth-token (or HOURGLASS_AUTH_TOKEN), or pass --insecure to serve without authentication", addr)
+	return fmt.Errorf("%s %q is reachable from other machines: set --auth-token (or HOURGLASS_AUTH_TOKEN), or pass --insecure to serve without authentication", flag, addr)
 }
 
 func isLoopback(host string) bool {

@@ -166,7 +166,7 @@ func TestVersionStampedFromGit(t *testing.T) {
 // /v1/status; it stops the server before it returns.
 func serveOnce(t *testing.T, bin string) (string, map[string]any) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-format", "json")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--mongo-listen", "", "--data-dir", t.TempDir(), "--log-format", "json")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

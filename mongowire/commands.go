@@ -1,0 +1,458 @@
+package mongowire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Codes of the wire protocol that mongoerr does not hold, with MongoDB's
+// values and names.
+const (
+	codeCursorNotFound            mongoerr.Code = 43
+	codeCommandNotFound           mongoerr.Code = 59
+	codeUnsupportedOpQueryCommand mongoerr.Code = 352
+)
+
+var wireCodeNames = map[mongoerr.Code]string{
+	codeCursorNotFound:            "CursorNotFound",
+	codeCommandNotFound:           "CommandNotFound",
+	codeUnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
+}
+
+func codeName(c mongoerr.Code) string {
+	if n, ok := wireCodeNames[c]; ok {
+		return n
+	}
+	return c.Name()
+}
+
+// The server's identity in hello and buildInfo: MongoDB 7.0's wire version
+// (time-series collections with custom bucketing, expireAfterSeconds on
+// them). The Go driver v2 needs at least 9 (MongoDB 4.4).
+const (
+	serverVersion  = "7.0.0"
+	maxWireVersion = 21
+)
+
+// DatabaseName is the database listDatabases reports: every database name
+// but admin, local and config names the same collections (docs/mongodb.md).
+const DatabaseName = "hourglass"
+
+// command is a request being answered.
+type command struct {
+	ctx  context.Context
+	name string
+	db   string
+	body bsoncore.Document
+	seqs []sequence
+	// legacy is an OP_QUERY handshake.
+	legacy bool
+}
+
+type handler func(s *Server, c *conn, cmd *command) (bson.D, error)
+
+// handlers maps command names, as MongoDB spells them, to their
+// implementation.
+var handlers = map[string]handler{
+	"hello": cmdHello, "isMaster": cmdHello, "ismaster": cmdHello,
+	"ping": cmdPing, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
+	"connectionStatus": cmdConnectionStatus, "endSessions": cmdPing,
+	"listDatabases": cmdListDatabases, "listCollections": cmdListCollections,
+	"create": cmdCreate, "drop": cmdDrop, "insert": cmdInsert,
+	"find": cmdFind, "getMore": cmdGetMore, "killCursors": cmdKillCursors,
+}
+
+// preAuth are the commands answered without authentication.
+var preAuth = map[string]bool{"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true, "endSessions": true, "connectionStatus": true}
+
+// handle runs a request and returns the reply document.
+func (c *conn) handle(req *request) []byte {
+	s := c.s
+	cmd := &command{ctx: context.Background(), body: req.body, seqs: req.seqs}
+	first, ok := firstElement(req.body)
+	if !ok {
+		return s.errorDoc(mongoerr.New(mongoerr.BadValue, "empty command document"))
+	}
+	cmd.name = first
+	if req.opCode == wiremessage.OpQuery {
+		// MongoDB 6 and later answer only the handshake over OP_QUERY.
+		cmd.legacy = true
+		if !strings.HasSuffix(req.ns, ".$cmd") || (first != "hello" && first != "isMaster" && first != "ismaster") {
+			return s.errorDoc(mongoerr.New(codeUnsupportedOpQueryCommand,
+				"Unsupported OP_QUERY command: %s. The client driver may require an upgrade.", first))
+		}
+		cmd.db, _, _ = strings.Cut(req.ns, ".")
+	} else {
+		v, err := req.body.LookupErr("$db")
+		db, ok := v.StringValueOK()
+		if err != nil || !ok || db == "" {
+			return s.errorDoc(mongoerr.New(mongoerr.BadValue, "OP_MSG command %q has no '$db' string", first))
+		}
+		cmd.db = db
+	}
+	h, ok := handlers[first]
+	if !ok {
+		return s.errorDoc(mongoerr.New(codeCommandNotFound, "no such command: '%s'", first))
+	}
+	if s.opts.AuthToken != "" && !preAuth[first] {
+		return s.errorDoc(mongoerr.New(mongoerr.Unauthorized,
+			"command %s requires authentication, which the MongoDB protocol of Hourglass does not offer yet; use the HTTP API with the token", first))
+	}
+	if _, err := req.body.LookupErr("txnNumber"); err == nil {
+		return s.errorDoc(mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos"))
+	}
+	reply, err := h(s, c, cmd)
+	if err != nil {
+		return s.errorDoc(err)
+	}
+	return marshal(append(reply, bson.E{Key: "ok", Value: 1.0}))
+}
+
+func firstElement(doc bsoncore.Document) (string, bool) {
+	var name string
+	eachElement(doc, func(k string, _ bsoncore.Value) error {
+		name = k
+		return errStop
+	})
+	return name, name != ""
+}
+
+var errStop = errors.New("stop")
+
+// errorDoc is MongoDB's error reply for err. Errors that carry no code are
+// internal faults: the client sees a generic message and the log the
+// details.
+func (s *Server) errorDoc(err error) []byte {
+	code, msg := s.classify(err)
+	return marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: msg},
+		{Key: "code", Value: int32(code)}, {Key: "codeName", Value: codeName(code)}})
+}
+
+// classify maps an error to a MongoDB code and message, logging internal
+// faults.
+func (s *Server) classify(err error) (mongoerr.Code, string) {
+	code, msg := mongoerr.InternalError, "internal error; see the server log"
+	var me *mongoerr.Error
+	switch {
+	case timeseries.IsCorrupt(err):
+		code, msg = mongoerr.DataCorruptionDetected, err.Error()
+		s.log.Error("command failed", "err", err)
+	case errors.As(err, &me):
+		code, msg = me.Code, me.Message
+		if code == mongoerr.InternalError {
+			s.log.Error("command failed", "err", err)
+		}
+	case errors.Is(err, timeseries.ErrClosed):
+		code, msg = mongoerr.ShutdownInProgress, "the server is shutting down"
+	default:
+		s.log.Error("command failed", "err", err)
+	}
+	return code, msg
+}
+
+// collectionName reads the collection a command names as its first value,
+// in a database that holds collections.
+func (cmd *command) collectionName() (string, error) {
+	if err := checkDatabase(cmd.db); err != nil {
+		return "", err
+	}
+	v, err := cmd.body.LookupErr(cmd.name)
+	name, ok := v.StringValueOK()
+	if err != nil || !ok {
+		return "", mongoerr.New(mongoerr.BadValue, "collection name has invalid type %s", v.Type)
+	}
+	if err := timeseries.ValidateName(name); err != nil {
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.%s': %v", cmd.db, name, err)
+	}
+	return name, nil
+}
+
+// checkDatabase refuses the databases MongoDB keeps for itself: Hourglass
+// has one namespace of collections, reached through any other name.
+func checkDatabase(db string) error {
+	switch db {
+	case "admin", "local", "config":
+		return mongoerr.New(mongoerr.InvalidNamespace,
+			"database '%s' holds no collections in Hourglass; every other database name (e.g. '%s') names its collections", db, DatabaseName)
+	}
+	if strings.ContainsAny(db, "/\\. \"$\x00") {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
+	}
+	return nil
+}
+
+// args decodes the command's fields other than its name and the generic
+// ones (session, read and write concerns, API version), with the kind-1
+// sequences merged in as arrays, into the engine's value set.
+func (cmd *command) args() (map[string]any, error) {
+	m := make(map[string]any)
+	err := eachElement(cmd.body, func(key string, v bsoncore.Value) error {
+		if key == cmd.name || genericFields[key] {
+			return nil
+		}
+		x, err := toValue(key, v, 0)
+		m[key] = x
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, sq := range cmd.seqs {
+		if _, dup := m[sq.id]; dup {
+			return nil, mongoerr.New(mongoerr.BadValue, "'%s' is given both in the command and as a document sequence", sq.id)
+		}
+		arr := make([]any, len(sq.docs))
+		for i, d := range sq.docs {
+			if arr[i], err = toMap(d); err != nil {
+				return nil, err
+			}
+		}
+		m[sq.id] = arr
+	}
+	return m, nil
+}
+
+// genericFields are accepted on every command and not interpreted: there
+// is one server, writes are durable when acknowledged, and sessions carry
+// no state.
+var genericFields = map[string]bool{"$db": true, "lsid": true, "$clusterTime": true, "$readPreference": true,
+	"writeConcern": true, "readConcern": true, "apiVersion": true, "apiStrict": true, "apiDeprecationErrors": true,
+	"comment": true, "maxTimeMS": true, "$audit": true, "$client": true}
+
+func cmdHello(s *Server, c *conn, cmd *command) (bson.D, error) {
+	primary := "isWritablePrimary"
+	if cmd.name != "hello" {
+		primary = "ismaster"
+	}
+	d := bson.D{
+		{Key: "helloOk", Value: true},
+		{Key: primary, Value: true},
+		{Key: "maxBsonObjectSize", Value: int32(MaxBSONObjectSize)},
+		{Key: "maxMessageSizeBytes", Value: int32(MaxMessageSizeBytes)},
+		{Key: "maxWriteBatchSize", Value: int32(MaxWriteBatchSize)},
+		{Key: "localTime", Value: time.Now()},
+		{Key: "logicalSessionTimeoutMinutes", Value: int32(30)},
+		{Key: "connectionId", Value: c.id},
+		{Key: "minWireVersion", Value: int32(0)},
+		{Key: "maxWireVersion", Value: int32(maxWireVersion)},
+		{Key: "readOnly", Value: false},
+	}
+	// Compression: the client's algorithms this server has, in the
+	// client's order.
+	if v, err := cmd.body.LookupErr("compression"); err == nil {
+		if arr, ok := v.ArrayOK(); ok {
+			var agreed bson.A
+			vals, _ := arr.Values()
+			for _, e := range vals {
+				if name, ok := e.StringValueOK(); ok {
+					if _, have := compressorIDs[name]; have {
+						agreed = append(agreed, name)
+					}
+				}
+			}
+			if len(agreed) > 0 {
+				d = append(d, bson.E{Key: "compression", Value: agreed})
+			}
+		}
+	}
+	return d, nil
+}
+
+func cmdPing(*Server, *conn, *command) (bson.D, error) { return bson.D{}, nil }
+
+func cmdBuildInfo(s *Server, _ *conn, _ *command) (bson.D, error) {
+	return bson.D{
+		{Key: "version", Value: serverVersion},
+		{Key: "versionArray", Value: bson.A{int32(7), int32(0), int32(0), int32(0)}},
+		{Key: "gitVersion", Value: ""},
+		{Key: "hourglassVersion", Value: s.opts.Version},
+		{Key: "bits", Value: int32(64)},
+		{Key: "maxBsonObjectSize", Value: int32(MaxBSONObjectSize)},
+		{Key: "storageEngines", Value: bson.A{"hourglass"}},
+	}, nil
+}
+
+func cmdConnectionStatus(*Server, *conn, *command) (bson.D, error) {
+	return bson.D{{Key: "authInfo", Value: bson.D{
+		{Key: "authenticatedUsers", Value: bson.A{}},
+		{Key: "authenticatedUserRoles", Value: bson.A{}},
+	}}}, nil
+}
+
+func cmdListDatabases(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	args, err := cmd.args()
+	if err != nil {
+		return nil, err
+	}
+	infos, err := s.db.ListCollections(cmd.ctx)
+	if err != nil {
+		return nil, err
+	}
+	var size int64
+	for _, in := range infos {
+		size += in.StorageBytes
+	}
+	entry := map[string]any{"name": DatabaseName, "sizeOnDisk": size, "empty": len(infos) == 0}
+	if err := matchArg(args, "filter", entry); err != nil {
+		if errors.Is(err, errNoMatch) {
+			return bson.D{{Key: "databases", Value: bson.A{}}, {Key: "totalSize", Value: int64(0)}}, nil
+		}
+		return nil, err
+	}
+	if nameOnly, _ := args["nameOnly"].(bool); nameOnly {
+		return bson.D{{Key: "databases", Value: bson.A{bson.D{{Key: "name", Value: DatabaseName}}}}}, nil
+	}
+	return bson.D{
+		{Key: "databases", Value: bson.A{bson.D{{Key: "name", Value: DatabaseName}, {Key: "sizeOnDisk", Value: size}, {Key: "empty", Value: len(infos) == 0}}}},
+		{Key: "totalSize", Value: size},
+		{Key: "totalSizeMb", Value: size >> 20},
+	}, nil
+}
+
+var errNoMatch = errors.New("no match")
+
+// matchArg applies the filter args[key], if any, to doc: errNoMatch when
+// it does not match, BadValue when it is not a filter.
+func matchArg(args map[string]any, key string, doc map[string]any) error {
+	v, ok := args[key]
+	if !ok || v == nil {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "'%s' must be a document", key)
+	}
+	f, err := partialfilter.Parse(m)
+	if err != nil {
+		return err
+	}
+	if !f.Match(doc) {
+		return errNoMatch
+	}
+	return nil
+}
+
+func cmdListCollections(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	args, err := cmd.args()
+	if err != nil {
+		return nil, err
+	}
+	var infos []timeseries.CollectionInfo
+	if checkDatabase(cmd.db) == nil {
+		if infos, err = s.db.ListCollections(cmd.ctx); err != nil {
+			return nil, err
+		}
+	}
+	nameOnly, _ := args["nameOnly"].(bool)
+	batch := bson.A{}
+	for _, in := range infos {
+		entry := collectionEntry(in)
+		if err := matchArg(args, "filter", entry); err != nil {
+			if errors.Is(err, errNoMatch) {
+				continue
+			}
+			return nil, err
+		}
+		if nameOnly {
+			entry = map[string]any{"name": entry["name"], "type": entry["type"]}
+		}
+		batch = append(batch, bson.Raw(mapDocument(entry)))
+	}
+	return cursorReply(0, cmd.db+".$cmd.listCollections", "firstBatch", batch), nil
+}
+
+// collectionEntry describes a collection as listCollections does.
+func collectionEntry(in timeseries.CollectionInfo) map[string]any {
+	opts := map[string]any{}
+	o := in.Options
+	if o.ExpireAfterSeconds != nil {
+		opts["expireAfterSeconds"] = *o.ExpireAfterSeconds
+	}
+	if o.Capped {
+		opts["capped"] = true
+		if o.Size > 0 {
+			opts["size"] = o.Size
+		}
+		if o.Max > 0 {
+			opts["max"] = o.Max
+		}
+	}
+	entry := map[string]any{"name": in.Name, "type": "collection", "options": opts,
+		"info": map[string]any{"readOnly": false}}
+	if ts := o.TimeSeries; ts != nil {
+		t := map[string]any{"timeField": ts.TimeField, "bucketMaxSpanSeconds": ts.Span()}
+		if ts.MetaField != "" {
+			t["metaField"] = ts.MetaField
+		}
+		if ts.Granularity != "" {
+			t["granularity"] = string(ts.Granularity)
+		} else {
+			t["bucketRoundingSeconds"] = ts.Rounding()
+		}
+		opts["timeseries"] = t
+		entry["type"] = "timeseries"
+	} else {
+		entry["idIndex"] = map[string]any{"v": int64(2), "key": map[string]any{"_id": int64(1)}, "name": "_id_"}
+	}
+	return entry
+}
+
+// cursorReply is the cursor document of find, getMore and the list
+// commands.
+func cursorReply(id int64, ns, batchKey string, batch bson.A) bson.D {
+	return bson.D{{Key: "cursor", Value: bson.D{
+		{Key: batchKey, Value: batch}, {Key: "id", Value: id}, {Key: "ns", Value: ns},
+	}}}
+}
+
+func cmdCreate(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	name, err := cmd.collectionName()
+	if err != nil {
+		return nil, err
+	}
+	args, err := cmd.args()
+	if err != nil {
+		return nil, err
+	}
+	opts, err := timeseries.ParseCollectionOptions(args)
+	if err != nil {
+		return nil, err
+	}
+	created, err := s.db.CreateCollection(cmd.ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !created {
+		// MongoDB answers a create with the options the collection has as
+		// a success.
+		return bson.D{{Key: "note", Value: fmt.Sprintf("collection '%s' already exists with these options", name)}}, nil
+	}
+	return bson.D{}, nil
+}
+
+func cmdDrop(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	name, err := cmd.collectionName()
+	if err != nil {
+		return nil, err
+	}
+	err = s.db.DropCollection(cmd.ctx, name)
+	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
+		// MongoDB 7.0 drops a missing collection without error.
+		return bson.D{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "ns", Value: cmd.db + "." + name}, {Key: "nIndexesWas", Value: int32(1)}}, nil
+}

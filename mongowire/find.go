@@ -1,0 +1,472 @@
+package mongowire
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+const (
+	// defaultFirstBatch is MongoDB's first batch when find names no
+	// batchSize.
+	defaultFirstBatch = 101
+	// maxBatchBytes bounds the documents of one reply so that it stays
+	// under maxBsonObjectSize with its envelope.
+	maxBatchBytes = MaxBSONObjectSize - 16<<10
+)
+
+// findArgs are the options of a find.
+type findArgs struct {
+	filter     map[string]any
+	projection map[string]any
+	sort       []timeseries.DocSortKey
+	skip       int64
+	limit      int64
+	batchSize  int64 // -1: default
+	single     bool
+}
+
+// findOptionsIgnored are the find fields accepted that change nothing
+// Hourglass does (its plans are its own, sorts are bounded by memory, and
+// cursors time out unless used). Fields neither read nor here are refused.
+var findOptionsIgnored = map[string]bool{"noCursorTimeout": true, "allowDiskUse": true, "hint": true}
+
+func parseFind(cmd *command) (findArgs, error) {
+	a := findArgs{batchSize: -1}
+	args, err := cmd.args()
+	if err != nil {
+		return a, err
+	}
+	for k, v := range args {
+		switch k {
+		case "filter", "projection":
+			m, ok := v.(map[string]any)
+			if !ok && v != nil {
+				return a, mongoerr.New(mongoerr.TypeMismatch, "'find.%s' must be a document", k)
+			}
+			if k == "filter" {
+				a.filter = m
+			} else {
+				a.projection = m
+			}
+		case "sort":
+			if _, ok := v.(map[string]any); !ok && v != nil {
+				return a, mongoerr.New(mongoerr.TypeMismatch, "'find.sort' must be a document")
+			}
+		case "skip", "limit", "batchSize":
+			n, err := integer(k, v)
+			if err != nil {
+				return a, err
+			}
+			switch k {
+			case "skip":
+				a.skip = n
+			case "limit":
+				if n < 0 {
+					// The legacy negative limit: one batch of at most -n.
+					n, a.single = -n, true
+				}
+				a.limit = n
+			case "batchSize":
+				a.batchSize = n
+			}
+			if n < 0 {
+				return a, mongoerr.New(mongoerr.BadValue, "'find.%s' must not be negative; got %d", k, n)
+			}
+		case "singleBatch":
+			b, ok := v.(bool)
+			if !ok {
+				return a, mongoerr.New(mongoerr.TypeMismatch, "'find.singleBatch' must be a boolean")
+			}
+			a.single = a.single || b
+		default:
+			if !findOptionsIgnored[k] {
+				return a, mongoerr.New(unknownField, "BSON field 'find.%s' is an unknown field; Hourglass supports filter, projection, sort, skip, limit, batchSize and singleBatch", k)
+			}
+		}
+	}
+	// The sort's keys in their order, which the map lost.
+	if v, err := cmd.body.LookupErr("sort"); err == nil {
+		if d, ok := v.DocumentOK(); ok {
+			err := eachElement(d, func(key string, e bsoncore.Value) error {
+				dir, ok := e.AsInt64OK()
+				if !ok || (dir != 1 && dir != -1) {
+					return mongoerr.New(mongoerr.BadValue, "'sort.%s' must be 1 or -1", key)
+				}
+				a.sort = append(a.sort, timeseries.DocSortKey{Field: key, Desc: dir < 0})
+				return nil
+			})
+			if err != nil {
+				return a, err
+			}
+		}
+	}
+	return a, nil
+}
+
+// unknownField is MongoDB's code for a command field it does not know.
+const unknownField mongoerr.Code = 40415
+
+// integer reads a whole number given as any BSON number type.
+func integer(name string, v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<62 {
+			return int64(x), nil
+		}
+	}
+	return 0, mongoerr.New(mongoerr.TypeMismatch, "'%s' must be an integer", name)
+}
+
+func cmdFind(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	name, err := cmd.collectionName()
+	if err != nil {
+		return nil, err
+	}
+	a, err := parseFind(cmd)
+	if err != nil {
+		return nil, err
+	}
+	ns := cmd.db + "." + name
+	info, err := s.db.DescribeShallow(cmd.ctx, name)
+	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
+		// MongoDB finds nothing in a missing collection.
+		return cursorReply(0, ns, "firstBatch", bson.A{}), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var filter *partialfilter.Filter
+	if len(a.filter) > 0 {
+		if filter, err = partialfilter.Parse(a.filter); err != nil {
+			return nil, err
+		}
+	}
+	var src source
+	if ts := info.Options.TimeSeries; ts != nil {
+		src, err = s.findMeasurements(name, ts, info.Fields, filter, &a)
+	} else {
+		src, err = s.findDocuments(name, filter, &a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	n := a.batchSize
+	if n < 0 {
+		n = defaultFirstBatch
+	}
+	batch, pending, done, err := fillBatch(src, nil, n)
+	if err != nil {
+		src.close()
+		return nil, err
+	}
+	if done || a.single {
+		src.close()
+		return cursorReply(0, ns, "firstBatch", batch), nil
+	}
+	id := s.cursors.add(ns, src, pending)
+	return cursorReply(id, ns, "firstBatch", batch), nil
+}
+
+// fillBatch reads up to n documents (n 0: as many as fit maxBatchBytes),
+// starting with pending, a document left over from the last batch. done
+// reports that src is exhausted; the new pending, if any, did not fit.
+func fillBatch(src source, pending bsoncore.Document, n int64) (batch bson.A, next bsoncore.Document, done bool, err error) {
+	batch = bson.A{}
+	size := 0
+	for n <= 0 || int64(len(batch)) < n {
+		d := pending
+		pending = nil
+		if d == nil {
+			if d, err = src.next(); err != nil {
+				return nil, nil, false, err
+			}
+			if d == nil {
+				return batch, nil, true, nil
+			}
+		}
+		if size+len(d) > maxBatchBytes && len(batch) > 0 {
+			return batch, d, false, nil
+		}
+		size += len(d)
+		batch = append(batch, bson.Raw(d))
+	}
+	return batch, nil, false, nil
+}
+
+func cmdGetMore(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	v, _ := cmd.body.LookupErr("getMore")
+	id, ok := v.Int64OK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "'getMore' must be a cursor id (int64)")
+	}
+	if err := checkDatabase(cmd.db); err != nil {
+		return nil, err
+	}
+	cv, _ := cmd.body.LookupErr("collection")
+	coll, ok := cv.StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "'getMore.collection' must be a string")
+	}
+	var n int64
+	if bv, err := cmd.body.LookupErr("batchSize"); err == nil {
+		if n, ok = bv.AsInt64OK(); !ok || n < 0 {
+			return nil, mongoerr.New(mongoerr.BadValue, "'getMore.batchSize' must be a non-negative integer")
+		}
+	}
+	c, ok := s.cursors.acquire(id)
+	if !ok {
+		return nil, mongoerr.New(codeCursorNotFound, "cursor id %d not found", id)
+	}
+	ns := cmd.db + "." + coll
+	if c.ns != ns {
+		s.cursors.release(c, false)
+		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
+	}
+	batch, pending, done, err := fillBatch(c.src, c.pending, n)
+	c.pending = pending
+	s.cursors.release(c, done || err != nil)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		id = 0
+	}
+	return cursorReply(id, ns, "nextBatch", batch), nil
+}
+
+func cmdKillCursors(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	if _, err := cmd.collectionName(); err != nil {
+		return nil, err
+	}
+	v, err := cmd.body.LookupErr("cursors")
+	arr, ok := v.ArrayOK()
+	if err != nil || !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "'killCursors.cursors' must be an array of cursor ids")
+	}
+	vals, _ := arr.Values()
+	killed, missing := bson.A{}, bson.A{}
+	for _, e := range vals {
+		id, ok := e.Int64OK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "'killCursors.cursors' must hold int64 cursor ids")
+		}
+		if s.cursors.kill(id) {
+			killed = append(killed, id)
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return bson.D{{Key: "cursorsKilled", Value: killed}, {Key: "cursorsNotFound", Value: missing},
+		{Key: "cursorsAlive", Value: bson.A{}}, {Key: "cursorsUnknown", Value: bson.A{}}}, nil
+}
+
+// findDocuments runs a find on a plain collection.
+func (s *Server) findDocuments(name string, filter *partialfilter.Filter, a *findArgs) (source, error) {
+	proj, err := document.ParseProjection(a.projection)
+	if err != nil {
+		return nil, err
+	}
+	q := timeseries.DocQuery{Filter: filter, Projection: proj, Sort: a.sort, Skip: a.skip, Limit: a.limit}
+	return newFuncSource(func(ctx context.Context, emit func(bsoncore.Document) error) error {
+		_, err := s.db.FindDocuments(ctx, name, q, func(d document.Doc) error {
+			return emit(mapDocument(d))
+		})
+		return err
+	}), nil
+}
+
+// findMeasurements runs a find on a time-series collection. fields are
+// the collection's measurement fields, for exclusion projections.
+func (s *Server) findMeasurements(name string, ts *timeseries.TimeSeriesOptions, fields map[string][]string, filter *partialfilter.Filter, a *findArgs) (source, error) {
+	opts := timeseries.FindOptions{Filter: filter, Sort: timeseries.SortSeries}
+	for _, k := range a.sort {
+		if k.Field != ts.TimeField {
+			return nil, mongoerr.New(mongoerr.BadValue, "sort supports the timeField '%s' only; got '%s'", ts.TimeField, k.Field)
+		}
+		opts.Sort = timeseries.SortAscending
+		if k.Desc {
+			opts.Sort = timeseries.SortDescending
+		}
+	}
+	if a.limit > 0 {
+		opts.Limit = a.limit + a.skip
+	}
+	if err := projectMeasurements(a.projection, ts, fields, &opts); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cur, err := s.db.Find(ctx, name, opts)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &measurementSource{cur: cur, cancel: cancel, skip: a.skip}, nil
+}
+
+// projectMeasurements turns a top-level projection into the columns a
+// find returns: all inclusions or all exclusions (_id, which measurements
+// do not carry, aside).
+func projectMeasurements(p map[string]any, ts *timeseries.TimeSeriesOptions, fields map[string][]string, opts *timeseries.FindOptions) error {
+	if len(p) == 0 {
+		return nil
+	}
+	in, out := map[string]bool{}, map[string]bool{}
+	for f, v := range p {
+		on := false
+		switch x := v.(type) {
+		case bool:
+			on = x
+		case int64:
+			on = x != 0
+		case float64:
+			on = x != 0
+		default:
+			return mongoerr.New(mongoerr.BadValue, "projection of '%s' must be 0, 1, true or false; expressions are not supported", f)
+		}
+		if f == "_id" {
+			continue
+		}
+		if on {
+			in[f] = true
+		} else {
+			out[f] = true
+		}
+	}
+	if len(in) > 0 && len(out) > 0 {
+		return mongoerr.New(mongoerr.BadValue, "a projection cannot mix inclusion and exclusion")
+	}
+	opts.Fields = []string{}
+	if len(in) > 0 {
+		opts.OmitTime, opts.OmitMeta = !in[ts.TimeField], ts.MetaField == "" || !in[ts.MetaField]
+		for f := range in {
+			if f != ts.TimeField && f != ts.MetaField {
+				opts.Fields = append(opts.Fields, f)
+			}
+		}
+	} else {
+		opts.OmitTime, opts.OmitMeta = out[ts.TimeField], out[ts.MetaField]
+		for f := range fields {
+			if !out[f] {
+				opts.Fields = append(opts.Fields, f)
+			}
+		}
+	}
+	slices.Sort(opts.Fields)
+	return nil
+}
+
+// measurementSource turns the Arrow records of a time-series find into
+// documents: the time field a BSON date (milliseconds), the meta field its
+// value, each non-null field its value.
+type measurementSource struct {
+	cur    *timeseries.Cursor
+	cancel context.CancelFunc
+	rec    arrow.Record
+	row    int
+	skip   int64
+	kinds  []columnKind
+	buf    []byte
+}
+
+type columnKind uint8
+
+const (
+	colOther columnKind = iota
+	colJSON             // meta or mixed: JSON text of a value
+)
+
+func (m *measurementSource) next() (bsoncore.Document, error) {
+	for {
+		for m.rec == nil || m.row >= int(m.rec.NumRows()) {
+			if !m.cur.Next() {
+				return nil, m.cur.Err()
+			}
+			m.rec, m.row = m.cur.Record(), 0
+			if m.kinds == nil {
+				m.kinds = kindsOf(m.rec.Schema())
+			}
+		}
+		row := m.row
+		m.row++
+		if m.skip > 0 {
+			m.skip--
+			continue
+		}
+		return m.document(row)
+	}
+}
+
+func kindsOf(sc *arrow.Schema) []columnKind {
+	kinds := make([]columnKind, sc.NumFields())
+	for i, f := range sc.Fields() {
+		if f.Metadata.FindKey(timeseries.MetaColumnMetadataKey) >= 0 || f.Metadata.FindKey(timeseries.MixedColumnMetadataKey) >= 0 {
+			kinds[i] = colJSON
+		}
+	}
+	return kinds
+}
+
+func (m *measurementSource) document(row int) (bsoncore.Document, error) {
+	idx, dst := bsoncore.AppendDocumentStart(make([]byte, 0, 128))
+	sc := m.rec.Schema()
+	for i, col := range m.rec.Columns() {
+		if col.IsNull(row) {
+			continue
+		}
+		name := sc.Field(i).Name
+		switch c := col.(type) {
+		case *array.Timestamp:
+			dst = bsoncore.AppendDateTimeElement(dst, name, floorMillis(int64(c.Value(row))))
+		case *array.Float64:
+			dst = bsoncore.AppendDoubleElement(dst, name, c.Value(row))
+		case *array.Int64:
+			dst = bsoncore.AppendInt64Element(dst, name, c.Value(row))
+		case *array.Boolean:
+			dst = bsoncore.AppendBooleanElement(dst, name, c.Value(row))
+		case *array.String:
+			if m.kinds[i] != colJSON {
+				dst = bsoncore.AppendStringElement(dst, name, c.Value(row))
+				continue
+			}
+			v, err := timeseries.DecodeMeta(c.Value(row))
+			if err != nil {
+				return nil, err
+			}
+			dst = appendValue(dst, name, v)
+		default:
+			return nil, mongoerr.New(mongoerr.InternalError, "column %q has the unexpected type %s", name, col.DataType())
+		}
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst, nil
+}
+
+func (m *measurementSource) close() {
+	m.cur.Close()
+	m.cancel()
+}
+
+// floorMillis converts nanoseconds to the BSON date's milliseconds,
+// rounding toward the past as the date's own second does.
+func floorMillis(ns int64) int64 {
+	ms := ns / int64(time.Millisecond)
+	if ns%int64(time.Millisecond) < 0 {
+		ms--
+	}
+	return ms
+}

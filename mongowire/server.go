@@ -1,0 +1,282 @@
+package mongowire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
+
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("mongowire: server closed")
+
+// DefaultCursorTimeout is how long a cursor may sit unused before it is
+// closed: MongoDB's cursorTimeoutMillis default (10 minutes).
+const DefaultCursorTimeout = 10 * time.Minute
+
+// Options configure a Server. The zero value of each field means its
+// default.
+type Options struct {
+	// DB is the engine the commands run on; required. The server does not
+	// close it.
+	DB *timeseries.DB
+	// AuthToken set means the HTTP API requires authentication. MongoDB
+	// clients cannot authenticate yet, so with a token every command but
+	// the handshake (hello, isMaster, ping, buildInfo, endSessions) is
+	// refused with Unauthorized (13) rather than served unauthenticated.
+	AuthToken string
+	// CursorTimeout closes cursors unused for this long; default
+	// DefaultCursorTimeout.
+	CursorTimeout time.Duration
+	// Version is Hourglass's version, reported by buildInfo.
+	Version string
+	// Logger receives connection and error logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server answers MongoDB clients over the wire protocol. It is safe for
+// concurrent use; Serve may be called on several listeners.
+type Server struct {
+	opts    Options
+	db      *timeseries.DB
+	log     *slog.Logger
+	cursors *cursorSet
+	nextID  atomic.Int64 // connection ids, as hello's connectionId
+	reqID   atomic.Int32 // reply request ids
+
+	mu        sync.Mutex // guards the fields below
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closing   bool
+	reaperOn  bool
+	wg        sync.WaitGroup // connections and the cursor reaper
+	stop      chan struct{}  // closed by Shutdown and Close
+}
+
+// New returns a Server over opts.DB.
+func New(opts Options) (*Server, error) {
+	if opts.DB == nil {
+		return nil, errors.New("mongowire: Options.DB is required")
+	}
+	if opts.CursorTimeout <= 0 {
+		opts.CursorTimeout = DefaultCursorTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Server{
+		opts: opts, db: opts.DB, log: opts.Logger, cursors: newCursorSet(),
+		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, stop: make(chan struct{}),
+	}, nil
+}
+
+// Serve accepts connections on ln until Shutdown or Close, and then returns
+// ErrServerClosed; ln is closed either way.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	if !s.reaperOn {
+		s.reaperOn = true
+		s.wg.Add(1)
+		go s.reapLoop()
+	}
+	s.mu.Unlock()
+	defer ln.Close()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		c := &conn{s: s, nc: nc, id: s.nextID.Add(1)}
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting connections, lets the commands in progress
+// finish and their replies go out, then closes every connection and
+// cursor. If ctx ends first, the connections are closed at once and
+// ctx.Err() is returned. Calling it again is harmless.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.beginClose()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		s.cursors.closeAll()
+		return nil
+	case <-ctx.Done():
+		s.closeConns()
+		<-done
+		s.cursors.closeAll()
+		return ctx.Err()
+	}
+}
+
+// Close closes the listeners, connections and cursors at once.
+func (s *Server) Close() error {
+	s.beginClose()
+	s.closeConns()
+	s.wg.Wait()
+	s.cursors.closeAll()
+	return nil
+}
+
+func (s *Server) beginClose() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return
+	}
+	s.closing = true
+	close(s.stop)
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	// A connection waiting for a request stops reading now; one running a
+	// command finishes it, writes its reply, and stops at its next read.
+	for c := range s.conns {
+		c.nc.SetReadDeadline(time.Now())
+	}
+}
+
+func (s *Server) closeConns() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.nc.Close()
+	}
+}
+
+// reapLoop closes idle cursors, checking a few times per timeout.
+func (s *Server) reapLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(max(s.opts.CursorTimeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			if n := s.cursors.reapIdle(now, s.opts.CursorTimeout); n > 0 {
+				s.log.Debug("closed idle cursors", "count", n, "timeout", s.opts.CursorTimeout)
+			}
+		}
+	}
+}
+
+// conn is one client connection: requests are read and answered in turn.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	id int64
+}
+
+func (c *conn) serve() {
+	s := c.s
+	defer func() {
+		c.nc.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	rd := bufio.NewReaderSize(c.nc, 64<<10)
+	var hbuf [headerLen]byte
+	var body, out []byte
+	for {
+		h, err := readHeader(rd, hbuf[:])
+		if err != nil {
+			if errors.Is(err, errMessageSize) {
+				s.log.Warn("closing a MongoDB connection", "remote", c.nc.RemoteAddr().String(), "err", err)
+			} else if !errors.Is(err, io.EOF) && !isTimeout(err) && !errors.Is(err, net.ErrClosed) {
+				s.log.Debug("MongoDB connection read failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+		n := int(h.length) - headerLen
+		if cap(body) < n {
+			body = make([]byte, n)
+		}
+		body = body[:n]
+		if _, err := io.ReadFull(rd, body); err != nil {
+			return
+		}
+		req, err := decodeMessage(h, body)
+		var reply []byte
+		if err != nil {
+			// The header was sound, so the client can be told.
+			reply = s.errorDoc(err)
+			req = &request{header: h, opCode: h.opCode}
+			if req.opCode != wiremessage.OpQuery {
+				req.opCode = wiremessage.OpMsg
+			}
+		} else {
+			reply = c.handle(req)
+		}
+		if req.moreToCome() {
+			continue
+		}
+		out = c.frame(out[:0], req, reply)
+		if _, err := c.nc.Write(out); err != nil {
+			return
+		}
+		if cap(body) > 1<<20 {
+			body = nil // a large request's buffer is not kept
+		}
+		if cap(out) > 1<<20 {
+			out = nil
+		}
+	}
+}
+
+// frame wraps a reply document in the message type the request expects.
+func (c *conn) frame(dst []byte, req *request, doc []byte) []byte {
+	id := c.s.reqID.Add(1)
+	if req.opCode == wiremessage.OpQuery {
+		return appendOpReply(dst, id, req.header.requestID, doc)
+	}
+	if req.header.opCode == wiremessage.OpCompressed && req.compressor != wiremessage.CompressorNoOp {
+		msg := appendOpMsg(nil, id, req.header.requestID, doc, false)
+		return compressMessage(dst, msg, req.compressor)
+	}
+	return appendOpMsg(dst, id, req.header.requestID, doc, req.flags&flagChecksumPresent != 0)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
