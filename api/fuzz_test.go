@@ -50,8 +50,12 @@ type fuzzServer struct {
 // few milliseconds each collection or index costs are paid in one go, then
 // about a thousand inputs run without any. The pool starts at 8 and doubles,
 // so that replaying the seeds (go test without -fuzz) makes few more
-// collections than it needs.
-const fuzzPool = 1024
+// collections than it needs. Making them stops after fuzzPoolTime: the
+// fuzzer takes an input that runs for 10 s for a hang.
+const (
+	fuzzPool     = 1024
+	fuzzPoolTime = time.Second
+)
 
 // tsSetup makes the time-series collection s{n}.
 var tsSetup = [][3]string{{"PUT", "/v1/collections/s{n}", `{"timeseries": {"timeField": "timestamp", "metaField": "sensor"}}`}}
@@ -94,14 +98,14 @@ func (z *fuzzServer) open() error {
 	}
 	z.db, z.srv = db, srv
 	z.pool = min(max(2*z.pool, 8), fuzzPool)
-	first := z.n
-	for range z.pool {
+	first, start := z.n, time.Now()
+	for z.n-first < z.pool && (z.n == first || time.Since(start) < fuzzPoolTime) {
 		z.n++
 		if err := z.do(z.setup); err != nil {
 			return err
 		}
 	}
-	z.n, z.made = first, first+1+z.pool
+	z.n, z.made = first, z.n+1
 	return nil
 }
 
