@@ -9,9 +9,9 @@
 #   FUZZ=FuzzReader run only the targets of that name (or pkg/FuzzX, e.g.
 #                   ./api/lineproto/FuzzDecode: two packages have a FuzzDecode)
 #   PARALLEL=1      fuzzing workers (go test -parallel); default GOMAXPROCS
-#   MINIMIZETIME=   how long the fuzzer minimises a new input (default 10s;
+#   MINIMIZETIME=   how long the fuzzer minimises a new input (default 2s;
 #                   the server targets find many, and Go's default 60s each
-#                   leaves little time to fuzz)
+#                   leaves them little time to fuzz)
 #   SEEDS=1         after each target, copy the fuzzer's corpus from the
 #                   build cache to <pkg>/testdata/fuzz/FuzzX/ (the smallest
 #                   inputs first, at most SEEDMAX files and SEEDBYTES bytes)
@@ -25,7 +25,7 @@ GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-5m}
 FUZZ=${FUZZ:-}
 PARALLEL=${PARALLEL:-}
-MINIMIZETIME=${MINIMIZETIME:-10s}
+MINIMIZETIME=${MINIMIZETIME:-2s}
 SEEDS=${SEEDS:-}
 SEEDMAX=${SEEDMAX:-50}
 SEEDBYTES=${SEEDBYTES:-204800}
@@ -73,9 +73,13 @@ for t in $targets; do
 	[ -n "$PARALLEL" ] && args+=(-parallel "$PARALLEL")
 	echo "fuzz: $GO ${args[*]} $pkg (log: $log)"
 	if $GO "${args[@]}" "$pkg" >"$log" 2>&1; then result=ok; else result=FAIL; fi
-	# The last progress line: "fuzz: elapsed: 60s, execs: 12345 (205/sec), new interesting: 3 (total: 80)".
-	last=$(grep -E '^fuzz: elapsed: [0-9]+s, execs: ' "$log" | tail -1 || true)
-	secs=$(sed -E 's/^fuzz: elapsed: ([0-9]+)s.*/\1/' <<<"$last")
+	# The last progress line: "fuzz: elapsed: 1m2s, execs: 12345 (205/sec), new interesting: 3 (total: 80)".
+	last=$(grep -E '^fuzz: elapsed: [0-9hms]+, execs: ' "$log" | tail -1 || true)
+	secs=$(sed -E 's/^fuzz: elapsed: ([0-9hms]+),.*/\1/' <<<"$last" | awk '{ s = 0
+		if (match($0, /[0-9]+h/)) s += substr($0, RSTART, RLENGTH - 1) * 3600
+		if (match($0, /[0-9]+m/)) s += substr($0, RSTART, RLENGTH - 1) * 60
+		if (match($0, /[0-9]+s/)) s += substr($0, RSTART, RLENGTH - 1)
+		if ($0 != "") print s }')
 	execs=$(sed -E 's/.*execs: ([0-9]+) .*/\1/' <<<"$last")
 	news=$(sed -E 's/.*new interesting: ([0-9]+) .*/\1/' <<<"$last")
 	rate=-
