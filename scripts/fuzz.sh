@@ -52,6 +52,9 @@ keep() {
 	dst="$pkg/testdata/fuzz/$name"
 	[ -d "$src" ] || return 0
 	mkdir -p "$dst"
+	# The caps hold for what dst then holds, kept inputs included.
+	n=$(find "$dst" -type f | wc -l)
+	bytes=$(find "$dst" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 	while read -r size f; do
 		[ -e "$dst/$(basename "$f")" ] && continue
 		[ $n -lt "$SEEDMAX" ] && [ $((bytes + size)) -le "$SEEDBYTES" ] || break
@@ -59,7 +62,7 @@ keep() {
 		n=$((n + 1))
 		bytes=$((bytes + size))
 	done < <(find "$src" -type f -printf '%s %p\n' | sort -n)
-	echo "fuzz: kept $n inputs ($bytes bytes) in $dst"
+	echo "fuzz: $dst holds $n inputs ($bytes bytes)"
 }
 
 row() { printf '%-40s %12s %9s %9s %12s  %s\n' "$@"; }
