@@ -1,15 +1,34 @@
 # Hourglass: the usual tasks. `make test` is what CI runs (.ci/run).
+#
+#   make test         vet and the tests with -race, as CI runs them
+#   make fuzz         every fuzz target for FUZZTIME (default 5m) one after
+#                     another, stopping at the first failure with the path of
+#                     its input; FUZZ=FuzzReader runs one (scripts/fuzz.sh
+#                     lists the other settings)
+#   make soak-model   the power-loss model test for HOURGLASS_MODEL_DURATION
+#   make crash        100 kill -9 cycles of the server under load, checked
+#   make soak         30 minutes of mixed load, RSS, files and goroutines
+#   make ui           the console's assets, typechecked and bundled
+#   make serve        the server on 127.0.0.1:7700
+#   make screenshots  the console's screenshots for docs/console.md
 
 GO ?= go
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: test deps ui serve screenshots soak-model
+.PHONY: test deps ui serve screenshots soak-model fuzz
 
 # The tests, with what they need installed first when it is missing:
 # Chromium for the console's end-to-end test, the console's npm packages.
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
+
+FUZZTIME ?= 5m
+FUZZ ?=
+
+# Long fuzzing, on demand: a table of execs, duration and new inputs per target.
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ=$(FUZZ) scripts/fuzz.sh
 
 deps: $(CHROMIUM) ui/node_modules/.package-lock.json
 

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -24,61 +27,115 @@ import (
 var fuzzNow = time.Date(2024, 5, 1, 12, 0, 30, 0, time.UTC)
 
 // fuzzServer is an in-process server over a real DB, shared by the inputs
-// of one fuzz target. Each input starts from the collections setup makes,
-// so that it behaves, and fails, the same on its own as in a run.
+// of one fuzz target. Each input gets collections of its own, named by the
+// input's number and made by setup, so that it behaves, and fails, the same
+// on its own as in a run. Making or dropping a collection flushes Pebble,
+// whose background work (flushes, compactions, table statistics) would then
+// run during later inputs and make the coverage the fuzzer sees differ from
+// run to run; so the collections of fuzzPool inputs are made at once, on a
+// fresh DB, and nothing is dropped: the DB is closed and a new one opened
+// when the pool is used up, which also bounds what a long run holds.
 type fuzzServer struct {
 	srv   *api.Server
 	db    *timeseries.DB
-	setup [][3]string // method, path, body; each answered with a 2xx
+	dir   string      // holds the DB's directory
+	bases []string    // the collections an input reads, without its number
+	setup [][3]string // method, path, body; each answered with a 2xx; "{n}" in a path is the input's number
+	n     int         // this input's number
+	made  int         // the inputs numbered below made have their collections
+	pool  int         // how many inputs' collections open made last
 }
 
-// tsSetup makes the time-series collection s.
-var tsSetup = [][3]string{{"PUT", "/v1/collections/s", `{"timeseries": {"timeField": "timestamp", "metaField": "sensor"}}`}}
+// fuzzPool is how many inputs' collections are made at once, at most: the
+// few milliseconds each collection or index costs are paid in one go, then
+// about a thousand inputs run without any. The pool starts at 8 and doubles,
+// so that replaying the seeds (go test without -fuzz) makes few more
+// collections than it needs. Making them stops after fuzzPoolTime: the
+// fuzzer takes an input that runs for 10 s for a hang.
+const (
+	fuzzPool     = 1024
+	fuzzPoolTime = time.Second
+)
 
-func newFuzzServer(f *testing.F, setup [][3]string) *fuzzServer {
-	now := func() time.Time { return fuzzNow }
-	db, err := timeseries.Open(timeseries.Options{Dir: f.TempDir(), NoSync: true, Now: now, CheckpointInterval: time.Hour})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { db.Close() })
-	srv, err := api.New(api.Options{DB: db, MaxBody: 1 << 20, Now: now})
-	if err != nil {
-		f.Fatal(err)
-	}
-	z := &fuzzServer{srv: srv, db: db, setup: setup}
-	if err := z.do(setup); err != nil {
+// tsSetup makes the time-series collection s{n}.
+var tsSetup = [][3]string{{"PUT", "/v1/collections/s{n}", `{"timeseries": {"timeField": "timestamp", "metaField": "sensor"}}`}}
+
+func newFuzzServer(f *testing.F, bases []string, setup [][3]string) *fuzzServer {
+	z := &fuzzServer{dir: f.TempDir(), bases: bases, setup: setup}
+	f.Cleanup(func() {
+		if z.db != nil {
+			z.db.Close()
+		}
+	})
+	if err := z.open(); err != nil {
 		f.Fatal(err)
 	}
 	return z
 }
 
+// open closes the DB, if any, removes its files, opens a fresh one and
+// makes the collections of the next inputs of the pool.
+func (z *fuzzServer) open() error {
+	if z.db != nil {
+		if err := z.db.Close(); err != nil {
+			return err
+		}
+		z.db = nil
+	}
+	dir := filepath.Join(z.dir, "db")
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	now := func() time.Time { return fuzzNow }
+	db, err := timeseries.Open(timeseries.Options{Dir: dir, NoSync: true, Now: now, CheckpointInterval: time.Hour})
+	if err != nil {
+		return err
+	}
+	srv, err := api.New(api.Options{DB: db, MaxBody: 1 << 20, Now: now})
+	if err != nil {
+		db.Close()
+		return err
+	}
+	z.db, z.srv = db, srv
+	z.pool = min(max(2*z.pool, 8), fuzzPool)
+	first, start := z.n, time.Now()
+	for z.n-first < z.pool && (z.n == first || time.Since(start) < fuzzPoolTime) {
+		z.n++
+		if err := z.do(z.setup); err != nil {
+			return err
+		}
+	}
+	z.n, z.made = first, z.n+1
+	return nil
+}
+
+// path is p with "{n}" replaced by this input's number, of a fixed width so
+// that every input's names and messages have the same length.
+func (z *fuzzServer) path(p string) string {
+	return strings.ReplaceAll(p, "{n}", fmt.Sprintf("%09d", z.n))
+}
+
 func (z *fuzzServer) do(reqs [][3]string) error {
 	for _, r := range reqs {
 		rec := httptest.NewRecorder()
-		z.srv.ServeHTTP(rec, httptest.NewRequest(r[0], r[1], bytes.NewBufferString(r[2])))
+		z.srv.ServeHTTP(rec, httptest.NewRequest(r[0], z.path(r[1]), bytes.NewBufferString(r[2])))
 		if rec.Code >= 300 {
-			return fmt.Errorf("%s %s: %d %s", r[0], r[1], rec.Code, rec.Body)
+			return fmt.Errorf("%s %s: %d %s", r[0], z.path(r[1]), rec.Code, rec.Body)
 		}
 	}
 	return nil
 }
 
-// before drops every collection, makes the setup's again and returns what
-// the store then holds.
+// before numbers a new input, whose collections setup made, and returns
+// what they hold.
 func (z *fuzzServer) before(t *testing.T) contents {
 	t.Helper()
-	infos, err := z.db.ListCollections(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	if z.n+1 == z.made {
+		if err := z.open(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var drops [][3]string
-	for _, info := range infos {
-		drops = append(drops, [3]string{"DELETE", "/v1/collections/" + url.PathEscape(info.Name), ""})
-	}
-	if err := z.do(append(drops, z.setup...)); err != nil {
-		t.Fatal(err)
-	}
+	z.n++
 	return z.readAll(t)
 }
 
@@ -120,22 +177,25 @@ func (c contents) lost(d contents) int {
 	return n
 }
 
-// readAll reads every document of every collection from the DB, not
-// through the API, so that the checks do not run the code under test (nor
+// readAll reads every document of this input's collections from the DB,
+// not through the API, so that the checks do not run the code under test (nor
 // its timers, which would make the fuzzer's coverage differ from run to
 // run).
 func (z *fuzzServer) readAll(t *testing.T) contents {
 	t.Helper()
 	ctx := context.Background()
-	infos, err := z.db.ListCollections(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := contents{}
-	for _, info := range infos {
+	for _, base := range z.bases {
+		info, err := z.db.DescribeShallow(ctx, z.path(base+"{n}"))
+		if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
+			continue // not made by this input
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 		if info.Options.TimeSeries == nil {
 			if _, err := z.db.FindDocuments(ctx, info.Name, timeseries.DocQuery{}, func(d document.Doc) error {
-				out[info.Name+" "+fmt.Sprint(d)]++ // fmt sorts map keys
+				out[base+" "+fmt.Sprint(d)]++ // fmt sorts map keys
 				return nil
 			}); err != nil {
 				t.Fatalf("find in %s: %v", info.Name, err)
@@ -156,7 +216,7 @@ func (z *fuzzServer) readAll(t *testing.T) contents {
 					}
 					fmt.Fprintf(&row, "%s=%s ", rec.ColumnName(j), col.ValueStr(i))
 				}
-				out[info.Name+" "+row.String()]++
+				out[base+" "+row.String()]++
 			}
 		}
 		err = cur.Err()
@@ -238,14 +298,14 @@ func FuzzInsertDocuments(f *testing.F) {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}
-	z := newFuzzServer(f, tsSetup)
+	z := newFuzzServer(f, []string{"s"}, tsSetup)
 	f.Fuzz(func(t *testing.T, body []byte, ndjson bool) {
 		ct := "application/json"
 		if ndjson {
 			ct = "application/x-ndjson"
 		}
 		before := z.before(t)
-		st, reply := serve(t, z.srv, "POST", "/v1/collections/s/documents?ordered=false", ct, body)
+		st, reply := serve(t, z.srv, "POST", z.path("/v1/collections/s{n}/documents?ordered=false"), ct, body)
 		checkWrite(t, "insert", st, reply, before, z.readAll(t), true)
 	})
 }
@@ -265,10 +325,11 @@ func FuzzLineProtocolWrite(f *testing.F) {
 		f.Add([]byte(s), "ns")
 		f.Add([]byte(s), "s")
 	}
-	z := newFuzzServer(f, nil)
+	// The collection a first write would make, made beforehand: see fuzzServer.
+	z := newFuzzServer(f, []string{"lp"}, [][3]string{{"PUT", "/v1/collections/lp{n}", `{"timeseries": {"timeField": "time", "metaField": "tags"}}`}})
 	f.Fuzz(func(t *testing.T, body []byte, precision string) {
 		before := z.before(t)
-		st, reply := serve(t, z.srv, "POST", "/write?db=lp&precision="+url.QueryEscape(precision), "", body)
+		st, reply := serve(t, z.srv, "POST", z.path("/write?db=lp{n}&precision=")+url.QueryEscape(precision), "", body)
 		after := z.readAll(t)
 		grown := after.total() - before.total()
 		if before.lost(after) != 0 {
@@ -316,11 +377,11 @@ func FuzzFind(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	z := newFuzzServer(f, append(tsSetup, [3]string{"POST", "/v1/collections/s/documents", sensorDocs}))
+	z := newFuzzServer(f, []string{"s"}, append(tsSetup, [3]string{"POST", "/v1/collections/s{n}/documents", sensorDocs}))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		before := z.before(t)
-		serve(t, z.srv, "POST", "/v1/collections/s/find", "", body)
-		serve(t, z.srv, "POST", "/v1/collections/s/aggregate", "", body)
+		serve(t, z.srv, "POST", z.path("/v1/collections/s{n}/find"), "", body)
+		serve(t, z.srv, "POST", z.path("/v1/collections/s{n}/aggregate"), "", body)
 		if after := z.readAll(t); before.lost(after) != 0 || after.lost(before) != 0 {
 			t.Fatalf("a find or aggregate changed the collection\nbody: %q", body)
 		}
@@ -341,15 +402,15 @@ func FuzzPlainCollection(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	z := newFuzzServer(f, append(tsSetup,
-		[3]string{"PUT", "/v1/collections/p", `{}`},
-		[3]string{"POST", "/v1/collections/p/indexes", `{"key": {"a": 1, "_id": -1}}`},
-		[3]string{"POST", "/v1/collections/p/indexes", `{"key": {"at": 1}, "expireAfterSeconds": 60, "partialFilterExpression": {"a": {"$exists": true}}}`},
+	z := newFuzzServer(f, []string{"s", "p"}, append(tsSetup,
+		[3]string{"PUT", "/v1/collections/p{n}", `{}`},
+		[3]string{"POST", "/v1/collections/p{n}/indexes", `{"key": {"a": 1, "_id": -1}}`},
+		[3]string{"POST", "/v1/collections/p{n}/indexes", `{"key": {"at": 1}, "expireAfterSeconds": 60, "partialFilterExpression": {"a": {"$exists": true}}}`},
 	))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, p := range []string{"documents?ordered=false", "find", "update", "replace", "delete"} {
 			before := z.before(t)
-			st, reply := serve(t, z.srv, "POST", "/v1/collections/p/"+p, "", body)
+			st, reply := serve(t, z.srv, "POST", z.path("/v1/collections/p{n}/")+p, "", body)
 			checkWrite(t, p, st, reply, before, z.readAll(t), false)
 		}
 	})
