@@ -98,8 +98,9 @@ func TestSlowBodiesHoldNoSlot(t *testing.T) {
 func TestBodyMemoryBudget(t *testing.T) {
 	s := newTestServer(t, func(o *api.Options) {
 		// Room for the two bodies below (64 KiB for the first bytes of one,
-		// the announced length of the other) and 100 bytes more.
-		o.MaxBody, o.MaxBodyMemory = 1<<20, 64<<10+1000001+100
+		// the 1 MiB buffer class holding the announced length of the
+		// other) and 100 bytes more.
+		o.MaxBody, o.MaxBodyMemory = 1<<20, 64<<10+1<<20+100
 		o.MinBodyRate = -1
 	})
 	s.createSensors("s")
