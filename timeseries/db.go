@@ -76,8 +76,9 @@ type DB struct {
 		// aggBuckets counts the buckets whose rows an aggregate read:
 		// one add per bucket, so tests can see buckets passed over.
 		aggBuckets atomic.Int64
-		// merged counts the buckets merge passes removed.
-		merged atomic.Int64
+		// merged counts the buckets merge passes removed, mergeReads the
+		// series windows they read.
+		merged, mergeReads atomic.Int64
 	}
 }
 

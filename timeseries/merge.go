@@ -296,6 +296,7 @@ func (m *merger) series(id uint64, lo, hi int64) error {
 	if hi < math.MaxInt64 {
 		upper = seriesTimeKey(spaceBucket, m.coll, id, hi+1)
 	}
+	m.db.stats.mergeReads.Add(1)
 	it, err := m.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err

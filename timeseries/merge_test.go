@@ -39,15 +39,23 @@ func loadBatches(t *testing.T, batches [][]Measurement, live Measurement) *DB {
 
 // TestMergeBackfill sends issue 20's backfill (5,000 measurements of one
 // sensor in ten batches of 500, newest batch first, a checkpoint after
-// each): the merge pass leaves the buckets an ascending load makes.
+// each): the merge pass leaves the buckets an ascending load makes, and
+// has nothing to read when the batches come in time order.
 func TestMergeBackfill(t *testing.T) {
 	ms := oooSeries(5000)
 	live := ms[len(ms)-1]
 	live.Time += int64(24 * time.Hour)
 	live.Fields = []Field{{"temp", Float(20)}, {"seq", Int(5000)}}
 
-	ref := loadBatches(t, [][]Measurement{ms}, live)
+	var asc [][]Measurement
+	for i := 0; i < len(ms); i += 500 {
+		asc = append(asc, ms[i:i+500])
+	}
+	ref := loadBatches(t, asc, live)
 	defer ref.Close()
+	if n := ref.stats.mergeReads.Load(); n != 0 {
+		t.Errorf("ascending batches: the merge pass read %d series, want none", n)
+	}
 	want, err := ref.Describe(ctx, "m")
 	if err != nil {
 		t.Fatal(err)
@@ -323,4 +331,29 @@ func storedBuckets(t *testing.T, db *DB) []storedInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
+}
+
+// BenchmarkMergeIdle times a merge pass with nothing marked, what ordered
+// ingest pays after each checkpoint:
+//
+//	go test ./timeseries -run '^$' -bench MergeIdle
+func BenchmarkMergeIdle(b *testing.B) {
+	db := openTest(b, b.TempDir(), nil)
+	defer db.Close()
+	mustCreate(b, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
+	if _, err := db.Insert(ctx, "m", oooSeries(5000), InsertOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := db.MergeBuckets(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := db.stats.mergeReads.Load(); n != 0 {
+		b.Fatalf("%d series read", n)
+	}
 }
