@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,8 +48,17 @@ func (db *DB) run() {
 		}
 		if err := db.checkpoint(db.stop); errors.Is(err, errNoRoom) {
 			db.log.Warn("checkpoint skipped", "err", err)
+			continue
 		} else if err != nil && !errors.Is(err, errFlushAbandoned) {
 			db.log.Error("checkpoint failed", "err", err)
+			continue
+		}
+		// The small buckets the checkpoint wrote are merged with their
+		// neighbours (merge.go); nothing to merge costs one load.
+		if err := db.mergeBuckets(context.Background(), db.stop); errors.Is(err, errNoRoom) {
+			db.log.Warn("bucket merge skipped", "err", err)
+		} else if err != nil {
+			db.log.Error("bucket merge failed", "err", err)
 		}
 	}
 }
@@ -70,10 +80,14 @@ func (db *DB) Checkpoint() error {
 	return db.checkpoint(db.stop)
 }
 
-// Flush writes everything to disk (Checkpoint) and compacts the store, so
-// that its size on disk is settled.
+// Flush writes everything to disk (Checkpoint), merges small sealed
+// buckets (MergeBuckets) and compacts the store, so that its size on disk
+// is settled.
 func (db *DB) Flush() error {
 	if err := db.Checkpoint(); err != nil {
+		return err
+	}
+	if err := db.MergeBuckets(context.Background()); err != nil {
 		return err
 	}
 	return db.pdb.Compact([]byte{0x00}, []byte{0xff}, true)
@@ -259,6 +273,10 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		s := c.seriesByID[w.series]
 		if s == nil {
 			continue
+		}
+		if db.smallBucket(b) {
+			c.markMerge(s.id, b.minTime)
+			db.mergePending.Store(true)
 		}
 		for j, x := range s.buckets {
 			if x == b {

@@ -37,7 +37,10 @@ type collection struct {
 	// replaying the log after a crash adds the rest exactly once.
 	ckptCount, ckptBuckets int64
 	dirty                  bool // catalog record changed since the last checkpoint
-	dropped                bool
+	// mergeMarks holds, per series, the ranges of min times of the small
+	// sealed buckets checkpoints wrote since the last merge pass (merge.go).
+	mergeMarks map[uint64][][2]int64
+	dropped    bool
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).
 	rules ttl.Rules

@@ -25,7 +25,8 @@ type DB struct {
 	// symbols caches decoded shared symbol blocks for reads; nil when off.
 	symbols *symbolCache
 
-	// maintMu serializes checkpoints, deletes and catalog changes.
+	// maintMu serializes checkpoints, deletes, TTL passes, merge passes
+	// and catalog changes.
 	maintMu sync.Mutex
 	// cutMu is held shared by writers from their log append until their
 	// measurements are in memory, and exclusively by a checkpoint while it
@@ -45,8 +46,15 @@ type DB struct {
 	// expiredUnflushed is set when a TTL pass removed data since the last
 	// checkpoint (see persistCollection).
 	expiredUnflushed atomic.Bool
-	closed           atomic.Bool
-	recovering       bool // replaying the log in Open
+	// mergePending is set when a collection has merge marks
+	// (collection.mergeMarks), so that a pass with nothing to do costs a
+	// load.
+	mergePending atomic.Bool
+	// mergeApplied, when set (tests), runs after a merge batch is applied
+	// and before the flush that makes it durable.
+	mergeApplied func()
+	closed       atomic.Bool
+	recovering   bool // replaying the log in Open
 	// readOnly is set by Open on a full disk: Pebble is opened read-only,
 	// no checkpoint runs and every write is refused (checkWritable).
 	readOnly bool
@@ -68,6 +76,9 @@ type DB struct {
 		// aggBuckets counts the buckets whose rows an aggregate read:
 		// one add per bucket, so tests can see buckets passed over.
 		aggBuckets atomic.Int64
+		// merged counts the buckets merge passes removed, mergeReads the
+		// series windows they read.
+		merged, mergeReads atomic.Int64
 	}
 }
 

@@ -145,6 +145,9 @@ type modelRun struct {
 	db    *DB
 	m     model
 	log   []string // the operations so far, for the failure message
+	// merged counts the buckets merge passes removed (before the
+	// crashes and closes that end the stores' lives).
+	merged int64
 }
 
 func (r *modelRun) open() {
@@ -214,7 +217,18 @@ func runModel(t *testing.T, seed uint64, steps int) {
 				r.fatalf("compact: %v", err)
 			}
 			r.checkpointed()
-		case op < 92:
+		case op < 84:
+			r.note("checkpoint and merge")
+			if err := r.db.Checkpoint(); err != nil {
+				r.fatalf("checkpoint: %v", err)
+			}
+			r.checkpointed()
+			if err := r.db.MergeBuckets(ctx); err != nil {
+				r.fatalf("merge: %v", err)
+			}
+		case op < 86:
+			r.mergeCrash()
+		case op < 93:
 			r.crash(false)
 		default:
 			r.crash(true)
@@ -227,6 +241,8 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	}
 	r.crash(false)
 	r.note("close")
+	r.merged += r.db.stats.merged.Load()
+	t.Logf("merge passes removed %d buckets", r.merged)
 	if err := r.db.Close(); err != nil {
 		r.fatalf("close: %v", err)
 	}
@@ -507,6 +523,38 @@ func (r *modelRun) crash(duringInsert bool) {
 	if done != nil {
 		<-done
 	}
+	r.restart()
+}
+
+// mergeCrash checkpoints (which marks the small buckets it writes) and
+// cuts the power during the merge pass: between its batch and the flush
+// that makes it durable, or at a random point.
+func (r *modelRun) mergeCrash() {
+	if err := r.db.Checkpoint(); err != nil {
+		r.fatalf("checkpoint: %v", err)
+	}
+	r.checkpointed()
+	db := r.db
+	if r.rng.IntN(2) == 0 {
+		r.note("checkpoint, merge, power cut between its batch and the flush")
+		db.mergeApplied = func() { r.fs.SetIgnoreSyncs(true) }
+		db.MergeBuckets(ctx) // the error does not matter
+		r.fs.SetIgnoreSyncs(true)
+	} else {
+		r.note("checkpoint, merge across the crash")
+		done := make(chan struct{})
+		go func() { db.MergeBuckets(ctx); close(done) }()
+		time.Sleep(time.Duration(r.rng.IntN(500)) * time.Microsecond)
+		r.fs.SetIgnoreSyncs(true)
+		<-done
+	}
+	r.restart()
+}
+
+// restart closes the store after a power cut (syncs ignored), brings the
+// file system back to what was synced, reopens and checks.
+func (r *modelRun) restart() {
+	r.merged += r.db.stats.merged.Load()
 	r.db.Close() // its writes are not synced: the error does not matter
 	r.fs.ResetToSyncedState()
 	for _, row := range r.m.rows {

@@ -1,0 +1,546 @@
+package timeseries
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// Merging small sealed buckets.
+//
+// Rows of one batch are applied in time order, but data that comes late
+// across batches (a backfill sent newest batch first, late points, a
+// device that reconnects) opens buckets beside full ones, and they are
+// sealed small. A checkpoint that writes a small sealed bucket marks its
+// series with the bucket's min time (collection.mergeMarks). The merge
+// pass, after each background checkpoint and from MergeBuckets, reads the
+// stored buckets of each marked series around the marked times, puts their
+// rows in time order and packs them again as an ascending load would
+// (packRows): a bucket opens at the first row's time rounded down and takes
+// rows while the rollover rules allow. When that makes fewer buckets, one
+// Pebble batch writes the new buckets, deletes the old keys and rewrites the
+// catalog record (same count, fewer buckets), and the store is flushed.
+
+// maxMergeMarks bounds the min times kept per series; past it the marks
+// are folded into one range from the oldest to the newest.
+const maxMergeMarks = 32
+
+// smallBucket reports whether a sealed bucket is worth a merge pass: under
+// half the row and byte limits, and its rows cover under half its span (so
+// a bucket of an ordered series, which fills its span, is never marked).
+func (db *DB) smallBucket(b *memBucket) bool {
+	return b.rows() < db.lim.maxCount/2 && b.size < db.lim.maxBytes/2 && b.maxT-b.minTime < b.span/2
+}
+
+// markMerge notes that a small sealed bucket of series id with min time
+// minTime was written. DB.mu is held for writing.
+func (c *collection) markMerge(id uint64, minTime int64) {
+	c.addMergeMark(id, [2]int64{minTime, minTime})
+}
+
+// addMergeMark adds the range of min times r to the marks of series id.
+// DB.mu is held for writing.
+func (c *collection) addMergeMark(id uint64, r [2]int64) {
+	if c.mergeMarks == nil {
+		c.mergeMarks = map[uint64][][2]int64{}
+	}
+	m := c.mergeMarks[id]
+	if len(m) >= maxMergeMarks {
+		// Folded into one range from the oldest to the newest.
+		lo, hi := r[0], r[1]
+		for _, x := range m {
+			lo, hi = min(lo, x[0]), max(hi, x[1])
+		}
+		c.mergeMarks[id] = append(m[:0], [2]int64{lo, hi})
+		return
+	}
+	c.mergeMarks[id] = append(m, r)
+}
+
+// MergeBuckets runs the merge pass now: the small sealed buckets written
+// by checkpoints since the last pass are merged with their neighbours in
+// Pebble where that makes fewer buckets. Buckets in memory are not
+// touched (Flush checkpoints first). It returns once the merged buckets
+// are durable. Reads see either the old buckets or the merged ones.
+func (db *DB) MergeBuckets(ctx context.Context) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return db.mergeBuckets(ctx, db.stop)
+}
+
+// mergeBuckets is the merge pass; it gives up waiting for the store's
+// flush when abort is closed.
+func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}) error {
+	if db.readOnly || !db.mergePending.Load() {
+		return nil
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	type job struct {
+		c     *collection
+		marks map[uint64][][2]int64
+	}
+	var jobs []job
+	db.mu.Lock()
+	db.mergePending.Store(false)
+	for _, c := range db.byID {
+		if len(c.mergeMarks) > 0 {
+			if !c.dropped && c.opts.TimeSeries != nil {
+				jobs = append(jobs, job{c, c.mergeMarks})
+			}
+			c.mergeMarks = nil
+		}
+	}
+	db.mu.Unlock()
+	sort.Slice(jobs, func(i, j int) bool { return jobs[i].c.id < jobs[j].c.id })
+	var err error
+	for i, j := range jobs {
+		if err = ctx.Err(); err == nil {
+			err = db.mergeCollection(j.c, j.marks, abort)
+		}
+		if err != nil {
+			// What was not merged is marked again for the next pass.
+			db.mu.Lock()
+			for _, j := range jobs[i:] {
+				for id, m := range j.marks {
+					for _, r := range m {
+						j.c.addMergeMark(id, r)
+					}
+				}
+			}
+			db.mergePending.Store(true)
+			db.mu.Unlock()
+			break
+		}
+	}
+	if errors.Is(err, errFlushAbandoned) {
+		return nil // closing: the final checkpoint flushes the batch
+	}
+	return err
+}
+
+// mergeCollection merges the marked series of c. maintMu is held.
+func (db *DB) mergeCollection(c *collection, marks map[uint64][][2]int64, abort <-chan struct{}) error {
+	db.mu.RLock()
+	if c.dropped {
+		db.mu.RUnlock()
+		return nil
+	}
+	ts := c.opts.TimeSeries
+	m := merger{db: db, coll: c.id, names: c.names, timeField: ts.TimeField,
+		span: ts.Span(), rounding: ts.Rounding()}
+	db.mu.RUnlock()
+	ids := make([]uint64, 0, len(marks))
+	for id := range marks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+
+	snap := db.pdb.NewSnapshot()
+	defer snap.Close()
+	batch := db.pdb.NewBatch()
+	defer batch.Close()
+	m.snap, m.batch = snap, batch
+	for _, id := range ids {
+		for _, w := range mergeWindows(marks[id], 2*m.span) {
+			if err := m.series(id, w[0], w[1]); err != nil {
+				return fmt.Errorf("timeseries: merge buckets of %q series %d: %w", c.name, id, err)
+			}
+		}
+	}
+	if m.removed == 0 {
+		return nil
+	}
+	need := int64(batch.Len()) + checkpointMargin
+	if free := db.freeSpace(); free >= 0 && free < need {
+		return fmt.Errorf("%w in %s: %s free, a merge of %q may write %s", errNoRoom, db.opts.Dir, mib(free), mib(need), c.name)
+	}
+
+	// The new buckets' ids are taken now and persisted with the batch, so
+	// that no bucket made after a crash reuses one.
+	db.mu.Lock()
+	first := db.nextBucket
+	db.nextBucket += uint64(len(m.out))
+	db.mu.Unlock()
+	for i, o := range m.out {
+		if err := batch.Set(bucketKey(spaceBucket, c.id, o.series, o.minTime, first+uint64(i)), o.data, nil); err != nil {
+			return err
+		}
+	}
+	st, err := db.storedState()
+	if err != nil {
+		return err
+	}
+	st.nextBucket = max(st.nextBucket, first+uint64(len(m.out)))
+	if err := batch.Set(keyCheckpoint, st.encode(), nil); err != nil {
+		return err
+	}
+	// The catalog record goes in the same batch, with the same count and
+	// the buckets the batch removes less, as deletes and TTL batches do.
+	db.mu.Lock()
+	c.ckptBuckets -= m.removed
+	rec, err := c.record()
+	if err == nil {
+		err = batch.Set(catalogKey(c.name), rec, nil)
+	}
+	if err == nil {
+		err = db.pdb.Apply(batch, pebble.NoSync)
+	}
+	if err != nil {
+		c.ckptBuckets += m.removed
+		db.mu.Unlock()
+		return db.diskErr(err)
+	}
+	c.buckets -= m.removed
+	c.dirty = true
+	db.mu.Unlock()
+	db.stats.merged.Add(m.removed)
+	if db.mergeApplied != nil {
+		db.mergeApplied()
+	}
+	return db.flushStore(abort)
+}
+
+// storedState reads the checkpoint state Pebble holds.
+func (db *DB) storedState() (checkpointState, error) {
+	v, closer, err := db.pdb.Get(keyCheckpoint)
+	if errors.Is(err, pebble.ErrNotFound) {
+		db.mu.RLock()
+		defer db.mu.RUnlock()
+		return checkpointState{nextColl: db.nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}, nil
+	}
+	if err != nil {
+		return checkpointState{}, err
+	}
+	defer closer.Close()
+	return decodeCheckpointState(v)
+}
+
+// mergeWindows turns a series' marks into ranges of bucket min times to
+// read: each mark widened by pad on both sides, overlapping ranges joined.
+func mergeWindows(marks [][2]int64, pad int64) [][2]int64 {
+	ms := slices.Clone(marks)
+	slices.SortFunc(ms, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var out [][2]int64
+	for _, m := range ms {
+		lo, hi := satAdd(m[0], -pad), satAdd(m[1], pad)
+		if n := len(out); n > 0 && lo <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], hi)
+			continue
+		}
+		out = append(out, [2]int64{lo, hi})
+	}
+	return out
+}
+
+// satAdd returns a+b, saturated to the int64 range.
+func satAdd(a, b int64) int64 {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
+}
+
+// merger holds one collection's merge pass.
+type merger struct {
+	db        *DB
+	coll      uint32
+	names     []string
+	timeField string
+	span      int64
+	rounding  int64
+	snap      *pebble.Snapshot
+	batch     *pebble.Batch
+
+	r       bucket.Reader
+	enc     bucket.Encoder
+	refIdx  map[string]uint32
+	out     []mergedBucket
+	removed int64 // buckets the batch removes
+}
+
+// mergedBucket is a new bucket of the pass, encoded; its id is given when
+// the batch is written.
+type mergedBucket struct {
+	series  uint64
+	minTime int64
+	data    []byte
+}
+
+// storedBucket is one stored bucket a merge reads.
+type storedBucket struct {
+	key     []byte
+	minTime int64
+	cols    bucket.Columns
+}
+
+// series merges the stored buckets of series id whose min time is in
+// [lo, hi].
+func (m *merger) series(id uint64, lo, hi int64) error {
+	lower := seriesTimeKey(spaceBucket, m.coll, id, lo)
+	upper := prefixEnd(seriesPrefix(spaceBucket, m.coll, id))
+	if hi < math.MaxInt64 {
+		upper = seriesTimeKey(spaceBucket, m.coll, id, hi+1)
+	}
+	m.db.stats.mergeReads.Add(1)
+	it, err := m.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	var src []storedBucket
+	for it.First(); it.Valid(); it.Next() {
+		kp, err := parseBucketKey(it.Key())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = m.r.ResetNames(v, m.names)
+		}
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("bucket %d: %w", kp.id, err)
+		}
+		if !ttl.InRange(m.r.MinTime()) || !ttl.InRange(m.r.MaxTime()) {
+			// Such buckets are counted apart (collection.oorBuckets):
+			// they stay as they are.
+			continue
+		}
+		cols, err := decodeAll(&m.r)
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("bucket %d: %w", kp.id, err)
+		}
+		src = append(src, storedBucket{key: append([]byte(nil), it.Key()...), minTime: kp.minTime, cols: cols})
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if len(src) < 2 {
+		return nil
+	}
+	all, from := concatColumns(src)
+	perm := make([]int32, len(all.Times))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	// Rows in time order; equal times keep the order of their buckets.
+	sort.SliceStable(perm, func(a, b int) bool { return all.Times[perm[a]] < all.Times[perm[b]] })
+	runs := packRows(&all, perm, m.timeField, m.span, m.rounding, &m.db.lim)
+	if len(runs) >= len(src) {
+		return nil
+	}
+	// A packed bucket that is exactly a stored one (same rows, same min
+	// time) is kept as it is.
+	keep := make([]bool, len(src))
+	for _, rows := range runs {
+		s := from[rows[0]]
+		if len(rows) == len(src[s].cols.Times) && floorDiv(all.Times[rows[0]], m.rounding) == src[s].minTime &&
+			!slices.ContainsFunc(rows, func(p int32) bool { return from[p] != s }) {
+			keep[s] = true
+		}
+	}
+	for _, rows := range runs {
+		if keep[from[rows[0]]] {
+			continue // the run is that bucket's rows
+		}
+		cols := permuteColumns(&all, rows)
+		data, err := m.encode(&cols)
+		if err != nil {
+			return err
+		}
+		m.out = append(m.out, mergedBucket{series: id, minTime: floorDiv(cols.Times[0], m.rounding), data: data})
+	}
+	for i := range src {
+		if keep[i] {
+			continue
+		}
+		if err := m.batch.Delete(src[i].key, nil); err != nil {
+			return err
+		}
+	}
+	m.removed += int64(len(src) - len(runs))
+	return nil
+}
+
+// encode encodes cols with the collection's name table.
+func (m *merger) encode(cols *bucket.Columns) ([]byte, error) {
+	if m.refIdx == nil {
+		m.refIdx = make(map[string]uint32, len(m.names))
+		for i, n := range m.names {
+			m.refIdx[n] = uint32(i)
+		}
+	}
+	refs := make([]uint32, 0, len(cols.Fields))
+	for i := range cols.Fields {
+		ref, ok := m.refIdx[cols.Fields[i].Name]
+		if !ok {
+			return nil, fmt.Errorf("%w: field %q is not in the collection's name table", ErrCorrupt, cols.Fields[i].Name)
+		}
+		refs = append(refs, ref)
+	}
+	return m.enc.EncodeRefs(nil, cols, refs)
+}
+
+// concatColumns puts the rows of src one bucket after another into one
+// Columns, a column per (name, type), and returns it with the bucket each
+// row comes from.
+func concatColumns(src []storedBucket) (bucket.Columns, []int) {
+	n := 0
+	for i := range src {
+		n += len(src[i].cols.Times)
+	}
+	var all bucket.Columns
+	all.Times = make([]int64, 0, n)
+	from := make([]int, 0, n)
+	type colKey struct {
+		name string
+		typ  bucket.Type
+	}
+	idx := map[colKey]int{}
+	for si := range src {
+		cols := &src[si].cols
+		base := len(all.Times)
+		all.Times = append(all.Times, cols.Times...)
+		for range cols.Times {
+			from = append(from, si)
+		}
+		for ci := range cols.Fields {
+			sc := &cols.Fields[ci]
+			k := colKey{sc.Name, sc.Type}
+			j, ok := idx[k]
+			if !ok {
+				j = len(all.Fields)
+				idx[k] = j
+				all.Fields = append(all.Fields, newDenseColumn(sc.Name, sc.Type, n))
+			}
+			dc := &all.Fields[j]
+			for r := range cols.Times {
+				if !sc.IsPresent(r) {
+					continue
+				}
+				p := base + r
+				dc.Present[p>>6] |= 1 << (uint(p) & 63)
+				switch sc.Type {
+				case KindFloat:
+					dc.Floats[p] = sc.Floats[r]
+				case KindInt, KindDate:
+					dc.Ints[p] = sc.Ints[r]
+				case KindString:
+					dc.Strings[p] = sc.Strings[r]
+				case KindBool:
+					dc.Bools[p] = sc.Bools[r]
+				}
+			}
+		}
+	}
+	return all, from
+}
+
+// newDenseColumn returns a column of n absent rows.
+func newDenseColumn(name string, t bucket.Type, n int) bucket.Column {
+	c := bucket.Column{Name: name, Type: t, Present: make([]uint64, (n+63)/64)}
+	switch t {
+	case KindFloat:
+		c.Floats = make([]float64, n)
+	case KindInt, KindDate:
+		c.Ints = make([]int64, n)
+	case KindString:
+		c.Strings = make([]string, n)
+	case KindBool:
+		c.Bools = make([]bool, n)
+	}
+	return c
+}
+
+// packRows splits the rows perm of all (in time order) into buckets as an
+// ascending load fills them: a bucket opens at its first row's time
+// rounded down and takes rows while they stay within its span, under the
+// row and byte limits (the write path's size estimate) and without a field
+// of another type. A row of another type opens a bucket beside the one it
+// does not fit, which stays open for the rows after it, as in the write
+// path. It returns each bucket's rows, a subsequence of perm.
+func packRows(all *bucket.Columns, perm []int32, timeField string, span, rounding int64, lim *limits) [][]int32 {
+	type packed struct {
+		minTime int64
+		rows    []int32
+		size    int
+		types   map[string]bucket.Type
+	}
+	var out []*packed
+	var open []*packed
+	for _, p := range perm {
+		t := all.Times[p]
+		sz := 5 + len(timeField) + 2 + 8
+		for ci := range all.Fields {
+			c := &all.Fields[ci]
+			if !c.IsPresent(int(p)) {
+				continue
+			}
+			sz += len(c.Name) + 2
+			switch c.Type {
+			case KindString:
+				sz += 5 + len(c.Strings[p])
+			case KindBool:
+				sz++
+			default:
+				sz += 8
+			}
+		}
+		var dst *packed
+		kept := open[:0]
+		for _, b := range open {
+			if t-b.minTime >= span || len(b.rows) >= lim.maxCount || b.size+sz > lim.maxBytes {
+				continue // closed: later rows are later still
+			}
+			kept = append(kept, b)
+			if dst != nil {
+				continue
+			}
+			clash := false
+			for ci := range all.Fields {
+				c := &all.Fields[ci]
+				if have, ok := b.types[c.Name]; ok && have != c.Type && c.IsPresent(int(p)) {
+					clash = true
+					break
+				}
+			}
+			if !clash {
+				dst = b
+			}
+		}
+		open = kept
+		if dst == nil {
+			dst = &packed{minTime: floorDiv(t, rounding), types: map[string]bucket.Type{}}
+			out = append(out, dst)
+			open = append(open, dst)
+		}
+		dst.rows = append(dst.rows, p)
+		dst.size += sz
+		for ci := range all.Fields {
+			if c := &all.Fields[ci]; c.IsPresent(int(p)) {
+				dst.types[c.Name] = c.Type
+			}
+		}
+	}
+	runs := make([][]int32, len(out))
+	for i, b := range out {
+		runs[i] = b.rows
+	}
+	return runs
+}

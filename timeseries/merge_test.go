@@ -1,0 +1,359 @@
+package timeseries
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// loadBatches inserts batches into a fresh collection (granularity
+// seconds), then one live measurement a day after the newest (which seals
+// the series' open buckets, as live data does after a backfill), flushes
+// and returns the store, open.
+func loadBatches(t *testing.T, batches [][]Measurement, live Measurement) *DB {
+	t.Helper()
+	db := openTest(t, t.TempDir(), nil)
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
+	for _, b := range append(batches, []Measurement{live}) {
+		res, err := db.Insert(ctx, "m", b, InsertOptions{})
+		if err != nil || res.Inserted != len(b) {
+			t.Fatalf("insert: %+v %v", res, err)
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// TestMergeBackfill sends issue 20's backfill (5,000 measurements of one
+// sensor in ten batches of 500, newest batch first, a checkpoint after
+// each): the merge pass leaves the buckets an ascending load makes, and
+// has nothing to read when the batches come in time order.
+func TestMergeBackfill(t *testing.T) {
+	ms := oooSeries(5000)
+	live := ms[len(ms)-1]
+	live.Time += int64(24 * time.Hour)
+	live.Fields = []Field{{"temp", Float(20)}, {"seq", Int(5000)}}
+
+	var asc [][]Measurement
+	for i := 0; i < len(ms); i += 500 {
+		asc = append(asc, ms[i:i+500])
+	}
+	ref := loadBatches(t, asc, live)
+	defer ref.Close()
+	if n := ref.stats.mergeReads.Load(); n != 0 {
+		t.Errorf("ascending batches: the merge pass read %d series, want none", n)
+	}
+	want, err := ref.Describe(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := loadBatches(t, oooOrders(ms)["backfill"], live)
+	defer db.Close()
+	got, err := db.Describe(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ascending: %d buckets, %d bytes; backfill merged: %d buckets, %d bytes (%d merged away)",
+		want.Buckets, want.StorageBytes, got.Buckets, got.StorageBytes, db.stats.merged.Load())
+	if want.Buckets != 15 { // 14 for the 5,000, one for the live measurement
+		t.Fatalf("ascending load: %d buckets, want 15", want.Buckets)
+	}
+	if got.Buckets != want.Buckets || got.Count != want.Count || float64(got.StorageBytes) > 1.1*float64(want.StorageBytes) {
+		t.Errorf("backfill: %d buckets, %d rows, %d bytes; ascending: %d, %d, %d", got.Buckets, got.Count,
+			got.StorageBytes, want.Buckets, want.Count, want.StorageBytes)
+	}
+	if n := checkBuckets(t, db, "m"); int64(n) != got.Buckets {
+		t.Errorf("%d buckets stored and in memory, the catalog says %d", n, got.Buckets)
+	}
+	a := findRows(t, ref, "m", FindOptions{})
+	b := findRows(t, db, "m", FindOptions{})
+	if !slices.Equal(a, b) {
+		t.Errorf("backfill reads %d rows, ascending %d, or they differ", len(b), len(a))
+	}
+}
+
+// TestMergeProperty inserts random series in random batch orders and
+// splits, with checkpoints and merge passes in between, and checks that
+// every measurement is read once, counts are exact, buckets keep the
+// rollover rules and their control max (the TTL bound) is their newest
+// row, before and after a reopen, and that a TTL pass removes exactly the
+// buckets whose newest row expired.
+func TestMergeProperty(t *testing.T) {
+	rounds := 30
+	if testing.Short() {
+		rounds = 8
+	}
+	var merged int64
+	defer func() {
+		t.Logf("%d buckets merged away in %d rounds", merged, rounds)
+		if merged == 0 && !t.Failed() {
+			t.Error("no round merged a bucket")
+		}
+	}()
+	for round := 0; round < rounds; round++ {
+		seed := int64(round)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(seed))
+			base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+			var ms []Measurement
+			for si, n := range []int{rng.Intn(3000), rng.Intn(400), 1 + rng.Intn(20)} {
+				meta := fmt.Sprintf("s%d", si)
+				step := int64(1+rng.Intn(30)) * 1e9
+				bigEvery := 1 + rng.Intn(40)
+				for i := 0; i < n; i++ {
+					fs := []Field{{"seq", Int(int64(si*10000 + i))}, {"v", Float(rng.Float64())}}
+					if i%bigEvery == 0 {
+						fs = append(fs, Field{"note", String(fmt.Sprintf("%0*d", rng.Intn(3000), i))})
+					}
+					if rng.Intn(50) == 0 {
+						fs[1] = Field{"v", String("text")} // a type clash within the column
+					}
+					tm := base + int64(i)*step + rng.Int63n(step)
+					if rng.Intn(20) == 0 && i > 0 {
+						tm = ms[len(ms)-1].Time // the same time twice
+					}
+					ms = append(ms, Measurement{Time: tm, Meta: meta, Fields: fs})
+				}
+			}
+			want := len(ms)
+			// Batches of consecutive rows, sent newest batch first,
+			// shuffled, or ascending with late rows moved to later
+			// batches.
+			var batches [][]Measurement
+			for i := 0; i < len(ms); {
+				j := min(len(ms), i+1+rng.Intn(400))
+				batches = append(batches, ms[i:j])
+				i = j
+			}
+			switch rng.Intn(3) {
+			case 0:
+				slices.Reverse(batches)
+			case 1:
+				rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
+			default:
+				var late []Measurement
+				for bi := range batches {
+					var kept []Measurement
+					for _, m := range batches[bi] {
+						if rng.Intn(10) == 0 {
+							late = append(late, m)
+						} else {
+							kept = append(kept, m)
+						}
+					}
+					batches[bi] = kept
+				}
+				batches = append(batches, late)
+			}
+			const ttlSecs = 30 * 24 * 3600
+			clock := newTestClock(time.Unix(0, base))
+			dir := t.TempDir()
+			opts := func(o *Options) { o.Now = clock.Now; o.MemoryBudget = 1 << 20 }
+			db := openTest(t, dir, opts)
+			if _, err := db.CreateCollection(ctx, "m", CollectionOptions{ExpireAfterSeconds: int64p(ttlSecs),
+				TimeSeries: &TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: "seconds"}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range batches {
+				if len(b) == 0 {
+					continue
+				}
+				res, err := db.Insert(ctx, "m", b, InsertOptions{})
+				if err != nil || res.Inserted != len(b) {
+					t.Fatalf("insert: %+v %v", res, err)
+				}
+				switch rng.Intn(4) {
+				case 0:
+					if err := db.Checkpoint(); err != nil {
+						t.Fatal(err)
+					}
+				case 1:
+					if err := db.Checkpoint(); err != nil {
+						t.Fatal(err)
+					}
+					if err := db.MergeBuckets(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			checkMerged(t, db, ms, want)
+			merged += db.stats.merged.Load()
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db = openTest(t, dir, opts)
+			defer db.Close()
+			checkMerged(t, db, ms, want)
+
+			// Expire at a random row's time: a stored bucket goes when
+			// its newest row is older than the cutoff, and only then.
+			times := make([]int64, len(ms))
+			for i := range ms {
+				times[i] = ms[i].Time
+			}
+			slices.Sort(times)
+			cutoff := times[rng.Intn(len(times))]
+			clock.Set(time.Unix(0, cutoff).Add(ttlSecs * time.Second))
+			targets, err := db.Targets(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tg := range targets {
+				for {
+					b, err := db.Expire(ctx, tg, clock.Now(), ttl.Budget{Docs: 1000})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !b.More {
+						break
+					}
+				}
+			}
+			kept := 0
+			for _, tm := range times {
+				if tm >= cutoff {
+					kept++
+				}
+			}
+			stored := 0
+			for _, sb := range storedBuckets(t, db) {
+				if sb.max < cutoff {
+					t.Errorf("stored bucket %d (newest row %d) outlived the cutoff %d", sb.id, sb.max, cutoff)
+				}
+				for _, tm := range sb.times {
+					if tm >= cutoff {
+						stored++
+					}
+				}
+			}
+			inMem := 0
+			db.mu.RLock()
+			for _, s := range db.collections["m"].series {
+				for _, b := range s.buckets {
+					for _, tm := range b.cols.Times {
+						if tm >= cutoff {
+							inMem++
+						}
+					}
+				}
+			}
+			db.mu.RUnlock()
+			if stored+inMem != kept {
+				t.Errorf("after expiry at %d: %d rows at or after it stored and %d in memory, want %d", cutoff, stored, inMem, kept)
+			}
+		})
+	}
+}
+
+// checkMerged checks the rules, counts and reads of collection m against
+// the measurements ms.
+func checkMerged(t *testing.T, db *DB, ms []Measurement, want int) {
+	t.Helper()
+	n := checkBuckets(t, db, "m")
+	info, err := db.Describe(ctx, "m")
+	if err != nil || info.Count != int64(want) || info.Buckets != int64(n) {
+		t.Fatalf("count %d, want %d; %d buckets, %d there (%v)", info.Count, want, info.Buckets, n, err)
+	}
+	for _, sb := range storedBuckets(t, db) {
+		if sb.max != slices.Max(sb.times) || sb.min != slices.Min(sb.times) {
+			t.Errorf("stored bucket %d: control %d..%d, rows %d..%d", sb.id, sb.min, sb.max, slices.Min(sb.times), slices.Max(sb.times))
+		}
+	}
+	wantRows := map[string]int{}
+	for _, m := range ms {
+		seq := m.Fields[0].Value.I
+		wantRows[fmt.Sprintf("%d %q seq=%d", m.Time, m.Meta, seq)]++
+	}
+	rows := findRows(t, db, "m", FindOptions{Fields: []string{"seq"}})
+	for _, r := range rows {
+		k := fmt.Sprintf("%d %s %s", r.t, r.meta, r.vals[:len(r.vals)-1])
+		if wantRows[k] == 0 {
+			t.Fatalf("%s read twice or never written", k)
+		}
+		wantRows[k]--
+	}
+	if len(rows) != want {
+		t.Fatalf("%d rows read, want %d", len(rows), want)
+	}
+}
+
+type storedInfo struct {
+	id       uint64
+	min, max int64 // control block
+	times    []int64
+}
+
+// storedBuckets decodes the times of collection m's sealed buckets in
+// Pebble.
+func storedBuckets(t *testing.T, db *DB) []storedInfo {
+	t.Helper()
+	db.mu.RLock()
+	c := db.collections["m"]
+	id, names := c.id, c.names
+	db.mu.RUnlock()
+	p := collPrefix(spaceBucket, id)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var out []storedInfo
+	var r bucket.Reader
+	for it.First(); it.Valid(); it.Next() {
+		k, err := parseBucketKey(it.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.ResetNames(it.Value(), names); err != nil {
+			t.Fatal(err)
+		}
+		times, err := r.Times(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, storedInfo{id: k.id, min: r.MinTime(), max: r.MaxTime(), times: times})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// BenchmarkMergeIdle times a merge pass with nothing marked, what ordered
+// ingest pays after each checkpoint:
+//
+//	go test ./timeseries -run '^$' -bench MergeIdle
+func BenchmarkMergeIdle(b *testing.B) {
+	db := openTest(b, b.TempDir(), nil)
+	defer db.Close()
+	mustCreate(b, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
+	if _, err := db.Insert(ctx, "m", oooSeries(5000), InsertOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := db.MergeBuckets(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := db.stats.mergeReads.Load(); n != 0 {
+		b.Fatalf("%d series read", n)
+	}
+}
