@@ -60,7 +60,7 @@ func Open(opts Options) (*DB, error) {
 				"no store in %s to open read-only, and the filesystem has %d bytes free, under the reserve of %d (Options.DiskReserve): free space to create one",
 				opts.Dir, db.freeSpace(), opts.DiskReserve)
 		}
-	} else if err := createDir(opts.FS, storeDir); err != nil {
+	} else if err := wal.CreateDir(opts.FS, storeDir, opts.NoSync); err != nil {
 		return nil, err
 	}
 	po := pebbleOptions(opts.Logger, opts.FS)

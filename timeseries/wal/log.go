@@ -91,7 +91,7 @@ func Open(opts Options) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if err := createDir(opts.FS, opts.Dir, opts.NoSync); err != nil {
+	if err := CreateDir(opts.FS, opts.Dir, opts.NoSync); err != nil {
 		return nil, err
 	}
 	nums, err := listSegments(opts.FS, opts.Dir)
@@ -256,10 +256,12 @@ func (l *Log) syncData(f vfs.File, n uint64) error {
 	return nil
 }
 
-// createDir creates dir and its missing parents, and syncs the directory
-// holding each one it created (unless noSync), so that a crash cannot lose
-// the new directory's entry.
-func createDir(fs vfs.FS, dir string, noSync bool) error {
+// CreateDir creates dir and its missing parents on fs, and syncs the
+// directory holding each one it created (unless noSync), so that a crash
+// cannot lose the new directory's entry. Open uses it for the log's
+// directory; the store uses it for Pebble's, since Pebble syncs the
+// directory it is given but never its parent.
+func CreateDir(fs vfs.FS, dir string, noSync bool) error {
 	var missing []string
 	for d := dir; ; {
 		_, err := fs.Stat(d)
@@ -267,7 +269,7 @@ func createDir(fs vfs.FS, dir string, noSync bool) error {
 			break
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("wal: create dir: %w", err)
+			return fmt.Errorf("create %s: %w", dir, err)
 		}
 		missing = append(missing, d)
 		parent := fs.PathDir(d)
@@ -280,7 +282,7 @@ func createDir(fs vfs.FS, dir string, noSync bool) error {
 		return nil
 	}
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("wal: create dir: %w", err)
+		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	if noSync {
 		return nil
