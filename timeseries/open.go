@@ -393,6 +393,12 @@ func (db *DB) recover() error {
 			if c == nil {
 				return nil
 			}
+			if db.readOnly {
+				// A delete rewrites stored buckets and the catalog record.
+				return mongoerr.New(mongoerr.OutOfDiskSpace,
+					"the log in %s holds a delete of %q not yet in the store, which a read-only open cannot apply; free %s and restart",
+					db.opts.Dir, c.name, mib(db.opts.DiskReserve))
+			}
 			if _, err := db.applyDelete(c, &d); err != nil {
 				return err
 			}
