@@ -12,6 +12,7 @@ import (
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries/wal"
 )
 
@@ -106,3 +107,89 @@ type quietPebble struct{ t *testing.T }
 func (quietPebble) Infof(string, ...any) {}
 
 func (q quietPebble) Fatalf(format string, args ...any) { q.t.Fatalf(format, args...) }
+
+// A delete that fails on a damaged stored bucket has still removed its rows
+// in memory (it is logged): the collection's count drops by them, so the
+// next checkpoint does not persist a count too high.
+func TestDeleteFailureKeepsCount(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	db, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "c", CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	ms := make([]Measurement, 2500)
+	for i := range ms {
+		ms[i] = Measurement{Time: int64(i) * 1e9, Meta: "a", Fields: []Field{{Name: "v", Value: Int(int64(i))}}}
+	}
+	if _, err := db.Insert(ctx, "c", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := pebble.Open(filepath.Join(dir, "store"), &pebble.Options{Logger: quietPebble{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := p.NewIter(&pebble.IterOptions{LowerBound: []byte{0x03}, UpperBound: []byte{0x05}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key []byte
+	if it.First() {
+		key = append(key, it.Key()...)
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if key == nil {
+		t.Fatal("no bucket in Pebble")
+	}
+	if err := p.Set(key, []byte{bucket.VersionRefs, 1}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	before, err := db.Describe(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ten more rows, in memory, after the stored ones.
+	more := make([]Measurement, 10)
+	for i := range more {
+		more[i] = Measurement{Time: int64(5000+i) * 1e9, Meta: "a", Fields: []Field{{Name: "v", Value: Int(1)}}}
+	}
+	if _, err := db.Insert(ctx, "c", more, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// From the middle of the damaged bucket's span to after the new rows:
+	// the stored part must be decoded and fails.
+	f, err := partialfilter.ParseJSON([]byte(`{"t": {"$gte": {"$date": "1970-01-01T00:00:00.5Z"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Delete(ctx, "c", f); err == nil {
+		t.Fatal("a delete over a damaged bucket succeeded")
+	}
+	after, err := db.Describe(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Left: the two sealed buckets in Pebble (rows 0-1999; the batch that
+	// would have rewritten them failed). Gone: everything in memory, the
+	// open bucket reloaded at open (rows 2000-2499) and the 10 new rows.
+	if after.Count != 2000 || before.Count != 2500 {
+		t.Fatalf("count %d before, %d after the failed delete; want 2500, then 2000", before.Count, after.Count)
+	}
+}

@@ -86,6 +86,18 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 	gone := fieldTypeSet{}
 	targets, deleted, buckets := db.deleteInMemory(c, d, gone)
 	db.mu.Unlock()
+	// The rows removed from memory are gone whatever happens in Pebble
+	// (the delete is logged): a failure below still takes them off the
+	// counts, or the next checkpoint would persist a count too high.
+	memDeleted, memBuckets := deleted, buckets
+	fail := func(err error) (int64, error) {
+		db.mu.Lock()
+		c.count -= memDeleted
+		c.buckets -= memBuckets
+		c.dirty = true
+		db.mu.Unlock()
+		return memDeleted, err
+	}
 
 	batch := db.pdb.NewBatch()
 	defer batch.Close()
@@ -96,7 +108,7 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 		for _, k := range t.stale {
 			n, found, err := db.storedRows(k)
 			if err != nil {
-				return 0, err
+				return fail(err)
 			}
 			if found {
 				persisted += n
@@ -105,7 +117,7 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 		}
 		n, nb, err := db.deleteStored(batch, &rw, c.id, d, t, maxSpan, gone)
 		if err != nil {
-			return 0, err
+			return fail(err)
 		}
 		deleted += n
 		buckets += nb
@@ -133,7 +145,7 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 		c.ckptCount += persisted
 		c.ckptBuckets += persistedBuckets
 		db.mu.Unlock()
-		return 0, err
+		return fail(err)
 	}
 	db.mu.Lock()
 	c.count -= deleted
