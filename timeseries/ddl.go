@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -75,7 +76,9 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 // The caller holds maintMu.
 func (db *DB) persistCollection(c *collection, nextColl uint32) error {
 	if db.expiredUnflushed.Load() {
-		if err := db.checkpointLocked(db.stop); err != nil {
+		if err := db.checkpointLocked(db.stop); errors.Is(err, errNoRoom) {
+			return mongoerr.New(mongoerr.OutOfDiskSpace, "the catalog change of %q must first checkpoint what TTL passes removed, and %v", c.name, err)
+		} else if err != nil {
 			return fmt.Errorf("timeseries: checkpoint before the catalog change of %q: %w", c.name, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a fresh directory and unmounts
@@ -315,5 +316,52 @@ func (f *diskFullFixture) closeQuickly() {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		f.t.Fatalf("close on a full disk took %v", d)
+	}
+}
+
+// A catalog change after a TTL pass must checkpoint first (persistCollection);
+// when the disk has room for the change but not for that checkpoint, it is
+// refused as a full disk (OutOfDiskSpace, 507 over HTTP), not as an internal
+// error.
+func TestCatalogChangeNeedsRoomForCheckpoint(t *testing.T) {
+	f := newDiskFullFixture(t, 256<<10)
+	if a, _ := f.write(1500); a != nil {
+		t.Fatal(a)
+	}
+	e := int64(60)
+	if _, err := f.db.CollMod(ctx, "m", CollModOptions{ExpireAfterSeconds: &e}); err != nil {
+		t.Fatal(err)
+	}
+	// Every measurement is from 2024: a pass now removes them all from memory.
+	targets, err := f.db.Targets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := int64(0)
+	for _, tg := range targets {
+		b, err := f.db.Expire(ctx, tg, time.Now(), ttl.Budget{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		removed += b.Docs
+	}
+	if removed == 0 {
+		t.Fatal("the TTL pass removed nothing")
+	}
+	// Leave 768 KiB free: above the reserve, below the log plus a margin.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(f.root, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < 1<<20 {
+		t.Fatalf("only %d bytes free before the filler", free)
+	}
+	if err := os.WriteFile(filepath.Join(f.root, "filler"), make([]byte, free-768<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.db.CollMod(ctx, "m", CollModOptions{ExpireOff: true})
+	if mongoerr.CodeOf(err) != mongoerr.OutOfDiskSpace {
+		t.Fatalf("collMod needing a checkpoint on a nearly full disk: %v, want OutOfDiskSpace", err)
 	}
 }
