@@ -37,9 +37,13 @@ func TestIsCorrupt(t *testing.T) {
 
 // TestFindCorruptBucket overwrites a stored bucket (sealed or open) in Pebble and checks that a
 // find over it fails with an error that is corruption.
-func TestFindCorruptBucket(t *testing.T) {
+// damagedStore writes a collection "c" of 2500 measurements of sensor "a",
+// one a second from the epoch, and overwrites its first stored bucket with
+// bytes that say one row and no field and end there. It returns the
+// directory.
+func damagedStore(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
-	ctx := context.Background()
 	db, err := Open(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +88,13 @@ func TestFindCorruptBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err = Open(Options{Dir: dir})
+	return dir
+}
+
+func TestFindCorruptBucket(t *testing.T) {
+	dir := damagedStore(t)
+	ctx := context.Background()
+	db, err := Open(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,51 +122,9 @@ func (q quietPebble) Fatalf(format string, args ...any) { q.t.Fatalf(format, arg
 // in memory (it is logged): the collection's count drops by them, so the
 // next checkpoint does not persist a count too high.
 func TestDeleteFailureKeepsCount(t *testing.T) {
-	dir := t.TempDir()
+	dir := damagedStore(t)
 	ctx := context.Background()
 	db, err := Open(Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateCollection(ctx, "c", CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
-		t.Fatal(err)
-	}
-	ms := make([]Measurement, 2500)
-	for i := range ms {
-		ms[i] = Measurement{Time: int64(i) * 1e9, Meta: "a", Fields: []Field{{Name: "v", Value: Int(int64(i))}}}
-	}
-	if _, err := db.Insert(ctx, "c", ms, InsertOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p, err := pebble.Open(filepath.Join(dir, "store"), &pebble.Options{Logger: quietPebble{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := p.NewIter(&pebble.IterOptions{LowerBound: []byte{0x03}, UpperBound: []byte{0x05}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key []byte
-	if it.First() {
-		key = append(key, it.Key()...)
-	}
-	if err := it.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if key == nil {
-		t.Fatal("no bucket in Pebble")
-	}
-	if err := p.Set(key, []byte{bucket.VersionRefs, 1}, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err = Open(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
