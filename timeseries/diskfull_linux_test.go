@@ -10,37 +10,10 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/internal/tmpfs"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/ttl"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes on a fresh directory and unmounts
-// it when the test ends. It needs root; where it cannot mount, the test
-// skips, except with CI=true, where it fails.
-func mountTmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	skip := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("cannot check a full disk in CI: %s", msg)
-		}
-		t.Skipf("SKIPPED, behaviour on a full disk NOT checked: %s", msg)
-	}
-	if os.Geteuid() != 0 {
-		skip("needs root to mount a tmpfs")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		skip("mount tmpfs on %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
 
 // fillDisk writes path until the filesystem is full, then cuts it so that
 // leave bytes are free (0: none).
@@ -96,7 +69,7 @@ type diskFullFixture struct {
 }
 
 func newDiskFullFixture(t *testing.T, reserve int64) *diskFullFixture {
-	root := mountTmpfs(t, 8<<20)
+	root := tmpfs.Mount(t, 8<<20)
 	f := &diskFullFixture{t: t, root: root, opts: Options{Dir: filepath.Join(root, "data"),
 		CheckpointInterval: time.Hour, DiskReserve: reserve}}
 	f.open()

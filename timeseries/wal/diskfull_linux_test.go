@@ -7,35 +7,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-)
 
-// mountTmpfs mounts a tmpfs of size bytes on a fresh directory and unmounts
-// it when the test ends. It needs root; where it cannot mount, the test
-// skips, except with CI=true, where it fails.
-func mountTmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	skip := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("cannot check a full disk in CI: %s", msg)
-		}
-		t.Skipf("SKIPPED, behaviour on a full disk NOT checked: %s", msg)
-	}
-	if os.Geteuid() != 0 {
-		skip("needs root to mount a tmpfs")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		skip("mount tmpfs on %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
+	"github.com/hourglassdb/hourglass/internal/tmpfs"
+)
 
 // TestAppendResumesAfterDiskFull fills a small tmpfs with the log until an
 // append fails with ENOSPC, checks that appends keep failing while the disk
@@ -44,7 +18,7 @@ func mountTmpfs(t *testing.T, size int64) string {
 // nothing else but records of failed calls (a batch whose first records
 // were synced before the next segment could not be created).
 func TestAppendResumesAfterDiskFull(t *testing.T) {
-	root := mountTmpfs(t, 2<<20)
+	root := tmpfs.Mount(t, 2<<20)
 	ballast := filepath.Join(root, "ballast")
 	if err := os.WriteFile(ballast, make([]byte, 512<<10), 0o644); err != nil {
 		t.Fatal(err)
