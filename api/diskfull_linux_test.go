@@ -1,14 +1,12 @@
 package api_test
 
 import (
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/internal/tmpfs"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -25,18 +23,7 @@ func TestDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(api.Options{DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	s := &testServer{t: t, srv: srv, db: db, url: hs.URL}
+	s := serveDB(t, db, nil)
 	s.createSensors("s")
 	s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
 

@@ -31,6 +31,13 @@ func newTestServer(t *testing.T, mod func(*api.Options)) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveDB(t, db, mod)
+}
+
+// serveDB serves db over a loopback httptest server, closing both when the
+// test ends.
+func serveDB(t *testing.T, db *timeseries.DB, mod func(*api.Options)) *testServer {
+	t.Helper()
 	opts := api.Options{DB: db}
 	if mod != nil {
 		mod(&opts)
