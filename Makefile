@@ -18,7 +18,8 @@ CHROMIUM ?= /usr/bin/chromium
 .PHONY: test deps ui serve screenshots soak-model fuzz
 
 # The tests, with what they need installed first when it is missing:
-# Chromium for the console's end-to-end test, the console's npm packages.
+# Chromium for the console's end-to-end test, the console's npm packages,
+# mongosh for the MongoDB shell's test (mongowire/mongoshtest).
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
@@ -30,7 +31,7 @@ FUZZ ?=
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ=$(FUZZ) scripts/fuzz.sh
 
-deps: $(CHROMIUM) ui/node_modules/.package-lock.json
+deps: $(CHROMIUM) ui/node_modules/.package-lock.json mongowire/mongoshtest/node_modules/.package-lock.json
 
 # Node is on the project's machines; Debian's is enough where it is not.
 NPM := $(shell command -v npm 2>/dev/null)
@@ -48,6 +49,11 @@ $(CHROMIUM):
 
 ui/node_modules/.package-lock.json: ui/package-lock.json | $(NODE_DEP)
 	npm ci --prefix ui
+
+# mongosh, pinned in mongowire/mongoshtest/package-lock.json; its .npmrc
+# skips the install scripts of optional native modules mongosh runs without.
+mongowire/mongoshtest/node_modules/.package-lock.json: mongowire/mongoshtest/package-lock.json | $(NODE_DEP)
+	npm ci --prefix mongowire/mongoshtest
 
 # The console's assets: typecheck, then bundle into ui/dist (commit it).
 ui: ui/node_modules/.package-lock.json
