@@ -171,31 +171,14 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
-	if c.plain != nil {
-		// Writers of a plain collection hold its lock from their check
-		// that it exists to their commit.
-		c.plain.mu.Lock()
-		defer c.plain.mu.Unlock()
-	}
-	db.cutMu.Lock()
-	defer db.cutMu.Unlock()
-	db.mu.Lock()
-	if c.dropped {
-		db.mu.Unlock()
+	if !db.unlinkCollection(c) {
 		return notFound(name)
 	}
-	var mem int64
-	for _, s := range c.series {
-		for _, b := range s.buckets {
-			mem += b.mem
-		}
-	}
-	c.dropped = true
-	delete(db.collections, name)
-	delete(db.byID, c.id)
-	db.mu.Unlock()
-	db.headMem.Add(-mem)
 
+	// Writers are no longer excluded: the store's flush below may wait for
+	// space (a full disk), and writers of other collections go on meanwhile.
+	// No checkpoint, TTL or merge pass writes c's keys (maintMu is held,
+	// and c is out of the catalog in memory).
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	if err := b.Delete(catalogKey(name), nil); err != nil {
@@ -211,6 +194,38 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 		return db.diskErr(err)
 	}
 	return db.flushStore(db.stop)
+}
+
+// unlinkCollection takes c out of the catalog in memory and gives back
+// the memory of its buckets, with its writers excluded (the plain
+// collection's lock, cutMu): none is between its check that c exists and
+// its rows in memory. It reports false when c was dropped already. The
+// caller holds maintMu.
+func (db *DB) unlinkCollection(c *collection) bool {
+	if c.plain != nil {
+		// Writers of a plain collection hold its lock from their check
+		// that it exists to their commit.
+		c.plain.mu.Lock()
+		defer c.plain.mu.Unlock()
+	}
+	db.cutMu.Lock()
+	defer db.cutMu.Unlock()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if c.dropped {
+		return false
+	}
+	var mem int64
+	for _, s := range c.series {
+		for _, b := range s.buckets {
+			mem += b.mem
+		}
+	}
+	c.dropped = true
+	delete(db.collections, c.name)
+	delete(db.byID, c.id)
+	db.headMem.Add(-mem)
+	return true
 }
 
 // ListCollections describes every collection, sorted by name.
