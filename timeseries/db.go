@@ -53,8 +53,11 @@ type DB struct {
 	// mergeApplied, when set (tests), runs after a merge batch is applied
 	// and before the flush that makes it durable.
 	mergeApplied func()
-	closed       atomic.Bool
-	recovering   bool // replaying the log in Open
+	// fieldTypesScan, when set (tests), runs before refreshFieldTypes reads
+	// the stored buckets.
+	fieldTypesScan func()
+	closed         atomic.Bool
+	recovering     bool // replaying the log in Open
 	// readOnly is set by Open on a full disk: Pebble is opened read-only,
 	// no checkpoint runs and every write is refused (checkWritable).
 	readOnly bool

@@ -399,7 +399,11 @@ func (db *DB) recover() error {
 					"the log in %s holds a delete of %q not yet in the store, which a read-only open cannot apply; free %s and restart",
 					db.opts.Dir, c.name, mib(db.opts.DiskReserve))
 			}
-			if _, err := db.applyDelete(c, &d); err != nil {
+			_, gone, err := db.applyDelete(c, &d)
+			if err == nil {
+				err = db.refreshFieldTypes(c, gone)
+			}
+			if err != nil {
 				return err
 			}
 		case recDocBatch:

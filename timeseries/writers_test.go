@@ -70,3 +70,76 @@ func TestDropDoesNotHoldWriters(t *testing.T) {
 		t.Fatalf("b: count %d, %v; want 1", info.Count, err)
 	}
 }
+
+// TestDeleteFieldTypesWithWriters: a delete recomputes the collection's
+// field types (here reading every stored bucket, as the only string value
+// of v goes) with writers of the collection let in; a string value of v
+// inserted meanwhile keeps v's string type.
+func TestDeleteFieldTypesWithWriters(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.BucketMaxCount = 10 })
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(i int) int64 { return t0.Add(time.Duration(i) * time.Minute).UnixNano() }
+	var ms []Measurement
+	for i := range 50 {
+		v := Int(int64(i))
+		if i == 17 {
+			v = String("oops")
+		}
+		ms = append(ms, Measurement{Time: at(i), Meta: sensor("a"), Fields: []Field{{"v", v}}})
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+
+	scanning, resume := make(chan struct{}), make(chan struct{})
+	db.fieldTypesScan = func() {
+		close(scanning)
+		<-resume
+	}
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$gte": {"$date": "2024-01-01T00:17:00Z"}, "$lt": {"$date": "2024-01-01T00:18:00Z"}}}`))
+		deleted <- err
+	}()
+	select {
+	case <-scanning:
+	case err := <-deleted:
+		t.Fatalf("the delete returned (%v) without reading the stored buckets", err)
+	}
+	release := func() {
+		select {
+		case <-resume:
+		default:
+			close(resume)
+		}
+	}
+	defer release()
+	insertWithin(t, db, "m", at(60), 5*time.Second, release)
+	// A string value of v, inserted while the recomputation runs.
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Insert(ctx, "m", []Measurement{{Time: at(61), Meta: sensor("b"), Fields: []Field{{"v", String("late")}}}}, InsertOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		release()
+		t.Fatal("an insert waited for the delete's recomputation of field types")
+	}
+	release()
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if got := fieldsOf(t, db, "m")["v"]; len(got) != 2 {
+		t.Fatalf("v's types after the delete and a racing string insert: %v; want long and string", got)
+	}
+}
