@@ -156,6 +156,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	var newSeries []seriesRec
 	var catalog [][2][]byte
 	var catalogColls []*collection
+	var catalogCounts [][2]int64 // their ckptCount and ckptBuckets before
 	db.mu.Lock()
 	for _, c := range db.byID {
 		for _, s := range c.series {
@@ -173,6 +174,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 			}
 		}
 		if c.dirty {
+			catalogCounts = append(catalogCounts, [2]int64{c.ckptCount, c.ckptBuckets})
 			c.ckptCount, c.ckptBuckets = c.count, c.buckets
 			rec, err := c.record()
 			if err != nil {
@@ -191,8 +193,10 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 
 	// Encode and write outside the locks. Until the batch is applied, a
 	// failure leaves what was captured dirty again, for the next
-	// checkpoint; once applied, it is in Pebble's memtable, which the next
-	// successful flush makes durable.
+	// checkpoint, and the catalog counts those of the stored buckets (a
+	// delete or TTL batch writes them before the next checkpoint); once
+	// applied, it is in Pebble's memtable, which the next successful flush
+	// makes durable.
 	applied := false
 	defer func() {
 		if applied {
@@ -202,8 +206,9 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		for i := range work {
 			work[i].cap.b.dirty = true
 		}
-		for _, c := range catalogColls {
+		for i, c := range catalogColls {
 			c.dirty = true
+			c.ckptCount, c.ckptBuckets = catalogCounts[i][0], catalogCounts[i][1]
 		}
 		db.mu.Unlock()
 	}()
@@ -243,6 +248,11 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	}
 	if err := batch.Set(keyCheckpoint, st.encode(), nil); err != nil {
 		return err
+	}
+	if db.checkpointWrite != nil {
+		if err := db.checkpointWrite(); err != nil {
+			return err
+		}
 	}
 	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
 		return db.diskErr(err)

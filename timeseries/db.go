@@ -53,6 +53,9 @@ type DB struct {
 	// mergeApplied, when set (tests), runs after a merge batch is applied
 	// and before the flush that makes it durable.
 	mergeApplied func()
+	// checkpointWrite, when set (tests), runs before a checkpoint applies
+	// its batch; an error fails the checkpoint there.
+	checkpointWrite func() error
 	// fieldTypesScan, when set (tests), runs before refreshFieldTypes reads
 	// the stored buckets.
 	fieldTypesScan func()
