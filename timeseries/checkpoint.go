@@ -49,9 +49,16 @@ func (db *DB) run() {
 		if err := db.checkpoint(db.stop); errors.Is(err, errNoRoom) {
 			db.log.Warn("checkpoint skipped", "err", err)
 			continue
-		} else if err != nil && !errors.Is(err, errFlushAbandoned) {
+		} else if errors.Is(err, errFlushAbandoned) {
+			return // closing: Close's final checkpoint flushes the store
+		} else if err != nil {
 			db.log.Error("checkpoint failed", "err", err)
 			continue
+		}
+		select {
+		case <-db.stop:
+			return // closing: no merge pass to wait for
+		default:
 		}
 		// The small buckets the checkpoint wrote are merged with their
 		// neighbours (merge.go); nothing to merge costs one load.

@@ -143,3 +143,38 @@ func TestDeleteFieldTypesWithWriters(t *testing.T) {
 		t.Fatalf("v's types after the delete and a racing string insert: %v; want long and string", got)
 	}
 }
+
+// TestCloseSkipsMergeAfterAbandonedFlush: when Close abandons the
+// background checkpoint's store flush (one that cannot finish), the
+// checkpointer stops there and runs no merge pass.
+func TestCloseSkipsMergeAfterAbandonedFlush(t *testing.T) {
+	fs := newBlockFS(vfs.Default)
+	db := openTest(t, t.TempDir(), func(o *Options) { o.FS = fs })
+	defer fs.release()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for _, ts := range []int64{0, 1, 2, int64(5 * time.Hour)} { // the last seals a small bucket
+		insertWithin(t, db, "m", t0+ts, 5*time.Second, func() {})
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if !db.mergePending.Load() {
+		t.Fatal("the checkpoint marked no small bucket to merge")
+	}
+	insertWithin(t, db, "m", t0+int64(5*time.Hour)+1, 5*time.Second, func() {})
+
+	fs.block()
+	db.wakeCheckpointer()
+	<-fs.waiting // the background checkpoint's flush
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	<-db.done
+	fs.release() // for the final checkpoint
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := db.stats.mergeReads.Load(); n != 0 {
+		t.Fatalf("a merge pass read %d series after the flush was abandoned", n)
+	}
+}
