@@ -126,6 +126,19 @@ func (db *DB) checkpoint(abort <-chan struct{}) error {
 	return db.checkpointLocked(abort)
 }
 
+// checkpointNeed is the free space a checkpoint needs now (see
+// checkpoint).
+func (db *DB) checkpointNeed() int64 {
+	return db.wal.Size() + db.headMem.Load() + checkpointMargin
+}
+
+// roomForCheckpoint reports whether the filesystem has the space a
+// checkpoint needs now (true when it cannot tell).
+func (db *DB) roomForCheckpoint() bool {
+	free := db.freeSpace()
+	return free < 0 || free >= db.checkpointNeed()
+}
+
 // checkpointLocked is checkpoint with maintMu held by the caller.
 func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	if db.readOnly {
@@ -140,8 +153,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		}
 	}()
 
-	need := db.wal.Size() + db.headMem.Load() + checkpointMargin
-	if free := db.freeSpace(); free >= 0 && free < need {
+	if free, need := db.freeSpace(), db.checkpointNeed(); free >= 0 && free < need {
 		db.noRoom.Store(true)
 		return fmt.Errorf("%w in %s: %s free, it may write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
 	}

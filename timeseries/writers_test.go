@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -176,5 +177,45 @@ func TestCloseSkipsMergeAfterAbandonedFlush(t *testing.T) {
 	}
 	if n := db.stats.mergeReads.Load(); n != 0 {
 		t.Fatalf("a merge pass read %d series after the flush was abandoned", n)
+	}
+}
+
+// TestMemoryWaitNoFalseDiskFull: a writer waiting for memory is not told
+// the disk is full when the mark of a skipped checkpoint is stale (space
+// was freed since): it waits for the checkpoint that frees memory.
+func TestMemoryWaitNoFalseDiskFull(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.MemoryBudget = 1 << 20 })
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var ms []Measurement
+	for i := range 20000 {
+		ms = append(ms, Measurement{Time: t0 + int64(i)*1e9, Meta: sensor(fmt.Sprint(i % 500)),
+			Fields: []Field{{"v", Float(float64(i))}, {"pad", String(fmt.Sprintf("%0100d", i))}}})
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if db.headMem.Load() <= db.opts.MemoryBudget {
+		t.Fatalf("%d bytes in memory, not over the budget", db.headMem.Load())
+	}
+	// No checkpoint runs until the writer has waited a while; the last one
+	// was skipped for lack of space, which there is now.
+	db.maintMu.Lock()
+	db.noRoom.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Insert(ctx, "m", ms[:1], InsertOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		db.maintMu.Unlock()
+		t.Fatalf("the writer stopped waiting for memory: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	db.maintMu.Unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("insert after the checkpoint: %v", err)
 	}
 }
