@@ -61,8 +61,9 @@ type DB struct {
 	fieldTypesScan func()
 	closed         atomic.Bool
 	recovering     bool // replaying the log in Open
-	// readOnly is set by Open on a full disk: Pebble is opened read-only,
-	// no checkpoint runs and every write is refused (checkWritable).
+	// readOnly is set by Open on a full disk: Pebble writes to memory only
+	// (overlayFS), no checkpoint runs and every write is refused
+	// (checkWritable).
 	readOnly bool
 	// noRoom is set while checkpoints are skipped for lack of disk space
 	// (errNoRoom), so that writers waiting for memory give up.
