@@ -91,9 +91,16 @@ func kindByName(s string) (Kind, bool) {
 	return 0, false
 }
 
-func (c *collection) record() ([]byte, error) {
+func (c *collection) record() ([]byte, error) { return c.recordWith(nil) }
+
+// recordWith is record with the options and indexes of ch instead of c's
+// (nil: c's own), for a change persisted before it is installed.
+func (c *collection) recordWith(ch *catalogChange) ([]byte, error) {
 	r := collectionRecord{ID: c.id, Name: c.name, Options: c.opts, Indexes: c.indexes, MaxSpan: c.maxSpan,
 		Created: c.created, Count: c.ckptCount, Buckets: c.ckptBuckets, CountExact: true, NextIndexID: c.nextIndexID}
+	if ch != nil {
+		r.Options, r.Indexes, r.NextIndexID, r.MaxSpan = ch.opts, ch.indexes, ch.nextIndexID, ch.maxSpan(c)
+	}
 	r.FieldNames = c.names
 	if len(c.fieldTypes) > 0 {
 		r.FieldTypes = make(map[string][]string, len(c.fieldTypes))

@@ -49,9 +49,16 @@ func (db *DB) run() {
 		if err := db.checkpoint(db.stop); errors.Is(err, errNoRoom) {
 			db.log.Warn("checkpoint skipped", "err", err)
 			continue
-		} else if err != nil && !errors.Is(err, errFlushAbandoned) {
+		} else if errors.Is(err, errFlushAbandoned) {
+			return // closing: Close's final checkpoint flushes the store
+		} else if err != nil {
 			db.log.Error("checkpoint failed", "err", err)
 			continue
+		}
+		select {
+		case <-db.stop:
+			return // closing: no merge pass to wait for
+		default:
 		}
 		// The small buckets the checkpoint wrote are merged with their
 		// neighbours (merge.go); nothing to merge costs one load.
@@ -119,6 +126,19 @@ func (db *DB) checkpoint(abort <-chan struct{}) error {
 	return db.checkpointLocked(abort)
 }
 
+// checkpointNeed is the free space a checkpoint needs now (see
+// checkpoint).
+func (db *DB) checkpointNeed() int64 {
+	return db.wal.Size() + db.headMem.Load() + checkpointMargin
+}
+
+// roomForCheckpoint reports whether the filesystem has the space a
+// checkpoint needs now (true when it cannot tell).
+func (db *DB) roomForCheckpoint() bool {
+	free := db.freeSpace()
+	return free < 0 || free >= db.checkpointNeed()
+}
+
 // checkpointLocked is checkpoint with maintMu held by the caller.
 func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	if db.readOnly {
@@ -133,8 +153,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		}
 	}()
 
-	need := db.wal.Size() + db.headMem.Load() + checkpointMargin
-	if free := db.freeSpace(); free >= 0 && free < need {
+	if free, need := db.freeSpace(), db.checkpointNeed(); free >= 0 && free < need {
 		db.noRoom.Store(true)
 		return fmt.Errorf("%w in %s: %s free, it may write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
 	}
@@ -156,6 +175,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	var newSeries []seriesRec
 	var catalog [][2][]byte
 	var catalogColls []*collection
+	var catalogCounts [][2]int64 // their ckptCount and ckptBuckets before
 	db.mu.Lock()
 	for _, c := range db.byID {
 		for _, s := range c.series {
@@ -173,6 +193,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 			}
 		}
 		if c.dirty {
+			catalogCounts = append(catalogCounts, [2]int64{c.ckptCount, c.ckptBuckets})
 			c.ckptCount, c.ckptBuckets = c.count, c.buckets
 			rec, err := c.record()
 			if err != nil {
@@ -191,8 +212,10 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 
 	// Encode and write outside the locks. Until the batch is applied, a
 	// failure leaves what was captured dirty again, for the next
-	// checkpoint; once applied, it is in Pebble's memtable, which the next
-	// successful flush makes durable.
+	// checkpoint, and the catalog counts those of the stored buckets (a
+	// delete or TTL batch writes them before the next checkpoint); once
+	// applied, it is in Pebble's memtable, which the next successful flush
+	// makes durable.
 	applied := false
 	defer func() {
 		if applied {
@@ -202,8 +225,9 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		for i := range work {
 			work[i].cap.b.dirty = true
 		}
-		for _, c := range catalogColls {
+		for i, c := range catalogColls {
 			c.dirty = true
+			c.ckptCount, c.ckptBuckets = catalogCounts[i][0], catalogCounts[i][1]
 		}
 		db.mu.Unlock()
 	}()
@@ -243,6 +267,11 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	}
 	if err := batch.Set(keyCheckpoint, st.encode(), nil); err != nil {
 		return err
+	}
+	if db.checkpointWrite != nil {
+		if err := db.checkpointWrite(); err != nil {
+			return err
+		}
 	}
 	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
 		return db.diskErr(err)

@@ -53,10 +53,17 @@ type DB struct {
 	// mergeApplied, when set (tests), runs after a merge batch is applied
 	// and before the flush that makes it durable.
 	mergeApplied func()
-	closed       atomic.Bool
-	recovering   bool // replaying the log in Open
-	// readOnly is set by Open on a full disk: Pebble is opened read-only,
-	// no checkpoint runs and every write is refused (checkWritable).
+	// checkpointWrite, when set (tests), runs before a checkpoint applies
+	// its batch; an error fails the checkpoint there.
+	checkpointWrite func() error
+	// fieldTypesScan, when set (tests), runs before refreshFieldTypes reads
+	// the stored buckets.
+	fieldTypesScan func()
+	closed         atomic.Bool
+	recovering     bool // replaying the log in Open
+	// readOnly is set by Open on a full disk: Pebble writes to memory only
+	// (overlayFS), no checkpoint runs and every write is refused
+	// (checkWritable).
 	readOnly bool
 	// noRoom is set while checkpoints are skipped for lack of disk space
 	// (errNoRoom), so that writers waiting for memory give up.

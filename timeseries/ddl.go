@@ -51,7 +51,7 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 		c.nextIndexID = 1
 	}
 	c.compileRules()
-	if err := db.persistCollection(c, db.nextColl+1); err != nil {
+	if _, err := db.persistCollection(c, db.nextColl+1, nil); err != nil {
 		return false, err
 	}
 	db.mu.Lock()
@@ -62,8 +62,10 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	return true, nil
 }
 
-// persistCollection writes c's catalog record and the next collection id,
-// and makes them durable.
+// persistCollection writes c's catalog record (with the options and
+// indexes of ch, when not nil) and the next collection id, and makes them
+// durable. applied reports whether the record reached Pebble (a flush may
+// still have failed after it, and a later one makes it durable).
 //
 // TTL passes are not logged: what one removed from memory is back after a
 // crash until a checkpoint has written the buckets without it (the log
@@ -74,27 +76,27 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 // removed anything since the last checkpoint, a checkpoint runs first: a
 // catalog change never becomes durable before the expiry that preceded it.
 // The caller holds maintMu.
-func (db *DB) persistCollection(c *collection, nextColl uint32) error {
+func (db *DB) persistCollection(c *collection, nextColl uint32, ch *catalogChange) (applied bool, err error) {
 	if db.expiredUnflushed.Load() {
 		if err := db.checkpointLocked(db.stop); errors.Is(err, errNoRoom) {
-			return mongoerr.New(mongoerr.OutOfDiskSpace, "the catalog change of %q must first checkpoint what TTL passes removed, and %v", c.name, err)
+			return false, mongoerr.New(mongoerr.OutOfDiskSpace, "the catalog change of %q must first checkpoint what TTL passes removed, and %v", c.name, err)
 		} else if err != nil {
-			return fmt.Errorf("timeseries: checkpoint before the catalog change of %q: %w", c.name, err)
+			return false, fmt.Errorf("timeseries: checkpoint before the catalog change of %q: %w", c.name, err)
 		}
 	}
 	db.mu.RLock()
-	rec, err := c.record()
+	rec, err := c.recordWith(ch)
 	st := checkpointState{nextColl: nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}
 	db.mu.RUnlock()
 	if err != nil {
-		return err
+		return false, err
 	}
 	// The log position of the last checkpoint stays as it is.
 	if v, closer, err := db.pdb.Get(keyCheckpoint); err == nil {
 		old, derr := decodeCheckpointState(v)
 		closer.Close()
 		if derr != nil {
-			return derr
+			return false, derr
 		}
 		st.segment = old.segment
 		st.nextSeries = max(st.nextSeries, old.nextSeries)
@@ -103,15 +105,57 @@ func (db *DB) persistCollection(c *collection, nextColl uint32) error {
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	if err := b.Set(catalogKey(c.name), rec, nil); err != nil {
-		return err
+		return false, err
 	}
 	if err := b.Set(keyCheckpoint, st.encode(), nil); err != nil {
-		return err
+		return false, err
 	}
 	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
-		return db.diskErr(err)
+		return false, db.diskErr(err)
 	}
-	return db.flushStore(db.stop)
+	return true, db.flushStore(db.stop)
+}
+
+// catalogChange is a change of a collection's options, indexes or next
+// index id. changeCatalog persists it before it installs it, so that a
+// change whose record cannot be written (a full disk) is never live.
+type catalogChange struct {
+	opts        CollectionOptions
+	indexes     []IndexSpec
+	nextIndexID uint32
+}
+
+// catalogChangeOf returns c's options and indexes (a copy), for a change.
+func (db *DB) catalogChangeOf(c *collection) catalogChange {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return catalogChange{opts: c.opts, indexes: append([]IndexSpec(nil), c.indexes...), nextIndexID: c.nextIndexID}
+}
+
+// maxSpan is the largest bucket span of c once ch is installed.
+func (ch *catalogChange) maxSpan(c *collection) int64 {
+	if ts := ch.opts.TimeSeries; ts != nil && ts.Span() > c.maxSpan {
+		return ts.Span()
+	}
+	return c.maxSpan
+}
+
+// changeCatalog persists ch as c's catalog record, then installs it in
+// memory (options, indexes, TTL rules). When the record could not be
+// written, c is left as it was. The caller holds maintMu.
+func (db *DB) changeCatalog(c *collection, ch catalogChange) error {
+	applied, err := db.persistCollection(c, db.nextCollSnapshot(), &ch)
+	if !applied {
+		return err
+	}
+	// Applied: Pebble holds the record, which its next flush makes durable
+	// even when this one failed; memory follows it.
+	db.mu.Lock()
+	c.maxSpan = ch.maxSpan(c)
+	c.opts, c.indexes, c.nextIndexID = ch.opts, ch.indexes, ch.nextIndexID
+	c.compileRules()
+	db.mu.Unlock()
+	return err
 }
 
 // DropCollection removes a collection and all its data. NamespaceNotFound
@@ -127,31 +171,14 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
-	if c.plain != nil {
-		// Writers of a plain collection hold its lock from their check
-		// that it exists to their commit.
-		c.plain.mu.Lock()
-		defer c.plain.mu.Unlock()
-	}
-	db.cutMu.Lock()
-	defer db.cutMu.Unlock()
-	db.mu.Lock()
-	if c.dropped {
-		db.mu.Unlock()
+	if !db.unlinkCollection(c) {
 		return notFound(name)
 	}
-	var mem int64
-	for _, s := range c.series {
-		for _, b := range s.buckets {
-			mem += b.mem
-		}
-	}
-	c.dropped = true
-	delete(db.collections, name)
-	delete(db.byID, c.id)
-	db.mu.Unlock()
-	db.headMem.Add(-mem)
 
+	// Writers are no longer excluded: the store's flush below may wait for
+	// space (a full disk), and writers of other collections go on meanwhile.
+	// No checkpoint, TTL or merge pass writes c's keys (maintMu is held,
+	// and c is out of the catalog in memory).
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	if err := b.Delete(catalogKey(name), nil); err != nil {
@@ -167,6 +194,38 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 		return db.diskErr(err)
 	}
 	return db.flushStore(db.stop)
+}
+
+// unlinkCollection takes c out of the catalog in memory and gives back
+// the memory of its buckets, with its writers excluded (the plain
+// collection's lock, cutMu): none is between its check that c exists and
+// its rows in memory. It reports false when c was dropped already. The
+// caller holds maintMu.
+func (db *DB) unlinkCollection(c *collection) bool {
+	if c.plain != nil {
+		// Writers of a plain collection hold its lock from their check
+		// that it exists to their commit.
+		c.plain.mu.Lock()
+		defer c.plain.mu.Unlock()
+	}
+	db.cutMu.Lock()
+	defer db.cutMu.Unlock()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if c.dropped {
+		return false
+	}
+	var mem int64
+	for _, s := range c.series {
+		for _, b := range s.buckets {
+			mem += b.mem
+		}
+	}
+	c.dropped = true
+	delete(db.collections, c.name)
+	delete(db.byID, c.id)
+	db.headMem.Add(-mem)
+	return true
 }
 
 // ListCollections describes every collection, sorted by name.
@@ -303,14 +362,9 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 		next.TimeSeries = &ts
 		res.OldTimeSeries, res.NewTimeSeries = &old, &ts
 	}
-	db.mu.Lock()
-	c.opts = next
-	if ts := next.TimeSeries; ts != nil && ts.Span() > c.maxSpan {
-		c.maxSpan = ts.Span()
-	}
-	c.compileRules()
-	db.mu.Unlock()
-	return res, db.persistCollection(c, db.nextCollSnapshot())
+	ch := db.catalogChangeOf(c)
+	ch.opts = next
+	return res, db.changeCatalog(c, ch)
 }
 
 func (db *DB) nextCollSnapshot() uint32 {

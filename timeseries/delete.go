@@ -41,7 +41,12 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	db.cutMu.Lock()
-	defer db.cutMu.Unlock()
+	cutHeld := true
+	defer func() {
+		if cutHeld {
+			db.cutMu.Unlock()
+		}
+	}()
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -63,7 +68,7 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 	if _, err := db.wal.Append(rec.encode(nil)); err != nil {
 		return 0, db.diskErr(fmt.Errorf("timeseries: log delete on %q: %w", name, err))
 	}
-	n, err := db.applyDelete(c, &rec)
+	n, gone, err := db.applyDelete(c, &rec)
 	if err != nil {
 		return n, err
 	}
@@ -72,14 +77,22 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 	oor := c.oorBuckets
 	db.mu.RUnlock()
 	if oor > 0 {
-		err = db.recountOutOfRange(c)
+		if err := db.recountOutOfRange(c); err != nil {
+			return n, err
+		}
 	}
-	return n, err
+	// The field types are recomputed with writers let in: it may read
+	// every stored bucket's header of c.
+	db.cutMu.Unlock()
+	cutHeld = false
+	return n, db.refreshFieldTypes(c, gone)
 }
 
-// applyDelete removes the rows d names from memory and from Pebble. Writers
-// are excluded (cutMu held, or replay).
-func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
+// applyDelete removes the rows d names from memory and from Pebble, and
+// returns the rows removed and the field types of the buckets it reached,
+// for refreshFieldTypes (nil when it removed nothing). Writers are
+// excluded (cutMu held, or replay).
+func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, fieldTypeSet, error) {
 	db.mu.Lock()
 	maxSpan := max(c.maxSpan, c.opts.TimeSeries.Span())
 	rw := bucketRewriter{names: c.names}
@@ -90,13 +103,13 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 	// (the delete is logged): a failure below still takes them off the
 	// counts, or the next checkpoint would persist a count too high.
 	memDeleted, memBuckets := deleted, buckets
-	fail := func(err error) (int64, error) {
+	fail := func(err error) (int64, fieldTypeSet, error) {
 		db.mu.Lock()
 		c.count -= memDeleted
 		c.buckets -= memBuckets
 		c.dirty = true
 		db.mu.Unlock()
-		return memDeleted, err
+		return memDeleted, nil, err
 	}
 
 	batch := db.pdb.NewBatch()
@@ -152,12 +165,10 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, error) {
 	c.buckets -= buckets
 	c.dirty = true
 	db.mu.Unlock()
-	if deleted > 0 {
-		if err := db.refreshFieldTypes(c, gone); err != nil {
-			return deleted, err
-		}
+	if deleted == 0 {
+		return 0, nil, nil
 	}
-	return deleted, nil
+	return deleted, gone, nil
 }
 
 // fieldTypeSet is a set of (field, type) pairs.
@@ -215,7 +226,9 @@ func (g fieldTypeSet) drop(name string, t bucket.Type) {
 // buckets (their control blocks only) until every pair is found: a pair
 // that is still common is found at once, and only a type that did vanish
 // costs a pass over the collection's stored buckets. The caller holds
-// maintMu (no checkpoint moves buckets meanwhile).
+// maintMu (no checkpoint moves buckets meanwhile, no delete or TTL pass
+// removes rows), not cutMu: writers adding a type meanwhile put its rows
+// in memory, where the last look, under mu, finds them.
 func (db *DB) refreshFieldTypes(c *collection, gone fieldTypeSet) error {
 	if len(gone) == 0 {
 		return nil
@@ -242,6 +255,9 @@ func (db *DB) refreshFieldTypes(c *collection, gone fieldTypeSet) error {
 	names := c.names
 	db.mu.RUnlock()
 	if len(gone) > 0 {
+		if db.fieldTypesScan != nil {
+			db.fieldTypesScan()
+		}
 		// Open-bucket snapshots are in memory: sealed buckets only.
 		p := collPrefix(spaceBucket, c.id)
 		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})

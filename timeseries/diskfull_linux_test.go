@@ -1,10 +1,12 @@
 package timeseries
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -189,8 +191,9 @@ func TestDiskFullReserve(t *testing.T) {
 // OutOfDiskSpace and are not acknowledged, reads see every acknowledged
 // write, a checkpoint is skipped, Close returns promptly, and after space
 // is freed writes resume without a reopen. Then the disk is filled again
-// with the DB closed: Open opens it read-only (reads work, writes are
-// refused), and a restart after space is freed writes again.
+// with the DB closed: Open opens it read-only (reads work, the log's
+// document writes included; writes are refused), and a restart after space
+// is freed writes again.
 func TestDiskFullLog(t *testing.T) {
 	f := newDiskFullFixture(t, -1)
 	if a, b := f.write(200); a != nil || b != nil {
@@ -256,7 +259,7 @@ func TestDiskFullLog(t *testing.T) {
 		t.Fatalf("close read-only: %v", err)
 	}
 
-	// Document writes in the log: a read-only open cannot apply them.
+	// Document writes in the log: a read-only open applies them in memory.
 	if err := os.Remove(fill); err != nil {
 		t.Fatal(err)
 	}
@@ -269,8 +272,13 @@ func TestDiskFullLog(t *testing.T) {
 	}
 	fillDisk(t, fill, 0)
 	f.closeQuickly()
-	if _, err := Open(f.opts); !isOutOfDiskSpace(err) {
-		t.Fatalf("read-only open with document writes in the log: %v, want OutOfDiskSpace", err)
+	f.open()
+	if !f.db.readOnly {
+		t.Fatal("opened read-write on a full disk")
+	}
+	f.checkReads("read-only, documents in the log")
+	if err := f.db.Close(); err != nil {
+		t.Fatalf("close read-only: %v", err)
 	}
 	if err := os.Remove(fill); err != nil {
 		t.Fatal(err)
@@ -295,9 +303,19 @@ func (f *diskFullFixture) closeQuickly() {
 // A catalog change after a TTL pass must checkpoint first (persistCollection);
 // when the disk has room for the change but not for that checkpoint, it is
 // refused as a full disk (OutOfDiskSpace, 507 over HTTP), not as an internal
-// error.
+// error. A refused change is not live: the options and indexes stay those
+// the store holds.
 func TestCatalogChangeNeedsRoomForCheckpoint(t *testing.T) {
 	f := newDiskFullFixture(t, 256<<10)
+	day := int64(86400)
+	sensorTTL := IndexSpec{Name: "s_ttl", Key: []IndexKey{{Field: "ts", Direction: 1}}, ExpireAfterSeconds: &day,
+		PartialFilterExpression: map[string]any{"s.id": "s0"}}
+	if _, _, err := f.db.CreateIndex(ctx, "m", sensorTTL); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.db.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{Field: "pad", Direction: 1}}}); err != nil {
+		t.Fatal(err)
+	}
 	if a, _ := f.write(1500); a != nil {
 		t.Fatal(a)
 	}
@@ -305,6 +323,25 @@ func TestCatalogChangeNeedsRoomForCheckpoint(t *testing.T) {
 	if _, err := f.db.CollMod(ctx, "m", CollModOptions{ExpireAfterSeconds: &e}); err != nil {
 		t.Fatal(err)
 	}
+	stateOf := func() string {
+		var b strings.Builder
+		for _, name := range []string{"m", "p"} {
+			info, err := f.db.Describe(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ix, err := f.db.ListIndexes(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s: %s %s\n", name, jsonString(t, info.Options), jsonString(t, ix))
+		}
+		f.db.mu.RLock()
+		fmt.Fprintf(&b, "rules %d, next index id %d", len(f.db.collections["m"].rules), f.db.collections["p"].nextIndexID)
+		f.db.mu.RUnlock()
+		return b.String()
+	}
+	before := stateOf()
 	// Every measurement is from 2024: a pass now removes them all from memory.
 	targets, err := f.db.Targets(ctx)
 	if err != nil {
@@ -337,4 +374,41 @@ func TestCatalogChangeNeedsRoomForCheckpoint(t *testing.T) {
 	if mongoerr.CodeOf(err) != mongoerr.OutOfDiskSpace {
 		t.Fatalf("collMod needing a checkpoint on a nearly full disk: %v, want OutOfDiskSpace", err)
 	}
+	changes := map[string]func() error{
+		"collMod granularity": func() error {
+			_, err := f.db.CollMod(ctx, "m", CollModOptions{TimeSeries: &TimeSeriesOptions{Granularity: "hours"}})
+			return err
+		},
+		"create index": func() error {
+			_, _, err := f.db.CreateIndex(ctx, "m", IndexSpec{Key: []IndexKey{{Field: "s", Direction: 1}}})
+			return err
+		},
+		"create plain index": func() error {
+			_, _, err := f.db.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{Field: "x", Direction: 1}}})
+			return err
+		},
+		"drop index":       func() error { return f.db.DropIndex(ctx, "m", "s_ttl") },
+		"drop plain index": func() error { return f.db.DropIndex(ctx, "p", "pad_1") },
+		"collMod index": func() error {
+			_, err := f.db.CollModIndex(ctx, "m", IndexMod{Name: "s_ttl", ExpireAfterSeconds: 5})
+			return err
+		},
+	}
+	for what, change := range changes {
+		if err := change(); mongoerr.CodeOf(err) != mongoerr.OutOfDiskSpace {
+			t.Fatalf("%s needing a checkpoint on a nearly full disk: %v, want OutOfDiskSpace", what, err)
+		}
+	}
+	if after := stateOf(); after != before {
+		t.Fatalf("refused catalog changes are live:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+func jsonString(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

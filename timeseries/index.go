@@ -203,10 +203,9 @@ func (db *DB) CreateIndex(ctx context.Context, name string, spec IndexSpec) (cre
 	if c.plain != nil {
 		return db.createPlainIndex(ctx, c, spec)
 	}
-	db.mu.Lock()
-	c.indexes = append(c.indexes, spec)
-	db.mu.Unlock()
-	if err := db.rulesChanged(c); err != nil {
+	ch := db.catalogChangeOf(c)
+	ch.indexes = append(ch.indexes, spec)
+	if err := db.changeCatalog(c, ch); err != nil {
 		return false, spec.Name, err
 	}
 	return true, spec.Name, nil
@@ -223,11 +222,10 @@ func (db *DB) createPlainIndex(ctx context.Context, c *collection, spec IndexSpe
 	p := c.plain
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	db.mu.Lock()
-	spec.ID = c.nextIndexID
-	c.nextIndexID++
-	db.mu.Unlock()
-	if err := db.persistCollection(c, db.nextCollSnapshot()); err != nil {
+	ch := db.catalogChangeOf(c)
+	spec.ID = ch.nextIndexID
+	ch.nextIndexID++
+	if err := db.changeCatalog(c, ch); err != nil {
 		return false, spec.Name, err
 	}
 	if err := db.buildIndex(ctx, c, spec); err != nil {
@@ -236,10 +234,12 @@ func (db *DB) createPlainIndex(ctx context.Context, c *collection, spec IndexSpe
 		}
 		return false, spec.Name, err
 	}
-	db.mu.Lock()
-	c.indexes = append(c.indexes, spec)
-	db.mu.Unlock()
-	if err := db.rulesChanged(c); err != nil {
+	// Entries built for an index whose record could not be written are
+	// left under an id no later index gets, as a crash during the build
+	// leaves them.
+	ch = db.catalogChangeOf(c)
+	ch.indexes = append(ch.indexes, spec)
+	if err := db.changeCatalog(c, ch); err != nil {
 		return false, spec.Name, err
 	}
 	return true, spec.Name, nil
@@ -286,16 +286,14 @@ func (db *DB) DropIndex(ctx context.Context, name, index string) error {
 		c.plain.mu.Lock()
 		defer c.plain.mu.Unlock()
 	}
-	db.mu.Lock()
-	i := indexByName(c.indexes, index)
+	ch := db.catalogChangeOf(c)
+	i := indexByName(ch.indexes, index)
 	if i < 0 {
-		db.mu.Unlock()
 		return mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", index)
 	}
-	id := c.indexes[i].ID
-	c.indexes = append(c.indexes[:i:i], c.indexes[i+1:]...)
-	db.mu.Unlock()
-	if err := db.rulesChanged(c); err != nil {
+	id := ch.indexes[i].ID
+	ch.indexes = append(ch.indexes[:i], ch.indexes[i+1:]...)
+	if err := db.changeCatalog(c, ch); err != nil {
 		return err
 	}
 	if c.plain != nil {
@@ -383,12 +381,11 @@ func (db *DB) CollModIndex(ctx context.Context, name string, m IndexMod) (IndexM
 		return res, mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
 	}
 	res = IndexModResult{Name: next.Name, OldExpireAfterSeconds: specs[i].ExpireAfterSeconds, NewExpireAfterSeconds: v}
-	db.mu.Lock()
-	if j := indexByName(c.indexes, next.Name); j >= 0 {
-		c.indexes[j] = next
+	ch := db.catalogChangeOf(c)
+	if j := indexByName(ch.indexes, next.Name); j >= 0 {
+		ch.indexes[j] = next
 	}
-	db.mu.Unlock()
-	return res, db.rulesChanged(c)
+	return res, db.changeCatalog(c, ch)
 }
 
 func indexDesc(m IndexMod) string {
@@ -396,15 +393,6 @@ func indexDesc(m IndexMod) string {
 		return strconv.Quote(m.Name)
 	}
 	return keyString(m.KeyPattern)
-}
-
-// rulesChanged recompiles c's TTL rules, recomputes the TTL of its series,
-// and persists the catalog. maintMu is held.
-func (db *DB) rulesChanged(c *collection) error {
-	db.mu.Lock()
-	c.compileRules()
-	db.mu.Unlock()
-	return db.persistCollection(c, db.nextCollSnapshot())
 }
 
 // compileRules builds c.rules from the options and indexes and sets the

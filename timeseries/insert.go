@@ -189,7 +189,11 @@ func strictlyDescending(rows []Measurement) bool {
 }
 
 // waitForMemory blocks while buckets in memory exceed the budget, sealing
-// open buckets early and asking for a checkpoint.
+// open buckets early and asking for a checkpoint. It gives up with
+// OutOfDiskSpace only when memory is still over the budget and the
+// filesystem has no room for the checkpoint that would free it; a wait
+// that ends because memory was freed otherwise (a drop, a delete, a TTL
+// pass) or because the DB closed answers that.
 func (db *DB) waitForMemory(ctx context.Context) error {
 	if db.headMem.Load() <= db.opts.MemoryBudget {
 		return nil
@@ -202,16 +206,21 @@ func (db *DB) waitForMemory(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
-		if db.noRoom.Load() {
+		if db.closed.Load() {
+			return ErrClosed
+		}
+		if db.headMem.Load() <= db.opts.MemoryBudget {
+			return nil
+		}
+		// noRoom stays set until a checkpoint succeeds: once space is
+		// freed, the checkpoint just woken frees memory.
+		if db.noRoom.Load() && !db.roomForCheckpoint() {
 			// No checkpoint can free memory until space is freed.
 			if err := db.checkWritable(); err != nil {
 				return err
 			}
 			return mongoerr.New(mongoerr.OutOfDiskSpace,
 				"not enough disk space in %s to write buckets out of memory; writes resume once space is freed", db.opts.Dir)
-		}
-		if db.closed.Load() {
-			return ErrClosed
 		}
 	}
 	return nil

@@ -21,13 +21,14 @@ import (
 // the background checkpointer. Close must be called.
 //
 // When the filesystem of opts.Dir has less than Options.DiskReserve free,
-// the DB opens read-only: Pebble is opened read-only (a read-write open
-// writes a manifest, and Pebble stops the process when that fails), the
-// log is replayed into memory, no checkpoint runs, and every write is
-// refused with OutOfDiskSpace (14031) until a restart with space free. A
-// read-only open fails, with OutOfDiskSpace, where it would have to write:
-// a store not created yet, or document writes in the log after the last
-// checkpoint (they are applied to Pebble's memtable).
+// the DB opens read-only: nothing is written to the store's directory (a
+// read-write open writes a manifest, and Pebble stops the process when
+// that fails), so Pebble opens over a file system that keeps what it
+// writes in memory (overlayFS); the log is replayed into memory, its
+// document writes and deletes included, no checkpoint runs, and every
+// write is refused with OutOfDiskSpace (14031) until a restart with space
+// free, which replays the log again into the store on disk. A read-only
+// open fails, with OutOfDiskSpace, where there is no store yet.
 func Open(opts Options) (*DB, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
@@ -64,7 +65,13 @@ func Open(opts Options) (*DB, error) {
 		return nil, err
 	}
 	po := pebbleOptions(opts.Logger, opts.FS)
-	po.ReadOnly = db.readOnly
+	if db.readOnly {
+		// Pebble opens read-write over a file system that writes to
+		// memory only (overlayFS): the log's document writes and deletes
+		// are applied there, and no compaction copies the store.
+		po.FS = newOverlayFS(po.FS)
+		po.DisableAutomaticCompactions = true
+	}
 	po.Cache = pebble.NewCache(blockCacheSize)
 	pdb, err := pebble.Open(filepath.Join(opts.Dir, "store"), po)
 	po.Cache.Unref() // the store holds its own reference
@@ -393,21 +400,14 @@ func (db *DB) recover() error {
 			if c == nil {
 				return nil
 			}
-			if db.readOnly {
-				// A delete rewrites stored buckets and the catalog record.
-				return mongoerr.New(mongoerr.OutOfDiskSpace,
-					"the log in %s holds a delete of %q not yet in the store, which a read-only open cannot apply; free %s and restart",
-					db.opts.Dir, c.name, mib(db.opts.DiskReserve))
+			_, gone, err := db.applyDelete(c, &d)
+			if err == nil {
+				err = db.refreshFieldTypes(c, gone)
 			}
-			if _, err := db.applyDelete(c, &d); err != nil {
+			if err != nil {
 				return err
 			}
 		case recDocBatch:
-			if db.readOnly {
-				return mongoerr.New(mongoerr.OutOfDiskSpace,
-					"the log in %s holds document writes not yet in the store, which a read-only open cannot apply; free %s and restart",
-					db.opts.Dir, mib(db.opts.DiskReserve))
-			}
 			if err := db.replayDocBatch(rec[1:]); err != nil {
 				return fmt.Errorf("log record at %v: %w", pos, err)
 			}

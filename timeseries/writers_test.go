@@ -1,0 +1,221 @@
+package timeseries
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// insertWithin inserts one measurement of sensor a at time ts into
+// collection name and fails the test when the insert has not returned
+// within d; stuck is called then, to let it finish.
+func insertWithin(t *testing.T, db *DB, name string, ts int64, d time.Duration, stuck func()) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Insert(ctx, name, []Measurement{{Time: ts, Meta: sensor("a"), Fields: []Field{{"v", Int(1)}}}}, InsertOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(d):
+		stuck()
+		<-done
+		t.Fatalf("an insert into %q waited more than %v", name, d)
+	}
+}
+
+// TestDropDoesNotHoldWriters: a drop whose store flush cannot finish (a
+// full disk; here the sstable it writes waits) does not hold the writers
+// of other collections; it returns once the flush does.
+func TestDropDoesNotHoldWriters(t *testing.T) {
+	fs := newBlockFS(vfs.Default)
+	db := openTest(t, t.TempDir(), func(o *Options) { o.FS = fs })
+	defer db.Close()
+	defer fs.release()
+	mustCreate(t, db, "a", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, db, "b", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	insertWithin(t, db, "a", t0, 5*time.Second, func() {})
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+
+	fs.block()
+	dropped := make(chan error, 1)
+	go func() { dropped <- db.DropCollection(ctx, "a") }()
+	select {
+	case <-fs.waiting:
+	case err := <-dropped:
+		t.Fatalf("the drop returned (%v) without flushing the store", err)
+	}
+	insertWithin(t, db, "b", t0, 5*time.Second, fs.release)
+	select {
+	case err := <-dropped:
+		t.Fatalf("the drop returned (%v) before its flush finished", err)
+	default:
+	}
+	fs.release()
+	if err := <-dropped; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Describe(ctx, "a"); err == nil {
+		t.Fatal("a is still there after its drop")
+	}
+	if info, err := db.Describe(ctx, "b"); err != nil || info.Count != 1 {
+		t.Fatalf("b: count %d, %v; want 1", info.Count, err)
+	}
+}
+
+// TestDeleteFieldTypesWithWriters: a delete recomputes the collection's
+// field types (here reading every stored bucket, as the only string value
+// of v goes) with writers of the collection let in; a string value of v
+// inserted meanwhile keeps v's string type.
+func TestDeleteFieldTypesWithWriters(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.BucketMaxCount = 10 })
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(i int) int64 { return t0.Add(time.Duration(i) * time.Minute).UnixNano() }
+	var ms []Measurement
+	for i := range 50 {
+		v := Int(int64(i))
+		if i == 17 {
+			v = String("oops")
+		}
+		ms = append(ms, Measurement{Time: at(i), Meta: sensor("a"), Fields: []Field{{"v", v}}})
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+
+	scanning, resume := make(chan struct{}), make(chan struct{})
+	db.fieldTypesScan = func() {
+		close(scanning)
+		<-resume
+	}
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$gte": {"$date": "2024-01-01T00:17:00Z"}, "$lt": {"$date": "2024-01-01T00:18:00Z"}}}`))
+		deleted <- err
+	}()
+	select {
+	case <-scanning:
+	case err := <-deleted:
+		t.Fatalf("the delete returned (%v) without reading the stored buckets", err)
+	}
+	release := func() {
+		select {
+		case <-resume:
+		default:
+			close(resume)
+		}
+	}
+	defer release()
+	insertWithin(t, db, "m", at(60), 5*time.Second, release)
+	// A string value of v, inserted while the recomputation runs.
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Insert(ctx, "m", []Measurement{{Time: at(61), Meta: sensor("b"), Fields: []Field{{"v", String("late")}}}}, InsertOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		release()
+		t.Fatal("an insert waited for the delete's recomputation of field types")
+	}
+	release()
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if got := fieldsOf(t, db, "m")["v"]; len(got) != 2 {
+		t.Fatalf("v's types after the delete and a racing string insert: %v; want long and string", got)
+	}
+}
+
+// TestCloseSkipsMergeAfterAbandonedFlush: when Close abandons the
+// background checkpoint's store flush (one that cannot finish), the
+// checkpointer stops there and runs no merge pass.
+func TestCloseSkipsMergeAfterAbandonedFlush(t *testing.T) {
+	fs := newBlockFS(vfs.Default)
+	db := openTest(t, t.TempDir(), func(o *Options) { o.FS = fs })
+	defer fs.release()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for _, ts := range []int64{0, 1, 2, int64(5 * time.Hour)} { // the last seals a small bucket
+		insertWithin(t, db, "m", t0+ts, 5*time.Second, func() {})
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if !db.mergePending.Load() {
+		t.Fatal("the checkpoint marked no small bucket to merge")
+	}
+	insertWithin(t, db, "m", t0+int64(5*time.Hour)+1, 5*time.Second, func() {})
+
+	fs.block()
+	db.wakeCheckpointer()
+	<-fs.waiting // the background checkpoint's flush
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	<-db.done
+	fs.release() // for the final checkpoint
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := db.stats.mergeReads.Load(); n != 0 {
+		t.Fatalf("a merge pass read %d series after the flush was abandoned", n)
+	}
+}
+
+// TestMemoryWaitNoFalseDiskFull: a writer waiting for memory is not told
+// the disk is full when the mark of a skipped checkpoint is stale (space
+// was freed since): it waits for the checkpoint that frees memory.
+func TestMemoryWaitNoFalseDiskFull(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.MemoryBudget = 1 << 20 })
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var ms []Measurement
+	for i := range 20000 {
+		ms = append(ms, Measurement{Time: t0 + int64(i)*1e9, Meta: sensor(fmt.Sprint(i % 500)),
+			Fields: []Field{{"v", Float(float64(i))}, {"pad", String(fmt.Sprintf("%0100d", i))}}})
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if db.headMem.Load() <= db.opts.MemoryBudget {
+		t.Fatalf("%d bytes in memory, not over the budget", db.headMem.Load())
+	}
+	// No checkpoint runs until the writer has waited a while; the last one
+	// was skipped for lack of space, which there is now.
+	db.maintMu.Lock()
+	db.noRoom.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Insert(ctx, "m", ms[:1], InsertOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		db.maintMu.Unlock()
+		t.Fatalf("the writer stopped waiting for memory: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	db.maintMu.Unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("insert after the checkpoint: %v", err)
+	}
+}
