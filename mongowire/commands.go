@@ -71,6 +71,11 @@ var handlers = map[string]handler{
 	"listDatabases": cmdListDatabases, "listCollections": cmdListCollections,
 	"create": cmdCreate, "drop": cmdDrop, "insert": cmdInsert,
 	"find": cmdFind, "getMore": cmdGetMore, "killCursors": cmdKillCursors,
+	"createIndexes": cmdCreateIndexes, "listIndexes": cmdListIndexes, "dropIndexes": cmdDropIndexes,
+	"collMod": cmdCollMod, "dropDatabase": cmdDropDatabase,
+	"getParameter": cmdGetParameter, "setParameter": cmdSetParameter,
+	"serverStatus": cmdServerStatus, "currentOp": cmdCurrentOp,
+	"count": cmdCount, "distinct": cmdDistinct, "delete": cmdDelete, "update": cmdUpdate,
 }
 
 // preAuth are the commands answered without authentication.
@@ -112,7 +117,10 @@ func (c *conn) handle(req *request) []byte {
 	if _, err := req.body.LookupErr("txnNumber"); err == nil {
 		return s.errorDoc(mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos"))
 	}
+	s.opcounters.count(first)
+	o := s.ops.begin(c, cmd)
 	reply, err := h(s, c, cmd)
+	s.ops.end(o)
 	if err != nil {
 		return s.errorDoc(err)
 	}

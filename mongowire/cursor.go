@@ -115,6 +115,13 @@ func (cs *cursorSet) reapIdle(now time.Time, timeout time.Duration) int {
 	return len(idle)
 }
 
+// open returns the number of open cursors.
+func (cs *cursorSet) open() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return len(cs.m)
+}
+
 // closeAll closes every cursor (at shutdown, when no command runs).
 func (cs *cursorSet) closeAll() {
 	cs.reapIdle(time.Now().Add(1<<62), 0)

@@ -11,7 +11,7 @@
 //
 // # Usage
 //
-//	srv, err := mongowire.New(mongowire.Options{DB: db, Logger: log})
+//	srv, err := mongowire.New(mongowire.Options{DB: db, TTL: monitor, Logger: log})
 //	if err != nil {
 //		return err
 //	}

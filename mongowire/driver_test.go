@@ -25,6 +25,13 @@ func startServer(t *testing.T, opts Options) (*timeseries.DB, *Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv, addr := serveDB(t, db, opts)
+	return db, srv, addr
+}
+
+// serveDB serves db on a loopback port; db is closed with the server.
+func serveDB(t *testing.T, db *timeseries.DB, opts Options) (*Server, string) {
+	t.Helper()
 	opts.DB = db
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -52,7 +59,7 @@ func startServer(t *testing.T, opts Options) (*timeseries.DB, *Server, string) {
 			t.Error(err)
 		}
 	})
-	return db, srv, ln.Addr().String()
+	return srv, ln.Addr().String()
 }
 
 func connect(t *testing.T, addr string, extra string) *mongo.Client {

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 
 	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -29,6 +30,11 @@ type Options struct {
 	// DB is the engine the commands run on; required. The server does not
 	// close it.
 	DB *timeseries.DB
+	// TTL is the TTL monitor the HTTP API also serves: setParameter
+	// changes its ttlMonitorEnabled and ttlMonitorSleepSecs, serverStatus
+	// reports its counters, currentOp its running batch, and index and
+	// collMod changes wake it. Nil: no monitor, and those commands say so.
+	TTL *ttl.Monitor
 	// AuthToken set means the HTTP API requires authentication. MongoDB
 	// clients cannot authenticate yet, so with a token every command but
 	// the handshake (hello, isMaster, ping, buildInfo, endSessions) is
@@ -50,8 +56,14 @@ type Server struct {
 	db      *timeseries.DB
 	log     *slog.Logger
 	cursors *cursorSet
+	ops     *opRegistry
+	started time.Time
 	nextID  atomic.Int64 // connection ids, as hello's connectionId
 	reqID   atomic.Int32 // reply request ids
+	// cursorsTimedOut counts the cursors closed for idleness
+	// (serverStatus' metrics.cursor.timedOut).
+	cursorsTimedOut atomic.Int64
+	opcounters      opcounters
 
 	mu        sync.Mutex // guards the fields below
 	listeners map[net.Listener]struct{}
@@ -74,7 +86,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	return &Server{
-		opts: opts, db: opts.DB, log: opts.Logger, cursors: newCursorSet(),
+		opts: opts, db: opts.DB, log: opts.Logger, cursors: newCursorSet(), ops: newOpRegistry(), started: time.Now(),
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, stop: make(chan struct{}),
 	}, nil
 }
@@ -192,9 +204,17 @@ func (s *Server) reapLoop() {
 			return
 		case now := <-t.C:
 			if n := s.cursors.reapIdle(now, s.opts.CursorTimeout); n > 0 {
+				s.cursorsTimedOut.Add(int64(n))
 				s.log.Debug("closed idle cursors", "count", n, "timeout", s.opts.CursorTimeout)
 			}
 		}
+	}
+}
+
+// wakeTTL asks the monitor for a pass after a rule change.
+func (s *Server) wakeTTL() {
+	if s.opts.TTL != nil {
+		s.opts.TTL.Wake()
 	}
 }
 

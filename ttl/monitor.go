@@ -162,8 +162,14 @@ type Monitor struct {
 		docs, buckets, passes, subPasses atomic.Int64
 	}
 	current atomic.Pointer[Op]
+	// disabled and sleep are the settings the background loop reads before
+	// each wait (setParameter's ttlMonitorEnabled and ttlMonitorSleepSecs);
+	// they start as Options.Disabled and Options.Sleep.
+	disabled atomic.Bool
+	sleep    atomic.Int64 // nanoseconds
 
 	wake      chan struct{} // buffered(1)
+	changed   chan struct{} // buffered(1): a setting changed, restart the wait
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -176,11 +182,49 @@ func New(opts Options) (*Monitor, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Monitor{opts: opts, wake: make(chan struct{}, 1), done: make(chan struct{})}, nil
+	m := &Monitor{opts: opts, wake: make(chan struct{}, 1), changed: make(chan struct{}, 1), done: make(chan struct{})}
+	m.disabled.Store(opts.Disabled)
+	m.sleep.Store(int64(opts.Sleep))
+	return m, nil
 }
 
-// Start runs passes in the background, one every Sleep, unless the
-// monitor is disabled. It must be called at most once.
+// Enabled reports whether the background passes run (ttlMonitorEnabled).
+func (m *Monitor) Enabled() bool { return !m.disabled.Load() }
+
+// SetEnabled turns the background passes on or off while the monitor
+// runs, as MongoDB's setParameter ttlMonitorEnabled does; a pass in
+// progress finishes; turned on, the next pass comes after Sleep. RunPass
+// works either way. It returns the previous setting.
+func (m *Monitor) SetEnabled(on bool) (was bool) {
+	was = !m.disabled.Swap(!on)
+	m.settingChanged()
+	return was
+}
+
+func (m *Monitor) settingChanged() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Sleep is the time between background passes (ttlMonitorSleepSecs).
+func (m *Monitor) Sleep() time.Duration { return time.Duration(m.sleep.Load()) }
+
+// SetSleep changes the time between background passes: the wait in
+// progress starts again with d. d must be positive. It returns the
+// previous value.
+func (m *Monitor) SetSleep(d time.Duration) (was time.Duration, err error) {
+	if d <= 0 {
+		return m.Sleep(), fmt.Errorf("ttl: sleep %v must be positive", d)
+	}
+	was = time.Duration(m.sleep.Swap(int64(d)))
+	m.settingChanged()
+	return was, nil
+}
+
+// Start runs passes in the background, one every Sleep while the monitor
+// is enabled. It must be called at most once.
 func (m *Monitor) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -210,15 +254,24 @@ func (m *Monitor) Wake() {
 
 func (m *Monitor) run(ctx context.Context) {
 	defer close(m.done)
-	if m.opts.Disabled {
-		<-ctx.Done()
-		return
-	}
 	for {
+		if m.disabled.Load() {
+			// Parked until a setting changes or Close; Wake asks for
+			// nothing then.
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.changed:
+			case <-m.wake:
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.opts.Clock.After(m.opts.Sleep):
+		case <-m.changed:
+			continue
+		case <-m.opts.Clock.After(m.Sleep()):
 		case <-m.wake:
 		}
 		res, err := m.RunPass(ctx)

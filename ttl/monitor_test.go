@@ -268,6 +268,45 @@ func TestDisabled(t *testing.T) {
 	}
 }
 
+// TestSetEnabledAndSleep changes ttlMonitorEnabled and ttlMonitorSleepSecs
+// on a running monitor: turned on, it passes after the sleep; a new sleep
+// restarts the wait; turned off, it passes no more.
+func TestSetEnabledAndSleep(t *testing.T) {
+	clock := newFakeClock()
+	s := &fakeStore{clock: clock, targets: []Target{ta}, expired: map[Target]int64{ta: 5000}}
+	m := newTestMonitor(t, s, func(o *Options) { o.Disabled = true; o.Sleep = time.Minute })
+	m.Start()
+	defer m.Close()
+	waitParked(t, "ttl.(*Monitor).run(")
+	if m.Enabled() || clock.Waiters() != 0 {
+		t.Fatal("a disabled monitor is enabled or waits for the clock")
+	}
+	if was := m.SetEnabled(true); was {
+		t.Fatal("SetEnabled reported it was enabled")
+	}
+	waitFor(t, func() bool { return clock.Waiters() == 1 })
+	if m.Stats().Passes != 0 {
+		t.Fatal("turning the monitor on ran a pass at once; MongoDB waits for the sleep")
+	}
+	if was, err := m.SetSleep(10 * time.Second); err != nil || was != time.Minute {
+		t.Fatalf("SetSleep = %v, %v; want the old 1m0s", was, err)
+	}
+	waitFor(t, func() bool { return clock.Waiters() == 2 }) // the abandoned minute and the new wait
+	clock.Advance(10 * time.Second)
+	waitFor(t, func() bool { return m.Stats().Passes == 1 })
+	if _, err := m.SetSleep(0); err == nil {
+		t.Fatal("SetSleep(0) accepted")
+	}
+	m.SetEnabled(false)
+	waitParked(t, "ttl.(*Monitor).run(")
+	clock.Advance(time.Hour)
+	m.Wake()
+	waitParked(t, "ttl.(*Monitor).run(")
+	if m.Stats().Passes != 1 {
+		t.Fatalf("a monitor turned off passed: %d passes", m.Stats().Passes)
+	}
+}
+
 // waitFor waits until cond holds, polling; the deadline is only there to
 // end a test whose condition never comes, far beyond a slow machine's pace.
 func waitFor(t *testing.T, cond func() bool) {

@@ -196,7 +196,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	var ms *mongowire.Server
 	mongoAddr := ""
 	if mln != nil {
-		ms, err = mongowire.New(mongowire.Options{DB: db, AuthToken: cfg.authToken, Version: versionString(),
+		ms, err = mongowire.New(mongowire.Options{DB: db, TTL: monitor, AuthToken: cfg.authToken, Version: versionString(),
 			Logger: log.With("component", "mongowire")})
 		if err != nil {
 			db.Close()

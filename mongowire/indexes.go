@@ -1,0 +1,582 @@
+package mongowire
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// codeAmbiguousIndexKeyPattern is MongoDB's code for a dropIndexes key
+// pattern that several indexes (with different partial filters) share.
+const codeAmbiguousIndexKeyPattern mongoerr.Code = 181
+
+func init() {
+	wireCodeNames[codeAmbiguousIndexKeyPattern] = "AmbiguousIndexKeyPattern"
+}
+
+// keyPattern reads an index key pattern ({field: 1 | -1, ...}) in order;
+// refusals carry code, as the HTTP API's do.
+func keyPattern(v bsoncore.Value, code mongoerr.Code, what string) ([]timeseries.IndexKey, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(code, "'%s' must be a document such as {timestamp: 1}", what)
+	}
+	var keys []timeseries.IndexKey
+	err := eachElement(d, func(k string, e bsoncore.Value) error {
+		dir, ok := e.AsFloat64OK()
+		if !ok || (dir != 1 && dir != -1) {
+			return mongoerr.New(code, "index key %q: the value must be 1 or -1; special index types are not supported", k)
+		}
+		keys = append(keys, timeseries.IndexKey{Field: k, Direction: int(dir)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, mongoerr.New(code, "the index key pattern is empty")
+	}
+	return keys, nil
+}
+
+// indexOptionNames are what commitQuorum holds when mongosh's third
+// createIndex argument was meant as index options.
+var indexOptionNames = map[string]bool{"expireAfterSeconds": true, "partialFilterExpression": true, "name": true,
+	"unique": true, "sparse": true, "hidden": true, "background": true}
+
+// checkCommitQuorum refuses createIndexes' commitQuorum, which a
+// standalone server refuses. mongosh sends its third createIndex argument
+// as commitQuorum, so index options found there get an error saying where
+// they belong: an index created without them would silently lack its TTL.
+func checkCommitQuorum(body bsoncore.Document) error {
+	v, err := body.LookupErr("commitQuorum")
+	if err != nil {
+		return nil
+	}
+	if d, ok := v.DocumentOK(); ok {
+		var misplaced []string
+		eachElement(d, func(k string, _ bsoncore.Value) error {
+			if indexOptionNames[k] {
+				misplaced = append(misplaced, k)
+			}
+			return nil
+		})
+		if len(misplaced) > 0 {
+			return mongoerr.New(mongoerr.BadValue,
+				"'%s' was sent as commitQuorum, createIndex's third argument; index options belong in the second argument, "+
+					"with partialFilterExpression: createIndex({timestamp: 1}, {partialFilterExpression: {...}, expireAfterSeconds: 3600}). No index was created",
+				strings.Join(misplaced, "', '"))
+		}
+	}
+	return mongoerr.New(mongoerr.BadValue, "Standalones can't specify commitQuorum")
+}
+
+// indexSpec reads one entry of createIndexes' indexes, with the HTTP API's
+// options and refusals (CannotCreateIndex, 67).
+func indexSpec(d bsoncore.Document) (timeseries.IndexSpec, error) {
+	var spec timeseries.IndexSpec
+	err := eachElement(d, func(k string, v bsoncore.Value) error {
+		switch k {
+		case "key":
+			key, err := keyPattern(v, mongoerr.CannotCreateIndex, "key")
+			spec.Key = key
+			return err
+		case "name":
+			n, ok := v.StringValueOK()
+			if !ok || n == "" {
+				return mongoerr.New(mongoerr.CannotCreateIndex, "'name' must be a non-empty string")
+			}
+			spec.Name = n
+		case "expireAfterSeconds":
+			x, err := toValue(k, v, 0)
+			if err != nil {
+				return mongoerr.New(mongoerr.CannotCreateIndex, "%s", mongoerr.MessageOf(err))
+			}
+			e, err := timeseries.ParseExpireAfterSeconds(x, mongoerr.CannotCreateIndex)
+			if err != nil {
+				return err
+			}
+			spec.ExpireAfterSeconds = &e
+		case "partialFilterExpression":
+			pd, ok := v.DocumentOK()
+			if !ok {
+				return mongoerr.New(mongoerr.CannotCreateIndex, "'partialFilterExpression' must be a document")
+			}
+			m, err := toMap(pd)
+			if err != nil {
+				return mongoerr.New(mongoerr.CannotCreateIndex, "invalid partialFilterExpression: %s", mongoerr.MessageOf(err))
+			}
+			spec.PartialFilterExpression = extJSONMap(m)
+		case "v", "background":
+			// Accepted and ignored, as drivers and mongosh send them.
+		default:
+			return mongoerr.New(mongoerr.CannotCreateIndex,
+				"unknown index option %q; accepted: key, name, expireAfterSeconds, partialFilterExpression", k)
+		}
+		return nil
+	})
+	if err != nil {
+		return spec, err
+	}
+	if spec.Key == nil {
+		return spec, mongoerr.New(mongoerr.CannotCreateIndex, "'key' is required, e.g. {key: {timestamp: 1}}")
+	}
+	return spec, nil
+}
+
+// extJSONMap turns the values of a filter that JSON cannot carry as they
+// are (dates, regular expressions) into Extended JSON wrappers, so that the
+// catalog, which stores index definitions as JSON, reads them back the same.
+func extJSONMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = extJSON(v)
+	}
+	return out
+}
+
+func extJSON(v any) any {
+	switch x := v.(type) {
+	case time.Time:
+		return map[string]any{"$date": x.UTC().Format(time.RFC3339Nano)}
+	case partialfilter.Regex:
+		return map[string]any{"$regularExpression": map[string]any{"pattern": x.Pattern, "options": x.Options}}
+	case map[string]any:
+		return extJSONMap(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = extJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+func cmdCreateIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	name, err := cmd.collectionName()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCommitQuorum(cmd.body); err != nil {
+		return nil, err
+	}
+	var specs []timeseries.IndexSpec
+	err = eachElement(cmd.body, func(k string, v bsoncore.Value) error {
+		switch {
+		case k == cmd.name || genericFields[k]:
+		case k == "indexes":
+			arr, ok := v.ArrayOK()
+			if !ok {
+				return mongoerr.New(mongoerr.TypeMismatch, "'createIndexes.indexes' must be an array")
+			}
+			vals, _ := arr.Values()
+			for i, e := range vals {
+				d, ok := e.DocumentOK()
+				if !ok {
+					return mongoerr.New(mongoerr.TypeMismatch, "'createIndexes.indexes.%d' must be a document", i)
+				}
+				spec, err := indexSpec(d)
+				if err != nil {
+					return err
+				}
+				specs = append(specs, spec)
+			}
+		default:
+			return mongoerr.New(unknownField, "BSON field 'createIndexes.%s' is an unknown field", k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index")
+	}
+	// A missing collection is created, plain, as MongoDB does.
+	auto := false
+	before, err := s.db.ListIndexes(cmd.ctx, name)
+	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
+		if auto, err = s.db.CreateCollection(cmd.ctx, name, timeseries.CollectionOptions{}); err == nil {
+			before, err = s.db.ListIndexes(cmd.ctx, name)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	created := 0
+	for _, spec := range specs {
+		ok, idx, err := s.db.CreateIndex(cmd.ctx, name, spec)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			created++
+			s.log.Info("index created", "collection", name, "index", idx)
+		}
+	}
+	if created > 0 {
+		s.wakeTTL()
+	}
+	reply := bson.D{
+		{Key: "numIndexesBefore", Value: int32(len(before))},
+		{Key: "numIndexesAfter", Value: int32(len(before) + created)},
+		{Key: "createdCollectionAutomatically", Value: auto},
+	}
+	if created == 0 {
+		reply = append(reply, bson.E{Key: "note", Value: "all indexes already exist"})
+	}
+	return reply, nil
+}
+
+// indexDocument is an index as listIndexes shows it: v, key (in order),
+// name, expireAfterSeconds, partialFilterExpression.
+func indexDocument(spec timeseries.IndexSpec) (bsoncore.Document, error) {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	dst = bsoncore.AppendInt32Element(dst, "v", 2)
+	kidx, dst := bsoncore.AppendDocumentElementStart(dst, "key")
+	for _, k := range spec.Key {
+		dst = bsoncore.AppendInt32Element(dst, k.Field, int32(k.Direction))
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, kidx)
+	dst = bsoncore.AppendStringElement(dst, "name", spec.Name)
+	if spec.ExpireAfterSeconds != nil {
+		dst = appendInt(dst, "expireAfterSeconds", *spec.ExpireAfterSeconds)
+	}
+	if spec.PartialFilterExpression != nil {
+		pf, err := partialfilter.FromExtJSON(spec.PartialFilterExpression)
+		if err != nil {
+			return nil, err
+		}
+		dst = appendValue(dst, "partialFilterExpression", pf)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst, nil
+}
+
+// appendInt appends n as a 32-bit integer when it fits, as MongoDB shows
+// small counts and durations.
+func appendInt(dst []byte, key string, n int64) []byte {
+	if n >= -1<<31 && n < 1<<31 {
+		return bsoncore.AppendInt32Element(dst, key, int32(n))
+	}
+	return bsoncore.AppendInt64Element(dst, key, n)
+}
+
+func cmdListIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	name, err := cmd.collectionName()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := s.db.ListIndexes(cmd.ctx, name)
+	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", cmd.db, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	batch := bson.A{}
+	for _, spec := range specs {
+		d, err := indexDocument(spec)
+		if err != nil {
+			return nil, err
+		}
+		batch = append(batch, bson.Raw(d))
+	}
+	return cursorReply(0, cmd.db+"."+name, "firstBatch", batch), nil
+}
+
+func cmdDropIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	name, err := cmd.collectionName()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := s.db.ListIndexes(cmd.ctx, name)
+	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", cmd.db, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v, err := cmd.body.LookupErr("index")
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "BSON field 'dropIndexes.index' is missing but a required field")
+	}
+	var names []string
+	switch v.Type {
+	case bsoncore.TypeString:
+		if n := v.StringValue(); n == "*" {
+			for _, sp := range specs {
+				if sp.Name != timeseries.IDIndexName {
+					names = append(names, sp.Name)
+				}
+			}
+		} else {
+			names = []string{n}
+		}
+	case bsoncore.TypeArray:
+		vals, _ := v.Array().Values()
+		for _, e := range vals {
+			n, ok := e.StringValueOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "'dropIndexes.index' must be a name, a key pattern, \"*\" or an array of names")
+			}
+			names = append(names, n)
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		key, err := keyPattern(v, mongoerr.InvalidOptions, "index")
+		if err != nil {
+			return nil, err
+		}
+		var match []string
+		for _, sp := range specs {
+			if sameKey(sp.Key, key) {
+				match = append(match, sp.Name)
+			}
+		}
+		switch len(match) {
+		case 0:
+			return nil, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", keyText(key))
+		case 1:
+			names = match
+		default:
+			return nil, mongoerr.New(codeAmbiguousIndexKeyPattern,
+				"%d indexes found for key: %s, identify by name instead. Conflicting indexes: %s", len(match), keyText(key), strings.Join(match, ", "))
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "'dropIndexes.index' must be a name, a key pattern, \"*\" or an array of names")
+	}
+	// Every name must exist before any is dropped, as in MongoDB.
+	for _, n := range names {
+		found := false
+		for _, sp := range specs {
+			found = found || sp.Name == n
+		}
+		if !found {
+			return nil, mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", n)
+		}
+	}
+	for _, n := range names {
+		if err := s.db.DropIndex(cmd.ctx, name, n); err != nil {
+			return nil, err
+		}
+		s.log.Info("index dropped", "collection", name, "index", n)
+	}
+	return bson.D{{Key: "nIndexesWas", Value: int32(len(specs))}}, nil
+}
+
+func sameKey(a, b []timeseries.IndexKey) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func keyText(key []timeseries.IndexKey) string {
+	var b strings.Builder
+	b.WriteString("{ ")
+	for i, k := range key {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %d", k.Field, k.Direction)
+	}
+	b.WriteString(" }")
+	return b.String()
+}
+
+// cmdCollMod is collMod with what the HTTP API's PATCH changes: the
+// collection's expireAfterSeconds (a number or "off"), an index's
+// expireAfterSeconds (by keyPattern or name), and the time-series
+// bucketing. The reply carries MongoDB's expireAfterSeconds_old/_new.
+func cmdCollMod(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	name, err := cmd.collectionName()
+	if err != nil {
+		return nil, err
+	}
+	var idx *timeseries.IndexMod
+	var m timeseries.CollModOptions
+	changes := 0
+	err = eachElement(cmd.body, func(k string, v bsoncore.Value) error {
+		switch {
+		case k == cmd.name || genericFields[k]:
+			return nil
+		case k == "index":
+			im, err := indexMod(v)
+			idx = &im
+			return err
+		case k == "expireAfterSeconds":
+			changes++
+			if str, ok := v.StringValueOK(); ok && str == "off" {
+				m.ExpireOff = true
+				return nil
+			}
+			x, err := toValue(k, v, 0)
+			if err != nil {
+				return mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
+			}
+			e, err := timeseries.ParseExpireAfterSeconds(x, mongoerr.InvalidOptions)
+			m.ExpireAfterSeconds = &e
+			return err
+		case k == "timeseries":
+			changes++
+			d, ok := v.DocumentOK()
+			if !ok {
+				return mongoerr.New(mongoerr.InvalidOptions, "'timeseries' must be a document")
+			}
+			raw, err := toMap(d)
+			if err != nil {
+				return err
+			}
+			for tk := range raw {
+				switch tk {
+				case "granularity", "bucketMaxSpanSeconds", "bucketRoundingSeconds", "timeField", "metaField":
+				default:
+					return mongoerr.New(mongoerr.InvalidOptions, "collMod cannot change 'timeseries.%s'", tk)
+				}
+			}
+			o, err := timeseries.ParseCollectionOptions(map[string]any{"timeseries": raw})
+			if err != nil {
+				return err
+			}
+			m.TimeSeries = o.TimeSeries
+			return nil
+		default:
+			return mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'index', 'timeseries'", k)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if idx == nil && changes == 0 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "collMod needs at least one of 'expireAfterSeconds', 'index', 'timeseries'")
+	}
+	var reply bson.D
+	if idx != nil {
+		// The index change goes first, as over HTTP: it is the one more
+		// likely refused.
+		res, err := s.db.CollModIndex(cmd.ctx, name, *idx)
+		if err != nil {
+			return nil, err
+		}
+		s.log.Info("index modified", "collection", name, "index", res.Name, "expireAfterSeconds", res.NewExpireAfterSeconds)
+		// An index made a TTL index has no old value, as in MongoDB.
+		if res.OldExpireAfterSeconds != nil {
+			reply = append(reply, bson.E{Key: "expireAfterSeconds_old", Value: *res.OldExpireAfterSeconds})
+		}
+		reply = append(reply, bson.E{Key: "expireAfterSeconds_new", Value: res.NewExpireAfterSeconds})
+	}
+	if changes > 0 {
+		res, err := s.db.CollMod(cmd.ctx, name, m)
+		if err != nil {
+			return nil, err
+		}
+		s.log.Info("collection modified", "collection", name)
+		if m.ExpireAfterSeconds != nil || m.ExpireOff {
+			reply = append(reply, bson.E{Key: "expireAfterSeconds_old", Value: expireValue(res.OldExpireAfterSeconds)},
+				bson.E{Key: "expireAfterSeconds_new", Value: expireValue(res.NewExpireAfterSeconds)})
+		}
+	}
+	s.wakeTTL()
+	return reply, nil
+}
+
+// expireValue is an expireAfterSeconds as collMod reports it: "off" when
+// there is none.
+func expireValue(v *int64) any {
+	if v == nil {
+		return "off"
+	}
+	return *v
+}
+
+// indexMod reads collMod's index: keyPattern or name, and
+// expireAfterSeconds (InvalidOptions, 72, as over HTTP). hidden is
+// refused: Hourglass's indexes cannot be hidden from the planner.
+func indexMod(v bsoncore.Value) (timeseries.IndexMod, error) {
+	var m timeseries.IndexMod
+	d, ok := v.DocumentOK()
+	if !ok {
+		return m, mongoerr.New(mongoerr.InvalidOptions, "'index' must be a document: {keyPattern or name, expireAfterSeconds}")
+	}
+	seenExpire := false
+	err := eachElement(d, func(k string, e bsoncore.Value) error {
+		switch k {
+		case "name":
+			n, ok := e.StringValueOK()
+			if !ok || n == "" {
+				return mongoerr.New(mongoerr.InvalidOptions, "'index.name' must be a non-empty string")
+			}
+			m.Name = n
+		case "keyPattern":
+			key, err := keyPattern(e, mongoerr.InvalidOptions, "index.keyPattern")
+			if err != nil {
+				return err
+			}
+			m.KeyPattern = key
+		case "expireAfterSeconds":
+			x, err := toValue(k, e, 0)
+			if err != nil {
+				return mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
+			}
+			if m.ExpireAfterSeconds, err = timeseries.ParseExpireAfterSeconds(x, mongoerr.InvalidOptions); err != nil {
+				return err
+			}
+			seenExpire = true
+		default:
+			return mongoerr.New(mongoerr.InvalidOptions, "unknown collMod index option %q; accepted: name, keyPattern, expireAfterSeconds", k)
+		}
+		return nil
+	})
+	if err != nil {
+		return m, err
+	}
+	if !seenExpire {
+		return m, mongoerr.New(mongoerr.InvalidOptions, "'index.expireAfterSeconds' is required")
+	}
+	return m, nil
+}
+
+// cmdDropDatabase drops every collection, but only when the command names
+// the database listDatabases reports (DatabaseName): every other name
+// reaches the same collections, and a dropDatabase typed in a scratch
+// database must not empty the server.
+func cmdDropDatabase(s *Server, _ *conn, cmd *command) (bson.D, error) {
+	switch cmd.db {
+	case "admin", "local", "config":
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "Dropping the '%s' database is prohibited.", cmd.db)
+	case DatabaseName:
+	default:
+		if err := checkDatabase(cmd.db); err != nil {
+			return nil, err
+		}
+		return nil, mongoerr.New(mongoerr.IllegalOperation,
+			"dropDatabase would drop every collection of this server: all database names but admin, local and config name the same collections. "+
+				"Run it in database '%s' to mean that, or drop collections one by one", DatabaseName)
+	}
+	infos, err := s.db.ListCollections(cmd.ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range infos {
+		err := s.db.DropCollection(cmd.ctx, in.Name)
+		if err != nil && !errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
+			return nil, err
+		}
+		s.log.Info("collection dropped", "collection", in.Name, "by", "dropDatabase")
+	}
+	return bson.D{{Key: "dropped", Value: cmd.db}}, nil
+}
