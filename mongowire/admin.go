@@ -106,15 +106,16 @@ func (s *Server) noMonitor() error {
 
 // serverParameters are the parameters getParameter answers, with their
 // current values.
+// A server without a TTL monitor has featureCompatibilityVersion only.
 func (s *Server) serverParameters() (bson.D, error) {
+	out := bson.D{{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: "7.0"}}}}
 	if s.opts.TTL == nil {
-		return nil, s.noMonitor()
+		return out, nil
 	}
-	return bson.D{
-		{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: "7.0"}}},
-		{Key: "ttlMonitorEnabled", Value: s.opts.TTL.Enabled()},
-		{Key: "ttlMonitorSleepSecs", Value: int32(max(s.opts.TTL.Sleep()/time.Second, 1))},
-	}, nil
+	return append(out,
+		bson.E{Key: "ttlMonitorEnabled", Value: s.opts.TTL.Enabled()},
+		bson.E{Key: "ttlMonitorSleepSecs", Value: int32(max(s.opts.TTL.Sleep()/time.Second, 1))},
+	), nil
 }
 
 // cmdGetParameter answers ttlMonitorEnabled, ttlMonitorSleepSecs and

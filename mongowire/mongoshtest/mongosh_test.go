@@ -28,6 +28,7 @@ import (
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/mongowire"
 	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // requireMongosh returns the path of the installed mongosh, and fails the
@@ -57,7 +58,14 @@ func startServer(t *testing.T) (*timeseries.DB, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mongowire.New(mongowire.Options{DB: db, Version: "test",
+	// The monitor setParameter and getParameter act on, as in
+	// `hourglass serve` (enabled, its default); it sleeps through the test.
+	mon, err := ttl.New(ttl.Options{Store: db, Sleep: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon.Start()
+	srv, err := mongowire.New(mongowire.Options{DB: db, Version: "test", TTL: mon,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +85,7 @@ func startServer(t *testing.T) (*timeseries.DB, string) {
 		if err := <-served; !errors.Is(err, mongowire.ErrServerClosed) {
 			t.Errorf("Serve returned %v, want ErrServerClosed", err)
 		}
+		mon.Close()
 		if err := db.Close(); err != nil {
 			t.Error(err)
 		}
