@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -573,20 +574,26 @@ func runBenchQuery(args []string, stdout, stderr io.Writer) error {
 	case "iot":
 		iot := bench.IoT{Sensors: *sensors, Span: time.Duration(*hours) * time.Hour}
 		if err := iot.Validate(); err != nil {
-			return err
+			return fmt.Errorf("--sensors, --hours: %w", err)
 		}
 		queries = iot.Queries()
 	default:
 		return fmt.Errorf("--workload %q: want cpu-only or iot", *workload)
 	}
+	var names []string
+	if *only != "" {
+		names = strings.Split(*only, ",")
+		for _, n := range names {
+			if !slices.ContainsFunc(queries, func(q bench.Query) bool { return q.Name == n }) {
+				return fmt.Errorf("--queries: no query %q in --workload %s (%s)", n, *workload, bench.QueryNames(queries))
+			}
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var reports []queryReport
 	for _, t := range targets {
-		cfg := bench.QueryConfig{Collection: *collection, Runs: *runs, Token: *token, Queries: queries}
-		if *only != "" {
-			cfg.Only = strings.Split(*only, ",")
-		}
+		cfg := bench.QueryConfig{Collection: *collection, Runs: *runs, Token: *token, Queries: queries, Only: names}
 		switch {
 		case strings.HasPrefix(t, "prom="):
 			cfg.Dialect, cfg.Base = bench.PromQL, strings.TrimPrefix(t, "prom=")
