@@ -311,4 +311,10 @@ func TestFleetQueriesProm(t *testing.T) {
 	if !slices.Equal(seen, want) {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
+	// They have no InfluxQL form: an InfluxQL target is refused, not sent
+	// an empty statement.
+	_, err := RunQueries(context.Background(), QueryConfig{Dialect: InfluxQL, Base: srv.URL + "/query?db=b", Queries: w.Queries()})
+	if err == nil || !strings.Contains(err.Error(), "no InfluxQL form") || len(seen) != len(want) {
+		t.Errorf("InfluxQL target: %v, %d requests", err, len(seen))
+	}
 }

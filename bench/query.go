@@ -144,6 +144,9 @@ func (c *QueryConfig) request(ctx context.Context, q *Query) (*http.Request, err
 		}
 		u = strings.TrimRight(c.Base, "/") + ep + "?" + v.Encode()
 	case InfluxQL:
+		if q.InfluxQL == "" {
+			return nil, fmt.Errorf("bench: query %s has no InfluxQL form", q.Name)
+		}
 		pu, err := url.Parse(c.Base)
 		if err != nil {
 			return nil, err

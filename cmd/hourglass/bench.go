@@ -71,7 +71,7 @@ one not found, leaves these columns empty.
 usage_user for host_0 over one hour) and q2 (its 1-minute averages over 12
 hours), and TSBS-style single-groupby-1-1-1, 1-1-12, 5-1-1, lastpoint and
 high-cpu-1. With --workload iot (and the --sensors and --hours the load was
-given), fleet queries on the line-protocol load: one sensor's raw values
+given), fleet queries on the line-protocol load (Hourglass and prom= targets): one sensor's raw values
 over the last 3 hours (sensor-raw-3h) and its 1-minute averages over the
 whole load (sensor-avg-1m), the last value of every sensor (lastpoint),
 hourly averages of the 1% of sensors of one site (site-avg-1h), and the
