@@ -25,7 +25,7 @@ const (
 	InfluxQL
 )
 
-// Query is one named query on the cpu-only workload, in every dialect.
+// Query is one named query of a workload, in every dialect.
 type Query struct {
 	Name, Description string
 	// Hourglass is the aggregate request body, or, when Find is set, the
@@ -33,9 +33,12 @@ type Query struct {
 	Hourglass string
 	Find      bool
 	// Prom is the PromQL query with its time parameters (time, or start,
-	// end and step), URL-encoded by RunQueries.
-	Prom     string
-	PromArgs [][2]string
+	// end and step), URL-encoded by RunQueries. When PromSeries is set,
+	// Prom is a series selector sent as match[] to /api/v1/series, with
+	// start and end in PromArgs.
+	Prom       string
+	PromArgs   [][2]string
+	PromSeries bool
 	// InfluxQL is the InfluxQL statement.
 	InfluxQL string
 }
@@ -96,7 +99,11 @@ type QueryConfig struct {
 	// Runs measured per query (default 20), after Warmup unmeasured ones
 	// (default 2).
 	Runs, Warmup int
-	// Only restricts the run to these queries; empty runs all.
+	// Queries are the queries to time; nil means Queries (the cpu-only
+	// workload's). IoT.Queries gives the iot workload's.
+	Queries []Query
+	// Only restricts the run to these queries; empty runs all. A name
+	// that is not among the queries is an error.
 	Only   []string
 	Token  string
 	Client *http.Client
@@ -125,14 +132,21 @@ func (c *QueryConfig) request(ctx context.Context, q *Query) (*http.Request, err
 	case PromQL:
 		v := url.Values{"nocache": {"1"}, "query": {q.Prom}}
 		ep := "/api/v1/query"
+		if q.PromSeries {
+			v = url.Values{"match[]": {q.Prom}}
+			ep = "/api/v1/series"
+		}
 		for _, a := range q.PromArgs {
 			v.Set(a[0], a[1])
-			if a[0] == "step" {
+			if a[0] == "step" && !q.PromSeries {
 				ep = "/api/v1/query_range"
 			}
 		}
 		u = strings.TrimRight(c.Base, "/") + ep + "?" + v.Encode()
 	case InfluxQL:
+		if q.InfluxQL == "" {
+			return nil, fmt.Errorf("bench: query %s has no InfluxQL form", q.Name)
+		}
 		pu, err := url.Parse(c.Base)
 		if err != nil {
 			return nil, err
@@ -158,7 +172,8 @@ func (c *QueryConfig) request(ctx context.Context, q *Query) (*http.Request, err
 	return req, nil
 }
 
-// RunQueries times every query of Queries against the target, sequentially.
+// RunQueries times every query of cfg.Queries (default Queries) against
+// the target, sequentially.
 func RunQueries(ctx context.Context, cfg QueryConfig) ([]QueryResult, error) {
 	if cfg.Runs <= 0 {
 		cfg.Runs = 20
@@ -174,9 +189,17 @@ func RunQueries(ctx context.Context, cfg QueryConfig) ([]QueryResult, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: time.Minute}
 	}
+	if cfg.Queries == nil {
+		cfg.Queries = Queries
+	}
+	for _, name := range cfg.Only {
+		if !slices.ContainsFunc(cfg.Queries, func(q Query) bool { return q.Name == name }) {
+			return nil, fmt.Errorf("bench: no query %q in this workload", name)
+		}
+	}
 	var out []QueryResult
-	for i := range Queries {
-		q := &Queries[i]
+	for i := range cfg.Queries {
+		q := &cfg.Queries[i]
 		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, q.Name) {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -65,11 +66,18 @@ flushes and merges go on for seconds after a load). Start such a server on
 an empty data directory: everything in it is counted. Any other target, or
 one not found, leaves these columns empty.
 
-"bench query" then times queries on the loaded cpu-only data: the peers
-harness's q1 (max of usage_user for host_0 over one hour) and q2 (its
-1-minute averages over 12 hours), and TSBS-style single-groupby-1-1-1,
-1-1-12, 5-1-1, lastpoint and high-cpu-1; median and p99 of --runs runs
-each. Targets:
+"bench query" then times queries on the loaded data; median and p99 of
+--runs runs each. On cpu-only (the default): the peers harness's q1 (max of
+usage_user for host_0 over one hour) and q2 (its 1-minute averages over 12
+hours), and TSBS-style single-groupby-1-1-1, 1-1-12, 5-1-1, lastpoint and
+high-cpu-1. With --workload iot (and the --sensors and --hours the load was
+given), fleet queries on the line-protocol load (Hourglass and prom= targets): one sensor's raw values
+over the last 3 hours (sensor-raw-3h) and its 1-minute averages over the
+whole load (sensor-avg-1m), the last value of every sensor (lastpoint),
+hourly averages of the 1% of sensors of one site (site-avg-1h), and the
+sensors a meta filter on kind and site selects (sensors-by-meta: an
+aggregate grouped by sensor on Hourglass, /api/v1/series on a Prometheus
+API). Each gives the same answer on both targets. Targets:
 
   http://host:port    a Hourglass server (--collection)
   prom=URL            a Prometheus API: prom=http://127.0.0.1:8428
@@ -541,7 +549,11 @@ func runBenchQuery(args []string, stdout, stderr io.Writer) error {
 	collection := fs.String("collection", "bench_cpu", "collection the workload was loaded into on a Hourglass target (`name`)")
 	token := fs.String("token", "", "auth `token` for the targets")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
-	only := fs.String("queries", "", "comma-separated `names` of the queries to run (default all: "+queryNames()+")")
+	only := fs.String("queries", "", "comma-separated `names` of the queries to run (default all of the workload's; cpu-only: "+
+		bench.QueryNames(bench.Queries)+"; iot: "+bench.QueryNames(bench.IoT{}.Queries())+")")
+	workload := fs.String("workload", "cpu-only", "`name` of the workload loaded: cpu-only (TSBS devops queries) or iot (fleet queries)")
+	sensors := fs.Int("sensors", 0, "iot: sensors loaded (`n`; 0: 10,000), as given to bench ingest")
+	hours := fs.Int("hours", 24, "iot: hours loaded (`n`, from 2024-01-01), as given to bench ingest")
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchUsage)
@@ -555,14 +567,33 @@ func runBenchQuery(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "no target: name http://host:port, prom=URL or influxql=URL")
 		return errUsage
 	}
+	var queries []bench.Query
+	switch *workload {
+	case "cpu-only":
+		queries = bench.Queries
+	case "iot":
+		iot := bench.IoT{Sensors: *sensors, Span: time.Duration(*hours) * time.Hour}
+		if err := iot.Validate(); err != nil {
+			return fmt.Errorf("--sensors, --hours: %w", err)
+		}
+		queries = iot.Queries()
+	default:
+		return fmt.Errorf("--workload %q: want cpu-only or iot", *workload)
+	}
+	var names []string
+	if *only != "" {
+		names = strings.Split(*only, ",")
+		for _, n := range names {
+			if !slices.ContainsFunc(queries, func(q bench.Query) bool { return q.Name == n }) {
+				return fmt.Errorf("--queries: no query %q in --workload %s (%s)", n, *workload, bench.QueryNames(queries))
+			}
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var reports []queryReport
 	for _, t := range targets {
-		cfg := bench.QueryConfig{Collection: *collection, Runs: *runs, Token: *token}
-		if *only != "" {
-			cfg.Only = strings.Split(*only, ",")
-		}
+		cfg := bench.QueryConfig{Collection: *collection, Runs: *runs, Token: *token, Queries: queries, Only: names}
 		switch {
 		case strings.HasPrefix(t, "prom="):
 			cfg.Dialect, cfg.Base = bench.PromQL, strings.TrimPrefix(t, "prom=")
@@ -617,14 +648,6 @@ func parseTargets(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 	}
 	return targets, nil
-}
-
-func queryNames() string {
-	names := make([]string, len(bench.Queries))
-	for i, q := range bench.Queries {
-		names[i] = q.Name
-	}
-	return strings.Join(names, ",")
 }
 
 // isTerminal reports whether w is a terminal, where progress is drawn as a
