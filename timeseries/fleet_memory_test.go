@@ -5,7 +5,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -168,4 +170,158 @@ func TestFleetMemoryPerSeries(t *testing.T) {
 	if want := 3 * n * (1 + minColumnRows); room > want {
 		t.Errorf("columns have room for %d values (%.1f per series); want <= %d", room, float64(room)/n, want/n)
 	}
+}
+
+// BenchmarkCheckpointIdleFleet times a checkpoint of a fleet whose series
+// are all idle but ten: 100k series (1M with HOURGLASS_FLEET_1M=1) of one
+// point each are loaded and checkpointed twice, an hour apart on the
+// injected clock, then each iteration writes one point to ten series,
+// moves the clock a minute and checkpoints. It reports the checkpoint's
+// time; the store's flush is part of it.
+//
+//	go test ./timeseries -run '^$' -bench CheckpointIdleFleet -benchtime 20x
+func BenchmarkCheckpointIdleFleet(b *testing.B) {
+	n := 100_000
+	if os.Getenv("HOURGLASS_FLEET_1M") != "" {
+		n = 1_000_000
+	}
+	var mu sync.Mutex
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	db := openTest(b, b.TempDir(), func(o *Options) {
+		o.MemoryBudget = 64 << 30
+		o.CheckpointLogBytes = 64 << 30
+		o.CheckpointInterval = time.Hour
+		o.Now = clock
+	})
+	defer db.Close()
+	loadFleet(b, db, n, 1, "")
+	for i := 0; i < 2; i++ {
+		if err := db.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+		advance(time.Hour)
+	}
+	if err := db.Checkpoint(); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Date(2024, 1, 1, 1, 0, 0, 0, time.UTC).UnixNano()
+	var spent time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ms := make([]Measurement, 10)
+		for j := range ms {
+			meta, err := CanonicalMeta(map[string]any{"sensor": fmt.Sprintf("s%06d", j*7919%n),
+				"site": "site-" + strconv.Itoa(j*7919%n%100), "kind": []string{"temperature", "humidity", "pressure", "vibration"}[j*7919%n%4]})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ms[j] = Measurement{Time: t0 + int64(i)*1e9, Meta: MetaKey(meta), Fields: []Field{{"value", Float(1)}}}
+		}
+		if _, err := db.Insert(ctx, "iot", ms, InsertOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		advance(time.Minute)
+		start := time.Now()
+		if err := db.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+		spent += time.Since(start)
+	}
+	b.ReportMetric(float64(spent.Microseconds())/1000/float64(b.N), "ms/checkpoint")
+	db.mu.RLock()
+	b.ReportMetric(float64(len(db.collections["iot"].hot)), "hot-series")
+	db.mu.RUnlock()
+}
+
+// TestIdleBucketsSealedLoseNothing: open buckets not written for a
+// checkpoint interval are sealed by the next checkpoint, written out and
+// dropped from memory, and the series leave the checkpoint's list; points
+// written later open new buckets. A crash after that recovers every
+// acknowledged measurement, before and after the merge pass.
+func TestIdleBucketsSealedLoseNothing(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func() { mu.Lock(); now = now.Add(time.Hour); mu.Unlock() }
+	dir := t.TempDir()
+	db := openTest(t, dir, func(o *Options) { o.Now = clock })
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	const n = 200
+	inserted := 0
+	write := func(from, to, k int) {
+		t.Helper()
+		var ms []Measurement
+		for i := from; i < to; i++ {
+			ms = append(ms, Measurement{Time: int64(k) * 10e9, Meta: fmt.Sprintf("s%03d", i),
+				Fields: []Field{{"v", Int(int64(i*1000 + k))}}})
+		}
+		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		inserted += len(ms)
+	}
+	checkpoint := func() {
+		t.Helper()
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inMemory := func() (series, buckets, hot int) {
+		db.mu.RLock()
+		defer db.mu.RUnlock()
+		c := db.collections["m"]
+		for _, s := range c.series {
+			if len(s.buckets) > 0 {
+				series++
+			}
+			buckets += len(s.buckets)
+		}
+		return series, buckets, len(c.hot)
+	}
+	for k := 0; k < 3; k++ {
+		write(0, n, k)
+	}
+	checkpoint() // snapshots of n open buckets
+	advance()
+	write(0, n/2, 3) // half the series stay busy
+	checkpoint()
+	if got := db.stats.sealedIdle.Load(); got != n/2 {
+		t.Fatalf("%d buckets sealed as idle; want %d", got, n/2)
+	}
+	if s, b, hot := inMemory(); s != n/2 || b != n/2 || hot != n/2 {
+		t.Fatalf("%d series hold %d buckets, %d in the checkpoint's list; want %d of each", s, b, hot, n/2)
+	}
+	write(n/2, n, 4) // the idle half wakes up: new buckets
+	advance()
+	checkpoint()
+	advance()
+	checkpoint()
+	if s, b, hot := inMemory(); s != 0 || b != 0 || hot != 0 || db.headMem.Load() != 0 {
+		t.Fatalf("after idle checkpoints: %d series hold %d buckets (%d bytes), %d in the list; want none",
+			s, b, db.headMem.Load(), hot)
+	}
+	write(0, n, 5) // in the log only
+	want := findRows(t, db, "m", FindOptions{})
+	if len(want) != inserted {
+		t.Fatalf("%d rows found; %d inserted", len(want), inserted)
+	}
+	crashed := crashCopy(t, db, dir)
+	db2 := openTest(t, crashed, nil)
+	defer db2.Close()
+	check := func(when string) {
+		t.Helper()
+		got := findRows(t, db2, "m", FindOptions{})
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: %d rows, want %d: %v", when, len(got), len(want), got)
+		}
+		checkCount(t, db2, "m", inserted)
+	}
+	check("after the crash")
+	if err := db2.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("after a checkpoint and a merge pass")
 }

@@ -14,6 +14,8 @@ type series struct {
 	metaKey   string
 	meta      any
 	persisted bool
+	// hot is set while the series is in collection.hot.
+	hot bool
 	// ttl is the series' effective TTL in seconds, -1 for none
 	// (collection.setSeriesTTL).
 	ttl int64
@@ -24,6 +26,35 @@ type series struct {
 	// (as seen when it opened the next): the capacity a new bucket's
 	// columns start with, so that they do not grow by doubling.
 	rowsHint int
+}
+
+// markHot puts s in c.hot unless it is there. DB.mu is held for writing.
+func (c *collection) markHot(s *series) {
+	if !s.hot {
+		s.hot = true
+		c.hot = append(c.hot, s)
+	}
+}
+
+// coolHot takes out of c.hot the series that are persisted and hold no
+// bucket. DB.mu is held for writing.
+func (c *collection) coolHot() {
+	kept := c.hot[:0]
+	for _, s := range c.hot {
+		if s.persisted && len(s.buckets) == 0 {
+			s.hot = false
+			if cap(s.buckets) > 0 {
+				s.buckets = nil // an idle series keeps no slice
+			}
+			continue
+		}
+		kept = append(kept, s)
+	}
+	clear(c.hot[len(kept):])
+	c.hot = kept
+	if cap(c.hot) > 64 && len(c.hot) < cap(c.hot)/4 {
+		c.hot = append([]*series(nil), c.hot...)
+	}
 }
 
 // memBucket is a bucket in memory: open (taking measurements) or sealed and

@@ -238,7 +238,7 @@ func (db *DB) sealForBudget() {
 	var open []ob
 	var openMem int64
 	for _, c := range db.byID {
-		for _, s := range c.series {
+		for _, s := range c.hot {
 			for _, b := range s.buckets {
 				if !b.sealed {
 					open = append(open, ob{b, s})
@@ -282,6 +282,7 @@ func (db *DB) apply(c *collection, groups []group) {
 			db.nextSeries++
 			c.series[s.metaKey] = s
 			c.seriesByID[s.id] = s
+			c.markHot(s)
 		}
 		var cur *memBucket
 		for ri := range g.rows {
@@ -375,6 +376,7 @@ func (db *DB) bucketFor(c *collection, s *series, m *Measurement, sz int, span, 
 	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: s.rowsHint}
 	db.nextBucket++
 	s.buckets = append(s.buckets, b)
+	c.markHot(s)
 	c.buckets++
 	return b
 }

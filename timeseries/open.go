@@ -44,9 +44,12 @@ func Open(opts Options) (*DB, error) {
 		nextColl:    1,
 		nextSeries:  1,
 		nextBucket:  1,
-		wake:        make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		done:        make(chan struct{}),
+		// Buckets loaded from snapshots have lastWrite 0: older than
+		// any capture (idleSeq).
+		writeSeq: 1,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	db.encPool.New = func() any { return &recordEncoder{} }
 	if free := db.freeSpace(); opts.DiskReserve >= 0 && free >= 0 && free < opts.DiskReserve {
@@ -254,6 +257,7 @@ func (db *DB) load() error {
 		}
 		b.snapshot = true
 		s.buckets = append(s.buckets, b)
+		c.markHot(s)
 		db.headMem.Add(b.mem)
 		db.nextBucket = max(db.nextBucket, kp.id+1)
 		return nil

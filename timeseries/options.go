@@ -24,7 +24,9 @@ type Options struct {
 
 	// CheckpointInterval is how often open and sealed buckets are written
 	// to Pebble and the log truncated. Default 1 minute: recovery replays at
-	// most about that much of the log.
+	// most about that much of the log. An open bucket not written for a
+	// CheckpointInterval (since a checkpoint at least that old) is sealed
+	// by the next checkpoint and leaves memory.
 	CheckpointInterval time.Duration
 
 	// CheckpointLogBytes starts a checkpoint once the log holds this many
