@@ -48,6 +48,9 @@ type DB struct {
 	// idle (idleSeq).
 	captures []capturePoint
 	headMem  atomic.Int64 // bytes held by buckets in memory
+	// seriesMem is the memory the series hold besides their buckets
+	// (seriesMem()): it counts in the budget but no checkpoint frees it.
+	seriesMem atomic.Int64
 	// expiredUnflushed is set when a TTL pass removed data since the last
 	// checkpoint (see persistCollection).
 	expiredUnflushed atomic.Bool

@@ -7,7 +7,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 )
@@ -18,6 +17,7 @@ type fleetHeap struct {
 	bytes, objects float64 // per series, over the heap after Open
 	headMem        float64 // per series: what the budget accounts for
 	seconds        float64 // the load's wall time
+	base           uint64  // HeapAlloc after Open
 }
 
 // loadFleet inserts points measurements into each of n series of an
@@ -78,9 +78,24 @@ func loadFleet(tb testing.TB, db *DB, n, points int, profile string) fleetHeap {
 	return fleetHeap{
 		bytes:   float64(after.HeapAlloc-before.HeapAlloc) / float64(n),
 		objects: float64(after.HeapObjects-before.HeapObjects) / float64(n),
-		headMem: float64(db.headMem.Load()) / float64(n),
+		headMem: float64(db.headMem.Load()+db.seriesMem.Load()) / float64(n),
 		seconds: secs,
+		base:    before.HeapAlloc,
 	}
+}
+
+// idleFleet checkpoints db, moves its clock (advance) past the checkpoint
+// interval and checkpoints again, so that every open bucket is written out
+// as idle, and returns the heap in use per series over base.
+func idleFleet(tb testing.TB, db *DB, advance func(), n int, base uint64) float64 {
+	tb.Helper()
+	for i := 0; i < 2; i++ {
+		if err := db.Checkpoint(); err != nil {
+			tb.Fatal(err)
+		}
+		advance()
+	}
+	return float64(int64(heapInUse().HeapAlloc)-int64(base)) / float64(n)
 }
 
 func heapInUse() runtime.MemStats {
@@ -94,7 +109,9 @@ func heapInUse() runtime.MemStats {
 // BenchmarkFleetMemory loads 10k and 100k series of 4 points each (and 1M
 // with HOURGLASS_FLEET_1M=1) and reports the Go heap in use per series
 // after a collection, with the checkpoint that would write the buckets out
-// held off, so that it counts the series and their open buckets. With
+// held off, so that it counts the series and their open buckets; then,
+// after two checkpoints an hour apart on the injected clock, what an idle
+// series holds (its buckets written out). With
 // HOURGLASS_FLEET_PROFILE=dir it writes dir/heap-N.pprof for
 //
 //	go tool pprof -sample_index=inuse_space -top heap-N.pprof
@@ -110,9 +127,11 @@ func BenchmarkFleetMemory(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("series=%d", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
+				clock := newTestClock(t0)
 				db := openTest(b, b.TempDir(), func(o *Options) {
 					o.MemoryBudget = 64 << 30
 					o.CheckpointLogBytes = 64 << 30
+					o.Now = clock.Now
 				})
 				profile := ""
 				if d := os.Getenv("HOURGLASS_FLEET_PROFILE"); d != "" {
@@ -123,6 +142,9 @@ func BenchmarkFleetMemory(b *testing.B) {
 				b.ReportMetric(h.objects, "objects/series")
 				b.ReportMetric(h.headMem, "budgeted-B/series")
 				b.ReportMetric(float64(n*4*2)/h.seconds, "points/s")
+				idle := idleFleet(b, db, func() { clock.Advance(time.Hour) }, n, h.base)
+				b.ReportMetric(idle, "idle-heap-B/series")
+				b.ReportMetric(float64(db.headMem.Load()+db.seriesMem.Load())/float64(n), "idle-budgeted-B/series")
 				db.Close()
 			}
 		})
@@ -135,13 +157,23 @@ func BenchmarkFleetMemory(b *testing.B) {
 // room for allocator and runtime noise.
 const maxHeapPerSeries = 1600
 
+// maxIdleHeapPerSeries bounds the Go heap a series holds once its buckets
+// were written out as idle (its struct, map entries, meta key and value,
+// and its merge mark until the next merge pass): about 700 bytes measured.
+const maxIdleHeapPerSeries = 900
+
+// minBudgetedShare is the least part of a series' heap the memory budget
+// must account for: the rest is allocator rounding and garbage.
+const minBudgetedShare = 0.8
+
 // TestFleetMemoryPerSeries loads 20,000 series of one point each and fails
 // if the heap in use after a collection grows past maxHeapPerSeries bytes
 // per series, or if the columns of a one-row bucket are made with room
 // for more than minColumnRows rows: a sparse sensor must not pay for rows
 // it does not write.
 func TestFleetMemoryPerSeries(t *testing.T) {
-	db := openTest(t, t.TempDir(), func(o *Options) { o.CheckpointLogBytes = 1 << 30 })
+	clock := newTestClock(t0)
+	db := openTest(t, t.TempDir(), func(o *Options) { o.CheckpointLogBytes = 1 << 30; o.Now = clock.Now })
 	defer db.Close()
 	const n = 20_000
 	h := loadFleet(t, db, n, 1, "")
@@ -149,6 +181,38 @@ func TestFleetMemoryPerSeries(t *testing.T) {
 	if h.bytes > maxHeapPerSeries {
 		t.Errorf("heap in use per series = %.0f bytes; want <= %d", h.bytes, maxHeapPerSeries)
 	}
+	// The budget counts the series and their buckets, not only the
+	// column values.
+	if h.headMem < minBudgetedShare*h.bytes {
+		t.Errorf("the budget accounts for %.0f bytes per series of %.0f in use; want >= %.0f%%",
+			h.headMem, h.bytes, 100*minBudgetedShare)
+	}
+	checkColumnRoom(t, db, n)
+	buckets := float64(db.headMem.Load()) / n
+	idle := idleFleet(t, db, func() { clock.Advance(time.Hour) }, n, h.base)
+	perSeries := float64(db.seriesMem.Load()) / n
+	t.Logf("idle: %.0f heap bytes, %.0f budgeted bytes per series", idle, perSeries)
+	if m := db.headMem.Load(); m != 0 {
+		t.Errorf("idle series hold %d bytes of buckets; want 0", m)
+	}
+	if idle > maxIdleHeapPerSeries {
+		t.Errorf("heap in use per idle series = %.0f bytes; want <= %d", idle, maxIdleHeapPerSeries)
+	}
+	if perSeries < minBudgetedShare*idle {
+		t.Errorf("the budget accounts for %.0f bytes per idle series of %.0f in use; want >= %.0f%%",
+			perSeries, idle, 100*minBudgetedShare)
+	}
+	// What writing the buckets out freed is what they were accounted for.
+	if freed := h.bytes - idle; buckets < minBudgetedShare*freed {
+		t.Errorf("the budget accounted for %.0f bytes of buckets per series; writing them out freed %.0f; want >= %.0f%%",
+			buckets, freed, 100*minBudgetedShare)
+	}
+}
+
+// checkColumnRoom fails if the columns of the one-row buckets of the n
+// series of "iot" have room for more than minColumnRows rows.
+func checkColumnRoom(t *testing.T, db *DB, n int) {
+	t.Helper()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	c := db.collections["iot"]
@@ -168,7 +232,7 @@ func TestFleetMemoryPerSeries(t *testing.T) {
 	}
 	// A time column and two field columns per series.
 	if want := 3 * n * (1 + minColumnRows); room > want {
-		t.Errorf("columns have room for %d values (%.1f per series); want <= %d", room, float64(room)/n, want/n)
+		t.Errorf("columns have room for %d values (%.1f per series); want <= %d", room, float64(room)/float64(n), want/n)
 	}
 }
 
@@ -185,15 +249,13 @@ func BenchmarkCheckpointIdleFleet(b *testing.B) {
 	if os.Getenv("HOURGLASS_FLEET_1M") != "" {
 		n = 1_000_000
 	}
-	var mu sync.Mutex
-	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock := newTestClock(t0)
+	advance := clock.Advance
 	db := openTest(b, b.TempDir(), func(o *Options) {
 		o.MemoryBudget = 64 << 30
 		o.CheckpointLogBytes = 64 << 30
 		o.CheckpointInterval = time.Hour
-		o.Now = clock
+		o.Now = clock.Now
 	})
 	defer db.Close()
 	loadFleet(b, db, n, 1, "")
@@ -241,12 +303,10 @@ func BenchmarkCheckpointIdleFleet(b *testing.B) {
 // written later open new buckets. A crash after that recovers every
 // acknowledged measurement, before and after the merge pass.
 func TestIdleBucketsSealedLoseNothing(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func() { mu.Lock(); now = now.Add(time.Hour); mu.Unlock() }
+	clock := newTestClock(t0)
+	advance := func() { clock.Advance(time.Hour) }
 	dir := t.TempDir()
-	db := openTest(t, dir, func(o *Options) { o.Now = clock })
+	db := openTest(t, dir, func(o *Options) { o.Now = clock.Now })
 	defer db.Close()
 	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	const n = 200

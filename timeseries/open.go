@@ -226,6 +226,7 @@ func (db *DB) load() error {
 		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), meta: meta, persisted: true}
 		c.series[s.metaKey] = s
 		c.seriesByID[s.id] = s
+		db.seriesMem.Add(seriesMem(s))
 		db.nextSeries = max(db.nextSeries, s.id+1)
 		return nil
 	}); err != nil {
@@ -305,7 +306,7 @@ func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collectio
 	if b.cols, err = decodeAll(r); err != nil {
 		return nil, fmt.Errorf("open bucket %d: %w", kp.id, err)
 	}
-	b.mem = columnsMem(&b.cols)
+	b.mem = bucketMem(&b.cols)
 	b.size = estimateSize(&b.cols, ts.TimeField)
 	return b, nil
 }

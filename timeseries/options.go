@@ -15,10 +15,14 @@ type Options struct {
 	// Required.
 	Dir string
 
-	// MemoryBudget bounds the memory of buckets held in memory (open ones
-	// and sealed ones not yet checkpointed). Over budget, open buckets are
-	// sealed early and a checkpoint runs; writers wait while the budget is
-	// exceeded. Default 256 MiB: room for 1000-row buckets of about 30,000
+	// MemoryBudget bounds the memory of the series (their structs, meta
+	// keys and decoded meta values, which stay in memory) and of the
+	// buckets held in memory (open ones and sealed ones not yet
+	// checkpointed, with their structs and column headers). Over budget,
+	// open buckets are sealed early and a checkpoint runs; writers wait
+	// while the budget is exceeded. Buckets keep at least an eighth of it
+	// whatever the series take, so past that many series memory exceeds
+	// the budget by what the series take over seven eighths of it. Default 256 MiB: room for 1000-row buckets of about 30,000
 	// series of 10 fields.
 	MemoryBudget int64
 
