@@ -292,6 +292,7 @@ func (db *DB) apply(c *collection, groups []group) {
 			if _, ok := meta.(MetaKey); ok {
 				meta, _ = DecodeMeta(g.metaKey) // validated by Insert
 			}
+			meta = c.interner.compact(meta)
 			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey, meta: meta}
 			c.setSeriesTTL(s)
 			db.nextSeries++

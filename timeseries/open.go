@@ -223,7 +223,7 @@ func (db *DB) load() error {
 		if err != nil {
 			return err
 		}
-		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), meta: meta, persisted: true}
+		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), meta: c.interner.compact(meta), persisted: true}
 		c.series[s.metaKey] = s
 		c.seriesByID[s.id] = s
 		db.seriesMem.Add(seriesMem(s))
