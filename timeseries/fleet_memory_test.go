@@ -7,6 +7,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -66,14 +67,7 @@ func loadFleet(tb testing.TB, db *DB, n, points int, profile string) fleetHeap {
 	metas = nil
 	after := heapInUse()
 	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := pprof.WriteHeapProfile(f); err != nil {
-			tb.Fatal(err)
-		}
-		f.Close()
+		writeHeapProfile(tb, profile)
 	}
 	return fleetHeap{
 		bytes:   float64(after.HeapAlloc-before.HeapAlloc) / float64(n),
@@ -96,6 +90,18 @@ func idleFleet(tb testing.TB, db *DB, advance func(), n int, base uint64) float6
 		advance()
 	}
 	return float64(int64(heapInUse().HeapAlloc)-int64(base)) / float64(n)
+}
+
+func writeHeapProfile(tb testing.TB, path string) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func heapInUse() runtime.MemStats {
@@ -144,6 +150,9 @@ func BenchmarkFleetMemory(b *testing.B) {
 				b.ReportMetric(float64(n*4*2)/h.seconds, "points/s")
 				idle := idleFleet(b, db, func() { clock.Advance(time.Hour) }, n, h.base)
 				b.ReportMetric(idle, "idle-heap-B/series")
+				if profile != "" {
+					writeHeapProfile(b, strings.Replace(profile, "heap-", "heap-idle-", 1))
+				}
 				b.ReportMetric(float64(db.headMem.Load()+db.seriesMem.Load())/float64(n), "idle-budgeted-B/series")
 				db.Close()
 			}
