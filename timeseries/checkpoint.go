@@ -126,6 +126,31 @@ func (db *DB) checkpoint(abort <-chan struct{}) error {
 	return db.checkpointLocked(abort)
 }
 
+// capturePoint is a checkpoint capture: when it ran and the writeSeq
+// then.
+type capturePoint struct {
+	at  time.Time
+	seq uint64
+}
+
+// idleSeq records a checkpoint capture now and returns the writeSeq of the
+// newest earlier capture at least a CheckpointInterval old (0 when there
+// is none): open buckets last written at or before it are idle. DB.mu is
+// held for writing.
+func (db *DB) idleSeq() uint64 {
+	now := db.opts.Now()
+	var seq uint64
+	keep := 0
+	for i, p := range db.captures {
+		if now.Sub(p.at) >= db.opts.CheckpointInterval {
+			seq, keep = p.seq, i
+		}
+	}
+	db.captures = append(db.captures[:0], db.captures[keep:]...)
+	db.captures = append(db.captures, capturePoint{at: now, seq: db.writeSeq})
+	return seq
+}
+
 // checkpointNeed is the free space a checkpoint needs now (see
 // checkpoint).
 func (db *DB) checkpointNeed() int64 {
@@ -177,14 +202,24 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	var catalogColls []*collection
 	var catalogCounts [][2]int64 // their ckptCount and ckptBuckets before
 	db.mu.Lock()
+	idle := db.idleSeq()
 	for _, c := range db.byID {
-		for _, s := range c.series {
+		for _, s := range c.hot {
 			if !s.persisted {
 				newSeries = append(newSeries, seriesRec{seriesKey(c.id, s.id), s.metaKey, s})
 			}
 			for _, b := range s.buckets {
 				if !b.sealed && !b.dirty && b.snapshot {
-					continue
+					if idle == 0 || b.lastWrite > idle {
+						continue
+					}
+					// Idle: its snapshot is durable and it was not
+					// written for a checkpoint interval. Sealed, it is
+					// written out below and leaves memory; a later
+					// measurement opens a new bucket, which the merge
+					// pass joins to it.
+					db.seal(b)
+					db.stats.sealedIdle.Add(1)
 				}
 				w := ckptBucket{coll: c.id, series: s.id, cap: b.capture(), sealed: b.sealed}
 				w.refs = c.nameRefs(nil, &w.cap.cols)
@@ -316,6 +351,9 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		}
 	}
 	db.headMem.Add(-freed)
+	for _, c := range db.byID {
+		c.coolHot()
+	}
 	db.mu.Unlock()
 	db.stats.checkpoints.Add(1)
 	return db.wal.Truncate(seg)

@@ -18,6 +18,12 @@ type collection struct {
 	indexes    []IndexSpec
 	series     map[string]*series // canonical meta -> series
 	seriesByID map[uint64]*series
+	// hot lists the series that hold a bucket in memory or are not yet
+	// persisted, each once (series.hot): the only ones a checkpoint or
+	// sealForBudget visits, so that their cost follows the series written
+	// lately, not all of them. A checkpoint drops the series it leaves
+	// persisted with no bucket.
+	hot        []*series
 	fieldTypes map[string]typeSet
 	// names is the collection's field name table (bucket.VersionRefs):
 	// append-only, so a slice of it taken under DB.mu stays valid; nameIdx
@@ -26,6 +32,8 @@ type collection struct {
 	nameIdx map[string]uint32
 	// matches caches the series meta filters select.
 	matches seriesMatches
+	// interner shares the repeated parts of the series' meta values.
+	interner metaInterner
 	// maxSpan is the largest bucket span the collection ever used, so that
 	// a time-range scan knows how far before its start a bucket may begin.
 	maxSpan int64

@@ -42,7 +42,15 @@ type DB struct {
 	nextSeries  uint64
 	nextBucket  uint64
 	writeSeq    uint64
-	headMem     atomic.Int64 // bytes held by buckets in memory
+	// captures are the times and writeSeq of the recent checkpoint
+	// captures, oldest first, back to the newest one at least a
+	// CheckpointInterval old: an open bucket not written since that one is
+	// idle (idleSeq).
+	captures []capturePoint
+	headMem  atomic.Int64 // bytes held by buckets in memory
+	// seriesMem is the memory the series hold besides their buckets
+	// (seriesMem()): it counts in the budget but no checkpoint frees it.
+	seriesMem atomic.Int64
 	// expiredUnflushed is set when a TTL pass removed data since the last
 	// checkpoint (see persistCollection).
 	expiredUnflushed atomic.Bool
@@ -80,6 +88,8 @@ type DB struct {
 	stats struct {
 		checkpoints atomic.Int64
 		sealedEarly atomic.Int64
+		// sealedIdle counts the open buckets checkpoints sealed as idle.
+		sealedIdle atomic.Int64
 		// aggBuckets counts the buckets whose rows an aggregate read:
 		// one add per bucket, so tests can see buckets passed over.
 		aggBuckets atomic.Int64

@@ -215,8 +215,9 @@ func (db *DB) unlinkCollection(c *collection) bool {
 	if c.dropped {
 		return false
 	}
-	var mem int64
+	var mem, smem int64
 	for _, s := range c.series {
+		smem += seriesMem(s)
 		for _, b := range s.buckets {
 			mem += b.mem
 		}
@@ -225,6 +226,7 @@ func (db *DB) unlinkCollection(c *collection) bool {
 	delete(db.collections, c.name)
 	delete(db.byID, c.id)
 	db.headMem.Add(-mem)
+	db.seriesMem.Add(-smem)
 	return true
 }
 

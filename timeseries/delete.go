@@ -347,6 +347,7 @@ func (db *DB) deleteInMemory(c *collection, d *deleteRecord, gone fieldTypeSet) 
 			deleted += int64(n.rows)
 			db.headMem.Add(n.mem)
 			if b.rows() == 0 {
+				db.headMem.Add(-b.mem)
 				buckets++
 				if b.snapshot {
 					t.stale = append(t.stale, bucketKey(spaceOpen, c.id, s.id, b.minTime, b.id))
@@ -518,7 +519,7 @@ func (b *memBucket) deleteRows(lo, hi int64, timeField string) deleted {
 	}
 	b.cols = permuteColumns(&b.cols, keep)
 	before := b.mem
-	b.mem = columnsMem(&b.cols)
+	b.mem = bucketMem(&b.cols)
 	b.size = estimateSize(&b.cols, timeField)
 	b.minT, b.maxT = 0, 0
 	for i, t := range b.cols.Times {

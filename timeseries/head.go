@@ -2,6 +2,8 @@ package timeseries
 
 import (
 	"sort"
+	"time"
+	"unsafe"
 
 	"github.com/hourglassdb/hourglass/bucket"
 )
@@ -14,6 +16,8 @@ type series struct {
 	metaKey   string
 	meta      any
 	persisted bool
+	// hot is set while the series is in collection.hot.
+	hot bool
 	// ttl is the series' effective TTL in seconds, -1 for none
 	// (collection.setSeriesTTL).
 	ttl int64
@@ -24,6 +28,35 @@ type series struct {
 	// (as seen when it opened the next): the capacity a new bucket's
 	// columns start with, so that they do not grow by doubling.
 	rowsHint int
+}
+
+// markHot puts s in c.hot unless it is there. DB.mu is held for writing.
+func (c *collection) markHot(s *series) {
+	if !s.hot {
+		s.hot = true
+		c.hot = append(c.hot, s)
+	}
+}
+
+// coolHot takes out of c.hot the series that are persisted and hold no
+// bucket. DB.mu is held for writing.
+func (c *collection) coolHot() {
+	kept := c.hot[:0]
+	for _, s := range c.hot {
+		if s.persisted && len(s.buckets) == 0 {
+			s.hot = false
+			if cap(s.buckets) > 0 {
+				s.buckets = nil // an idle series keeps no slice
+			}
+			continue
+		}
+		kept = append(kept, s)
+	}
+	clear(c.hot[len(kept):])
+	c.hot = kept
+	if cap(c.hot) > 64 && len(c.hot) < cap(c.hot)/4 {
+		c.hot = append([]*series(nil), c.hot...)
+	}
 }
 
 // memBucket is a bucket in memory: open (taking measurements) or sealed and
@@ -160,7 +193,7 @@ func (b *memBucket) addColumn(name string, k Kind, n int) int {
 		col.Present = make([]uint64, (n+63)/64, (n+64)/64+1)
 	}
 	b.cols.Fields = append(b.cols.Fields, col)
-	b.mem += int64(8*n + 64)
+	b.mem += int64(8*n) + columnHeaderMem
 	return len(b.cols.Fields) - 1
 }
 
@@ -336,12 +369,69 @@ func permuteColumns(cols *bucket.Columns, perm []int32) bucket.Columns {
 	return out
 }
 
+// Memory a series and its buckets hold besides their column values, as
+// counted in Options.MemoryBudget. The figures are the structs' sizes and
+// what a Go map or slice spends per entry; the benchmark
+// BenchmarkFleetMemory compares their sum with the heap in use.
+const (
+	// memBucketMem is a memBucket and its pointer in series.buckets.
+	memBucketMem = int64(unsafe.Sizeof(memBucket{})) + 8
+	// columnHeaderMem is a bucket.Column header.
+	columnHeaderMem = int64(unsafe.Sizeof(bucket.Column{}))
+	// seriesStructMem is a series, its entries in the collection's two
+	// maps (key, value and control byte at the maps' 7/8 load) and in
+	// collection.hot.
+	seriesStructMem = int64(unsafe.Sizeof(series{})) + (16+8)*8/7 + 1 + (8+8)*8/7 + 1 + 8
+)
+
+// bucketMem estimates the memory held by a memBucket with columns cols.
+func bucketMem(cols *bucket.Columns) int64 { return memBucketMem + columnsMem(cols) }
+
+// seriesMem estimates the memory a series holds whatever its buckets: its
+// struct and map entries, its canonical meta key and its decoded meta
+// value.
+func seriesMem(s *series) int64 {
+	return seriesStructMem + stringMem(len(s.metaKey)) + valueMem(s.meta)
+}
+
+// stringMem is the heap a string of n bytes takes (rounded to 8 bytes).
+func stringMem(n int) int64 { return int64(n+7) &^ 7 }
+
+// valueMem estimates the heap a decoded meta value takes beyond the
+// interface holding it: a map of n entries takes its header and a group
+// of 8 slots of key and value (264 bytes, a 288-byte allocation) per 7
+// entries, each boxed string, number or time its box.
+func valueMem(v any) int64 {
+	switch x := v.(type) {
+	case map[string]any:
+		m := 48 + 288*int64(max(1, (len(x)+6)/7))
+		for k, e := range x {
+			m += stringMem(len(k)) + valueMem(e)
+		}
+		return m
+	case []any:
+		m := int64(16 * cap(x))
+		for _, e := range x {
+			m += valueMem(e)
+		}
+		return m
+	case string:
+		return 16 + stringMem(len(x))
+	case nil, bool:
+		return 0
+	case time.Time:
+		return 24
+	default:
+		return 8
+	}
+}
+
 // columnsMem estimates the memory held by cols.
 func columnsMem(cols *bucket.Columns) int64 {
 	m := int64(8 * len(cols.Times))
 	for i := range cols.Fields {
 		c := &cols.Fields[i]
-		m += int64(64 + 8*len(c.Present))
+		m += columnHeaderMem + int64(8*len(c.Present))
 		switch c.Type {
 		case KindString:
 			for _, s := range c.Strings {

@@ -195,11 +195,11 @@ func strictlyDescending(rows []Measurement) bool {
 // that ends because memory was freed otherwise (a drop, a delete, a TTL
 // pass) or because the DB closed answers that.
 func (db *DB) waitForMemory(ctx context.Context) error {
-	if db.headMem.Load() <= db.opts.MemoryBudget {
+	if db.headMem.Load() <= db.bucketBudget() {
 		return nil
 	}
 	db.sealForBudget()
-	for db.headMem.Load() > db.opts.MemoryBudget {
+	for db.headMem.Load() > db.bucketBudget() {
 		db.wakeCheckpointer()
 		select {
 		case <-ctx.Done():
@@ -209,7 +209,7 @@ func (db *DB) waitForMemory(ctx context.Context) error {
 		if db.closed.Load() {
 			return ErrClosed
 		}
-		if db.headMem.Load() <= db.opts.MemoryBudget {
+		if db.headMem.Load() <= db.bucketBudget() {
 			return nil
 		}
 		// noRoom stays set until a checkpoint succeeds: once space is
@@ -226,8 +226,22 @@ func (db *DB) waitForMemory(ctx context.Context) error {
 	return nil
 }
 
+// bucketBudget is the memory buckets may hold: the budget less what the
+// series hold (which no checkpoint frees), but at least 1/minBucketBudget
+// of it, so that writes go on when the series alone fill the budget.
+func (db *DB) bucketBudget() int64 {
+	b := db.opts.MemoryBudget
+	return max(b-db.seriesMem.Load(), b/minBucketBudget)
+}
+
+// minBucketBudget: buckets keep at least 1/minBucketBudget of the budget.
+// A series' resident cost is a few hundred bytes, so series alone fill a
+// budget only by the million; the buckets then still have room for
+// batches of thousands of rows (1/8 of the default 256 MiB is 32 MiB).
+const minBucketBudget = 8
+
 // sealForBudget seals the least recently written open buckets until the
-// open ones hold at most half the budget.
+// open ones hold at most half the bucket budget (bucketBudget).
 func (db *DB) sealForBudget() {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -237,8 +251,9 @@ func (db *DB) sealForBudget() {
 	}
 	var open []ob
 	var openMem int64
+	budget := db.bucketBudget()
 	for _, c := range db.byID {
-		for _, s := range c.series {
+		for _, s := range c.hot {
 			for _, b := range s.buckets {
 				if !b.sealed {
 					open = append(open, ob{b, s})
@@ -249,7 +264,7 @@ func (db *DB) sealForBudget() {
 	}
 	sort.Slice(open, func(i, j int) bool { return open[i].b.lastWrite < open[j].b.lastWrite })
 	for _, o := range open {
-		if openMem <= db.opts.MemoryBudget/2 {
+		if openMem <= budget/2 {
 			break
 		}
 		openMem -= o.b.mem
@@ -277,11 +292,14 @@ func (db *DB) apply(c *collection, groups []group) {
 			if _, ok := meta.(MetaKey); ok {
 				meta, _ = DecodeMeta(g.metaKey) // validated by Insert
 			}
+			meta = c.interner.compact(meta)
 			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey, meta: meta}
 			c.setSeriesTTL(s)
 			db.nextSeries++
 			c.series[s.metaKey] = s
 			c.seriesByID[s.id] = s
+			c.markHot(s)
+			db.seriesMem.Add(seriesMem(s))
 		}
 		var cur *memBucket
 		for ri := range g.rows {
@@ -372,9 +390,11 @@ func (db *DB) bucketFor(c *collection, s *series, m *Measurement, sz int, span, 
 	if newest != nil {
 		s.rowsHint = min(max(s.rowsHint, newest.rows()), db.lim.maxCount)
 	}
-	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: s.rowsHint}
+	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: s.rowsHint, mem: memBucketMem}
+	db.headMem.Add(memBucketMem)
 	db.nextBucket++
 	s.buckets = append(s.buckets, b)
+	c.markHot(s)
 	c.buckets++
 	return b
 }
@@ -387,7 +407,7 @@ func (db *DB) seal(b *memBucket) {
 	}
 	b.sealed = true
 	b.cols = sortedColumns(&b.cols)
-	mem := columnsMem(&b.cols)
+	mem := bucketMem(&b.cols)
 	db.headMem.Add(mem - b.mem)
 	b.mem = mem
 }

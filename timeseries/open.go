@@ -44,9 +44,12 @@ func Open(opts Options) (*DB, error) {
 		nextColl:    1,
 		nextSeries:  1,
 		nextBucket:  1,
-		wake:        make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		done:        make(chan struct{}),
+		// Buckets loaded from snapshots have lastWrite 0: older than
+		// any capture (idleSeq).
+		writeSeq: 1,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	db.encPool.New = func() any { return &recordEncoder{} }
 	if free := db.freeSpace(); opts.DiskReserve >= 0 && free >= 0 && free < opts.DiskReserve {
@@ -220,9 +223,10 @@ func (db *DB) load() error {
 		if err != nil {
 			return err
 		}
-		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), meta: meta, persisted: true}
+		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), meta: c.interner.compact(meta), persisted: true}
 		c.series[s.metaKey] = s
 		c.seriesByID[s.id] = s
+		db.seriesMem.Add(seriesMem(s))
 		db.nextSeries = max(db.nextSeries, s.id+1)
 		return nil
 	}); err != nil {
@@ -254,6 +258,7 @@ func (db *DB) load() error {
 		}
 		b.snapshot = true
 		s.buckets = append(s.buckets, b)
+		c.markHot(s)
 		db.headMem.Add(b.mem)
 		db.nextBucket = max(db.nextBucket, kp.id+1)
 		return nil
@@ -301,7 +306,7 @@ func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collectio
 	if b.cols, err = decodeAll(r); err != nil {
 		return nil, fmt.Errorf("open bucket %d: %w", kp.id, err)
 	}
-	b.mem = columnsMem(&b.cols)
+	b.mem = bucketMem(&b.cols)
 	b.size = estimateSize(&b.cols, ts.TimeField)
 	return b, nil
 }

@@ -15,16 +15,22 @@ type Options struct {
 	// Required.
 	Dir string
 
-	// MemoryBudget bounds the memory of buckets held in memory (open ones
-	// and sealed ones not yet checkpointed). Over budget, open buckets are
-	// sealed early and a checkpoint runs; writers wait while the budget is
-	// exceeded. Default 256 MiB: room for 1000-row buckets of about 30,000
+	// MemoryBudget bounds the memory of the series (their structs, meta
+	// keys and decoded meta values, which stay in memory) and of the
+	// buckets held in memory (open ones and sealed ones not yet
+	// checkpointed, with their structs and column headers). Over budget,
+	// open buckets are sealed early and a checkpoint runs; writers wait
+	// while the budget is exceeded. Buckets keep at least an eighth of it
+	// whatever the series take, so past that many series memory exceeds
+	// the budget by what the series take over seven eighths of it. Default 256 MiB: room for 1000-row buckets of about 30,000
 	// series of 10 fields.
 	MemoryBudget int64
 
 	// CheckpointInterval is how often open and sealed buckets are written
 	// to Pebble and the log truncated. Default 1 minute: recovery replays at
-	// most about that much of the log.
+	// most about that much of the log. An open bucket not written for a
+	// CheckpointInterval (since a checkpoint at least that old) is sealed
+	// by the next checkpoint and leaves memory.
 	CheckpointInterval time.Duration
 
 	// CheckpointLogBytes starts a checkpoint once the log holds this many

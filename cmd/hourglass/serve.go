@@ -70,7 +70,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(&cfg.maxBodyMemory, "max-body-memory", "request bodies held in memory at once, across connections (`size`; default --max-concurrent-writes x --max-body); past it, 429")
 	fs.Var(&cfg.minBodyRate, "min-body-rate", "slowest a request body may arrive after --body-rate-grace (`size` per second); slower bodies get 408")
 	fs.DurationVar(&cfg.bodyRateGrace, "body-rate-grace", 10*time.Second, "time a request body may take before --min-body-rate applies (`duration`)")
-	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for buckets not yet written to disk (`size`); over it, buckets are sealed early")
+	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for series and buckets not yet written to disk (`size`); over it, buckets are sealed early")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (`size`, 0: none; default --memory-budget + --max-body-memory + 256MiB); near it the collector runs more often and returns freed memory to the system. GOMEMLIMIT, when set, takes precedence")
 	fs.Var(&cfg.queryMemory, "query-memory", "memory one find or aggregate may hold: series matched, buckets open or sorted, groups and cells (`size`); past it, 400 code 292")
 	fs.Var(&cfg.diskReserve, "disk-reserve", "free space kept on the data directory's filesystem (`size`, 0: no check); below it writes get 507 and a restart opens read-only")
