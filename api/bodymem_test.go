@@ -125,7 +125,7 @@ func BenchmarkInsertBody(b *testing.B) {
 	}
 }
 
-// TestInsertMemoryBounded checks that one JSON insert holds at most a small
+// TestInsertMemoryBounded checks that one JSON or line-protocol insert holds at most a small
 // multiple of its body: the live heap, measured after a collection at the
 // moment a chunk is decoded and converted (the most a request holds), stays
 // under twice the body plus 24 MiB for one chunk's documents,
@@ -134,9 +134,13 @@ func TestInsertMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 16 MiB bodies")
 	}
-	for _, format := range []string{"json", "ndjson"} {
+	for _, format := range []string{"json", "ndjson", "line"} {
 		t.Run(format, func(t *testing.T) {
-			body, points := ingestBody(format, 8<<20)
+			size := 8 << 20
+			if format == "line" {
+				size = 32 << 20 // 560k lines: 9 chunks
+			}
+			body, points := ingestBody(format, size)
 			url := benchServer(t)
 			u, ct, want := ingestRequest(url, format)
 			runtime.GC()

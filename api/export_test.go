@@ -21,5 +21,6 @@ func (s *Server) WriteSlotsInUse() int { return s.writes.inUse() }
 func (s *Server) BodyMemoryInUse() int64 { return s.bodies.inUse() }
 
 // OnChunkDecoded sets a function called after each chunk of a JSON insert
-// is decoded and converted, before it is stored; nil removes it.
-func OnChunkDecoded(f func()) { chunkDecoded = f }
+// or a line-protocol body is decoded (and converted), before it is stored;
+// nil removes it.
+func OnChunkDecoded(f func()) { chunkDecoded, lineChunkDecoded = f, f }

@@ -114,16 +114,41 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 			results.Put(res)
 			decoders.Put(dec)
 		}()
-		dec.Decode(buf.b, prec, s.opts.Now(), res)
-		o.docs.Store(int64(len(res.Measurements)))
-		ins, err := s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
-		if err != nil {
-			s.writeInfluxError(w, r, err, 0)
-			return
+		// The body is decoded and stored lineChunk entries at a time, so a
+		// large body's measurements never exist at once; a body of up to
+		// lineChunk entries (a usual batch) is stored in one write.
+		now := s.opts.Now()
+		inserted, refused := 0, 0
+		line, msg := 0, ""
+		for pos := (lineproto.Position{}); !pos.Done(buf.b); res.NextChunk() {
+			pos = dec.DecodeChunk(buf.b, pos, lineChunk, prec, now, res)
+			if lineChunkDecoded != nil {
+				lineChunkDecoded()
+			}
+			o.docs.Add(int64(len(res.Measurements)))
+			if len(res.Measurements) == 0 {
+				continue
+			}
+			ins, err := s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
+			if err != nil {
+				if status, code, m, internal := classify(err); inserted > 0 && !internal {
+					// What earlier chunks stored stays stored: say so.
+					err = &httpError{status: status, code: code,
+						msg: fmt.Sprintf("%s; %d lines before line %d were written", m, inserted, res.LineOf(0))}
+				}
+				s.writeInfluxError(w, r, err, 0)
+				return
+			}
+			inserted += ins.Inserted
+			refused += len(ins.Errors)
+			if len(ins.Errors) > 0 && line == 0 {
+				we := ins.Errors[0]
+				line, msg = res.LineOf(we.Index), fmt.Sprintf("line %d refused: %v", res.LineOf(we.Index), we.Err)
+			}
 		}
-		s.metrics.docsInserted.Add(int64(ins.Inserted))
-		s.metrics.inserted.WithLabelValues("line").Add(float64(ins.Inserted))
-		dropped := res.Dropped + len(ins.Errors)
+		s.metrics.docsInserted.Add(int64(inserted))
+		s.metrics.inserted.WithLabelValues("line").Add(float64(inserted))
+		dropped := res.Dropped + refused
 		if dropped == 0 {
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -131,20 +156,22 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 		s.metrics.refused.WithLabelValues("line").Add(float64(dropped))
 		// Name the first bad line: a parse failure or a refusal by the
 		// collection, whichever comes first in the body.
-		line, msg := 0, ""
-		if res.First != nil {
-			line, msg = res.First.Line, fmt.Sprintf("unable to parse '%s': %v", res.First.Text, res.First.Err)
-		}
-		if len(ins.Errors) > 0 {
-			we := ins.Errors[0]
-			if l := res.LineOf(we.Index); line == 0 || l < line {
-				line, msg = l, fmt.Sprintf("line %d refused: %v", l, we.Err)
-			}
+		if f := res.First; f != nil && (line == 0 || f.Line < line) {
+			line, msg = f.Line, fmt.Sprintf("unable to parse '%s': %v", f.Text, f.Err)
 		}
 		s.writeInfluxError(w, r, badRequest("partial write: %s; dropped %d of %d lines, wrote %d",
-			msg, dropped, res.Lines, ins.Inserted), line)
+			msg, dropped, res.Lines, inserted), line)
 	}
 }
+
+// lineChunk is the number of line-protocol entries decoded and stored at
+// a time: some 10 MiB of decoded measurements at most, and 5,000-line
+// batches in one write.
+const lineChunk = 1 << 16
+
+// lineChunkDecoded, when set (by tests), is called after each chunk of a
+// line-protocol body is decoded, before it is stored.
+var lineChunkDecoded func()
 
 // influxCollection checks that the collection a line-protocol write goes
 // to is a time series with a metaField, creating it if it does not exist.

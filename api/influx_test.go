@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -109,4 +110,50 @@ func TestInfluxQuery(t *testing.T) {
 	}
 	s.mustDo(400, "POST", "/query?q="+url.QueryEscape("SELECT * FROM cpu"), "")
 	s.mustDo(400, "POST", "/query", "")
+}
+
+// TestInfluxWriteInChunks checks a body of more entries than one chunk
+// holds: every good line is stored, and the reply names the first bad
+// line of the body (a parse failure or a refusal by the collection,
+// whichever comes first) and counts the lines of every chunk.
+func TestInfluxWriteInChunks(t *testing.T) {
+	s := newTestServer(t, nil)
+	const n = 150_000 // three chunks
+	body := func(parseErr, refused int) string {
+		var b strings.Builder
+		for i := 1; i <= n; i++ {
+			switch i {
+			case parseErr:
+				b.WriteString("cpu,host=a bad\n")
+			case refused:
+				fmt.Fprintf(&b, "cpu,host=a time=1 %d\n", 1714564800+i)
+			default:
+				fmt.Fprintf(&b, "cpu,host=a v=%d %d\n", i, 1714564800+i)
+			}
+		}
+		return b.String()
+	}
+	var e struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Line    int    `json:"line"`
+	}
+	for _, c := range []struct {
+		db                string
+		parseErr, refused int
+		line              int
+	}{
+		{"a", 130_001, 90_000, 90_000},
+		{"b", 70_500, 120_000, 70_500},
+	} {
+		r := s.mustDo(400, "POST", "/write?db="+c.db+"&precision=s", body(c.parseErr, c.refused))
+		if err := json.Unmarshal(r.body, &e); err != nil || e.Line != c.line ||
+			!strings.Contains(e.Message, fmt.Sprintf("dropped 2 of %d lines, wrote %d", n, n-2)) {
+			t.Fatalf("%s: reply %s, want line %d", c.db, r.body, c.line)
+		}
+		desc := s.mustDo(200, "GET", "/v1/collections/"+c.db, "").json(t)
+		if got := desc["count"].(float64); got != n-2 {
+			t.Fatalf("%s: count %v, want %d", c.db, got, n-2)
+		}
+	}
 }

@@ -78,14 +78,35 @@ func NewDecoder() *Decoder {
 // still decoded. Entries without a timestamp take now, truncated to the
 // precision. body is not retained.
 func (d *Decoder) Decode(body []byte, prec Precision, now time.Time, res *Result) {
+	d.DecodeChunk(body, Position{}, 0, prec, now, res)
+}
+
+// Position is where DecodeChunk stopped in a body: the byte offset of the
+// next entry and the body lines before it.
+type Position struct {
+	Offset, Line int
+}
+
+// Done reports whether p is at the end of body.
+func (p Position) Done(body []byte) bool { return p.Offset >= len(body) }
+
+// DecodeChunk is Decode from p, stopping after the entry that brings
+// res.Measurements to max (0: no limit); it returns the position of the
+// next entry, for the next call (with res.NextChunk between them and the
+// same prec and now). A chunk ends at an entry's end, so a string value
+// running over several lines is never split, and line numbers (in
+// res.First and res.LineOf) count from the start of body.
+func (d *Decoder) DecodeChunk(body []byte, p Position, max int, prec Precision, now time.Time, res *Result) Position {
 	unit := prec.Duration()
 	def := now.Truncate(unit).UnixNano()
 	if d.referenceOnly {
-		d.reference(body, body, 1, unit, def, res)
-		return
+		if p.Offset == 0 {
+			d.reference(body, body, 1, unit, def, res)
+		}
+		return Position{Offset: len(body), Line: p.Line}
 	}
-	line := 0
-	for pos := 0; pos < len(body); {
+	line, pos := p.Line, p.Offset
+	for pos < len(body) {
 		line++
 		end := len(body)
 		if i := bytes.IndexByte(body[pos:], '\n'); i >= 0 {
@@ -106,8 +127,12 @@ func (d *Decoder) Decode(body []byte, prec Precision, now time.Time, res *Result
 			end, line = d.fallback(body, pos, end, line, unit, def, res)
 		}
 		pos = end + 1
+		if max > 0 && len(res.Measurements) >= max {
+			break
+		}
 	}
 	d.trim()
+	return Position{Offset: min(pos, len(body)), Line: line}
 }
 
 var cr = []byte{'\r'}

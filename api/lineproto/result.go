@@ -63,6 +63,15 @@ func (r *Result) Reset() {
 	r.Lines, r.Dropped, r.First = 0, 0, nil
 }
 
+// NextChunk drops the measurements decoded so far (after they were
+// stored), keeping the counts of entries and refusals and the first
+// refusal, for DecodeChunk to go on with the next part of a body.
+func (r *Result) NextChunk() {
+	clear(r.Measurements)
+	clear(r.fields)
+	r.Measurements, r.lines, r.fields = r.Measurements[:0], r.lines[:0], r.fields[:0]
+}
+
 // LineOf returns the 1-based body line of Measurements[i], 0 if there is
 // no such measurement.
 func (r *Result) LineOf(i int) int {
