@@ -171,14 +171,18 @@ func decodeCommand(b []byte) (*Command, error) {
 	case OpInsert:
 		c.Unordered = d.byte1() == 1
 		n := d.count(2)
-		c.Measurements = make([]timeseries.Measurement, n)
+		if n > 0 {
+			c.Measurements = make([]timeseries.Measurement, n)
+		}
 		for i := range c.Measurements {
 			d.measurement(&c.Measurements[i])
 		}
 	case OpInsertDocuments:
 		c.Unordered = d.byte1() == 1
 		n := d.count(2)
-		c.Documents = make([]document.Doc, n)
+		if n > 0 {
+			c.Documents = make([]document.Doc, n)
+		}
 		for i := range c.Documents {
 			raw := d.bytes()
 			if d.err != nil {
