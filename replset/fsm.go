@@ -151,11 +151,9 @@ func (f *fsm) apply(l *raft.Log) *applyResult {
 // same command on the same state (a refusal: unknown collection, bad
 // options, a filter the engine does not take), as opposed to a failure of
 // this member (I/O, a full disk, corruption, closing), after which it must
-// not apply further entries.
+// not apply further entries. An entry that does not decode is corruption
+// (ErrCorrupt wraps mongoerr.ErrCorrupt).
 func deterministic(err error) bool {
-	if errors.Is(err, ErrCorrupt) {
-		return false // the entry itself did not decode
-	}
 	switch mongoerr.CodeOf(err) {
 	case 0, mongoerr.InternalError, mongoerr.ShutdownInProgress, mongoerr.ExceededMemoryLimit,
 		mongoerr.QueryExceededMemoryLimit, mongoerr.IngressRequestRateLimitExceeded,

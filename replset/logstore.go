@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -35,8 +36,9 @@ const (
 // never set: it compares the message, "not found".
 var errStableNotFound = errors.New("not found")
 
-func openLogStore(dir string) (*logStore, error) {
-	db, err := pebble.Open(dir, &pebble.Options{})
+// openLogStore opens the store in dir; Pebble's messages go to log.
+func openLogStore(dir string, log *slog.Logger) (*logStore, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{log}})
 	if err != nil {
 		return nil, fmt.Errorf("replset: open raft store %s: %w", dir, err)
 	}
@@ -44,6 +46,23 @@ func openLogStore(dir string) (*logStore, error) {
 }
 
 func (s *logStore) Close() error { return s.db.Close() }
+
+// pebbleLogger passes Pebble's messages to a slog logger: its informative
+// ones (a WAL replayed at open) at Debug level.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// Fatalf is called by Pebble for states it cannot continue from.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
 
 func logKey(index uint64) []byte {
 	k := make([]byte, 9)

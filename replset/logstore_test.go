@@ -2,6 +2,7 @@ package replset
 
 import (
 	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -11,7 +12,7 @@ import (
 // given across a reopen.
 func TestLogStore(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openLogStore(dir)
+	s, err := openLogStore(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestLogStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err = openLogStore(dir)
+	s, err = openLogStore(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func Open(opts Options) (*Node, error) {
 	if n.db, err = timeseries.Open(eng); err != nil {
 		return nil, err
 	}
-	if n.store, err = openLogStore(filepath.Join(opts.Dir, "raft")); err != nil {
+	if n.store, err = openLogStore(filepath.Join(opts.Dir, "raft"), opts.Logger); err != nil {
 		return nil, err
 	}
 	raftLog := &raftLogWriter{log: opts.Logger}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -316,5 +317,60 @@ func TestRestartedMemberCatchesUp(t *testing.T) {
 	s.waitCount("cpu", 140)
 	if n.AppliedIndex() <= applied {
 		t.Fatalf("applied index %d did not move past %d", n.AppliedIndex(), applied)
+	}
+}
+
+// Refusals are answers, and the member goes on; an entry the member cannot
+// apply (here, bytes that do not decode) halts it, and it stays halted
+// after a restart instead of skipping the entry.
+func TestHaltOnFailure(t *testing.T) {
+	s := startSet(t, 1)
+	n := s.nodes[s.leader()]
+	ctx := context.Background()
+	if _, err := n.Insert(ctx, "missing", batch(0, 1), timeseries.InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Fatalf("insert into a missing collection: %v, want NamespaceNotFound", err)
+	}
+	if _, err := n.CreateCollection(ctx, "cpu", timeseries.CollectionOptions{Capped: true}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
+		t.Fatalf("create with invalid options: %v, want InvalidOptions", err)
+	}
+	if err := n.Halted(); err != nil {
+		t.Fatalf("a refusal halted the member: %v", err)
+	}
+	if _, err := n.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
+		t.Fatal(err)
+	}
+	applied := n.AppliedIndex()
+
+	f := n.raft.Apply([]byte{commandFormat, 99}, time.Second)
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.Response().(*applyResult); !errors.Is(r.err, ErrHalted) {
+		t.Fatalf("an entry that does not decode: %v, want ErrHalted", r.err)
+	}
+	if !errors.Is(n.Halted(), ErrCorrupt) {
+		t.Fatalf("Halted() = %v, want the decoding error", n.Halted())
+	}
+	if _, err := n.Insert(ctx, "cpu", batch(0, 1), timeseries.InsertOptions{}); !errors.Is(err, ErrHalted) {
+		t.Fatalf("write on a halted member: %v, want ErrHalted", err)
+	}
+	if got := n.AppliedIndex(); got != applied {
+		t.Fatalf("applied index %d moved past %d", got, applied)
+	}
+	n.Close()
+	n, err := Open(s.opts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.nodes[0] = n
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Halted() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("restarted member did not halt on the same entry")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := n.AppliedIndex(); got != applied {
+		t.Fatalf("after restart: applied index %d, want %d", got, applied)
 	}
 }
