@@ -22,6 +22,8 @@ const (
 	OpInsertDocuments  Op = 4 // documents of a plain collection
 	OpDelete           Op = 5 // measurements matching a filter (metaField, timeField range)
 	OpDeleteDocuments  Op = 6 // documents matching a filter
+	OpCreateIndex      Op = 7
+	OpExpireDocuments  Op = 8 // documents a TTL index expired at a time the leader chose
 )
 
 func (o Op) String() string {
@@ -38,6 +40,10 @@ func (o Op) String() string {
 		return "delete"
 	case OpDeleteDocuments:
 		return "deleteDocuments"
+	case OpCreateIndex:
+		return "createIndex"
+	case OpExpireDocuments:
+		return "expireDocuments"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -61,6 +67,11 @@ type Command struct {
 	// Filter of OpDelete and OpDeleteDocuments: a MongoDB filter in JSON,
 	// parsed by partialfilter.ParseJSON when the command is applied.
 	Filter []byte
+	// Index of OpCreateIndex; of OpExpireDocuments, only its Name.
+	Index timeseries.IndexSpec
+	// Now of OpExpireDocuments: the time, in nanoseconds since the epoch,
+	// at which the leader decided the expiry.
+	Now int64
 }
 
 // encode appends the command's encoding to dst (docs/replication.md):
@@ -73,7 +84,11 @@ type Command struct {
 // name (uvarint length, bytes), kind (1), value (float: 8 bytes little
 // endian; int and date: varint; string: uvarint length, bytes; bool: 1);
 // of insertDocuments, a flags byte, a uvarint count, each document
-// (uvarint length, document.Encode); of the deletes, the filter's JSON.
+// (uvarint length, document.Encode); of the deletes, the filter's JSON; of
+// createIndex, the spec in JSON without its partial filter, then the
+// partial filter (uvarint length, document.Encode; length 0 for none), so
+// that its dates and integers keep their types; of expireDocuments, the
+// index name (uvarint length, bytes) and the time (varint ns).
 func (c *Command) encode(dst []byte) ([]byte, error) {
 	dst = append(dst, commandFormat, byte(c.Op))
 	dst = appendBytes(dst, []byte(c.Collection))
@@ -107,6 +122,24 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		}
 	case OpDelete, OpDeleteDocuments:
 		dst = appendBytes(dst, c.Filter)
+	case OpCreateIndex:
+		spec := c.Index
+		spec.PartialFilterExpression = nil
+		js, err := json.Marshal(spec)
+		if err != nil {
+			return nil, fmt.Errorf("replset: encode index of %q: %w", c.Collection, err)
+		}
+		dst = appendBytes(dst, js)
+		var pf []byte
+		if c.Index.PartialFilterExpression != nil {
+			if pf, err = document.Encode(nil, c.Index.PartialFilterExpression); err != nil {
+				return nil, fmt.Errorf("replset: encode partial filter of index %q of %q: %w", c.Index.Name, c.Collection, err)
+			}
+		}
+		dst = appendBytes(dst, pf)
+	case OpExpireDocuments:
+		dst = appendBytes(dst, []byte(c.Index.Name))
+		dst = binary.AppendVarint(dst, c.Now)
 	default:
 		return nil, fmt.Errorf("replset: encode: unknown command %s", c.Op)
 	}
@@ -197,6 +230,26 @@ func decodeCommand(b []byte) (*Command, error) {
 		}
 	case OpDelete, OpDeleteDocuments:
 		c.Filter = d.bytes()
+	case OpCreateIndex:
+		js, pf := d.bytes(), d.bytes()
+		if d.err != nil {
+			break
+		}
+		if err := json.Unmarshal(js, &c.Index); err != nil {
+			d.err = fmt.Errorf("%w: index of %q: %v", ErrCorrupt, c.Collection, err)
+			break
+		}
+		if len(pf) > 0 {
+			doc, err := document.Decode(pf)
+			if err != nil {
+				d.err = fmt.Errorf("%w: partial filter: %v", ErrCorrupt, err)
+				break
+			}
+			c.Index.PartialFilterExpression = doc
+		}
+	case OpExpireDocuments:
+		c.Index.Name = string(d.bytes())
+		c.Now = d.varint()
 	default:
 		if d.err == nil {
 			d.err = fmt.Errorf("%w: unknown command %s", ErrCorrupt, c.Op)

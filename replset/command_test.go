@@ -35,6 +35,10 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Op: OpInsert, Collection: "empty"},
 		{Op: OpInsertDocuments, Collection: "docs", Documents: []document.Doc{
 			{"_id": "a", "n": nil, "arr": []any{int64(1), map[string]any{"x": true}}}, {"_id": int64(2)}}},
+		{Op: OpCreateIndex, Collection: "w", Index: timeseries.IndexSpec{Name: "t_1", Key: []timeseries.IndexKey{{Field: "t", Direction: 1}},
+			ExpireAfterSeconds: &exp, PartialFilterExpression: map[string]any{"m.id": map[string]any{"$gt": int64(3)}, "m.at": time.Unix(7, 0).UTC()}}},
+		{Op: OpCreateIndex, Collection: "d", Index: timeseries.IndexSpec{Name: "k_-1", Key: []timeseries.IndexKey{{Field: "k", Direction: -1}}}},
+		{Op: OpExpireDocuments, Collection: "d", Index: timeseries.IndexSpec{Name: "at_1"}, Now: -5},
 		{Op: OpDelete, Collection: "w", Filter: []byte(`{"m": "a"}`)},
 		{Op: OpDeleteDocuments, Collection: "docs", Filter: []byte(`{}`)},
 	}

@@ -8,8 +8,9 @@
 // vote, the last applied index) live in a Pebble store of its own in
 // Dir/raft, a TCP transport, and a state machine that applies committed
 // commands to the member's engine (Dir/engine) through the exported API of
-// package timeseries. Writes (create, drop, insert of measurements or of
-// documents, delete) go through Node on the leader and return once a
+// package timeseries. Writes (create, drop, createIndex, insert of
+// measurements or of documents, delete) go through Node on the leader and
+// return once a
 // majority holds them and the leader applied them, with the engine's
 // answer; on a follower they fail with a *NotLeaderError naming the leader
 // ("not the leader; leader is <addr>"). Reads go to Node.DB on any member.
@@ -22,6 +23,11 @@
 // window (the engine's checkpoint records the applied index) is in
 // docs/replication.md. Raft snapshots are refused until the engine can take
 // a Pebble checkpoint at an applied index, so the log is never compacted.
+//
+// A Node is the ttl.Store of a TTL monitor: it has targets on the leader
+// only, where Expire decides a cutoff per rule and replicates the deletes
+// it implies, so that every member removes the same measurements although
+// their bucket layouts differ (docs/replication.md).
 //
 // A member whose engine fails in a way other members may not (I/O, a full
 // disk, corruption) halts: it stops applying and leaves the set's traffic

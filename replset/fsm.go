@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // appliedKey is the stable-store key of the last raft index whose command
@@ -32,6 +34,8 @@ type Result struct {
 	Insert timeseries.InsertResult
 	// Deleted counts what OpDelete and OpDeleteDocuments removed.
 	Deleted int64
+	// IndexName is the name of the index OpCreateIndex made or found.
+	IndexName string
 }
 
 // applyResult is what the FSM returns to raft for one entry; the leader's
@@ -133,6 +137,15 @@ func (f *fsm) apply(l *raft.Log) *applyResult {
 		r.res.Insert, r.err = f.db.Insert(ctx, c.Collection, c.Measurements, timeseries.InsertOptions{Unordered: c.Unordered})
 	case OpInsertDocuments:
 		r.res.Insert, r.err = f.db.InsertDocuments(ctx, c.Collection, c.Documents, timeseries.InsertOptions{Unordered: c.Unordered})
+	case OpCreateIndex:
+		r.res.Created, r.res.IndexName, r.err = f.db.CreateIndex(ctx, c.Collection, c.Index)
+	case OpExpireDocuments:
+		// Every member holds the same documents (same _ids, same index
+		// entries), so the engine's expiry at the leader's time, without
+		// a budget, removes the same ones everywhere.
+		var b ttl.Batch
+		b, r.err = f.db.Expire(ctx, ttl.Target{Collection: c.Collection, Index: c.Index.Name}, time.Unix(0, c.Now), ttl.Budget{})
+		r.res.Deleted = b.Docs
 	case OpDelete, OpDeleteDocuments:
 		var flt *partialfilter.Filter
 		if flt, r.err = partialfilter.ParseJSON(c.Filter); r.err != nil {

@@ -280,6 +280,13 @@ func (n *Node) CreateCollection(ctx context.Context, name string, opts timeserie
 	return r.Created, err
 }
 
+// CreateIndex creates an index on every member (timeseries.DB.CreateIndex),
+// a TTL index among them.
+func (n *Node) CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error) {
+	r, err := n.Apply(ctx, &Command{Op: OpCreateIndex, Collection: name, Index: spec})
+	return r.Created, r.IndexName, err
+}
+
 // DropCollection drops a collection on every member
 // (timeseries.DB.DropCollection).
 func (n *Node) DropCollection(ctx context.Context, name string) error {
