@@ -1,0 +1,382 @@
+package replset
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Op is the kind of a replicated command. The values are written in the
+// raft log and never change.
+type Op uint8
+
+// The commands the log carries.
+const (
+	OpCreateCollection Op = 1
+	OpDropCollection   Op = 2
+	OpInsert           Op = 3 // measurements of a time-series collection
+	OpInsertDocuments  Op = 4 // documents of a plain collection
+	OpDelete           Op = 5 // measurements matching a filter (metaField, timeField range)
+	OpDeleteDocuments  Op = 6 // documents matching a filter
+	OpCreateIndex      Op = 7
+	OpExpireDocuments  Op = 8 // documents a TTL index expired at a time the leader chose
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpCreateCollection:
+		return "create"
+	case OpDropCollection:
+		return "drop"
+	case OpInsert:
+		return "insert"
+	case OpInsertDocuments:
+		return "insertDocuments"
+	case OpDelete:
+		return "delete"
+	case OpDeleteDocuments:
+		return "deleteDocuments"
+	case OpCreateIndex:
+		return "createIndex"
+	case OpExpireDocuments:
+		return "expireDocuments"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// commandFormat is the version byte every command starts with.
+const commandFormat byte = 1
+
+// Command is one state change, as the raft log carries it. Only the fields
+// of its Op are meaningful.
+type Command struct {
+	Op         Op
+	Collection string
+	// Options of OpCreateCollection.
+	Options timeseries.CollectionOptions
+	// Unordered of OpInsert and OpInsertDocuments.
+	Unordered bool
+	// Measurements of OpInsert.
+	Measurements []timeseries.Measurement
+	// Documents of OpInsertDocuments.
+	Documents []document.Doc
+	// Filter of OpDelete and OpDeleteDocuments: a MongoDB filter in JSON,
+	// parsed by partialfilter.ParseJSON when the command is applied.
+	Filter []byte
+	// Index of OpCreateIndex; of OpExpireDocuments, only its Name.
+	Index timeseries.IndexSpec
+	// Now of OpExpireDocuments: the time, in nanoseconds since the epoch,
+	// at which the leader decided the expiry.
+	Now int64
+}
+
+// encode appends the command's encoding to dst (docs/replication.md):
+//
+//	version (1) | op (1) | collection (uvarint length, bytes) | body
+//
+// The body of create is the options in JSON; of insert, a flags byte and a
+// uvarint count of measurements, each: time (varint ns), meta (uvarint
+// length, document.Encode of {"m": meta}), a uvarint count of fields, each:
+// name (uvarint length, bytes), kind (1), value (float: 8 bytes little
+// endian; int and date: varint; string: uvarint length, bytes; bool: 1);
+// of insertDocuments, a flags byte, a uvarint count, each document
+// (uvarint length, document.Encode); of the deletes, the filter's JSON; of
+// createIndex, the spec in JSON without its partial filter, then the
+// partial filter (uvarint length, document.Encode; length 0 for none), so
+// that its dates and integers keep their types; of expireDocuments, the
+// index name (uvarint length, bytes) and the time (varint ns).
+func (c *Command) encode(dst []byte) ([]byte, error) {
+	dst = append(dst, commandFormat, byte(c.Op))
+	dst = appendBytes(dst, []byte(c.Collection))
+	switch c.Op {
+	case OpCreateCollection:
+		js, err := json.Marshal(c.Options)
+		if err != nil {
+			return nil, fmt.Errorf("replset: encode options of %q: %w", c.Collection, err)
+		}
+		dst = appendBytes(dst, js)
+	case OpDropCollection:
+	case OpInsert:
+		dst = append(dst, flags(c.Unordered))
+		dst = binary.AppendUvarint(dst, uint64(len(c.Measurements)))
+		for i := range c.Measurements {
+			var err error
+			if dst, err = appendMeasurement(dst, &c.Measurements[i]); err != nil {
+				return nil, fmt.Errorf("replset: encode measurement %d of %q: %w", i, c.Collection, err)
+			}
+		}
+	case OpInsertDocuments:
+		dst = append(dst, flags(c.Unordered))
+		dst = binary.AppendUvarint(dst, uint64(len(c.Documents)))
+		var buf []byte
+		for i, d := range c.Documents {
+			var err error
+			if buf, err = document.Encode(buf[:0], d); err != nil {
+				return nil, fmt.Errorf("replset: encode document %d of %q: %w", i, c.Collection, err)
+			}
+			dst = appendBytes(dst, buf)
+		}
+	case OpDelete, OpDeleteDocuments:
+		dst = appendBytes(dst, c.Filter)
+	case OpCreateIndex:
+		spec := c.Index
+		spec.PartialFilterExpression = nil
+		js, err := json.Marshal(spec)
+		if err != nil {
+			return nil, fmt.Errorf("replset: encode index of %q: %w", c.Collection, err)
+		}
+		dst = appendBytes(dst, js)
+		var pf []byte
+		if c.Index.PartialFilterExpression != nil {
+			if pf, err = document.Encode(nil, c.Index.PartialFilterExpression); err != nil {
+				return nil, fmt.Errorf("replset: encode partial filter of index %q of %q: %w", c.Index.Name, c.Collection, err)
+			}
+		}
+		dst = appendBytes(dst, pf)
+	case OpExpireDocuments:
+		dst = appendBytes(dst, []byte(c.Index.Name))
+		dst = binary.AppendVarint(dst, c.Now)
+	default:
+		return nil, fmt.Errorf("replset: encode: unknown command %s", c.Op)
+	}
+	return dst, nil
+}
+
+func flags(unordered bool) byte {
+	if unordered {
+		return 1
+	}
+	return 0
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+func appendMeasurement(dst []byte, m *timeseries.Measurement) ([]byte, error) {
+	dst = binary.AppendVarint(dst, m.Time)
+	meta, err := document.Encode(nil, document.Doc{"m": m.Meta})
+	if err != nil {
+		return nil, err
+	}
+	dst = appendBytes(dst, meta)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Fields)))
+	for _, f := range m.Fields {
+		dst = appendBytes(dst, []byte(f.Name))
+		dst = append(dst, byte(f.Value.Kind))
+		switch f.Value.Kind {
+		case timeseries.KindFloat:
+			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f.Value.F))
+		case timeseries.KindInt, timeseries.KindDate:
+			dst = binary.AppendVarint(dst, f.Value.I)
+		case timeseries.KindString:
+			dst = appendBytes(dst, []byte(f.Value.S))
+		case timeseries.KindBool:
+			dst = append(dst, flags(f.Value.B))
+		default:
+			return nil, fmt.Errorf("field %q has unknown kind %d", f.Name, f.Value.Kind)
+		}
+	}
+	return dst, nil
+}
+
+// decodeCommand decodes b. The command's slices do not alias b.
+func decodeCommand(b []byte) (*Command, error) {
+	d := decoder{b: b}
+	if v := d.byte1(); d.err == nil && v != commandFormat {
+		return nil, fmt.Errorf("%w: command format %d, want %d", ErrCorrupt, v, commandFormat)
+	}
+	c := &Command{Op: Op(d.byte1()), Collection: string(d.bytes())}
+	switch c.Op {
+	case OpCreateCollection:
+		js := d.bytes()
+		if d.err == nil {
+			if err := json.Unmarshal(js, &c.Options); err != nil {
+				d.err = fmt.Errorf("%w: options of create %q: %v", ErrCorrupt, c.Collection, err)
+			}
+		}
+	case OpDropCollection:
+	case OpInsert:
+		c.Unordered = d.byte1() == 1
+		n := d.count(2)
+		if n > 0 {
+			c.Measurements = make([]timeseries.Measurement, n)
+		}
+		for i := range c.Measurements {
+			d.measurement(&c.Measurements[i])
+		}
+	case OpInsertDocuments:
+		c.Unordered = d.byte1() == 1
+		n := d.count(2)
+		if n > 0 {
+			c.Documents = make([]document.Doc, n)
+		}
+		for i := range c.Documents {
+			raw := d.bytes()
+			if d.err != nil {
+				break
+			}
+			doc, err := document.Decode(raw)
+			if err != nil {
+				d.err = fmt.Errorf("%w: document %d: %v", ErrCorrupt, i, err)
+				break
+			}
+			c.Documents[i] = doc
+		}
+	case OpDelete, OpDeleteDocuments:
+		c.Filter = d.bytes()
+	case OpCreateIndex:
+		js, pf := d.bytes(), d.bytes()
+		if d.err != nil {
+			break
+		}
+		if err := json.Unmarshal(js, &c.Index); err != nil {
+			d.err = fmt.Errorf("%w: index of %q: %v", ErrCorrupt, c.Collection, err)
+			break
+		}
+		if len(pf) > 0 {
+			doc, err := document.Decode(pf)
+			if err != nil {
+				d.err = fmt.Errorf("%w: partial filter: %v", ErrCorrupt, err)
+				break
+			}
+			c.Index.PartialFilterExpression = doc
+		}
+	case OpExpireDocuments:
+		c.Index.Name = string(d.bytes())
+		c.Now = d.varint()
+	default:
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: unknown command %s", ErrCorrupt, c.Op)
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%w: %d bytes after a %s command", ErrCorrupt, len(d.b), c.Op)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return c, nil
+}
+
+// decoder reads the encodings of this package. The first failure sticks in
+// err; later reads return zero values.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: truncated or invalid %s", ErrCorrupt, what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte1() byte {
+	if len(d.b) < 1 {
+		d.fail("byte")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// bytes reads a uvarint length and that many bytes, copied.
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail("length")
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	v := append([]byte(nil), d.b[:n]...)
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a count of items of at least min bytes each, so that a
+// damaged count cannot make the decoder allocate more than the input
+// could hold.
+func (d *decoder) count(min int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)/min) {
+		d.fail("count")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) measurement(m *timeseries.Measurement) {
+	m.Time = d.varint()
+	meta := d.bytes()
+	if d.err != nil {
+		return
+	}
+	doc, err := document.Decode(meta)
+	if err != nil {
+		d.err = fmt.Errorf("%w: meta: %v", ErrCorrupt, err)
+		return
+	}
+	m.Meta = doc["m"]
+	n := d.count(3)
+	if n > 0 {
+		m.Fields = make([]timeseries.Field, n)
+	}
+	for i := range m.Fields {
+		f := &m.Fields[i]
+		f.Name = string(d.bytes())
+		f.Value.Kind = timeseries.Kind(d.byte1())
+		switch f.Value.Kind {
+		case timeseries.KindFloat:
+			if len(d.b) < 8 {
+				d.fail("float")
+				return
+			}
+			f.Value.F = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+			d.b = d.b[8:]
+		case timeseries.KindInt, timeseries.KindDate:
+			f.Value.I = d.varint()
+		case timeseries.KindString:
+			f.Value.S = string(d.bytes())
+		case timeseries.KindBool:
+			f.Value.B = d.byte1() == 1
+		default:
+			if d.err == nil {
+				d.err = fmt.Errorf("%w: field %q has unknown kind %d", ErrCorrupt, f.Name, f.Value.Kind)
+			}
+			return
+		}
+		if d.err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,60 @@
+// Package replset replicates an Hourglass engine across the members of a
+// replica set with Raft (github.com/hashicorp/raft). It is work in
+// progress: nothing serves it yet (no flags, no wire-protocol or HTTP
+// routing); docs/replication.md has the design, what exists and what
+// remains.
+//
+// A Node is one member: a raft node whose log and stable state (term,
+// vote, the last applied index) live in a Pebble store of its own in
+// Dir/raft, a TCP transport, and a state machine that applies committed
+// commands to the member's engine (Dir/engine) through the exported API of
+// package timeseries. Writes (create, drop, createIndex, insert of
+// measurements or of documents, delete) go through Node on the leader and
+// return once a
+// majority holds them and the leader applied them, with the engine's
+// answer; on a follower they fail with a *NotLeaderError naming the leader
+// ("not the leader; leader is <addr>"). Reads go to Node.DB on any member.
+//
+// The raft log sits before the engine's own log for now: each member's
+// engine logs and syncs what it applies, and the member records the last
+// applied index after each batch of entries, so that a restarted member
+// skips what its engine holds and applies the rest. A crash between the two
+// may apply one batch of entries twice; the engine change that closes the
+// window (the engine's checkpoint records the applied index) is in
+// docs/replication.md. Raft snapshots are refused until the engine can take
+// a Pebble checkpoint at an applied index, so the log is never compacted.
+//
+// A Node is the ttl.Store of a TTL monitor: it has targets on the leader
+// only, where Expire decides a cutoff per rule and replicates the deletes
+// it implies, so that every member removes the same measurements although
+// their bucket layouts differ (docs/replication.md).
+//
+// A member whose engine fails in a way other members may not (I/O, a full
+// disk, corruption) halts: it stops applying and leaves the set's traffic
+// rather than diverge. Refusals (unknown collection, invalid options, a
+// measurement the collection does not take) are the same on every member
+// and are returned to the writer.
+//
+// # Usage
+//
+// Three members on one machine; Bootstrap runs once, on one member of a
+// set that never ran:
+//
+//	var nodes []*replset.Node
+//	var members []replset.Member
+//	for i, addr := range []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"} {
+//		n, err := replset.Open(replset.Options{ID: fmt.Sprintf("n%d", i+1), Dir: dirs[i], Addr: addr})
+//		if err != nil {
+//			return err
+//		}
+//		defer n.Close()
+//		nodes = append(nodes, n)
+//		members = append(members, replset.Member{ID: n.ID(), Addr: n.Addr()})
+//	}
+//	if err := nodes[0].Bootstrap(members); err != nil {
+//		return err
+//	}
+//	addr, _, err := nodes[0].WaitLeader(ctx)
+//	// Write through the member whose Addr is addr; any other answers
+//	// a *NotLeaderError with that address.
+package replset

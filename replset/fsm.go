@@ -1,0 +1,198 @@
+package replset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// appliedKey is the stable-store key of the last raft index whose command
+// the engine holds (durably: every engine write returns once it is in the
+// engine's log). After a restart raft hands the FSM the log again from
+// its last snapshot; entries up to this index are skipped, not applied
+// twice.
+var appliedKey = []byte("applied")
+
+// Result is what a replicated command did, on the member that applied it.
+type Result struct {
+	// Created is CreateCollection's answer: false when the collection
+	// existed with the same options.
+	Created bool
+	// Insert is the result of OpInsert and OpInsertDocuments: refusals of
+	// single measurements or documents are here, not in the error.
+	Insert timeseries.InsertResult
+	// Deleted counts what OpDelete and OpDeleteDocuments removed.
+	Deleted int64
+	// IndexName is the name of the index OpCreateIndex made or found.
+	IndexName string
+}
+
+// applyResult is what the FSM returns to raft for one entry; the leader's
+// Apply hands it to the caller.
+type applyResult struct {
+	res Result
+	err error
+}
+
+// fsm applies committed commands to the engine through its exported API.
+// raft calls ApplyBatch from one goroutine; mu guards applied and halted
+// against Node's readers.
+type fsm struct {
+	db    *timeseries.DB
+	store *logStore
+	log   *slog.Logger
+	// onHalt is called once, in its own goroutine, when the member halts.
+	onHalt func(error)
+
+	mu      sync.Mutex
+	applied uint64 // last index applied and recorded under appliedKey
+	halted  error  // the engine error that stopped this member, nil while it applies
+}
+
+func newFSM(db *timeseries.DB, store *logStore, log *slog.Logger, onHalt func(error)) (*fsm, error) {
+	applied, err := store.GetUint64(appliedKey)
+	if err != nil {
+		return nil, fmt.Errorf("replset: read applied index: %w", err)
+	}
+	return &fsm{db: db, store: store, log: log, onHalt: onHalt, applied: applied}, nil
+}
+
+// Apply applies one entry (raft.FSM).
+func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch applies committed entries in order and records the last
+// applied index once for the batch (raft.BatchingFSM).
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	f.mu.Lock()
+	applied, halted := f.applied, f.halted
+	f.mu.Unlock()
+	last := applied
+	for i, l := range logs {
+		switch {
+		case halted != nil:
+			out[i] = &applyResult{err: fmt.Errorf("%w: %v", ErrHalted, halted)}
+			continue
+		case l.Index <= applied:
+			// Applied before a restart; the engine holds it.
+			out[i] = &applyResult{}
+			continue
+		case l.Type != raft.LogCommand:
+			last = l.Index
+			continue
+		}
+		r := f.apply(l)
+		if r.err != nil && !deterministic(r.err) {
+			halted = fmt.Errorf("entry %d: %w", l.Index, r.err)
+			out[i] = &applyResult{err: fmt.Errorf("%w: %v", ErrHalted, halted)}
+			continue
+		}
+		last = l.Index
+		out[i] = r
+	}
+	if last > applied {
+		if err := f.store.SetUint64(appliedKey, last); err != nil && halted == nil {
+			halted = fmt.Errorf("record applied index %d: %w", last, err)
+		}
+	}
+	f.mu.Lock()
+	f.applied = last
+	first := f.halted == nil && halted != nil
+	f.halted = halted
+	f.mu.Unlock()
+	if first {
+		f.log.Error("replset: member halted: an engine error other members may not have had; restart it once the cause is fixed, it resumes after the last applied entry",
+			"applied", last, "err", halted)
+		go f.onHalt(halted)
+	}
+	return out
+}
+
+// apply runs one command on the engine. It has no deadline: an entry is
+// applied whole on every member, or the member halts.
+func (f *fsm) apply(l *raft.Log) *applyResult {
+	c, err := decodeCommand(l.Data)
+	if err != nil {
+		return &applyResult{err: fmt.Errorf("replset: entry %d: %w", l.Index, err)}
+	}
+	ctx := context.Background()
+	var r applyResult
+	switch c.Op {
+	case OpCreateCollection:
+		r.res.Created, r.err = f.db.CreateCollection(ctx, c.Collection, c.Options)
+	case OpDropCollection:
+		r.err = f.db.DropCollection(ctx, c.Collection)
+	case OpInsert:
+		r.res.Insert, r.err = f.db.Insert(ctx, c.Collection, c.Measurements, timeseries.InsertOptions{Unordered: c.Unordered})
+	case OpInsertDocuments:
+		r.res.Insert, r.err = f.db.InsertDocuments(ctx, c.Collection, c.Documents, timeseries.InsertOptions{Unordered: c.Unordered})
+	case OpCreateIndex:
+		r.res.Created, r.res.IndexName, r.err = f.db.CreateIndex(ctx, c.Collection, c.Index)
+	case OpExpireDocuments:
+		// Every member holds the same documents (same _ids, same index
+		// entries), so the engine's expiry at the leader's time, without
+		// a budget, removes the same ones everywhere.
+		var b ttl.Batch
+		b, r.err = f.db.Expire(ctx, ttl.Target{Collection: c.Collection, Index: c.Index.Name}, time.Unix(0, c.Now), ttl.Budget{})
+		r.res.Deleted = b.Docs
+	case OpDelete, OpDeleteDocuments:
+		var flt *partialfilter.Filter
+		if flt, r.err = partialfilter.ParseJSON(c.Filter); r.err != nil {
+			break
+		}
+		if c.Op == OpDelete {
+			r.res.Deleted, r.err = f.db.Delete(ctx, c.Collection, flt)
+		} else {
+			r.res.Deleted, r.err = f.db.DeleteDocuments(ctx, c.Collection, flt)
+		}
+	}
+	return &r
+}
+
+// deterministic reports whether err is an answer every member gives to the
+// same command on the same state (a refusal: unknown collection, bad
+// options, a filter the engine does not take), as opposed to a failure of
+// this member (I/O, a full disk, corruption, closing), after which it must
+// not apply further entries. An entry that does not decode is corruption
+// (ErrCorrupt wraps mongoerr.ErrCorrupt).
+func deterministic(err error) bool {
+	switch mongoerr.CodeOf(err) {
+	case 0, mongoerr.InternalError, mongoerr.ShutdownInProgress, mongoerr.ExceededMemoryLimit,
+		mongoerr.QueryExceededMemoryLimit, mongoerr.IngressRequestRateLimitExceeded,
+		mongoerr.DataCorruptionDetected, mongoerr.OutOfDiskSpace:
+		return false
+	}
+	return true
+}
+
+// lastApplied returns the last applied index and the halting error.
+func (f *fsm) state() (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied, f.halted
+}
+
+// errNoSnapshots is what Snapshot and Restore answer: the engine cannot
+// take a snapshot at a raft index yet (docs/replication.md, "Snapshots").
+// Raft keeps its whole log instead, and a member catches up from it.
+var errNoSnapshots = errors.New("replset: snapshots need a Pebble checkpoint at an applied index, which the engine does not take yet; the log is kept whole")
+
+// Snapshot refuses (raft.FSM); see errNoSnapshots.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return nil, errNoSnapshots }
+
+// Restore refuses (raft.FSM); see errNoSnapshots.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	rc.Close()
+	return errNoSnapshots
+}

@@ -1,0 +1,377 @@
+package replset
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Role is a member's part in the set.
+type Role uint8
+
+// The roles. Follower is MongoDB's secondary, Leader its primary.
+const (
+	RoleFollower  Role = 1
+	RoleCandidate Role = 2
+	RoleLeader    Role = 3
+	RoleShutdown  Role = 4
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleFollower:
+		return "follower"
+	case RoleCandidate:
+		return "candidate"
+	case RoleLeader:
+		return "leader"
+	case RoleShutdown:
+		return "shutdown"
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// Member names one voting member of a set: its raft ID and address.
+type Member struct {
+	ID   string
+	Addr string
+}
+
+// Node is one member of a replica set: a raft node whose committed log
+// entries are applied to its own engine. Writes go through the Node and
+// are accepted on the leader only; reads go to DB on any member. A Node is
+// safe for concurrent use. Close must be called.
+type Node struct {
+	opts      Options
+	store     *logStore
+	transport *raft.NetworkTransport
+	raft      *raft.Raft
+	fsm       *fsm
+	db        *timeseries.DB
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (or creates) the member in opts.Dir: its engine in
+// Dir/engine, its raft log and stable state in Dir/raft, its snapshots in
+// Dir/snapshots, and listens for raft traffic on opts.Addr. A new set is
+// started by calling Bootstrap on one member; an existing member rejoins
+// the set it was in.
+func Open(opts Options) (*Node, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{opts: opts}
+	ok := false
+	defer func() {
+		if !ok {
+			n.release()
+		}
+	}()
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("replset: %w", err)
+	}
+	eng := opts.Engine
+	eng.Dir = filepath.Join(opts.Dir, "engine")
+	if eng.Logger == nil {
+		eng.Logger = opts.Logger
+	}
+	var err error
+	if n.db, err = timeseries.Open(eng); err != nil {
+		return nil, err
+	}
+	if n.store, err = openLogStore(filepath.Join(opts.Dir, "raft"), opts.Logger); err != nil {
+		return nil, err
+	}
+	raftLog := &raftLogWriter{log: opts.Logger}
+	snaps, err := raft.NewFileSnapshotStore(filepath.Join(opts.Dir, "snapshots"), 2, raftLog)
+	if err != nil {
+		return nil, fmt.Errorf("replset: snapshot store: %w", err)
+	}
+	if n.transport, err = raft.NewTCPTransport(opts.Addr, nil, 3, opts.TransportTimeout, raftLog); err != nil {
+		return nil, fmt.Errorf("replset: listen for raft on %s: %w", opts.Addr, err)
+	}
+	if n.fsm, err = newFSM(n.db, n.store, opts.Logger, n.halt); err != nil {
+		return nil, err
+	}
+	if n.raft, err = raft.NewRaft(n.raftConfig(raftLog), n.fsm, n.store, n.store, snaps, n.transport); err != nil {
+		return nil, fmt.Errorf("replset: start raft: %w", err)
+	}
+	ok = true
+	return n, nil
+}
+
+func (n *Node) raftConfig(w *raftLogWriter) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = raft.ServerID(n.opts.ID)
+	c.HeartbeatTimeout = n.opts.HeartbeatTimeout
+	c.ElectionTimeout = n.opts.ElectionTimeout
+	c.LeaderLeaseTimeout = n.opts.LeaderLeaseTimeout
+	// No snapshots until the engine can take one at an applied index
+	// (errNoSnapshots): do not try every SnapshotInterval in vain.
+	c.SnapshotThreshold = math.MaxUint64
+	c.BatchApplyCh = true
+	c.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Output: w, Level: hclog.Info})
+	return c
+}
+
+// Bootstrap makes members (this member among them) a new set. It is called
+// once, on one member of a set that has never run; on a member with state
+// it fails with raft.ErrCantBootstrap.
+func (n *Node) Bootstrap(members []Member) error {
+	var conf raft.Configuration
+	for _, m := range members {
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Addr)})
+	}
+	if err := n.raft.BootstrapCluster(conf).Error(); err != nil {
+		return fmt.Errorf("replset: bootstrap %s: %w", n.opts.ID, err)
+	}
+	return nil
+}
+
+// ID returns the member's raft ID.
+func (n *Node) ID() string { return n.opts.ID }
+
+// Addr returns the address the member listens on for raft traffic: the
+// one to give other members (with a port chosen by the system when
+// Options.Addr has port 0).
+func (n *Node) Addr() string { return string(n.transport.LocalAddr()) }
+
+// DB returns the member's engine, for reads. Writes through it bypass the
+// set and make this member diverge: write through the Node.
+func (n *Node) DB() *timeseries.DB { return n.db }
+
+// Role returns the member's current role.
+func (n *Node) Role() Role {
+	switch n.raft.State() {
+	case raft.Leader:
+		return RoleLeader
+	case raft.Candidate:
+		return RoleCandidate
+	case raft.Shutdown:
+		return RoleShutdown
+	}
+	return RoleFollower
+}
+
+// Leader returns the raft address and ID of the leader this member knows
+// of; both are "" while there is none.
+func (n *Node) Leader() (addr, id string) {
+	a, i := n.raft.LeaderWithID()
+	return string(a), string(i)
+}
+
+// WaitLeader waits until the member knows a leader and returns it.
+func (n *Node) WaitLeader(ctx context.Context) (addr, id string, err error) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if addr, id = n.Leader(); addr != "" {
+			return addr, id, nil
+		}
+		if n.Role() == RoleShutdown {
+			return "", "", ErrClosed
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// AppliedIndex returns the last raft index this member's engine holds.
+func (n *Node) AppliedIndex() uint64 {
+	i, _ := n.fsm.state()
+	return i
+}
+
+// Halted returns the engine error that stopped this member applying the
+// log, nil while it applies.
+func (n *Node) Halted() error {
+	_, err := n.fsm.state()
+	return err
+}
+
+// Apply replicates c and returns once a majority holds it and this member
+// (the leader) applied it, with what the engine answered. It fails with a
+// *NotLeaderError on a follower, with ErrTimeout when the entry is not
+// applied within Options.ApplyTimeout or ctx's deadline (it may still be
+// applied later), and with raft.ErrLeadershipLost when this member lost
+// the leadership before the entry was committed (it may or may not be).
+func (n *Node) Apply(ctx context.Context, c *Command) (Result, error) {
+	if err := n.checkLeader(); err != nil {
+		return Result{}, err
+	}
+	data, err := c.encode(nil)
+	if err != nil {
+		return Result{}, err
+	}
+	timeout := n.opts.ApplyTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	f := n.raft.Apply(data, timeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err = <-done:
+	case <-timer.C:
+		return Result{}, fmt.Errorf("%w: %s on %q not applied within %s", ErrTimeout, c.Op, c.Collection, timeout)
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
+		return Result{}, n.notLeader()
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return Result{}, ErrClosed
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return Result{}, fmt.Errorf("%w: %s on %q: %v", ErrTimeout, c.Op, c.Collection, err)
+	case err != nil:
+		return Result{}, fmt.Errorf("replset: %s on %q: %w", c.Op, c.Collection, err)
+	}
+	r, ok := f.Response().(*applyResult)
+	if !ok {
+		return Result{}, fmt.Errorf("replset: %s on %q: no result from the state machine", c.Op, c.Collection)
+	}
+	return r.res, r.err
+}
+
+func (n *Node) checkLeader() error {
+	if err := n.Halted(); err != nil {
+		return fmt.Errorf("%w: %v", ErrHalted, err)
+	}
+	switch n.raft.State() {
+	case raft.Leader:
+		return nil
+	case raft.Shutdown:
+		return ErrClosed
+	}
+	return n.notLeader()
+}
+
+func (n *Node) notLeader() error {
+	addr, id := n.Leader()
+	return &NotLeaderError{Leader: addr, LeaderID: id}
+}
+
+// CreateCollection creates a collection on every member
+// (timeseries.DB.CreateCollection).
+func (n *Node) CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error) {
+	r, err := n.Apply(ctx, &Command{Op: OpCreateCollection, Collection: name, Options: opts})
+	return r.Created, err
+}
+
+// CreateIndex creates an index on every member (timeseries.DB.CreateIndex),
+// a TTL index among them.
+func (n *Node) CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error) {
+	r, err := n.Apply(ctx, &Command{Op: OpCreateIndex, Collection: name, Index: spec})
+	return r.Created, r.IndexName, err
+}
+
+// DropCollection drops a collection on every member
+// (timeseries.DB.DropCollection).
+func (n *Node) DropCollection(ctx context.Context, name string) error {
+	_, err := n.Apply(ctx, &Command{Op: OpDropCollection, Collection: name})
+	return err
+}
+
+// Insert inserts measurements on every member (timeseries.DB.Insert). The
+// result is the leader's; every member refuses the same measurements.
+func (n *Node) Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
+	r, err := n.Apply(ctx, &Command{Op: OpInsert, Collection: name, Measurements: ms, Unordered: opts.Unordered})
+	return r.Insert, err
+}
+
+// InsertDocuments inserts documents into a plain collection on every
+// member (timeseries.DB.InsertDocuments). Documents without _id get one
+// here, before replication, so that every member stores the same _id.
+func (n *Node) InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
+	withID := make([]document.Doc, len(docs))
+	now := time.Now()
+	for i, d := range docs {
+		if _, ok := d["_id"]; ok {
+			withID[i] = d
+			continue
+		}
+		c := make(document.Doc, len(d)+1)
+		for k, v := range d {
+			c[k] = v
+		}
+		c["_id"] = document.NewObjectID(now)
+		withID[i] = c
+	}
+	r, err := n.Apply(ctx, &Command{Op: OpInsertDocuments, Collection: name, Documents: withID, Unordered: opts.Unordered})
+	return r.Insert, err
+}
+
+// Delete removes measurements matching filter, a MongoDB filter in JSON on
+// the metaField and a timeField range, on every member
+// (timeseries.DB.Delete).
+func (n *Node) Delete(ctx context.Context, name string, filter []byte) (int64, error) {
+	r, err := n.Apply(ctx, &Command{Op: OpDelete, Collection: name, Filter: bytes.Clone(filter)})
+	return r.Deleted, err
+}
+
+// DeleteDocuments removes documents matching filter (JSON) from a plain
+// collection on every member (timeseries.DB.DeleteDocuments).
+func (n *Node) DeleteDocuments(ctx context.Context, name string, filter []byte) (int64, error) {
+	r, err := n.Apply(ctx, &Command{Op: OpDeleteDocuments, Collection: name, Filter: bytes.Clone(filter)})
+	return r.Deleted, err
+}
+
+// halt stops raft on this member after an engine failure, so that it
+// neither applies further entries nor stays leader.
+func (n *Node) halt(error) {
+	n.raft.Shutdown().Error()
+}
+
+// Close leaves the set's traffic (raft stops; the others elect a leader
+// if this one was) and closes the engine. Close twice is harmless.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() { n.closeErr = n.release() })
+	return n.closeErr
+}
+
+func (n *Node) release() error {
+	var errs []error
+	if n.raft != nil {
+		errs = append(errs, n.raft.Shutdown().Error())
+	}
+	if n.transport != nil {
+		errs = append(errs, n.transport.Close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	if n.db != nil {
+		errs = append(errs, n.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// raftLogWriter passes the lines of raft's logger to the node's logger.
+type raftLogWriter struct{ log *slog.Logger }
+
+func (w *raftLogWriter) Write(p []byte) (int, error) {
+	w.log.Debug(string(bytes.TrimRight(p, "\n")), "component", "raft")
+	return len(p), nil
+}

@@ -1,0 +1,376 @@
+package replset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// testSet is a set of members in one process, each with its own directory
+// and engine, talking raft over loopback.
+type testSet struct {
+	t     *testing.T
+	nodes []*Node
+	opts  []Options
+}
+
+func startSet(t *testing.T, size int) *testSet {
+	t.Helper()
+	s := &testSet{t: t}
+	var members []Member
+	for i := range size {
+		o := Options{ID: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), Addr: "127.0.0.1:0",
+			Engine: timeseries.Options{NoSync: true}}
+		n, err := Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Addr = n.Addr() // a restart keeps the address
+		s.nodes = append(s.nodes, n)
+		s.opts = append(s.opts, o)
+		members = append(members, Member{ID: o.ID, Addr: o.Addr})
+	}
+	t.Cleanup(func() {
+		for _, n := range s.nodes {
+			if n != nil {
+				n.Close()
+			}
+		}
+	})
+	if err := s.nodes[0].Bootstrap(members); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// leader waits up to 10 s for a member to be leader and returns its index.
+func (s *testSet) leader() int {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, n := range s.nodes {
+			if n != nil && n.Role() == RoleLeader {
+				return i
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.t.Fatal("no leader within 10 s")
+	return -1
+}
+
+// waitCount waits up to 10 s for every running member to hold want
+// measurements (or documents, for a plain collection) in coll.
+func (s *testSet) waitCount(coll string, want int64) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var got []int64
+		ok := true
+		for _, n := range s.nodes {
+			if n == nil {
+				continue
+			}
+			c := count(s.t, n.DB(), coll)
+			got = append(got, c)
+			ok = ok && c == want
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: members hold %v, want %d on each", coll, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// count returns what db holds in coll: measurements of a time-series
+// collection, documents of a plain one, -1 when coll does not exist.
+func count(t *testing.T, db *timeseries.DB, coll string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	info, err := db.Describe(ctx, coll)
+	if err != nil {
+		return -1
+	}
+	var n int64
+	if info.Options.TimeSeries == nil {
+		_, err := db.FindDocuments(ctx, coll, timeseries.DocQuery{}, func(document.Doc) error { n++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	cur, err := db.Find(ctx, coll, timeseries.FindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	for cur.Next() {
+		n += cur.Record().NumRows()
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+var sensorOpts = timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"}}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+
+// batch returns n measurements of two sensors, one second apart from
+// start seconds after t0.
+func batch(start, n int) []timeseries.Measurement {
+	ms := make([]timeseries.Measurement, n)
+	for i := range ms {
+		ms[i] = timeseries.Measurement{
+			Time:   t0 + int64(start+i)*int64(time.Second),
+			Meta:   fmt.Sprintf("s%d", i%2),
+			Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(float64(start + i))}},
+		}
+	}
+	return ms
+}
+
+func insert(t *testing.T, n *Node, start, count int) {
+	t.Helper()
+	res, err := n.Insert(context.Background(), "cpu", batch(start, count), timeseries.InsertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inserted != count || len(res.Errors) != 0 {
+		t.Fatalf("inserted %d with %d errors, want %d", res.Inserted, len(res.Errors), count)
+	}
+}
+
+// Writes through the leader (create, insert, delete, plain documents,
+// drop) reach every member, with the leader's results.
+func TestReplicatesWrites(t *testing.T) {
+	s := startSet(t, 3)
+	l := s.nodes[s.leader()]
+	ctx := context.Background()
+	created, err := l.CreateCollection(ctx, "cpu", sensorOpts)
+	if err != nil || !created {
+		t.Fatalf("create: %v, %v", created, err)
+	}
+	insert(t, l, 0, 100)
+	s.waitCount("cpu", 100)
+
+	// A refusal is the same answer on every member: nothing stored.
+	res, err := l.Insert(ctx, "cpu", []timeseries.Measurement{{Time: t0, Meta: "s0",
+		Fields: []timeseries.Field{{Name: "t", Value: timeseries.Float(1)}}}}, timeseries.InsertOptions{})
+	if err != nil || len(res.Errors) != 1 || res.Inserted != 0 {
+		t.Fatalf("a measurement with a field named as the timeField: %+v, %v", res, err)
+	}
+
+	n, err := l.Delete(ctx, "cpu", []byte(`{"sensor": "s0", "t": {"$lt": {"$date": "2026-01-01T00:00:50Z"}}}`))
+	if err != nil || n != 25 {
+		t.Fatalf("delete: %d, %v; want 25", n, err)
+	}
+	s.waitCount("cpu", 75)
+
+	if _, err := l.CreateCollection(ctx, "events", timeseries.CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	docs := []document.Doc{{"k": int64(1)}, {"k": int64(2)}, {"_id": "x", "k": int64(3)}}
+	if r, err := l.InsertDocuments(ctx, "events", docs, timeseries.InsertOptions{}); err != nil || r.Inserted != 3 {
+		t.Fatalf("insert documents: %+v, %v", r, err)
+	}
+	s.waitCount("events", 3)
+	// Every member stores the _id the leader gave.
+	var ids []string
+	for _, m := range s.nodes {
+		var got []string
+		_, err := m.DB().FindDocuments(ctx, "events", timeseries.DocQuery{Sort: []timeseries.DocSortKey{{Field: "k"}}}, func(d document.Doc) error {
+			got = append(got, fmt.Sprint(d["_id"]))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids == nil {
+			ids = got
+		} else if fmt.Sprint(got) != fmt.Sprint(ids) {
+			t.Fatalf("member %s holds _ids %v, another %v", m.ID(), got, ids)
+		}
+	}
+	if n, err := l.DeleteDocuments(ctx, "events", []byte(`{"k": {"$gte": 2}}`)); err != nil || n != 2 {
+		t.Fatalf("delete documents: %d, %v", n, err)
+	}
+	s.waitCount("events", 1)
+
+	if err := l.DropCollection(ctx, "cpu"); err != nil {
+		t.Fatal(err)
+	}
+	s.waitCount("cpu", -1)
+}
+
+// A follower refuses writes and names the leader.
+func TestFollowerRefusesWrites(t *testing.T) {
+	s := startSet(t, 3)
+	li := s.leader()
+	f := s.nodes[(li+1)%3]
+	// The follower learns who leads with the first heartbeat.
+	if _, _, err := f.WaitLeader(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.CreateCollection(context.Background(), "cpu", sensorOpts)
+	var nl *NotLeaderError
+	if !errors.Is(err, ErrNotLeader) || !errors.As(err, &nl) {
+		t.Fatalf("write on a follower: %v, want a NotLeaderError", err)
+	}
+	if nl.Leader != s.nodes[li].Addr() || nl.LeaderID != s.nodes[li].ID() {
+		t.Fatalf("follower names leader %s (%s), want %s (%s)", nl.Leader, nl.LeaderID, s.nodes[li].Addr(), s.nodes[li].ID())
+	}
+	want := fmt.Sprintf("not the leader; leader is %s", s.nodes[li].Addr())
+	if got := err.Error(); !strings.Contains(got, want) {
+		t.Fatalf("error %q does not say %q", got, want)
+	}
+	if c := count(t, f.DB(), "cpu"); c != -1 {
+		t.Fatalf("the refused create made a collection on the follower")
+	}
+	if f.Role() != RoleFollower || s.nodes[li].Role() != RoleLeader {
+		t.Fatalf("roles %s and %s", f.Role(), s.nodes[li].Role())
+	}
+}
+
+// With the leader shut down, the others elect one that accepts writes
+// within a few seconds, with default timeouts, and nothing acknowledged
+// before is lost.
+func TestFailover(t *testing.T) {
+	s := startSet(t, 3)
+	li := s.leader()
+	ctx := context.Background()
+	if _, err := s.nodes[li].CreateCollection(ctx, "cpu", sensorOpts); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, s.nodes[li], 0, 50)
+
+	start := time.Now()
+	if err := s.nodes[li].Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.nodes[li] = nil
+	var took time.Duration
+	for {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("no member accepted a write within 10 s of the leader's shutdown")
+		}
+		ni := -1
+		for i, n := range s.nodes {
+			if n != nil && n.Role() == RoleLeader {
+				ni = i
+			}
+		}
+		if ni >= 0 {
+			_, err := s.nodes[ni].Insert(ctx, "cpu", batch(50, 50), timeseries.InsertOptions{})
+			if err == nil {
+				took = time.Since(start)
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("failover: the leader shut down to a new leader's first acknowledged write in %s", took)
+	s.waitCount("cpu", 100)
+}
+
+// A member shut down while writes go on catches up from the log when it
+// restarts, without applying again what it held.
+func TestRestartedMemberCatchesUp(t *testing.T) {
+	s := startSet(t, 3)
+	li := s.leader()
+	l := s.nodes[li]
+	ctx := context.Background()
+	if _, err := l.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, l, 0, 40)
+	s.waitCount("cpu", 40)
+
+	fi := (li + 1) % 3
+	applied := s.nodes[fi].AppliedIndex()
+	if err := s.nodes[fi].Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.nodes[fi] = nil
+	for i := range 5 {
+		insert(t, l, 40+i*20, 20)
+	}
+	n, err := Open(s.opts[fi])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.nodes[fi] = n
+	if got := n.AppliedIndex(); got != applied {
+		t.Fatalf("restarted member: applied index %d, want %d as before its shutdown", got, applied)
+	}
+	s.waitCount("cpu", 140)
+	if n.AppliedIndex() <= applied {
+		t.Fatalf("applied index %d did not move past %d", n.AppliedIndex(), applied)
+	}
+}
+
+// Refusals are answers, and the member goes on; an entry the member cannot
+// apply (here, bytes that do not decode) halts it, and it stays halted
+// after a restart instead of skipping the entry.
+func TestHaltOnFailure(t *testing.T) {
+	s := startSet(t, 1)
+	n := s.nodes[s.leader()]
+	ctx := context.Background()
+	if _, err := n.Insert(ctx, "missing", batch(0, 1), timeseries.InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Fatalf("insert into a missing collection: %v, want NamespaceNotFound", err)
+	}
+	if _, err := n.CreateCollection(ctx, "cpu", timeseries.CollectionOptions{Capped: true}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
+		t.Fatalf("create with invalid options: %v, want InvalidOptions", err)
+	}
+	if err := n.Halted(); err != nil {
+		t.Fatalf("a refusal halted the member: %v", err)
+	}
+	if _, err := n.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
+		t.Fatal(err)
+	}
+	applied := n.AppliedIndex()
+
+	f := n.raft.Apply([]byte{commandFormat, 99}, time.Second)
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.Response().(*applyResult); !errors.Is(r.err, ErrHalted) {
+		t.Fatalf("an entry that does not decode: %v, want ErrHalted", r.err)
+	}
+	if !errors.Is(n.Halted(), ErrCorrupt) {
+		t.Fatalf("Halted() = %v, want the decoding error", n.Halted())
+	}
+	if _, err := n.Insert(ctx, "cpu", batch(0, 1), timeseries.InsertOptions{}); !errors.Is(err, ErrHalted) {
+		t.Fatalf("write on a halted member: %v, want ErrHalted", err)
+	}
+	if got := n.AppliedIndex(); got != applied {
+		t.Fatalf("applied index %d moved past %d", got, applied)
+	}
+	n.Close()
+	n, err := Open(s.opts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.nodes[0] = n
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Halted() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("restarted member did not halt on the same entry")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := n.AppliedIndex(); got != applied {
+		t.Fatalf("after restart: applied index %d, want %d", got, applied)
+	}
+}
