@@ -399,14 +399,14 @@ func collectionEntry(in timeseries.CollectionInfo) map[string]any {
 	entry := map[string]any{"name": in.Name, "type": "collection", "options": opts,
 		"info": map[string]any{"readOnly": false}}
 	if ts := o.TimeSeries; ts != nil {
-		t := map[string]any{"timeField": ts.TimeField, "bucketMaxSpanSeconds": ts.Span()}
+		t := map[string]any{"timeField": ts.TimeField, "bucketMaxSpanSeconds": ts.Span() / int64(time.Second)}
 		if ts.MetaField != "" {
 			t["metaField"] = ts.MetaField
 		}
 		if ts.Granularity != "" {
 			t["granularity"] = string(ts.Granularity)
 		} else {
-			t["bucketRoundingSeconds"] = ts.Rounding()
+			t["bucketRoundingSeconds"] = ts.Rounding() / int64(time.Second)
 		}
 		opts["timeseries"] = t
 		entry["type"] = "timeseries"
