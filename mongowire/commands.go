@@ -75,7 +75,7 @@ var handlers = map[string]handler{
 	"collMod": cmdCollMod, "dropDatabase": cmdDropDatabase,
 	"getParameter": cmdGetParameter, "setParameter": cmdSetParameter,
 	"serverStatus": cmdServerStatus, "currentOp": cmdCurrentOp,
-	"count": cmdCount, "distinct": cmdDistinct, "delete": cmdDelete, "update": cmdUpdate,
+	"count": cmdCount, "aggregate": cmdAggregate, "distinct": cmdDistinct, "delete": cmdDelete, "update": cmdUpdate,
 }
 
 // preAuth are the commands answered without authentication.

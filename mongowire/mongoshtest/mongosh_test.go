@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -142,8 +141,7 @@ func (sh *shell) run(t *testing.T, script string) bson.Raw {
 // time range sorted by time through several getMore batches, the
 // collections listed; then the commands of MongoDB's TTL documentation,
 // counts, distinct, aggregate, deletes and updates (testdata/commands.js,
-// a subtest skipped, naming them, while mongowire answers some of them
-// with CommandNotFound); then the collection dropped (testdata/drop.js).
+// every step checked); then the collection dropped (testdata/drop.js).
 // Every value mongosh printed is checked against what was inserted, the
 // batches against the batch sizes asked for, and the collection against
 // the engine that serves the HTTP API. A proxy between mongosh and the
@@ -175,8 +173,7 @@ func TestMongoshSession(t *testing.T) {
 		t.Errorf("the engine's options for %q: %+v", name, info.Options)
 	}
 
-	// What needs the commands mongowire does not all answer yet: a
-	// subtest, skipped while one is missing.
+	// The rest of the session: every step checked.
 	t.Run("commands", func(t *testing.T) {
 		wl.reset()
 		res := sh.run(t, "commands.js")
@@ -456,11 +453,8 @@ type commandStep struct {
 	wantErr string
 }
 
-// checkCommands checks what testdata/commands.js printed. A step whose
-// command the server does not know (CommandNotFound, 59) is not checked,
-// nor are the steps that need it; the test is then skipped naming those
-// commands, once everything else was checked: it checks them as soon as
-// mongowire answers them. Any other failure fails the test.
+// checkCommands checks what testdata/commands.js printed. Every step must
+// pass; a step that needs one that failed is reported, not checked.
 func checkCommands(t *testing.T, res bson.Raw, t0 time.Time, count int) {
 	t.Helper()
 	north := count / 4
@@ -578,9 +572,7 @@ func checkCommands(t *testing.T, res bson.Raw, t0 time.Time, count int) {
 		{name: "ticketsTTL", check: equalString("lastModifiedDate_1")},
 	}
 
-	missing := map[string]bool{} // commands answered CommandNotFound
 	passed := map[string]bool{}
-	unknown := regexp.MustCompile(`no such command: '([^']+)'`)
 	for _, s := range steps {
 		r, err := res.LookupErr(s.name)
 		if err != nil {
@@ -598,14 +590,6 @@ func checkCommands(t *testing.T, res bson.Raw, t0 time.Time, count int) {
 		switch {
 		case blocked:
 			t.Logf("%s: not checked, it needs %q", s.name, s.needs)
-		case ok != 1 && code == 59:
-			m := unknown.FindStringSubmatch(msg)
-			if m == nil {
-				t.Errorf("%s: CommandNotFound without a command name: %q", s.name, msg)
-				continue
-			}
-			missing[m[1]] = true
-			t.Logf("%s: not checked: %s", s.name, msg)
 		case s.wantErr != "":
 			if ok == 1 || !strings.Contains(msg, s.wantErr) {
 				t.Errorf("%s: %v, want an error that names %s", s.name, doc, s.wantErr)
@@ -619,15 +603,6 @@ func checkCommands(t *testing.T, res bson.Raw, t0 time.Time, count int) {
 				passed[s.name] = true
 			}
 		}
-	}
-	if len(missing) > 0 {
-		names := make([]string, 0, len(missing))
-		for n := range missing {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		t.Skipf("mongowire does not answer %s yet (CommandNotFound): the steps of commands.js that run them, and the steps that need them, are not checked",
-			strings.Join(names, ", "))
 	}
 }
 
