@@ -51,7 +51,9 @@ func requireMongosh(t *testing.T) string {
 
 // startServer opens an engine in a temporary directory and serves it to
 // MongoDB clients on a loopback port.
-func startServer(t *testing.T) (*timeseries.DB, string) {
+// startServer serves a new engine on a loopback port; a non-empty
+// authToken requires SCRAM-SHA-256 authentication with it.
+func startServer(t *testing.T, authToken string) (*timeseries.DB, string) {
 	t.Helper()
 	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -64,7 +66,7 @@ func startServer(t *testing.T) (*timeseries.DB, string) {
 		t.Fatal(err)
 	}
 	mon.Start()
-	srv, err := mongowire.New(mongowire.Options{DB: db, Version: "test", TTL: mon,
+	srv, err := mongowire.New(mongowire.Options{DB: db, Version: "test", TTL: mon, AuthToken: authToken,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +150,7 @@ func (sh *shell) run(t *testing.T, script string) bson.Raw {
 // server logs every command mongosh sent and how it was answered.
 func TestMongoshSession(t *testing.T) {
 	bin := requireMongosh(t)
-	db, addr := startServer(t)
+	db, addr := startServer(t, "")
 	wl := startWireLog(t, addr)
 
 	const name, count = "weather", 1000
@@ -933,4 +935,29 @@ func (w *wireLog) reset() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.log = nil
+}
+
+// TestMongoshAuthentication connects mongosh to a server with an auth
+// token: as hourglass with the token it runs commands that need
+// authentication; with a wrong password it fails to connect, saying so.
+func TestMongoshAuthentication(t *testing.T) {
+	bin := requireMongosh(t)
+	_, addr := startServer(t, "t0ken")
+	sh := &shell{bin: bin, uri: "mongodb://hourglass:t0ken@" + addr + "/test", home: t.TempDir()}
+	res := sh.run(t, "auth.js")
+	if user, _ := res.Lookup("users", "0", "user").StringValueOK(); user != "hourglass" {
+		t.Errorf("connectionStatus' authenticatedUsers = %v, want hourglass", res.Lookup("users"))
+	}
+	if names := stringArray(t, res.Lookup("names")); len(names) != 1 || names[0] != "authed" {
+		t.Errorf("getCollectionNames() = %q, want [authed]", names)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--quiet", "--norc", "mongodb://hourglass:wrong@"+addr+"/test", "--eval", "db.getCollectionNames()")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "MONGOSH_FORCE_DISABLE_TELEMETRY_FOR_TESTING=1", "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "Authentication failed") {
+		t.Errorf("mongosh with a wrong password: %v, output:\n%s", err, out)
+	}
 }
