@@ -50,7 +50,7 @@ func (st stage) unsupported(why string) error {
 }
 
 // aggregateOptionsIgnored are aggregate's fields that change nothing here.
-var aggregateOptionsIgnored = map[string]bool{"allowDiskUse": true, "hint": true, "bypassDocumentValidation": true, "collation": true}
+var aggregateOptionsIgnored = map[string]bool{"allowDiskUse": true, "hint": true, "bypassDocumentValidation": true}
 
 func parsePipeline(cmd *command) ([]stage, int64, error) {
 	batchSize := int64(-1)
