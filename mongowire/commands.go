@@ -425,7 +425,8 @@ func collectionEntry(in timeseries.CollectionInfo) map[string]any {
 
 // cursorReply is the cursor document of find, getMore and the list
 // commands.
-func cursorReply(id int64, ns, batchKey string, batch bson.A) bson.D {
+// batch is a bson.A or a BSON array (bson.RawValue).
+func cursorReply(id int64, ns, batchKey string, batch any) bson.D {
 	return bson.D{{Key: "cursor", Value: bson.D{
 		{Key: batchKey, Value: batch}, {Key: "id", Value: id}, {Key: "ns", Value: ns},
 	}}}
