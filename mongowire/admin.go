@@ -313,6 +313,22 @@ func cmdCurrentOp(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	}
 	delete(args, "$all")
 	delete(args, "$ownOps")
+	inprog := bson.A{}
+	for _, e := range s.currentOps() {
+		if err := matchArg(map[string]any{"filter": args}, "filter", e); err != nil {
+			if errors.Is(err, errNoMatch) {
+				continue
+			}
+			return nil, err
+		}
+		inprog = append(inprog, bson.Raw(mapDocument(e)))
+	}
+	return bson.D{{Key: "inprog", Value: inprog}}, nil
+}
+
+// currentOps are the entries of currentOp: the commands this server is
+// running and the TTL monitor's batch in progress.
+func (s *Server) currentOps() []map[string]any {
 	host, _ := os.Hostname()
 	now := time.Now()
 	entries := s.ops.entries(host, now)
@@ -331,15 +347,5 @@ func cmdCurrentOp(s *Server, _ *conn, cmd *command) (bson.D, error) {
 			})
 		}
 	}
-	inprog := bson.A{}
-	for _, e := range entries {
-		if err := matchArg(map[string]any{"filter": args}, "filter", e); err != nil {
-			if errors.Is(err, errNoMatch) {
-				continue
-			}
-			return nil, err
-		}
-		inprog = append(inprog, bson.Raw(mapDocument(e)))
-	}
-	return bson.D{{Key: "inprog", Value: inprog}}, nil
+	return entries
 }

@@ -75,11 +75,13 @@ var handlers = map[string]handler{
 	"collMod": cmdCollMod, "dropDatabase": cmdDropDatabase,
 	"getParameter": cmdGetParameter, "setParameter": cmdSetParameter,
 	"serverStatus": cmdServerStatus, "currentOp": cmdCurrentOp,
-	"count": cmdCount, "distinct": cmdDistinct, "delete": cmdDelete, "update": cmdUpdate,
+	"saslStart": cmdSaslStart, "saslContinue": cmdSaslContinue,
+	"count": cmdCount, "aggregate": cmdAggregate, "distinct": cmdDistinct, "delete": cmdDelete, "update": cmdUpdate,
 }
 
 // preAuth are the commands answered without authentication.
-var preAuth = map[string]bool{"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true, "endSessions": true, "connectionStatus": true}
+var preAuth = map[string]bool{"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true, "endSessions": true, "connectionStatus": true,
+	"saslStart": true, "saslContinue": true}
 
 // handle runs a request and returns the reply document.
 func (c *conn) handle(req *request) []byte {
@@ -110,9 +112,9 @@ func (c *conn) handle(req *request) []byte {
 	if !ok {
 		return s.errorDoc(mongoerr.New(codeCommandNotFound, "no such command: '%s'", first))
 	}
-	if s.opts.AuthToken != "" && !preAuth[first] {
+	if s.scram != nil && c.user == "" && !preAuth[first] {
 		return s.errorDoc(mongoerr.New(mongoerr.Unauthorized,
-			"command %s requires authentication, which the MongoDB protocol of Hourglass does not offer yet; use the HTTP API with the token", first))
+			"Command %s requires authentication: connect as user '%s' with the server's auth token as the password (SCRAM-SHA-256)", first, AuthUser))
 	}
 	if _, err := req.body.LookupErr("txnNumber"); err == nil {
 		return s.errorDoc(mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos"))
@@ -274,7 +276,7 @@ func cmdHello(s *Server, c *conn, cmd *command) (bson.D, error) {
 			}
 		}
 	}
-	return d, nil
+	return c.helloAuth(cmd, d), nil
 }
 
 func cmdPing(*Server, *conn, *command) (bson.D, error) { return bson.D{}, nil }
@@ -291,10 +293,15 @@ func cmdBuildInfo(s *Server, _ *conn, _ *command) (bson.D, error) {
 	}, nil
 }
 
-func cmdConnectionStatus(*Server, *conn, *command) (bson.D, error) {
+func cmdConnectionStatus(_ *Server, c *conn, _ *command) (bson.D, error) {
+	users, roles := bson.A{}, bson.A{}
+	if c.user != "" {
+		users = append(users, bson.D{{Key: "user", Value: c.user}, {Key: "db", Value: "admin"}})
+		roles = append(roles, bson.D{{Key: "role", Value: "root"}, {Key: "db", Value: "admin"}})
+	}
 	return bson.D{{Key: "authInfo", Value: bson.D{
-		{Key: "authenticatedUsers", Value: bson.A{}},
-		{Key: "authenticatedUserRoles", Value: bson.A{}},
+		{Key: "authenticatedUsers", Value: users},
+		{Key: "authenticatedUserRoles", Value: roles},
 	}}}, nil
 }
 
@@ -399,14 +406,14 @@ func collectionEntry(in timeseries.CollectionInfo) map[string]any {
 	entry := map[string]any{"name": in.Name, "type": "collection", "options": opts,
 		"info": map[string]any{"readOnly": false}}
 	if ts := o.TimeSeries; ts != nil {
-		t := map[string]any{"timeField": ts.TimeField, "bucketMaxSpanSeconds": ts.Span()}
+		t := map[string]any{"timeField": ts.TimeField, "bucketMaxSpanSeconds": ts.Span() / int64(time.Second)}
 		if ts.MetaField != "" {
 			t["metaField"] = ts.MetaField
 		}
 		if ts.Granularity != "" {
 			t["granularity"] = string(ts.Granularity)
 		} else {
-			t["bucketRoundingSeconds"] = ts.Rounding()
+			t["bucketRoundingSeconds"] = ts.Rounding() / int64(time.Second)
 		}
 		opts["timeseries"] = t
 		entry["type"] = "timeseries"
@@ -418,7 +425,8 @@ func collectionEntry(in timeseries.CollectionInfo) map[string]any {
 
 // cursorReply is the cursor document of find, getMore and the list
 // commands.
-func cursorReply(id int64, ns, batchKey string, batch bson.A) bson.D {
+// batch is a bson.A or a BSON array (bson.RawValue).
+func cursorReply(id int64, ns, batchKey string, batch any) bson.D {
 	return bson.D{{Key: "cursor", Value: bson.D{
 		{Key: batchKey, Value: batch}, {Key: "id", Value: id}, {Key: "ns", Value: ns},
 	}}}

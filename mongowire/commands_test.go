@@ -739,3 +739,39 @@ func TestQueryAndWriteCommands(t *testing.T) {
 		t.Fatalf("deleteMany {} = %+v, %v", dr, err)
 	}
 }
+
+// TestListCollectionsBucketSeconds checks that listCollections reports a
+// time-series collection's bucketing in seconds, as create takes it.
+func TestListCollectionsBucketSeconds(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	err := f.mdb.CreateCollection(ctx, "custom", options.CreateCollection().SetTimeSeriesOptions(options.TimeSeries().
+		SetTimeField("ts").SetBucketMaxSpan(7200*time.Second).SetBucketRounding(7200*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.mdb.CreateCollection(ctx, "hours", options.CreateCollection().SetTimeSeriesOptions(options.TimeSeries().
+		SetTimeField("ts").SetGranularity("hours"))); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := f.mdb.ListCollectionSpecifications(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"custom": 7200, "hours": 30 * 24 * 3600}
+	for _, s := range specs {
+		ts := s.Options.Lookup("timeseries")
+		span, _ := ts.Document().Lookup("bucketMaxSpanSeconds").AsInt64OK()
+		if span != want[s.Name] {
+			t.Errorf("%s: bucketMaxSpanSeconds %d, want %d", s.Name, span, want[s.Name])
+		}
+		if s.Name == "custom" {
+			if r, _ := ts.Document().Lookup("bucketRoundingSeconds").AsInt64OK(); r != 7200 {
+				t.Errorf("custom: bucketRoundingSeconds %d, want 7200", r)
+			}
+		}
+	}
+	if len(specs) != 2 {
+		t.Errorf("%d collections listed, want 2", len(specs))
+	}
+}

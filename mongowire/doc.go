@@ -6,7 +6,9 @@
 // snappy, zlib) and the OP_QUERY handshake, and answers the commands
 // docs/mongodb.md lists with MongoDB's reply shapes and error codes. Every
 // database name but admin, local and config names the engine's one set of
-// collections. BSON and wire messages are read and built with the MongoDB Go
+// collections. aggregate runs on the engine's find and windowed aggregate.
+// With Options.AuthToken, clients authenticate with SCRAM-SHA-256 as
+// AuthUser. BSON and wire messages are read and built with the MongoDB Go
 // driver's bsoncore and wiremessage packages.
 //
 // # Usage

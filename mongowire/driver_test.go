@@ -3,9 +3,11 @@ package mongowire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 
 // startServer opens an engine in a temporary directory and serves it on
 // a loopback port; it returns both and the server's address.
-func startServer(t *testing.T, opts Options) (*timeseries.DB, *Server, string) {
+func startServer(t testing.TB, opts Options) (*timeseries.DB, *Server, string) {
 	t.Helper()
 	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -30,7 +32,7 @@ func startServer(t *testing.T, opts Options) (*timeseries.DB, *Server, string) {
 }
 
 // serveDB serves db on a loopback port; db is closed with the server.
-func serveDB(t *testing.T, db *timeseries.DB, opts Options) (*Server, string) {
+func serveDB(t testing.TB, db *timeseries.DB, opts Options) (*Server, string) {
 	t.Helper()
 	opts.DB = db
 	if opts.Logger == nil {
@@ -157,5 +159,49 @@ func TestDriverSession(t *testing.T) {
 				t.Fatalf("collection %q still exists after drop", name)
 			}
 		})
+	}
+}
+
+// TestFindBatchesOverflow reads a find whose getMore replies are bounded
+// by their 16 MiB, not by a batch size: every document once, in order, the
+// one that did not fit a reply first in the next.
+func TestFindBatchesOverflow(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if err := f.mdb.CreateCollection(ctx, "wide", options.CreateCollection().SetTimeSeriesOptions(
+		options.TimeSeries().SetTimeField("ts").SetMetaField("m"))); err != nil {
+		t.Fatal(err)
+	}
+	const n = 24_000 // of ~1 KiB: two getMore replies
+	t0 := time.Now().UTC().Truncate(time.Hour).Add(-24 * time.Hour)
+	pad := strings.Repeat("x", 1000)
+	docs := make([]any, n)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "ts", Value: t0.Add(time.Duration(i) * time.Second)}, {Key: "m", Value: int32(i % 3)},
+			{Key: "n", Value: int64(i)}, {Key: "pad", Value: fmt.Sprint(i, pad)}}
+	}
+	if _, err := f.mdb.Collection("wide").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := f.mdb.Collection("wide").Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "ts", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	for ; cur.Next(ctx); i++ {
+		var d struct {
+			N   int64  `bson:"n"`
+			M   int32  `bson:"m"`
+			Pad string `bson:"pad"`
+		}
+		if err := cur.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		if d.N != int64(i) || d.M != int32(i%3) || d.Pad != fmt.Sprint(i, pad) {
+			t.Fatalf("document %d = n %d, m %d, pad of %d bytes", i, d.N, d.M, len(d.Pad))
+		}
+	}
+	if err := cur.Err(); err != nil || i != n {
+		t.Fatalf("read %d documents, want %d: %v", i, n, err)
 	}
 }

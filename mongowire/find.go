@@ -1,6 +1,7 @@
 package mongowire
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -165,47 +166,40 @@ func cmdFind(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := a.batchSize
-	if n < 0 {
-		n = defaultFirstBatch
-	}
-	batch, pending, done, err := fillBatch(src, nil, n)
-	if err != nil {
-		src.close()
-		return nil, err
-	}
-	if done || a.single {
-		src.close()
-		return cursorReply(0, ns, "firstBatch", batch), nil
-	}
-	id := s.cursors.add(ns, src, pending)
-	return cursorReply(id, ns, "firstBatch", batch), nil
+	return s.firstBatch(ns, src, a.batchSize, a.single)
 }
 
 // fillBatch reads up to n documents (n 0: as many as fit maxBatchBytes),
-// starting with pending, a document left over from the last batch. done
-// reports that src is exhausted; the new pending, if any, did not fit.
-func fillBatch(src source, pending bsoncore.Document, n int64) (batch bson.A, next bsoncore.Document, done bool, err error) {
-	batch = bson.A{}
-	size := 0
-	for n <= 0 || int64(len(batch)) < n {
+// starting with pending, a document left over from the last batch, into a
+// BSON array, copied once from the source. done reports that src is
+// exhausted; the new pending, if any, did not fit (it is a copy: it
+// outlives the source's next call).
+func fillBatch(src source, pending bsoncore.Document, n int64) (batch bson.RawValue, next bsoncore.Document, done bool, err error) {
+	idx, arr := bsoncore.AppendArrayStart(nil)
+	var key [20]byte
+	count := 0
+	end := func() bson.RawValue {
+		arr, _ = bsoncore.AppendArrayEnd(arr, idx)
+		return bson.RawValue{Type: bson.TypeArray, Value: arr}
+	}
+	for n <= 0 || int64(count) < n {
 		d := pending
 		pending = nil
 		if d == nil {
 			if d, err = src.next(); err != nil {
-				return nil, nil, false, err
+				return bson.RawValue{}, nil, false, err
 			}
 			if d == nil {
-				return batch, nil, true, nil
+				return end(), nil, true, nil
 			}
 		}
-		if size+len(d) > maxBatchBytes && len(batch) > 0 {
-			return batch, d, false, nil
+		if len(arr)+len(d) > maxBatchBytes && count > 0 {
+			return end(), bytes.Clone(d), false, nil
 		}
-		size += len(d)
-		batch = append(batch, bson.Raw(d))
+		arr = bsoncore.AppendDocumentElement(arr, string(itoa(key[:0], count)), d)
+		count++
 	}
-	return batch, nil, false, nil
+	return end(), nil, false, nil
 }
 
 func cmdGetMore(s *Server, _ *conn, cmd *command) (bson.D, error) {
@@ -380,7 +374,11 @@ type measurementSource struct {
 	row    int
 	skip   int64
 	kinds  []columnKind
-	buf    []byte
+	buf    []byte // the last document
+	// metaText and metaElem are, by column, the last JSON text of a meta
+	// or mixed column and its BSON element.
+	metaText []string
+	metaElem [][]byte
 }
 
 type columnKind uint8
@@ -422,7 +420,7 @@ func kindsOf(sc *arrow.Schema) []columnKind {
 }
 
 func (m *measurementSource) document(row int) (bsoncore.Document, error) {
-	idx, dst := bsoncore.AppendDocumentStart(make([]byte, 0, 128))
+	idx, dst := bsoncore.AppendDocumentStart(m.buf[:0])
 	sc := m.rec.Schema()
 	for i, col := range m.rec.Columns() {
 		if col.IsNull(row) {
@@ -443,16 +441,26 @@ func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 				dst = bsoncore.AppendStringElement(dst, name, c.Value(row))
 				continue
 			}
-			v, err := timeseries.DecodeMeta(c.Value(row))
-			if err != nil {
-				return nil, err
+			// Rows come series by series: the meta value of the last row
+			// is usually this one's, its element encoded already.
+			text := c.Value(row)
+			if m.metaText == nil {
+				m.metaText, m.metaElem = make([]string, len(m.kinds)), make([][]byte, len(m.kinds))
 			}
-			dst = appendValue(dst, name, v)
+			if m.metaElem[i] == nil || m.metaText[i] != text {
+				v, err := timeseries.DecodeMeta(text)
+				if err != nil {
+					return nil, err
+				}
+				m.metaText[i], m.metaElem[i] = text, appendValue(m.metaElem[i][:0], name, v)
+			}
+			dst = append(dst, m.metaElem[i]...)
 		default:
 			return nil, mongoerr.New(mongoerr.InternalError, "column %q has the unexpected type %s", name, col.DataType())
 		}
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	m.buf = dst
 	return dst, nil
 }
 

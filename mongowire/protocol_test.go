@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -347,10 +349,13 @@ func TestCompressedRoundTrip(t *testing.T) {
 	}
 }
 
-// TestAuthTokenGate: with an auth token, which MongoDB clients cannot
-// present yet, only the handshake commands are answered.
+// TestAuthTokenGate: with an auth token, a client that does not
+// authenticate gets only the handshake commands; one that authenticates
+// with SCRAM-SHA-256 as hourglass with the token as password gets every
+// command, in the same connection, speculatively in hello or with
+// saslStart; a wrong password or user fails with AuthenticationFailed (18).
 func TestAuthTokenGate(t *testing.T) {
-	_, _, addr := startServer(t, Options{AuthToken: "secret"})
+	_, _, addr := startServer(t, Options{AuthToken: "s3cret-token"})
 	ctx := context.Background()
 	cl := connect(t, addr, "")
 	if err := cl.Ping(ctx, nil); err != nil {
@@ -360,5 +365,114 @@ func TestAuthTokenGate(t *testing.T) {
 	var ce mongo.CommandError
 	if !errors.As(err, &ce) || ce.Code != 13 || ce.Name != "Unauthorized" {
 		t.Fatalf("listCollections without authentication: %v, want Unauthorized", err)
+	}
+
+	for _, extra := range []string{"", "&authMechanism=SCRAM-SHA-256", "&authSource=test"} {
+		cl, err := mongo.Connect(options.Client().ApplyURI("mongodb://hourglass:s3cret-token@" + addr + "/?directConnection=true&serverSelectionTimeoutMS=5000" + extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Database("test").CreateCollection(ctx, fmt.Sprintf("c%d", len(extra))); err != nil {
+			t.Errorf("%q: create after authentication: %v", extra, err)
+		}
+		var st struct {
+			AuthInfo struct {
+				Users []struct {
+					User string `bson:"user"`
+				} `bson:"authenticatedUsers"`
+			} `bson:"authInfo"`
+		}
+		if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "connectionStatus", Value: 1}}).Decode(&st); err != nil ||
+			len(st.AuthInfo.Users) != 1 || st.AuthInfo.Users[0].User != "hourglass" {
+			t.Errorf("%q: connectionStatus = %+v, %v", extra, st, err)
+		}
+		cl.Disconnect(ctx)
+	}
+
+	for _, uri := range []string{"hourglass:wrong@", "admin:s3cret-token@", "hourglass:s3cret-token@"} {
+		extra := ""
+		if uri == "hourglass:s3cret-token@" {
+			extra = "&authMechanism=SCRAM-SHA-1" // not offered
+		}
+		cl, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + uri + addr + "/?directConnection=true&serverSelectionTimeoutMS=2000" + extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cl.Ping(ctx, nil)
+		cl.Disconnect(ctx)
+		want := "(AuthenticationFailed) Authentication failed."
+		if extra != "" {
+			want = "(MechanismUnavailable)"
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s%s: %v, want %s", uri, extra, err, want)
+		}
+	}
+}
+
+// TestSpeculativeAuthentication runs SCRAM-SHA-256 by hand on one
+// connection: the client's first message in hello's
+// speculativeAuthenticate, its final one in saslContinue, then a command
+// that needs authentication.
+func TestSpeculativeAuthentication(t *testing.T) {
+	_, _, addr := startServer(t, Options{AuthToken: "tok"})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	send := func(cmd bson.D) bson.Raw {
+		t.Helper()
+		if _, err := nc.Write(opMsg(t, cmd, false)); err != nil {
+			t.Fatal(err)
+		}
+		var hb [headerLen]byte
+		if _, err := io.ReadFull(nc, hb[:]); err != nil {
+			t.Fatal(err)
+		}
+		length, _, _, _, _, _ := wiremessage.ReadHeader(hb[:])
+		body := make([]byte, length-headerLen)
+		if _, err := io.ReadFull(nc, body); err != nil {
+			t.Fatal(err)
+		}
+		_, rem, _ := wiremessage.ReadMsgFlags(body)
+		_, rem, _ = wiremessage.ReadMsgSectionType(rem)
+		doc, _, _ := wiremessage.ReadMsgSectionSingleDocument(rem)
+		return bson.Raw(doc)
+	}
+	client, err := scram.SHA256.NewClient("hourglass", "tok", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := client.NewConversation()
+	first, _ := conv.Step("")
+	hello := send(bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"},
+		{Key: "saslSupportedMechs", Value: "admin.hourglass"},
+		{Key: "speculativeAuthenticate", Value: bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
+			{Key: "payload", Value: bson.Binary{Data: []byte(first)}}, {Key: "db", Value: "admin"}}}})
+	if mechs := hello.Lookup("saslSupportedMechs").String(); mechs != `["SCRAM-SHA-256"]` {
+		t.Errorf("saslSupportedMechs = %s", mechs)
+	}
+	spec, ok := hello.Lookup("speculativeAuthenticate").DocumentOK()
+	if !ok {
+		t.Fatalf("hello answered no speculativeAuthenticate: %v", hello)
+	}
+	_, serverFirst := spec.Lookup("payload").Binary()
+	final, err := conv.Step(string(serverFirst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := send(bson.D{{Key: "listCollections", Value: 1}, {Key: "$db", Value: "test"}}); r.Lookup("code").Int32() != 13 {
+		t.Errorf("listCollections before the final message: %v, want Unauthorized", r)
+	}
+	done := send(bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: spec.Lookup("conversationId")},
+		{Key: "payload", Value: bson.Binary{Data: []byte(final)}}, {Key: "$db", Value: "admin"}})
+	_, serverFinal := done.Lookup("payload").Binary()
+	if _, err := conv.Step(string(serverFinal)); err != nil || !conv.Valid() || !done.Lookup("done").Boolean() {
+		t.Fatalf("saslContinue = %v; the server's signature: %v", done, err)
+	}
+	if r := send(bson.D{{Key: "listCollections", Value: 1}, {Key: "$db", Value: "test"}}); r.Lookup("ok").Double() != 1 {
+		t.Errorf("listCollections after authentication: %v", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/xdg-go/scram"
 	"io"
 	"log/slog"
 	"net"
@@ -35,10 +36,11 @@ type Options struct {
 	// reports its counters, currentOp its running batch, and index and
 	// collMod changes wake it. Nil: no monitor, and those commands say so.
 	TTL *ttl.Monitor
-	// AuthToken set means the HTTP API requires authentication. MongoDB
-	// clients cannot authenticate yet, so with a token every command but
-	// the handshake (hello, isMaster, ping, buildInfo, endSessions) is
-	// refused with Unauthorized (13) rather than served unauthenticated.
+	// AuthToken set means the HTTP API requires authentication, and MongoDB
+	// clients authenticate with SCRAM-SHA-256 as AuthUser, the token their
+	// password; until they do, every command but the handshake (hello,
+	// isMaster, ping, buildInfo, connectionStatus, endSessions) and
+	// saslStart and saslContinue is refused with Unauthorized (13).
 	AuthToken string
 	// CursorTimeout closes cursors unused for this long; default
 	// DefaultCursorTimeout.
@@ -58,8 +60,10 @@ type Server struct {
 	cursors *cursorSet
 	ops     *opRegistry
 	started time.Time
-	nextID  atomic.Int64 // connection ids, as hello's connectionId
-	reqID   atomic.Int32 // reply request ids
+	// scram checks MongoDB clients' passwords; nil without AuthToken.
+	scram  *scram.Server
+	nextID atomic.Int64 // connection ids, as hello's connectionId
+	reqID  atomic.Int32 // reply request ids
 	// cursorsTimedOut counts the cursors closed for idleness
 	// (serverStatus' metrics.cursor.timedOut).
 	cursorsTimedOut atomic.Int64
@@ -85,8 +89,15 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	var sc *scram.Server
+	if opts.AuthToken != "" {
+		var err error
+		if sc, err = newSCRAM(opts.AuthToken); err != nil {
+			return nil, err
+		}
+	}
 	return &Server{
-		opts: opts, db: opts.DB, log: opts.Logger, cursors: newCursorSet(), ops: newOpRegistry(), started: time.Now(),
+		scram: sc, opts: opts, db: opts.DB, log: opts.Logger, cursors: newCursorSet(), ops: newOpRegistry(), started: time.Now(),
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, stop: make(chan struct{}),
 	}, nil
 }
@@ -223,6 +234,11 @@ type conn struct {
 	s  *Server
 	nc net.Conn
 	id int64
+	// The connection's authentication, used by its serving goroutine
+	// only: the conversation in progress, and the user once
+	// authenticated.
+	sasl *saslConversation
+	user string
 }
 
 func (c *conn) serve() {

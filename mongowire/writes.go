@@ -1,6 +1,7 @@
 package mongowire
 
 import (
+	"context"
 	"errors"
 	"math"
 	"slices"
@@ -81,33 +82,9 @@ func cmdCount(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	var n int64
-	if info.Options.TimeSeries != nil {
-		opts := timeseries.FindOptions{Filter: filter, Fields: []string{}, OmitTime: true}
-		if limit > 0 {
-			opts.Limit = skip + limit
-		}
-		cur, err := s.db.Find(cmd.ctx, name, opts)
-		if err != nil {
-			return nil, err
-		}
-		for cur.Next() {
-			n += cur.Record().NumRows()
-		}
-		err = cur.Err()
-		cur.Close()
-		if err != nil {
-			return nil, err
-		}
-		n = max(n-skip, 0)
-		if limit > 0 {
-			n = min(n, limit)
-		}
-	} else {
-		q := timeseries.DocQuery{Filter: filter, Skip: skip, Limit: limit}
-		if _, err := s.db.FindDocuments(cmd.ctx, name, q, func(document.Doc) error { n++; return nil }); err != nil {
-			return nil, err
-		}
+	n, err := s.countMatching(cmd.ctx, name, info, filter, skip, limit)
+	if err != nil {
+		return nil, err
 	}
 	if n <= math.MaxInt32 {
 		return bson.D{{Key: "n", Value: int32(n)}}, nil
@@ -493,4 +470,38 @@ func (s *Server) updateOne(cmd *command, name string, st map[string]any) (timese
 		return none, err
 	}
 	return s.db.UpdateDocuments(cmd.ctx, name, f, up, multi)
+}
+
+// countMatching counts the documents of a collection that match filter
+// (nil: all), after skip, at most limit (0: no limit).
+func (s *Server) countMatching(ctx context.Context, name string, info timeseries.CollectionInfo, filter *partialfilter.Filter, skip, limit int64) (int64, error) {
+	var n int64
+	if info.Options.TimeSeries != nil {
+		opts := timeseries.FindOptions{Filter: filter, Fields: []string{}, OmitTime: true}
+		if limit > 0 {
+			opts.Limit = skip + limit
+		}
+		cur, err := s.db.Find(ctx, name, opts)
+		if err != nil {
+			return 0, err
+		}
+		for cur.Next() {
+			n += cur.Record().NumRows()
+		}
+		err = cur.Err()
+		cur.Close()
+		if err != nil {
+			return 0, err
+		}
+		n = max(n-skip, 0)
+		if limit > 0 {
+			n = min(n, limit)
+		}
+	} else {
+		q := timeseries.DocQuery{Filter: filter, Skip: skip, Limit: limit}
+		if _, err := s.db.FindDocuments(ctx, name, q, func(document.Doc) error { n++; return nil }); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }

@@ -64,7 +64,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7700", "`address` to serve HTTP on; a non-loopback address needs --auth-token or --insecure")
 	fs.StringVar(&cfg.mongoListen, "mongo-listen", "127.0.0.1:27017", "`address` to serve the MongoDB wire protocol on (docs/mongodb.md); empty: off; a non-loopback address needs --auth-token or --insecure")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
-	fs.StringVar(&cfg.authToken, "auth-token", "", "bearer `token` required on every endpoint but /healthz and /ping")
+	fs.StringVar(&cfg.authToken, "auth-token", "", "bearer `token` required on every endpoint but /healthz and /ping; MongoDB clients log in as user hourglass with the token as password (SCRAM-SHA-256)")
 	fs.BoolVar(&cfg.insecure, "insecure", false, "allow a non-loopback --listen address without --auth-token")
 	fs.Var(&cfg.maxBody, "max-body", "largest request body accepted, after decompression (`size`, e.g. 64MiB)")
 	fs.Var(&cfg.maxBodyMemory, "max-body-memory", "request bodies held in memory at once, across connections (`size`; default --max-concurrent-writes x --max-body); past it, 429")

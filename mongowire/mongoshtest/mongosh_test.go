@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -52,7 +51,9 @@ func requireMongosh(t *testing.T) string {
 
 // startServer opens an engine in a temporary directory and serves it to
 // MongoDB clients on a loopback port.
-func startServer(t *testing.T) (*timeseries.DB, string) {
+// startServer serves a new engine on a loopback port; a non-empty
+// authToken requires SCRAM-SHA-256 authentication with it.
+func startServer(t *testing.T, authToken string) (*timeseries.DB, string) {
 	t.Helper()
 	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -65,7 +66,7 @@ func startServer(t *testing.T) (*timeseries.DB, string) {
 		t.Fatal(err)
 	}
 	mon.Start()
-	srv, err := mongowire.New(mongowire.Options{DB: db, Version: "test", TTL: mon,
+	srv, err := mongowire.New(mongowire.Options{DB: db, Version: "test", TTL: mon, AuthToken: authToken,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -142,15 +143,14 @@ func (sh *shell) run(t *testing.T, script string) bson.Raw {
 // time range sorted by time through several getMore batches, the
 // collections listed; then the commands of MongoDB's TTL documentation,
 // counts, distinct, aggregate, deletes and updates (testdata/commands.js,
-// a subtest skipped, naming them, while mongowire answers some of them
-// with CommandNotFound); then the collection dropped (testdata/drop.js).
+// every step checked); then the collection dropped (testdata/drop.js).
 // Every value mongosh printed is checked against what was inserted, the
 // batches against the batch sizes asked for, and the collection against
 // the engine that serves the HTTP API. A proxy between mongosh and the
 // server logs every command mongosh sent and how it was answered.
 func TestMongoshSession(t *testing.T) {
 	bin := requireMongosh(t)
-	db, addr := startServer(t)
+	db, addr := startServer(t, "")
 	wl := startWireLog(t, addr)
 
 	const name, count = "weather", 1000
@@ -175,8 +175,7 @@ func TestMongoshSession(t *testing.T) {
 		t.Errorf("the engine's options for %q: %+v", name, info.Options)
 	}
 
-	// What needs the commands mongowire does not all answer yet: a
-	// subtest, skipped while one is missing.
+	// The rest of the session: every step checked.
 	t.Run("commands", func(t *testing.T) {
 		wl.reset()
 		res := sh.run(t, "commands.js")
@@ -456,11 +455,8 @@ type commandStep struct {
 	wantErr string
 }
 
-// checkCommands checks what testdata/commands.js printed. A step whose
-// command the server does not know (CommandNotFound, 59) is not checked,
-// nor are the steps that need it; the test is then skipped naming those
-// commands, once everything else was checked: it checks them as soon as
-// mongowire answers them. Any other failure fails the test.
+// checkCommands checks what testdata/commands.js printed. Every step must
+// pass; a step that needs one that failed is reported, not checked.
 func checkCommands(t *testing.T, res bson.Raw, t0 time.Time, count int) {
 	t.Helper()
 	north := count / 4
@@ -578,9 +574,7 @@ func checkCommands(t *testing.T, res bson.Raw, t0 time.Time, count int) {
 		{name: "ticketsTTL", check: equalString("lastModifiedDate_1")},
 	}
 
-	missing := map[string]bool{} // commands answered CommandNotFound
 	passed := map[string]bool{}
-	unknown := regexp.MustCompile(`no such command: '([^']+)'`)
 	for _, s := range steps {
 		r, err := res.LookupErr(s.name)
 		if err != nil {
@@ -598,14 +592,6 @@ func checkCommands(t *testing.T, res bson.Raw, t0 time.Time, count int) {
 		switch {
 		case blocked:
 			t.Logf("%s: not checked, it needs %q", s.name, s.needs)
-		case ok != 1 && code == 59:
-			m := unknown.FindStringSubmatch(msg)
-			if m == nil {
-				t.Errorf("%s: CommandNotFound without a command name: %q", s.name, msg)
-				continue
-			}
-			missing[m[1]] = true
-			t.Logf("%s: not checked: %s", s.name, msg)
 		case s.wantErr != "":
 			if ok == 1 || !strings.Contains(msg, s.wantErr) {
 				t.Errorf("%s: %v, want an error that names %s", s.name, doc, s.wantErr)
@@ -619,15 +605,6 @@ func checkCommands(t *testing.T, res bson.Raw, t0 time.Time, count int) {
 				passed[s.name] = true
 			}
 		}
-	}
-	if len(missing) > 0 {
-		names := make([]string, 0, len(missing))
-		for n := range missing {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		t.Skipf("mongowire does not answer %s yet (CommandNotFound): the steps of commands.js that run them, and the steps that need them, are not checked",
-			strings.Join(names, ", "))
 	}
 }
 
@@ -958,4 +935,29 @@ func (w *wireLog) reset() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.log = nil
+}
+
+// TestMongoshAuthentication connects mongosh to a server with an auth
+// token: as hourglass with the token it runs commands that need
+// authentication; with a wrong password it fails to connect, saying so.
+func TestMongoshAuthentication(t *testing.T) {
+	bin := requireMongosh(t)
+	_, addr := startServer(t, "t0ken")
+	sh := &shell{bin: bin, uri: "mongodb://hourglass:t0ken@" + addr + "/test", home: t.TempDir()}
+	res := sh.run(t, "auth.js")
+	if user, _ := res.Lookup("users", "0", "user").StringValueOK(); user != "hourglass" {
+		t.Errorf("connectionStatus' authenticatedUsers = %v, want hourglass", res.Lookup("users"))
+	}
+	if names := stringArray(t, res.Lookup("names")); len(names) != 1 || names[0] != "authed" {
+		t.Errorf("getCollectionNames() = %q, want [authed]", names)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--quiet", "--norc", "mongodb://hourglass:wrong@"+addr+"/test", "--eval", "db.getCollectionNames()")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "MONGOSH_FORCE_DISABLE_TELEMETRY_FOR_TESTING=1", "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "Authentication failed") {
+		t.Errorf("mongosh with a wrong password: %v, output:\n%s", err, out)
+	}
 }

@@ -2,8 +2,7 @@
 // commands of MongoDB's TTL documentation, counts, distinct, aggregate per
 // minute, deletes and updates. Each step's outcome goes to stdout, in the
 // "RESULT " line, as {ok: 1, value} or {ok: 0, code, codeName, errmsg}, so
-// that TestMongoshSession can tell a command the server does not answer
-// yet (CommandNotFound, 59) from one that answers wrongly.
+// that TestMongoshSession checks every step, the refusals it expects too.
 const name = process.env.HG_COLLECTION;
 const t0 = Number(process.env.HG_T0_MS);
 const coll = db.getCollection(name);
