@@ -32,12 +32,14 @@ type ServerProcess struct {
 // lines around a crash without holding a long run's log.
 const serverLogKeep = 256 << 10
 
-// StartServer runs binary ("hourglass") as "serve" on 127.0.0.1:0 with the
-// data in dataDir and the extra flags, and returns once it logs that it is
+// StartServer runs binary ("hourglass") as "serve" on 127.0.0.1:0 (its
+// MongoDB listener on another free loopback port, so that runs side by
+// side do not contend for 27017) with the data in dataDir and the extra
+// flags, and returns once it logs that it is
 // serving. ctx bounds the start only; the process runs until Kill or
 // Stop.
 func StartServer(ctx context.Context, binary, dataDir string, extra ...string) (*ServerProcess, error) {
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"}, extra...)
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--mongo-listen", "127.0.0.1:0", "--data-dir", dataDir, "--log-format", "json"}, extra...)
 	cmd := exec.Command(binary, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
