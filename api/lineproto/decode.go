@@ -78,14 +78,31 @@ func NewDecoder() *Decoder {
 // still decoded. Entries without a timestamp take now, truncated to the
 // precision. body is not retained.
 func (d *Decoder) Decode(body []byte, prec Precision, now time.Time, res *Result) {
+	d.DecodeChunk(body, 0, 0, len(body), prec, now, res)
+}
+
+// DecodeChunk decodes part of body the way Decode decodes all of it, so
+// that a large body can be decoded and stored a chunk at a time: it
+// appends to res the entries that start at offset pos or after, until the
+// first entry that ends size bytes or more past pos, and returns the
+// offset and the line where the next chunk starts. pos is 0 or a next
+// that the previous call on body returned, line 0 or the nextLine it
+// returned; next is len(body) once body is decoded. A chunk ends between
+// entries, never inside a string value that runs over several lines, and
+// line numbers (in res.First and LineOf) count from the start of body, so
+// that the chunks of a body give the entries, refusals and lines one
+// Decode of it gives. Give every chunk of a body the same now. body is not
+// retained.
+func (d *Decoder) DecodeChunk(body []byte, pos, line, size int, prec Precision, now time.Time, res *Result) (next, nextLine int) {
 	unit := prec.Duration()
 	def := now.Truncate(unit).UnixNano()
+	res.from, res.fromLine = pos, line
 	if d.referenceOnly {
-		d.reference(body, body, 1, unit, def, res)
-		return
+		d.reference(body[pos:], body, line+1, unit, def, res)
+		return len(body), line + bytes.Count(body[pos:], newline)
 	}
-	line := 0
-	for pos := 0; pos < len(body); {
+	start, size := pos, max(size, 1)
+	for pos < len(body) && pos-start < size {
 		line++
 		end := len(body)
 		if i := bytes.IndexByte(body[pos:], '\n'); i >= 0 {
@@ -108,6 +125,7 @@ func (d *Decoder) Decode(body []byte, prec Precision, now time.Time, res *Result
 		pos = end + 1
 	}
 	d.trim()
+	return min(pos, len(body)), line
 }
 
 var cr = []byte{'\r'}

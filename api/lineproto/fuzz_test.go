@@ -122,6 +122,29 @@ func checkDecode(t *testing.T, body, precision string) {
 			t.Fatalf("body %q: measurement %d: %v", body, i, err)
 		}
 	}
+	// Decoded a few bytes at a time, the body gives the same entries on
+	// the same lines, the same counts and the same first refusal.
+	for _, size := range []int{1, 7, 64} {
+		var chunked Result
+		d := NewDecoder()
+		for pos, line, n := 0, 0, 0; pos < len(in); n++ {
+			if n > len(in) {
+				t.Fatalf("body %q, chunks of %d bytes: no progress at offset %d", body, size, pos)
+			}
+			pos, line = d.DecodeChunk(in, pos, line, size, prec, testNow, &chunked)
+		}
+		if chunked.Lines != got.Lines || chunked.Dropped != got.Dropped || len(chunked.Measurements) != len(got.Measurements) ||
+			(chunked.First == nil) != (got.First == nil) || (got.First != nil && (chunked.First.Line != got.First.Line || chunked.First.Text != got.First.Text)) {
+			t.Fatalf("body %q, chunks of %d bytes: lines %d dropped %d measurements %d first %v; whole: lines %d dropped %d measurements %d first %v",
+				body, size, chunked.Lines, chunked.Dropped, len(chunked.Measurements), chunked.First, got.Lines, got.Dropped, len(got.Measurements), got.First)
+		}
+		for i := range got.Measurements {
+			if !sameMeasurement(chunked.Measurements[i], got.Measurements[i]) || chunked.LineOf(i) != got.LineOf(i) {
+				t.Fatalf("body %q, chunks of %d bytes: measurement %d on line %d %+v; whole: line %d %+v",
+					body, size, i, chunked.LineOf(i), chunked.Measurements[i], got.LineOf(i), got.Measurements[i])
+			}
+		}
+	}
 	// A second decode by the same decoder, its caches warm, agrees.
 	var again Result
 	fast.Decode(in, prec, testNow, &again)
