@@ -162,3 +162,40 @@ func TestInsertMemoryBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestLineProtocolMemoryBounded checks that one line-protocol write holds
+// its body and one chunk's measurements, not the whole body's: the live
+// heap, measured after a collection each time a chunk is decoded (the most
+// a request holds), stays under twice the body for a body of 49 MiB (the
+// body, about 11 MiB for a chunk and the store's own growth as it takes
+// 842,299 points: 1.6 times the body at the last chunk), where decoding
+// the whole body at once held 14.6 times it.
+func TestLineProtocolMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends a 49 MiB body")
+	}
+	body, points := ingestBody("line", 49<<20)
+	url := benchServer(t)
+	u, ct, want := ingestRequest(url, "line")
+	post(t, "POST", u, ct, []byte("th,id=s0000,site=north temp=1,hum=1i 1\n"), want) // the collection exists before the baseline
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak uint64
+	chunks := 0
+	api.OnChunkDecoded(func() {
+		chunks++
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapAlloc-min(base, ms.HeapAlloc))
+	})
+	defer api.OnChunkDecoded(nil)
+	post(t, "POST", u, ct, body, want)
+	limit := uint64(2 * len(body))
+	t.Logf("%d points in %d bytes, %d chunks: peak live heap %d bytes over the baseline (%.2f per body byte), limit %d",
+		points, len(body), chunks, peak, float64(peak)/float64(len(body)), limit)
+	if chunks < 40 || peak > limit {
+		t.Fatalf("one line-protocol write of %d bytes in %d chunks held %d bytes at its peak; want at most %d in at least 40 chunks", len(body), chunks, peak, limit)
+	}
+}

@@ -114,36 +114,81 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 			results.Put(res)
 			decoders.Put(dec)
 		}()
-		dec.Decode(buf.b, prec, s.opts.Now(), res)
-		o.docs.Store(int64(len(res.Measurements)))
-		ins, err := s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
-		if err != nil {
-			s.writeInfluxError(w, r, err, 0)
-			return
+		s.writeLines(w, r, name, buf.b, prec, dec, res, o)
+	}
+}
+
+// writeLines decodes and stores body insertChunkBytes of its text at a
+// time (lineproto.Decoder.DecodeChunk), so that the measurements of the
+// whole body never exist at once, and answers as one decode and insert of
+// the whole body would: 204, or a partial write naming the first bad line
+// and the counts. A storage error after some chunks were stored answers
+// with its status and a message saying which lines were written.
+func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string, body []byte, prec lineproto.Precision,
+	dec *lineproto.Decoder, res *lineproto.Result, o *op) {
+	now := s.opts.Now() // one clock for the lines of the body without a timestamp
+	var lines, dropped, wrote, bad int
+	var msg string
+	for pos, line, first := 0, 0, true; first || pos < len(body); first = false {
+		res.Reset()
+		from := line
+		pos, line = dec.DecodeChunk(body, pos, line, insertChunkBytes, prec, now, res)
+		if chunkDecoded != nil {
+			chunkDecoded()
 		}
-		s.metrics.docsInserted.Add(int64(ins.Inserted))
-		s.metrics.inserted.WithLabelValues("line").Add(float64(ins.Inserted))
-		dropped := res.Dropped + len(ins.Errors)
-		if dropped == 0 {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		s.metrics.refused.WithLabelValues("line").Add(float64(dropped))
-		// Name the first bad line: a parse failure or a refusal by the
-		// collection, whichever comes first in the body.
-		line, msg := 0, ""
-		if res.First != nil {
-			line, msg = res.First.Line, fmt.Sprintf("unable to parse '%s': %v", res.First.Text, res.First.Err)
-		}
-		if len(ins.Errors) > 0 {
-			we := ins.Errors[0]
-			if l := res.LineOf(we.Index); line == 0 || l < line {
-				line, msg = l, fmt.Sprintf("line %d refused: %v", l, we.Err)
+		o.docs.Add(int64(len(res.Measurements)))
+		var ins timeseries.InsertResult
+		if len(res.Measurements) > 0 || first {
+			var err error
+			ins, err = s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
+			if err != nil {
+				if wrote > 0 {
+					err = partialStore(s, r, err, from, wrote)
+				}
+				s.metrics.docsInserted.Add(int64(wrote))
+				s.metrics.inserted.WithLabelValues("line").Add(float64(wrote))
+				s.writeInfluxError(w, r, err, from+1)
+				return
 			}
 		}
-		s.writeInfluxError(w, r, badRequest("partial write: %s; dropped %d of %d lines, wrote %d",
-			msg, dropped, res.Lines, ins.Inserted), line)
+		lines += res.Lines
+		wrote += ins.Inserted
+		dropped += res.Dropped + len(ins.Errors)
+		if bad == 0 {
+			// Name the first bad line: a parse failure or a refusal by
+			// the collection, whichever comes first in the body.
+			if res.First != nil {
+				bad, msg = res.First.Line, fmt.Sprintf("unable to parse '%s': %v", res.First.Text, res.First.Err)
+			}
+			if len(ins.Errors) > 0 {
+				we := ins.Errors[0]
+				if l := res.LineOf(we.Index); bad == 0 || l < bad {
+					bad, msg = l, fmt.Sprintf("line %d refused: %v", l, we.Err)
+				}
+			}
+		}
 	}
+	s.metrics.docsInserted.Add(int64(wrote))
+	s.metrics.inserted.WithLabelValues("line").Add(float64(wrote))
+	if dropped == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	s.metrics.refused.WithLabelValues("line").Add(float64(dropped))
+	s.writeInfluxError(w, r, badRequest("partial write: %s; dropped %d of %d lines, wrote %d",
+		msg, dropped, lines, wrote), bad)
+}
+
+// partialStore is err, a storage error after the lines of the body before
+// line from+1 were stored (wrote measurements), with its status and a
+// message that says so.
+func partialStore(s *Server, r *http.Request, err error, from, wrote int) error {
+	status, code, msg, internal := classify(err)
+	if internal {
+		s.log.Error("write failed", "path", r.URL.Path, "err", err)
+	}
+	return &httpError{status: status, code: code, msg: fmt.Sprintf(
+		"%s; lines 1 to %d of the body were written (%d measurements), the lines from %d on were not", msg, from, wrote, from+1)}
 }
 
 // influxCollection checks that the collection a line-protocol write goes

@@ -2,9 +2,12 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/hourglassdb/hourglass/api"
 )
 
 func TestInfluxWrite(t *testing.T) {
@@ -109,4 +112,53 @@ func TestInfluxQuery(t *testing.T) {
 	}
 	s.mustDo(400, "POST", "/query?q="+url.QueryEscape("SELECT * FROM cpu"), "")
 	s.mustDo(400, "POST", "/query", "")
+}
+
+// TestInfluxWriteChunks checks that a body decoded and stored a chunk at a
+// time answers as one whole write would: the first bad line of the body
+// named by its line number, wherever its chunk, the counts of all chunks,
+// the good lines of every chunk stored, and a string value running over
+// the line ends at a chunk boundary kept whole. The body's first chunk is
+// all good, its second holds a line the collection refuses and its third
+// one that does not parse.
+func TestInfluxWriteChunks(t *testing.T) {
+	s := newTestServer(t, func(o *api.Options) { o.MaxBody = 16 << 20 })
+	var b strings.Builder
+	lines, refused, broken := 0, 0, 0
+	for b.Len() < 3<<20+500 {
+		lines++
+		switch {
+		case b.Len() > 1<<20+1000 && refused == 0:
+			refused = lines
+			fmt.Fprintf(&b, "cpu,host=h%d time=1 %d\n", lines%50, 1714564800+lines) // the collection refuses it
+		case b.Len() > 2<<20+1000 && broken == 0:
+			broken = lines
+			b.WriteString("cpu,host=x v=\n") // does not parse
+		case b.Len() > 1<<20-40 && b.Len() < 1<<20:
+			// A string over three lines across the first chunk's end.
+			fmt.Fprintf(&b, "cpu,host=s note=\"a\nb\nc\" %d\n", 1714564800+lines)
+			lines += 2
+		default:
+			fmt.Fprintf(&b, "cpu,host=h%d v=%di %d\n", lines%50, lines, 1714564800+lines)
+		}
+	}
+	entries := lines - 2 // the string's entry spans three lines
+	r := s.mustDo(400, "POST", "/write?db=big&precision=s", b.String())
+	var e struct {
+		Message string `json:"message"`
+		Line    int    `json:"line"`
+	}
+	want := fmt.Sprintf("dropped 2 of %d lines, wrote %d", entries, entries-2)
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Line != refused || !strings.HasPrefix(e.Message, fmt.Sprintf("partial write: line %d refused: ", refused)) ||
+		!strings.HasSuffix(e.Message, want) {
+		t.Fatalf("reply %s; want line %d refused, %q", r.body, refused, want)
+	}
+	desc := s.mustDo(200, "GET", "/v1/collections/big", "").json(t)
+	if desc["count"].(float64) != float64(entries-2) {
+		t.Fatalf("count %v, want %d", desc["count"], entries-2)
+	}
+	rows := s.findRows("big", `{"filter": {"tags.host": "s"}}`)
+	if len(rows) != 1 || rows[0]["note"] != "a\nb\nc" {
+		t.Fatalf("the string across the chunk boundary: %v", rows)
+	}
 }
