@@ -142,12 +142,13 @@ func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string,
 			var err error
 			ins, err = s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
 			if err != nil {
-				if wrote > 0 {
-					err = partialStore(s, r, err, from, wrote)
+				if wrote == 0 {
+					s.writeInfluxError(w, r, err, 0) // nothing stored: the error alone
+					return
 				}
 				s.metrics.docsInserted.Add(int64(wrote))
 				s.metrics.inserted.WithLabelValues("line").Add(float64(wrote))
-				s.writeInfluxError(w, r, err, from+1)
+				s.writeInfluxError(w, r, partialStore(s, r, err, from, wrote), from+1)
 				return
 			}
 		}
