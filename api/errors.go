@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/hourglassdb/hourglass/internal/errcode"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -55,27 +56,24 @@ func statusOf(c mongoerr.Code) int {
 }
 
 // classify is the one place where errors become an HTTP status, a MongoDB
-// code and a message. Errors that are not typed are internal faults: the
-// client sees a generic message and the log gets the details. Corrupt data,
-// found by any layer or by Pebble, is a 500 DataCorruptionDetected naming
-// what was found, and is logged too.
+// code and a message: errors of the HTTP layer carry their own, the
+// storage's are classed as the MongoDB wire protocol classes them
+// (errcode.Of), and a client that went away gets 499 for the log. Errors
+// that are not typed are internal faults: the client sees a generic
+// message and the log gets the details. Corrupt data, found by any layer
+// or by Pebble, is a 500 DataCorruptionDetected naming what was found, and
+// is logged too.
 func classify(err error) (status int, code mongoerr.Code, msg string, internal bool) {
 	var he *httpError
-	var me *mongoerr.Error
-	switch {
-	case timeseries.IsCorrupt(err):
-		return http.StatusInternalServerError, mongoerr.DataCorruptionDetected, err.Error(), true
-	case errors.As(err, &he):
+	if !timeseries.IsCorrupt(err) && errors.As(err, &he) {
 		return he.status, he.code, he.msg, false
-	case errors.As(err, &me):
-		return statusOf(me.Code), me.Code, me.Message, me.Code == mongoerr.InternalError
-	case errors.Is(err, timeseries.ErrClosed):
-		return http.StatusServiceUnavailable, mongoerr.ShutdownInProgress, "the server is shutting down", false
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	}
+	c, known := errcode.Of(err)
+	if !known && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		// The client went away; the status is for the log only.
 		return 499, mongoerr.InternalError, "request canceled", false
 	}
-	return http.StatusInternalServerError, mongoerr.InternalError, "internal error; see the server log", true
+	return statusOf(c.Code), c.Code, c.Message, c.Internal
 }
 
 // errorBody is the JSON error shape of API.md.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -38,5 +39,22 @@ func TestClassifyCorruption(t *testing.T) {
 	}
 	if s := statusOf(mongoerr.DataCorruptionDetected); s != http.StatusInternalServerError {
 		t.Errorf("statusOf(DataCorruptionDetected) = %d", s)
+	}
+}
+
+// TestClassifyCanceled checks that a request whose client went away is a
+// 499 for the log, not an internal fault, unless a typed error says more.
+func TestClassifyCanceled(t *testing.T) {
+	for _, err := range []error{context.Canceled, fmt.Errorf("find: %w", context.DeadlineExceeded)} {
+		if status, _, msg, internal := classify(err); status != 499 || msg != "request canceled" || internal {
+			t.Errorf("%v: %d %q internal %v", err, status, msg, internal)
+		}
+	}
+	err := fmt.Errorf("%w: %w", mongoerr.New(mongoerr.OutOfDiskSpace, "full"), context.Canceled)
+	if status, code, _, _ := classify(err); status != http.StatusInsufficientStorage || code != mongoerr.OutOfDiskSpace {
+		t.Errorf("%v: %d %d", err, status, code)
+	}
+	if status, code, msg, internal := classify(fmt.Errorf("x: %w", timeseries.ErrClosed)); status != 503 || code != mongoerr.ShutdownInProgress || msg == "" || internal {
+		t.Errorf("closed: %d %d %q %v", status, code, msg, internal)
 	}
 }

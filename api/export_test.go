@@ -21,6 +21,5 @@ func (s *Server) WriteSlotsInUse() int { return s.writes.inUse() }
 func (s *Server) BodyMemoryInUse() int64 { return s.bodies.inUse() }
 
 // OnChunkDecoded sets a function called after each chunk of a JSON insert
-// or a line-protocol body is decoded (and converted), before it is stored;
-// nil removes it.
-func OnChunkDecoded(f func()) { chunkDecoded, lineChunkDecoded = f, f }
+// is decoded and converted, before it is stored; nil removes it.
+func OnChunkDecoded(f func()) { chunkDecoded = f }

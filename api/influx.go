@@ -114,64 +114,83 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 			results.Put(res)
 			decoders.Put(dec)
 		}()
-		// The body is decoded and stored lineChunk entries at a time, so a
-		// large body's measurements never exist at once; a body of up to
-		// lineChunk entries (a usual batch) is stored in one write.
-		now := s.opts.Now()
-		inserted, refused := 0, 0
-		line, msg := 0, ""
-		for pos := (lineproto.Position{}); !pos.Done(buf.b); res.NextChunk() {
-			pos = dec.DecodeChunk(buf.b, pos, lineChunk, prec, now, res)
-			if lineChunkDecoded != nil {
-				lineChunkDecoded()
-			}
-			o.docs.Add(int64(len(res.Measurements)))
-			if len(res.Measurements) == 0 {
-				continue
-			}
-			ins, err := s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
-			if err != nil {
-				if status, code, m, internal := classify(err); inserted > 0 && !internal {
-					// What earlier chunks stored stays stored: say so.
-					err = &httpError{status: status, code: code,
-						msg: fmt.Sprintf("%s; %d lines before line %d were written", m, inserted, res.LineOf(0))}
-				}
-				s.writeInfluxError(w, r, err, 0)
-				return
-			}
-			inserted += ins.Inserted
-			refused += len(ins.Errors)
-			if len(ins.Errors) > 0 && line == 0 {
-				we := ins.Errors[0]
-				line, msg = res.LineOf(we.Index), fmt.Sprintf("line %d refused: %v", res.LineOf(we.Index), we.Err)
-			}
-		}
-		s.metrics.docsInserted.Add(int64(inserted))
-		s.metrics.inserted.WithLabelValues("line").Add(float64(inserted))
-		dropped := res.Dropped + refused
-		if dropped == 0 {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		s.metrics.refused.WithLabelValues("line").Add(float64(dropped))
-		// Name the first bad line: a parse failure or a refusal by the
-		// collection, whichever comes first in the body.
-		if f := res.First; f != nil && (line == 0 || f.Line < line) {
-			line, msg = f.Line, fmt.Sprintf("unable to parse '%s': %v", f.Text, f.Err)
-		}
-		s.writeInfluxError(w, r, badRequest("partial write: %s; dropped %d of %d lines, wrote %d",
-			msg, dropped, res.Lines, inserted), line)
+		s.writeLines(w, r, name, buf.b, prec, dec, res, o)
 	}
 }
 
-// lineChunk is the number of line-protocol entries decoded and stored at
-// a time: some 10 MiB of decoded measurements at most, and 5,000-line
-// batches in one write.
-const lineChunk = 1 << 16
+// writeLines decodes and stores body insertChunkBytes of its text at a
+// time (lineproto.Decoder.DecodeChunk), so that the measurements of the
+// whole body never exist at once, and answers as one decode and insert of
+// the whole body would: 204, or a partial write naming the first bad line
+// and the counts. A storage error after some chunks were stored answers
+// with its status and a message saying which lines were written.
+func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string, body []byte, prec lineproto.Precision,
+	dec *lineproto.Decoder, res *lineproto.Result, o *op) {
+	now := s.opts.Now() // one clock for the lines of the body without a timestamp
+	var lines, dropped, wrote, bad int
+	var msg string
+	for pos, line, first := 0, 0, true; first || pos < len(body); first = false {
+		res.Reset()
+		from := line
+		pos, line = dec.DecodeChunk(body, pos, line, insertChunkBytes, prec, now, res)
+		if chunkDecoded != nil {
+			chunkDecoded()
+		}
+		o.docs.Add(int64(len(res.Measurements)))
+		var ins timeseries.InsertResult
+		if len(res.Measurements) > 0 || first {
+			var err error
+			ins, err = s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
+			if err != nil {
+				if wrote == 0 {
+					s.writeInfluxError(w, r, err, 0) // nothing stored: the error alone
+					return
+				}
+				s.metrics.docsInserted.Add(int64(wrote))
+				s.metrics.inserted.WithLabelValues("line").Add(float64(wrote))
+				s.writeInfluxError(w, r, partialStore(s, r, err, from, wrote), from+1)
+				return
+			}
+		}
+		lines += res.Lines
+		wrote += ins.Inserted
+		dropped += res.Dropped + len(ins.Errors)
+		if bad == 0 {
+			// Name the first bad line: a parse failure or a refusal by
+			// the collection, whichever comes first in the body.
+			if res.First != nil {
+				bad, msg = res.First.Line, fmt.Sprintf("unable to parse '%s': %v", res.First.Text, res.First.Err)
+			}
+			if len(ins.Errors) > 0 {
+				we := ins.Errors[0]
+				if l := res.LineOf(we.Index); bad == 0 || l < bad {
+					bad, msg = l, fmt.Sprintf("line %d refused: %v", l, we.Err)
+				}
+			}
+		}
+	}
+	s.metrics.docsInserted.Add(int64(wrote))
+	s.metrics.inserted.WithLabelValues("line").Add(float64(wrote))
+	if dropped == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	s.metrics.refused.WithLabelValues("line").Add(float64(dropped))
+	s.writeInfluxError(w, r, badRequest("partial write: %s; dropped %d of %d lines, wrote %d",
+		msg, dropped, lines, wrote), bad)
+}
 
-// lineChunkDecoded, when set (by tests), is called after each chunk of a
-// line-protocol body is decoded, before it is stored.
-var lineChunkDecoded func()
+// partialStore is err, a storage error after the lines of the body before
+// line from+1 were stored (wrote measurements), with its status and a
+// message that says so.
+func partialStore(s *Server, r *http.Request, err error, from, wrote int) error {
+	status, code, msg, internal := classify(err)
+	if internal {
+		s.log.Error("write failed", "path", r.URL.Path, "err", err)
+	}
+	return &httpError{status: status, code: code, msg: fmt.Sprintf(
+		"%s; lines 1 to %d of the body were written (%d measurements), the lines from %d on were not", msg, from, wrote, from+1)}
+}
 
 // influxCollection checks that the collection a line-protocol write goes
 // to is a time series with a metaField, creating it if it does not exist.

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/hourglassdb/hourglass/api"
 )
 
 func TestInfluxWrite(t *testing.T) {
@@ -112,48 +114,51 @@ func TestInfluxQuery(t *testing.T) {
 	s.mustDo(400, "POST", "/query", "")
 }
 
-// TestInfluxWriteInChunks checks a body of more entries than one chunk
-// holds: every good line is stored, and the reply names the first bad
-// line of the body (a parse failure or a refusal by the collection,
-// whichever comes first) and counts the lines of every chunk.
-func TestInfluxWriteInChunks(t *testing.T) {
-	s := newTestServer(t, nil)
-	const n = 150_000 // three chunks
-	body := func(parseErr, refused int) string {
-		var b strings.Builder
-		for i := 1; i <= n; i++ {
-			switch i {
-			case parseErr:
-				b.WriteString("cpu,host=a bad\n")
-			case refused:
-				fmt.Fprintf(&b, "cpu,host=a time=1 %d\n", 1714564800+i)
-			default:
-				fmt.Fprintf(&b, "cpu,host=a v=%d %d\n", i, 1714564800+i)
-			}
+// TestInfluxWriteChunks checks that a body decoded and stored a chunk at a
+// time answers as one whole write would: the first bad line of the body
+// named by its line number, wherever its chunk, the counts of all chunks,
+// the good lines of every chunk stored, and a string value running over
+// the line ends at a chunk boundary kept whole. The body's first chunk is
+// all good, its second holds a line the collection refuses and its third
+// one that does not parse.
+func TestInfluxWriteChunks(t *testing.T) {
+	s := newTestServer(t, func(o *api.Options) { o.MaxBody = 16 << 20 })
+	var b strings.Builder
+	lines, refused, broken := 0, 0, 0
+	for b.Len() < 3<<20+500 {
+		lines++
+		switch {
+		case b.Len() > 1<<20+1000 && refused == 0:
+			refused = lines
+			fmt.Fprintf(&b, "cpu,host=h%d time=1 %d\n", lines%50, 1714564800+lines) // the collection refuses it
+		case b.Len() > 2<<20+1000 && broken == 0:
+			broken = lines
+			b.WriteString("cpu,host=x v=\n") // does not parse
+		case b.Len() > 1<<20-40 && b.Len() < 1<<20:
+			// A string over three lines across the first chunk's end.
+			fmt.Fprintf(&b, "cpu,host=s note=\"a\nb\nc\" %d\n", 1714564800+lines)
+			lines += 2
+		default:
+			fmt.Fprintf(&b, "cpu,host=h%d v=%di %d\n", lines%50, lines, 1714564800+lines)
 		}
-		return b.String()
 	}
+	entries := lines - 2 // the string's entry spans three lines
+	r := s.mustDo(400, "POST", "/write?db=big&precision=s", b.String())
 	var e struct {
-		Code    string `json:"code"`
 		Message string `json:"message"`
 		Line    int    `json:"line"`
 	}
-	for _, c := range []struct {
-		db                string
-		parseErr, refused int
-		line              int
-	}{
-		{"a", 130_001, 90_000, 90_000},
-		{"b", 70_500, 120_000, 70_500},
-	} {
-		r := s.mustDo(400, "POST", "/write?db="+c.db+"&precision=s", body(c.parseErr, c.refused))
-		if err := json.Unmarshal(r.body, &e); err != nil || e.Line != c.line ||
-			!strings.Contains(e.Message, fmt.Sprintf("dropped 2 of %d lines, wrote %d", n, n-2)) {
-			t.Fatalf("%s: reply %s, want line %d", c.db, r.body, c.line)
-		}
-		desc := s.mustDo(200, "GET", "/v1/collections/"+c.db, "").json(t)
-		if got := desc["count"].(float64); got != n-2 {
-			t.Fatalf("%s: count %v, want %d", c.db, got, n-2)
-		}
+	want := fmt.Sprintf("dropped 2 of %d lines, wrote %d", entries, entries-2)
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Line != refused || !strings.HasPrefix(e.Message, fmt.Sprintf("partial write: line %d refused: ", refused)) ||
+		!strings.HasSuffix(e.Message, want) {
+		t.Fatalf("reply %s; want line %d refused, %q", r.body, refused, want)
+	}
+	desc := s.mustDo(200, "GET", "/v1/collections/big", "").json(t)
+	if desc["count"].(float64) != float64(entries-2) {
+		t.Fatalf("count %v, want %d", desc["count"], entries-2)
+	}
+	rows := s.findRows("big", `{"filter": {"tags.host": "s"}}`)
+	if len(rows) != 1 || rows[0]["note"] != "a\nb\nc" {
+		t.Fatalf("the string across the chunk boundary: %v", rows)
 	}
 }

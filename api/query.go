@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 
 	"github.com/hourglassdb/hourglass/api/render"
+	"github.com/hourglassdb/hourglass/internal/projection"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -23,8 +23,7 @@ import (
 // findRequest is the body of POST .../find.
 type findRequest struct {
 	filter     *partialfilter.Filter
-	projection map[string]bool // field -> included
-	inclusion  bool
+	projection projection.Spec
 	sort       int
 	limit      int64
 }
@@ -76,7 +75,7 @@ func parseFindRequest(raw map[string]any, ts *timeseries.TimeSeriesOptions) (fin
 			if !ok {
 				return req, badRequest("'projection' must be a JSON object")
 			}
-			if err := parseProjection(m, &req); err != nil {
+			if req.projection, err = projection.Parse(m); err != nil {
 				return req, err
 			}
 		case "sort":
@@ -109,74 +108,11 @@ func parseFindRequest(raw map[string]any, ts *timeseries.TimeSeriesOptions) (fin
 	return req, nil
 }
 
-// parseProjection reads a MongoDB projection: all inclusions or all
-// exclusions of top-level fields (_id, which measurements do not carry, may
-// be excluded in either).
-func parseProjection(m map[string]any, req *findRequest) error {
-	req.projection = make(map[string]bool, len(m))
-	var incl, excl bool
-	for f, v := range m {
-		var on bool
-		switch x := v.(type) {
-		case bool:
-			on = x
-		case json.Number:
-			fv, err := x.Float64()
-			if err != nil {
-				return badRequest("'projection.%s' must be 0, 1, true or false", f)
-			}
-			on = fv != 0
-		default:
-			return badRequest("'projection.%s' must be 0, 1, true or false", f)
-		}
-		if strings.Contains(f, ".") || strings.HasPrefix(f, "$") {
-			return badRequest("projection of %q is not supported: project top-level fields only", f)
-		}
-		if f == "_id" {
-			continue
-		}
-		if on {
-			incl = true
-		} else {
-			excl = true
-		}
-		if incl && excl {
-			return badRequest("a projection cannot mix inclusion and exclusion (at %q)", f)
-		}
-		req.projection[f] = on
-	}
-	req.inclusion = incl
-	return nil
-}
-
 // findOptions turns a request into storage options. fields are the
 // collection's measurement fields, for exclusion projections.
 func (req *findRequest) findOptions(ts *timeseries.TimeSeriesOptions, fields map[string][]string) timeseries.FindOptions {
 	opts := timeseries.FindOptions{Filter: req.filter, Sort: req.sort, Limit: req.limit}
-	if req.projection == nil || len(req.projection) == 0 {
-		return opts
-	}
-	if req.inclusion {
-		opts.OmitTime = !req.projection[ts.TimeField]
-		opts.OmitMeta = ts.MetaField == "" || !req.projection[ts.MetaField]
-		opts.Fields = []string{}
-		for f := range req.projection {
-			if f != ts.TimeField && f != ts.MetaField {
-				opts.Fields = append(opts.Fields, f)
-			}
-		}
-		sort.Strings(opts.Fields)
-		return opts
-	}
-	_, opts.OmitTime = req.projection[ts.TimeField]
-	_, opts.OmitMeta = req.projection[ts.MetaField]
-	opts.Fields = []string{}
-	for f := range fields {
-		if _, out := req.projection[f]; !out {
-			opts.Fields = append(opts.Fields, f)
-		}
-	}
-	sort.Strings(opts.Fields)
+	req.projection.Apply(&opts, ts, fields)
 	return opts
 }
 

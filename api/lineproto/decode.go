@@ -78,35 +78,31 @@ func NewDecoder() *Decoder {
 // still decoded. Entries without a timestamp take now, truncated to the
 // precision. body is not retained.
 func (d *Decoder) Decode(body []byte, prec Precision, now time.Time, res *Result) {
-	d.DecodeChunk(body, Position{}, 0, prec, now, res)
+	d.DecodeChunk(body, 0, 0, len(body), prec, now, res)
 }
 
-// Position is where DecodeChunk stopped in a body: the byte offset of the
-// next entry and the body lines before it.
-type Position struct {
-	Offset, Line int
-}
-
-// Done reports whether p is at the end of body.
-func (p Position) Done(body []byte) bool { return p.Offset >= len(body) }
-
-// DecodeChunk is Decode from p, stopping after the entry that brings
-// res.Measurements to max (0: no limit); it returns the position of the
-// next entry, for the next call (with res.NextChunk between them and the
-// same prec and now). A chunk ends at an entry's end, so a string value
-// running over several lines is never split, and line numbers (in
-// res.First and res.LineOf) count from the start of body.
-func (d *Decoder) DecodeChunk(body []byte, p Position, max int, prec Precision, now time.Time, res *Result) Position {
+// DecodeChunk decodes part of body the way Decode decodes all of it, so
+// that a large body can be decoded and stored a chunk at a time: it
+// appends to res the entries that start at offset pos or after, until the
+// first entry that ends size bytes or more past pos, and returns the
+// offset and the line where the next chunk starts. pos is 0 or a next
+// that the previous call on body returned, line 0 or the nextLine it
+// returned; next is len(body) once body is decoded. A chunk ends between
+// entries, never inside a string value that runs over several lines, and
+// line numbers (in res.First and LineOf) count from the start of body, so
+// that the chunks of a body give the entries, refusals and lines one
+// Decode of it gives. Give every chunk of a body the same now. body is not
+// retained.
+func (d *Decoder) DecodeChunk(body []byte, pos, line, size int, prec Precision, now time.Time, res *Result) (next, nextLine int) {
 	unit := prec.Duration()
 	def := now.Truncate(unit).UnixNano()
+	res.from, res.fromLine = pos, line
 	if d.referenceOnly {
-		if p.Offset == 0 {
-			d.reference(body, body, 1, unit, def, res)
-		}
-		return Position{Offset: len(body), Line: p.Line}
+		d.reference(body[pos:], body, line+1, unit, def, res)
+		return len(body), line + bytes.Count(body[pos:], newline)
 	}
-	line, pos := p.Line, p.Offset
-	for pos < len(body) {
+	start, size := pos, max(size, 1)
+	for pos < len(body) && pos-start < size {
 		line++
 		end := len(body)
 		if i := bytes.IndexByte(body[pos:], '\n'); i >= 0 {
@@ -127,12 +123,9 @@ func (d *Decoder) DecodeChunk(body []byte, p Position, max int, prec Precision, 
 			end, line = d.fallback(body, pos, end, line, unit, def, res)
 		}
 		pos = end + 1
-		if max > 0 && len(res.Measurements) >= max {
-			break
-		}
 	}
 	d.trim()
-	return Position{Offset: min(pos, len(body)), Line: line}
+	return min(pos, len(body)), line
 }
 
 var cr = []byte{'\r'}

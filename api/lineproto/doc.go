@@ -30,6 +30,10 @@
 // its line number (counting every line of the body) and text; the other
 // entries are still decoded.
 //
+// DecodeChunk decodes a body part by part, each part ending between
+// entries, with the same entries, counts and line numbers as Decode, so
+// that a large body can be stored a chunk at a time.
+//
 // # Fast path and reference parser
 //
 // The reference is github.com/influxdata/line-protocol/v2/lineprotocol,

@@ -122,6 +122,29 @@ func checkDecode(t *testing.T, body, precision string) {
 			t.Fatalf("body %q: measurement %d: %v", body, i, err)
 		}
 	}
+	// Decoded a few bytes at a time, the body gives the same entries on
+	// the same lines, the same counts and the same first refusal.
+	for _, size := range []int{1, 7, 64} {
+		var chunked Result
+		d := NewDecoder()
+		for pos, line, n := 0, 0, 0; pos < len(in); n++ {
+			if n > len(in) {
+				t.Fatalf("body %q, chunks of %d bytes: no progress at offset %d", body, size, pos)
+			}
+			pos, line = d.DecodeChunk(in, pos, line, size, prec, testNow, &chunked)
+		}
+		if chunked.Lines != got.Lines || chunked.Dropped != got.Dropped || len(chunked.Measurements) != len(got.Measurements) ||
+			(chunked.First == nil) != (got.First == nil) || (got.First != nil && (chunked.First.Line != got.First.Line || chunked.First.Text != got.First.Text)) {
+			t.Fatalf("body %q, chunks of %d bytes: lines %d dropped %d measurements %d first %v; whole: lines %d dropped %d measurements %d first %v",
+				body, size, chunked.Lines, chunked.Dropped, len(chunked.Measurements), chunked.First, got.Lines, got.Dropped, len(got.Measurements), got.First)
+		}
+		for i := range got.Measurements {
+			if !sameMeasurement(chunked.Measurements[i], got.Measurements[i]) || chunked.LineOf(i) != got.LineOf(i) {
+				t.Fatalf("body %q, chunks of %d bytes: measurement %d on line %d %+v; whole: line %d %+v",
+					body, size, i, chunked.LineOf(i), chunked.Measurements[i], got.LineOf(i), got.Measurements[i])
+			}
+		}
+	}
 	// A second decode by the same decoder, its caches warm, agrees.
 	var again Result
 	fast.Decode(in, prec, testNow, &again)
@@ -132,37 +155,6 @@ func checkDecode(t *testing.T, body, precision string) {
 		if !sameMeasurement(again.Measurements[i], got.Measurements[i]) {
 			t.Fatalf("body %q: second decode, measurement %d:\n%+v\n%+v", body, i, again.Measurements[i], got.Measurements[i])
 		}
-	}
-	// Decoded a few entries at a time, as the write handler does, the body
-	// gives the same measurements on the same lines, and the same counts
-	// and first refusal.
-	checkChunks(t, fast, in, prec, &got, 1+len(body)%3)
-}
-
-// checkChunks decodes body max entries at a time and compares with whole,
-// its decode in one call.
-func checkChunks(t *testing.T, d *Decoder, body []byte, prec Precision, whole *Result, max int) {
-	t.Helper()
-	var res Result
-	i, chunks := 0, 0
-	for p := (Position{}); !p.Done(body); res.NextChunk() {
-		next := d.DecodeChunk(body, p, max, prec, testNow, &res)
-		if next.Offset <= p.Offset || len(res.Measurements) > max+1 {
-			t.Fatalf("body %q: chunk from %+v to %+v with %d measurements (max %d)", body, p, next, len(res.Measurements), max)
-		}
-		p = next
-		chunks++
-		for j := range res.Measurements {
-			if i >= len(whole.Measurements) || !sameMeasurement(res.Measurements[j], whole.Measurements[i]) || res.LineOf(j) != whole.LineOf(i) {
-				t.Fatalf("body %q, %d entries a chunk: measurement %d (chunk %d) differs from the whole decode's", body, max, i, chunks)
-			}
-			i++
-		}
-	}
-	if i != len(whole.Measurements) || res.Lines != whole.Lines || res.Dropped != whole.Dropped ||
-		(res.First == nil) != (whole.First == nil) || (res.First != nil && res.First.Error() != whole.First.Error() || res.First != nil && res.First.Text != whole.First.Text) {
-		t.Fatalf("body %q, %d entries a chunk: %d measurements, lines %d, dropped %d, first %+v; whole: %d, %d, %d, %+v",
-			body, max, i, res.Lines, res.Dropped, res.First, len(whole.Measurements), whole.Lines, whole.Dropped, whole.First)
 	}
 }
 

@@ -43,6 +43,10 @@ type Result struct {
 
 	lines  []int32            // body line of each measurement
 	fields []timeseries.Field // backing store of the measurements' fields
+
+	// from is the offset in the body of the chunk being decoded, on the
+	// line after fromLine: where the text of a refused line is looked for.
+	from, fromLine int
 }
 
 // retainCap bounds the capacity a Result keeps across Reset, so that one
@@ -61,15 +65,7 @@ func (r *Result) Reset() {
 	}
 	r.Measurements, r.lines, r.fields = r.Measurements[:0], r.lines[:0], r.fields[:0]
 	r.Lines, r.Dropped, r.First = 0, 0, nil
-}
-
-// NextChunk drops the measurements decoded so far (after they were
-// stored), keeping the counts of entries and refusals and the first
-// refusal, for DecodeChunk to go on with the next part of a body.
-func (r *Result) NextChunk() {
-	clear(r.Measurements)
-	clear(r.fields)
-	r.Measurements, r.lines, r.fields = r.Measurements[:0], r.lines[:0], r.fields[:0]
+	r.from, r.fromLine = 0, 0
 }
 
 // LineOf returns the 1-based body line of Measurements[i], 0 if there is
@@ -108,7 +104,7 @@ func (r *Result) add(m timeseries.Measurement, line int) {
 func (r *Result) refuse(body []byte, line int, err error) {
 	r.Dropped++
 	if r.First == nil {
-		r.First = &LineError{Line: line, Text: lineText(body, line), Err: err}
+		r.First = &LineError{Line: line, Text: lineText(body[r.from:], line-r.fromLine), Err: err}
 	}
 }
 
