@@ -48,6 +48,8 @@ func influxCode(status int) string {
 }
 
 func (s *Server) writeInfluxError(w http.ResponseWriter, r *http.Request, err error, line int) {
+	err = s.replicaError(err)
+	setPrimary(w, err)
 	status, _, msg, internal := classify(err)
 	if internal {
 		s.log.Error("write failed", "path", r.URL.Path, "err", err)
@@ -129,8 +131,9 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 			if len(res.Measurements) == 0 {
 				continue
 			}
-			ins, err := s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
+			ins, err := s.w.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
 			if err != nil {
+				err = s.replicaError(err)
 				if status, code, m, internal := classify(err); inserted > 0 && !internal {
 					// What earlier chunks stored stays stored: say so.
 					err = &httpError{status: status, code: code,
@@ -183,7 +186,7 @@ func (s *Server) influxCollection(r *http.Request, name string) error {
 	}
 	info, err := s.db.DescribeShallow(r.Context(), name)
 	if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
-		if _, err := s.db.CreateCollection(r.Context(), name, influxCollectionOptions()); err != nil {
+		if _, err := s.w.CreateCollection(r.Context(), name, influxCollectionOptions()); err != nil {
 			return err
 		}
 		s.log.Info("collection created by line-protocol write", "collection", name)
@@ -236,9 +239,9 @@ func (s *Server) handleInfluxQuery(w http.ResponseWriter, r *http.Request) {
 				res["error"] = err.Error()
 				break
 			}
-			_, err := s.db.CreateCollection(r.Context(), name, influxCollectionOptions())
+			_, err := s.w.CreateCollection(r.Context(), name, influxCollectionOptions())
 			if err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
-				res["error"] = err.Error()
+				res["error"] = s.replicaError(err).Error()
 			}
 		case showDatabasesRE.MatchString(stmt):
 			infos, err := s.db.ListCollections(r.Context())
