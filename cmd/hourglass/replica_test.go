@@ -140,10 +140,54 @@ func sensorCounts(m *member) map[string]int {
 	return out
 }
 
+// ttlDeleted returns the measurements m's TTL monitor deleted, -1 when
+// it does not answer.
+func ttlDeleted(m *member) int64 {
+	st, b := get("http://" + m.http + "/v1/status")
+	var s struct {
+		Metrics struct {
+			TTL struct{ DeletedDocuments int64 }
+		}
+	}
+	if st != 200 || json.Unmarshal(b, &s) != nil {
+		return -1
+	}
+	return s.Metrics.TTL.DeletedDocuments
+}
+
+// expireOld writes n measurements of 2020 into the collection "e" (a
+// minute's TTL) through leader and waits until its monitor deleted them;
+// the other members' monitors delete nothing.
+func expireOld(t *testing.T, leader *member, others []*member, n int) {
+	t.Helper()
+	before := ttlDeleted(leader)
+	var body strings.Builder
+	for i := range n {
+		fmt.Fprintf(&body, `{"t": {"$date": "2020-01-01T00:00:%02dZ"}, "sensor": "old", "v": %d}`+"\n", i, i)
+	}
+	if st, reply, err := leader.srv.post(t, "/v1/collections/e/documents", "application/x-ndjson", body.String()); err != nil || st != 200 {
+		t.Fatalf("insert into e on %s: %d %s %v", leader.id, st, reply, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for ttlDeleted(leader) < before+int64(n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader %s's TTL monitor deleted %d of %d", leader.id, ttlDeleted(leader)-before, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // two passes of the others' monitors
+	for _, m := range others {
+		if d := ttlDeleted(m); d != 0 {
+			t.Errorf("follower %s's TTL monitor deleted %d measurements", m.id, d)
+		}
+	}
+}
+
 // Three real binaries on loopback make a replica set: writes through the
 // leader reach every member, a follower refuses them naming the leader,
-// and after kill -9 of the leader another accepts writes within seconds
-// with every acknowledged write on the survivors; the killed member,
+// the TTL monitor deletes on the leader only, and after kill -9 of the
+// leader another accepts writes within seconds with every acknowledged
+// write on the survivors, and its monitor takes over; the killed member,
 // restarted, catches up.
 func TestReplicaSetProcesses(t *testing.T) {
 	if testing.Short() {
@@ -159,7 +203,7 @@ func TestReplicaSetProcesses(t *testing.T) {
 	}
 	for _, m := range ms {
 		m.args = []string{"serve", "--replica-set", "rs0", "--node-id", m.id, "--raft-listen", m.raft,
-			"--members", strings.Join(spec, ","), "--listen", m.http, "--data-dir", m.dir, "--log-format", "json"}
+			"--members", strings.Join(spec, ","), "--listen", m.http, "--data-dir", m.dir, "--log-format", "json", "--ttl-monitor-sleep", "500ms"}
 		m.start(t)
 	}
 	waitLeader := func(within time.Duration) *member {
@@ -181,6 +225,9 @@ func TestReplicaSetProcesses(t *testing.T) {
 	leader := waitLeader(10 * time.Second)
 	if st := leader.srv.put(t, "/v1/collections/m", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`); st != 201 {
 		t.Fatalf("create on the leader: %d", st)
+	}
+	if st := leader.srv.put(t, "/v1/collections/e", `{"timeseries": {"timeField": "t", "metaField": "sensor"}, "expireAfterSeconds": 60}`); st != 201 {
+		t.Fatalf("create e on the leader: %d", st)
 	}
 
 	// One writer sends batches of 20 measurements, each batch a sensor of
@@ -277,6 +324,14 @@ func TestReplicaSetProcesses(t *testing.T) {
 		t.Fatalf("create on follower: %d, Hourglass-Primary %q, want 421 and %s", resp.StatusCode, resp.Header.Get("Hourglass-Primary"), leader.http)
 	}
 
+	var followers []*member
+	for _, m := range ms {
+		if m != leader {
+			followers = append(followers, m)
+		}
+	}
+	expireOld(t, leader, followers, 10)
+
 	// kill -9 the leader while the writer goes on.
 	killed := leader
 	killed.kill(t)
@@ -307,6 +362,13 @@ func TestReplicaSetProcesses(t *testing.T) {
 	for range 10 {
 		write()
 	}
+	var others []*member
+	for _, m := range survivors {
+		if m != target {
+			others = append(others, m)
+		}
+	}
+	expireOld(t, target, others, 10)
 
 	// Every acknowledged batch is whole on both survivors, which hold
 	// the same.
