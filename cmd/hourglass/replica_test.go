@@ -393,3 +393,28 @@ func TestReplicaSetProcesses(t *testing.T) {
 	waitSame(ms, total)
 	t.Logf("%d batches acknowledged, %d measurements on every member after the restart", len(acked), total)
 }
+
+// The replica-set flags are checked together before anything starts.
+func TestReplicaFlags(t *testing.T) {
+	const m = "n1=127.0.0.1:7801/127.0.0.1:7701,n2=127.0.0.1:7802/127.0.0.1:7702"
+	ok := replicaConfig{name: "rs0", nodeID: "n2", raftListen: "127.0.0.1:7802", members: m}
+	got, err := ok.parse()
+	if err != nil || len(got) != 2 || got[1] != (replicaMember{id: "n2", raft: "127.0.0.1:7802", http: "127.0.0.1:7702"}) {
+		t.Fatalf("parse: %v %v", got, err)
+	}
+	for _, c := range []struct {
+		cfg  replicaConfig
+		want string
+	}{
+		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:7801"}, "together"},
+		{replicaConfig{name: "rs0", nodeID: "n3", raftListen: "127.0.0.1:7803", members: m}, `does not name this member, --node-id "n3"`},
+		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:9999", members: m}, "--raft-listen is 127.0.0.1:9999"},
+		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:7801", members: m + ",n1=127.0.0.1:7803/127.0.0.1:7703"}, `names "n1" twice`},
+		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:7801", members: "n1=127.0.0.1:7801"}, "want id=raft-host:port/http-host:port"},
+		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:7801", members: "n1=127.0.0.1:7801/nowhere"}, "missing port"},
+	} {
+		if _, err := c.cfg.parse(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.replica.name, "replica-set", "", "`name` of the replica set this server is a member of (docs/replication.md); with --node-id, --raft-listen and --members")
 	fs.StringVar(&cfg.replica.nodeID, "node-id", "", "this member's `id` in the replica set, kept across restarts")
 	fs.StringVar(&cfg.replica.raftListen, "raft-listen", "", "`address` to exchange the replica set's raft traffic on; this member's raft address in --members")
-	fs.StringVar(&cfg.replica.members, "members", "", "every member of a new replica set, this one included, the same on each: `list` of id=raft-host:port/http-host:port, comma-separated; a member's HTTP address is the --listen others reach it at")
+	fs.StringVar(&cfg.replica.members, "members", "", "every member of the replica set, this one included, the same on each member and at every start: `list` of id=raft-host:port/http-host:port, comma-separated; a member that never ran makes a new set of them; a member's HTTP address is the --listen others reach it at")
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, `Usage: hourglass serve [flags]
