@@ -122,7 +122,7 @@ func (s *Server) handleCreateCollection(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	s.metrics.opCommand.Add(1)
-	created, err := s.db.CreateCollection(r.Context(), name, opts)
+	created, err := s.w.CreateCollection(r.Context(), name, opts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -185,7 +185,7 @@ func (s *Server) handleDropCollection(w http.ResponseWriter, r *http.Request) {
 	s.metrics.opCommand.Add(1)
 	o := s.ops.begin("command", name, r, "drop")
 	defer s.ops.end(o)
-	if err := s.db.DropCollection(r.Context(), name); err != nil {
+	if err := s.w.DropCollection(r.Context(), name); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -196,6 +196,9 @@ func (s *Server) handleDropCollection(w http.ResponseWriter, r *http.Request) {
 // handleCollMod is MongoDB's collMod: the collection-level
 // expireAfterSeconds (a number or "off") and the time-series bucketing.
 func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
+	if s.notReplicated(w, r, "collMod") {
+		return
+	}
 	name, raw, text, ok := s.readCommand(w, r)
 	if !ok {
 		return

@@ -103,7 +103,7 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 	if ts == nil {
 		reply, err = insertInChunks(buf.b, ndjson, ordered, o, document.FromJSON,
 			func(docs []document.Doc) (timeseries.InsertResult, error) {
-				return s.db.InsertDocuments(r.Context(), name, docs, timeseries.InsertOptions{Unordered: !ordered})
+				return s.w.InsertDocuments(r.Context(), name, docs, timeseries.InsertOptions{Unordered: !ordered})
 			})
 	} else {
 		reply, err = insertInChunks(buf.b, ndjson, ordered, o,
@@ -111,7 +111,7 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 				return timeseries.MeasurementFromDocument(ts, d)
 			},
 			func(ms []timeseries.Measurement) (timeseries.InsertResult, error) {
-				return s.db.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
+				return s.w.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
 			})
 	}
 	s.writeInsertReply(w, r, &reply, err)

@@ -17,6 +17,9 @@ type httpError struct {
 	status int
 	code   mongoerr.Code
 	msg    string
+	// primary, on a replica set follower's refusal of a write, is the
+	// leader's HTTP address, sent in the Hourglass-Primary header.
+	primary string
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -89,6 +92,8 @@ type errorDetail struct {
 
 // writeError replies with err in the API's error shape.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = s.replicaError(err)
+	setPrimary(w, err)
 	status, code, msg, internal := classify(err)
 	if internal {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -96,5 +101,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests || status == http.StatusInsufficientStorage {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: int(code), CodeName: code.Name(), Message: msg}})
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: int(code), CodeName: codeName(code), Message: msg}})
+}
+
+// codeName is code's name, NotWritablePrimary among them.
+func codeName(code mongoerr.Code) string {
+	if code == codeNotWritablePrimary {
+		return "NotWritablePrimary"
+	}
+	return code.Name()
+}
+
+// setPrimary names the leader's HTTP address in a header when err is a
+// follower's refusal of a write.
+func setPrimary(w http.ResponseWriter, err error) {
+	var he *httpError
+	if errors.As(err, &he) && he.primary != "" {
+		w.Header().Set(primaryHeader, he.primary)
+	}
 }

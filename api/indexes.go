@@ -132,7 +132,7 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.opCommand.Add(1)
-	created, idx, err := s.db.CreateIndex(r.Context(), name, spec)
+	created, idx, err := s.w.CreateIndex(r.Context(), name, spec)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -210,6 +210,9 @@ func (s *Server) handleListIndexes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDropIndex(w http.ResponseWriter, r *http.Request) {
+	if s.notReplicated(w, r, "dropIndex") {
+		return
+	}
 	name, ok := s.pathCollection(w, r)
 	if !ok {
 		return

@@ -48,6 +48,8 @@ func influxCode(status int) string {
 }
 
 func (s *Server) writeInfluxError(w http.ResponseWriter, r *http.Request, err error, line int) {
+	err = s.replicaError(err)
+	setPrimary(w, err)
 	status, _, msg, internal := classify(err)
 	if internal {
 		s.log.Error("write failed", "path", r.URL.Path, "err", err)
@@ -140,7 +142,7 @@ func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string,
 		var ins timeseries.InsertResult
 		if len(res.Measurements) > 0 || first {
 			var err error
-			ins, err = s.db.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
+			ins, err = s.w.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
 			if err != nil {
 				if wrote == 0 {
 					s.writeInfluxError(w, r, err, 0) // nothing stored: the error alone
@@ -148,7 +150,7 @@ func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string,
 				}
 				s.metrics.docsInserted.Add(int64(wrote))
 				s.metrics.inserted.WithLabelValues("line").Add(float64(wrote))
-				s.writeInfluxError(w, r, partialStore(s, r, err, from, wrote), from+1)
+				s.writeInfluxError(w, r, partialStore(s, r, s.replicaError(err), from, wrote), from+1)
 				return
 			}
 		}
@@ -202,7 +204,7 @@ func (s *Server) influxCollection(r *http.Request, name string) error {
 	}
 	info, err := s.db.DescribeShallow(r.Context(), name)
 	if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
-		if _, err := s.db.CreateCollection(r.Context(), name, influxCollectionOptions()); err != nil {
+		if _, err := s.w.CreateCollection(r.Context(), name, influxCollectionOptions()); err != nil {
 			return err
 		}
 		s.log.Info("collection created by line-protocol write", "collection", name)
@@ -255,9 +257,9 @@ func (s *Server) handleInfluxQuery(w http.ResponseWriter, r *http.Request) {
 				res["error"] = err.Error()
 				break
 			}
-			_, err := s.db.CreateCollection(r.Context(), name, influxCollectionOptions())
+			_, err := s.w.CreateCollection(r.Context(), name, influxCollectionOptions())
 			if err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
-				res["error"] = err.Error()
+				res["error"] = s.replicaError(err).Error()
 			}
 		case showDatabasesRE.MatchString(stmt):
 			infos, err := s.db.ListCollections(r.Context())

@@ -184,6 +184,9 @@ func filterString(f *partialfilter.Filter) string {
 // ...}, "multi": false} on a plain collection. Reply {"matched": N,
 // "modified": N}.
 func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
+	if s.notReplicated(w, r, "update") {
+		return
+	}
 	name, raw, f, ok := s.readPlainWrite(w, r, "; {} matches every document", "filter", "update", "multi")
 	if !ok {
 		return
@@ -220,6 +223,9 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 // "replacement": {...}} replaces the first matching document, keeping its
 // _id.
 func (s *Server) handleReplace(w http.ResponseWriter, r *http.Request) {
+	if s.notReplicated(w, r, "replace") {
+		return
+	}
 	name, raw, f, ok := s.readPlainWrite(w, r, `, such as {"_id": ...}`, "filter", "replacement")
 	if !ok {
 		return

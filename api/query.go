@@ -437,9 +437,12 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	o := s.ops.begin("remove", name, r, fmt.Sprintf("delete %s", f))
 	defer s.ops.end(o)
 	var n int64
-	if info.Options.TimeSeries == nil {
+	switch {
+	case s.opts.ReplicaSet != nil:
+		n, err = s.deleteReplicated(r.Context(), name, info.Options.TimeSeries == nil, fv)
+	case info.Options.TimeSeries == nil:
 		n, err = s.db.DeleteDocuments(r.Context(), name, f)
-	} else {
+	default:
 		n, err = s.db.Delete(r.Context(), name, f)
 	}
 	if err != nil {

@@ -93,6 +93,11 @@ type Options struct {
 
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+
+	// ReplicaSet, when set, makes the server a member of a replica set:
+	// writes go through its Node (DB must be the Node's), writes the log
+	// does not carry yet are refused, and /v1/replset reports the set.
+	ReplicaSet *ReplicaSet
 }
 
 // EnsureDefaults fills in the zero fields.
@@ -136,6 +141,9 @@ func (o *Options) Validate() error {
 	if o.DB == nil {
 		errs = append(errs, errors.New("api: Options.DB is required"))
 	}
+	if o.ReplicaSet != nil && (o.ReplicaSet.Node == nil || o.ReplicaSet.Node.DB() != o.DB) {
+		errs = append(errs, errors.New("api: Options.ReplicaSet.Node is required and its DB must be Options.DB"))
+	}
 	if o.MaxBody < 1024 {
 		errs = append(errs, fmt.Errorf("api: MaxBody %d is below the minimum of 1024 bytes", o.MaxBody))
 	}
@@ -160,6 +168,8 @@ func (o *Options) Validate() error {
 type Server struct {
 	opts    Options
 	db      *timeseries.DB
+	w       Writer       // db, or the replica set's Node
+	peers   *http.Client // asks the other members of a replica set for their state
 	log     *slog.Logger
 	router  chi.Router
 	ops     *opRegistry
@@ -176,7 +186,8 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		opts: opts, db: opts.DB, log: opts.Logger,
+		opts: opts, db: opts.DB, w: opts.DB, log: opts.Logger,
+		peers:   &http.Client{Timeout: peerTimeout},
 		ops:     newOpRegistry(opts.Now),
 		writes:  newAdmission(opts.MaxConcurrentWrites, opts.MaxQueuedWrites),
 		bodies:  &bodyBudget{max: opts.MaxBodyMemory},
@@ -187,6 +198,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if opts.ReplicaSet != nil {
+		s.w = opts.ReplicaSet.Node
+	}
 	s.router = s.routes()
 	return s, nil
 }
@@ -246,6 +260,7 @@ func (s *Server) routes() chi.Router {
 		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		r.Get("/v1/status", s.handleStatus)
 		r.Get("/v1/currentop", s.handleCurrentOp)
+		r.Get("/v1/replset", s.handleReplSet)
 		r.Get("/v1/collections", s.handleListCollections)
 		r.Route("/v1/collections/{name}", func(r chi.Router) {
 			r.Put("/", s.handleCreateCollection)

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -160,7 +161,16 @@ func appendBytes(dst, b []byte) []byte {
 
 func appendMeasurement(dst []byte, m *timeseries.Measurement) ([]byte, error) {
 	dst = binary.AppendVarint(dst, m.Time)
-	meta, err := document.Encode(nil, document.Doc{"m": m.Meta})
+	v := m.Meta
+	if k, ok := v.(timeseries.MetaKey); ok {
+		// Already encoded (line protocol): carried as the value it
+		// encodes, which every member's engine encodes to k again.
+		var err error
+		if v, err = timeseries.DecodeMeta(string(k)); err != nil {
+			return nil, mongoerr.New(mongoerr.BadValue, "invalid meta key: %v", err)
+		}
+	}
+	meta, err := document.Encode(nil, document.Doc{"m": v})
 	if err != nil {
 		return nil, err
 	}

@@ -120,3 +120,30 @@ func FuzzDecodeCommand(f *testing.F) {
 		}
 	})
 }
+
+// A meta value already encoded (timeseries.MetaKey, as line protocol
+// gives) travels as the value it encodes, which encodes to the same key.
+func TestCommandMetaKey(t *testing.T) {
+	meta := map[string]any{"_measurement": "cpu", "host": "a"}
+	key, err := timeseries.CanonicalMeta(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Command{Op: OpInsert, Collection: "lp", Measurements: []timeseries.Measurement{
+		{Time: 1, Meta: timeseries.MetaKey(key), Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(1)}}}}}
+	b, err := c.encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeCommand(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := timeseries.CanonicalMeta(got.Measurements[0].Meta); err != nil || k != key {
+		t.Fatalf("meta decodes to %v (key %q, %v), want key %q", got.Measurements[0].Meta, k, err, key)
+	}
+	c.Measurements[0].Meta = timeseries.MetaKey("{not canonical")
+	if _, err := c.encode(nil); err == nil {
+		t.Fatal("an invalid meta key was encoded")
+	}
+}

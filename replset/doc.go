@@ -1,8 +1,8 @@
 // Package replset replicates an Hourglass engine across the members of a
 // replica set with Raft (github.com/hashicorp/raft). It is work in
-// progress: nothing serves it yet (no flags, no wire-protocol or HTTP
-// routing); docs/replication.md has the design, what exists and what
-// remains.
+// progress: hourglass serve --replica-set serves it over the HTTP API
+// (package api), not yet over the wire protocol; docs/replication.md has
+// the design, what exists and what remains.
 //
 // A Node is one member: a raft node whose log and stable state (term,
 // vote, the last applied index) live in a Pebble store of its own in

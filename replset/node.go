@@ -131,8 +131,9 @@ func (n *Node) raftConfig(w *raftLogWriter) *raft.Config {
 }
 
 // Bootstrap makes members (this member among them) a new set. It is called
-// once, on one member of a set that has never run; on a member with state
-// it fails with raft.ErrCantBootstrap.
+// on one member of a set that has never run, or on each of them with the
+// same members (raft keeps one configuration); on a member with state it
+// fails with an error wrapping raft.ErrCantBootstrap.
 func (n *Node) Bootstrap(members []Member) error {
 	var conf raft.Configuration
 	for _, m := range members {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/mongowire"
+	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -52,6 +53,8 @@ type serveConfig struct {
 	ttlTargetDocs int64
 	ttlTargetTime time.Duration
 	ttlSubPass    time.Duration
+	// A replica set member (docs/replication.md).
+	replica replicaConfig
 }
 
 func serveFlags(cfg *serveConfig) *flag.FlagSet {
@@ -86,6 +89,10 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Int64Var(&cfg.ttlTargetDocs, "ttl-index-delete-target-docs", 50000, "measurements a TTL rule deletes before the next rule's turn (`n`, 0: no limit; ttlIndexDeleteTargetDocs)")
 	fs.DurationVar(&cfg.ttlTargetTime, "ttl-index-delete-target-time", time.Second, "time a TTL rule deletes before the next rule's turn (`duration`, 0: no limit; ttlIndexDeleteTargetTimeMS)")
 	fs.DurationVar(&cfg.ttlSubPass, "ttl-subpass-target", 60*time.Second, "length of a TTL sub-pass before the rules are listed again (`duration`, 0: no limit; ttlMonitorSubPassTargetSecs)")
+	fs.StringVar(&cfg.replica.name, "replica-set", "", "`name` of the replica set this server is a member of (docs/replication.md); with --node-id, --raft-listen and --members")
+	fs.StringVar(&cfg.replica.nodeID, "node-id", "", "this member's `id` in the replica set, kept across restarts")
+	fs.StringVar(&cfg.replica.raftListen, "raft-listen", "", "`address` to exchange the replica set's raft traffic on; this member's raft address in --members")
+	fs.StringVar(&cfg.replica.members, "members", "", "every member of the replica set, this one included, the same on each member and at every start: `list` of id=raft-host:port/http-host:port, comma-separated; a member that never ran makes a new set of them; a member's HTTP address is the --listen others reach it at")
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, `Usage: hourglass serve [flags]
@@ -97,6 +104,12 @@ MongoDB wire protocol of docs/mongodb.md on --mongo-listen, with the data in
 SIGINT or SIGTERM stops it cleanly: requests in progress finish, buckets are
 written to disk. A second signal exits at once; acknowledged writes are safe
 in the log either way.
+
+With --replica-set, --node-id, --raft-listen and --members, the server is a
+member of a replica set (docs/replication.md): writes go to the leader and
+are applied on every member, followers answer writes with 421 and the
+leader's address, the TTL monitor deletes on the leader only, and the MongoDB
+wire protocol is off.
 
 Flags:
 `)
@@ -117,6 +130,21 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := checkListen("--listen", cfg.listen, cfg.authToken, cfg.insecure); err != nil {
 		return err
+	}
+	var members []replicaMember
+	if cfg.replica.enabled() {
+		if members, err = cfg.replica.parse(); err != nil {
+			return err
+		}
+		if err := checkListen("--raft-listen", cfg.replica.raftListen, "", cfg.insecure); err != nil {
+			return fmt.Errorf("%w (raft traffic is not authenticated: keep it on a private network)", err)
+		}
+		mongoSet := false
+		fs.Visit(func(f *flag.Flag) { mongoSet = mongoSet || f.Name == "mongo-listen" })
+		if mongoSet && cfg.mongoListen != "" {
+			return errors.New("--mongo-listen: the MongoDB wire protocol is not served on a replica set member yet (its writes are not replicated); leave it out")
+		}
+		cfg.mongoListen = ""
 	}
 	if cfg.mongoListen != "" {
 		if err := checkListen("--mongo-listen", cfg.mongoListen, cfg.authToken, cfg.insecure); err != nil {
@@ -142,13 +170,42 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 
 	start := time.Now()
-	db, err := timeseries.Open(timeseries.Options{
+	engine := timeseries.Options{
 		Dir: cfg.dataDir, MemoryBudget: int64(cfg.memoryBudget), CheckpointInterval: cfg.checkpointInterval,
 		QueryMemoryBytes: int64(cfg.queryMemory), DiskReserve: diskReserve(cfg.diskReserve), AggregateMaxCells: cfg.aggregateMaxCells,
 		Logger: log.With("component", "storage"),
-	})
-	if err != nil {
-		return fmt.Errorf("open data directory %s: %w", cfg.dataDir, err)
+	}
+	var (
+		db       *timeseries.DB
+		node     *replset.Node
+		store    ttl.Store
+		replica  *api.ReplicaSet
+		closeAll func() error
+	)
+	if members == nil {
+		if db, err = timeseries.Open(engine); err != nil {
+			return fmt.Errorf("open data directory %s: %w", cfg.dataDir, err)
+		}
+		store, closeAll = db, db.Close
+	} else {
+		node, err = replset.Open(replset.Options{ID: cfg.replica.nodeID, Dir: cfg.dataDir, Addr: cfg.replica.raftListen,
+			Engine: engine, Logger: log.With("component", "replset")})
+		if err != nil {
+			return fmt.Errorf("open replica set member in %s: %w", cfg.dataDir, err)
+		}
+		created, err := bootstrap(node, members)
+		if err != nil {
+			node.Close()
+			return err
+		}
+		httpAddrs := map[string]string{}
+		for _, m := range members {
+			httpAddrs[m.id] = m.http
+		}
+		db, store, closeAll = node.DB(), node, node.Close
+		replica = &api.ReplicaSet{Name: cfg.replica.name, Node: node, HTTP: httpAddrs}
+		log.Info("replica set member", "set", cfg.replica.name, "id", cfg.replica.nodeID, "raft_listen", node.Addr(),
+			"members", len(members), "new_set", created)
 	}
 	log.Info("storage open", "dir", cfg.dataDir, "took", time.Since(start).Round(time.Millisecond))
 
@@ -159,12 +216,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return v
 	}
 	monitor, err := ttl.New(ttl.Options{
-		Store: db, Disabled: !cfg.ttlEnabled, Sleep: cfg.ttlSleep,
+		Store: store, Disabled: !cfg.ttlEnabled, Sleep: cfg.ttlSleep,
 		TargetDocs: unlimited(cfg.ttlTargetDocs), TargetTime: time.Duration(unlimited(int64(cfg.ttlTargetTime))),
 		SubPassTarget: time.Duration(unlimited(int64(cfg.ttlSubPass))), Logger: log.With("component", "ttl"),
 	})
 	if err != nil {
-		db.Close()
+		closeAll()
 		return err
 	}
 	monitor.Start()
@@ -173,10 +230,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		DB: db, TTL: monitor, AuthToken: cfg.authToken, MaxBody: int64(cfg.maxBody),
 		MaxBodyMemory: int64(cfg.maxBodyMemory), MinBodyRate: int64(cfg.minBodyRate), BodyRateGrace: cfg.bodyRateGrace,
 		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites,
-		Version: versionString(), Build: thisBuild(), Logger: log.With("component", "api"),
+		Version: versionString(), Build: thisBuild(), Logger: log.With("component", "api"), ReplicaSet: replica,
 	})
 	if err != nil {
-		db.Close()
+		closeAll()
 		return err
 	}
 	hs := &http.Server{
@@ -199,7 +256,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		ms, err = mongowire.New(mongowire.Options{DB: db, TTL: monitor, AuthToken: cfg.authToken, Version: versionString(),
 			Logger: log.With("component", "mongowire")})
 		if err != nil {
-			db.Close()
+			closeAll()
 			return err
 		}
 		go func() { served <- ms.Serve(mln) }()
@@ -245,7 +302,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// timeout (a disk that stops taking writes, say). Acknowledged writes
 	// are in the log whether it finishes or not.
 	closed := make(chan error, 1)
-	go func() { closed <- db.Close() }()
+	go func() { closed <- closeAll() }()
 	select {
 	case err := <-closed:
 		if err != nil {

@@ -1,0 +1,247 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/replset"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Writer is what the server writes through, other than deletes: the
+// engine itself (*timeseries.DB) on a server of its own, the member's
+// replset.Node on a replica set, where the leader replicates each write
+// and every member applies it to its engine.
+type Writer interface {
+	CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error)
+	DropCollection(ctx context.Context, name string) error
+	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
+	Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
+	InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
+}
+
+var (
+	_ Writer = (*timeseries.DB)(nil)
+	_ Writer = (*replset.Node)(nil)
+)
+
+// ReplicaSet makes the server a member of a replica set
+// (docs/replication.md): writes go through Node, reads to Node.DB (which
+// must be Options.DB).
+type ReplicaSet struct {
+	// Name is the set's name (serve's --replica-set).
+	Name string
+	// Node is this member.
+	Node *replset.Node
+	// HTTP maps the raft ID of every member to the address (host:port) its
+	// HTTP API listens on: a follower names the leader's in its refusals,
+	// and /v1/replset asks the others for their state there.
+	HTTP map[string]string
+}
+
+// notReplicated refuses, on a replica set, a write the log does not carry
+// yet: applied on one member only it would make the members diverge. It
+// reports whether it answered.
+func (s *Server) notReplicated(w http.ResponseWriter, r *http.Request, op string) bool {
+	if s.opts.ReplicaSet == nil {
+		return false
+	}
+	s.writeError(w, r, newHTTPError(http.StatusBadRequest, mongoerr.IllegalOperation,
+		"%s is not replicated yet: a replica set member refuses it rather than apply it on one member (docs/replication.md)", op))
+	return true
+}
+
+// deleteReplicated deletes what filter (the request's JSON object)
+// matches, through the member's Node.
+func (s *Server) deleteReplicated(ctx context.Context, name string, plain bool, filter any) (int64, error) {
+	b, err := json.Marshal(filter)
+	if err != nil {
+		return 0, badRequest("'filter' cannot be encoded: %v", err)
+	}
+	if plain {
+		return s.opts.ReplicaSet.Node.DeleteDocuments(ctx, name, b)
+	}
+	return s.opts.ReplicaSet.Node.Delete(ctx, name, b)
+}
+
+// codeNotWritablePrimary is MongoDB's NotWritablePrimary (10107): a write
+// sent to a member that is not the primary.
+const codeNotWritablePrimary mongoerr.Code = 10107
+
+// primaryHeader names the leader's HTTP address on a follower's refusal.
+const primaryHeader = "Hourglass-Primary"
+
+// replicaError turns the errors of a replicated write into the API's:
+// a follower's refusal is 421 naming the leader's HTTP address (503 while
+// no leader is known), a write not committed in time or a halted or closed
+// member 503. Other errors are returned as they are.
+func (s *Server) replicaError(err error) error {
+	rs := s.opts.ReplicaSet
+	if rs == nil || err == nil {
+		return err
+	}
+	var nl *replset.NotLeaderError
+	switch {
+	case errors.As(err, &nl):
+		if nl.LeaderID == "" {
+			return &httpError{status: http.StatusServiceUnavailable, code: codeNotWritablePrimary,
+				msg: fmt.Sprintf("member %s of replica set %s is not the primary and knows none (an election may be running); retry", rs.Node.ID(), rs.Name)}
+		}
+		addr := rs.HTTP[nl.LeaderID]
+		if addr == "" {
+			return &httpError{status: http.StatusMisdirectedRequest, code: codeNotWritablePrimary,
+				msg: fmt.Sprintf("member %s of replica set %s is not the primary; the primary is %s (raft %s), whose HTTP address this member does not know", rs.Node.ID(), rs.Name, nl.LeaderID, nl.Leader)}
+		}
+		return &httpError{status: http.StatusMisdirectedRequest, code: codeNotWritablePrimary, primary: addr,
+			msg: fmt.Sprintf("member %s of replica set %s is not the primary; write to the primary %s at %s", rs.Node.ID(), rs.Name, nl.LeaderID, addr)}
+	case errors.Is(err, replset.ErrTimeout):
+		return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.InternalError,
+			msg: err.Error() + " (it may still be applied: a retry may apply it twice)"}
+	case errors.Is(err, replset.ErrHalted), errors.Is(err, replset.ErrClosed):
+		return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.ShutdownInProgress, msg: err.Error()}
+	}
+	return err
+}
+
+// replSetMember is one member in /v1/replset.
+type replSetMember struct {
+	ID           string     `json:"id"`
+	Raft         string     `json:"raft"`
+	HTTP         string     `json:"http,omitempty"`
+	Self         bool       `json:"self,omitempty"`
+	State        string     `json:"state"`
+	AppliedIndex *uint64    `json:"appliedIndex,omitempty"`
+	LastContact  *time.Time `json:"lastContact,omitempty"`
+	Error        string     `json:"error,omitempty"`
+}
+
+type replSetLeader struct {
+	ID   string `json:"id"`
+	Raft string `json:"raft"`
+	HTTP string `json:"http,omitempty"`
+}
+
+// replSetStatus is the reply of /v1/replset.
+type replSetStatus struct {
+	Set          string          `json:"set"`
+	Self         string          `json:"self"`
+	State        string          `json:"state"`
+	Leader       *replSetLeader  `json:"leader"`
+	Term         uint64          `json:"term"`
+	CommitIndex  uint64          `json:"commitIndex"`
+	AppliedIndex uint64          `json:"appliedIndex"`
+	LastContact  *time.Time      `json:"lastContact,omitempty"`
+	Halted       string          `json:"halted,omitempty"`
+	Members      []replSetMember `json:"members"`
+}
+
+// peerTimeout bounds the question /v1/replset asks each other member.
+const peerTimeout = time.Second
+
+// handleReplSet serves GET /v1/replset: the set as this member sees it,
+// each other member's state and applied index as that member answers
+// (?self=true: this member's view without asking the others).
+func (s *Server) handleReplSet(w http.ResponseWriter, r *http.Request) {
+	rs := s.opts.ReplicaSet
+	if rs == nil {
+		s.writeError(w, r, newHTTPError(http.StatusNotFound, mongoerr.BadValue,
+			"this server is not a replica set member (serve --replica-set)"))
+		return
+	}
+	st := s.localReplSet()
+	if r.URL.Query().Get("self") == "true" {
+		writeJSON(w, http.StatusOK, st)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range st.Members {
+		m := &st.Members[i]
+		if m.Self {
+			continue
+		}
+		if m.HTTP == "" {
+			m.State, m.Error = "unknown", "its HTTP address is not known to this member"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.askPeer(r.Context(), m)
+		}()
+	}
+	wg.Wait()
+	writeJSON(w, http.StatusOK, st)
+}
+
+// localReplSet is this member's view, its own entry filled in.
+func (s *Server) localReplSet() replSetStatus {
+	rs := s.opts.ReplicaSet
+	ns := rs.Node.Status()
+	st := replSetStatus{Set: rs.Name, Self: ns.ID, State: ns.Role.String(), Term: ns.Term,
+		CommitIndex: ns.CommitIndex, AppliedIndex: ns.AppliedIndex, Members: []replSetMember{}}
+	if ns.LeaderID != "" {
+		st.Leader = &replSetLeader{ID: ns.LeaderID, Raft: ns.LeaderAddr, HTTP: rs.HTTP[ns.LeaderID]}
+	}
+	if !ns.LastContact.IsZero() {
+		t := ns.LastContact.UTC()
+		st.LastContact = &t
+	}
+	if ns.Halted != nil {
+		st.Halted = ns.Halted.Error()
+	}
+	for _, m := range ns.Members {
+		rm := replSetMember{ID: m.ID, Raft: m.Addr, HTTP: rs.HTTP[m.ID]}
+		if m.ID == ns.ID {
+			rm.Self, rm.State = true, st.State
+			applied := ns.AppliedIndex
+			rm.AppliedIndex, rm.LastContact = &applied, st.LastContact
+		}
+		st.Members = append(st.Members, rm)
+	}
+	sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].ID < st.Members[j].ID })
+	return st
+}
+
+// askPeer fills m with what the member answers on its /v1/replset?self=true.
+func (s *Server) askPeer(ctx context.Context, m *replSetMember) {
+	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.HTTP+"/v1/replset?self=true", nil)
+	if err != nil {
+		m.State, m.Error = "unknown", err.Error()
+		return
+	}
+	if s.opts.AuthToken != "" {
+		req.Header.Set("Authorization", "Bearer "+s.opts.AuthToken)
+	}
+	resp, err := s.peers.Do(req)
+	if err != nil {
+		m.State, m.Error = "unreachable", err.Error()
+		return
+	}
+	defer resp.Body.Close()
+	var st replSetStatus
+	if resp.StatusCode != http.StatusOK {
+		m.State, m.Error = "unknown", fmt.Sprintf("its /v1/replset answered %s", resp.Status)
+		return
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&st); err != nil {
+		m.State, m.Error = "unknown", fmt.Sprintf("its /v1/replset reply: %v", err)
+		return
+	}
+	if st.Self != m.ID {
+		m.State, m.Error = "unknown", fmt.Sprintf("the server at %s is member %q", m.HTTP, st.Self)
+		return
+	}
+	m.State = st.State
+	applied := st.AppliedIndex
+	m.AppliedIndex, m.LastContact = &applied, st.LastContact
+}

@@ -1,0 +1,186 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/replset"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// replicaServers starts a set of three members in process, each served
+// over loopback HTTP, and returns them with the index of the leader.
+func replicaServers(t *testing.T) ([]*testServer, []*replset.Node, int) {
+	t.Helper()
+	var (
+		nodes   []*replset.Node
+		members []replset.Member
+		hss     []*httptest.Server
+	)
+	httpAddrs := map[string]string{}
+	for i := range 3 {
+		n, err := replset.Open(replset.Options{ID: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), Addr: "127.0.0.1:0",
+			Engine: timeseries.Options{NoSync: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+		members = append(members, replset.Member{ID: n.ID(), Addr: n.Addr()})
+		hs := httptest.NewUnstartedServer(nil)
+		t.Cleanup(hs.Close)
+		hss = append(hss, hs)
+		httpAddrs[n.ID()] = hs.Listener.Addr().String()
+	}
+	var servers []*testServer
+	for i, n := range nodes {
+		srv, err := api.New(api.Options{DB: n.DB(), ReplicaSet: &api.ReplicaSet{Name: "rs0", Node: n, HTTP: httpAddrs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hss[i].Config.Handler = srv
+		hss[i].Start()
+		servers = append(servers, &testServer{t: t, srv: srv, db: n.DB(), url: hss[i].URL})
+	}
+	if err := nodes[0].Bootstrap(members); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if _, _, err := n.WaitLeader(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, id := nodes[0].Leader()
+	return servers, nodes, int(id[1] - '1')
+}
+
+// waitCounts waits until every member's count of name is want.
+func waitCounts(t *testing.T, servers []*testServer, name string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok := true
+		var got []int64
+		for _, s := range servers {
+			c := int64(-1) // until the member holds the collection
+			if r := s.do("GET", "/v1/collections/"+name, nil); r.status == 200 {
+				c = int64(r.json(t)["count"].(float64))
+			}
+			got = append(got, c)
+			ok = ok && c == want
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: members count %v, want %d", name, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// On a replica set, HTTP writes to the leader reach every member; a
+// follower refuses them with 421 and the leader's HTTP address; writes the
+// log does not carry are refused everywhere; /v1/replset reports the set.
+func TestReplicaSetHTTP(t *testing.T) {
+	servers, nodes, li := replicaServers(t)
+	l, f := servers[li], servers[(li+1)%3]
+	leaderHTTP := strings.TrimPrefix(l.url, "http://")
+
+	l.createSensors("s")
+	l.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	waitCounts(t, servers, "s", 4)
+	l.mustDo(204, "POST", "/write?db=lp", "m,host=a v=1 1700000000000000000\nm,host=b v=2 1700000000000000000\n")
+	waitCounts(t, servers, "lp", 2)
+	l.mustDo(200, "POST", "/v1/collections/s/delete", `{"filter": {"sensor": "a"}}`)
+	waitCounts(t, servers, "s", 2)
+	l.mustDo(201, "PUT", "/v1/collections/p", `{}`)
+	l.mustDo(200, "POST", "/v1/collections/p/documents", `[{"_id": 1, "x": 1}, {"x": 2}, {"_id": 3, "x": 3}]`)
+	waitCounts(t, servers, "p", 3)
+	l.mustDo(200, "POST", "/v1/collections/p/delete", `{"filter": {"x": {"$gte": 2}}}`)
+	waitCounts(t, servers, "p", 1)
+	l.mustDo(201, "POST", "/v1/collections/p/indexes", `{"key": {"x": 1}, "name": "x_1"}`)
+
+	for _, w := range []struct{ method, path, body string }{
+		{"PUT", "/v1/collections/t", `{}`},
+		{"POST", "/v1/collections/s/documents", sensorDocs},
+		{"POST", "/v1/collections/s/delete", `{"filter": {}}`},
+		{"DELETE", "/v1/collections/s", ``},
+		{"POST", "/v1/collections/p/indexes", `{"key": {"y": 1}}`},
+	} {
+		r := f.mustDo(421, w.method, w.path, w.body)
+		if got := r.header.Get("Hourglass-Primary"); got != leaderHTTP {
+			t.Errorf("%s %s on a follower: Hourglass-Primary %q, want %q", w.method, w.path, got, leaderHTTP)
+		}
+		if c := r.errorCode(t); c != 10107 || !strings.Contains(string(r.body), leaderHTTP) || !strings.Contains(string(r.body), "NotWritablePrimary") {
+			t.Errorf("%s %s on a follower: %s", w.method, w.path, r.body)
+		}
+	}
+	r := f.mustDo(421, "POST", "/api/v2/write?bucket=lp", "m,host=c v=3 1700000000000000000\n")
+	if got := r.header.Get("Hourglass-Primary"); got != leaderHTTP || !strings.Contains(string(r.body), leaderHTTP) {
+		t.Errorf("line protocol on a follower: %q %s", got, r.body)
+	}
+
+	for _, s := range []*testServer{l, f} {
+		for _, w := range []struct{ method, path, body, op string }{
+			{"PATCH", "/v1/collections/s", `{"expireAfterSeconds": 60}`, "collMod"},
+			{"DELETE", "/v1/collections/p/indexes/x_1", ``, "dropIndex"},
+			{"POST", "/v1/collections/p/update", `{"filter": {"_id": 1}, "update": {"$set": {"x": 9}}}`, "update"},
+			{"POST", "/v1/collections/p/replace", `{"filter": {"_id": 1}, "replacement": {"x": 9}}`, "replace"},
+		} {
+			r := s.mustDo(400, w.method, w.path, w.body)
+			if !strings.Contains(string(r.body), w.op+" is not replicated") {
+				t.Errorf("%s %s: %s", w.method, w.path, r.body)
+			}
+		}
+	}
+	waitCounts(t, servers, "s", 2)
+	waitCounts(t, servers, "lp", 2)
+	for _, n := range nodes {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			ix, err := n.DB().ListIndexes(context.Background(), "p")
+			if err == nil && len(ix) == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: indexes of p %v %v, want _id_ and x_1", n.ID(), ix, err)
+			}
+		}
+	}
+
+	var st struct {
+		Set, Self, State string
+		Leader           struct{ ID, Raft, HTTP string }
+		AppliedIndex     uint64
+		Members          []struct {
+			ID, Raft, HTTP, State string
+			Self                  bool
+			AppliedIndex          *uint64
+		}
+	}
+	if err := json.Unmarshal(f.mustDo(200, "GET", "/v1/replset", "").body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Set != "rs0" || st.Self != nodes[(li+1)%3].ID() || st.State != "follower" || st.Leader.ID != nodes[li].ID() ||
+		st.Leader.HTTP != leaderHTTP || st.Leader.Raft != nodes[li].Addr() || len(st.Members) != 3 {
+		t.Fatalf("/v1/replset on a follower: %+v", st)
+	}
+	for i, m := range st.Members {
+		want := "follower"
+		if i == li {
+			want = "leader"
+		}
+		if m.ID != nodes[i].ID() || m.Raft != nodes[i].Addr() || m.HTTP != strings.TrimPrefix(servers[i].url, "http://") ||
+			m.State != want || m.AppliedIndex == nil || *m.AppliedIndex == 0 || m.Self != (i == (li+1)%3) {
+			t.Errorf("member %d: %+v", i, m)
+		}
+	}
+}

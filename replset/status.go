@@ -1,0 +1,54 @@
+package replset
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Status is a member's view of its set.
+type Status struct {
+	// ID and Addr are this member's raft ID and address; Role its role.
+	ID   string
+	Addr string
+	Role Role
+	// LeaderID and LeaderAddr name the leader this member knows of, ""
+	// while there is none.
+	LeaderID   string
+	LeaderAddr string
+	// Term is the raft term; CommitIndex the last entry this member knows
+	// a majority holds; AppliedIndex the last its engine holds.
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	// LastContact is when a follower last heard from the leader; zero on
+	// the leader and on a member that never heard from one.
+	LastContact time.Time
+	// Members are the voters of the set's configuration, as this member
+	// knows it.
+	Members []Member
+	// Halted is the engine error that stopped this member applying the
+	// log, nil while it applies.
+	Halted error
+}
+
+// Status returns the member's view of its set.
+func (n *Node) Status() Status {
+	st := Status{ID: n.opts.ID, Addr: n.Addr(), Role: n.Role(), AppliedIndex: n.AppliedIndex(), Halted: n.Halted()}
+	st.LeaderAddr, st.LeaderID = n.Leader()
+	stats := n.raft.Stats()
+	st.Term, _ = strconv.ParseUint(stats["term"], 10, 64)
+	st.CommitIndex, _ = strconv.ParseUint(stats["commit_index"], 10, 64)
+	if st.Role != RoleLeader {
+		st.LastContact = n.raft.LastContact()
+	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			if s.Suffrage == raft.Voter {
+				st.Members = append(st.Members, Member{ID: string(s.ID), Addr: string(s.Address)})
+			}
+		}
+	}
+	return st
+}
