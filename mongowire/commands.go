@@ -202,6 +202,17 @@ func checkDatabase(db string) error {
 	return nil
 }
 
+// collectionArgs is collectionName and args, for the commands that name a
+// collection and take arguments.
+func (cmd *command) collectionArgs() (string, map[string]any, error) {
+	name, err := cmd.collectionName()
+	if err != nil {
+		return "", nil, err
+	}
+	args, err := cmd.args()
+	return name, args, err
+}
+
 // args decodes the command's fields other than its name and the generic
 // ones (session, read and write concerns, API version), with the kind-1
 // sequences merged in as arrays, into the engine's value set.
@@ -433,11 +444,7 @@ func cursorReply(id int64, ns, batchKey string, batch any) bson.D {
 }
 
 func cmdCreate(s *Server, _ *conn, cmd *command) (bson.D, error) {
-	name, err := cmd.collectionName()
-	if err != nil {
-		return nil, err
-	}
-	args, err := cmd.args()
+	name, args, err := cmd.collectionArgs()
 	if err != nil {
 		return nil, err
 	}

@@ -40,11 +40,7 @@ var countOptionsIgnored = map[string]bool{"hint": true, "collation": true, "fiel
 // limit (a negative limit counts as its absolute value, as in MongoDB). A
 // missing collection counts 0.
 func cmdCount(s *Server, _ *conn, cmd *command) (bson.D, error) {
-	name, err := cmd.collectionName()
-	if err != nil {
-		return nil, err
-	}
-	args, err := cmd.args()
+	name, args, err := cmd.collectionArgs()
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +94,7 @@ func cmdCount(s *Server, _ *conn, cmd *command) (bson.D, error) {
 // (a time or measurement field too: they are read the same way); on a
 // plain collection, any field.
 func cmdDistinct(s *Server, _ *conn, cmd *command) (bson.D, error) {
-	name, err := cmd.collectionName()
-	if err != nil {
-		return nil, err
-	}
-	args, err := cmd.args()
+	name, args, err := cmd.collectionArgs()
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +200,20 @@ func rawValue(v any) bson.RawValue {
 	return bson.RawValue{Type: bson.Type(el[0]), Value: el[2:]}
 }
 
+// writeArgs reads what a delete or update names: the collection, its
+// statements (the key array: "deletes" or "updates") and ordered.
+func (cmd *command) writeArgs(key string) (name string, stmts []map[string]any, ordered bool, err error) {
+	name, args, err := cmd.collectionArgs()
+	if err != nil {
+		return "", nil, false, err
+	}
+	if stmts, err = writeStatements(args, key, cmd.name); err != nil {
+		return "", nil, false, err
+	}
+	ordered, err = orderedArg(args, cmd.name)
+	return name, stmts, ordered, err
+}
+
 // writeStatements reads the statements of a delete or update (the
 // "deletes" or "updates" array or document sequence).
 func writeStatements(args map[string]any, key, cmdName string) ([]map[string]any, error) {
@@ -263,19 +269,7 @@ func (s *Server) writeErrorsReply(reply bson.D, wes []writeError) bson.D {
 // refused by the engine), and limit 1 is refused. n counts the documents
 // deleted; refused statements are in writeErrors.
 func cmdDelete(s *Server, _ *conn, cmd *command) (bson.D, error) {
-	name, err := cmd.collectionName()
-	if err != nil {
-		return nil, err
-	}
-	args, err := cmd.args()
-	if err != nil {
-		return nil, err
-	}
-	stmts, err := writeStatements(args, "deletes", "delete")
-	if err != nil {
-		return nil, err
-	}
-	ordered, err := orderedArg(args, "delete")
+	name, stmts, ordered, err := cmd.writeArgs("deletes")
 	if err != nil {
 		return nil, err
 	}
@@ -365,19 +359,7 @@ func (s *Server) deleteOne(cmd *command, name string, info timeseries.Collection
 // every statement on a time-series collection, as over HTTP. n counts the
 // documents matched, nModified those changed.
 func cmdUpdate(s *Server, _ *conn, cmd *command) (bson.D, error) {
-	name, err := cmd.collectionName()
-	if err != nil {
-		return nil, err
-	}
-	args, err := cmd.args()
-	if err != nil {
-		return nil, err
-	}
-	stmts, err := writeStatements(args, "updates", "update")
-	if err != nil {
-		return nil, err
-	}
-	ordered, err := orderedArg(args, "update")
+	name, stmts, ordered, err := cmd.writeArgs("updates")
 	if err != nil {
 		return nil, err
 	}
