@@ -125,6 +125,25 @@ func BenchmarkInsertBody(b *testing.B) {
 	}
 }
 
+// peakHeap posts body and returns the most live heap over the heap before
+// it, read after a collection each time a chunk of it is decoded (the
+// most a request holds), and the number of chunks.
+func peakHeap(t *testing.T, u, ctype string, body []byte, want int) (peak uint64, chunks int) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	api.OnChunkDecoded(func() {
+		chunks++
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapAlloc-min(base, ms.HeapAlloc))
+	})
+	defer api.OnChunkDecoded(nil)
+	post(t, "POST", u, ctype, body, want)
+	return peak, chunks
+}
+
 // TestInsertMemoryBounded checks that one JSON insert holds at most a small
 // multiple of its body: the live heap, measured after a collection at the
 // moment a chunk is decoded and converted (the most a request holds), stays
@@ -139,20 +158,7 @@ func TestInsertMemoryBounded(t *testing.T) {
 			body, points := ingestBody(format, 8<<20)
 			url := benchServer(t)
 			u, ct, want := ingestRequest(url, format)
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			base := ms.HeapAlloc
-			var peak uint64
-			chunks := 0
-			api.OnChunkDecoded(func() {
-				chunks++
-				runtime.GC()
-				runtime.ReadMemStats(&ms)
-				peak = max(peak, ms.HeapAlloc-min(base, ms.HeapAlloc))
-			})
-			defer api.OnChunkDecoded(nil)
-			post(t, "POST", u, ct, body, want)
+			peak, chunks := peakHeap(t, u, ct, body, want)
 			limit := uint64(2*len(body) + 24<<20)
 			t.Logf("%d points in %d bytes, %d chunks: peak live heap %d bytes over the baseline (%.2f per body byte), limit %d",
 				points, len(body), chunks, peak, float64(peak)/float64(len(body)), limit)
@@ -178,20 +184,7 @@ func TestLineProtocolMemoryBounded(t *testing.T) {
 	url := benchServer(t)
 	u, ct, want := ingestRequest(url, "line")
 	post(t, "POST", u, ct, []byte("th,id=s0000,site=north temp=1,hum=1i 1\n"), want) // the collection exists before the baseline
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peak uint64
-	chunks := 0
-	api.OnChunkDecoded(func() {
-		chunks++
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		peak = max(peak, ms.HeapAlloc-min(base, ms.HeapAlloc))
-	})
-	defer api.OnChunkDecoded(nil)
-	post(t, "POST", u, ct, body, want)
+	peak, chunks := peakHeap(t, u, ct, body, want)
 	limit := uint64(2 * len(body))
 	t.Logf("%d points in %d bytes, %d chunks: peak live heap %d bytes over the baseline (%.2f per body byte), limit %d",
 		points, len(body), chunks, peak, float64(peak)/float64(len(body)), limit)
