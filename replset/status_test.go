@@ -22,6 +22,15 @@ func TestStatus(t *testing.T) {
 	}
 	insert(t, l, 0, 10)
 	s.waitCount("cpu", 10)
+	// A follower records its applied index just after the batch's rows
+	// reach its engine; wait for it to settle at the leader's.
+	deadline := time.Now().Add(10 * time.Second)
+	for f.AppliedIndex() != l.AppliedIndex() {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower applied %d, leader %d", f.AppliedIndex(), l.AppliedIndex())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	var want []Member
 	for _, n := range s.nodes {
 		want = append(want, Member{ID: n.ID(), Addr: n.Addr()})
