@@ -101,16 +101,24 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 	s.metrics.opInsert.Add(1)
 	var reply insertReply
 	if ts == nil {
-		reply, err = insertInChunks(buf.b, ndjson, ordered, o, document.FromJSON,
+		reply, err = insertInChunks(newDocumentDecoder(buf.b, ndjson), ordered, o, document.FromJSON,
 			func(docs []document.Doc) (timeseries.InsertResult, error) {
 				return s.w.InsertDocuments(r.Context(), name, docs, timeseries.InsertOptions{Unordered: !ordered})
 			})
 	} else {
-		reply, err = insertInChunks(buf.b, ndjson, ordered, o,
-			func(d map[string]any) (timeseries.Measurement, error) {
-				return timeseries.MeasurementFromDocument(ts, d)
+		// Measurements are converted from the documents' text, without a
+		// map per document, by a decoder whose caches outlive the request.
+		md := s.docDecoders.get()
+		defer func() {
+			md.Reset()
+			s.docDecoders.put(md)
+		}()
+		reply, err = insertInChunks(newRawDocuments(buf.b, ndjson), ordered, o,
+			func(raw []byte) (timeseries.Measurement, error) {
+				return md.Decode(ts, raw)
 			},
 			func(ms []timeseries.Measurement) (timeseries.InsertResult, error) {
+				defer md.Reset()
 				return s.w.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
 			})
 	}
@@ -167,11 +175,10 @@ var chunkDecoded func()
 // only. A non-nil error is the storage's (nothing could be attempted for
 // that chunk); the reply then holds what earlier chunks stored, with a
 // write error at the first document of the chunk that failed.
-func insertInChunks[T any](body []byte, ndjson, ordered bool, o *op, conv func(map[string]any) (T, error),
+func insertInChunks[D, T any](dec chunkDecoder[D], ordered bool, o *op, conv func(D) (T, error),
 	insert func([]T) (timeseries.InsertResult, error)) (insertReply, error) {
 	var reply insertReply
-	dec := newDocumentDecoder(body, ndjson)
-	var docs []map[string]any
+	var docs []D
 	for base := 0; ; base += len(docs) {
 		var err error
 		docs, err = dec.next(docs[:0], insertChunkBytes)
@@ -225,7 +232,7 @@ func mergeWriteErrors(reply *insertReply, idx []int, ordered bool, res timeserie
 // convertDocuments converts the documents of an insert, each refusal a
 // write error in reply; an ordered insert stops at the first. It returns the
 // converted values and the document index of each.
-func convertDocuments[T any](docs []map[string]any, ordered bool, reply *insertReply, conv func(map[string]any) (T, error)) ([]T, []int) {
+func convertDocuments[D, T any](docs []D, ordered bool, reply *insertReply, conv func(D) (T, error)) ([]T, []int) {
 	out := make([]T, 0, len(docs))
 	idx := make([]int, 0, len(docs))
 	for i, d := range docs {
@@ -262,7 +269,8 @@ func validateDocuments(body []byte, ndjson bool) error {
 	if ndjson {
 		return validateNDJSON(body)
 	}
-	if !json.Valid(body) {
+	fast := fastValid(body, '[')
+	if !fast && !json.Valid(body) {
 		return arraySyntaxError(body)
 	}
 	i := skipJSONSpace(body, 0)
@@ -290,6 +298,9 @@ func validateDocuments(body []byte, ndjson bool) error {
 	}
 	if n == 0 {
 		return badRequest("the array holds no documents")
+	}
+	if fast {
+		return nil
 	}
 	return checkJSONText(body, 0)
 }
@@ -351,6 +362,13 @@ func validateNDJSON(body []byte) error {
 		if i == len(l) {
 			continue
 		}
+		if fastValid(l, '{') {
+			if n == maxDocuments {
+				return errTooManyDocuments()
+			}
+			n++
+			continue
+		}
 		if !json.Valid(l) {
 			if _, err := decodeJSON(l); err != nil {
 				return badRequest("line %d: %v", line, err)
@@ -409,6 +427,60 @@ func skipJSONObject(b []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// chunkDecoder hands out the documents of a body that validateDocuments
+// accepted, a chunk at a time: next appends to dst the documents of the
+// next maxBytes of body text (at least one document, unless none is left).
+type chunkDecoder[D any] interface {
+	next(dst []D, maxBytes int64) ([]D, error)
+}
+
+// rawDocuments splits a body that validateDocuments accepted into the
+// text of its documents, without decoding them.
+type rawDocuments struct {
+	body   []byte
+	i      int
+	ndjson bool
+}
+
+func newRawDocuments(body []byte, ndjson bool) *rawDocuments {
+	d := &rawDocuments{body: body, ndjson: ndjson}
+	if !ndjson {
+		d.i = skipJSONSpace(body, 0) + 1 // past '['
+	}
+	return d
+}
+
+func (d *rawDocuments) next(dst [][]byte, maxBytes int64) ([][]byte, error) {
+	start := d.i
+	if d.ndjson {
+		// One document a line, blank lines between.
+		for int64(d.i-start) < maxBytes && d.i < len(d.body) {
+			line := d.body[d.i:]
+			if j := bytes.IndexByte(line, '\n'); j >= 0 {
+				line = line[:j]
+			}
+			d.i += len(line) + 1
+			if k := skipJSONSpace(line, 0); k < len(line) {
+				dst = append(dst, line[k:])
+			}
+		}
+		return dst, nil
+	}
+	for int64(d.i-start) < maxBytes {
+		d.i = skipJSONSpace(d.body, d.i)
+		if !d.ndjson && d.i < len(d.body) && d.body[d.i] == ',' {
+			d.i = skipJSONSpace(d.body, d.i+1)
+		}
+		if d.i >= len(d.body) || d.body[d.i] != '{' {
+			break // the end of the body, or of the array
+		}
+		end := skipJSONObject(d.body, d.i)
+		dst = append(dst, d.body[d.i:end])
+		d.i = end
+	}
+	return dst, nil
 }
 
 // documentDecoder decodes the documents of a body that validateDocuments

@@ -61,9 +61,6 @@ func (s *Server) writeInfluxError(w http.ResponseWriter, r *http.Request, err er
 	writeJSON(w, status, influxError{Code: influxCode(status), Message: msg, Line: line, Error: msg})
 }
 
-// decoders recycles line-protocol decoders with their bounded caches.
-var decoders = sync.Pool{New: func() any { return lineproto.NewDecoder() }}
-
 // results recycles decode results (measurement and field slices).
 var results = sync.Pool{New: func() any { return new(lineproto.Result) }}
 
@@ -109,12 +106,12 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 		defer s.writes.release()
 		s.metrics.opInsert.Add(1)
 
-		dec := decoders.Get().(*lineproto.Decoder)
+		dec := s.lineDecoders.get()
 		res := results.Get().(*lineproto.Result)
 		defer func() {
 			res.Reset()
 			results.Put(res)
-			decoders.Put(dec)
+			s.lineDecoders.put(dec)
 		}()
 		s.writeLines(w, r, name, buf.b, prec, dec, res, o)
 	}

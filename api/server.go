@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hourglassdb/hourglass/api/lineproto"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
@@ -177,6 +178,10 @@ type Server struct {
 	bodies  *bodyBudget
 	metrics *metrics
 	started time.Time
+
+	// Decoders kept with their series caches, one per write slot.
+	lineDecoders *keeper[*lineproto.Decoder]
+	docDecoders  *keeper[*timeseries.MeasurementDecoder]
 }
 
 // New returns a server for opts.DB.
@@ -192,6 +197,9 @@ func New(opts Options) (*Server, error) {
 		writes:  newAdmission(opts.MaxConcurrentWrites, opts.MaxQueuedWrites),
 		bodies:  &bodyBudget{max: opts.MaxBodyMemory},
 		started: opts.Now(),
+
+		lineDecoders: newKeeper(opts.MaxConcurrentWrites, lineproto.NewDecoder),
+		docDecoders:  newKeeper(opts.MaxConcurrentWrites, timeseries.NewMeasurementDecoder),
 	}
 	m, err := newMetrics(opts.Registerer, s)
 	if err != nil {

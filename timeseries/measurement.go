@@ -369,6 +369,12 @@ func normalizeJSON(v any) (any, error) {
 		for k, e := range x {
 			n, err := normalizeJSON(e)
 			if err != nil {
+				// Report the first refusal in name order, not the map's.
+				for _, k := range sortedKeys(x) {
+					if _, err := normalizeJSON(x[k]); err != nil {
+						return nil, err
+					}
+				}
 				return nil, err
 			}
 			out[k] = n
@@ -467,11 +473,16 @@ func validMetaValue(v any, depth int) error {
 		}
 	case map[string]any:
 		for k, e := range x {
-			if err := validMetaName(k); err != nil {
-				return err
-			}
-			if err := validMetaValue(e, depth+1); err != nil {
-				return err
+			if validMetaName(k) != nil || validMetaValue(e, depth+1) != nil {
+				// Report the first refusal in name order, not the map's.
+				for _, k := range sortedKeys(x) {
+					if err := validMetaName(k); err != nil {
+						return err
+					}
+					if err := validMetaValue(x[k], depth+1); err != nil {
+						return err
+					}
+				}
 			}
 		}
 	}
