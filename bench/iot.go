@@ -222,23 +222,37 @@ func (j iotJSON) NewLineWriter() func(dst []byte) ([]byte, bool) {
 }
 
 // appendIoTJSON rewrites one line of the iot workload (which it wrote
-// itself: no escapes, known layout) as a JSON document.
+// itself: no escapes, known layout) as a JSON document. It allocates
+// nothing: the load generator shares the machine with the server it loads.
 func appendIoTJSON(dst, line []byte) []byte {
 	sp1 := bytes.IndexByte(line, ' ')
 	sp2 := bytes.LastIndexByte(line, ' ')
 	series, fields, ts := line[:sp1], line[sp1+1:sp2], line[sp2+1:len(line)-1]
-	tags := bytes.Split(series, []byte{','})[1:] // sensor=, site=, kind=
-	ns, _ := strconv.ParseInt(string(ts), 10, 64)
+	var ns int64
+	for _, c := range ts {
+		ns = ns*10 + int64(c-'0')
+	}
 	dst = append(dst, `{"time":{"$date":"`...)
 	dst = time.Unix(0, ns).UTC().AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, `"},"sensor":{`...)
-	for i, t := range tags {
+	tags := series[bytes.IndexByte(series, ',')+1:] // sensor=, site=, kind=
+	id := 0
+	for i := 0; len(tags) > 0; i++ {
+		t := tags
+		if c := bytes.IndexByte(tags, ','); c >= 0 {
+			t, tags = tags[:c], tags[c+1:]
+		} else {
+			tags = nil
+		}
 		k, v, _ := bytes.Cut(t, []byte{'='})
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		if string(k) == "sensor" {
 			k = []byte("id")
+			for _, c := range v[1:] {
+				id = id*10 + int(c-'0')
+			}
 		}
 		dst = append(dst, '"')
 		dst = append(dst, k...)
@@ -246,11 +260,16 @@ func appendIoTJSON(dst, line []byte) []byte {
 		dst = append(dst, v...)
 		dst = append(dst, '"')
 	}
-	id, _ := strconv.Atoi(string(tags[0][len("sensor=s"):]))
 	dst = append(dst, `,"floor":`...)
 	dst = strconv.AppendInt(dst, int64(id%5), 10)
 	dst = append(dst, '}')
-	for _, f := range bytes.Split(fields, []byte{','}) {
+	for len(fields) > 0 {
+		f := fields
+		if c := bytes.IndexByte(fields, ','); c >= 0 {
+			f, fields = fields[:c], fields[c+1:]
+		} else {
+			fields = nil
+		}
 		k, v, _ := bytes.Cut(f, []byte{'='})
 		dst = append(dst, `,"`...)
 		dst = append(dst, k...)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -238,6 +239,11 @@ func scanFieldValue(name string, v []byte) (Value, bool, error) {
 	}
 	if i, ok := smallInt(v); ok {
 		return Int(i), true, nil
+	}
+	if bytes.IndexAny(v, ".eE") >= 0 {
+		if f, err := strconv.ParseFloat(unsafeString(v), 64); err == nil {
+			return Float(f), true, nil
+		}
 	}
 	return fieldValue(name, json.Number(unsafeString(v)))
 }
