@@ -16,6 +16,9 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add(appendOpMsg(nil, 1, 0, hello, false))
 	f.Add(appendOpMsg(nil, 1, 0, hello, true))
 	f.Add(opQuery(f, "admin.$cmd", bson.D{{Key: "isMaster", Value: 1}}))
+	// A string of a wrong length inside a sub-document: one level of
+	// validation lets it through to toMap.
+	f.Add(appendOpMsg(nil, 1, 0, []byte("9\x00\x00\x00\tts\x0000000000\x03000000\x00 \x00\x00\x00\x0200000000000000000\x00\x00\x00\x00\x0000000\x00"), false))
 	plain := appendOpMsg(nil, 2, 0, hello, false)
 	for _, id := range []wiremessage.CompressorID{wiremessage.CompressorSnappy, wiremessage.CompressorZstd, wiremessage.CompressorZLib, wiremessage.CompressorNoOp} {
 		f.Add(compressMessage(nil, plain, id))

@@ -224,10 +224,46 @@ func readDocument(b []byte, limit int) (bsoncore.Document, error) {
 		return nil, decodeError("BSON document length %d does not fit the %d bytes left", size, len(b))
 	}
 	doc := bsoncore.Document(b[:size])
-	if err := doc.Validate(); err != nil {
+	if err := validateDocument(doc, 0); err != nil {
 		return nil, decodeError("invalid BSON document: %v", err)
 	}
 	return doc, nil
+}
+
+// validateDocument checks doc and every document and array inside it, at
+// every depth: bsoncore's Validate checks the elements of one level, and a
+// string with a wrong length inside a sub-document would otherwise reach
+// the code that reads it.
+func validateDocument(doc bsoncore.Document, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("nesting exceeds %d levels", maxDepth)
+	}
+	if err := doc.Validate(); err != nil {
+		return err
+	}
+	rem := doc[4 : len(doc)-1]
+	for len(rem) > 0 {
+		el, r, ok := bsoncore.ReadElement(rem)
+		if !ok {
+			return errors.New("malformed element")
+		}
+		rem = r
+		v := el.Value()
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("element %q: %w", el.Key(), err)
+		}
+		switch v.Type {
+		case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+			if err := validateDocument(bsoncore.Document(v.Data), depth+1); err != nil {
+				return fmt.Errorf("element %q: %w", el.Key(), err)
+			}
+		case bsoncore.TypeCodeWithScope:
+			if _, scope, ok := v.CodeWithScopeOK(); !ok || validateDocument(scope, depth+1) != nil {
+				return fmt.Errorf("element %q: invalid code with scope", el.Key())
+			}
+		}
+	}
+	return nil
 }
 
 func decodeOpQuery(r *request, body []byte) error {
