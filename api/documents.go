@@ -108,10 +108,10 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 	} else {
 		// Measurements are converted from the documents' text, without a
 		// map per document, by a decoder whose caches outlive the request.
-		md := s.docDecoders.get()
+		md := s.docDecoders.Get()
 		defer func() {
 			md.Reset()
-			s.docDecoders.put(md)
+			s.docDecoders.Put(md)
 		}()
 		reply, err = insertInChunks(newRawDocuments(buf.b, ndjson), ordered, o,
 			func(raw []byte) (timeseries.Measurement, error) {

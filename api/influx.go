@@ -106,12 +106,12 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 		defer s.writes.release()
 		s.metrics.opInsert.Add(1)
 
-		dec := s.lineDecoders.get()
+		dec := s.lineDecoders.Get()
 		res := results.Get().(*lineproto.Result)
 		defer func() {
 			res.Reset()
 			results.Put(res)
-			s.lineDecoders.put(dec)
+			s.lineDecoders.Put(dec)
 		}()
 		s.writeLines(w, r, name, buf.b, prec, dec, res, o)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglassdb/hourglass/api/lineproto"
+	"github.com/hourglassdb/hourglass/internal/keep"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
@@ -180,8 +181,8 @@ type Server struct {
 	started time.Time
 
 	// Decoders kept with their series caches, one per write slot.
-	lineDecoders *keeper[*lineproto.Decoder]
-	docDecoders  *keeper[*timeseries.MeasurementDecoder]
+	lineDecoders *keep.Keeper[*lineproto.Decoder]
+	docDecoders  *keep.Keeper[*timeseries.MeasurementDecoder]
 }
 
 // New returns a server for opts.DB.
@@ -198,8 +199,8 @@ func New(opts Options) (*Server, error) {
 		bodies:  &bodyBudget{max: opts.MaxBodyMemory},
 		started: opts.Now(),
 
-		lineDecoders: newKeeper(opts.MaxConcurrentWrites, lineproto.NewDecoder),
-		docDecoders:  newKeeper(opts.MaxConcurrentWrites, timeseries.NewMeasurementDecoder),
+		lineDecoders: keep.New(opts.MaxConcurrentWrites, lineproto.NewDecoder),
+		docDecoders:  keep.New(opts.MaxConcurrentWrites, timeseries.NewMeasurementDecoder),
 	}
 	m, err := newMetrics(opts.Registerer, s)
 	if err != nil {

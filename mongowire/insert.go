@@ -140,17 +140,18 @@ func mergeErrors(conv []writeError, engine []timeseries.WriteError, idx []int, o
 }
 
 func (s *Server) insertMeasurements(cmd *command, name string, ts *timeseries.TimeSeriesOptions, raw []bsoncore.Document, ordered bool) (int, []writeError, error) {
+	c := s.converters.Get()
+	defer func() {
+		c.reset()
+		s.converters.Put(c)
+	}()
 	ms, idx, wes := convertBatch(raw, ordered, func(d bsoncore.Document) (timeseries.Measurement, error) {
 		// A BSON time field must be a date: the engine's JSON conveniences
 		// (numbers of milliseconds, RFC 3339 strings) are not MongoDB's.
 		if v, err := d.LookupErr(ts.TimeField); err != nil || v.Type != bsoncore.TypeDateTime {
 			return timeseries.Measurement{}, mongoerr.New(mongoerr.BadValue, "'%s' must be present and contain a valid date", ts.TimeField)
 		}
-		m, err := toMap(d)
-		if err != nil {
-			return timeseries.Measurement{}, err
-		}
-		return timeseries.MeasurementFromDocument(ts, m)
+		return c.convert(ts, d)
 	})
 	if len(ms) == 0 {
 		return 0, wes, nil

@@ -8,12 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 
+	"github.com/hourglassdb/hourglass/internal/keep"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -68,6 +70,8 @@ type Server struct {
 	// (serverStatus' metrics.cursor.timedOut).
 	cursorsTimedOut atomic.Int64
 	opcounters      opcounters
+	// converters keeps measurement converters with their meta caches.
+	converters *keep.Keeper[*measurementConverter]
 
 	mu        sync.Mutex // guards the fields below
 	listeners map[net.Listener]struct{}
@@ -99,6 +103,7 @@ func New(opts Options) (*Server, error) {
 	return &Server{
 		scram: sc, opts: opts, db: opts.DB, log: opts.Logger, cursors: newCursorSet(), ops: newOpRegistry(), started: time.Now(),
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, stop: make(chan struct{}),
+		converters: keep.New(2*runtime.GOMAXPROCS(0), newMeasurementConverter),
 	}, nil
 }
 

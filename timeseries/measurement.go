@@ -103,6 +103,11 @@ const (
 	MaxMetaBytes = 64 << 10
 )
 
+// Validate checks m against the collection's options as Insert does,
+// without storing anything: the refusals MeasurementFromDocument makes
+// after converting the fields.
+func (m *Measurement) Validate(ts *TimeSeriesOptions) error { return m.validate(ts) }
+
 // validate checks m against the collection's options without storing
 // anything. The index in errors is filled in by the caller.
 func (m *Measurement) validate(ts *TimeSeriesOptions) error {

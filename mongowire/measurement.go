@@ -1,0 +1,230 @@
+package mongowire
+
+import (
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Bounds of a measurementConverter's meta cache. A full cache is emptied
+// and refilled; a meta value longer than maxCachedMeta is converted afresh
+// for every document.
+const (
+	maxCachedMetas     = 1 << 16
+	maxCachedMetaBytes = 16 << 20
+	maxCachedMeta      = 4 << 10
+	maxFastFields      = 64 // more fields: the general conversion
+	maxCachedNames     = 4096
+)
+
+// The dates the engine stores: years timeseries.MinDateYear to
+// timeseries.MaxDateYear, in BSON's milliseconds.
+var (
+	minDateMillis = time.Date(timeseries.MinDateYear, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	endDateMillis = time.Date(timeseries.MaxDateYear+1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+)
+
+// measurementConverter converts BSON documents into measurements. The
+// documents sensors send (a date, a meta value seen before, numbers,
+// strings, booleans) are read element by element with the meta value
+// looked up in a bounded cache of canonical keys; anything else (a meta
+// value not cached, a sub-document or array field, a name twice, a date
+// out of range) goes through toMap and timeseries.MeasurementFromDocument,
+// so that the result and the refusals are theirs. It is not safe for
+// concurrent use; Server.converters keeps a few with their caches.
+type measurementConverter struct {
+	metas     map[string]cachedMeta // a meta value's bytes to its key
+	metaBytes int
+	names     map[string]string
+	fields    []timeseries.Field // slab the measurements' fields are cut from
+}
+
+func newMeasurementConverter() *measurementConverter {
+	return &measurementConverter{metas: make(map[string]cachedMeta), names: make(map[string]string)}
+}
+
+// reset lets the converter reuse its field memory: call it once the
+// measurements it returned are stored.
+func (c *measurementConverter) reset() {
+	if cap(c.fields) > 1<<16 {
+		c.fields = nil
+		return
+	}
+	clear(c.fields)
+	c.fields = c.fields[:0]
+}
+
+// convert is timeseries.MeasurementFromDocument on toMap(d), whose time
+// field the caller checked is a BSON date.
+func (c *measurementConverter) convert(ts *timeseries.TimeSeriesOptions, d bsoncore.Document) (timeseries.Measurement, error) {
+	if m, ok := c.fast(ts, d); ok {
+		if err := m.Validate(ts); err != nil {
+			return timeseries.Measurement{}, err
+		}
+		return m, nil
+	}
+	doc, err := toMap(d)
+	if err != nil {
+		return timeseries.Measurement{}, err
+	}
+	m, err := timeseries.MeasurementFromDocument(ts, doc)
+	if err != nil || m.Meta == nil {
+		return m, err
+	}
+	if key, err := timeseries.CanonicalMeta(m.Meta); err == nil {
+		m.Meta = timeseries.MetaKey(key)
+		if meta, ok := onlyElement(d, ts.MetaField); ok {
+			c.cacheMeta(meta, m.Meta)
+		}
+	}
+	return m, nil
+}
+
+// onlyElement returns the value of the element of d named key when d has
+// exactly one (toMap keeps the last of several).
+func onlyElement(d bsoncore.Document, key string) (v bsoncore.Value, ok bool) {
+	elems, err := d.Elements()
+	if err != nil {
+		return v, false
+	}
+	for _, el := range elems {
+		if el.Key() == key {
+			if ok {
+				return bsoncore.Value{}, false
+			}
+			v, ok = el.Value(), true
+		}
+	}
+	return v, ok
+}
+
+// fast converts d when every element is of the common kinds and its meta
+// value is cached; ok is false otherwise, with nothing kept.
+func (c *measurementConverter) fast(ts *timeseries.TimeSeriesOptions, d bsoncore.Document) (m timeseries.Measurement, ok bool) {
+	if len(d) < 5 {
+		return m, false
+	}
+	start := len(c.fields)
+	defer func() {
+		if !ok {
+			clear(c.fields[start:])
+			c.fields = c.fields[:start]
+		}
+	}()
+	haveTime := false
+	rem := d[4 : len(d)-1]
+	for len(rem) > 0 {
+		el, r, valid := bsoncore.ReadElement(rem)
+		if !valid {
+			return m, false
+		}
+		rem = r
+		key, v := el.KeyBytes(), el.Value()
+		switch {
+		case string(key) == ts.TimeField:
+			ms, isDate := v.DateTimeOK()
+			if !isDate || ms < minDateMillis || ms >= endDateMillis || haveTime {
+				return m, false
+			}
+			m.Time, haveTime = ms*int64(time.Millisecond), true
+		case ts.MetaField != "" && string(key) == ts.MetaField:
+			if m.Meta != nil {
+				return m, false
+			}
+			if v.Type == bsoncore.TypeNull {
+				return m, false // rare: the general conversion
+			}
+			e, cached := c.metas[unsafeString(v.Data)]
+			if !cached || e.typ != v.Type {
+				return m, false
+			}
+			m.Meta = e.key
+		case string(key) == "_id":
+			switch v.Type {
+			case bsoncore.TypeObjectID, bsoncore.TypeString, bsoncore.TypeInt32, bsoncore.TypeInt64,
+				bsoncore.TypeDouble, bsoncore.TypeBoolean, bsoncore.TypeDateTime, bsoncore.TypeNull:
+			default:
+				return m, false
+			}
+		default:
+			f := timeseries.Field{Name: c.name(key)}
+			switch v.Type {
+			case bsoncore.TypeDouble:
+				f.Value = timeseries.Float(v.Double())
+			case bsoncore.TypeInt32:
+				f.Value = timeseries.Int(int64(v.Int32()))
+			case bsoncore.TypeInt64:
+				f.Value = timeseries.Int(v.Int64())
+			case bsoncore.TypeString:
+				f.Value = timeseries.String(v.StringValue())
+			case bsoncore.TypeBoolean:
+				f.Value = timeseries.Bool(v.Boolean())
+			case bsoncore.TypeDateTime:
+				ms := v.DateTime()
+				if ms < minDateMillis || ms >= endDateMillis {
+					return m, false
+				}
+				f.Value = timeseries.Date(ms * int64(time.Millisecond))
+			default: // null (absent) among them: rare, and a name twice with it is subtle
+				return m, false
+			}
+			if len(c.fields)-start == maxFastFields {
+				return m, false
+			}
+			for _, g := range c.fields[start:] {
+				if g.Name == f.Name {
+					return m, false // a name twice: the last one counts there
+				}
+			}
+			c.fields = append(c.fields, f)
+		}
+	}
+	if !haveTime {
+		return m, false
+	}
+	m.Fields = c.fields[start:len(c.fields):len(c.fields)]
+	slices.SortFunc(m.Fields, func(a, b timeseries.Field) int { return strings.Compare(a.Name, b.Name) })
+	return m, true
+}
+
+// cachedMeta is a meta value's canonical key, boxed once, and the BSON
+// type of the bytes it was made from.
+type cachedMeta struct {
+	typ bsoncore.Type
+	key any
+}
+
+func (c *measurementConverter) cacheMeta(v bsoncore.Value, k any) {
+	if len(v.Data) > maxCachedMeta {
+		return
+	}
+	if len(c.metas) >= maxCachedMetas || c.metaBytes+2*len(v.Data)+64 > maxCachedMetaBytes {
+		clear(c.metas)
+		c.metaBytes = 0
+	}
+	c.metas[string(v.Data)] = cachedMeta{typ: v.Type, key: k}
+	c.metaBytes += 2*len(v.Data) + 64
+}
+
+// name returns key as a string, interned.
+func (c *measurementConverter) name(key []byte) string {
+	if s, ok := c.names[unsafeString(key)]; ok {
+		return s
+	}
+	s := string(key)
+	if len(c.names) >= maxCachedNames {
+		clear(c.names)
+	}
+	c.names[s] = s
+	return s
+}
+
+// unsafeString views b as a string for a lookup that does not keep it.
+func unsafeString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}

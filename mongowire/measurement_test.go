@@ -1,0 +1,144 @@
+package mongowire
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+var convOptions = []*timeseries.TimeSeriesOptions{
+	{TimeField: "ts", MetaField: "sensor", Granularity: timeseries.GranularitySeconds},
+	{TimeField: "ts", Granularity: timeseries.GranularitySeconds},
+	{TimeField: "ts", MetaField: "v", Granularity: timeseries.GranularitySeconds},
+}
+
+// checkConverterAgrees checks that measurementConverter.convert of d gives
+// what MeasurementFromDocument gives on toMap(d), for each of convOptions,
+// three times (the later ones from the converter's cache).
+func checkConverterAgrees(t *testing.T, c *measurementConverter, d bsoncore.Document) {
+	t.Helper()
+	if validateDocument(d, 0) != nil {
+		return // refused when the message is read
+	}
+	for _, ts := range convOptions {
+		if v, err := d.LookupErr(ts.TimeField); err != nil || v.Type != bsoncore.TypeDateTime {
+			continue // refused before conversion
+		}
+		var want timeseries.Measurement
+		doc, wantErr := toMap(d)
+		if wantErr == nil {
+			want, wantErr = timeseries.MeasurementFromDocument(ts, doc)
+		}
+		for round := range 3 {
+			got, gotErr := c.convert(ts, d)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("%v, meta %q, round %d: error %v, want %v", d, ts.MetaField, round, gotErr, wantErr)
+			}
+			if wantErr != nil {
+				continue
+			}
+			if got.Time != want.Time || !sameMeta(got.Meta, want.Meta) || !sameFields(got.Fields, want.Fields) {
+				t.Fatalf("%v, meta %q, round %d:\n got %+v\nwant %+v", d, ts.MetaField, round, got, want)
+			}
+		}
+	}
+	c.reset()
+}
+
+// sameMeta compares a meta value with its key: a key stands for the value
+// whose canonical encoding it is.
+func sameMeta(got, want any) bool {
+	if want == nil || got == nil {
+		return want == nil && got == nil
+	}
+	k, err := timeseries.CanonicalMeta(want)
+	if err != nil {
+		_, isKey := got.(timeseries.MetaKey)
+		return !isKey
+	}
+	return got == timeseries.MetaKey(k)
+}
+
+func sameFields(a, b []timeseries.Field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i].Value, b[i].Value
+		if a[i].Name != b[i].Name || x.Kind != y.Kind || x.S != y.S || x.I != y.I || x.B != y.B ||
+			math.Float64bits(x.F) != math.Float64bits(y.F) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestMeasurementConverterAgrees(t *testing.T) {
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	metas := []any{"s1", bson.D{{Key: "id", Value: "s1"}, {Key: "site", Value: "a"}}, bson.D{{Key: "site", Value: "a"}, {Key: "id", Value: "s1"}},
+		bson.D{{Key: "id", Value: int32(7)}}, nil, int32(7), int64(7), 7.0, bson.A{1, "a"}, bson.D{{Key: "$bad", Value: 1}},
+		bson.D{{Key: "at", Value: at}}, bson.D{{Key: "x", Value: bson.D{{Key: "y", Value: bson.A{}}}}}, true,
+		bson.NewObjectID(), bson.Regex{Pattern: "a", Options: "i"}, bson.Decimal128{}}
+	vals := []any{1.5, int32(-3), int64(1) << 40, "x", "", true, false, nil, at, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), bson.D{{Key: "a", Value: 1}}, bson.A{1}, bson.NewObjectID(),
+		bson.Undefined{}, bson.Decimal128{}, math.NaN(), bson.D{{Key: "$numberLong", Value: "5"}}}
+	times := []any{at, time.Date(2261, 12, 31, 23, 59, 59, 999e6, time.UTC), time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1677, 12, 31, 23, 59, 59, 999e6, time.UTC), "2024-01-01T00:00:00Z"}
+	ids := []any{bson.NewObjectID(), "a", int32(1), bson.D{{Key: "k", Value: 1}}, bson.Decimal128{}, nil}
+	names := []string{"v", "b", "a", "temp", "$x", "sensor", "ts", "_id"}
+	r := rand.New(rand.NewPCG(3, 4))
+	c := newMeasurementConverter()
+	for range 5000 {
+		var d bson.D
+		if r.IntN(10) > 0 {
+			d = append(d, bson.E{Key: "ts", Value: times[r.IntN(len(times))]})
+		}
+		if r.IntN(4) > 0 {
+			d = append(d, bson.E{Key: "sensor", Value: metas[r.IntN(len(metas))]})
+		}
+		if r.IntN(3) == 0 {
+			d = append(d, bson.E{Key: "_id", Value: ids[r.IntN(len(ids))]})
+		}
+		for range r.IntN(5) {
+			d = append(d, bson.E{Key: names[r.IntN(len(names))], Value: vals[r.IntN(len(vals))]})
+		}
+		r.Shuffle(len(d), func(i, j int) { d[i], d[j] = d[j], d[i] })
+		if len(d) == 0 {
+			continue
+		}
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkConverterAgrees(t, c, raw)
+	}
+	if len(c.metas) == 0 {
+		t.Fatal("no meta value was cached: the fast path was never taken")
+	}
+}
+
+func FuzzMeasurementConverter(f *testing.F) {
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, d := range []bson.D{
+		{{Key: "ts", Value: at}, {Key: "sensor", Value: bson.D{{Key: "id", Value: "s1"}}}, {Key: "temp", Value: 21.5}, {Key: "n", Value: int32(3)}},
+		{{Key: "ts", Value: at}, {Key: "sensor", Value: "s"}, {Key: "a", Value: 1.0}, {Key: "a", Value: "x"}},
+		{{Key: "_id", Value: bson.NewObjectID()}, {Key: "ts", Value: at}, {Key: "v", Value: bson.D{{Key: "x", Value: true}}}},
+	} {
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	c := newMeasurementConverter()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkConverterAgrees(t, c, raw)
+	})
+}
