@@ -1,6 +1,7 @@
 package mongowire
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"time"
@@ -119,12 +120,17 @@ func (c *measurementConverter) fast(ts *timeseries.TimeSeriesOptions, d bsoncore
 	haveTime := false
 	rem := d[4 : len(d)-1]
 	for len(rem) > 0 {
-		el, r, valid := bsoncore.ReadElement(rem)
+		// An element: its type, its name (a C string), its value.
+		end := bytes.IndexByte(rem[1:], 0)
+		if end < 0 {
+			return m, false
+		}
+		key := rem[1 : 1+end]
+		v, r, valid := bsoncore.ReadValue(rem[2+end:], bsoncore.Type(rem[0]))
 		if !valid {
 			return m, false
 		}
 		rem = r
-		key, v := el.KeyBytes(), el.Value()
 		switch {
 		case string(key) == ts.TimeField:
 			ms, isDate := v.DateTimeOK()
@@ -188,9 +194,13 @@ func (c *measurementConverter) fast(ts *timeseries.TimeSeriesOptions, d bsoncore
 		return m, false
 	}
 	m.Fields = c.fields[start:len(c.fields):len(c.fields)]
-	slices.SortFunc(m.Fields, func(a, b timeseries.Field) int { return strings.Compare(a.Name, b.Name) })
+	if !slices.IsSortedFunc(m.Fields, compareFields) {
+		slices.SortFunc(m.Fields, compareFields)
+	}
 	return m, true
 }
+
+func compareFields(a, b timeseries.Field) int { return strings.Compare(a.Name, b.Name) }
 
 // cachedMeta is a meta value's canonical key, boxed once, and the BSON
 // type of the bytes it was made from.

@@ -238,8 +238,8 @@ func validateDocument(doc bsoncore.Document, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("nesting exceeds %d levels", maxDepth)
 	}
-	if err := doc.Validate(); err != nil {
-		return err
+	if len(doc) < 5 || int(int32(binary.LittleEndian.Uint32(doc))) != len(doc) || doc[len(doc)-1] != 0 {
+		return errors.New("document length or end is wrong")
 	}
 	rem := doc[4 : len(doc)-1]
 	for len(rem) > 0 {
@@ -249,14 +249,17 @@ func validateDocument(doc bsoncore.Document, depth int) error {
 		}
 		rem = r
 		v := el.Value()
-		if err := v.Validate(); err != nil {
-			return fmt.Errorf("element %q: %w", el.Key(), err)
-		}
 		switch v.Type {
 		case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
 			if err := validateDocument(bsoncore.Document(v.Data), depth+1); err != nil {
 				return fmt.Errorf("element %q: %w", el.Key(), err)
 			}
+			continue
+		}
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("element %q: %w", el.Key(), err)
+		}
+		switch v.Type {
 		case bsoncore.TypeCodeWithScope:
 			if _, scope, ok := v.CodeWithScopeOK(); !ok || validateDocument(scope, depth+1) != nil {
 				return fmt.Errorf("element %q: invalid code with scope", el.Key())
