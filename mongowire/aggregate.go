@@ -187,17 +187,18 @@ func (s *Server) firstBatch(ns string, src source, n int64, single bool) (bson.D
 	if n < 0 {
 		n = defaultFirstBatch
 	}
-	batch, pending, done, err := fillBatch(src, nil, n)
+	b := newBatchReply(nil, "firstBatch")
+	pending, done, err := b.fill(src, nil, n)
 	if err != nil {
 		src.close()
 		return nil, err
 	}
 	if done || single {
 		src.close()
-		return cursorReply(0, ns, "firstBatch", batch), nil
+		return rawReply(b.finish(0, ns)), nil
 	}
 	id := s.cursors.add(ns, src, pending)
-	return cursorReply(id, ns, "firstBatch", batch), nil
+	return rawReply(b.finish(id, ns)), nil
 }
 
 // aggregateCollection runs a pipeline on a collection.

@@ -126,6 +126,9 @@ func (c *conn) handle(req *request) []byte {
 	if err != nil {
 		return s.errorDoc(err)
 	}
+	if len(reply) == 1 && reply[0].Key == rawReplyKey {
+		return reply[0].Value.(bson.Raw)
+	}
 	return marshal(append(reply, bson.E{Key: "ok", Value: 1.0}))
 }
 

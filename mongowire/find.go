@@ -169,40 +169,67 @@ func cmdFind(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	return s.firstBatch(ns, src, a.batchSize, a.single)
 }
 
-// fillBatch reads up to n documents (n 0: as many as fit maxBatchBytes),
-// starting with pending, a document left over from the last batch, into a
-// BSON array, copied once from the source. done reports that src is
-// exhausted; the new pending, if any, did not fit (it is a copy: it
-// outlives the source's next call).
-func fillBatch(src source, pending bsoncore.Document, n int64) (batch bson.RawValue, next bsoncore.Document, done bool, err error) {
-	idx, arr := bsoncore.AppendArrayStart(nil)
-	var key [20]byte
-	count := 0
-	end := func() bson.RawValue {
-		arr, _ = bsoncore.AppendArrayEnd(arr, idx)
-		return bson.RawValue{Type: bson.TypeArray, Value: arr}
-	}
-	for n <= 0 || int64(count) < n {
+// rawReplyKey marks a handler's reply that is a whole BSON document
+// already, "ok" included: conn.handle sends it as it is.
+const rawReplyKey = "\x00raw"
+
+func rawReply(doc []byte) bson.D { return bson.D{{Key: rawReplyKey, Value: bson.Raw(doc)}} }
+
+// batchReply builds a cursor reply, {cursor: {<key>: [documents], id,
+// ns}, ok: 1}, in one buffer: each document is appended once, where it is
+// sent from, with no envelope built around a copy of the batch.
+type batchReply struct {
+	buf           []byte
+	doc, cur, arr int32
+	count         int
+	key           [20]byte
+}
+
+func newBatchReply(dst []byte, batchKey string) *batchReply {
+	b := &batchReply{}
+	b.doc, b.buf = bsoncore.AppendDocumentStart(dst[:0])
+	b.cur, b.buf = bsoncore.AppendDocumentElementStart(b.buf, "cursor")
+	b.arr, b.buf = bsoncore.AppendArrayElementStart(b.buf, batchKey)
+	return b
+}
+
+// fill appends up to n documents (n 0: as many as fit maxBatchBytes),
+// starting with pending, a document left over from the last batch. done
+// reports that src is exhausted; next, if any, is a document that did not
+// fit (a copy: it outlives the source's next call).
+func (b *batchReply) fill(src source, pending bsoncore.Document, n int64) (next bsoncore.Document, done bool, err error) {
+	for n <= 0 || int64(b.count) < n {
 		d := pending
 		pending = nil
 		if d == nil {
 			if d, err = src.next(); err != nil {
-				return bson.RawValue{}, nil, false, err
+				return nil, false, err
 			}
 			if d == nil {
-				return end(), nil, true, nil
+				return nil, true, nil
 			}
 		}
-		if len(arr)+len(d) > maxBatchBytes && count > 0 {
-			return end(), bytes.Clone(d), false, nil
+		if len(b.buf)-int(b.arr)+len(d) > maxBatchBytes && b.count > 0 {
+			return bytes.Clone(d), false, nil
 		}
-		arr = bsoncore.AppendDocumentElement(arr, string(itoa(key[:0], count)), d)
-		count++
+		b.buf = bsoncore.AppendDocumentElement(b.buf, unsafeString(itoa(b.key[:0], b.count)), d)
+		b.count++
 	}
-	return end(), nil, false, nil
+	return nil, false, nil
 }
 
-func cmdGetMore(s *Server, _ *conn, cmd *command) (bson.D, error) {
+// finish closes the batch and returns the whole reply.
+func (b *batchReply) finish(id int64, ns string) []byte {
+	b.buf, _ = bsoncore.AppendArrayEnd(b.buf, b.arr)
+	b.buf = bsoncore.AppendInt64Element(b.buf, "id", id)
+	b.buf = bsoncore.AppendStringElement(b.buf, "ns", ns)
+	b.buf, _ = bsoncore.AppendDocumentEnd(b.buf, b.cur)
+	b.buf = bsoncore.AppendDoubleElement(b.buf, "ok", 1)
+	b.buf, _ = bsoncore.AppendDocumentEnd(b.buf, b.doc)
+	return b.buf
+}
+
+func cmdGetMore(s *Server, conn *conn, cmd *command) (bson.D, error) {
 	v, _ := cmd.body.LookupErr("getMore")
 	id, ok := v.Int64OK()
 	if !ok {
@@ -231,16 +258,20 @@ func cmdGetMore(s *Server, _ *conn, cmd *command) (bson.D, error) {
 		s.cursors.release(c, false)
 		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
 	}
-	batch, pending, done, err := fillBatch(c.src, c.pending, n)
+	b := newBatchReply(s.replyBufs.Get(), "nextBatch")
+	pending, done, err := b.fill(c.src, c.pending, n)
 	c.pending = pending
 	s.cursors.release(c, done || err != nil)
 	if err != nil {
+		s.replyBufs.Put(b.buf)
 		return nil, err
 	}
 	if done {
 		id = 0
 	}
-	return cursorReply(id, ns, "nextBatch", batch), nil
+	reply := b.finish(id, ns)
+	conn.pooled = reply // back to s.replyBufs once sent
+	return rawReply(reply), nil
 }
 
 func cmdKillCursors(s *Server, _ *conn, cmd *command) (bson.D, error) {

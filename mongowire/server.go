@@ -72,6 +72,9 @@ type Server struct {
 	opcounters      opcounters
 	// converters keeps measurement converters with their meta caches.
 	converters *keep.Keeper[*measurementConverter]
+	// replyBufs keeps the buffers getMore replies (up to 16 MiB) are
+	// built in.
+	replyBufs *keep.Keeper[[]byte]
 
 	mu        sync.Mutex // guards the fields below
 	listeners map[net.Listener]struct{}
@@ -104,6 +107,7 @@ func New(opts Options) (*Server, error) {
 		scram: sc, opts: opts, db: opts.DB, log: opts.Logger, cursors: newCursorSet(), ops: newOpRegistry(), started: time.Now(),
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, stop: make(chan struct{}),
 		converters: keep.New(2*runtime.GOMAXPROCS(0), newMeasurementConverter),
+		replyBufs:  keep.New(runtime.GOMAXPROCS(0), func() []byte { return nil }),
 	}, nil
 }
 
@@ -244,6 +248,9 @@ type conn struct {
 	// authenticated.
 	sasl *saslConversation
 	user string
+	// pooled is the reply being sent when it came from Server.replyBufs,
+	// to be given back once framed.
+	pooled []byte
 }
 
 func (c *conn) serve() {
@@ -291,7 +298,14 @@ func (c *conn) serve() {
 		if req.moreToCome() {
 			continue
 		}
+		if len(reply) > 1<<20 {
+			out = s.replyBufs.Get()
+		}
 		out = c.frame(out[:0], req, reply)
+		if c.pooled != nil {
+			s.replyBufs.Put(c.pooled[:0])
+			c.pooled = nil
+		}
 		if _, err := c.nc.Write(out); err != nil {
 			return
 		}
@@ -299,6 +313,7 @@ func (c *conn) serve() {
 			body = nil // a large request's buffer is not kept
 		}
 		if cap(out) > 1<<20 {
+			s.replyBufs.Put(out[:0]) // a large reply's buffer is shared, not kept
 			out = nil
 		}
 	}
