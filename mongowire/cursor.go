@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,15 +29,49 @@ type cursor struct {
 	pending bsoncore.Document
 	used    time.Time
 	busy    bool // a getMore is running on it; guarded by cursorSet.mu
+	// ahead is the next batch, being built while the client reads the
+	// last one; while it runs, only its goroutine uses src and pending.
+	ahead *prefetch
+}
+
+// prefetch is a batch built ahead of its getMore.
+type prefetch struct {
+	done chan struct{} // closed when the fields below are set
+	b    *batchReply
+	next bsoncore.Document // pending after the batch
+	end  bool              // src is exhausted
+	err  error
+}
+
+// wait waits for c's prefetch, if any, and detaches it.
+func (c *cursor) wait() *prefetch {
+	a := c.ahead
+	if a != nil {
+		<-a.done
+		c.ahead = nil
+	}
+	return a
+}
+
+// closeSource closes c's source once no prefetch uses it, giving the
+// prefetched batch's buffer back with put.
+func (c *cursor) closeSource(put func([]byte)) {
+	if a := c.wait(); a != nil && a.b != nil {
+		put(a.b.buf[:0])
+	}
+	c.src.close()
 }
 
 // cursorSet holds the open cursors of a server, across connections.
 type cursorSet struct {
 	mu sync.Mutex // guards m and each cursor's used and busy
 	m  map[int64]*cursor
+	// put gives a prefetched batch's buffer back when its cursor closes
+	// unread.
+	put func([]byte)
 }
 
-func newCursorSet() *cursorSet { return &cursorSet{m: map[int64]*cursor{}} }
+func newCursorSet(put func([]byte)) *cursorSet { return &cursorSet{m: map[int64]*cursor{}, put: put} }
 
 // add registers a cursor and returns its id: random, positive, never 0
 // (which means "exhausted" on the wire).
@@ -78,7 +113,7 @@ func (cs *cursorSet) release(c *cursor, done bool) {
 	}
 	cs.mu.Unlock()
 	if done {
-		c.src.close()
+		c.closeSource(cs.put)
 	}
 }
 
@@ -93,7 +128,7 @@ func (cs *cursorSet) kill(id int64) bool {
 	if !ok || c.busy {
 		return false
 	}
-	c.src.close()
+	c.closeSource(cs.put)
 	return true
 }
 
@@ -110,7 +145,7 @@ func (cs *cursorSet) reapIdle(now time.Time, timeout time.Duration) int {
 	}
 	cs.mu.Unlock()
 	for _, c := range idle {
-		c.src.close()
+		c.closeSource(cs.put)
 	}
 	return len(idle)
 }
@@ -183,3 +218,38 @@ func (fs *funcSource) close() {
 		fs.err = <-fs.done
 	}
 }
+
+// queuedSource yields the documents of a batch built ahead for another
+// batch size, then those of its source.
+type queuedSource struct {
+	docs []bsoncore.Document
+	src  source
+}
+
+// newQueuedSource queues the documents of b, then next (the document after
+// them, if any), before those of src.
+func newQueuedSource(b *batchReply, next bsoncore.Document, src source) *queuedSource {
+	// The batch's array, closed on a copy (b's buffer stays as it is).
+	arr := slices.Clone(b.buf[b.arr:])
+	arr, _ = bsoncore.AppendArrayEnd(arr, 0)
+	q := &queuedSource{src: src}
+	vals, _ := bsoncore.Array(arr).Values()
+	for _, v := range vals {
+		q.docs = append(q.docs, v.Document())
+	}
+	if next != nil {
+		q.docs = append(q.docs, next)
+	}
+	return q
+}
+
+func (q *queuedSource) next() (bsoncore.Document, error) {
+	if len(q.docs) > 0 {
+		d := q.docs[0]
+		q.docs = q.docs[1:]
+		return d, nil
+	}
+	return q.src.next()
+}
+
+func (q *queuedSource) close() { q.src.close() }

@@ -169,6 +169,10 @@ func cmdFind(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	return s.firstBatch(ns, src, a.batchSize, a.single)
 }
 
+// batchBytes is maxBatchBytes, lowered by tests to make many batches of a
+// few documents.
+var batchBytes = maxBatchBytes
+
 // rawReplyKey marks a handler's reply that is a whole BSON document
 // already, "ok" included: conn.handle sends it as it is.
 const rawReplyKey = "\x00raw"
@@ -209,7 +213,7 @@ func (b *batchReply) fill(src source, pending bsoncore.Document, n int64) (next 
 				return nil, true, nil
 			}
 		}
-		if len(b.buf)-int(b.arr)+len(d) > maxBatchBytes && b.count > 0 {
+		if len(b.buf)-int(b.arr)+len(d) > batchBytes && b.count > 0 {
 			return bytes.Clone(d), false, nil
 		}
 		b.buf = bsoncore.AppendDocumentElement(b.buf, unsafeString(itoa(b.key[:0], b.count)), d)
@@ -258,12 +262,31 @@ func cmdGetMore(s *Server, conn *conn, cmd *command) (bson.D, error) {
 		s.cursors.release(c, false)
 		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
 	}
-	b := newBatchReply(s.replyBufs.Get(), "nextBatch")
-	pending, done, err := b.fill(c.src, c.pending, n)
-	c.pending = pending
+	var b *batchReply
+	var done bool
+	var err error
+	if a := c.wait(); a != nil {
+		if a.err == nil && n > 0 && int64(a.b.count) > n {
+			// Built for another batch size: its documents go first.
+			c.src = newQueuedSource(a.b, a.next, c.src)
+			c.pending = nil
+			s.replyBufs.Put(a.b.buf[:0])
+		} else {
+			b, done, err, c.pending = a.b, a.end, a.err, a.next
+		}
+	}
+	if b == nil && err == nil {
+		b = newBatchReply(s.replyBufs.Get(), "nextBatch")
+		c.pending, done, err = b.fill(c.src, c.pending, n)
+	}
+	if err == nil && !done && n == 0 {
+		s.buildAhead(c)
+	}
 	s.cursors.release(c, done || err != nil)
 	if err != nil {
-		s.replyBufs.Put(b.buf)
+		if b != nil {
+			s.replyBufs.Put(b.buf[:0])
+		}
 		return nil, err
 	}
 	if done {
@@ -272,6 +295,33 @@ func cmdGetMore(s *Server, conn *conn, cmd *command) (bson.D, error) {
 	reply := b.finish(id, ns)
 	conn.pooled = reply // back to s.replyBufs once sent
 	return rawReply(reply), nil
+}
+
+// buildAhead starts building c's next batch (of the default size) while
+// the client reads this one, when a slot is free: the driver asks for the
+// next batch only once it has read the last, so otherwise the server and
+// the client take turns. c is held by the getMore calling it.
+func (s *Server) buildAhead(c *cursor) {
+	select {
+	case s.prefetches <- struct{}{}:
+	default:
+		return
+	}
+	a := &prefetch{done: make(chan struct{})}
+	c.ahead = a
+	s.prefetched.Add(1)
+	src, pending := c.src, c.pending
+	c.pending = nil
+	go func() {
+		defer func() { <-s.prefetches }()
+		defer close(a.done)
+		a.b = newBatchReply(s.replyBufs.Get(), "nextBatch")
+		a.next, a.end, a.err = a.b.fill(src, pending, 0)
+		if a.err != nil {
+			s.replyBufs.Put(a.b.buf[:0])
+			a.b = nil
+		}
+	}()
 }
 
 func cmdKillCursors(s *Server, _ *conn, cmd *command) (bson.D, error) {

@@ -75,6 +75,10 @@ type Server struct {
 	// replyBufs keeps the buffers getMore replies (up to 16 MiB) are
 	// built in.
 	replyBufs *keep.Keeper[[]byte]
+	// prefetches bounds the batches built ahead at once (each up to
+	// 16 MiB); a getMore that finds no slot builds none.
+	prefetches chan struct{}
+	prefetched atomic.Int64 // batches built ahead, for tests
 
 	mu        sync.Mutex // guards the fields below
 	listeners map[net.Listener]struct{}
@@ -103,12 +107,15 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	return &Server{
-		scram: sc, opts: opts, db: opts.DB, log: opts.Logger, cursors: newCursorSet(), ops: newOpRegistry(), started: time.Now(),
+	s := &Server{
+		scram: sc, opts: opts, db: opts.DB, log: opts.Logger, ops: newOpRegistry(), started: time.Now(),
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, stop: make(chan struct{}),
 		converters: keep.New(2*runtime.GOMAXPROCS(0), newMeasurementConverter),
 		replyBufs:  keep.New(runtime.GOMAXPROCS(0), func() []byte { return nil }),
-	}, nil
+	}
+	s.cursors = newCursorSet(s.replyBufs.Put)
+	s.prefetches = make(chan struct{}, runtime.GOMAXPROCS(0))
+	return s, nil
 }
 
 // Serve accepts connections on ln until Shutdown or Close, and then returns
