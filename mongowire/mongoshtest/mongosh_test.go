@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -25,9 +24,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
-	"github.com/hourglassdb/hourglass/mongowire"
+	"github.com/hourglassdb/hourglass/mongowire/mongowiretest"
 	"github.com/hourglassdb/hourglass/timeseries"
-	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // requireMongosh returns the path of the installed mongosh, and fails the
@@ -49,49 +47,10 @@ func requireMongosh(t *testing.T) string {
 	return bin
 }
 
-// startServer opens an engine in a temporary directory and serves it to
-// MongoDB clients on a loopback port.
 // startServer serves a new engine on a loopback port; a non-empty
 // authToken requires SCRAM-SHA-256 authentication with it.
 func startServer(t *testing.T, authToken string) (*timeseries.DB, string) {
-	t.Helper()
-	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The monitor setParameter and getParameter act on, as in
-	// `hourglass serve` (enabled, its default); it sleeps through the test.
-	mon, err := ttl.New(ttl.Options{Store: db, Sleep: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mon.Start()
-	srv, err := mongowire.New(mongowire.Options{DB: db, Version: "test", TTL: mon, AuthToken: authToken,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; !errors.Is(err, mongowire.ErrServerClosed) {
-			t.Errorf("Serve returned %v, want ErrServerClosed", err)
-		}
-		mon.Close()
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db, ln.Addr().String()
+	return mongowiretest.Start(t, authToken)
 }
 
 // shell runs mongosh scripts against one server.
