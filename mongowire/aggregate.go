@@ -470,9 +470,13 @@ type groupSpec struct {
 	idConst  any
 	window   time.Duration
 	origin   time.Time
-	groupBy  string // a path in the meta field
-	accs     []accumulator
-	fields   []string
+	// months, for the calendar units (month, quarter, year), is the
+	// months of one window: the engine computes day windows (UTC days
+	// begin months), merged here into the windows of $dateTrunc.
+	months  int64
+	groupBy string // a path in the meta field
+	accs    []accumulator
+	fields  []string
 }
 
 type accumulator struct {
@@ -629,7 +633,14 @@ func parseDateTrunc(d bsoncore.Document, ts *timeseries.TimeSeriesOptions, g *gr
 	u, ok := units[unit]
 	switch {
 	case unit == "month" || unit == "quarter" || unit == "year":
-		return mongoerr.New(codeNotImplemented, "$dateTrunc unit '%s' is not supported by Hourglass: its windows are of fixed width (millisecond to week)", unit)
+		per := map[string]int64{"month": 1, "quarter": 3, "year": 12}[unit]
+		if bin > (timeseries.MaxDateYear-timeseries.MinDateYear)*12/per {
+			return mongoerr.New(mongoerr.BadValue, "$dateTrunc binSize %d %s exceeds the range of dates", bin, unit)
+		}
+		g.months = bin * per
+		g.window = 24 * time.Hour
+		g.origin = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+		return nil
 	case !ok:
 		return mongoerr.New(5439014, "$dateTrunc parameter 'unit' value cannot be recognized as a time unit: %s", unit)
 	case bin > math.MaxInt64/int64(u):
@@ -677,8 +688,11 @@ func (s *Server) groupMeasurements(ctx context.Context, name string, ts *timeser
 	var order []string
 	groups := map[string]*group{}
 	get := func(win int64, meta string) *group {
-		if !g.hasWin {
+		switch {
+		case !g.hasWin:
 			win = 0
+		case g.months > 0:
+			win = monthWindow(win, g.months)
 		}
 		if !g.hasMeta {
 			meta = ""
@@ -720,6 +734,18 @@ func (s *Server) groupMeasurements(ctx context.Context, name string, ts *timeser
 	}
 	return docs, nil
 }
+
+// monthWindow returns the start of the window of months months that
+// holds the time ns (UTC), counted from January 2000 as $dateTrunc counts
+// its bins.
+func monthWindow(ns int64, months int64) int64 {
+	t := time.Unix(0, ns).UTC()
+	m := int64(t.Year()-2000)*12 + int64(t.Month()-1)
+	m -= floorMod(m, months)
+	return time.Date(2000+int(floorDiv(m, 12)), time.Month(floorMod(m, 12)+1), 1, 0, 0, 0, 0, time.UTC).UnixNano()
+}
+
+func floorDiv(a, b int64) int64 { return (a - floorMod(a, b)) / b }
 
 // foldAggregate merges the rows of the engine's aggregate into groups.
 func foldAggregate(rec arrow.Record, g *groupSpec, get func(int64, string) *group) error {

@@ -3,6 +3,7 @@ package mongowire
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -361,7 +362,8 @@ func TestAggregateRefusals(t *testing.T) {
 		{mongo.Pipeline{{{Key: "$frobnicate", Value: bson.D{}}}}, 40324, "$frobnicate"},
 		{mongo.Pipeline{{{Key: "$unwind", Value: "$tags"}}}, 238, "$unwind"},
 		{mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "all", Value: bson.D{{Key: "$push", Value: "$temp"}}}}}}}, 15952, "$push"},
-		{mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: dt("month")}}}}}, 238, "month"},
+		{mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: "$ts"}, {Key: "unit", Value: "month"}, {Key: "timezone", Value: "Europe/Paris"}}}}}}}}}, 238, "Europe/Paris"},
+		{mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: "$ts"}, {Key: "unit", Value: "year"}, {Key: "binSize", Value: 1000}}}}}}}}}, 2, "binSize"},
 		{mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$temp"}}}}}, 238, "$temp"},
 		{mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$year", Value: "$ts"}}}}}}}, 238, "$year"},
 		{mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "m", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "$abs", Value: "$temp"}}}}}}}}}, 238, "$max"},
@@ -459,5 +461,100 @@ func TestAggregateAcrossEpoch(t *testing.T) {
 	}
 	if s := fmt.Sprint(asMaps(got)); s != "[map[_id:a avg:2.75 first:1 last:2 max:5 min:1 n:4 sum:11]]" {
 		t.Errorf("got %s", s)
+	}
+}
+
+// TestAggregateCalendarUnits checks $dateTrunc by month, quarter and year
+// (and two-month bins, counted from January 2000 as MongoDB counts them)
+// against a plain loop over the inserted measurements, over dates on both
+// sides of 2000.
+func TestAggregateCalendarUnits(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	err := f.mdb.CreateCollection(ctx, "cal", options.CreateCollection().SetTimeSeriesOptions(
+		options.TimeSeries().SetTimeField("ts").SetMetaField("sensor").SetGranularity("hours")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type point struct {
+		ts     time.Time
+		sensor string
+		v      float64
+	}
+	var pts []point
+	var docs []any
+	t0 := time.Date(1999, 10, 30, 13, 0, 0, 0, time.UTC)
+	for i := range 400 {
+		p := point{t0.Add(time.Duration(i) * 43 * time.Hour), []string{"a", "b"}[i%2], float64(i*37%101) / 4}
+		pts = append(pts, p)
+		docs = append(docs, bson.D{{Key: "ts", Value: p.ts}, {Key: "sensor", Value: p.sensor}, {Key: "v", Value: p.v}})
+	}
+	coll := f.mdb.Collection("cal")
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		unit   string
+		bin    int
+		months int
+	}{{"month", 1, 1}, {"month", 2, 2}, {"quarter", 1, 3}, {"year", 1, 12}, {"quarter", 3, 9}} {
+		type cell struct {
+			n                       int
+			sum, min, max, fst, lst float64
+		}
+		want := map[string]*cell{}
+		var order []string
+		for _, p := range pts {
+			m := (p.ts.Year()-2000)*12 + int(p.ts.Month()) - 1
+			m -= ((m % c.months) + c.months) % c.months
+			w := time.Date(2000, time.Month(m+1), 1, 0, 0, 0, 0, time.UTC)
+			k := w.Format(time.RFC3339) + "/" + p.sensor
+			e := want[k]
+			if e == nil {
+				e = &cell{min: p.v, max: p.v, fst: p.v}
+				want[k] = e
+				order = append(order, k)
+			}
+			e.n++
+			e.sum += p.v
+			e.min, e.max, e.lst = math.Min(e.min, p.v), math.Max(e.max, p.v), p.v
+		}
+		pipeline := mongo.Pipeline{
+			{{Key: "$group", Value: bson.D{
+				{Key: "_id", Value: bson.D{{Key: "w", Value: bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: "$ts"}, {Key: "unit", Value: c.unit}, {Key: "binSize", Value: c.bin}}}}}, {Key: "s", Value: "$sensor"}}},
+				{Key: "n", Value: bson.D{{Key: "$count", Value: bson.D{}}}}, {Key: "sum", Value: bson.D{{Key: "$sum", Value: "$v"}}},
+				{Key: "avg", Value: bson.D{{Key: "$avg", Value: "$v"}}}, {Key: "min", Value: bson.D{{Key: "$min", Value: "$v"}}},
+				{Key: "max", Value: bson.D{{Key: "$max", Value: "$v"}}}, {Key: "first", Value: bson.D{{Key: "$first", Value: "$v"}}},
+				{Key: "last", Value: bson.D{{Key: "$last", Value: "$v"}}}}}},
+		}
+		cur, err := coll.Aggregate(ctx, pipeline)
+		if err != nil {
+			t.Fatalf("%s x%d: %v", c.unit, c.bin, err)
+		}
+		var got []struct {
+			ID struct {
+				W time.Time `bson:"w"`
+				S string    `bson:"s"`
+			} `bson:"_id"`
+			N                               int
+			Sum, Avg, Min, Max, First, Last float64
+		}
+		if err := cur.All(ctx, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s x%d: %d groups, want %d", c.unit, c.bin, len(got), len(want))
+		}
+		for _, g := range got {
+			k := g.ID.W.UTC().Format(time.RFC3339) + "/" + g.ID.S
+			e := want[k]
+			if e == nil {
+				t.Fatalf("%s x%d: group %s not expected (want %v)", c.unit, c.bin, k, order)
+			}
+			if g.N != e.n || math.Abs(g.Sum-e.sum) > 1e-9 || math.Abs(g.Avg-e.sum/float64(e.n)) > 1e-9 ||
+				g.Min != e.min || g.Max != e.max || g.First != e.fst || g.Last != e.lst {
+				t.Errorf("%s x%d, %s: got %+v, want %+v", c.unit, c.bin, k, g, *e)
+			}
+		}
 	}
 }
