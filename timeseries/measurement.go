@@ -299,8 +299,17 @@ func appendCanonicalFloat(dst []byte, f float64) []byte {
 }
 
 func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // never fails for a string
-	return append(dst, b...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			// What json.Marshal escapes (HTML characters too): its
+			// encoding is the canonical one, kept byte for byte.
+			b, _ := json.Marshal(s) // never fails for a string
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // DecodeMeta parses a canonical meta encoding back into a value: integers

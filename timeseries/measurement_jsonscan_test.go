@@ -233,3 +233,17 @@ func FuzzParseUTCDate(f *testing.F) {
 	f.Add("2023-02-29T00:00:00Z")
 	f.Fuzz(checkUTCDate)
 }
+
+// appendJSONString writes what json.Marshal writes for every string: meta
+// keys stored before it took its short cut must stay byte for byte.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "s000042", "site-7", `a"b`, `a\b`, "<&>", "\u2028", "é", "\x00\x1f\x7f", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Fatalf("appendJSONString(%q) = %s, json.Marshal %s", s, got, want)
+		}
+	})
+}
