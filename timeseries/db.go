@@ -48,6 +48,9 @@ type DB struct {
 	// idle (idleSeq).
 	captures []capturePoint
 	headMem  atomic.Int64 // bytes held by buckets in memory
+	// sortedMem is the bytes of the sorted copies of open buckets that
+	// reads share (memBucket.sorted), bounded by MemoryBudget/8.
+	sortedMem atomic.Int64
 	// seriesMem is the memory the series hold besides their buckets
 	// (seriesMem()): it counts in the budget but no checkpoint frees it.
 	seriesMem atomic.Int64

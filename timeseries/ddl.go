@@ -220,6 +220,7 @@ func (db *DB) unlinkCollection(c *collection) bool {
 		smem += seriesMem(s)
 		for _, b := range s.buckets {
 			mem += b.mem
+			b.changed() // its sorted copy, if any, goes too
 		}
 	}
 	c.dropped = true

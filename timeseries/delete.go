@@ -517,6 +517,7 @@ func (b *memBucket) deleteRows(lo, hi int64, timeField string) deleted {
 	if n == 0 {
 		return deleted{}
 	}
+	b.changed()
 	b.cols = permuteColumns(&b.cols, keep)
 	before := b.mem
 	b.mem = bucketMem(&b.cols)

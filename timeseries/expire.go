@@ -439,6 +439,7 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 		}
 		n := int64(b.rows())
 		x.gone.addColumns(&b.cols)
+		b.changed() // its sorted copy, if any, goes too
 		x.docs += n
 		x.memDocs += n
 		x.buckets++

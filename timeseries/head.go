@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"sort"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -82,6 +83,54 @@ type memBucket struct {
 	snapshot  bool
 	dirty     bool
 	lastWrite uint64
+	// sorted is the time-ordered copy of an open bucket's rows that came
+	// out of order, made by a read and shared by the reads after it until
+	// the next change drops it (reads hold DB.mu for reading only, hence
+	// the atomic; changes hold it for writing).
+	sorted atomic.Pointer[sortedRows]
+}
+
+// sortedRows is a memBucket's rows in time order. Its columns are never
+// written to.
+type sortedRows struct {
+	cols  bucket.Columns
+	bytes int64
+	acct  *atomic.Int64 // DB.sortedMem, where bytes are counted
+}
+
+// changed records a change to b's columns, dropping its sorted copy. DB.mu
+// is held for writing.
+func (b *memBucket) changed() {
+	if b.sorted.Load() != nil {
+		if s := b.sorted.Swap(nil); s != nil {
+			s.acct.Add(-s.bytes)
+		}
+	}
+}
+
+// sortedCapture returns the rows of b in time order: a capture when they
+// are in order, else a sorted copy, shared with other reads until b
+// changes, kept while DB.sortedMem stays under max bytes. copied reports a
+// copy made by this call (the caller's query memory pays for it). DB.mu is
+// held, for reading at least.
+func (b *memBucket) sortedCapture(acct *atomic.Int64, max int64) (cols bucket.Columns, copied bool) {
+	if s := b.sorted.Load(); s != nil {
+		return s.cols, false
+	}
+	cp := b.capture()
+	sorted := sortedColumns(&cp.cols)
+	if len(sorted.Times) == 0 || &sorted.Times[0] == &cp.cols.Times[0] {
+		return sorted, false // in order: the capture itself
+	}
+	s := &sortedRows{cols: sorted, bytes: columnsBytes(&sorted), acct: acct}
+	if acct.Add(s.bytes) > max {
+		acct.Add(-s.bytes)
+		return sorted, true
+	}
+	if old := b.sorted.Swap(s); old != nil {
+		old.acct.Add(-old.bytes)
+	}
+	return sorted, true
 }
 
 func (b *memBucket) rows() int { return len(b.cols.Times) }
@@ -126,6 +175,7 @@ func (b *memBucket) colIndex(name string, hint int) int {
 // appendRow adds one measurement; the caller checked fits. It returns the
 // change in memory held.
 func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
+	b.changed()
 	n := len(b.cols.Times)
 	before := b.mem
 	if b.cols.Times == nil && b.capHint > 0 {

@@ -406,6 +406,7 @@ func (db *DB) seal(b *memBucket) {
 		return
 	}
 	b.sealed = true
+	b.changed()
 	b.cols = sortedColumns(&b.cols)
 	mem := bucketMem(&b.cols)
 	db.headMem.Add(mem - b.mem)

@@ -22,8 +22,11 @@ type Options struct {
 	// open buckets are sealed early and a checkpoint runs; writers wait
 	// while the budget is exceeded. Buckets keep at least an eighth of it
 	// whatever the series take, so past that many series memory exceeds
-	// the budget by what the series take over seven eighths of it. Default 256 MiB: room for 1000-row buckets of about 30,000
-	// series of 10 fields.
+	// the budget by what the series take over seven eighths of it.
+	// Outside it, reads keep time-sorted copies of open buckets whose
+	// rows came out of order, shared until the bucket next changes, up to
+	// an eighth of it. Default 256 MiB: room for 1000-row buckets of
+	// about 30,000 series of 10 fields.
 	MemoryBudget int64
 
 	// CheckpointInterval is how often open and sealed buckets are written

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 
+	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -189,12 +190,13 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 					snap.memIDs[b.id] = true
 					continue
 				}
-				cp := b.capture()
-				cols := cp.cols
-				if !b.sealed {
-					sorted := sortedColumns(&cols)
-					if len(sorted.Times) > 0 && len(cols.Times) > 0 && &sorted.Times[0] != &cols.Times[0] {
-						// A copy: the bucket's rows were out of order.
+				var cols bucket.Columns
+				if b.sealed {
+					cols = b.capture().cols
+				} else {
+					sorted, copied := b.sortedCapture(&db.sortedMem, db.opts.MemoryBudget/8)
+					if copied {
+						// The bucket's rows were out of order.
 						if err := guard.charge(columnsBytes(&sorted), "buckets sorted in memory"); err != nil {
 							return err
 						}
