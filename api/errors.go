@@ -104,13 +104,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: int(code), CodeName: codeName(code), Message: msg}})
 }
 
-// codeName is code's name, NotWritablePrimary among them.
-func codeName(code mongoerr.Code) string {
-	if code == codeNotWritablePrimary {
-		return "NotWritablePrimary"
-	}
-	return code.Name()
-}
+// codeName is code's name.
+func codeName(code mongoerr.Code) string { return code.Name() }
 
 // setPrimary names the leader's HTTP address in a header when err is a
 // follower's refusal of a write.

@@ -72,10 +72,6 @@ func (s *Server) deleteReplicated(ctx context.Context, name string, plain bool, 
 	return s.opts.ReplicaSet.Node.Delete(ctx, name, b)
 }
 
-// codeNotWritablePrimary is MongoDB's NotWritablePrimary (10107): a write
-// sent to a member that is not the primary.
-const codeNotWritablePrimary mongoerr.Code = 10107
-
 // primaryHeader names the leader's HTTP address on a follower's refusal.
 const primaryHeader = "Hourglass-Primary"
 
@@ -92,15 +88,15 @@ func (s *Server) replicaError(err error) error {
 	switch {
 	case errors.As(err, &nl):
 		if nl.LeaderID == "" {
-			return &httpError{status: http.StatusServiceUnavailable, code: codeNotWritablePrimary,
+			return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.NotWritablePrimary,
 				msg: fmt.Sprintf("member %s of replica set %s is not the primary and knows none (an election may be running); retry", rs.Node.ID(), rs.Name)}
 		}
 		addr := rs.HTTP[nl.LeaderID]
 		if addr == "" {
-			return &httpError{status: http.StatusMisdirectedRequest, code: codeNotWritablePrimary,
+			return &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotWritablePrimary,
 				msg: fmt.Sprintf("member %s of replica set %s is not the primary; the primary is %s (raft %s), whose HTTP address this member does not know", rs.Node.ID(), rs.Name, nl.LeaderID, nl.Leader)}
 		}
-		return &httpError{status: http.StatusMisdirectedRequest, code: codeNotWritablePrimary, primary: addr,
+		return &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotWritablePrimary, primary: addr,
 			msg: fmt.Sprintf("member %s of replica set %s is not the primary; write to the primary %s at %s", rs.Node.ID(), rs.Name, nl.LeaderID, addr)}
 	case errors.Is(err, replset.ErrTimeout):
 		return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.InternalError,

@@ -53,9 +53,16 @@ const (
 	// OutOfDiskSpace is MongoDB's code for a write refused because the
 	// filesystem of the data directory is full.
 	OutOfDiskSpace Code = 14031
+	// NotWritablePrimary is a write sent to a replica set member that is
+	// not the primary; NotPrimaryNoSecondaryOk a read sent to one by a
+	// client that asked for the primary.
+	NotWritablePrimary      Code = 10107
+	NotPrimaryNoSecondaryOk Code = 13435
 )
 
 var names = map[Code]string{
+	NotWritablePrimary:              "NotWritablePrimary",
+	NotPrimaryNoSecondaryOk:         "NotPrimaryNoSecondaryOk",
 	InternalError:                   "InternalError",
 	BadValue:                        "BadValue",
 	FailedToParse:                   "FailedToParse",

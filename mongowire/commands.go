@@ -116,7 +116,16 @@ func (c *conn) handle(req *request) []byte {
 		return s.errorDoc(mongoerr.New(mongoerr.Unauthorized,
 			"Command %s requires authentication: connect as user '%s' with the server's auth token as the password (SCRAM-SHA-256)", first, AuthUser))
 	}
+	if err := s.replicaCheck(cmd); err != nil {
+		return s.errorDoc(err)
+	}
 	if _, err := req.body.LookupErr("txnNumber"); err == nil {
+		if s.opts.ReplicaSet != nil {
+			// A retried write is not recognized as one: accepting the
+			// number would store it twice.
+			return s.errorDoc(mongoerr.New(mongoerr.IllegalOperation,
+				"Hourglass does not support retryable writes or transactions (txnNumber): connect with retryWrites=false"))
+		}
 		return s.errorDoc(mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos"))
 	}
 	s.opcounters.count(first)
@@ -124,7 +133,7 @@ func (c *conn) handle(req *request) []byte {
 	reply, err := h(s, c, cmd)
 	s.ops.end(o)
 	if err != nil {
-		return s.errorDoc(err)
+		return s.errorDoc(s.replicaError(err))
 	}
 	if len(reply) == 1 && reply[0].Key == rawReplyKey {
 		return reply[0].Value.(bson.Raw)
@@ -290,7 +299,7 @@ func cmdHello(s *Server, c *conn, cmd *command) (bson.D, error) {
 			}
 		}
 	}
-	return c.helloAuth(cmd, d), nil
+	return c.helloAuth(cmd, s.helloReplica(d, primary)), nil
 }
 
 func cmdPing(*Server, *conn, *command) (bson.D, error) { return bson.D{}, nil }
@@ -455,7 +464,7 @@ func cmdCreate(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	created, err := s.db.CreateCollection(cmd.ctx, name, opts)
+	created, err := s.w.CreateCollection(cmd.ctx, name, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -472,7 +481,7 @@ func cmdDrop(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = s.db.DropCollection(cmd.ctx, name)
+	err = s.w.DropCollection(cmd.ctx, name)
 	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
 		// MongoDB 7.0 drops a missing collection without error.
 		return bson.D{}, nil

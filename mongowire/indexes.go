@@ -205,7 +205,7 @@ func cmdCreateIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	auto := false
 	before, err := s.db.ListIndexes(cmd.ctx, name)
 	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
-		if auto, err = s.db.CreateCollection(cmd.ctx, name, timeseries.CollectionOptions{}); err == nil {
+		if auto, err = s.w.CreateCollection(cmd.ctx, name, timeseries.CollectionOptions{}); err == nil {
 			before, err = s.db.ListIndexes(cmd.ctx, name)
 		}
 	}
@@ -214,7 +214,7 @@ func cmdCreateIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	}
 	created := 0
 	for _, spec := range specs {
-		ok, idx, err := s.db.CreateIndex(cmd.ctx, name, spec)
+		ok, idx, err := s.w.CreateIndex(cmd.ctx, name, spec)
 		if err != nil {
 			return nil, err
 		}

@@ -73,7 +73,7 @@ func cmdInsert(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
 		// As in MongoDB, an insert creates a missing collection: a plain
 		// one.
-		if _, err = s.db.CreateCollection(cmd.ctx, name, timeseries.CollectionOptions{}); err == nil {
+		if _, err = s.w.CreateCollection(cmd.ctx, name, timeseries.CollectionOptions{}); err == nil {
 			info, err = s.db.DescribeShallow(cmd.ctx, name)
 		}
 	}
@@ -156,7 +156,7 @@ func (s *Server) insertMeasurements(cmd *command, name string, ts *timeseries.Ti
 	if len(ms) == 0 {
 		return 0, wes, nil
 	}
-	res, err := s.db.Insert(cmd.ctx, name, ms, timeseries.InsertOptions{Unordered: !ordered})
+	res, err := s.w.Insert(cmd.ctx, name, ms, timeseries.InsertOptions{Unordered: !ordered})
 	if err != nil {
 		return 0, wes, err
 	}
@@ -174,7 +174,7 @@ func (s *Server) insertPlain(cmd *command, name string, raw []bsoncore.Document,
 	if len(docs) == 0 {
 		return 0, wes, nil
 	}
-	res, err := s.db.InsertDocuments(cmd.ctx, name, docs, timeseries.InsertOptions{Unordered: !ordered})
+	res, err := s.w.InsertDocuments(cmd.ctx, name, docs, timeseries.InsertOptions{Unordered: !ordered})
 	if err != nil {
 		return 0, wes, err
 	}

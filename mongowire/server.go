@@ -51,6 +51,8 @@ type Options struct {
 	Version string
 	// Logger receives connection and error logs; default slog.Default().
 	Logger *slog.Logger
+	// ReplicaSet, when set, makes the server a member of a replica set.
+	ReplicaSet *ReplicaSet
 }
 
 // Server answers MongoDB clients over the wire protocol. It is safe for
@@ -58,6 +60,7 @@ type Options struct {
 type Server struct {
 	opts    Options
 	db      *timeseries.DB
+	w       writer // db, or the replica set's member
 	log     *slog.Logger
 	cursors *cursorSet
 	ops     *opRegistry
@@ -114,6 +117,13 @@ func New(opts Options) (*Server, error) {
 		replyBufs:  keep.New(runtime.GOMAXPROCS(0), func() []byte { return nil }),
 	}
 	s.cursors = newCursorSet(s.replyBufs.Put)
+	s.w = opts.DB
+	if rs := opts.ReplicaSet; rs != nil {
+		if rs.Node == nil || rs.Node.DB() != opts.DB {
+			return nil, errors.New("mongowire: Options.ReplicaSet.Node must be the member whose engine is Options.DB")
+		}
+		s.w = rs.Node
+	}
 	s.prefetches = make(chan struct{}, runtime.GOMAXPROCS(0))
 	return s, nil
 }

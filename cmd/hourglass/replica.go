@@ -13,7 +13,7 @@ import (
 
 // replicaConfig is a replica set member's flags: the set's name, this
 // member's ID and raft address, and every member as
-// id=raft-host:port/http-host:port.
+// id=raft-host:port/http-host:port[/mongo-host:port].
 type replicaConfig struct {
 	name       string
 	nodeID     string
@@ -24,6 +24,7 @@ type replicaConfig struct {
 // replicaMember is one entry of --members.
 type replicaMember struct {
 	id, raft, http string
+	mongo          string // its MongoDB listener, "" when the set serves none
 }
 
 // enabled reports whether any replica-set flag is set.
@@ -43,14 +44,22 @@ func (c *replicaConfig) parse() ([]replicaMember, error) {
 	for e := range strings.SplitSeq(c.members, ",") {
 		e = strings.TrimSpace(e)
 		id, addrs, ok := strings.Cut(e, "=")
-		raftAddr, httpAddr, _ := strings.Cut(addrs, "/")
-		if !ok || id == "" || raftAddr == "" || httpAddr == "" {
-			return nil, fmt.Errorf("--members entry %q: want id=raft-host:port/http-host:port", e)
+		raftAddr, rest, _ := strings.Cut(addrs, "/")
+		httpAddr, mongoAddr, withMongo := strings.Cut(rest, "/")
+		if !ok || id == "" || raftAddr == "" || httpAddr == "" || (withMongo && mongoAddr == "") {
+			return nil, fmt.Errorf("--members entry %q: want id=raft-host:port/http-host:port[/mongo-host:port]", e)
 		}
-		for _, a := range []string{raftAddr, httpAddr} {
+		addrList := []string{raftAddr, httpAddr}
+		if withMongo {
+			addrList = append(addrList, mongoAddr)
+		}
+		for _, a := range addrList {
 			if _, _, err := net.SplitHostPort(a); err != nil {
 				return nil, fmt.Errorf("--members entry %q: %v", e, err)
 			}
+		}
+		if len(ms) > 0 && (ms[0].mongo != "") != withMongo {
+			return nil, errors.New("--members: give every member a MongoDB address (id=raft/http/mongo), or none")
 		}
 		if seen[id] {
 			return nil, fmt.Errorf("--members names %q twice", id)
@@ -62,7 +71,7 @@ func (c *replicaConfig) parse() ([]replicaMember, error) {
 				return nil, fmt.Errorf("--members gives %s the raft address %s, --raft-listen is %s: the others reach it at the one in --members", id, raftAddr, c.raftListen)
 			}
 		}
-		ms = append(ms, replicaMember{id: id, raft: raftAddr, http: httpAddr})
+		ms = append(ms, replicaMember{id: id, raft: raftAddr, http: httpAddr, mongo: mongoAddr})
 	}
 	if !self {
 		return nil, fmt.Errorf("--members does not name this member, --node-id %q", c.nodeID)

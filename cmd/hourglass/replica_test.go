@@ -412,6 +412,8 @@ func TestReplicaFlags(t *testing.T) {
 		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:7801", members: m + ",n1=127.0.0.1:7803/127.0.0.1:7703"}, `names "n1" twice`},
 		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:7801", members: "n1=127.0.0.1:7801"}, "want id=raft-host:port/http-host:port"},
 		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:7801", members: "n1=127.0.0.1:7801/nowhere"}, "missing port"},
+		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:7801", members: "n1=127.0.0.1:7801/127.0.0.1:7701/127.0.0.1:7601,n2=127.0.0.1:7802/127.0.0.1:7702"}, "every member a MongoDB address"},
+		{replicaConfig{name: "rs0", nodeID: "n1", raftListen: "127.0.0.1:7801", members: "n1=127.0.0.1:7801/127.0.0.1:7701/"}, "want id=raft-host:port/http-host:port[/mongo-host:port]"},
 	} {
 		if _, err := c.cfg.parse(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)

@@ -92,7 +92,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.replica.name, "replica-set", "", "`name` of the replica set this server is a member of (docs/replication.md); with --node-id, --raft-listen and --members")
 	fs.StringVar(&cfg.replica.nodeID, "node-id", "", "this member's `id` in the replica set, kept across restarts")
 	fs.StringVar(&cfg.replica.raftListen, "raft-listen", "", "`address` to exchange the replica set's raft traffic on; this member's raft address in --members")
-	fs.StringVar(&cfg.replica.members, "members", "", "every member of the replica set, this one included, the same on each member and at every start: `list` of id=raft-host:port/http-host:port, comma-separated; a member that never ran makes a new set of them; a member's HTTP address is the --listen others reach it at")
+	fs.StringVar(&cfg.replica.members, "members", "", "every member of the replica set, this one included, the same on each member and at every start: `list` of id=raft-host:port/http-host:port[/mongo-host:port], comma-separated; a member that never ran makes a new set of them; a member's HTTP address is the --listen others reach it at; with MongoDB addresses (all or none), each member serves the wire protocol on its own and hello names them all")
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, `Usage: hourglass serve [flags]
@@ -108,8 +108,10 @@ in the log either way.
 With --replica-set, --node-id, --raft-listen and --members, the server is a
 member of a replica set (docs/replication.md): writes go to the leader and
 are applied on every member, followers answer writes with 421 and the
-leader's address, the TTL monitor deletes on the leader only, and the MongoDB
-wire protocol is off.
+leader's address, the TTL monitor deletes on the leader only. The MongoDB
+wire protocol is served when --members gives every member's MongoDB address:
+hello describes the set (drivers given replicaSet=<name> find the primary),
+secondaries answer writes with NotWritablePrimary.
 
 Flags:
 `)
@@ -139,12 +141,24 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		if err := checkListen("--raft-listen", cfg.replica.raftListen, "", cfg.insecure); err != nil {
 			return fmt.Errorf("%w (raft traffic is not authenticated: keep it on a private network)", err)
 		}
+		// The wire protocol is served when --members gives the members'
+		// MongoDB addresses: hello names them to drivers. This member's
+		// is where it listens.
 		mongoSet := false
 		fs.Visit(func(f *flag.Flag) { mongoSet = mongoSet || f.Name == "mongo-listen" })
-		if mongoSet && cfg.mongoListen != "" {
-			return errors.New("--mongo-listen: the MongoDB wire protocol is not served on a replica set member yet (its writes are not replicated); leave it out")
+		var own string
+		for _, m := range members {
+			if m.id == cfg.replica.nodeID {
+				own = m.mongo
+			}
 		}
-		cfg.mongoListen = ""
+		switch {
+		case own == "" && mongoSet && cfg.mongoListen != "":
+			return errors.New("--mongo-listen on a replica set member: give every member's MongoDB address in --members (id=raft/http/mongo), which drivers are told of")
+		case own != "" && mongoSet && cfg.mongoListen != own:
+			return fmt.Errorf("--mongo-listen %q differs from this member's MongoDB address in --members, %s: leave --mongo-listen out", cfg.mongoListen, own)
+		}
+		cfg.mongoListen = own
 	}
 	if cfg.mongoListen != "" {
 		if err := checkListen("--mongo-listen", cfg.mongoListen, cfg.authToken, cfg.insecure); err != nil {
@@ -181,6 +195,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		store    ttl.Store
 		replica  *api.ReplicaSet
 		closeAll func() error
+
+		mongoReplica *mongowire.ReplicaSet
 	)
 	if members == nil {
 		if db, err = timeseries.Open(engine); err != nil {
@@ -204,6 +220,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		db, store, closeAll = node.DB(), node, node.Close
 		replica = &api.ReplicaSet{Name: cfg.replica.name, Node: node, HTTP: httpAddrs}
+		if members[0].mongo != "" {
+			mongoAddrs := map[string]string{}
+			for _, m := range members {
+				mongoAddrs[m.id] = m.mongo
+			}
+			mongoReplica = &mongowire.ReplicaSet{Name: cfg.replica.name, Node: node, Mongo: mongoAddrs}
+		}
 		log.Info("replica set member", "set", cfg.replica.name, "id", cfg.replica.nodeID, "raft_listen", node.Addr(),
 			"members", len(members), "new_set", created)
 	}
@@ -254,7 +277,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	mongoAddr := ""
 	if mln != nil {
 		ms, err = mongowire.New(mongowire.Options{DB: db, TTL: monitor, AuthToken: cfg.authToken, Version: versionString(),
-			Logger: log.With("component", "mongowire")})
+			Logger: log.With("component", "mongowire"), ReplicaSet: mongoReplica})
 		if err != nil {
 			closeAll()
 			return err

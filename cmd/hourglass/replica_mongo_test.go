@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+)
+
+// TestReplicaSetMongoDriver runs three members serving the wire protocol:
+// the Go driver given replicaSet=rs0 finds the primary from hello and
+// writes there; a secondary refuses writes with NotWritablePrimary (10107)
+// and answers reads that allow a secondary; a write the set does not
+// replicate is refused; after kill -9 of the primary the same client's
+// next insert lands on the new primary, and nothing acknowledged is lost.
+func TestReplicaSetMongoDriver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three binaries")
+	}
+	addrs := freeAddrs(t, 9)
+	var ms []*member
+	var spec, mongos []string
+	mongoOf := map[*member]string{}
+	for i := range 3 {
+		m := &member{id: fmt.Sprintf("n%d", i+1), http: addrs[3*i], raft: addrs[3*i+1], dir: t.TempDir()}
+		ms = append(ms, m)
+		mongoOf[m] = addrs[3*i+2]
+		mongos = append(mongos, addrs[3*i+2])
+		spec = append(spec, fmt.Sprintf("%s=%s/%s/%s", m.id, m.raft, m.http, addrs[3*i+2]))
+	}
+	for _, m := range ms {
+		m.args = []string{"serve", "--replica-set", "rs0", "--node-id", m.id, "--raft-listen", m.raft,
+			"--members", strings.Join(spec, ","), "--listen", m.http, "--data-dir", m.dir, "--log-format", "json"}
+		m.start(t)
+	}
+	ctx := context.Background()
+	cl, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + strings.Join(mongos, ",") +
+		"/?replicaSet=rs0&retryWrites=false&serverSelectionTimeoutMS=20000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Disconnect(ctx)
+	db := cl.Database("hourglass")
+	if err := db.CreateCollection(ctx, "m", options.CreateCollection().SetTimeSeriesOptions(
+		options.TimeSeries().SetTimeField("t").SetMetaField("sensor"))); err != nil {
+		t.Fatalf("create through the set: %v", err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	docs := func(from, n int) []any {
+		var out []any
+		for i := from; i < from+n; i++ {
+			out = append(out, bson.D{{Key: "t", Value: t0.Add(time.Duration(i) * time.Second)}, {Key: "sensor", Value: fmt.Sprintf("s%d", i%5)}, {Key: "v", Value: i}})
+		}
+		return out
+	}
+	if _, err := db.Collection("m").InsertMany(ctx, docs(0, 100)); err != nil {
+		t.Fatalf("insertMany through the set: %v", err)
+	}
+
+	// Who is the primary, as hello tells it.
+	var hello struct {
+		SetName   string   `bson:"setName"`
+		Hosts     []string `bson:"hosts"`
+		Primary   string   `bson:"primary"`
+		Writable  bool     `bson:"isWritablePrimary"`
+		Secondary bool     `bson:"secondary"`
+		Me        string   `bson:"me"`
+	}
+	direct := func(addr string) *mongo.Client {
+		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true&retryWrites=false&serverSelectionTimeoutMS=5000"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Disconnect(ctx) })
+		return c
+	}
+	var primary, secondary *member
+	for _, m := range ms {
+		if err := direct(mongoOf[m]).Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+			t.Fatal(err)
+		}
+		if hello.SetName != "rs0" || len(hello.Hosts) != 3 || hello.Me != mongoOf[m] || hello.Writable == hello.Secondary {
+			t.Fatalf("%s: hello %+v", m.id, hello)
+		}
+		if hello.Writable {
+			primary = m
+		} else {
+			secondary = m
+		}
+	}
+	if primary == nil || secondary == nil || hello.Primary != mongoOf[primary] {
+		t.Fatalf("primary %v, secondary %v, hello names %q", primary, secondary, hello.Primary)
+	}
+
+	// A secondary, directly.
+	sec := direct(mongoOf[secondary]).Database("hourglass")
+	_, err = sec.Collection("m").InsertOne(ctx, docs(1000, 1)[0])
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 10107 || ce.Name != "NotWritablePrimary" || !strings.Contains(ce.Message, mongoOf[primary]) {
+		t.Fatalf("insert on a secondary: %v, want NotWritablePrimary naming %s", err, mongoOf[primary])
+	}
+	// A direct connection reads with primaryPreferred (the drivers'
+	// rule for a single server): the secondary answers once it has
+	// applied the inserts.
+	secColl := sec.Collection("m", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := secColl.CountDocuments(ctx, bson.D{})
+		if err == nil && n == 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("count on the secondary with secondaryPreferred: %d, %v; want 100", n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	err = db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "m"}, {Key: "expireAfterSeconds", Value: 60}}).Err()
+	if !errors.As(err, &ce) || ce.Code != 20 || !strings.Contains(ce.Message, "not replicated") {
+		t.Fatalf("collMod on the set: %v, want IllegalOperation", err)
+	}
+
+	// The primary killed: the client finds the new one.
+	primary.kill(t)
+	start := time.Now()
+	for {
+		_, err := db.Collection("m").InsertMany(ctx, docs(100, 100))
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("no insert accepted within 30 s of the primary's kill: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the primary killed to the driver's next acknowledged insert: %s", time.Since(start).Round(time.Millisecond))
+	n, err := db.Collection("m").CountDocuments(ctx, bson.D{})
+	if err != nil || n != 200 {
+		t.Fatalf("count on the new primary: %d, %v; want 200", n, err)
+	}
+}

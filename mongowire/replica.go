@@ -1,0 +1,148 @@
+package mongowire
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/replset"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// ReplicaSet makes the server a member of a replica set
+// (docs/replication.md): hello describes the set the way MongoDB's members
+// do, so drivers given replicaSet=<name> find the primary and follow a
+// failover; writes go through Node (refused with NotWritablePrimary on a
+// secondary); reads on a secondary need a read preference that allows
+// them.
+type ReplicaSet struct {
+	// Name is the set's name (serve's --replica-set).
+	Name string
+	// Node is this member; Options.DB must be Node.DB().
+	Node *replset.Node
+	// Mongo maps the raft ID of every member to the address (host:port)
+	// its MongoDB listener is reached at: hello's hosts, primary and me.
+	Mongo map[string]string
+}
+
+// writer is what the commands write through: the engine, or on a replica
+// set the member, which replicates the writes.
+type writer interface {
+	CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error)
+	DropCollection(ctx context.Context, name string) error
+	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
+	Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
+	InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
+}
+
+var (
+	_ writer = (*timeseries.DB)(nil)
+	_ writer = (*replset.Node)(nil)
+)
+
+// Commands by what they do on a replica set: writes the log carries, go
+// to the primary; writes it does not carry yet, refused (applied on one
+// member they would make the members diverge); reads, served by a
+// secondary only when the client's read preference allows it.
+var (
+	replicatedWrites = map[string]bool{"insert": true, "create": true, "drop": true, "createIndexes": true}
+	unreplicated     = map[string]bool{"dropIndexes": true, "collMod": true, "delete": true, "update": true, "dropDatabase": true}
+	secondaryReads   = map[string]bool{"find": true, "aggregate": true, "count": true, "distinct": true}
+)
+
+// replicaCheck refuses cmd when this member of a replica set cannot serve
+// it: a write on a secondary, a write the set does not replicate yet, a
+// read on a secondary that asked for the primary.
+func (s *Server) replicaCheck(cmd *command) error {
+	rs := s.opts.ReplicaSet
+	if rs == nil {
+		return nil
+	}
+	primary := rs.Node.Role() == replset.RoleLeader
+	switch {
+	case unreplicated[cmd.name]:
+		return mongoerr.New(mongoerr.IllegalOperation,
+			"%s is not replicated by Hourglass yet: on a replica set it is refused (use the HTTP API on a single server)", cmd.name)
+	case replicatedWrites[cmd.name] && !primary:
+		return s.notPrimary()
+	case secondaryReads[cmd.name] && !primary && !secondaryOk(cmd):
+		return mongoerr.New(mongoerr.NotPrimaryNoSecondaryOk,
+			"not primary and secondaryOk=false: member %s of replica set %s is a secondary; ask for readPreference secondary or primaryPreferred to read here", rs.Node.ID(), rs.Name)
+	}
+	return nil
+}
+
+// notPrimary is the refusal of a write on a member that is not the
+// primary, naming the primary when one is known.
+func (s *Server) notPrimary() error {
+	rs := s.opts.ReplicaSet
+	_, id := rs.Node.Leader()
+	if addr := rs.Mongo[id]; addr != "" {
+		return mongoerr.New(mongoerr.NotWritablePrimary, "not primary: the primary of replica set %s is %s", rs.Name, addr)
+	}
+	return mongoerr.New(mongoerr.NotWritablePrimary, "not primary: replica set %s has no primary now (an election may be running); retry", rs.Name)
+}
+
+// secondaryOk reports whether cmd's $readPreference lets a secondary
+// answer it.
+func secondaryOk(cmd *command) bool {
+	v, err := cmd.body.LookupErr("$readPreference")
+	if err != nil {
+		return false
+	}
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return false
+	}
+	mode, _ := doc.Lookup("mode").StringValueOK()
+	return mode != "" && mode != "primary"
+}
+
+// replicaError turns the errors of a replicated write into the wire
+// protocol's: a member that lost the lead is NotWritablePrimary, so that
+// drivers look for the new primary and retry.
+func (s *Server) replicaError(err error) error {
+	if s.opts.ReplicaSet == nil || err == nil {
+		return err
+	}
+	var nl *replset.NotLeaderError
+	if errors.As(err, &nl) {
+		return s.notPrimary()
+	}
+	return err
+}
+
+// helloReplica adds to a hello reply what a replica set member reports:
+// the set's name and members, the primary, this member's role.
+func (s *Server) helloReplica(d bson.D, primaryKey string) bson.D {
+	rs := s.opts.ReplicaSet
+	if rs == nil {
+		return d
+	}
+	var hosts bson.A
+	ids := make([]string, 0, len(rs.Mongo))
+	for id := range rs.Mongo {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		hosts = append(hosts, rs.Mongo[id])
+	}
+	isPrimary := rs.Node.Role() == replset.RoleLeader
+	for i := range d {
+		if d[i].Key == primaryKey {
+			d[i].Value = isPrimary
+		}
+	}
+	d = append(d, bson.E{Key: "setName", Value: rs.Name}, bson.E{Key: "hosts", Value: hosts},
+		bson.E{Key: "secondary", Value: !isPrimary}, bson.E{Key: "me", Value: rs.Mongo[rs.Node.ID()]},
+		bson.E{Key: "setVersion", Value: int32(1)})
+	if _, id := rs.Node.Leader(); id != "" && rs.Mongo[id] != "" {
+		d = append(d, bson.E{Key: "primary", Value: rs.Mongo[id]})
+	}
+	return d
+}
