@@ -98,6 +98,9 @@ func (s *Server) replicaError(err error) error {
 		}
 		return &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotWritablePrimary, primary: addr,
 			msg: fmt.Sprintf("member %s of replica set %s is not the primary; write to the primary %s at %s", rs.Node.ID(), rs.Name, nl.LeaderID, addr)}
+	case errors.Is(err, replset.ErrLeadershipLost):
+		return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.InterruptedDueToReplStateChange,
+			msg: err.Error() + ": the set is electing a primary; retry (a retry may apply it twice)"}
 	case errors.Is(err, replset.ErrTimeout):
 		return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.InternalError,
 			msg: err.Error() + " (it may still be applied: a retry may apply it twice)"}

@@ -184,3 +184,25 @@ func TestReplicaSetHTTP(t *testing.T) {
 		}
 	}
 }
+
+// A write whose leader loses the lead before it is committed (here: the
+// other members gone, so no majority) is answered 503 with Retry-After and
+// InterruptedDueToReplStateChange, saying it may or may not be applied,
+// not 500.
+func TestReplicaLeadershipLost(t *testing.T) {
+	servers, nodes, li := replicaServers(t)
+	leader := servers[li]
+	if r := leader.do("PUT", "/v1/collections/m", []byte(`{"timeseries": {"timeField": "t", "metaField": "s"}}`)); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	for i, n := range nodes {
+		if i != li {
+			n.Close()
+		}
+	}
+	r := leader.do("POST", "/v1/collections/m/documents", []byte(`[{"t": {"$date": "2026-01-01T00:00:00Z"}, "s": "a", "v": 1}]`))
+	if r.status != 503 || r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "InterruptedDueToReplStateChange") ||
+		!strings.Contains(string(r.body), "may or may not be applied") {
+		t.Fatalf("a write losing its leader: %d %v %s", r.status, r.header, r.body)
+	}
+}

@@ -58,11 +58,15 @@ const (
 	// client that asked for the primary.
 	NotWritablePrimary      Code = 10107
 	NotPrimaryNoSecondaryOk Code = 13435
+	// InterruptedDueToReplStateChange is a write its member stopped
+	// leading before it was committed: it may or may not be applied.
+	InterruptedDueToReplStateChange Code = 11602
 )
 
 var names = map[Code]string{
 	NotWritablePrimary:              "NotWritablePrimary",
 	NotPrimaryNoSecondaryOk:         "NotPrimaryNoSecondaryOk",
+	InterruptedDueToReplStateChange: "InterruptedDueToReplStateChange",
 	InternalError:                   "InternalError",
 	BadValue:                        "BadValue",
 	FailedToParse:                   "FailedToParse",

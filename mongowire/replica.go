@@ -110,8 +110,11 @@ func (s *Server) replicaError(err error) error {
 		return err
 	}
 	var nl *replset.NotLeaderError
-	if errors.As(err, &nl) {
+	switch {
+	case errors.As(err, &nl):
 		return s.notPrimary()
+	case errors.Is(err, replset.ErrLeadershipLost):
+		return mongoerr.New(mongoerr.InterruptedDueToReplStateChange, "%v: the set is electing a primary", err)
 	}
 	return err
 }

@@ -24,6 +24,10 @@ var (
 	// the log after an engine error that other members may not have had
 	// (I/O, a full disk): applying further entries would make it diverge.
 	ErrHalted = errors.New("replset: member halted")
+	// ErrLeadershipLost is returned by a write whose leader lost the lead
+	// before the entry was committed: the next leader may or may not
+	// have it.
+	ErrLeadershipLost = errors.New("replset: leadership lost before the write was committed")
 )
 
 // NotLeaderError is returned by a write sent to a member that is not the

@@ -213,8 +213,8 @@ func (n *Node) Halted() error {
 // (the leader) applied it, with what the engine answered. It fails with a
 // *NotLeaderError on a follower, with ErrTimeout when the entry is not
 // applied within Options.ApplyTimeout or ctx's deadline (it may still be
-// applied later), and with raft.ErrLeadershipLost when this member lost
-// the leadership before the entry was committed (it may or may not be).
+// applied later), and with ErrLeadershipLost when this member lost the
+// leadership before the entry was committed (it may or may not be).
 func (n *Node) Apply(ctx context.Context, c *Command) (Result, error) {
 	if err := n.checkLeader(); err != nil {
 		return Result{}, err
@@ -244,6 +244,8 @@ func (n *Node) Apply(ctx context.Context, c *Command) (Result, error) {
 		return Result{}, n.notLeader()
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return Result{}, ErrClosed
+	case errors.Is(err, raft.ErrLeadershipLost):
+		return Result{}, fmt.Errorf("%w: %s on %q (it may or may not be applied)", ErrLeadershipLost, c.Op, c.Collection)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		return Result{}, fmt.Errorf("%w: %s on %q: %v", ErrTimeout, c.Op, c.Collection, err)
 	case err != nil:
