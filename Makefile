@@ -8,6 +8,7 @@
 #   make soak-model   the power-loss model test for HOURGLASS_MODEL_DURATION
 #   make crash        100 kill -9 cycles of the server under load, checked
 #   make soak         30 minutes of mixed load, RSS, files and goroutines
+#   make chaos        20 faults on a three-member replica set under load, checked
 #   make ui           the console's assets, typechecked and bundled
 #   make serve        the server on 127.0.0.1:7700
 #   make screenshots  the console's screenshots for docs/console.md
@@ -95,3 +96,11 @@ crash:
 soak:
 	$(GO) build -o bin/hourglass ./cmd/hourglass
 	bin/hourglass bench soak $(SOAK_FLAGS)
+
+# The replica set's chaos run (docs/replication.md): faults on three members
+# under load, checked after each; CHAOS_FLAGS as CRASH_FLAGS.
+.PHONY: chaos
+CHAOS_FLAGS ?= --cycles 20
+chaos:
+	$(GO) build -o bin/hourglass ./cmd/hourglass
+	bin/hourglass bench chaos $(CHAOS_FLAGS)

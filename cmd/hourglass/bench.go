@@ -25,6 +25,7 @@ import (
 const benchUsage = `Usage: hourglass bench ingest [flags] target...
        hourglass bench query [flags] target...
        hourglass bench crash [flags]   (kill -9 loop: hourglass bench crash --help)
+       hourglass bench chaos [flags]   (replica set faults: hourglass bench chaos --help)
        hourglass bench soak [flags]    (long mixed load: hourglass bench soak --help)
 
 Loads a workload into each target in turn and prints a side-by-side report.
@@ -149,6 +150,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return runBenchQuery(args[1:], stdout, stderr)
 		case "crash":
 			return runBenchCrash(args[1:], stdout, stderr)
+		case "chaos":
+			return runBenchChaos(args[1:], stdout, stderr)
 		case "soak":
 			return runBenchSoak(args[1:], stdout, stderr)
 		}
