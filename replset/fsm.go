@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -57,7 +58,10 @@ type fsm struct {
 
 	mu      sync.Mutex
 	applied uint64 // last index applied and recorded under appliedKey
-	halted  error  // the engine error that stopped this member, nil while it applies
+	// unrecorded, set by tests, applies entries without recording the
+	// applied index: a member killed between the two.
+	unrecorded atomic.Bool
+	halted     error // the engine error that stopped this member, nil while it applies
 }
 
 func newFSM(db *timeseries.DB, store *logStore, log *slog.Logger, onHalt func(error)) (*fsm, error) {
@@ -101,7 +105,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		last = l.Index
 		out[i] = r
 	}
-	if last > applied {
+	if last > applied && !f.unrecorded.Load() {
 		if err := f.store.SetUint64(appliedKey, last); err != nil && halted == nil {
 			halted = fmt.Errorf("record applied index %d: %w", last, err)
 		}

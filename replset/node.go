@@ -64,6 +64,7 @@ type Node struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	opened    bool // Open succeeded
 }
 
 // Open opens (or creates) the member in opts.Dir: its engine in
@@ -92,10 +93,13 @@ func Open(opts Options) (*Node, error) {
 		eng.Logger = opts.Logger
 	}
 	var err error
-	if n.db, err = timeseries.Open(eng); err != nil {
+	if n.store, err = openLogStore(filepath.Join(opts.Dir, "raft"), opts.Logger); err != nil {
 		return nil, err
 	}
-	if n.store, err = openLogStore(filepath.Join(opts.Dir, "raft"), opts.Logger); err != nil {
+	if err := n.recoverEngine(eng.Dir); err != nil {
+		return nil, err
+	}
+	if n.db, err = timeseries.Open(eng); err != nil {
 		return nil, err
 	}
 	raftLog := &raftLogWriter{log: opts.Logger}
@@ -113,7 +117,46 @@ func Open(opts Options) (*Node, error) {
 		return nil, fmt.Errorf("replset: start raft: %w", err)
 	}
 	ok = true
+	n.opened = true
 	return n, nil
+}
+
+// cleanKey is the stable-store key set to 1 when a member closes cleanly,
+// and to 0 when it opens.
+var cleanKey = []byte("clean")
+
+// recoverEngine rebuilds the engine from the raft log after a member did
+// not close cleanly. The engine logs and syncs every entry's changes, and
+// the applied index is recorded after them: a member killed in between
+// holds changes its applied index does not cover, and applying those
+// entries again would store their measurements twice (inserts of
+// measurements are not idempotent). Until the engine records the index
+// with the changes themselves (docs/replication.md, engine change 1), a
+// member that stopped uncleanly starts from an empty engine and applies
+// the whole log again, which the set keeps whole (no snapshots yet).
+func (n *Node) recoverEngine(engineDir string) error {
+	applied, err := n.store.GetUint64(appliedKey)
+	if err != nil {
+		return fmt.Errorf("replset: read applied index: %w", err)
+	}
+	clean, err := n.store.GetUint64(cleanKey)
+	if err != nil {
+		return fmt.Errorf("replset: read the clean-shutdown mark: %w", err)
+	}
+	if applied > 0 && clean != 1 {
+		n.opts.Logger.Warn("replset: the member did not close cleanly: rebuilding its engine from the raft log",
+			"applied", applied, "engine", engineDir)
+		if err := os.RemoveAll(engineDir); err != nil {
+			return fmt.Errorf("replset: remove the engine to rebuild it: %w", err)
+		}
+		if err := n.store.SetUint64(appliedKey, 0); err != nil {
+			return fmt.Errorf("replset: reset the applied index: %w", err)
+		}
+	}
+	if err := n.store.SetUint64(cleanKey, 0); err != nil {
+		return fmt.Errorf("replset: clear the clean-shutdown mark: %w", err)
+	}
+	return nil
 }
 
 func (n *Node) raftConfig(w *raftLogWriter) *raft.Config {
@@ -354,7 +397,12 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-func (n *Node) release() error {
+func (n *Node) release() error { return n.shutdown(true) }
+
+// shutdown stops the member; with markClean, a member that opened and did
+// not halt records that its engine holds exactly what its applied index
+// says (see recoverEngine).
+func (n *Node) shutdown(markClean bool) error {
 	var errs []error
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
@@ -362,11 +410,14 @@ func (n *Node) release() error {
 	if n.transport != nil {
 		errs = append(errs, n.transport.Close())
 	}
-	if n.store != nil {
-		errs = append(errs, n.store.Close())
-	}
 	if n.db != nil {
 		errs = append(errs, n.db.Close())
+	}
+	if n.store != nil {
+		if markClean && n.opened && n.Halted() == nil && errors.Join(errs...) == nil {
+			errs = append(errs, n.store.SetUint64(cleanKey, 1))
+		}
+		errs = append(errs, n.store.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -380,3 +380,50 @@ func TestHaltOnFailure(t *testing.T) {
 		t.Fatalf("after restart: applied index %d, want %d", got, applied)
 	}
 }
+
+// A member killed after its engine applied entries but before their
+// applied index was recorded rebuilds its engine from the raft log when it
+// restarts, rather than applying them twice.
+func TestUncleanRestartRebuilds(t *testing.T) {
+	s := startSet(t, 3)
+	li := s.leader()
+	l := s.nodes[li]
+	ctx := context.Background()
+	if _, err := l.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, l, 0, 40)
+	s.waitCount("cpu", 40)
+	fi := (li + 1) % 3
+	f := s.nodes[fi]
+	f.fsm.unrecorded.Store(true)
+	insert(t, l, 40, 20)
+	s.waitCount("cpu", 60)                    // f's engine holds them; its applied index does not say so
+	if err := f.shutdown(false); err != nil { // killed: no clean mark
+		t.Fatal(err)
+	}
+	s.nodes[fi] = nil
+	n, err := Open(s.opts[fi])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.nodes[fi] = n
+	if got := n.AppliedIndex(); got != 0 {
+		t.Fatalf("after an unclean stop: applied index %d, want 0 (a rebuild)", got)
+	}
+	insert(t, l, 60, 20)
+	s.waitCount("cpu", 80)
+	// And a clean restart keeps what it has.
+	applied := n.AppliedIndex()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err = Open(s.opts[fi]); err != nil {
+		t.Fatal(err)
+	}
+	s.nodes[fi] = n
+	if got := n.AppliedIndex(); got != applied || got == 0 {
+		t.Fatalf("after a clean stop: applied index %d, want %d", got, applied)
+	}
+	s.waitCount("cpu", 80)
+}
