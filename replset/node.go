@@ -65,6 +65,7 @@ type Node struct {
 	closeOnce sync.Once
 	closeErr  error
 	opened    bool // Open succeeded
+	rebuilt   bool // Open rebuilt the engine (recoverEngine)
 }
 
 // Open opens (or creates) the member in opts.Dir: its engine in
@@ -152,6 +153,7 @@ func (n *Node) recoverEngine(engineDir string) error {
 		if err := n.store.SetUint64(appliedKey, 0); err != nil {
 			return fmt.Errorf("replset: reset the applied index: %w", err)
 		}
+		n.rebuilt = true
 	}
 	if err := n.store.SetUint64(cleanKey, 0); err != nil {
 		return fmt.Errorf("replset: clear the clean-shutdown mark: %w", err)
