@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"errors"
 	"math"
 	"sort"
 	"strings"
@@ -141,6 +142,10 @@ type scanPlan struct {
 	series  []*seriesSnap
 	snap    *pebble.Snapshot
 	guard   *scanGuard // the query's context and memory account
+	// spare is an iterator of snap a closed series scan left, which the
+	// next takes with new bounds instead of opening one: opening an
+	// iterator per series dominated reads of many series.
+	spare *pebble.Iterator
 
 	// doc is the row document the residual filter is evaluated on, reused
 	// row after row; docPaths are the top-level fields the filter names.
@@ -219,15 +224,36 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 // seriesScan starts a scan of series s of the plan, in descending time
 // order when desc. The scan must be closed.
 func (p *scanPlan) seriesScan(s *seriesSnap, desc bool) (*seriesScan, error) {
-	return newSeriesScan(p.snap, p.coll, s, p.fields, s.minTime, p.filter.maxTime, p.maxSpan, desc, p.guard)
+	it := p.spare
+	p.spare = nil
+	sc, err := newSeriesScan(p.snap, it, p.coll, s, p.fields, s.minTime, p.filter.maxTime, p.maxSpan, desc, p.guard)
+	if sc != nil {
+		sc.plan = p
+	}
+	return sc, err
+}
+
+// keep takes back the iterator of a closed series scan; it reports
+// whether it did (else the caller closes it).
+func (p *scanPlan) keep(it *pebble.Iterator) bool {
+	if p.spare != nil || p.snap == nil || it.Error() != nil {
+		return false
+	}
+	p.spare = it
+	return true
 }
 
 // close releases the plan's snapshot. It is safe to call more than once.
 func (p *scanPlan) close() error {
-	if p.snap == nil {
-		return nil
+	var err error
+	if p.spare != nil {
+		err = p.spare.Close()
+		p.spare = nil
 	}
-	err := p.snap.Close()
+	if p.snap == nil {
+		return err
+	}
+	err = errors.Join(err, p.snap.Close())
 	p.snap = nil
 	return err
 }

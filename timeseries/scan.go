@@ -34,6 +34,9 @@ type seriesScan struct {
 	// decoded, with the bounds of its rows inside the scan's range; a
 	// bucket it answers true for is passed over (eachBucket only).
 	skip func(minT, maxT int64) bool
+	// plan, when the scan is one of a plan's, takes its iterator back at
+	// Close for the next series.
+	plan *scanPlan
 }
 
 // seriesSnap is a series as a scan sees it: captured under DB.mu.
@@ -101,7 +104,8 @@ var readerPool = sync.Pool{New: func() any { return new(bucket.Reader) }}
 
 // newSeriesScan prepares a scan of s over [minTime, maxTime]. maxSpan
 // bounds how far before minTime a bucket may start. The scan must be closed.
-func newSeriesScan(snap *pebble.Snapshot, coll uint32, s *seriesSnap, fields []string, minTime, maxTime, maxSpan int64, desc bool, guard *scanGuard) (*seriesScan, error) {
+// it, if not nil, is an iterator of snap to reuse with the scan's bounds.
+func newSeriesScan(snap *pebble.Snapshot, it *pebble.Iterator, coll uint32, s *seriesSnap, fields []string, minTime, maxTime, maxSpan int64, desc bool, guard *scanGuard) (*seriesScan, error) {
 	sc := &seriesScan{s: s, fields: fields, desc: desc, minTime: minTime, maxTime: maxTime, maxSpan: maxSpan, guard: guard}
 	sc.active.desc = desc
 	for _, cols := range s.mem {
@@ -117,9 +121,13 @@ func newSeriesScan(snap *pebble.Snapshot, coll uint32, s *seriesSnap, fields []s
 		sort.Slice(sc.mem, func(i, j int) bool { return sc.mem[i].Times[0] < sc.mem[j].Times[0] })
 	}
 	lower, upper := scanKeyBounds(coll, s.id, minTime, maxTime, maxSpan)
-	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return nil, err
+	if it != nil {
+		it.SetBounds(lower, upper)
+	} else {
+		var err error
+		if it, err = snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}); err != nil {
+			return nil, err
+		}
 	}
 	sc.it = it
 	if desc {
@@ -189,6 +197,10 @@ func (sc *seriesScan) Close() error {
 		sc.reader = nil
 	}
 	if sc.it == nil {
+		return nil
+	}
+	if sc.plan != nil && sc.plan.keep(sc.it) {
+		sc.it = nil
 		return nil
 	}
 	err := sc.it.Close()
