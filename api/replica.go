@@ -10,28 +10,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/replset"
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-// Writer is what the server writes through, other than deletes: the
-// engine itself (*timeseries.DB) on a server of its own, the member's
-// replset.Node on a replica set, where the leader replicates each write
-// and every member applies it to its engine.
-type Writer interface {
-	CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error)
-	DropCollection(ctx context.Context, name string) error
-	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
-	Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
-	InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
-}
-
-var (
-	_ Writer = (*timeseries.DB)(nil)
-	_ Writer = (*replset.Node)(nil)
-)
+// Writer is what the server writes through (replset.Writer): the engine,
+// or on a replica set the member.
+type Writer = replset.Writer
 
 // ReplicaSet makes the server a member of a replica set
 // (docs/replication.md): writes go through Node, reads to Node.DB (which

@@ -1,16 +1,13 @@
 package mongowire
 
 import (
-	"context"
 	"errors"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/replset"
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // ReplicaSet makes the server a member of a replica set
@@ -28,21 +25,6 @@ type ReplicaSet struct {
 	// its MongoDB listener is reached at: hello's hosts, primary and me.
 	Mongo map[string]string
 }
-
-// writer is what the commands write through: the engine, or on a replica
-// set the member, which replicates the writes.
-type writer interface {
-	CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error)
-	DropCollection(ctx context.Context, name string) error
-	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
-	Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
-	InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
-}
-
-var (
-	_ writer = (*timeseries.DB)(nil)
-	_ writer = (*replset.Node)(nil)
-)
 
 // Commands by what they do on a replica set: writes the log carries, go
 // to the primary; writes it does not carry yet, refused (applied on one

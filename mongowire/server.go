@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 
 	"github.com/hourglassdb/hourglass/internal/keep"
+	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -60,7 +61,7 @@ type Options struct {
 type Server struct {
 	opts    Options
 	db      *timeseries.DB
-	w       writer // db, or the replica set's member
+	w       replset.Writer // db, or the replica set's member
 	log     *slog.Logger
 	cursors *cursorSet
 	ops     *opRegistry

@@ -386,6 +386,23 @@ func (n *Node) DeleteDocuments(ctx context.Context, name string, filter []byte) 
 	return r.Deleted, err
 }
 
+// Writer is what a front door (the HTTP API, the MongoDB wire protocol)
+// writes through, other than deletes: the engine itself (*timeseries.DB)
+// on a server of its own, the member's *Node on a replica set, where the
+// leader replicates each write and every member applies it to its engine.
+type Writer interface {
+	CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error)
+	DropCollection(ctx context.Context, name string) error
+	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
+	Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
+	InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
+}
+
+var (
+	_ Writer = (*timeseries.DB)(nil)
+	_ Writer = (*Node)(nil)
+)
+
 // halt stops raft on this member after an engine failure, so that it
 // neither applies further entries nor stays leader.
 func (n *Node) halt(error) {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"time"
@@ -46,12 +45,8 @@ Flags:
 
 func runBenchChaos(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench chaos", flag.ContinueOnError)
-	binary := fs.String("binary", "", "hourglass `executable` to run as the members (default: this one)")
-	dataDir := fs.String("data-dir", "", "`directory` for the members' data directories, absent or empty (default: a new temporary one, removed after a clean run)")
-	seed := fs.Uint64("seed", 0, "random `seed` (0: one from the clock, printed)")
-	cycles := fs.Int("cycles", 10, "faults (`n`)")
+	lf := addLoopFlags(fs, "the members", "`directory` for the members' data directories, absent or empty (default: a new temporary one, removed after a clean run)", "faults (`n`)")
 	duration := fs.Duration("duration", 3*time.Second, "load before and after each fault (`time`)")
-	jsonOut := fs.Bool("json", false, "print the result as JSON on stdout")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchChaosUsage)
 		printFlags(fs.Output(), fs)
@@ -59,27 +54,14 @@ func runBenchChaos(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if *cycles < 1 || *duration <= 0 {
+	if *duration <= 0 {
 		return errors.New("--cycles and --duration must be positive")
 	}
-	if *seed == 0 {
-		*seed = rand.Uint64N(1<<53) + 1
+	bin, dir, temp, err := lf.resolve("hourglass-chaos-")
+	if err != nil {
+		return err
 	}
-	bin := *binary
-	if bin == "" {
-		var err error
-		if bin, err = os.Executable(); err != nil {
-			return err
-		}
-	}
-	dir, temp := *dataDir, false
-	if dir == "" {
-		d, err := os.MkdirTemp("", "hourglass-chaos-")
-		if err != nil {
-			return err
-		}
-		dir, temp = d, true
-	}
+	seed, cycles, jsonOut := lf.seed, lf.cycles, lf.jsonOut
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	fmt.Fprintf(stderr, "chaos: seed %d, %d cycles, %v of load around each fault, binary %s, data %s\n", *seed, *cycles, *duration, bin, dir)

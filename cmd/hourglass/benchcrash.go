@@ -51,12 +51,8 @@ Flags:
 
 func runBenchCrash(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench crash", flag.ContinueOnError)
-	binary := fs.String("binary", "", "hourglass `executable` to run as the server (default: this one)")
-	dataDir := fs.String("data-dir", "", "data `directory` for the server, absent or empty (default: a new temporary one, removed after a clean run)")
-	seed := fs.Uint64("seed", 0, "random `seed` (0: one from the clock, printed)")
-	cycles := fs.Int("cycles", 10, "kill -9 cycles (`n`)")
+	lf := addLoopFlags(fs, "the server", "data `directory` for the server, absent or empty (default: a new temporary one, removed after a clean run)", "kill -9 cycles (`n`)")
 	duration := fs.Duration("duration", 5*time.Second, "longest load of a cycle before its kill (`time`); the kill falls between a tenth of it and all of it")
-	jsonOut := fs.Bool("json", false, "print the result as JSON on stdout")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchCrashUsage)
 		printFlags(fs.Output(), fs)
@@ -64,27 +60,17 @@ func runBenchCrash(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if *cycles < 1 || *duration <= 0 {
+	if *duration <= 0 {
 		return errors.New("--cycles and --duration must be positive")
 	}
-	if *seed == 0 {
-		*seed = rand.Uint64N(1<<53) + 1
+	bin, dir, temp, err := lf.resolve("hourglass-crash-")
+	if err != nil {
+		return err
 	}
-	bin := *binary
-	if bin == "" {
-		var err error
-		if bin, err = os.Executable(); err != nil {
-			return err
-		}
+	if temp {
+		dir += "/data"
 	}
-	dir, temp := *dataDir, false
-	if dir == "" {
-		d, err := os.MkdirTemp("", "hourglass-crash-")
-		if err != nil {
-			return err
-		}
-		dir, temp = d+"/data", true
-	}
+	seed, cycles, jsonOut := lf.seed, lf.cycles, lf.jsonOut
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	fmt.Fprintf(stderr, "crash loop: seed %d, %d cycles of at most %v, binary %s, data %s\n", *seed, *cycles, *duration, bin, dir)
@@ -122,4 +108,47 @@ func runBenchCrash(args []string, stdout, stderr io.Writer) error {
 			res.Seed, res.Cycles, res.Elapsed.Round(time.Second), res.Acked, res.Checked)
 	}
 	return nil
+}
+
+// loopFlags are the flags of bench crash and bench chaos: the binary, the
+// data directory, the seed, the cycles and JSON output.
+type loopFlags struct {
+	binary, dataDir *string
+	seed            *uint64
+	cycles          *int
+	jsonOut         *bool
+}
+
+func addLoopFlags(fs *flag.FlagSet, runs, dirUsage, cyclesUsage string) *loopFlags {
+	return &loopFlags{
+		binary:  fs.String("binary", "", "hourglass `executable` to run as "+runs+" (default: this one)"),
+		dataDir: fs.String("data-dir", "", dirUsage),
+		seed:    fs.Uint64("seed", 0, "random `seed` (0: one from the clock, printed)"),
+		cycles:  fs.Int("cycles", 10, cyclesUsage),
+		jsonOut: fs.Bool("json", false, "print the result as JSON on stdout"),
+	}
+}
+
+// resolve checks the cycles, draws a seed when none was given, and returns
+// the binary and the data directory, a new temporary one (temp) when none
+// was given.
+func (l *loopFlags) resolve(tempPrefix string) (bin, dir string, temp bool, err error) {
+	if *l.cycles < 1 {
+		return "", "", false, errors.New("--cycles must be positive")
+	}
+	if *l.seed == 0 {
+		*l.seed = rand.Uint64N(1<<53) + 1
+	}
+	if bin = *l.binary; bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return "", "", false, err
+		}
+	}
+	if dir = *l.dataDir; dir == "" {
+		if dir, err = os.MkdirTemp("", tempPrefix); err != nil {
+			return "", "", false, err
+		}
+		temp = true
+	}
+	return bin, dir, temp, nil
 }
