@@ -29,11 +29,7 @@ func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measure
 	}
 	t, err := timeFieldValue(tv)
 	if err != nil {
-		var re *dateRangeError
-		if errors.As(err, &re) {
-			return m, mongoerr.New(mongoerr.BadValue, "'%s': %s", ts.TimeField, re.err.Message)
-		}
-		return m, timeFieldError(ts.TimeField)
+		return m, timeValueError(ts.TimeField, err)
 	}
 	m.Time = t
 	m.Fields = make([]Field, 0, len(doc))
@@ -66,6 +62,16 @@ func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measure
 		return m, err
 	}
 	return m, nil
+}
+
+// timeValueError is the refusal of a time field whose value err refused:
+// the date range named when the date is out of it.
+func timeValueError(name string, err error) error {
+	var re *dateRangeError
+	if errors.As(err, &re) {
+		return mongoerr.New(mongoerr.BadValue, "'%s': %s", name, re.err.Message)
+	}
+	return timeFieldError(name)
 }
 
 func timeFieldError(name string) error {

@@ -3,7 +3,6 @@ package timeseries
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,11 +115,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 	}
 	t, err := scanTimeValue(timeRaw)
 	if err != nil {
-		var re *dateRangeError
-		if errors.As(err, &re) {
-			return m, mongoerr.New(mongoerr.BadValue, "'%s': %s", ts.TimeField, re.err.Message)
-		}
-		return m, timeFieldError(ts.TimeField)
+		return m, timeValueError(ts.TimeField, err)
 	}
 	m.Time = t
 	var metaVal any
