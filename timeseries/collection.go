@@ -32,8 +32,6 @@ type collection struct {
 	nameIdx map[string]uint32
 	// matches caches the series meta filters select.
 	matches seriesMatches
-	// interner shares the repeated parts of the series' meta values.
-	interner metaInterner
 	// maxSpan is the largest bucket span the collection ever used, so that
 	// a time-range scan knows how far before its start a bucket may begin.
 	maxSpan int64

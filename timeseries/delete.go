@@ -57,7 +57,7 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 		return 0, notFound(name)
 	}
 	for _, s := range c.series {
-		if plan.matchesSeries(ts, s.meta) {
+		if plan.matchesSeries(ts, seriesMeta(s)) {
 			rec.metaKeys = append(rec.metaKeys, s.metaKey)
 		}
 	}

@@ -341,7 +341,7 @@ func (db *DB) ruleSeries(c *collection, index string) ([]uint64, bool) {
 	}
 	ids = make([]uint64, 0, len(c.series))
 	for _, s := range c.series {
-		if s.ttl >= 0 && rule.Matches(c.metaDoc(s.meta)) {
+		if s.ttl >= 0 && rule.Matches(c.metaDoc(seriesMeta(s))) {
 			ids = append(ids, s.id)
 		}
 	}
@@ -833,7 +833,7 @@ type previewSeries struct {
 func previewList(c, probe *collection, now time.Time) []previewSeries {
 	var list []previewSeries
 	for _, s := range c.series {
-		doc := c.metaDoc(s.meta)
+		doc := c.metaDoc(seriesMeta(s))
 		best, ok := -1, false
 		for i := range probe.rules {
 			if probe.rules[i].Matches(doc) && (!ok || probe.rules[i].ExpireAfterSeconds < probe.rules[best].ExpireAfterSeconds) {

@@ -3,7 +3,6 @@ package timeseries
 import (
 	"sort"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -15,7 +14,6 @@ type series struct {
 	id        uint64
 	coll      *collection
 	metaKey   string
-	meta      any
 	persisted bool
 	// hot is set while the series is in collection.hot.
 	hot bool
@@ -438,43 +436,14 @@ const (
 func bucketMem(cols *bucket.Columns) int64 { return memBucketMem + columnsMem(cols) }
 
 // seriesMem estimates the memory a series holds whatever its buckets: its
-// struct and map entries, its canonical meta key and its decoded meta
-// value.
+// struct and map entries and its canonical meta key (the meta value is
+// decoded from the key when a reader needs it: seriesMeta).
 func seriesMem(s *series) int64 {
-	return seriesStructMem + stringMem(len(s.metaKey)) + valueMem(s.meta)
+	return seriesStructMem + stringMem(len(s.metaKey))
 }
 
 // stringMem is the heap a string of n bytes takes (rounded to 8 bytes).
 func stringMem(n int) int64 { return int64(n+7) &^ 7 }
-
-// valueMem estimates the heap a decoded meta value takes beyond the
-// interface holding it: a map of n entries takes its header and a group
-// of 8 slots of key and value (264 bytes, a 288-byte allocation) per 7
-// entries, each boxed string, number or time its box.
-func valueMem(v any) int64 {
-	switch x := v.(type) {
-	case map[string]any:
-		m := 48 + 288*int64(max(1, (len(x)+6)/7))
-		for k, e := range x {
-			m += stringMem(len(k)) + valueMem(e)
-		}
-		return m
-	case []any:
-		m := int64(16 * cap(x))
-		for _, e := range x {
-			m += valueMem(e)
-		}
-		return m
-	case string:
-		return 16 + stringMem(len(x))
-	case nil, bool:
-		return 0
-	case time.Time:
-		return 24
-	default:
-		return 8
-	}
-}
 
 // columnsMem estimates the memory held by cols.
 func columnsMem(cols *bucket.Columns) int64 {

@@ -439,7 +439,7 @@ func (c *collection) setSeriesTTL(s *series) {
 	if len(c.rules) == 0 {
 		return
 	}
-	if secs, ok := c.rules.Effective(c.metaDoc(s.meta)); ok {
+	if secs, ok := c.rules.Effective(c.metaDoc(seriesMeta(s))); ok {
 		s.ttl = secs
 	}
 }

@@ -93,7 +93,7 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 				if err == nil {
 					gi = len(groups)
 					index[key] = gi
-					groups = append(groups, group{metaKey: key, meta: m.Meta})
+					groups = append(groups, group{metaKey: key})
 					counts = append(counts, 0)
 				}
 			}
@@ -288,12 +288,7 @@ func (db *DB) apply(c *collection, groups []group) {
 		g := &groups[gi]
 		s := c.series[g.metaKey]
 		if s == nil {
-			meta := g.meta
-			if _, ok := meta.(MetaKey); ok {
-				meta, _ = DecodeMeta(g.metaKey) // validated by Insert
-			}
-			meta = c.interner.compact(meta)
-			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey, meta: meta}
+			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey}
 			c.setSeriesTTL(s)
 			db.nextSeries++
 			c.series[s.metaKey] = s

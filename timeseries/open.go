@@ -219,11 +219,10 @@ func (db *DB) load() error {
 		if c == nil {
 			return nil // left over from a dropped collection
 		}
-		meta, err := DecodeMeta(string(v))
-		if err != nil {
+		if _, err := decodeMetaKey(string(v)); err != nil {
 			return err
 		}
-		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), meta: c.interner.compact(meta), persisted: true}
+		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true}
 		c.series[s.metaKey] = s
 		c.seriesByID[s.id] = s
 		db.seriesMem.Add(seriesMem(s))
@@ -386,11 +385,9 @@ func (db *DB) recover() error {
 				return nil // collection dropped after the write
 			}
 			for gi := range groups {
-				meta, err := DecodeMeta(groups[gi].metaKey)
-				if err != nil {
+				if _, err := decodeMetaKey(groups[gi].metaKey); err != nil {
 					return err
 				}
-				groups[gi].meta = meta
 				rows += len(groups[gi].rows)
 			}
 			db.mu.Lock()

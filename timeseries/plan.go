@@ -185,7 +185,7 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 			if err := guard.charge(seriesSnapBytes, "the series it matches"); err != nil {
 				return err
 			}
-			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: s.meta, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges}
+			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: seriesMeta(s), minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges}
 			if len(s.buckets) > 0 {
 				snap.memIDs = make(map[uint64]bool, len(s.buckets))
 			}

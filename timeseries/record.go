@@ -15,7 +15,6 @@ const (
 // group is the measurements of one meta value within an insert.
 type group struct {
 	metaKey string
-	meta    any
 	rows    []Measurement
 }
 

@@ -40,7 +40,7 @@ func (c *collection) matchingSeries(p *filterPlan, ts *TimeSeriesOptions) []*ser
 	}
 	var out []*series
 	for _, s := range c.series {
-		if p.matchesSeries(ts, s.meta) {
+		if p.matchesSeries(ts, seriesMeta(s)) {
 			out = append(out, s)
 		}
 	}

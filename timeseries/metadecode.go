@@ -1,0 +1,165 @@
+package timeseries
+
+import (
+	"strconv"
+	"strings"
+)
+
+// decodeMetaKey returns the value a series' canonical meta key encodes,
+// as DecodeMeta does, for a key CanonicalMeta wrote. Series do not keep
+// their meta decoded (a small map per series is most of what a sparse
+// series costs); readers decode it when they need it. Strings of the
+// result share the key's memory. The common shapes (objects, arrays,
+// plain strings, numbers, booleans, null) are parsed here in one pass;
+// escapes and Extended JSON wrappers go to DecodeMeta.
+func decodeMetaKey(key string) (any, error) {
+	d := metaKeyDecoder{s: key}
+	v, ok := d.value(0)
+	if ok && d.i == len(key) {
+		return v, nil
+	}
+	return DecodeMeta(key)
+}
+
+// seriesMeta is the decoded meta value of s: nil when the collection has
+// no meta field or the series was written without one.
+func seriesMeta(s *series) any {
+	if s.metaKey == "" {
+		return nil
+	}
+	v, err := decodeMetaKey(s.metaKey)
+	if err != nil {
+		return nil // keys are validated before a series is made
+	}
+	return v
+}
+
+// metaKeyDecoder parses canonical meta keys; ok false means "not the
+// plain canonical form", and the caller falls back to DecodeMeta.
+type metaKeyDecoder struct {
+	s string
+	i int
+}
+
+func (d *metaKeyDecoder) value(depth int) (any, bool) {
+	if d.i >= len(d.s) || depth > maxMetaDepth {
+		return nil, false
+	}
+	switch c := d.s[d.i]; {
+	case c == '"':
+		return d.str()
+	case c == '{':
+		d.i++
+		if d.i < len(d.s) && d.s[d.i] == '}' {
+			d.i++
+			return map[string]any{}, true
+		}
+		m := make(map[string]any, 4)
+		for {
+			k, ok := d.str()
+			if !ok || k == "" || k[0] == '$' || d.i >= len(d.s) || d.s[d.i] != ':' {
+				return nil, false // Extended JSON wrapper, or not canonical
+			}
+			d.i++
+			v, ok := d.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			m[k] = v
+			if d.i >= len(d.s) {
+				return nil, false
+			}
+			switch d.s[d.i] {
+			case ',':
+				d.i++
+			case '}':
+				d.i++
+				return m, true
+			default:
+				return nil, false
+			}
+		}
+	case c == '[':
+		d.i++
+		out := []any{}
+		if d.i < len(d.s) && d.s[d.i] == ']' {
+			d.i++
+			return out, true
+		}
+		for {
+			v, ok := d.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, v)
+			if d.i >= len(d.s) {
+				return nil, false
+			}
+			switch d.s[d.i] {
+			case ',':
+				d.i++
+			case ']':
+				d.i++
+				return out, true
+			default:
+				return nil, false
+			}
+		}
+	case c == 't' && strings.HasPrefix(d.s[d.i:], "true"):
+		d.i += 4
+		return true, true
+	case c == 'f' && strings.HasPrefix(d.s[d.i:], "false"):
+		d.i += 5
+		return false, true
+	case c == 'n' && strings.HasPrefix(d.s[d.i:], "null"):
+		d.i += 4
+		return nil, true
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	}
+	return nil, false
+}
+
+// str parses a string with no escapes.
+func (d *metaKeyDecoder) str() (string, bool) {
+	if d.i >= len(d.s) || d.s[d.i] != '"' {
+		return "", false
+	}
+	j := d.i + 1
+	for ; j < len(d.s); j++ {
+		switch c := d.s[j]; {
+		case c == '"':
+			v := d.s[d.i+1 : j]
+			d.i = j + 1
+			return v, true
+		case c == '\\' || c < 0x20:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func (d *metaKeyDecoder) number() (any, bool) {
+	j, isFloat := d.i, false
+	for ; j < len(d.s); j++ {
+		c := d.s[j]
+		if c == '.' || c == 'e' || c == 'E' || c == '+' {
+			isFloat = true
+		} else if c != '-' && (c < '0' || c > '9') {
+			break
+		}
+	}
+	tok := d.s[d.i:j]
+	if !isFloat {
+		if n, err := strconv.ParseInt(tok, 10, 64); err == nil {
+			d.i = j
+			return n, true
+		}
+	}
+	f, err := strconv.ParseFloat(tok, 64)
+	if err != nil {
+		return nil, false
+	}
+	d.i = j
+	return f, true
+}

@@ -1,0 +1,102 @@
+package timeseries
+
+import (
+	"math"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// FuzzDecodeMetaKey checks that the fast decoding of canonical meta keys
+// returns what DecodeMeta returns, for every key CanonicalMeta writes.
+func FuzzDecodeMetaKey(f *testing.F) {
+	for _, v := range []any{
+		nil, true, false, int64(-3), 2.5, math.Inf(-1), math.NaN(), "s1", "a\"b", "é\u2028",
+		time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC),
+		map[string]any{"sensor": "s000001", "site": "site-3", "kind": "temperature"},
+		map[string]any{"a": []any{int64(1), 1e300, map[string]any{}, []any{}}, "b": map[string]any{"c": nil}},
+		[]any{"x", int64(math.MaxInt64), -0.0, 1e-7},
+	} {
+		k, err := CanonicalMeta(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(k)
+	}
+	f.Add(`{"$date":"2024-01-01T00:00:00Z"}`)
+	f.Add(`99999999999999999999`)
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := DecodeMeta(s)
+		if err != nil {
+			return
+		}
+		key, err := CanonicalMeta(v)
+		if err != nil {
+			return
+		}
+		want, err := DecodeMeta(key)
+		if err != nil {
+			t.Fatalf("DecodeMeta(%q): %v", key, err)
+		}
+		got, err := decodeMetaKey(key)
+		if err != nil {
+			t.Fatalf("decodeMetaKey(%q): %v", key, err)
+		}
+		if !equalMeta(got, want) {
+			t.Fatalf("decodeMetaKey(%q) = %#v, want %#v", key, got, want)
+		}
+	})
+}
+
+// equalMeta is reflect.DeepEqual with NaN equal to NaN.
+func equalMeta(a, b any) bool {
+	if x, ok := a.(float64); ok {
+		y, ok := b.(float64)
+		return ok && (x == y && math.Signbit(x) == math.Signbit(y) || math.IsNaN(x) && math.IsNaN(y))
+	}
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, e := range x {
+			if f, ok := y[k]; !ok || !equalMeta(e, f) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalMeta(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// TestDecodeMetaKeyShares checks that the fast path parses a fleet's
+// meta keys itself (no fallback), sharing the key's memory.
+func TestDecodeMetaKeyShares(t *testing.T) {
+	key := `{"kind":"temperature","sensor":"s000001","site":"site-3"}`
+	d := metaKeyDecoder{s: key}
+	v, ok := d.value(0)
+	if !ok || d.i != len(key) {
+		t.Fatalf("fast path refused %q", key)
+	}
+	m := v.(map[string]any)
+	if m["sensor"] != "s000001" || m["site"] != "site-3" || len(m) != 3 {
+		t.Fatalf("decoded %v", m)
+	}
+	// The map (header and one group) and a box per string value; the
+	// strings themselves are the key's.
+	if n := testing.AllocsPerRun(100, func() { _, _ = decodeMetaKey(key) }); n > 5 {
+		t.Fatalf("decodeMetaKey allocates %v times, want 5 at most", n)
+	}
+}
