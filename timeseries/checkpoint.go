@@ -334,12 +334,14 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		if c == nil {
 			continue
 		}
-		s := c.seriesByID[w.series]
+		s := c.seriesOf(w.series)
 		if s == nil {
 			continue
 		}
 		if db.smallBucket(b) {
-			c.markMerge(s.id, b.minTime)
+			if !c.markMerge(s.id, b.minTime) && db.stats.marksDropped.Add(1) == 1 {
+				db.opts.Logger.Warn("merge marks full: small buckets stay unmerged", "collection", c.name, "marks", maxMarks)
+			}
 			db.mergePending.Store(true)
 		}
 		for j, x := range s.buckets {

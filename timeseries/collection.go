@@ -1,6 +1,8 @@
 package timeseries
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -17,7 +19,9 @@ type collection struct {
 	opts       CollectionOptions
 	indexes    []IndexSpec
 	series     map[string]*series // canonical meta -> series
-	seriesByID map[uint64]*series
+	// byID holds the series in ascending id order (collection.addSeries):
+	// a slice rather than a second map, 8 bytes a series.
+	byID []*series
 	// hot lists the series that hold a bucket in memory or are not yet
 	// persisted, each once (series.hot): the only ones a checkpoint or
 	// sealForBudget visits, so that their cost follows the series written
@@ -45,7 +49,8 @@ type collection struct {
 	dirty                  bool // catalog record changed since the last checkpoint
 	// mergeMarks holds, per series, the ranges of min times of the small
 	// sealed buckets checkpoints wrote since the last merge pass (merge.go).
-	mergeMarks map[uint64][][2]int64
+	// Appended in checkpoint order; 24 bytes each, at most maxMarks.
+	mergeMarks []mergeMark
 	dropped    bool
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).
@@ -119,4 +124,27 @@ func (c *collection) nameRefs(dst []uint32, cols *bucket.Columns) []uint32 {
 		dst = append(dst, ref)
 	}
 	return dst
+}
+
+// addSeries adds s to c's maps. Series ids are handed out in ascending
+// order, so s goes last in c.byID but for an id out of order, which is
+// put in its place. DB.mu is held for writing.
+func (c *collection) addSeries(s *series) {
+	c.series[s.metaKey] = s
+	if n := len(c.byID); n == 0 || c.byID[n-1].id < s.id {
+		c.byID = append(c.byID, s)
+		return
+	}
+	i, _ := slices.BinarySearchFunc(c.byID, s.id, func(x *series, id uint64) int { return cmp.Compare(x.id, id) })
+	c.byID = slices.Insert(c.byID, i, s)
+}
+
+// seriesOf returns the series of c with id, nil if there is none. DB.mu
+// is held.
+func (c *collection) seriesOf(id uint64) *series {
+	i, ok := slices.BinarySearchFunc(c.byID, id, func(x *series, id uint64) int { return cmp.Compare(x.id, id) })
+	if !ok {
+		return nil
+	}
+	return c.byID[i]
 }

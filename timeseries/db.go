@@ -99,6 +99,9 @@ type DB struct {
 		// merged counts the buckets merge passes removed, mergeReads the
 		// series windows they read.
 		merged, mergeReads atomic.Int64
+		// marksDropped counts the merge marks dropped when a
+		// collection's were full (maxMarks).
+		marksDropped atomic.Int64
 	}
 }
 

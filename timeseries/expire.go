@@ -400,7 +400,7 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 	// Most series have nothing expired in memory: look under the read lock
 	// and take the write lock only to unlink buckets.
 	db.mu.RLock()
-	s := c.seriesByID[id]
+	s := c.seriesOf(id)
 	if s == nil || s.ttl < 0 || c.dropped || c.oorBuckets > 0 {
 		db.mu.RUnlock()
 		return false, nil

@@ -291,8 +291,7 @@ func (db *DB) apply(c *collection, groups []group) {
 			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey}
 			c.setSeriesTTL(s)
 			db.nextSeries++
-			c.series[s.metaKey] = s
-			c.seriesByID[s.id] = s
+			c.addSeries(s)
 			c.markHot(s)
 			db.seriesMem.Add(seriesMem(s))
 		}

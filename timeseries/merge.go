@@ -30,9 +30,22 @@ import (
 // Pebble batch writes the new buckets, deletes the old keys and rewrites the
 // catalog record (same count, fewer buckets), and the store is flushed.
 
-// maxMergeMarks bounds the min times kept per series; past it the marks
-// are folded into one range from the oldest to the newest.
+// maxMergeMarks bounds the ranges kept per series by a fold of the marks
+// (foldMarks); past it they become one range from the oldest to the
+// newest.
 const maxMergeMarks = 32
+
+// maxMarks bounds the marks a collection holds between passes (24 bytes
+// each): when full, they are folded per series, and past that new marks
+// are dropped and counted (Stats.MergeMarksDropped): their buckets stay
+// as they are.
+var maxMarks = 1 << 20
+
+// mergeMark is a range of min times of small sealed buckets of a series.
+type mergeMark struct {
+	series uint64
+	lo, hi int64
+}
 
 // smallBucket reports whether a sealed bucket is worth a merge pass: under
 // half the row and byte limits, and its rows cover under half its span (so
@@ -43,27 +56,51 @@ func (db *DB) smallBucket(b *memBucket) bool {
 
 // markMerge notes that a small sealed bucket of series id with min time
 // minTime was written. DB.mu is held for writing.
-func (c *collection) markMerge(id uint64, minTime int64) {
-	c.addMergeMark(id, [2]int64{minTime, minTime})
+func (c *collection) markMerge(id uint64, minTime int64) bool {
+	return c.addMergeMark(mergeMark{id, minTime, minTime})
 }
 
-// addMergeMark adds the range of min times r to the marks of series id.
-// DB.mu is held for writing.
-func (c *collection) addMergeMark(id uint64, r [2]int64) {
-	if c.mergeMarks == nil {
-		c.mergeMarks = map[uint64][][2]int64{}
-	}
-	m := c.mergeMarks[id]
-	if len(m) >= maxMergeMarks {
-		// Folded into one range from the oldest to the newest.
-		lo, hi := r[0], r[1]
-		for _, x := range m {
-			lo, hi = min(lo, x[0]), max(hi, x[1])
+// addMergeMark adds m to the marks of c; false when they are full and m
+// was dropped. DB.mu is held for writing.
+func (c *collection) addMergeMark(m mergeMark) bool {
+	if len(c.mergeMarks) >= maxMarks {
+		c.mergeMarks = foldMarks(c.mergeMarks)
+		if len(c.mergeMarks) >= maxMarks {
+			return false
 		}
-		c.mergeMarks[id] = append(m[:0], [2]int64{lo, hi})
-		return
 	}
-	c.mergeMarks[id] = append(m, r)
+	c.mergeMarks = append(c.mergeMarks, m)
+	return true
+}
+
+// foldMarks sorts marks by series and range and folds each series' to
+// maxMergeMarks ranges at most, overlapping ranges joined; it works in
+// place and returns the shortened slice.
+func foldMarks(marks []mergeMark) []mergeMark {
+	slices.SortFunc(marks, func(a, b mergeMark) int {
+		if c := cmp.Compare(a.series, b.series); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.lo, b.lo)
+	})
+	out := marks[:0]
+	start := 0 // first of out holding the current series
+	for _, m := range marks {
+		n := len(out)
+		if n > start && out[n-1].series != m.series {
+			start = n
+		}
+		switch {
+		case n > start && m.lo <= out[n-1].hi:
+			out[n-1].hi = max(out[n-1].hi, m.hi)
+		case n-start >= maxMergeMarks:
+			// Folded into the last range, up to the newest.
+			out[n-1].hi = max(out[n-1].hi, m.hi)
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // MergeBuckets runs the merge pass now: the small sealed buckets written
@@ -88,7 +125,7 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}) error {
 	defer db.maintMu.Unlock()
 	type job struct {
 		c     *collection
-		marks map[uint64][][2]int64
+		marks []mergeMark
 	}
 	var jobs []job
 	db.mu.Lock()
@@ -112,9 +149,9 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}) error {
 			// What was not merged is marked again for the next pass.
 			db.mu.Lock()
 			for _, j := range jobs[i:] {
-				for id, m := range j.marks {
-					for _, r := range m {
-						j.c.addMergeMark(id, r)
+				for _, m := range j.marks {
+					if !j.c.addMergeMark(m) {
+						db.stats.marksDropped.Add(1)
 					}
 				}
 			}
@@ -129,8 +166,14 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}) error {
 	return err
 }
 
+// mergeChunkBytes bounds what one merge batch holds (the old keys it
+// deletes and the new buckets it writes): a pass over many series commits
+// a batch each time it passes this, so that its memory does not grow with
+// the number of series marked.
+var mergeChunkBytes = 8 << 20
+
 // mergeCollection merges the marked series of c. maintMu is held.
-func (db *DB) mergeCollection(c *collection, marks map[uint64][][2]int64, abort <-chan struct{}) error {
+func (db *DB) mergeCollection(c *collection, marks []mergeMark, abort <-chan struct{}) error {
 	db.mu.RLock()
 	if c.dropped {
 		db.mu.RUnlock()
@@ -140,30 +183,62 @@ func (db *DB) mergeCollection(c *collection, marks map[uint64][][2]int64, abort 
 	m := merger{db: db, coll: c.id, names: c.names, timeField: ts.TimeField,
 		span: ts.Span(), rounding: ts.Rounding()}
 	db.mu.RUnlock()
-	ids := make([]uint64, 0, len(marks))
-	for id := range marks {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	marks = foldMarks(slices.Clone(marks))
 
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
-	batch := db.pdb.NewBatch()
-	defer batch.Close()
-	m.snap, m.batch = snap, batch
-	for _, id := range ids {
-		for _, w := range mergeWindows(marks[id], 2*m.span) {
+	m.snap = snap
+	defer func() {
+		if m.batch != nil {
+			m.batch.Close()
+		}
+	}()
+	var ranges [][2]int64
+	merged := false
+	for i := 0; i < len(marks); {
+		id := marks[i].series
+		ranges = ranges[:0]
+		for ; i < len(marks) && marks[i].series == id; i++ {
+			ranges = append(ranges, [2]int64{marks[i].lo, marks[i].hi})
+		}
+		if m.batch == nil {
+			m.batch = db.pdb.NewBatch()
+		}
+		for _, w := range mergeWindows(ranges, 2*m.span) {
 			if err := m.series(id, w[0], w[1]); err != nil {
 				return fmt.Errorf("timeseries: merge buckets of %q series %d: %w", c.name, id, err)
 			}
 		}
+		if m.batch.Len()+m.outBytes >= mergeChunkBytes || i == len(marks) {
+			applied, err := db.commitMerge(c, &m)
+			if err != nil {
+				return err
+			}
+			merged = merged || applied
+		}
 	}
-	if m.removed == 0 {
+	if !merged {
 		return nil
 	}
-	need := int64(batch.Len()) + checkpointMargin
+	return db.flushStore(abort)
+}
+
+// commitMerge applies m's batch: its new buckets, the deletes of the ones
+// they replace, the checkpoint state and the catalog record. It reports
+// whether the batch removed a bucket; m starts a new batch next.
+func (db *DB) commitMerge(c *collection, m *merger) (bool, error) {
+	batch := m.batch
+	defer func() {
+		batch.Close()
+		clear(m.out)
+		m.batch, m.out, m.outBytes, m.removed = nil, m.out[:0], 0, 0
+	}()
+	if m.removed == 0 {
+		return false, nil
+	}
+	need := int64(batch.Len()+m.outBytes) + checkpointMargin
 	if free := db.freeSpace(); free >= 0 && free < need {
-		return fmt.Errorf("%w in %s: %s free, a merge of %q may write %s", errNoRoom, db.opts.Dir, mib(free), mib(need), c.name)
+		return false, fmt.Errorf("%w in %s: %s free, a merge of %q may write %s", errNoRoom, db.opts.Dir, mib(free), mib(need), c.name)
 	}
 
 	// The new buckets' ids are taken now and persisted with the batch, so
@@ -174,16 +249,16 @@ func (db *DB) mergeCollection(c *collection, marks map[uint64][][2]int64, abort 
 	db.mu.Unlock()
 	for i, o := range m.out {
 		if err := batch.Set(bucketKey(spaceBucket, c.id, o.series, o.minTime, first+uint64(i)), o.data, nil); err != nil {
-			return err
+			return false, err
 		}
 	}
 	st, err := db.storedState()
 	if err != nil {
-		return err
+		return false, err
 	}
 	st.nextBucket = max(st.nextBucket, first+uint64(len(m.out)))
 	if err := batch.Set(keyCheckpoint, st.encode(), nil); err != nil {
-		return err
+		return false, err
 	}
 	// The catalog record goes in the same batch, with the same count and
 	// the buckets the batch removes less, as deletes and TTL batches do.
@@ -199,7 +274,7 @@ func (db *DB) mergeCollection(c *collection, marks map[uint64][][2]int64, abort 
 	if err != nil {
 		c.ckptBuckets += m.removed
 		db.mu.Unlock()
-		return db.diskErr(err)
+		return false, db.diskErr(err)
 	}
 	c.buckets -= m.removed
 	c.dirty = true
@@ -208,7 +283,7 @@ func (db *DB) mergeCollection(c *collection, marks map[uint64][][2]int64, abort 
 	if db.mergeApplied != nil {
 		db.mergeApplied()
 	}
-	return db.flushStore(abort)
+	return true, nil
 }
 
 // storedState reads the checkpoint state Pebble holds.
@@ -269,8 +344,9 @@ type merger struct {
 	r       bucket.Reader
 	enc     bucket.Encoder
 	refIdx  map[string]uint32
-	out     []mergedBucket
-	removed int64 // buckets the batch removes
+	out      []mergedBucket
+	outBytes int   // the encoded bytes of out
+	removed  int64 // buckets the batch removes
 }
 
 // mergedBucket is a new bucket of the pass, encoded; its id is given when
@@ -365,6 +441,7 @@ func (m *merger) series(id uint64, lo, hi int64) error {
 			return err
 		}
 		m.out = append(m.out, mergedBucket{series: id, minTime: floorDiv(cols.Times[0], m.rounding), data: data})
+		m.outBytes += len(data)
 	}
 	for i := range src {
 		if keep[i] {

@@ -158,6 +158,16 @@ func TestMergeProperty(t *testing.T) {
 				}
 				batches = append(batches, late)
 			}
+			// Some rounds commit a merge batch per series, and some hold
+			// so few marks that most are dropped: what is read stays the
+			// same.
+			defer func(chunk, marks int) { mergeChunkBytes, maxMarks = chunk, marks }(mergeChunkBytes, maxMarks)
+			switch round % 3 {
+			case 1:
+				mergeChunkBytes = 1
+			case 2:
+				maxMarks = 1 + rng.Intn(3)
+			}
 			const ttlSecs = 30 * 24 * 3600
 			clock := newTestClock(time.Unix(0, base))
 			dir := t.TempDir()
@@ -355,5 +365,87 @@ func BenchmarkMergeIdle(b *testing.B) {
 	}
 	if n := db.stats.mergeReads.Load(); n != 0 {
 		b.Fatalf("%d series read", n)
+	}
+}
+
+// TestFoldMarks checks that folding merge marks keeps every marked time
+// covered by a range of its series, at most maxMergeMarks a series, in
+// series and time order.
+func TestFoldMarks(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for round := 0; round < 200; round++ {
+		var in []mergeMark
+		for i := rng.Intn(300); i > 0; i-- {
+			lo := rng.Int63n(1000)
+			in = append(in, mergeMark{uint64(rng.Intn(5)), lo, lo + rng.Int63n(20)})
+		}
+		out := foldMarks(slices.Clone(in))
+		per := map[uint64]int{}
+		for i, m := range out {
+			per[m.series]++
+			if m.lo > m.hi {
+				t.Fatalf("range %v upside down", m)
+			}
+			if i > 0 && (out[i-1].series > m.series || out[i-1].series == m.series && out[i-1].hi >= m.lo) {
+				t.Fatalf("out of order or overlapping: %v then %v", out[i-1], m)
+			}
+		}
+		for id, n := range per {
+			if n > maxMergeMarks {
+				t.Fatalf("series %d keeps %d ranges", id, n)
+			}
+		}
+		for _, m := range in {
+			if !slices.ContainsFunc(out, func(o mergeMark) bool { return o.series == m.series && o.lo <= m.lo && m.hi <= o.hi }) {
+				t.Fatalf("mark %v not covered by %v", m, out)
+			}
+		}
+	}
+}
+
+// TestMergeChunks backfills several sensors newest batch first and merges
+// them with a batch committed per series (mergeChunkBytes 1): the buckets
+// and reads are those of one big batch, and the catalog's bucket count is
+// the buckets there are.
+func TestMergeChunks(t *testing.T) {
+	load := func(chunk int) *DB {
+		defer func(c int) { mergeChunkBytes = c }(mergeChunkBytes)
+		mergeChunkBytes = chunk
+		var batches [][]Measurement
+		for _, b := range oooOrders(oooSeries(2000))["backfill"] {
+			var batch []Measurement
+			for s := 0; s < 8; s++ {
+				for _, m := range b {
+					m.Meta = map[string]any{"sensor": fmt.Sprint("s", s)}
+					batch = append(batch, m)
+				}
+			}
+			batches = append(batches, batch)
+		}
+		live := Measurement{Time: int64(1_800_000_000e9), Meta: map[string]any{"sensor": "s0"}, Fields: []Field{{"seq", Int(0)}}}
+		return loadBatches(t, batches, live)
+	}
+	ref := load(64 << 20)
+	defer ref.Close()
+	db := load(1)
+	defer db.Close()
+	want, err := ref.Describe(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Describe(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("one batch: %d buckets; a batch a series: %d buckets (%d merged away)", want.Buckets, got.Buckets, db.stats.merged.Load())
+	if db.stats.merged.Load() == 0 || got.Buckets != want.Buckets || got.Count != want.Count {
+		t.Errorf("a batch a series: %d buckets, %d rows, %d merged away; one batch: %d, %d", got.Buckets, got.Count,
+			db.stats.merged.Load(), want.Buckets, want.Count)
+	}
+	if n := checkBuckets(t, db, "m"); int64(n) != got.Buckets {
+		t.Errorf("%d buckets stored and in memory, the catalog says %d", n, got.Buckets)
+	}
+	if a, b := findRows(t, ref, "m", FindOptions{}), findRows(t, db, "m", FindOptions{}); !slices.Equal(a, b) {
+		t.Errorf("a batch a series reads %d rows, one batch %d, or they differ", len(b), len(a))
 	}
 }

@@ -223,8 +223,7 @@ func (db *DB) load() error {
 			return err
 		}
 		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true}
-		c.series[s.metaKey] = s
-		c.seriesByID[s.id] = s
+		c.addSeries(s)
 		db.seriesMem.Add(seriesMem(s))
 		db.nextSeries = max(db.nextSeries, s.id+1)
 		return nil
@@ -247,7 +246,7 @@ func (db *DB) load() error {
 		if c == nil {
 			return nil
 		}
-		s := c.seriesByID[kp.series]
+		s := c.seriesOf(kp.series)
 		if s == nil {
 			return fmt.Errorf("%w: open bucket %d of unknown series %d", ErrCorrupt, kp.id, kp.series)
 		}
