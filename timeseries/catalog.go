@@ -124,7 +124,7 @@ func decodeCollectionRecord(b []byte) (*collectionRecord, error) {
 func (r *collectionRecord) toCollection() (*collection, error) {
 	c := &collection{
 		id: r.ID, name: r.Name, opts: r.Options, indexes: r.Indexes, maxSpan: r.MaxSpan,
-		series: make(map[string]*series),
+		series:     make(map[string]*series),
 		fieldTypes: make(map[string]typeSet, len(r.FieldTypes)),
 		created:    r.Created, count: r.Count, buckets: r.Buckets, ckptCount: r.Count, ckptBuckets: r.Buckets,
 		nextIndexID: r.NextIndexID,

@@ -16,9 +16,9 @@ type collection struct {
 	name string
 
 	// guarded by DB.mu
-	opts       CollectionOptions
-	indexes    []IndexSpec
-	series     map[string]*series // canonical meta -> series
+	opts    CollectionOptions
+	indexes []IndexSpec
+	series  map[string]*series // canonical meta -> series
 	// byID holds the series in ascending id order (collection.addSeries):
 	// a slice rather than a second map, 8 bytes a series.
 	byID []*series

@@ -41,7 +41,7 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	}
 	c := &collection{
 		id: db.nextColl, name: name, opts: opts,
-		series: make(map[string]*series),
+		series:     make(map[string]*series),
 		fieldTypes: make(map[string]typeSet), created: db.opts.Now().UTC(),
 	}
 	if opts.TimeSeries != nil {

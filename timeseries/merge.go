@@ -341,9 +341,9 @@ type merger struct {
 	snap      *pebble.Snapshot
 	batch     *pebble.Batch
 
-	r       bucket.Reader
-	enc     bucket.Encoder
-	refIdx  map[string]uint32
+	r        bucket.Reader
+	enc      bucket.Encoder
+	refIdx   map[string]uint32
 	out      []mergedBucket
 	outBytes int   // the encoded bytes of out
 	removed  int64 // buckets the batch removes
