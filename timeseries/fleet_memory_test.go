@@ -161,15 +161,16 @@ func BenchmarkFleetMemory(b *testing.B) {
 }
 
 // maxHeapPerSeries bounds the Go heap a series with one open bucket of one
-// row holds (its struct and map entries, its meta value decoded and
-// encoded, the bucket and two columns): about 1,050 bytes measured, with
-// room for allocator and runtime noise.
-const maxHeapPerSeries = 1600
+// row holds (its struct and map entries, its meta key, the bucket and two
+// columns): about 620 bytes measured, with room for allocator and runtime
+// noise.
+const maxHeapPerSeries = 900
 
 // maxIdleHeapPerSeries bounds the Go heap a series holds once its buckets
-// were written out as idle (its struct, map entries, meta key and value,
-// and its merge mark until the next merge pass): about 700 bytes measured.
-const maxIdleHeapPerSeries = 900
+// were written out as idle (its struct, map entry, meta key, and its merge
+// mark until the next merge pass): about 140 bytes measured. A decoded
+// meta value kept per series (a small map, ~320 bytes) would not fit.
+const maxIdleHeapPerSeries = 260
 
 // minBudgetedShare is the least part of a series' heap the memory budget
 // must account for: the rest is allocator rounding and garbage.
