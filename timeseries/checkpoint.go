@@ -62,7 +62,7 @@ func (db *DB) run() {
 		}
 		// The small buckets the checkpoint wrote are merged with their
 		// neighbours (merge.go); nothing to merge costs one load.
-		if err := db.mergeBuckets(context.Background(), db.stop); errors.Is(err, errNoRoom) {
+		if err := db.mergeBuckets(context.Background(), db.stop, false); errors.Is(err, errNoRoom) {
 			db.log.Warn("bucket merge skipped", "err", err)
 		} else if err != nil {
 			db.log.Error("bucket merge failed", "err", err)

@@ -49,8 +49,12 @@ type collection struct {
 	dirty                  bool // catalog record changed since the last checkpoint
 	// mergeMarks holds, per series, the ranges of min times of the small
 	// sealed buckets checkpoints wrote since the last merge pass (merge.go).
-	// Appended in checkpoint order; 24 bytes each, at most maxMarks.
-	mergeMarks []mergeMark
+	// Appended in checkpoint order; 32 bytes each, at most maxMarks.
+	// mergePasses counts the merge passes that looked at c (the age of
+	// a mark), newest is the newest measurement time applied.
+	mergeMarks  []mergeMark
+	mergePasses uint32
+	newest      int64
 	dropped    bool
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).

@@ -298,6 +298,7 @@ func (db *DB) apply(c *collection, groups []group) {
 		var cur *memBucket
 		for ri := range g.rows {
 			m := &g.rows[ri]
+			c.newest = max(c.newest, m.Time)
 			sz := m.rowBytes(ts.TimeField)
 			if cur == nil || !cur.fits(m.Time, sz, m.Fields, &db.lim) {
 				cur = db.bucketFor(c, s, m, sz, span, rounding)

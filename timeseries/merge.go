@@ -41,10 +41,25 @@ const maxMergeMarks = 32
 // as they are.
 var maxMarks = 1 << 20
 
-// mergeMark is a range of min times of small sealed buckets of a series.
+// mergeMark is a range of min times of small sealed buckets of a series,
+// marked at merge pass pass of its collection.
 type mergeMark struct {
 	series uint64
 	lo, hi int64
+	pass   uint32
+}
+
+// mergeWaitPasses is how many background merge passes a mark waits while
+// its series may still write into the marked time range, so that a sparse
+// series sealed early under memory pressure is merged once when its range
+// is done, not at every checkpoint (MergeBuckets takes every mark).
+const mergeWaitPasses = 8
+
+// ripe reports whether a background pass merges m: its range ended two
+// spans before the collection's newest measurement, or it waited
+// mergeWaitPasses passes.
+func (c *collection) ripe(m mergeMark, span int64) bool {
+	return c.mergePasses-m.pass >= mergeWaitPasses || satAdd(m.hi, 2*span) < c.newest
 }
 
 // smallBucket reports whether a sealed bucket is worth a merge pass: under
@@ -57,7 +72,7 @@ func (db *DB) smallBucket(b *memBucket) bool {
 // markMerge notes that a small sealed bucket of series id with min time
 // minTime was written. DB.mu is held for writing.
 func (c *collection) markMerge(id uint64, minTime int64) bool {
-	return c.addMergeMark(mergeMark{id, minTime, minTime})
+	return c.addMergeMark(mergeMark{id, minTime, minTime, c.mergePasses})
 }
 
 // addMergeMark adds m to the marks of c; false when they are full and m
@@ -112,12 +127,13 @@ func (db *DB) MergeBuckets(ctx context.Context) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	return db.mergeBuckets(ctx, db.stop)
+	return db.mergeBuckets(ctx, db.stop, true)
 }
 
 // mergeBuckets is the merge pass; it gives up waiting for the store's
-// flush when abort is closed.
-func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}) error {
+// flush when abort is closed. A background pass (all false) merges the
+// ripe marks and keeps the others for a later one.
+func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool) error {
 	if db.readOnly || !db.mergePending.Load() {
 		return nil
 	}
@@ -131,11 +147,36 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}) error {
 	db.mu.Lock()
 	db.mergePending.Store(false)
 	for _, c := range db.byID {
-		if len(c.mergeMarks) > 0 {
-			if !c.dropped && c.opts.TimeSeries != nil {
-				jobs = append(jobs, job{c, c.mergeMarks})
-			}
+		if len(c.mergeMarks) == 0 {
+			continue
+		}
+		if c.dropped || c.opts.TimeSeries == nil {
 			c.mergeMarks = nil
+			continue
+		}
+		c.mergePasses++
+		if all {
+			jobs = append(jobs, job{c, c.mergeMarks})
+			c.mergeMarks = nil
+			continue
+		}
+		var ripe []mergeMark
+		kept := c.mergeMarks[:0]
+		span := c.opts.TimeSeries.Span()
+		for _, m := range c.mergeMarks {
+			if c.ripe(m, span) {
+				ripe = append(ripe, m)
+			} else {
+				kept = append(kept, m)
+			}
+		}
+		clear(c.mergeMarks[len(kept):])
+		c.mergeMarks = kept
+		if len(kept) > 0 {
+			db.mergePending.Store(true) // they wait for a later pass
+		}
+		if len(ripe) > 0 {
+			jobs = append(jobs, job{c, ripe})
 		}
 	}
 	db.mu.Unlock()
@@ -191,6 +232,9 @@ func (db *DB) mergeCollection(c *collection, marks []mergeMark, abort <-chan str
 	defer func() {
 		if m.batch != nil {
 			m.batch.Close()
+		}
+		if m.it != nil {
+			m.it.Close()
 		}
 	}()
 	var ranges [][2]int64
@@ -340,6 +384,8 @@ type merger struct {
 	rounding  int64
 	snap      *pebble.Snapshot
 	batch     *pebble.Batch
+	it        *pebble.Iterator // over snap, moved from series to series
+	raw       [][2][]byte      // the keys and values of one series' window
 
 	r        bucket.Reader
 	enc      bucket.Encoder
@@ -373,23 +419,41 @@ func (m *merger) series(id uint64, lo, hi int64) error {
 		upper = seriesTimeKey(spaceBucket, m.coll, id, hi+1)
 	}
 	m.db.stats.mergeReads.Add(1)
-	it, err := m.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return err
-	}
-	var src []storedBucket
-	for it.First(); it.Valid(); it.Next() {
-		kp, err := parseBucketKey(it.Key())
+	// One iterator serves the pass, moved from series to series: a
+	// sparse fleet marks a million series, and opening an iterator for
+	// each cost more than the merges.
+	if m.it == nil {
+		it, err := m.snap.NewIter(nil)
 		if err != nil {
-			it.Close()
 			return err
 		}
+		m.it = it
+	}
+	it := m.it
+	it.SetBounds(lower, upper)
+	// The keys and values first: most series of a sparse fleet have one
+	// bucket in the window, nothing to merge, and nothing to decode.
+	m.raw = m.raw[:0]
+	for valid := it.First(); valid; valid = it.Next() {
 		v, err := it.ValueAndErr()
-		if err == nil {
-			err = m.r.ResetNames(v, m.names)
-		}
 		if err != nil {
-			it.Close()
+			return err
+		}
+		m.raw = append(m.raw, [2][]byte{slices.Clone(it.Key()), slices.Clone(v)})
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if len(m.raw) < 2 {
+		return nil
+	}
+	var src []storedBucket
+	for _, kv := range m.raw {
+		kp, err := parseBucketKey(kv[0])
+		if err != nil {
+			return err
+		}
+		if err := m.r.ResetNames(kv[1], m.names); err != nil {
 			return fmt.Errorf("bucket %d: %w", kp.id, err)
 		}
 		if !ttl.InRange(m.r.MinTime()) || !ttl.InRange(m.r.MaxTime()) {
@@ -399,13 +463,9 @@ func (m *merger) series(id uint64, lo, hi int64) error {
 		}
 		cols, err := decodeAll(&m.r)
 		if err != nil {
-			it.Close()
 			return fmt.Errorf("bucket %d: %w", kp.id, err)
 		}
-		src = append(src, storedBucket{key: append([]byte(nil), it.Key()...), minTime: kp.minTime, cols: cols})
-	}
-	if err := it.Close(); err != nil {
-		return err
+		src = append(src, storedBucket{key: kv[0], minTime: kp.minTime, cols: cols})
 	}
 	if len(src) < 2 {
 		return nil

@@ -377,7 +377,7 @@ func TestFoldMarks(t *testing.T) {
 		var in []mergeMark
 		for i := rng.Intn(300); i > 0; i-- {
 			lo := rng.Int63n(1000)
-			in = append(in, mergeMark{uint64(rng.Intn(5)), lo, lo + rng.Int63n(20)})
+			in = append(in, mergeMark{uint64(rng.Intn(5)), lo, lo + rng.Int63n(20), 0})
 		}
 		out := foldMarks(slices.Clone(in))
 		per := map[uint64]int{}
@@ -448,4 +448,62 @@ func TestMergeChunks(t *testing.T) {
 	if a, b := findRows(t, ref, "m", FindOptions{}), findRows(t, db, "m", FindOptions{}); !slices.Equal(a, b) {
 		t.Errorf("a batch a series reads %d rows, one batch %d, or they differ", len(b), len(a))
 	}
+}
+
+// TestMergeWaitsForRipeMarks checks that a background merge pass leaves
+// the marks of ranges the series may still write into (within two spans of
+// the newest measurement) for mergeWaitPasses passes, then merges them,
+// and that reads are the same all along.
+func TestMergeWaitsForRipeMarks(t *testing.T) {
+	ms := oooSeries(5000)
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
+	for _, b := range oooOrders(ms)["backfill"] {
+		if _, err := db.Insert(ctx, "m", b, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := findRows(t, db, "m", FindOptions{})
+	marks := func() (n, young int) {
+		db.mu.RLock()
+		defer db.mu.RUnlock()
+		c := db.collections["m"]
+		for _, m := range c.mergeMarks {
+			if satAdd(m.hi, 2*c.opts.TimeSeries.Span()) >= c.newest {
+				young++
+			}
+		}
+		return len(c.mergeMarks), young
+	}
+	n, young := marks()
+	if young == 0 || young == n {
+		t.Fatalf("%d marks, %d of them young; the load should leave both kinds", n, young)
+	}
+	for pass := 1; pass <= mergeWaitPasses; pass++ {
+		if err := db.mergeBuckets(ctx, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		left, _ := marks()
+		switch {
+		case pass < mergeWaitPasses && left != young:
+			t.Fatalf("after background pass %d: %d marks left, want the %d young ones", pass, left, young)
+		case pass == mergeWaitPasses && left != 0:
+			t.Fatalf("after %d background passes: %d marks left, want none", pass, left)
+		}
+		if got := findRows(t, db, "m", FindOptions{}); !slices.Equal(got, want) {
+			t.Fatalf("after background pass %d: reads differ", pass)
+		}
+	}
+	info, err := db.Describe(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := checkBuckets(t, db, "m"); int64(n) != info.Buckets {
+		t.Errorf("%d buckets stored and in memory, the catalog says %d", n, info.Buckets)
+	}
+	t.Logf("%d marks, %d young; %d buckets merged away", n, young, db.stats.merged.Load())
 }
