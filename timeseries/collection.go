@@ -55,7 +55,7 @@ type collection struct {
 	mergeMarks  []mergeMark
 	mergePasses uint32
 	newest      int64
-	dropped    bool
+	dropped     bool
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).
 	rules ttl.Rules
