@@ -318,6 +318,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	db.noRoom.Store(false)
 
 	// The checkpoint is durable: drop sealed buckets from memory.
+	now := db.opts.Now()
 	db.mu.Lock()
 	for _, sr := range newSeries {
 		sr.s.persisted = true
@@ -339,7 +340,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 			continue
 		}
 		if db.smallBucket(b) {
-			if !c.markMerge(s.id, b.minTime) && db.stats.marksDropped.Add(1) == 1 {
+			if !c.markMerge(s.id, b.minTime, now) && db.stats.marksDropped.Add(1) == 1 {
 				db.opts.Logger.Warn("merge marks full: small buckets stay unmerged", "collection", c.name, "marks", maxMarks)
 			}
 			db.mergePending.Store(true)

@@ -50,11 +50,10 @@ type collection struct {
 	// mergeMarks holds, per series, the ranges of min times of the small
 	// sealed buckets checkpoints wrote since the last merge pass (merge.go).
 	// Appended in checkpoint order; 32 bytes each, at most maxMarks.
-	// mergePasses counts the merge passes that looked at c (the age of
-	// a mark), newest is the newest measurement time applied.
-	mergeMarks  []mergeMark
-	mergePasses uint32
-	newest      int64
+	mergeMarks []mergeMark
+	// newest is the newest measurement time applied (merge marks wait
+	// until their range is done: collection.ripe).
+	newest int64
 	dropped     bool
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).

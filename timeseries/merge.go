@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 
@@ -42,24 +43,25 @@ const maxMergeMarks = 32
 var maxMarks = 1 << 20
 
 // mergeMark is a range of min times of small sealed buckets of a series,
-// marked at merge pass pass of its collection.
+// marked at unix second at (Options.Now).
 type mergeMark struct {
 	series uint64
 	lo, hi int64
-	pass   uint32
+	at     uint32
 }
 
-// mergeWaitPasses is how many background merge passes a mark waits while
-// its series may still write into the marked time range, so that a sparse
-// series sealed early under memory pressure is merged once when its range
-// is done, not at every checkpoint (MergeBuckets takes every mark).
-const mergeWaitPasses = 8
+// mergeWait is how long a mark waits while its series may still write
+// into the marked time range, so that the buckets of a sparse series
+// sealed early under memory pressure are merged once, when the series is
+// done with the range, not at every checkpoint (MergeBuckets takes every
+// mark).
+const mergeWait = 2 * time.Minute
 
-// ripe reports whether a background pass merges m: its range ended two
-// spans before the collection's newest measurement, or it waited
-// mergeWaitPasses passes.
-func (c *collection) ripe(m mergeMark, span int64) bool {
-	return c.mergePasses-m.pass >= mergeWaitPasses || satAdd(m.hi, 2*span) < c.newest
+// ripe reports whether a background pass at now merges m: its range
+// ended two spans before the collection's newest measurement, or it
+// waited mergeWait.
+func (c *collection) ripe(m mergeMark, span int64, now time.Time) bool {
+	return satAdd(m.hi, 2*span) < c.newest || now.Unix()-int64(m.at) >= int64(mergeWait/time.Second)
 }
 
 // smallBucket reports whether a sealed bucket is worth a merge pass: under
@@ -71,8 +73,8 @@ func (db *DB) smallBucket(b *memBucket) bool {
 
 // markMerge notes that a small sealed bucket of series id with min time
 // minTime was written. DB.mu is held for writing.
-func (c *collection) markMerge(id uint64, minTime int64) bool {
-	return c.addMergeMark(mergeMark{id, minTime, minTime, c.mergePasses})
+func (c *collection) markMerge(id uint64, minTime int64, now time.Time) bool {
+	return c.addMergeMark(mergeMark{id, minTime, minTime, uint32(now.Unix())})
 }
 
 // addMergeMark adds m to the marks of c; false when they are full and m
@@ -144,6 +146,7 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 		marks []mergeMark
 	}
 	var jobs []job
+	now := db.opts.Now()
 	db.mu.Lock()
 	db.mergePending.Store(false)
 	for _, c := range db.byID {
@@ -154,7 +157,6 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 			c.mergeMarks = nil
 			continue
 		}
-		c.mergePasses++
 		if all {
 			jobs = append(jobs, job{c, c.mergeMarks})
 			c.mergeMarks = nil
@@ -164,7 +166,7 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 		kept := c.mergeMarks[:0]
 		span := c.opts.TimeSeries.Span()
 		for _, m := range c.mergeMarks {
-			if c.ripe(m, span) {
+			if c.ripe(m, span, now) {
 				ripe = append(ripe, m)
 			} else {
 				kept = append(kept, m)

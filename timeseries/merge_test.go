@@ -452,11 +452,12 @@ func TestMergeChunks(t *testing.T) {
 
 // TestMergeWaitsForRipeMarks checks that a background merge pass leaves
 // the marks of ranges the series may still write into (within two spans of
-// the newest measurement) for mergeWaitPasses passes, then merges them,
+// the newest measurement) until they are mergeWait old, then merges them,
 // and that reads are the same all along.
 func TestMergeWaitsForRipeMarks(t *testing.T) {
 	ms := oooSeries(5000)
-	db := openTest(t, t.TempDir(), nil)
+	clock := newTestClock(time.Now())
+	db := openTest(t, t.TempDir(), func(o *Options) { o.Now = clock.Now })
 	defer db.Close()
 	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
 	for _, b := range oooOrders(ms)["backfill"] {
@@ -483,20 +484,24 @@ func TestMergeWaitsForRipeMarks(t *testing.T) {
 	if young == 0 || young == n {
 		t.Fatalf("%d marks, %d of them young; the load should leave both kinds", n, young)
 	}
-	for pass := 1; pass <= mergeWaitPasses; pass++ {
+	for _, wait := range []time.Duration{0, mergeWait / 2, mergeWait / 2} {
+		clock.Advance(wait)
 		if err := db.mergeBuckets(ctx, nil, false); err != nil {
 			t.Fatal(err)
 		}
 		left, _ := marks()
-		switch {
-		case pass < mergeWaitPasses && left != young:
-			t.Fatalf("after background pass %d: %d marks left, want the %d young ones", pass, left, young)
-		case pass == mergeWaitPasses && left != 0:
-			t.Fatalf("after %d background passes: %d marks left, want none", pass, left)
+		switch done := clock.Now().Sub(db.collections["m"].created) >= mergeWait; {
+		case !done && left != young:
+			t.Fatalf("before mergeWait: %d marks left, want the %d young ones", left, young)
+		case done && left != 0:
+			t.Fatalf("after mergeWait: %d marks left, want none", left)
 		}
 		if got := findRows(t, db, "m", FindOptions{}); !slices.Equal(got, want) {
-			t.Fatalf("after background pass %d: reads differ", pass)
+			t.Fatalf("after a background pass: reads differ")
 		}
+	}
+	if left, _ := marks(); left != 0 {
+		t.Fatalf("%d marks left after mergeWait", left)
 	}
 	info, err := db.Describe(ctx, "m")
 	if err != nil {
