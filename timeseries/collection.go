@@ -53,8 +53,8 @@ type collection struct {
 	mergeMarks []mergeMark
 	// newest is the newest measurement time applied (merge marks wait
 	// until their range is done: collection.ripe).
-	newest int64
-	dropped     bool
+	newest  int64
+	dropped bool
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).
 	rules ttl.Rules
