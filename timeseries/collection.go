@@ -51,6 +51,9 @@ type collection struct {
 	// sealed buckets checkpoints wrote since the last merge pass (merge.go).
 	// Appended in checkpoint order; 32 bytes each, at most maxMarks.
 	mergeMarks []mergeMark
+	// marksSorted is the length of the prefix of mergeMarks sorted by
+	// series with one range each (collection.addMergeMark).
+	marksSorted int
 	// newest is the newest measurement time applied (merge marks wait
 	// until their range is done: collection.ripe).
 	newest  int64

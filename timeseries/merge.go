@@ -78,22 +78,36 @@ func (c *collection) markMerge(id uint64, minTime int64, now time.Time) bool {
 }
 
 // addMergeMark adds m to the marks of c; false when they are full and m
-// was dropped. DB.mu is held for writing.
+// was dropped. When full, the marks are folded to one range a series,
+// sorted (c.marksSorted), and a mark of a series there widens its range;
+// a mark of another series is dropped. DB.mu is held for writing.
 func (c *collection) addMergeMark(m mergeMark) bool {
-	if len(c.mergeMarks) >= maxMarks {
-		c.mergeMarks = foldMarks(c.mergeMarks)
-		if len(c.mergeMarks) >= maxMarks {
-			return false
-		}
+	if len(c.mergeMarks) >= maxMarks && c.marksSorted < len(c.mergeMarks) {
+		c.mergeMarks = foldMarksTo(c.mergeMarks, 1)
+		c.marksSorted = len(c.mergeMarks)
 	}
-	c.mergeMarks = append(c.mergeMarks, m)
+	if len(c.mergeMarks) < maxMarks {
+		c.mergeMarks = append(c.mergeMarks, m)
+		return true
+	}
+	i, ok := slices.BinarySearchFunc(c.mergeMarks[:c.marksSorted], m.series,
+		func(x mergeMark, id uint64) int { return cmp.Compare(x.series, id) })
+	if !ok {
+		return false
+	}
+	x := &c.mergeMarks[i]
+	x.lo, x.hi, x.at = min(x.lo, m.lo), max(x.hi, m.hi), min(x.at, m.at)
 	return true
 }
 
 // foldMarks sorts marks by series and range and folds each series' to
 // maxMergeMarks ranges at most, overlapping ranges joined; it works in
 // place and returns the shortened slice.
-func foldMarks(marks []mergeMark) []mergeMark {
+func foldMarks(marks []mergeMark) []mergeMark { return foldMarksTo(marks, maxMergeMarks) }
+
+// foldMarksTo is foldMarks keeping per ranges a series at most. A range
+// folded into another keeps the older mark time.
+func foldMarksTo(marks []mergeMark, per int) []mergeMark {
 	slices.SortFunc(marks, func(a, b mergeMark) int {
 		if c := cmp.Compare(a.series, b.series); c != 0 {
 			return c
@@ -108,11 +122,10 @@ func foldMarks(marks []mergeMark) []mergeMark {
 			start = n
 		}
 		switch {
-		case n > start && m.lo <= out[n-1].hi:
+		case n > start && (m.lo <= out[n-1].hi || n-start >= per):
+			// Joined, or folded into the last range up to the newest.
 			out[n-1].hi = max(out[n-1].hi, m.hi)
-		case n-start >= maxMergeMarks:
-			// Folded into the last range, up to the newest.
-			out[n-1].hi = max(out[n-1].hi, m.hi)
+			out[n-1].at = min(out[n-1].at, m.at)
 		default:
 			out = append(out, m)
 		}
@@ -153,6 +166,7 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 		if len(c.mergeMarks) == 0 {
 			continue
 		}
+		c.marksSorted = 0
 		if c.dropped || c.opts.TimeSeries == nil {
 			c.mergeMarks = nil
 			continue

@@ -512,3 +512,42 @@ func TestMergeWaitsForRipeMarks(t *testing.T) {
 	}
 	t.Logf("%d marks, %d young; %d buckets merged away", n, young, db.stats.merged.Load())
 }
+
+// TestMergeMarksFull checks that full marks fold to one range a series,
+// that a mark of a series there then widens its range, that a mark of
+// another series is dropped, and that adding stays cheap when full.
+func TestMergeMarksFull(t *testing.T) {
+	defer func(n int) { maxMarks = n }(maxMarks)
+	maxMarks = 1000
+	c := &collection{}
+	for i := 0; i < maxMarks; i++ {
+		if !c.addMergeMark(mergeMark{uint64(i % 500), int64(i), int64(i), uint32(i)}) {
+			t.Fatalf("mark %d dropped before the marks were full", i)
+		}
+	}
+	// Full: folded to 500 ranges, then room again.
+	if !c.addMergeMark(mergeMark{7, 5000, 5000, 9}) || len(c.mergeMarks) != 501 || c.marksSorted != 500 {
+		t.Fatalf("after the fold: %d marks, %d sorted; want 501, 500", len(c.mergeMarks), c.marksSorted)
+	}
+	// Marks of new series fill the rest; the next add folds them all (a
+	// thousand series: nothing to fold) and finds them full.
+	for id := uint64(1000); len(c.mergeMarks) < maxMarks; id++ {
+		c.addMergeMark(mergeMark{id, 1, 1, 1})
+	}
+	for id := uint64(2000); len(c.mergeMarks) < maxMarks || c.marksSorted < len(c.mergeMarks); id++ {
+		c.addMergeMark(mergeMark{id, 1, 1, 1})
+	}
+	if !c.addMergeMark(mergeMark{3, -10, -10, 0}) {
+		t.Fatal("a mark of a series already marked was dropped")
+	}
+	if c.addMergeMark(mergeMark{999_999, 0, 0, 0}) {
+		t.Fatal("a mark of a new series was kept in full marks")
+	}
+	i := slices.IndexFunc(c.mergeMarks, func(m mergeMark) bool { return m.series == 3 })
+	if m := c.mergeMarks[i]; m.lo != -10 || m.hi != 503 || m.at != 0 {
+		t.Fatalf("series 3's range: %+v; want -10..503 marked at 0", m)
+	}
+	if n := testing.AllocsPerRun(1000, func() { c.addMergeMark(mergeMark{3, 0, 0, 0}) }); n != 0 {
+		t.Fatalf("adding to full marks allocates %v times", n)
+	}
+}
