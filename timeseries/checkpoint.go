@@ -203,6 +203,13 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	var catalogCounts [][2]int64 // their ckptCount and ckptBuckets before
 	db.mu.Lock()
 	idle := db.idleSeq()
+	// A bucket or so per hot series: sized once, not grown by doubling
+	// (a fleet's checkpoint captures a million buckets).
+	hot := 0
+	for _, c := range db.byID {
+		hot += len(c.hot)
+	}
+	work = make([]ckptBucket, 0, hot)
 	for _, c := range db.byID {
 		for _, s := range c.hot {
 			if !s.persisted {

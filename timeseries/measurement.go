@@ -183,7 +183,7 @@ type MetaKey string
 
 // validMetaKey checks that k is a canonical encoding.
 func validMetaKey(k MetaKey) error {
-	v, err := DecodeMeta(string(k))
+	v, err := decodeMetaKey(string(k))
 	if err != nil {
 		return mongoerr.New(mongoerr.BadValue, "invalid meta key: %v", err)
 	}
@@ -297,6 +297,11 @@ func appendCanonicalFloat(dst []byte, f float64) []byte {
 	}
 	return dst
 }
+
+// AppendMetaString appends s as CanonicalMeta encodes a string, for
+// writers that build canonical keys of string-valued meta documents
+// themselves (the line-protocol decoder's tag sets).
+func AppendMetaString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
 
 func appendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {

@@ -36,6 +36,8 @@ type Decoder struct {
 	copyBuf []byte // src of the reference path: copies of keys and strings
 	keyBuf  []byte
 	setKey  []byte
+	metaBuf []byte // scratch: a canonical meta key (canonicalTags)
+	sorted  []tag  // scratch: the tags sorted (canonicalTags)
 	meta    map[string]any
 
 	// at is the offset, in the chunk given to the reference parser, of

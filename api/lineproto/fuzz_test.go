@@ -282,3 +282,31 @@ func validMeasurement(m timeseries.Measurement) error {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// FuzzCanonicalTags checks that the canonical key the decoder builds from
+// a tag set is CanonicalMeta's of the same document.
+func FuzzCanonicalTags(f *testing.F) {
+	f.Add("cpu", "host\x00a\x00region\x00b\x00host\x00c")
+	f.Add("m", "z\x00\"q\\\x00a\x00<&>\x00\xff\x00é")
+	f.Add("", "")
+	f.Fuzz(func(t *testing.T, measurement, pairs string) {
+		parts := strings.Split(pairs, "\x00")
+		var tags []tag
+		doc := map[string]any{"_measurement": measurement}
+		for i := 0; i+1 < len(parts); i += 2 {
+			if parts[i] == "_measurement" {
+				continue
+			}
+			tags = append(tags, tag{k: []byte(parts[i]), v: []byte(parts[i+1])})
+			doc[parts[i]] = parts[i+1]
+		}
+		want, err := timeseries.CanonicalMeta(doc)
+		if err != nil {
+			return
+		}
+		var scratch []tag
+		if got := canonicalTags(nil, &scratch, []byte(measurement), tags); string(got) != want {
+			t.Fatalf("canonicalTags = %s, want %s", got, want)
+		}
+	})
+}

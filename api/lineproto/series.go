@@ -187,8 +187,6 @@ func (d *Decoder) lookupSeries() (*series, error) {
 	if d.fastKey {
 		d.tags = splitTags(d.tags[:0], d.key[len(d.measurement):])
 	}
-	clear(d.meta)
-	d.meta["_measurement"] = string(d.measurement)
 	for _, t := range d.tags {
 		if string(t.k) == "_measurement" {
 			return nil, errReserved
@@ -196,11 +194,22 @@ func (d *Decoder) lookupSeries() (*series, error) {
 		if len(t.k) > 0 && t.k[0] == '$' {
 			return nil, fmt.Errorf("tag key %q starts with '$': such names are query operators and cannot be stored", t.k)
 		}
-		d.meta[string(t.k)] = string(t.v) // a key given twice keeps its last value
 	}
-	c, err := timeseries.CanonicalMeta(d.meta)
-	if err != nil {
-		return nil, err
+	var c string
+	d.metaBuf = canonicalTags(d.metaBuf[:0], &d.sorted, d.measurement, d.tags)
+	if len(d.metaBuf) <= timeseries.MaxMetaBytes {
+		c = string(d.metaBuf)
+	} else {
+		// CanonicalMeta refuses it with its message.
+		clear(d.meta)
+		d.meta["_measurement"] = string(d.measurement)
+		for _, t := range d.tags {
+			d.meta[string(t.k)] = string(t.v)
+		}
+		var err error
+		if c, err = timeseries.CanonicalMeta(d.meta); err != nil {
+			return nil, err
+		}
 	}
 	s := &series{meta: timeseries.MetaKey(c)}
 	size := len(d.key) + len(c)
@@ -264,4 +273,32 @@ func (d *Decoder) name(b []byte) string {
 	s := string(b)
 	d.names[s] = s
 	return s
+}
+
+// canonicalTags appends the canonical meta key (timeseries.CanonicalMeta)
+// of the document {_measurement: measurement, tag keys: tag values}: names
+// in byte order, a key given twice keeping its last value. It builds the
+// key without the document: with a million sensors, most lines name a
+// series the cache no longer holds. sorted is scratch space.
+func canonicalTags(dst []byte, sorted *[]tag, measurement []byte, tags []tag) []byte {
+	s := append((*sorted)[:0], tag{k: []byte("_measurement"), v: measurement})
+	s = append(s, tags...)
+	// Stable: of equal keys, the last given is last.
+	slices.SortStableFunc(s, func(a, b tag) int { return bytes.Compare(a.k, b.k) })
+	*sorted = s
+	dst = append(dst, '{')
+	first := true
+	for i := range s {
+		if i+1 < len(s) && bytes.Equal(s[i].k, s[i+1].k) {
+			continue // a later value of the same key wins
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = timeseries.AppendMetaString(dst, unsafeString(s[i].k))
+		dst = append(dst, ':')
+		dst = timeseries.AppendMetaString(dst, unsafeString(s[i].v))
+	}
+	return append(dst, '}')
 }
