@@ -166,26 +166,29 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 		if len(c.mergeMarks) == 0 {
 			continue
 		}
-		c.marksSorted = 0
-		if c.dropped || c.opts.TimeSeries == nil {
-			c.mergeMarks = nil
+		if c.dropped || c.opts.TimeSeries == nil || all {
+			if !c.dropped && c.opts.TimeSeries != nil {
+				jobs = append(jobs, job{c, c.mergeMarks})
+			}
+			c.mergeMarks, c.marksSorted = nil, 0
 			continue
 		}
-		if all {
-			jobs = append(jobs, job{c, c.mergeMarks})
-			c.mergeMarks = nil
-			continue
-		}
+		// The marks kept stay in their order: the sorted prefix is the
+		// kept part of the old one.
 		var ripe []mergeMark
-		kept := c.mergeMarks[:0]
+		kept, sorted := c.mergeMarks[:0], 0
 		span := c.opts.TimeSeries.Span()
-		for _, m := range c.mergeMarks {
+		for i, m := range c.mergeMarks {
 			if c.ripe(m, span, now) {
 				ripe = append(ripe, m)
-			} else {
-				kept = append(kept, m)
+				continue
+			}
+			kept = append(kept, m)
+			if i < c.marksSorted {
+				sorted++
 			}
 		}
+		c.marksSorted = sorted
 		clear(c.mergeMarks[len(kept):])
 		c.mergeMarks = kept
 		if len(kept) > 0 {
