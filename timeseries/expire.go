@@ -53,13 +53,10 @@ func (db *DB) initExpiry() error {
 // recountOutOfRange sets c.oorBuckets from the data: buckets in memory by
 // their bounds, buckets in Pebble by their keys (a bucket starting before
 // 1970 holds a measurement before it) and, near 2038, their control
-// blocks. It costs two seeks per series.
+// blocks. With many buckets a series it costs two seeks per series;
+// with few (a sensor fleet: a million series of a bucket or two) one
+// pass over the collection's keys, which costs less than the seeks.
 func (db *DB) recountOutOfRange(c *collection) error {
-	type ser struct {
-		id    uint64
-		inMem map[uint64]bool
-	}
-	var list []ser
 	var n int64
 	db.mu.Lock()
 	if c.opts.TimeSeries == nil {
@@ -67,17 +64,20 @@ func (db *DB) recountOutOfRange(c *collection) error {
 		return nil
 	}
 	maxSpan := max(c.maxSpan, c.opts.TimeSeries.Span())
-	for _, s := range c.series {
-		e := ser{id: s.id, inMem: map[uint64]bool{}}
+	// Bucket ids are unique in the store: one set for the collection.
+	inMem := map[uint64]bool{}
+	ids := make([]uint64, 0, len(c.byID))
+	for _, s := range c.byID {
 		for _, b := range s.buckets {
-			e.inMem[b.id] = true
+			inMem[b.id] = true
 			b.oor = b.rows() > 0 && (!ttl.InRange(b.minT) || !ttl.InRange(b.maxT))
 			if b.oor {
 				n++
 			}
 		}
-		list = append(list, e)
+		ids = append(ids, s.id)
 	}
+	scan := c.buckets < recountScanBuckets*int64(len(ids))
 	db.mu.Unlock()
 	// One iterator for every series: SetBounds per range.
 	it, err := db.pdb.NewIter(nil)
@@ -85,43 +85,64 @@ func (db *DB) recountOutOfRange(c *collection) error {
 		return err
 	}
 	defer it.Close()
-	for _, s := range list {
-		prefix := seriesPrefix(spaceBucket, c.id, s.id)
-		// Buckets starting before 1970.
-		it.SetBounds(prefix, seriesTimeKey(spaceBucket, c.id, s.id, ttl.MinTimeNanos))
-		for valid := it.First(); valid; valid = it.Next() {
-			kp, err := parseBucketKey(it.Key())
-			if err != nil {
-				return err
-			}
-			if !s.inMem[kp.id] {
-				n++
-			}
+	nearEnd := max(ttl.MaxTimeNanos-maxSpan, ttl.MinTimeNanos)
+	// check counts the stored bucket at the iterator if it is out of
+	// range; kp is its key.
+	check := func(kp bucketKeyParts) error {
+		if inMem[kp.id] {
+			return nil
 		}
-		// Buckets that may end after 2038.
-		it.SetBounds(seriesTimeKey(spaceBucket, c.id, s.id, max(ttl.MaxTimeNanos-maxSpan, ttl.MinTimeNanos)), prefixEnd(prefix))
-		for valid := it.First(); valid; valid = it.Next() {
-			kp, err := parseBucketKey(it.Key())
-			if err != nil {
-				return err
-			}
-			if s.inMem[kp.id] {
-				continue
-			}
-			if kp.minTime > ttl.MaxTimeNanos {
-				n++
-				continue
-			}
+		switch {
+		case kp.minTime < ttl.MinTimeNanos || kp.minTime > ttl.MaxTimeNanos:
+			n++
+		case kp.minTime >= nearEnd:
 			v, err := it.ValueAndErr()
 			var maxT int64
 			if err == nil {
 				_, _, maxT, err = bucket.Peek(v)
 			}
 			if err != nil {
-				return fmt.Errorf("series %d bucket %d: %w", s.id, kp.id, err)
+				return fmt.Errorf("series %d bucket %d: %w", kp.series, kp.id, err)
 			}
 			if maxT > ttl.MaxTimeNanos {
 				n++
+			}
+		}
+		return nil
+	}
+	if scan {
+		p := collPrefix(spaceBucket, c.id)
+		it.SetBounds(p, prefixEnd(p))
+		for valid := it.First(); valid; valid = it.Next() {
+			kp, err := parseBucketKey(it.Key())
+			if err == nil {
+				err = check(kp)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	for _, id := range ids {
+		if scan {
+			break
+		}
+		prefix := seriesPrefix(spaceBucket, c.id, id)
+		// Buckets starting before 1970, and those that may end after
+		// 2038.
+		for _, r := range [2][2][]byte{
+			{prefix, seriesTimeKey(spaceBucket, c.id, id, ttl.MinTimeNanos)},
+			{seriesTimeKey(spaceBucket, c.id, id, nearEnd), prefixEnd(prefix)},
+		} {
+			it.SetBounds(r[0], r[1])
+			for valid := it.First(); valid; valid = it.Next() {
+				kp, err := parseBucketKey(it.Key())
+				if err == nil {
+					err = check(kp)
+				}
+				if err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -137,6 +158,11 @@ func (db *DB) recountOutOfRange(c *collection) error {
 	}
 	return nil
 }
+
+// recountScanBuckets: below this many stored buckets a series on average,
+// recountOutOfRange reads every bucket key rather than seek twice a
+// series.
+var recountScanBuckets int64 = 16
 
 // visibleFrom returns the oldest time (ns) of s a read may return at now:
 // older measurements have expired. DB.mu is held.

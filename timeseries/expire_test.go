@@ -577,3 +577,55 @@ func TestExpireCountAfterCrash(t *testing.T) {
 		t.Fatalf("recovered count %d, %d measurements found; want 30", info.Count, n)
 	}
 }
+
+// TestRecountOutOfRangeOnOpen checks that the count of stored buckets
+// outside 1970..2038 made at open is the same whether it seeks each
+// series or reads every bucket key: a bucket before 1970, one after 2038,
+// one that starts before 2038 and ends after it (its control block read),
+// and ordinary ones.
+func TestRecountOutOfRangeOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	clock := newTestClock(t0)
+	db := openTTL(t, dir, clock, int64p(60))
+	insertMinutes(t, db, t0, 60, "a", "b")
+	for _, m := range []Measurement{
+		{Time: -1e9, Meta: "old", Fields: []Field{{"v", Int(1)}}},
+		{Time: ttl.MaxTimeNanos + 3600e9, Meta: "late", Fields: []Field{{"v", Int(1)}}},
+		{Time: ttl.MaxTimeNanos - 10e9, Meta: "across", Fields: []Field{{"v", Int(1)}}},
+		{Time: ttl.MaxTimeNanos + 10e9, Meta: "across", Fields: []Field{{"v", Int(2)}}},
+		{Time: ttl.MaxTimeNanos - 20e9, Meta: "near", Fields: []Field{{"v", Int(1)}}},
+	} {
+		if _, err := db.Insert(ctx, "s", []Measurement{m}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Idle for two checkpoint intervals: every bucket is sealed and
+	// written out, so that the count at open reads them all from Pebble.
+	for i := 0; i < 3; i++ {
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Hour)
+	}
+	db.mu.RLock()
+	for _, s := range db.collections["s"].series {
+		if len(s.buckets) > 0 {
+			t.Fatalf("series %s keeps %d buckets in memory", s.metaKey, len(s.buckets))
+		}
+	}
+	db.mu.RUnlock()
+	db.Close()
+	defer func(n int64) { recountScanBuckets = n }(recountScanBuckets)
+	for _, mode := range []int64{0, 1 << 30} {
+		recountScanBuckets = mode
+		db := openTest(t, dir, func(o *Options) { o.Now = clock.Now })
+		st, err := db.TTLState(ctx, "s")
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.OutOfRangeBuckets != 3 {
+			t.Errorf("recountScanBuckets %d: %d buckets out of range, want 3", mode, st.OutOfRangeBuckets)
+		}
+	}
+}
