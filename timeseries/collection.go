@@ -56,8 +56,16 @@ type collection struct {
 	marksSorted int
 	// newest is the newest measurement time applied (merge marks wait
 	// until their range is done: collection.ripe).
-	newest  int64
-	dropped bool
+	newest int64
+	// oldestMin is at most the min time of every bucket of c, in memory
+	// or stored: a TTL pass whose cutoff is not past it has nothing to
+	// delete and visits no series (DB.Expire). math.MinInt64 until the
+	// count at open (recountOutOfRange) sets it. newMin is the least min
+	// time of the buckets opened since that count began. A bucket's min
+	// time never goes down: merges pack rows from buckets starting no
+	// earlier, and deletes only remove.
+	oldestMin, newMin int64
+	dropped           bool
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).
 	rules ttl.Rules

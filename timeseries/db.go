@@ -102,6 +102,9 @@ type DB struct {
 		// marksDropped counts the merge marks dropped when a
 		// collection's were full (maxMarks).
 		marksDropped atomic.Int64
+		// ttlIdle counts the TTL batches that found nothing due from
+		// the collection's oldest bucket alone (collection.oldestMin).
+		ttlIdle atomic.Int64
 	}
 }
 

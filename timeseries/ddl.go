@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/cockroachdb/pebble"
@@ -41,7 +42,8 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	}
 	c := &collection{
 		id: db.nextColl, name: name, opts: opts,
-		series:     make(map[string]*series),
+		series:    make(map[string]*series),
+		oldestMin: math.MaxInt64, newMin: math.MaxInt64, // no bucket yet
 		fieldTypes: make(map[string]typeSet), created: db.opts.Now().UTC(),
 	}
 	if opts.TimeSeries != nil {

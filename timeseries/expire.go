@@ -67,8 +67,11 @@ func (db *DB) recountOutOfRange(c *collection) error {
 	// Bucket ids are unique in the store: one set for the collection.
 	inMem := map[uint64]bool{}
 	ids := make([]uint64, 0, len(c.byID))
+	oldest := int64(math.MaxInt64)
+	c.newMin = math.MaxInt64
 	for _, s := range c.byID {
 		for _, b := range s.buckets {
+			oldest = min(oldest, b.minTime)
 			inMem[b.id] = true
 			b.oor = b.rows() > 0 && (!ttl.InRange(b.minT) || !ttl.InRange(b.maxT))
 			if b.oor {
@@ -89,6 +92,7 @@ func (db *DB) recountOutOfRange(c *collection) error {
 	// check counts the stored bucket at the iterator if it is out of
 	// range; kp is its key.
 	check := func(kp bucketKeyParts) error {
+		oldest = min(oldest, kp.minTime)
 		if inMem[kp.id] {
 			return nil
 		}
@@ -128,6 +132,15 @@ func (db *DB) recountOutOfRange(c *collection) error {
 			break
 		}
 		prefix := seriesPrefix(spaceBucket, c.id, id)
+		// The oldest bucket.
+		it.SetBounds(prefix, prefixEnd(prefix))
+		if it.First() {
+			kp, err := parseBucketKey(it.Key())
+			if err != nil {
+				return err
+			}
+			oldest = min(oldest, kp.minTime)
+		}
 		// Buckets starting before 1970, and those that may end after
 		// 2038.
 		for _, r := range [2][2][]byte{
@@ -152,6 +165,7 @@ func (db *DB) recountOutOfRange(c *collection) error {
 	db.mu.Lock()
 	was := c.oorBuckets
 	c.oorBuckets = n
+	c.oldestMin = min(oldest, c.newMin)
 	db.mu.Unlock()
 	if was > 0 && n == 0 {
 		db.log.Info("expiry resumed: no measurement outside 1970..2038 is left", "collection", c.name)
@@ -228,6 +242,18 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 	}
 	if c.plain != nil {
 		return db.expirePlain(ctx, c, t.Index, now, budget)
+	}
+	// Nothing expires before the cutoff of the shortest TTL passes the
+	// oldest bucket's min time: no series to visit.
+	db.mu.RLock()
+	idle := len(c.rules) > 0
+	for i := range c.rules {
+		idle = idle && ttl.Cutoff(now, c.rules[i].ExpireAfterSeconds) <= c.oldestMin
+	}
+	db.mu.RUnlock()
+	if idle {
+		db.stats.ttlIdle.Add(1)
+		return out, nil
 	}
 	ids, ok := db.ruleSeries(c, t.Index)
 	if !ok {

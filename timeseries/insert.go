@@ -386,6 +386,7 @@ func (db *DB) bucketFor(c *collection, s *series, m *Measurement, sz int, span, 
 		s.rowsHint = min(max(s.rowsHint, newest.rows()), db.lim.maxCount)
 	}
 	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: s.rowsHint, mem: memBucketMem}
+	c.oldestMin, c.newMin = min(c.oldestMin, b.minTime), min(c.newMin, b.minTime)
 	db.headMem.Add(memBucketMem)
 	db.nextBucket++
 	s.buckets = append(s.buckets, b)
