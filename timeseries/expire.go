@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -273,7 +274,12 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 	db.mu.RUnlock()
 	x := &expiry{db: db, c: c, budget: budget, batch: db.pdb.NewBatch(), gone: fieldTypeSet{}, names: names}
 	defer x.batch.Close()
-	if x.it, err = db.pdb.NewIter(nil); err != nil {
+	// One iterator over the collection's stored buckets, moved forward
+	// from series to series by seeks alone: Pebble turns a seek past the
+	// last into steps when it can, where new bounds for each series
+	// would make every seek start over.
+	cp := collPrefix(spaceBucket, c.id)
+	if x.it, err = db.pdb.NewIter(&pebble.IterOptions{LowerBound: cp, UpperBound: prefixEnd(cp)}); err != nil {
 		return out, err
 	}
 	defer x.it.Close()
@@ -521,9 +527,9 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 func (x *expiry) pebbleBuckets(id uint64, cutoff int64, more bool) (bool, error) {
 	c := x.c
 	// Only buckets starting before the cutoff can end before it.
-	x.it.SetBounds(seriesPrefix(spaceBucket, c.id, id), seriesTimeKey(spaceBucket, c.id, id, cutoff))
+	upper := seriesTimeKey(spaceBucket, c.id, id, cutoff)
 	x.run = x.run[:0]
-	for valid := x.it.First(); valid; valid = x.it.Next() {
+	for valid := x.it.SeekGE(seriesPrefix(spaceBucket, c.id, id)); valid && bytes.Compare(x.it.Key(), upper) < 0; valid = x.it.Next() {
 		kp, err := parseBucketKey(x.it.Key())
 		if err != nil {
 			return more, err
