@@ -49,6 +49,13 @@ Example, side by side with a local VictoriaMetrics:
 --order desc or shuffle reorders each batch's rows (newest first, or at
 random), so each series' rows inside a batch are out of time order.
 
+--queries N runs N query clients against a Hourglass target while it
+loads: each sends one of the workload's "bench query" queries at random
+(the fleet queries for iot and high-cardinality) and reads the whole
+answer. The report adds, per query, answers, errors (with the first
+refusal), latency p50/p99/max and the largest answer; compare points/s
+with a run without --queries for the cost of the reads to ingest.
+
 The report gives points acknowledged, points/s, batch latency (p50, p99,
 max), bytes/point on disk, buckets per 1000 rows (Hourglass targets) and
 peak RSS. For a Hourglass server, the size is
@@ -103,6 +110,7 @@ type benchConfig struct {
 	late              float64
 	order             string
 	duration, settle  time.Duration
+	queries           int
 }
 
 // targetReport is one row of the report.
@@ -132,6 +140,9 @@ type targetReport struct {
 	// started (VmHWM), as its /v1/status reports; for a local influx=
 	// target, the highest VmRSS of its process sampled during the load.
 	PeakRSSMiB int64 `json:"peakRSSMiB,omitempty"`
+	// Queries are the concurrent queries --queries ran during the load
+	// (Hourglass targets).
+	Queries []bench.QueryLoadResult `json:"queries,omitempty"`
 	// A local influx= target's process, its VmHWM (peak resident size
 	// since it started) after the load, and the allocated size of its data
 	// directories before and after the load.
@@ -299,6 +310,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.BoolVar(&cfg.replace, "replace", false, "drop --collection first if it exists on a Hourglass target")
 	fs.StringVar(&cfg.token, "token", "", "auth `token` for HTTP targets")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON")
+	fs.IntVar(&cfg.queries, "queries", 0, "Hourglass targets, line protocol: this many clients (`n`) send the workload's queries (bench query's, picked at random) to the collection while it loads, each reading whole answers; the report adds their counts, errors and latencies")
 	fs.StringVar(&cfg.htmlOut, "html", "", "also draw points/s and batch latency (p50, p99 per second) over time per target into this HTML `file`")
 	return fs
 }
@@ -395,7 +407,36 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		} else if cfg.format != "lp" {
 			return rep, fmt.Errorf("--format %q: want lp or json", cfg.format)
 		}
+		var queried chan []bench.QueryLoadResult
+		loadCtx, loaded := context.WithCancel(ctx)
+		if cfg.queries > 0 {
+			if cfg.format != "lp" {
+				loaded()
+				return rep, errors.New("--queries needs --format lp: the queries name the line-protocol load's fields")
+			}
+			qc := bench.QueryConfig{Dialect: bench.Hourglass, Base: base, Collection: cfg.collection, Token: cfg.token}
+			if iot, ok := src.(bench.IoT); ok {
+				qc.Queries = iot.Queries()
+			}
+			queried = make(chan []bench.QueryLoadResult, 1)
+			go func() {
+				// The queries start once the first batch made the
+				// collection.
+				coll := base + "/v1/collections/" + url.PathEscape(cfg.collection)
+				for loadCtx.Err() == nil && apiCall(loadCtx, cfg, http.MethodGet, coll, nil) != nil {
+					select {
+					case <-loadCtx.Done():
+					case <-time.After(50 * time.Millisecond):
+					}
+				}
+				queried <- bench.RunQueryLoad(loadCtx, qc, cfg.queries, 1)
+			}()
+		}
 		res, err := bench.Load(ctx, lc)
+		loaded()
+		if queried != nil {
+			rep.Queries = <-queried
+		}
 		fill(&rep, res)
 		if err != nil {
 			return rep, err
@@ -532,6 +573,9 @@ func printReport(w io.Writer, reports []targetReport) {
 		}
 		if r.FirstError != "" {
 			fmt.Fprintf(w, "%s: first error: %s\n", r.Target, r.FirstError)
+		}
+		if len(r.Queries) > 0 {
+			fmt.Fprintf(w, "%s: queries during the load:\n%s", r.Target, bench.QueryLoadTable(r.Queries))
 		}
 	}
 }

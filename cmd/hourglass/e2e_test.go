@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -356,8 +357,9 @@ func TestBenchIngest(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &qs); err != nil || len(qs) != 7 || qs[0].Query != "q1" || qs[1].Runs != 3 || qs[1].MedianMillis <= 0 {
 		t.Fatalf("query report %v: %s", err, stdout.String())
 	}
-	// The other workloads, small, into other collections.
-	for _, wl := range [][]string{{"--workload", "iot", "--sensors", "50", "--hours", "1", "--collection", "iot"},
+	// The other workloads, small, into other collections; the iot load
+	// with three query clients reading it meanwhile.
+	for _, wl := range [][]string{{"--workload", "iot", "--sensors", "50", "--hours", "4", "--queries", "3", "--collection", "iot"},
 		{"--workload", "high-cardinality", "--sensors", "300", "--collection", "hc"}} {
 		stdout.Reset()
 		if code := run(append([]string{"bench", "ingest", "--json", srv.url}, wl...), &stdout, &stderr); code != 0 {
@@ -367,8 +369,20 @@ func TestBenchIngest(t *testing.T) {
 		if err := json.Unmarshal(stdout.Bytes(), &rs); err != nil || len(rs) != 1 || rs[0].Errors != 0 {
 			t.Fatalf("%v: %v %s", wl, err, stdout.String())
 		}
-		if want := map[string]int64{"iot": 50 * 360 * 2, "hc": 300 * 10}[wl[len(wl)-1]]; rs[0].Points != want {
+		if want := map[string]int64{"iot": 50 * 360 * 4 * 2, "hc": 300 * 10}[wl[len(wl)-1]]; rs[0].Points != want {
 			t.Fatalf("%v: %d points, want %d", wl, rs[0].Points, want)
+		}
+		if slices.Contains(wl, "--queries") {
+			runs := 0
+			for _, q := range rs[0].Queries {
+				runs += q.Runs
+				if q.Errors != 0 {
+					t.Errorf("%v: query %s: %d errors, first %q", wl, q.Name, q.Errors, q.FirstError)
+				}
+			}
+			if len(rs[0].Queries) != 5 || runs == 0 {
+				t.Fatalf("%v: queries during the load: %+v", wl, rs[0].Queries)
+			}
 		}
 	}
 	// A second run refuses to load into the same collection without --replace.
