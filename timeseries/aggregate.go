@@ -389,7 +389,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	for _, s := range plan.series {
 		g, ok := groupKey[s.id]
 		if !ok {
-			if g, err = a.cells.groupID(groupOf(s.meta, ts.MetaField, opts)); err != nil {
+			if g, err = a.cells.groupID(snapGroup(s, ts.MetaField, opts)); err != nil {
 				return nil, err
 			}
 			groupKey[s.id] = g
@@ -555,6 +555,21 @@ func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts Agg
 		return nil, err
 	}
 	return fields, nil
+}
+
+// snapGroup is groupOf for a scan's series: the whole meta value's group
+// is the series' canonical key itself, with nothing decoded.
+func snapGroup(s *seriesSnap, metaField string, opts AggregateOptions) string {
+	switch {
+	case opts.Ungrouped:
+		return ""
+	case opts.GroupBy == "" || opts.GroupBy == metaField:
+		if !s.hasMeta() {
+			return "null"
+		}
+		return s.metaKey
+	}
+	return groupOf(s.metaValue(), metaField, opts)
 }
 
 // groupOf returns the group key (canonical JSON) of a series.

@@ -22,6 +22,9 @@ type collection struct {
 	// byID holds the series in ascending id order (collection.addSeries):
 	// a slice rather than a second map, 8 bytes a series.
 	byID []*series
+	// reorders counts the series put into byID out of id order (never,
+	// in practice): the series-match cache starts over when it changes.
+	reorders int
 	// hot lists the series that hold a bucket in memory or are not yet
 	// persisted, each once (series.hot): the only ones a checkpoint or
 	// sealForBudget visits, so that their cost follows the series written
@@ -151,6 +154,7 @@ func (c *collection) addSeries(s *series) {
 	}
 	i, _ := slices.BinarySearchFunc(c.byID, s.id, func(x *series, id uint64) int { return cmp.Compare(x.id, id) })
 	c.byID = slices.Insert(c.byID, i, s)
+	c.reorders++
 }
 
 // seriesOf returns the series of c with id, nil if there is none. DB.mu

@@ -56,10 +56,8 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 		db.mu.RUnlock()
 		return 0, notFound(name)
 	}
-	for _, s := range c.series {
-		if plan.matchesSeries(ts, seriesMeta(s)) {
-			rec.metaKeys = append(rec.metaKeys, s.metaKey)
-		}
+	for _, s := range c.matchingSeries(&plan, ts) {
+		rec.metaKeys = append(rec.metaKeys, s.metaKey)
 	}
 	db.mu.RUnlock()
 	if len(rec.metaKeys) == 0 {

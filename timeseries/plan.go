@@ -24,6 +24,9 @@ type filterPlan struct {
 	residual *partialfilter.Filter // nil: none
 	empty    bool                  // the filter matches nothing
 	doc      map[string]any        // scratch: the document matchesSeries matches
+	// quoted is meta's required strings as canonical keys quote them
+	// (filterPlan.requiredQuoted), made on first use.
+	quoted [][]string
 }
 
 // planFilter splits f for a collection with options ts.
@@ -185,7 +188,7 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 			if err := guard.charge(seriesSnapBytes, "the series it matches"); err != nil {
 				return err
 			}
-			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, meta: seriesMeta(s), minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges}
+			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges}
 			if len(s.buckets) > 0 {
 				snap.memIDs = make(map[uint64]bool, len(s.buckets))
 			}
@@ -275,8 +278,8 @@ func (p *scanPlan) rowDoc(s *seriesSnap, rc *rowCursor) map[string]any {
 	if p.docPaths[p.ts.TimeField] {
 		doc[p.ts.TimeField] = time.Unix(0, rc.time()).UTC()
 	}
-	if p.ts.MetaField != "" && s.meta != nil && p.docPaths[p.ts.MetaField] {
-		doc[p.ts.MetaField] = s.meta
+	if p.ts.MetaField != "" && p.docPaths[p.ts.MetaField] && s.hasMeta() {
+		doc[p.ts.MetaField] = s.metaValue()
 	}
 	for i := range rc.cols.Fields {
 		col := &rc.cols.Fields[i]

@@ -359,7 +359,7 @@ func (c *Cursor) appendRow(s *seriesSnap, rc *rowCursor) {
 	}
 	if !c.omitMeta && c.scan.ts.MetaField != "" {
 		b := c.bld.Field(base).(*array.StringBuilder)
-		if s.meta == nil {
+		if !s.hasMeta() {
 			b.AppendNull()
 		} else {
 			b.Append(s.metaKey)

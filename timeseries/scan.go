@@ -43,13 +43,16 @@ type seriesScan struct {
 type seriesSnap struct {
 	id      uint64
 	metaKey string
-	meta    any
-	minTime int64 // the scan's lower time bound: the filter's, or the TTL cutoff
-	mem     []*bucket.Columns
-	memIDs  map[uint64]bool
-	names   []string // the collection's name table
-	symbols *symbolCache
-	ranges  []columnRange // buckets outside these hold no matching row
+	// meta is the decoded meta value once metaValue made it: a scan over
+	// a fleet decodes only what groups or filters ask for.
+	meta     any
+	metaDone bool
+	minTime  int64 // the scan's lower time bound: the filter's, or the TTL cutoff
+	mem      []*bucket.Columns
+	memIDs   map[uint64]bool
+	names    []string // the collection's name table
+	symbols  *symbolCache
+	ranges   []columnRange // buckets outside these hold no matching row
 }
 
 // rowCursor walks the rows of one decoded bucket.
@@ -420,3 +423,15 @@ func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int) error
 	}
 	return nil
 }
+
+// metaValue is the snapshot's decoded meta value, nil for none, decoded on
+// first use. A snapshot belongs to one scan at a time.
+func (s *seriesSnap) metaValue() any {
+	if !s.metaDone {
+		s.meta, s.metaDone = seriesMeta(&series{metaKey: s.metaKey}), true
+	}
+	return s.meta
+}
+
+// hasMeta reports whether the series has a meta value (not null).
+func (s *seriesSnap) hasMeta() bool { return s.metaKey != "" && s.metaKey != "null" }

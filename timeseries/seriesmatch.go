@@ -1,15 +1,27 @@
 package timeseries
 
-import "sync"
+import (
+	"slices"
+	"strings"
+	"sync"
+)
 
 // seriesMatches caches, per collection, the series a meta filter selects,
 // so that a query for one sensor does not evaluate its filter on the meta
-// value of every series. Series are only ever added to a collection: an
-// entry holds while the number of series is the one it was made with.
+// value of every series. Series are only ever added to a collection, in
+// ascending id order (collection.byID): an entry made over the first n
+// series stays true of them, and is brought up to date by looking at the
+// series added since, not at all of them again (a fleet's series keep
+// coming while it is queried).
 type seriesMatches struct {
 	mu      sync.Mutex
-	n       int // len(collection.series) the entries hold for
-	entries map[string][]*series
+	reorder int // collection.reorders the entries hold for
+	entries map[string]matchEntry
+}
+
+type matchEntry struct {
+	n    int // len(collection.byID) when made
+	list []*series
 }
 
 const (
@@ -25,33 +37,72 @@ const (
 // conditions (all series when p has none). DB.mu is held, for reading at
 // least. The slice must not be changed.
 func (c *collection) matchingSeries(p *filterPlan, ts *TimeSeriesOptions) []*series {
-	var key string
-	if p.meta != nil {
-		key = p.meta.String()
-		m := &c.matches
-		m.mu.Lock()
-		if m.n == len(c.series) {
-			if l, ok := m.entries[key]; ok {
-				m.mu.Unlock()
-				return l
-			}
-		}
-		m.mu.Unlock()
+	if p.meta == nil {
+		return c.byID
 	}
-	var out []*series
-	for _, s := range c.series {
-		if p.matchesSeries(ts, seriesMeta(s)) {
+	key := p.meta.String()
+	m := &c.matches
+	from, out := 0, []*series(nil)
+	m.mu.Lock()
+	if e, ok := m.entries[key]; ok && m.reorder == c.reorders {
+		from, out = e.n, e.list
+	}
+	m.mu.Unlock()
+	if from == len(c.byID) {
+		return out
+	}
+	// The cached list may be shared: new matches go into a copy.
+	out = slices.Clip(out)
+	quoted := p.requiredQuoted()
+	for _, s := range c.byID[from:] {
+		if keyMayMatch(s.metaKey, quoted) && p.matchesSeries(ts, seriesMeta(s)) {
 			out = append(out, s)
 		}
 	}
-	if p.meta != nil && len(out) <= maxMatchSeries {
-		m := &c.matches
+	if len(out) <= maxMatchSeries {
 		m.mu.Lock()
-		if m.n != len(c.series) || m.entries == nil || len(m.entries) >= maxMatchEntries {
-			m.n, m.entries = len(c.series), map[string][]*series{}
+		if m.reorder != c.reorders || m.entries == nil || len(m.entries) >= maxMatchEntries {
+			m.reorder, m.entries = c.reorders, map[string]matchEntry{}
 		}
-		m.entries[key] = out
+		if e, ok := m.entries[key]; !ok || e.n < len(c.byID) {
+			m.entries[key] = matchEntry{n: len(c.byID), list: out}
+		}
 		m.mu.Unlock()
 	}
 	return out
+}
+
+// requiredQuoted is p's meta filter's required strings
+// (partialfilter.RequiredStrings) as a canonical meta key writes them.
+func (p *filterPlan) requiredQuoted() [][]string {
+	if p.quoted == nil && p.meta != nil {
+		groups := p.meta.RequiredStrings()
+		p.quoted = make([][]string, len(groups))
+		for i, g := range groups {
+			p.quoted[i] = make([]string, len(g))
+			for j, s := range g {
+				p.quoted[i][j] = string(appendJSONString(nil, s))
+			}
+		}
+	}
+	return p.quoted
+}
+
+// keyMayMatch reports whether the canonical meta key holds, for each
+// group, one of its quoted strings: false means the series' meta value
+// cannot pass the filter the groups come from, without decoding it.
+func keyMayMatch(key string, quoted [][]string) bool {
+	for _, g := range quoted {
+		found := false
+		for _, q := range g {
+			if strings.Contains(key, q) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,9 @@
 package timeseries
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -48,5 +51,75 @@ func TestSeriesMatchCache(t *testing.T) {
 	put("a", 2) // more of an existing series: the entry holds
 	if n := count(ac); n != 12 {
 		t.Fatalf("a or c: %d rows, want 12", n)
+	}
+}
+
+// TestMatchingSeriesProperty compares the series meta filters select
+// (through the key prefilter and the cache brought up to date as series
+// arrive) with the filter evaluated on every series' decoded meta value,
+// on random fleets and filters: equalities, $in, $ne, numbers, arrays,
+// nested values, strings that need escaping.
+func TestMatchingSeriesProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	words := []string{"s1", "s2", "site-1", `q"uote`, "é", "<&>"}
+	word := func() string { return words[rng.IntN(len(words))] }
+	metaOf := func() any {
+		m := map[string]any{"sensor": word(), "site": word()}
+		switch rng.IntN(4) {
+		case 0:
+			m["kind"] = []any{word(), int64(rng.IntN(3))}
+		case 1:
+			m["kind"] = map[string]any{"sub": word()}
+		case 2:
+			m["kind"] = int64(rng.IntN(3))
+		}
+		return m
+	}
+	filters := []func() string{
+		func() string { return fmt.Sprintf(`{"m.sensor": %q}`, word()) },
+		func() string { return fmt.Sprintf(`{"m.site": {"$in": [%q, %q]}}`, word(), word()) },
+		func() string { return fmt.Sprintf(`{"m.kind": %q, "m.sensor": {"$ne": %q}}`, word(), word()) },
+		func() string { return fmt.Sprintf(`{"m.kind.sub": %q}`, word()) },
+		func() string { return fmt.Sprintf(`{"m.kind": %d}`, rng.IntN(3)) },
+		func() string { return fmt.Sprintf(`{"m.site": {"$in": [%q, 1]}, "m.sensor": %q}`, word(), word()) },
+		func() string { return fmt.Sprintf(`{"m": {"sensor": %q, "site": %q}}`, word(), word()) },
+	}
+	for round := 0; round < 20; round++ {
+		db := openTest(t, t.TempDir(), nil)
+		mustCreate(t, db, "p", TimeSeriesOptions{TimeField: "ts", MetaField: "m"})
+		c := db.collections["p"]
+		ts := c.opts.TimeSeries
+		for step := 0; step < 6; step++ {
+			var ms []Measurement
+			for i := rng.IntN(40); i > 0; i-- {
+				ms = append(ms, Measurement{Time: int64(i) * 1e9, Meta: metaOf(), Fields: []Field{{"v", Int(1)}}})
+			}
+			if len(ms) > 0 {
+				if _, err := db.Insert(ctx, "p", ms, InsertOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for q := 0; q < 10; q++ {
+				src := filters[rng.IntN(len(filters))]()
+				f := mustFilter(t, src)
+				plan := planFilter(f, ts)
+				db.mu.RLock()
+				got := map[uint64]bool{}
+				for _, s := range c.matchingSeries(&plan, ts) {
+					got[s.id] = true
+				}
+				want := map[uint64]bool{}
+				for _, s := range c.byID {
+					if f.Match(map[string]any{"m": seriesMeta(s)}) {
+						want[s.id] = true
+					}
+				}
+				db.mu.RUnlock()
+				if !maps.Equal(got, want) {
+					t.Fatalf("round %d: %s selects %d series, a full scan %d", round, src, len(got), len(want))
+				}
+			}
+		}
+		db.Close()
 	}
 }
