@@ -46,7 +46,7 @@ func statusOf(c mongoerr.Code) int {
 		return http.StatusForbidden
 	case mongoerr.AuthenticationFailed:
 		return http.StatusUnauthorized
-	case mongoerr.ShutdownInProgress:
+	case mongoerr.ShutdownInProgress, mongoerr.QueryPlanKilled:
 		return http.StatusServiceUnavailable
 	case mongoerr.OutOfDiskSpace:
 		return http.StatusInsufficientStorage

@@ -36,6 +36,7 @@ const (
 	IndexKeySpecsConflict Code = 86
 	ShutdownInProgress    Code = 91
 	ExceededMemoryLimit   Code = 146
+	QueryPlanKilled       Code = 175
 	// Codes of plain collections: documents, updates and their indexes.
 	ConflictingUpdateOperators Code = 40
 	ImmutableField             Code = 66
@@ -85,6 +86,7 @@ var names = map[Code]string{
 	IndexKeySpecsConflict:           "IndexKeySpecsConflict",
 	ShutdownInProgress:              "ShutdownInProgress",
 	ExceededMemoryLimit:             "ExceededMemoryLimit",
+	QueryPlanKilled:                 "QueryPlanKilled",
 	ConflictingUpdateOperators:      "ConflictingUpdateOperators",
 	ImmutableField:                  "ImmutableField",
 	CannotIndexParallelArrays:       "CannotIndexParallelArrays",

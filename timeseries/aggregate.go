@@ -349,7 +349,8 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		return nil, err
 	}
 	var plan scanPlan
-	guard := newScanGuard(ctx, db.opts.QueryMemoryBytes)
+	guard := db.newQueryGuard(ctx)
+	defer guard.finish() // also when planning fails
 	fields, err := db.planAggregate(&plan, c, name, opts, guard)
 	if err != nil {
 		return nil, err

@@ -88,6 +88,10 @@ type DB struct {
 	closeErr error
 	closeMu  sync.Mutex
 
+	// queryMem is the memory every find and aggregate holds, charged by
+	// their guards (scanGuard) against Options.QueryMemoryTotalBytes.
+	queryMem atomic.Int64
+
 	stats struct {
 		checkpoints atomic.Int64
 		sealedEarly atomic.Int64

@@ -76,6 +76,13 @@ type Options struct {
 	// (MaxSortBytes).
 	QueryMemoryBytes int64
 
+	// QueryMemoryTotalBytes bounds what all finds and aggregates running
+	// at once may hold together (each within QueryMemoryBytes). A query
+	// that would pass it fails with IngressRequestRateLimitExceeded
+	// (462; HTTP 429) and may be retried once others are done. Default
+	// four times QueryMemoryBytes.
+	QueryMemoryTotalBytes int64
+
 	// AggregateMaxCells bounds the (group, window) cells one aggregate may
 	// make, and so its windows and groups with data. Past it the aggregate
 	// fails with ExceededMemoryLimit (146). Default MaxAggregateCells.
@@ -130,6 +137,9 @@ func (o *Options) EnsureDefaults() {
 	if o.QueryMemoryBytes == 0 {
 		o.QueryMemoryBytes = 100 << 20
 	}
+	if o.QueryMemoryTotalBytes == 0 {
+		o.QueryMemoryTotalBytes = 4 * o.QueryMemoryBytes
+	}
 	if o.AggregateMaxCells == 0 {
 		o.AggregateMaxCells = MaxAggregateCells
 	}
@@ -164,6 +174,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxOpenBucketsPerSeries < 1 {
 		errs = append(errs, fmt.Errorf("timeseries: MaxOpenBucketsPerSeries %d must be positive", o.MaxOpenBucketsPerSeries))
+	}
+	if o.QueryMemoryTotalBytes < 0 {
+		errs = append(errs, fmt.Errorf("timeseries: QueryMemoryTotalBytes %d must be positive", o.QueryMemoryTotalBytes))
 	}
 	if o.QueryMemoryBytes < 0 {
 		errs = append(errs, fmt.Errorf("timeseries: QueryMemoryBytes %d must be positive", o.QueryMemoryBytes))

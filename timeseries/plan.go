@@ -156,10 +156,15 @@ type scanPlan struct {
 	docPaths map[string]bool
 }
 
+// planYieldEvery is how many series a plan walks between two releases of
+// DB.mu.
+var planYieldEvery = 4096
+
 // planScan fills p for a read of collection c with filter and the
-// projection fields (nil: all). DB.mu is held for reading, so that the
-// series, their buckets in memory and the snapshot are one state of the
-// store; the series are in meta order. The series matched and the buckets
+// projection fields (nil: all). DB.mu is held for reading, and released
+// and taken again every planYieldEvery series, so that writers are not
+// held off by a walk over a fleet: each series' buckets in memory and the
+// snapshot are one state of the store; the series are in meta order. The series matched and the buckets
 // copied to sort them are charged to guard, whose limit they must fit;
 // on an error p holds no snapshot.
 func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter, fields []string, guard *scanGuard) error {
@@ -179,7 +184,23 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 	if !p.filter.empty {
 		now := db.opts.Now()
 		ranges := pruneRanges(p.filter.residual)
-		for _, s := range c.matchingSeries(&p.filter, ts) {
+		list, reorders := c.matchingSeries(&p.filter, ts), c.reorders
+		for i, s := range list {
+			if i > 0 && i%planYieldEvery == 0 {
+				// Let writers in: a plan over a million series must not
+				// hold them off for its whole walk. What the walk took
+				// so far stays valid (series are only added, and a
+				// bucket leaving memory meanwhile is read from the
+				// snapshot taken after the walk).
+				db.mu.RUnlock()
+				db.mu.RLock()
+				if c.dropped {
+					return notFound(c.name)
+				}
+				if c.reorders != reorders {
+					return mongoerr.New(mongoerr.QueryPlanKilled, "the series index of %q changed during the query; retry it", c.name)
+				}
+			}
 			// Expired measurements are never returned (SPEC 4.5).
 			lo := max(p.filter.minTime, c.visibleFrom(s, now))
 			if lo > p.filter.maxTime {
@@ -246,8 +267,10 @@ func (p *scanPlan) keep(it *pebble.Iterator) bool {
 	return true
 }
 
-// close releases the plan's snapshot. It is safe to call more than once.
+// close releases the plan's snapshot and gives the query's memory back.
+// It is safe to call more than once.
 func (p *scanPlan) close() error {
+	p.guard.finish()
 	var err error
 	if p.spare != nil {
 		err = p.spare.Close()

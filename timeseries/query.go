@@ -131,7 +131,7 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	for _, f := range fieldNames {
 		cur.out = append(cur.out, outputColumn(f, c.fieldTypes[f]))
 	}
-	err = db.planScan(&cur.scan, c, opts.Filter, opts.Fields, newScanGuard(ctx, db.opts.QueryMemoryBytes))
+	err = db.planScan(&cur.scan, c, opts.Filter, opts.Fields, db.newQueryGuard(ctx))
 	db.mu.RUnlock()
 	if err != nil {
 		cur.Close()

@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -16,6 +17,12 @@ type scanGuard struct {
 	ctx   context.Context
 	limit int64 // bytes; Options.QueryMemoryBytes
 	used  int64 // bytes charged and not released
+	// total is what every query of the DB holds, bounded by totalLimit
+	// (Options.QueryMemoryTotalBytes); nil for none. done is set once
+	// the query gave its memory back (finish).
+	total      *atomic.Int64
+	totalLimit int64
+	done       bool
 
 	buckets int64 // buckets decoded or visited, and headers read
 	headers int64 // headers read (to bound a series' first row)
@@ -48,21 +55,57 @@ func (g *scanGuard) row() error {
 	return nil
 }
 
+// newQueryGuard is the guard of one query of db: its own limit and the
+// DB's total.
+func (db *DB) newQueryGuard(ctx context.Context) *scanGuard {
+	g := newScanGuard(ctx, db.opts.QueryMemoryBytes)
+	g.total, g.totalLimit = &db.queryMem, db.opts.QueryMemoryTotalBytes
+	return g
+}
+
 // charge adds n bytes to the query's memory; past the limit it charges
 // nothing and returns a QueryExceededMemoryLimitNoDiskUseAllowed error
-// naming the limit.
+// naming the limit. Past the DB's total for all queries it charges
+// nothing either and returns IngressRequestRateLimitExceeded: the query
+// may run once others are done.
 func (g *scanGuard) charge(n int64, what string) error {
 	if g.used+n > g.limit {
 		return mongoerr.New(mongoerr.QueryExceededMemoryLimit,
 			"query exceeded its memory limit of %d bytes (QueryMemoryBytes) holding %s; add a limit, a narrower time range, "+
 				"a more selective filter on the metaField, or a larger window", g.limit, what)
 	}
+	if g.total != nil && !g.done {
+		if t := g.total.Add(n); t > g.totalLimit {
+			g.total.Add(-n)
+			return mongoerr.New(mongoerr.IngressRequestRateLimitExceeded,
+				"the queries running hold %d of the %d bytes all queries may hold (QueryMemoryTotalBytes), "+
+					"and this one needs more for %s; retry it when fewer run", t-n, g.totalLimit, what)
+		}
+	}
 	g.used += n
 	return nil
 }
 
 // release returns n bytes charged before.
-func (g *scanGuard) release(n int64) { g.used -= n }
+func (g *scanGuard) release(n int64) {
+	g.used -= n
+	if g.total != nil && !g.done {
+		g.total.Add(-n)
+	}
+}
+
+// finish gives back to the DB's total what the query still holds; it is
+// safe to call more than once, and charges after it count only against
+// the query's own limit.
+func (g *scanGuard) finish() {
+	if g == nil || g.done {
+		return
+	}
+	if g.total != nil {
+		g.total.Add(-g.used)
+	}
+	g.done = true
+}
 
 // Estimates of what a query holds, for its memory account.
 const (

@@ -1,0 +1,107 @@
+package timeseries
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+// TestQueryMemoryTotal checks the bound on what all queries hold at once:
+// an open find holds its series' memory, a second query that would pass
+// the total is refused with IngressRequestRateLimitExceeded (and a query
+// over its own limit still with 292), and once the find is closed the
+// second runs; every query gives all its memory back, refused ones too.
+func TestQueryMemoryTotal(t *testing.T) {
+	const series = 100
+	db := openTest(t, t.TempDir(), func(o *Options) {
+		o.QueryMemoryBytes = 1 << 20
+		o.QueryMemoryTotalBytes = 150 * seriesSnapBytes // one find over the 100 series, not two
+	})
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	var ms []Measurement
+	for i := 0; i < series; i++ {
+		ms = append(ms, Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprint("s", i), Fields: []Field{{"v", Int(int64(i))}}})
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := db.Find(ctx, "m", FindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := db.queryMem.Load(); got < series*seriesSnapBytes {
+		t.Fatalf("an open find over %d series holds %d bytes of the total", series, got)
+	}
+	agg := AggregateOptions{Window: 3600e9, Fields: []string{"v"}, Funcs: []AggFunc{AggAvg}}
+	if _, err := db.Aggregate(ctx, "m", agg); mongoerr.CodeOf(err) != mongoerr.IngressRequestRateLimitExceeded {
+		t.Fatalf("a second query past the total: %v, want code %d", err, mongoerr.IngressRequestRateLimitExceeded)
+	}
+	if _, err := db.Find(ctx, "m", FindOptions{}); mongoerr.CodeOf(err) != mongoerr.IngressRequestRateLimitExceeded {
+		t.Fatalf("a second find past the total: %v", err)
+	}
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.queryMem.Load(); got != 0 {
+		t.Fatalf("%d bytes held after every query closed", got)
+	}
+	if n := len(findRows(t, db, "m", FindOptions{})); n != series {
+		t.Fatalf("%d rows", n)
+	}
+	// A query over its own limit: 292, and nothing kept.
+	db.opts.QueryMemoryBytes = 10 * seriesSnapBytes
+	if _, err := db.Aggregate(ctx, "m", agg); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimit {
+		t.Fatalf("over its own limit: %v", err)
+	}
+	if got := db.queryMem.Load(); got != 0 {
+		t.Fatalf("%d bytes held after the queries ended", got)
+	}
+}
+
+// TestPlanYieldsToWriters runs finds and aggregates whose plans release
+// DB.mu every few series while writers add series and rows: each read
+// returns every row written before it started, and each series once.
+func TestPlanYieldsToWriters(t *testing.T) {
+	defer func(n int) { planYieldEvery = n }(planYieldEvery)
+	planYieldEvery = 8
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	insert := func(from, n int) {
+		var ms []Measurement
+		for i := from; i < from+n; i++ {
+			ms = append(ms, Measurement{Time: int64(i) * 1e6, Meta: fmt.Sprint("s", i), Fields: []Field{{"v", Int(int64(i))}}})
+		}
+		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	insert(0, 500)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 40; i++ {
+			insert(500+i*10, 10)
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		rows := findRows(t, db, "m", FindOptions{Fields: []string{"v"}})
+		seen := map[string]bool{}
+		for _, r := range rows {
+			k := r.meta
+			if seen[k] {
+				t.Fatalf("series %s read twice", k)
+			}
+			seen[k] = true
+		}
+		if len(rows) < 500 {
+			t.Fatalf("%d rows read, want the 500 written before at least", len(rows))
+		}
+	}
+	<-done
+	if n := len(findRows(t, db, "m", FindOptions{})); n != 900 {
+		t.Fatalf("%d rows, want 900", n)
+	}
+}
