@@ -570,7 +570,9 @@ func snapGroup(s *seriesSnap, metaField string, opts AggregateOptions) string {
 		}
 		return s.metaKey
 	}
-	return groupOf(s.metaValue(), metaField, opts)
+	// Decoded for the key alone: a fleet's million series do not keep
+	// their meta values for the length of the query.
+	return groupOf(seriesMeta(&series{metaKey: s.metaKey}), metaField, opts)
 }
 
 // groupOf returns the group key (canonical JSON) of a series.

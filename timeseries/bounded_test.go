@@ -3,6 +3,7 @@ package timeseries
 import (
 	"context"
 	"errors"
+	"github.com/hourglassdb/hourglass/bucket"
 	"math"
 	"math/rand"
 	"sort"
@@ -202,10 +203,12 @@ func TestScanStopsOnCancel(t *testing.T) {
 // error names the limit.
 func TestQueryMemoryLimit(t *testing.T) {
 	const series = 40
+	// Each series holds one open bucket of one column in memory.
+	need := int64(series) * (seriesSnapBytes + 8 + capturedBytes(&bucket.Columns{Fields: make([]bucket.Column, 1)}))
 	for _, c := range []struct {
 		limit int64
 		ok    bool
-	}{{series * seriesSnapBytes, true}, {series*seriesSnapBytes - 1, false}} {
+	}{{need, true}, {need - 1, false}} {
 		db := openTest(t, t.TempDir(), func(o *Options) { o.QueryMemoryBytes = c.limit })
 		mustCreate(t, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 		var ms []Measurement
@@ -214,6 +217,9 @@ func TestQueryMemoryLimit(t *testing.T) {
 		}
 		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)
+		}
+		if got := planCharge(db, "s"); got != need {
+			t.Fatalf("the plan would charge %d bytes, want %d", got, need)
 		}
 		cur, err := db.Find(ctx, "s", FindOptions{})
 		if err == nil {
@@ -318,4 +324,20 @@ func TestAggregateLongSpan(t *testing.T) {
 		}
 		rec.Release()
 	}
+}
+
+// planCharge is what a plan of every series of coll charges for them and
+// their buckets in memory (all in range).
+func planCharge(db *DB, coll string) int64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	var n int64
+	for _, s := range db.collections[coll].byID {
+		n += seriesSnapBytes + 8*int64(len(s.buckets))
+		for _, b := range s.buckets {
+			cols := b.capture().cols
+			n += capturedBytes(&cols)
+		}
+	}
+	return n
 }

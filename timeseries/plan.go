@@ -206,22 +206,27 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 			if lo > p.filter.maxTime {
 				continue
 			}
-			if err := guard.charge(seriesSnapBytes, "the series it matches"); err != nil {
+			if err := guard.charge(seriesSnapBytes+8*int64(len(s.buckets)), "the series it matches"); err != nil {
 				return err
 			}
 			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges}
 			if len(s.buckets) > 0 {
-				snap.memIDs = make(map[uint64]bool, len(s.buckets))
+				snap.memIDs = make([]uint64, 0, len(s.buckets))
 			}
 			for _, b := range s.buckets {
 				if b.rows() == 0 || b.maxT < lo || b.minT > p.filter.maxTime {
 					// Not in range, but Pebble may hold an older copy.
-					snap.memIDs[b.id] = true
+					snap.memIDs = append(snap.memIDs, b.id)
 					continue
 				}
 				var cols bucket.Columns
 				if b.sealed {
 					cols = b.capture().cols
+					// The capture copies the column headers and bitmaps;
+					// the values are shared.
+					if err := guard.charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
+						return err
+					}
 				} else {
 					sorted, copied := b.sortedCapture(&db.sortedMem, db.opts.MemoryBudget/8)
 					if copied {
@@ -231,9 +236,14 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 						}
 					}
 					cols = sorted
+					if !copied {
+						if err := guard.charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
+							return err
+						}
+					}
 				}
 				snap.mem = append(snap.mem, &cols)
-				snap.memIDs[b.id] = true
+				snap.memIDs = append(snap.memIDs, b.id)
 			}
 			p.series = append(p.series, snap)
 		}

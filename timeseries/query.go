@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -576,7 +577,7 @@ func (m *seriesMerge) firstBound(it *pebble.Iterator, r *bucket.Reader, s *serie
 		} else if ok && kp.minTime >= t {
 			break
 		}
-		if s.memIDs[kp.id] {
+		if slices.Contains(s.memIDs, kp.id) {
 			continue // newer in memory
 		}
 		p.guard.headers++

@@ -16,7 +16,7 @@ func TestQueryMemoryTotal(t *testing.T) {
 	const series = 100
 	db := openTest(t, t.TempDir(), func(o *Options) {
 		o.QueryMemoryBytes = 1 << 20
-		o.QueryMemoryTotalBytes = 150 * seriesSnapBytes // one find over the 100 series, not two
+		o.QueryMemoryTotalBytes = 1 << 20 // set below: one find over the series, not two
 	})
 	defer db.Close()
 	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
@@ -27,11 +27,13 @@ func TestQueryMemoryTotal(t *testing.T) {
 	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	one := planCharge(db, "m")
+	db.opts.QueryMemoryTotalBytes = one * 3 / 2
 	held, err := db.Find(ctx, "m", FindOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := db.queryMem.Load(); got < series*seriesSnapBytes {
+	if got := db.queryMem.Load(); got < one {
 		t.Fatalf("an open find over %d series holds %d bytes of the total", series, got)
 	}
 	agg := AggregateOptions{Window: 3600e9, Fields: []string{"v"}, Funcs: []AggFunc{AggAvg}}

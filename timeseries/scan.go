@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 
@@ -49,7 +50,7 @@ type seriesSnap struct {
 	metaDone bool
 	minTime  int64 // the scan's lower time bound: the filter's, or the TTL cutoff
 	mem      []*bucket.Columns
-	memIDs   map[uint64]bool
+	memIDs   []uint64 // the buckets read from memory (a series has few)
 	names    []string // the collection's name table
 	symbols  *symbolCache
 	ranges   []columnRange // buckets outside these hold no matching row
@@ -172,7 +173,7 @@ func (sc *seriesScan) skipInMemory() {
 			sc.err = err
 			return
 		}
-		if !sc.s.memIDs[kp.id] {
+		if !slices.Contains(sc.s.memIDs, kp.id) {
 			return
 		}
 		sc.step()

@@ -3,6 +3,7 @@ package timeseries
 import (
 	"context"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -105,6 +106,16 @@ func (g *scanGuard) finish() {
 		g.total.Add(-g.used)
 	}
 	g.done = true
+}
+
+// capturedBytes is what a capture of a bucket's columns holds beside the
+// values it shares: the Columns, their headers and presence bitmaps.
+func capturedBytes(cols *bucket.Columns) int64 {
+	n := int64(unsafe.Sizeof(*cols)) + 8 + int64(len(cols.Fields))*int64(unsafe.Sizeof(bucket.Column{}))
+	for i := range cols.Fields {
+		n += 8 * int64(len(cols.Fields[i].Present))
+	}
+	return n
 }
 
 // Estimates of what a query holds, for its memory account.
