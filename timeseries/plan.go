@@ -185,6 +185,18 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 		now := db.opts.Now()
 		ranges := pruneRanges(p.filter.residual)
 		list, reorders := c.matchingSeries(&p.filter, ts), c.reorders
+		// The least the walk will charge, checked before it allocates: a
+		// query over a fleet too large for its memory is refused at once,
+		// not after holding its limit.
+		var least int64
+		for _, s := range list {
+			if max(p.filter.minTime, c.visibleFrom(s, now)) <= p.filter.maxTime {
+				least += seriesSnapBytes + 8*int64(len(s.buckets))
+			}
+		}
+		if err := guard.fits(least, "the series it matches"); err != nil {
+			return err
+		}
 		for i, s := range list {
 			if i > 0 && i%planYieldEvery == 0 {
 				// Let writers in: a plan over a million series must not

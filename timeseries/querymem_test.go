@@ -107,3 +107,28 @@ func TestPlanYieldsToWriters(t *testing.T) {
 		t.Fatalf("%d rows, want 900", n)
 	}
 }
+
+// TestPlanRefusedBeforeWalk checks that a query whose series alone pass
+// its memory limit is refused before the plan allocates for them: the
+// refusal costs the same few allocations whatever the number of series.
+func TestPlanRefusedBeforeWalk(t *testing.T) {
+	const series = 2000
+	db := openTest(t, t.TempDir(), func(o *Options) { o.QueryMemoryBytes = series / 2 * seriesSnapBytes })
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	var ms []Measurement
+	for i := 0; i < series; i++ {
+		ms = append(ms, Measurement{Time: int64(i) * 1e6, Meta: fmt.Sprint("s", i), Fields: []Field{{"v", Int(1)}}})
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(5, func() {
+		if _, err := db.Find(ctx, "m", FindOptions{}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimit {
+			t.Fatalf("find over the limit: %v", err)
+		}
+	})
+	if allocs > 100 {
+		t.Fatalf("a refused find allocated %v times over %d series", allocs, series)
+	}
+}

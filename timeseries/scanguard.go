@@ -87,6 +87,17 @@ func (g *scanGuard) charge(n int64, what string) error {
 	return nil
 }
 
+// fits returns the error charge would return for n bytes, charging
+// nothing: a plan checks that the least it will hold fits before it
+// allocates any of it.
+func (g *scanGuard) fits(n int64, what string) error {
+	if err := g.charge(n, what); err != nil {
+		return err
+	}
+	g.release(n)
+	return nil
+}
+
 // release returns n bytes charged before.
 func (g *scanGuard) release(n int64) {
 	g.used -= n
