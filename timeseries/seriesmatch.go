@@ -17,6 +17,7 @@ type seriesMatches struct {
 	mu      sync.Mutex
 	reorder int // collection.reorders the entries hold for
 	entries map[string]matchEntry
+	held    int // series pointers the entries hold, at most maxMatchHeld
 }
 
 type matchEntry struct {
@@ -29,8 +30,12 @@ const (
 	// the cache starts over.
 	maxMatchEntries = 256
 	// maxMatchSeries bounds the series one entry keeps: filters selecting
-	// more cost a pass over them anyway.
-	maxMatchSeries = 4096
+	// more cost a pass over them anyway. A site of a million-sensor fleet
+	// (1%) fits.
+	maxMatchSeries = 1 << 16
+	// maxMatchHeld bounds the series pointers all entries hold (8 MiB);
+	// when full, the cache starts over.
+	maxMatchHeld = 1 << 20
 )
 
 // matchingSeries returns the series of c whose meta value passes p's meta
@@ -61,10 +66,11 @@ func (c *collection) matchingSeries(p *filterPlan, ts *TimeSeriesOptions) []*ser
 	}
 	if len(out) <= maxMatchSeries {
 		m.mu.Lock()
-		if m.reorder != c.reorders || m.entries == nil || len(m.entries) >= maxMatchEntries {
-			m.reorder, m.entries = c.reorders, map[string]matchEntry{}
+		if m.reorder != c.reorders || m.entries == nil || len(m.entries) >= maxMatchEntries || m.held+len(out) > maxMatchHeld {
+			m.reorder, m.entries, m.held = c.reorders, map[string]matchEntry{}, 0
 		}
 		if e, ok := m.entries[key]; !ok || e.n < len(c.byID) {
+			m.held += len(out) - len(e.list)
 			m.entries[key] = matchEntry{n: len(c.byID), list: out}
 		}
 		m.mu.Unlock()
