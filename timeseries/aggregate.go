@@ -348,6 +348,10 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	if err != nil {
 		return nil, err
 	}
+	if err := db.acquireQuery(ctx); err != nil {
+		return nil, err
+	}
+	defer db.releaseQuery()
 	var plan scanPlan
 	guard := db.newQueryGuard(ctx)
 	defer guard.finish() // also when planning fails

@@ -91,6 +91,9 @@ type DB struct {
 	// queryMem is the memory every find and aggregate holds, charged by
 	// their guards (scanGuard) against Options.QueryMemoryTotalBytes.
 	queryMem atomic.Int64
+	// querySlots holds a token per find or aggregate working now, at most
+	// Options.QueryConcurrency (acquireQuery).
+	querySlots chan struct{}
 
 	stats struct {
 		checkpoints atomic.Int64
@@ -109,6 +112,8 @@ type DB struct {
 		// ttlIdle counts the TTL batches that found nothing due from
 		// the collection's oldest bucket alone (collection.oldestMin).
 		ttlIdle atomic.Int64
+		// queryWaits counts the queries that waited for a slot.
+		queryWaits atomic.Int64
 	}
 }
 

@@ -40,6 +40,7 @@ func Open(opts Options) (*DB, error) {
 		symbols:     newSymbolCacheOrNil(opts.SymbolCacheBytes),
 		log:         opts.Logger,
 		collections: make(map[string]*collection),
+		querySlots:  make(chan struct{}, opts.QueryConcurrency),
 		byID:        make(map[uint32]*collection),
 		nextColl:    1,
 		nextSeries:  1,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -83,6 +84,13 @@ type Options struct {
 	// four times QueryMemoryBytes.
 	QueryMemoryTotalBytes int64
 
+	// QueryConcurrency is how many finds and aggregates work at once
+	// (a find while it plans and fills a batch, an aggregate for its
+	// run); others wait for a slot, or until their context ends. Default
+	// half the processors (GOMAXPROCS), at least one: queries take turns
+	// and writers keep the rest.
+	QueryConcurrency int
+
 	// AggregateMaxCells bounds the (group, window) cells one aggregate may
 	// make, and so its windows and groups with data. Past it the aggregate
 	// fails with ExceededMemoryLimit (146). Default MaxAggregateCells.
@@ -137,6 +145,9 @@ func (o *Options) EnsureDefaults() {
 	if o.QueryMemoryBytes == 0 {
 		o.QueryMemoryBytes = 100 << 20
 	}
+	if o.QueryConcurrency == 0 {
+		o.QueryConcurrency = max(1, runtime.GOMAXPROCS(0)/2)
+	}
 	if o.QueryMemoryTotalBytes == 0 {
 		o.QueryMemoryTotalBytes = 4 * o.QueryMemoryBytes
 	}
@@ -174,6 +185,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxOpenBucketsPerSeries < 1 {
 		errs = append(errs, fmt.Errorf("timeseries: MaxOpenBucketsPerSeries %d must be positive", o.MaxOpenBucketsPerSeries))
+	}
+	if o.QueryConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("timeseries: QueryConcurrency %d must be positive", o.QueryConcurrency))
 	}
 	if o.QueryMemoryTotalBytes < 0 {
 		errs = append(errs, fmt.Errorf("timeseries: QueryMemoryTotalBytes %d must be positive", o.QueryMemoryTotalBytes))

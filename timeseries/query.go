@@ -66,6 +66,7 @@ const MixedColumnMetadataKey = "hourglass.mixed"
 type Cursor struct {
 	// scan is what the find reads; its snapshot is released by Close.
 	scan   scanPlan
+	db     *DB
 	ctx    context.Context
 	schema *arrow.Schema
 	bld    *array.RecordBuilder
@@ -101,7 +102,7 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	if err != nil {
 		return nil, err
 	}
-	cur := &Cursor{ctx: ctx, batch: opts.BatchRows, limit: opts.Limit, omitTime: opts.OmitTime, omitMeta: opts.OmitMeta}
+	cur := &Cursor{db: db, ctx: ctx, batch: opts.BatchRows, limit: opts.Limit, omitTime: opts.OmitTime, omitMeta: opts.OmitMeta}
 	if cur.batch <= 0 {
 		cur.batch = 4096
 	}
@@ -112,6 +113,11 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 		return nil, mongoerr.New(mongoerr.BadValue, "sort must be 1 (ascending), -1 (descending) or 0 (by series)")
 	}
 
+	// The plan runs in a query slot, and so does each batch (Next).
+	if err := db.acquireQuery(ctx); err != nil {
+		return nil, err
+	}
+	defer db.releaseQuery()
 	db.mu.RLock()
 	ts := c.opts.TimeSeries
 	if ts == nil || c.dropped {
@@ -214,11 +220,12 @@ func (c *Cursor) Next() bool {
 	if c.done || c.err != nil {
 		return false
 	}
-	if err := c.ctx.Err(); err != nil {
+	if err := c.db.acquireQuery(c.ctx); err != nil {
 		c.err = err
 		return false
 	}
 	n, err := c.fill()
+	c.db.releaseQuery()
 	if err != nil {
 		c.err = err
 		return false

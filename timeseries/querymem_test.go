@@ -1,8 +1,11 @@
 package timeseries
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
@@ -130,5 +133,54 @@ func TestPlanRefusedBeforeWalk(t *testing.T) {
 	})
 	if allocs > 100 {
 		t.Fatalf("a refused find allocated %v times over %d series", allocs, series)
+	}
+}
+
+// TestQuerySlots checks that finds and aggregates wait for a query slot:
+// with the one slot taken, a find and an aggregate wait until their
+// context ends, and a cursor's next batch waits too; once it is given
+// back, all run.
+func TestQuerySlots(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.QueryConcurrency = 1 })
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	if _, err := db.Insert(ctx, "m", []Measurement{{Time: 1e9, Meta: "a", Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := db.Find(ctx, "m", FindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	if err := db.acquireQuery(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		t.Cleanup(cancel)
+		return c
+	}
+	if _, err := db.Find(short(), "m", FindOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("find with the slot taken: %v", err)
+	}
+	if _, err := db.Aggregate(short(), "m", AggregateOptions{Window: time.Hour}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("aggregate with the slot taken: %v", err)
+	}
+	waited := make(chan bool)
+	go func() { waited <- cur.Next() }()
+	select {
+	case <-waited:
+		t.Fatal("a cursor's batch ran with the slot taken")
+	case <-time.After(50 * time.Millisecond):
+	}
+	db.releaseQuery()
+	if !<-waited {
+		t.Fatalf("the batch after the slot came back: %v", cur.Err())
+	}
+	if db.stats.queryWaits.Load() < 3 {
+		t.Fatalf("%d waits counted", db.stats.queryWaits.Load())
+	}
+	if n := len(findRows(t, db, "m", FindOptions{})); n != 1 {
+		t.Fatalf("%d rows", n)
 	}
 }

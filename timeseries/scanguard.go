@@ -56,6 +56,31 @@ func (g *scanGuard) row() error {
 	return nil
 }
 
+// acquireQuery waits for one of the DB's query slots
+// (Options.QueryConcurrency), or until ctx is done. A find holds one while
+// it plans and while it fills each batch, an aggregate for its run: queries
+// take turns on the processors rather than crowd out the writers.
+func (db *DB) acquireQuery(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case db.querySlots <- struct{}{}:
+		return nil
+	default:
+	}
+	db.stats.queryWaits.Add(1)
+	select {
+	case db.querySlots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// releaseQuery gives a query slot back.
+func (db *DB) releaseQuery() { <-db.querySlots }
+
 // newQueryGuard is the guard of one query of db: its own limit and the
 // DB's total.
 func (db *DB) newQueryGuard(ctx context.Context) *scanGuard {

@@ -40,6 +40,7 @@ type serveConfig struct {
 	memoryLimit         sizeOrZero
 	queryMemory         byteSize
 	queryMemoryTotal    byteSize
+	queryConcurrency    int
 	diskReserve         sizeOrZero
 	aggregateMaxCells   int
 	maxConcurrentWrites int
@@ -76,6 +77,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.bodyRateGrace, "body-rate-grace", 10*time.Second, "time a request body may take before --min-body-rate applies (`duration`)")
 	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for series and buckets not yet written to disk (`size`); over it, buckets are sealed early")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (`size`, 0: none; default --memory-budget + --max-body-memory + 256MiB); near it the collector runs more often and returns freed memory to the system. GOMEMLIMIT, when set, takes precedence")
+	fs.IntVar(&cfg.queryConcurrency, "query-concurrency", 0, "finds and aggregates working at once (`n`; 0: half the processors, at least 1); others wait their turn, so that queries do not crowd out writes")
 	fs.Var(&cfg.queryMemoryTotal, "query-memory-total", "memory all finds and aggregates running at once may hold together (`size`; default 4 x --query-memory); a query that would pass it is answered 429 code 462, to retry")
 	fs.Var(&cfg.queryMemory, "query-memory", "memory one find or aggregate may hold: series matched, buckets open or sorted, groups and cells (`size`); past it, 400 code 292")
 	fs.Var(&cfg.diskReserve, "disk-reserve", "free space kept on the data directory's filesystem (`size`, 0: no check); below it writes get 507 and a restart opens read-only")
@@ -188,7 +190,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	engine := timeseries.Options{
 		Dir: cfg.dataDir, MemoryBudget: int64(cfg.memoryBudget), CheckpointInterval: cfg.checkpointInterval,
-		QueryMemoryBytes: int64(cfg.queryMemory), QueryMemoryTotalBytes: int64(cfg.queryMemoryTotal), DiskReserve: diskReserve(cfg.diskReserve), AggregateMaxCells: cfg.aggregateMaxCells,
+		QueryMemoryBytes: int64(cfg.queryMemory), QueryMemoryTotalBytes: int64(cfg.queryMemoryTotal), QueryConcurrency: cfg.queryConcurrency, DiskReserve: diskReserve(cfg.diskReserve), AggregateMaxCells: cfg.aggregateMaxCells,
 		Logger: log.With("component", "storage"),
 	}
 	var (
