@@ -335,7 +335,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		w := &work[i]
 		b := w.cap.b
 		if !w.sealed {
-			b.snapshot = true
+			b.snapshot, b.snapRows = true, len(w.cap.cols.Times)
 			continue
 		}
 		c := db.byID[w.coll]

@@ -3,7 +3,6 @@ package timeseries
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -484,6 +483,7 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 	}
 	cutoff = ttl.Cutoff(now, s.ttl)
 	var stale [][]byte
+	var staleRows int64
 	kept := s.buckets[:0]
 	for _, b := range s.buckets {
 		expired := b.rows() > 0 && b.maxT < cutoff
@@ -506,15 +506,16 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 		x.removed[b.id] = true
 		if b.snapshot {
 			stale = append(stale, bucketKey(spaceOpen, c.id, s.id, b.minTime, b.id))
+			staleRows += int64(b.snapRows)
 		}
 	}
 	clear(s.buckets[len(kept):])
 	s.buckets = kept
 	db.mu.Unlock()
+	// The snapshots' rows, as the checkpoints that wrote them counted.
+	x.persisted += staleRows
+	x.persistedBuckets += int64(len(stale))
 	for _, k := range stale {
-		if err := x.countPersisted(k); err != nil {
-			return more, err
-		}
 		if err := x.batch.Delete(k, nil); err != nil {
 			return more, err
 		}
@@ -588,26 +589,6 @@ func (x *expiry) pebbleBuckets(id uint64, cutoff int64, more bool) (bool, error)
 		x.run = append(x.run, slices.Clone(x.it.Key()))
 	}
 	return more, x.flush()
-}
-
-// countPersisted adds the measurements of the bucket stored under k, an
-// open-bucket snapshot about to be deleted, to the persisted counts.
-func (x *expiry) countPersisted(k []byte) error {
-	v, closer, err := x.db.pdb.Get(k)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer closer.Close()
-	rows, _, _, err := bucket.Peek(v)
-	if err != nil {
-		return fmt.Errorf("open bucket %x: %w", k, err)
-	}
-	x.persisted += int64(rows)
-	x.persistedBuckets++
-	return nil
 }
 
 // flush deletes the run of consecutive expired keys: one key, or a range.

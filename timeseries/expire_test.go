@@ -544,13 +544,39 @@ func (s *syncBuffer) Reset() {
 // before the next checkpoint. The collection's count recovered must be
 // what it holds, not the last checkpoint's.
 func TestExpireCountAfterCrash(t *testing.T) {
+	for _, reopen := range []bool{false, true} {
+		t.Run(fmt.Sprint("reopen=", reopen), func(t *testing.T) { testExpireCountAfterCrash(t, reopen) })
+	}
+}
+
+// testExpireCountAfterCrash is TestExpireCountAfterCrash; with reopen,
+// the open buckets' snapshots the TTL batch deletes were loaded at open
+// rather than written by a checkpoint of the same process.
+func testExpireCountAfterCrash(t *testing.T, reopen bool) {
 	dir := t.TempDir()
 	clock := newTestClock(t0)
 	db := openTTL(t, dir, clock, int64p(3600))
-	defer db.Close()
+	defer func() { db.Close() }()
 	insertMinutes(t, db, t0, 180, "s0", "s1") // 3 hourly buckets each
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
+	}
+	if reopen {
+		db.Close()
+		db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
+		db.mu.RLock()
+		snaps := 0
+		for _, s := range db.collections["s"].byID {
+			for _, b := range s.buckets {
+				if b.snapshot {
+					snaps++
+				}
+			}
+		}
+		db.mu.RUnlock()
+		if snaps == 0 {
+			t.Fatal("no open bucket loaded from its snapshot")
+		}
 	}
 	insertMinutes(t, db, t0.Add(3*time.Hour), 30, "s0") // in the log only
 	clock.Set(t0.Add(4 * time.Hour))

@@ -78,7 +78,10 @@ type memBucket struct {
 	oor bool
 	// snapshot is true when an open-bucket snapshot of this bucket is in
 	// Pebble; dirty when the bucket changed since that snapshot.
-	snapshot  bool
+	snapshot bool
+	// snapRows is the rows of that snapshot (set with snapshot, under
+	// maintMu: a TTL batch counts what it deletes without reading it).
+	snapRows  int
 	dirty     bool
 	lastWrite uint64
 	// sorted is the time-ordered copy of an open bucket's rows that came

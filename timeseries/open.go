@@ -255,7 +255,7 @@ func (db *DB) load() error {
 		if err != nil {
 			return err
 		}
-		b.snapshot = true
+		b.snapshot, b.snapRows = true, b.rows()
 		s.buckets = append(s.buckets, b)
 		c.markHot(s)
 		db.headMem.Add(b.mem)
