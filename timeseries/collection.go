@@ -72,6 +72,9 @@ type collection struct {
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).
 	rules ttl.Rules
+	// ruleQuoted holds, per rule, its filter's required strings as meta
+	// keys quote them (collection.ruleMatches).
+	ruleQuoted [][][]string
 	// oorBuckets counts the buckets holding a measurement outside the
 	// 1970-2038 range; while it is above 0, nothing expires (SPEC 2.4).
 	oorBuckets int64

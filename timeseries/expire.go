@@ -387,18 +387,18 @@ func (db *DB) ruleSeries(c *collection, index string) ([]uint64, bool) {
 		c.ruleCache = map[string][]uint64{}
 		c.ruleCacheVer, c.ruleCacheSeries = c.rulesVer, len(c.series)
 	}
-	var rule *ttl.Rule
+	ri := -1
 	for i := range c.rules {
 		if c.rules[i].Index == index {
-			rule = &c.rules[i]
+			ri = i
 		}
 	}
-	if rule == nil {
+	if ri < 0 {
 		return nil, false
 	}
 	ids = make([]uint64, 0, len(c.series))
-	for _, s := range c.series {
-		if s.ttl >= 0 && rule.Matches(c.metaDoc(seriesMeta(s))) {
+	for _, s := range c.byID {
+		if s.ttl >= 0 && c.ruleMatches(ri, s, &seriesMetaDoc{}) {
 			ids = append(ids, s.id)
 		}
 	}

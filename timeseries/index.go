@@ -416,6 +416,14 @@ func (c *collection) compileRules() {
 			c.rules = append(c.rules, ttl.Rule{Index: spec.Name, ExpireAfterSeconds: *spec.ExpireAfterSeconds, Filter: f})
 		}
 	}
+	// Each rule's required strings, quoted as meta keys hold them.
+	c.ruleQuoted = make([][][]string, len(c.rules))
+	for i := range c.rules {
+		if f := c.rules[i].Filter; f != nil {
+			plan := filterPlan{meta: f}
+			c.ruleQuoted[i] = plan.requiredQuoted()
+		}
+	}
 	c.plainRules, c.live = nil, nil
 	if c.plain != nil {
 		for i := range c.indexes {
@@ -439,9 +447,37 @@ func (c *collection) setSeriesTTL(s *series) {
 	if len(c.rules) == 0 {
 		return
 	}
-	if secs, ok := c.rules.Effective(c.metaDoc(seriesMeta(s))); ok {
-		s.ttl = secs
+	var m seriesMetaDoc
+	for i := range c.rules {
+		if c.ruleMatches(i, s, &m) && (s.ttl < 0 || c.rules[i].ExpireAfterSeconds < s.ttl) {
+			s.ttl = c.rules[i].ExpireAfterSeconds
+		}
 	}
+}
+
+// seriesMetaDoc is a series' meta document (collection.metaDoc), made on
+// first use by collection.ruleMatches.
+type seriesMetaDoc struct {
+	doc  map[string]any
+	made bool
+}
+
+// ruleMatches reports whether rule i of c applies to s, decoding s's meta
+// value only when the rule has a filter its key may pass (its required
+// strings are in the key): with a million series, a rule on the whole
+// collection, or one naming a site, decodes few or none. DB.mu is held.
+func (c *collection) ruleMatches(i int, s *series, m *seriesMetaDoc) bool {
+	r := &c.rules[i]
+	if r.Filter == nil {
+		return true
+	}
+	if i < len(c.ruleQuoted) && !keyMayMatch(s.metaKey, c.ruleQuoted[i]) {
+		return false
+	}
+	if !m.made {
+		m.doc, m.made = c.metaDoc(seriesMeta(s)), true
+	}
+	return r.Matches(m.doc)
 }
 
 // metaDoc is the document a partial filter sees for a series:

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // TestSeriesMatchCache checks finds through the cache of the series meta
@@ -118,6 +120,19 @@ func TestMatchingSeriesProperty(t *testing.T) {
 				if !maps.Equal(got, want) {
 					t.Fatalf("round %d: %s selects %d series, a full scan %d", round, src, len(got), len(want))
 				}
+				// The same filter as a partial TTL rule.
+				db.mu.Lock()
+				saved, savedQ := c.rules, c.ruleQuoted
+				c.rules = ttl.Rules{{Index: "r", ExpireAfterSeconds: 60, Filter: f}}
+				rp := filterPlan{meta: f}
+				c.ruleQuoted = [][][]string{rp.requiredQuoted()}
+				for _, s := range c.byID {
+					if c.ruleMatches(0, s, &seriesMetaDoc{}) != want[s.id] {
+						t.Fatalf("round %d: rule %s on %s: %v", round, src, s.metaKey, !want[s.id])
+					}
+				}
+				c.rules, c.ruleQuoted = saved, savedQ
+				db.mu.Unlock()
 			}
 		}
 		db.Close()
