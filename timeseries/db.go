@@ -91,6 +91,12 @@ type DB struct {
 	// queryMem is the memory every find and aggregate holds, charged by
 	// their guards (scanGuard) against Options.QueryMemoryTotalBytes.
 	queryMem atomic.Int64
+	// mergeGen counts the merge batches applied (commitMerge): a plan
+	// that let go of DB.mu during its walk checks it (planScan).
+	mergeGen atomic.Uint64
+	// planYielded, when set (tests), runs each time a plan's walk has let
+	// go of DB.mu.
+	planYielded func()
 	// querySlots holds a token per find or aggregate working now, at most
 	// Options.QueryConcurrency (acquireQuery).
 	querySlots chan struct{}
@@ -114,6 +120,9 @@ type DB struct {
 		ttlIdle atomic.Int64
 		// queryWaits counts the queries that waited for a slot.
 		queryWaits atomic.Int64
+		// planRetries counts the plan walks made again after a merge
+		// committed during them (planScan).
+		planRetries atomic.Int64
 	}
 }
 

@@ -333,6 +333,7 @@ func (db *DB) commitMerge(c *collection, m *merger) (bool, error) {
 	}
 	if err == nil {
 		err = db.pdb.Apply(batch, pebble.NoSync)
+		db.mergeGen.Add(1)
 	}
 	if err != nil {
 		c.ckptBuckets += m.removed

@@ -184,7 +184,7 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 	if !p.filter.empty {
 		now := db.opts.Now()
 		ranges := pruneRanges(p.filter.residual)
-		list, reorders := c.matchingSeries(&p.filter, ts), c.reorders
+		list := c.matchingSeries(&p.filter, ts)
 		// The least the walk will charge, checked before it allocates: a
 		// query over a fleet too large for its memory is refused at once,
 		// not after holding its limit.
@@ -197,67 +197,23 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 		if err := guard.fits(least, "the series it matches"); err != nil {
 			return err
 		}
-		for i, s := range list {
-			if i > 0 && i%planYieldEvery == 0 {
-				// Let writers in: a plan over a million series must not
-				// hold them off for its whole walk. What the walk took
-				// so far stays valid (series are only added, and a
-				// bucket leaving memory meanwhile is read from the
-				// snapshot taken after the walk).
-				db.mu.RUnlock()
-				db.mu.RLock()
-				if c.dropped {
-					return notFound(c.name)
-				}
-				if c.reorders != reorders {
-					return mongoerr.New(mongoerr.QueryPlanKilled, "the series index of %q changed during the query; retry it", c.name)
-				}
-			}
-			// Expired measurements are never returned (SPEC 4.5).
-			lo := max(p.filter.minTime, c.visibleFrom(s, now))
-			if lo > p.filter.maxTime {
-				continue
-			}
-			if err := guard.charge(seriesSnapBytes+8*int64(len(s.buckets)), "the series it matches"); err != nil {
+		// A merge pass that commits while the walk has let go of DB.mu
+		// may move the rows of a bucket the walk took from memory into a
+		// new stored bucket the snapshot would hold too: the walk is then
+		// made again without letting go (merges are rare; walks many).
+		for attempt := 0; ; attempt++ {
+			gen := db.mergeGen.Load()
+			charged, err := db.planWalk(p, c, list, now, ranges, attempt == 0)
+			if err != nil {
 				return err
 			}
-			snap := &seriesSnap{id: s.id, metaKey: s.metaKey, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges}
-			if len(s.buckets) > 0 {
-				snap.memIDs = make([]uint64, 0, len(s.buckets))
+			if db.mergeGen.Load() == gen {
+				break
 			}
-			for _, b := range s.buckets {
-				if b.rows() == 0 || b.maxT < lo || b.minT > p.filter.maxTime {
-					// Not in range, but Pebble may hold an older copy.
-					snap.memIDs = append(snap.memIDs, b.id)
-					continue
-				}
-				var cols bucket.Columns
-				if b.sealed {
-					cols = b.capture().cols
-					// The capture copies the column headers and bitmaps;
-					// the values are shared.
-					if err := guard.charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
-						return err
-					}
-				} else {
-					sorted, copied := b.sortedCapture(&db.sortedMem, db.opts.MemoryBudget/8)
-					if copied {
-						// The bucket's rows were out of order.
-						if err := guard.charge(columnsBytes(&sorted), "buckets sorted in memory"); err != nil {
-							return err
-						}
-					}
-					cols = sorted
-					if !copied {
-						if err := guard.charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
-							return err
-						}
-					}
-				}
-				snap.mem = append(snap.mem, &cols)
-				snap.memIDs = append(snap.memIDs, b.id)
-			}
-			p.series = append(p.series, snap)
+			guard.release(charged)
+			clear(p.series)
+			p.series = p.series[:0]
+			db.stats.planRetries.Add(1)
 		}
 	}
 	// Pebble's view is taken after memory's, so that a bucket leaving
@@ -265,6 +221,83 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 	p.snap = db.pdb.NewSnapshot()
 	sort.Slice(p.series, func(i, j int) bool { return p.series[i].metaKey < p.series[j].metaKey })
 	return nil
+}
+
+// planWalk takes, for planScan, the series of list into p.series with
+// their buckets in memory, charging them to p.guard; it returns what it
+// charged. With yield, it lets go of DB.mu (held for reading) every
+// planYieldEvery series.
+func (db *DB) planWalk(p *scanPlan, c *collection, list []*series, now time.Time, ranges []columnRange, yield bool) (charged int64, err error) {
+	guard := p.guard
+	charge := func(n int64, what string) error {
+		if err := guard.charge(n, what); err != nil {
+			return err
+		}
+		charged += n
+		return nil
+	}
+	reorders := c.reorders
+	for i, s := range list {
+		if yield && i > 0 && i%planYieldEvery == 0 {
+			// Let writers in: a plan over a million series must not
+			// hold them off for its whole walk. What the walk took so
+			// far stays valid (series are only added, and a bucket
+			// leaving memory meanwhile is read from the snapshot taken
+			// after the walk).
+			db.mu.RUnlock()
+			if db.planYielded != nil {
+				db.planYielded()
+			}
+			db.mu.RLock()
+			if c.dropped {
+				return charged, notFound(c.name)
+			}
+			if c.reorders != reorders {
+				return charged, mongoerr.New(mongoerr.QueryPlanKilled, "the series index of %q changed during the query; retry it", c.name)
+			}
+		}
+		// Expired measurements are never returned (SPEC 4.5).
+		lo := max(p.filter.minTime, c.visibleFrom(s, now))
+		if lo > p.filter.maxTime {
+			continue
+		}
+		if err := charge(seriesSnapBytes+8*int64(len(s.buckets)), "the series it matches"); err != nil {
+			return charged, err
+		}
+		snap := &seriesSnap{id: s.id, metaKey: s.metaKey, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges}
+		if len(s.buckets) > 0 {
+			snap.memIDs = make([]uint64, 0, len(s.buckets))
+		}
+		for _, b := range s.buckets {
+			if b.rows() == 0 || b.maxT < lo || b.minT > p.filter.maxTime {
+				// Not in range, but Pebble may hold an older copy.
+				snap.memIDs = append(snap.memIDs, b.id)
+				continue
+			}
+			var cols bucket.Columns
+			if b.sealed {
+				cols = b.capture().cols
+			} else {
+				sorted, copied := b.sortedCapture(&db.sortedMem, db.opts.MemoryBudget/8)
+				if copied {
+					// The bucket's rows were out of order.
+					if err := charge(columnsBytes(&sorted), "buckets sorted in memory"); err != nil {
+						return charged, err
+					}
+				}
+				cols = sorted
+			}
+			// A capture copies the column headers and bitmaps; the
+			// values are shared (a sorted copy is charged whole above).
+			if err := charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
+				return charged, err
+			}
+			snap.mem = append(snap.mem, &cols)
+			snap.memIDs = append(snap.memIDs, b.id)
+		}
+		p.series = append(p.series, snap)
+	}
+	return charged, nil
 }
 
 // seriesScan starts a scan of series s of the plan, in descending time

@@ -184,3 +184,43 @@ func TestQuerySlots(t *testing.T) {
 		t.Fatalf("%d rows", n)
 	}
 }
+
+// TestPlanRetriesAfterMerge checks that a plan whose walk let go of
+// DB.mu while a merge batch was applied walks again without letting go,
+// releasing what the first walk charged, and reads every row once.
+func TestPlanRetriesAfterMerge(t *testing.T) {
+	defer func(n int) { planYieldEvery = n }(planYieldEvery)
+	planYieldEvery = 4
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	var ms []Measurement
+	for i := 0; i < 50; i++ {
+		ms = append(ms, Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprint("s", i), Fields: []Field{{"v", Int(int64(i))}}})
+	}
+	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	merged := false
+	db.planYielded = func() {
+		if !merged {
+			merged = true
+			db.mergeGen.Add(1) // as commitMerge does
+		}
+	}
+	rows := findRows(t, db, "m", FindOptions{})
+	db.planYielded = nil
+	if db.stats.planRetries.Load() != 1 {
+		t.Fatalf("%d plan retries, want 1", db.stats.planRetries.Load())
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if seen[r.meta] {
+			t.Fatalf("series %s read twice", r.meta)
+		}
+		seen[r.meta] = true
+	}
+	if len(rows) != 50 || db.queryMem.Load() != 0 {
+		t.Fatalf("%d rows, %d bytes still charged", len(rows), db.queryMem.Load())
+	}
+}
