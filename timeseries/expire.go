@@ -114,9 +114,9 @@ func (db *DB) recountOutOfRange(c *collection) error {
 		}
 		return nil
 	}
-	if scan {
-		p := collPrefix(spaceBucket, c.id)
-		it.SetBounds(p, prefixEnd(p))
+	// checkRange checks the stored buckets with keys in [lo, hi).
+	checkRange := func(lo, hi []byte) error {
+		it.SetBounds(lo, hi)
 		for valid := it.First(); valid; valid = it.Next() {
 			kp, err := parseBucketKey(it.Key())
 			if err == nil {
@@ -126,36 +126,32 @@ func (db *DB) recountOutOfRange(c *collection) error {
 				return err
 			}
 		}
+		return nil
 	}
-	for _, id := range ids {
-		if scan {
-			break
+	if scan {
+		p := collPrefix(spaceBucket, c.id)
+		if err := checkRange(p, prefixEnd(p)); err != nil {
+			return err
 		}
-		prefix := seriesPrefix(spaceBucket, c.id, id)
-		// The oldest bucket.
-		it.SetBounds(prefix, prefixEnd(prefix))
-		if it.First() {
-			kp, err := parseBucketKey(it.Key())
-			if err != nil {
-				return err
-			}
-			oldest = min(oldest, kp.minTime)
-		}
-		// Buckets starting before 1970, and those that may end after
-		// 2038.
-		for _, r := range [2][2][]byte{
-			{prefix, seriesTimeKey(spaceBucket, c.id, id, ttl.MinTimeNanos)},
-			{seriesTimeKey(spaceBucket, c.id, id, nearEnd), prefixEnd(prefix)},
-		} {
-			it.SetBounds(r[0], r[1])
-			for valid := it.First(); valid; valid = it.Next() {
+	} else {
+		for _, id := range ids {
+			prefix := seriesPrefix(spaceBucket, c.id, id)
+			// The oldest bucket.
+			it.SetBounds(prefix, prefixEnd(prefix))
+			if it.First() {
 				kp, err := parseBucketKey(it.Key())
-				if err == nil {
-					err = check(kp)
-				}
 				if err != nil {
 					return err
 				}
+				oldest = min(oldest, kp.minTime)
+			}
+			// Buckets starting before 1970, and those that may end
+			// after 2038.
+			if err := checkRange(prefix, seriesTimeKey(spaceBucket, c.id, id, ttl.MinTimeNanos)); err != nil {
+				return err
+			}
+			if err := checkRange(seriesTimeKey(spaceBucket, c.id, id, nearEnd), prefixEnd(prefix)); err != nil {
+				return err
 			}
 		}
 	}
