@@ -31,6 +31,7 @@ const (
 	NamespaceExists       Code = 48
 	CannotCreateIndex     Code = 67
 	InvalidOptions        Code = 72
+	NoReplicationEnabled  Code = 76
 	InvalidNamespace      Code = 73
 	IndexOptionsConflict  Code = 85
 	IndexKeySpecsConflict Code = 86
@@ -81,6 +82,7 @@ var names = map[Code]string{
 	NamespaceExists:                 "NamespaceExists",
 	CannotCreateIndex:               "CannotCreateIndex",
 	InvalidOptions:                  "InvalidOptions",
+	NoReplicationEnabled:            "NoReplicationEnabled",
 	InvalidNamespace:                "InvalidNamespace",
 	IndexOptionsConflict:            "IndexOptionsConflict",
 	IndexKeySpecsConflict:           "IndexKeySpecsConflict",

@@ -76,7 +76,8 @@ var handlers = map[string]handler{
 	"getParameter": cmdGetParameter, "setParameter": cmdSetParameter,
 	"serverStatus": cmdServerStatus, "currentOp": cmdCurrentOp,
 	"saslStart": cmdSaslStart, "saslContinue": cmdSaslContinue,
-	"count": cmdCount, "aggregate": cmdAggregate, "distinct": cmdDistinct, "delete": cmdDelete, "update": cmdUpdate,
+	"replSetGetStatus": cmdReplSetGetStatus,
+	"count":            cmdCount, "aggregate": cmdAggregate, "distinct": cmdDistinct, "delete": cmdDelete, "update": cmdUpdate,
 }
 
 // preAuth are the commands answered without authentication.

@@ -3,6 +3,8 @@ package mongowire
 import (
 	"errors"
 	"slices"
+	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -130,4 +132,58 @@ func (s *Server) helloReplica(d bson.D, primaryKey string) bson.D {
 		d = append(d, bson.E{Key: "primary", Value: rs.Mongo[id]})
 	}
 	return d
+}
+
+// cmdReplSetGetStatus answers replSetGetStatus (mongosh's rs.status()) as
+// this member sees its set: the set's name, this member's state and term,
+// and each voter of the configuration with its state (PRIMARY for the
+// leader this member knows, SECONDARY for the others) and, for this
+// member, its raft address, the last log entry its engine applied and
+// when it last heard from the primary. The health of other members is not
+// known here and is left out. A server outside a set answers
+// NoReplicationEnabled, as MongoDB does.
+func cmdReplSetGetStatus(s *Server, _ *conn, _ *command) (bson.D, error) {
+	rs := s.opts.ReplicaSet
+	if rs == nil {
+		return nil, mongoerr.New(mongoerr.NoReplicationEnabled, "not running with --replica-set")
+	}
+	st := rs.Node.Status()
+	state := func(id string) (int32, string) {
+		switch {
+		case id == st.LeaderID && id != "":
+			return 1, "PRIMARY"
+		case id == st.ID && st.Role == replset.RoleShutdown:
+			return 8, "DOWN"
+		}
+		return 2, "SECONDARY"
+	}
+	members := slices.Clone(st.Members)
+	slices.SortFunc(members, func(a, b replset.Member) int { return strings.Compare(a.ID, b.ID) })
+	var list bson.A
+	for i, m := range members {
+		name := rs.Mongo[m.ID]
+		if name == "" {
+			name = m.Addr
+		}
+		code, str := state(m.ID)
+		d := bson.D{{Key: "_id", Value: int32(i)}, {Key: "name", Value: name}, {Key: "state", Value: code}, {Key: "stateStr", Value: str},
+			{Key: "raftId", Value: m.ID}, {Key: "raftAddr", Value: m.Addr}}
+		if m.ID == st.ID {
+			d = append(d, bson.E{Key: "health", Value: 1.0}, bson.E{Key: "self", Value: true},
+				bson.E{Key: "appliedIndex", Value: int64(st.AppliedIndex)})
+			if !st.LastContact.IsZero() {
+				d = append(d, bson.E{Key: "lastHeartbeatRecv", Value: bson.NewDateTimeFromTime(st.LastContact)})
+			}
+		}
+		list = append(list, d)
+	}
+	my, _ := state(st.ID)
+	return bson.D{
+		{Key: "set", Value: rs.Name},
+		{Key: "date", Value: bson.NewDateTimeFromTime(time.Now())},
+		{Key: "myState", Value: my},
+		{Key: "term", Value: int64(st.Term)},
+		{Key: "commitIndex", Value: int64(st.CommitIndex)},
+		{Key: "members", Value: list},
+	}, nil
 }

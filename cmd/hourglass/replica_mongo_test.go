@@ -98,6 +98,39 @@ func TestReplicaSetMongoDriver(t *testing.T) {
 	if primary == nil || secondary == nil || hello.Primary != mongoOf[primary] {
 		t.Fatalf("primary %v, secondary %v, hello names %q", primary, secondary, hello.Primary)
 	}
+	// rs.status(), as each side sees the set.
+	for _, c := range []struct {
+		m     *member
+		state int32
+	}{{primary, 1}, {secondary, 2}} {
+		var st struct {
+			Set     string `bson:"set"`
+			MyState int32  `bson:"myState"`
+			Members []struct {
+				Name     string `bson:"name"`
+				StateStr string `bson:"stateStr"`
+				Self     bool   `bson:"self"`
+			} `bson:"members"`
+		}
+		if err := direct(mongoOf[c.m]).Database("admin").RunCommand(ctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Decode(&st); err != nil {
+			t.Fatalf("replSetGetStatus on %s: %v", c.m.id, err)
+		}
+		primaries, self := 0, ""
+		for _, x := range st.Members {
+			if x.StateStr == "PRIMARY" {
+				primaries++
+				if x.Name != mongoOf[primary] {
+					t.Fatalf("%s: replSetGetStatus names %s primary, hello %s", c.m.id, x.Name, mongoOf[primary])
+				}
+			}
+			if x.Self {
+				self = x.Name
+			}
+		}
+		if st.Set != "rs0" || st.MyState != c.state || len(st.Members) != 3 || primaries != 1 || self != mongoOf[c.m] {
+			t.Fatalf("replSetGetStatus on %s: %+v", c.m.id, st)
+		}
+	}
 
 	// A secondary, directly.
 	sec := direct(mongoOf[secondary]).Database("hourglass")
