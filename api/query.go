@@ -170,6 +170,9 @@ func (s *Server) readQuery(w http.ResponseWriter, r *http.Request, plainOK bool)
 }
 
 func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
+	if !s.secondaryRead(w, r) {
+		return
+	}
 	q, ok := s.readQuery(w, r, true)
 	if !ok {
 		return
@@ -376,6 +379,9 @@ func parseDateValue(v any) (time.Time, error) {
 }
 
 func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
+	if !s.secondaryRead(w, r) {
+		return
+	}
 	q, ok := s.readQuery(w, r, false)
 	if !ok {
 		return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -228,4 +229,42 @@ func (s *Server) askPeer(ctx context.Context, m *replSetMember) {
 	m.State = st.State
 	applied := st.AppliedIndex
 	m.AppliedIndex, m.LastContact = &applied, st.LastContact
+}
+
+// Headers of a read a follower answers: the last raft entry its engine
+// applied, and when it last heard from the primary (RFC 3339, absent if
+// never): how far behind the primary the answer may be.
+const (
+	appliedHeader     = "Hourglass-Applied-Index"
+	lastContactHeader = "Hourglass-Last-Contact"
+)
+
+// secondaryRead lets a find or aggregate through on a replica set member:
+// the primary answers every read; a secondary only one that asks for it
+// with readPreference=secondary (or secondaryPreferred, primaryPreferred,
+// nearest), as MongoDB's drivers do, and says in headers how far behind
+// it may be. Others are refused 421 NotPrimaryNoSecondaryOk (13435),
+// naming the primary. It reports whether the read goes on.
+func (s *Server) secondaryRead(w http.ResponseWriter, r *http.Request) bool {
+	rs := s.opts.ReplicaSet
+	if rs == nil || rs.Node.Role() == replset.RoleLeader {
+		return true
+	}
+	switch r.URL.Query().Get("readPreference") {
+	case "secondary", "secondaryPreferred", "primaryPreferred", "nearest":
+		st := rs.Node.Status()
+		w.Header().Set(appliedHeader, strconv.FormatUint(st.AppliedIndex, 10))
+		if !st.LastContact.IsZero() {
+			w.Header().Set(lastContactHeader, st.LastContact.UTC().Format(time.RFC3339Nano))
+		}
+		return true
+	}
+	_, id := rs.Node.Leader()
+	e := &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotPrimaryNoSecondaryOk, primary: rs.HTTP[id],
+		msg: fmt.Sprintf("member %s of replica set %s is a secondary: add readPreference=secondary to read here (its data may be behind the primary's)", rs.Node.ID(), rs.Name)}
+	if e.primary != "" {
+		e.msg += ", or read from the primary at " + e.primary
+	}
+	s.writeError(w, r, e)
+	return false
 }

@@ -578,7 +578,8 @@ func (c *chaosClients) rowsOf(ctx context.Context, m *chaosMember) (map[string]b
 	api := newAPIClient("http://" + m.http)
 	defer api.close()
 	rows := map[string]bool{}
-	err := api.stream(ctx, "/v1/collections/"+chaosData+"/find", map[string]any{"projection": map[string]any{"w": 1, "seq": 1}}, func(line []byte) error {
+	// Every member, secondaries included: readPreference lets them answer.
+	err := api.stream(ctx, "/v1/collections/"+chaosData+"/find?readPreference=secondary", map[string]any{"projection": map[string]any{"w": 1, "seq": 1}}, func(line []byte) error {
 		var r struct {
 			W   string `json:"w"`
 			Seq int    `json:"seq"`

@@ -125,7 +125,7 @@ func leaderOf(ms []*member) string {
 // sensorCounts returns the measurements of m per sensor, nil when the
 // member does not answer.
 func sensorCounts(m *member) map[string]int {
-	st, b := get("http://" + m.http + `/v1/collections/m/find?q={"projection":{"sensor":1}}`)
+	st, b := get("http://" + m.http + `/v1/collections/m/find?readPreference=secondary&q={"projection":{"sensor":1}}`)
 	if st != 200 {
 		return nil
 	}
@@ -228,6 +228,30 @@ func TestReplicaSetProcesses(t *testing.T) {
 	}
 	if st := leader.srv.put(t, "/v1/collections/e", `{"timeseries": {"timeField": "t", "metaField": "sensor"}, "expireAfterSeconds": 60}`); st != 201 {
 		t.Fatalf("create e on the leader: %d", st)
+	}
+	// A secondary reads only when asked to, and says how far behind it
+	// may be; the leader reads without asking.
+	for _, m := range ms {
+		c := http.Client{Timeout: 5 * time.Second}
+		for _, pref := range []string{"", "readPreference=secondary&"} {
+			resp, err := c.Get("http://" + m.http + "/v1/collections/e/find?" + pref + "q={}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case m == leader || pref != "":
+				if resp.StatusCode != 200 && resp.StatusCode != 404 { // 404: the follower has not applied the create yet
+					t.Fatalf("%s: find with %q: %d %s", m.id, pref, resp.StatusCode, b)
+				}
+				if m != leader && resp.Header.Get("Hourglass-Applied-Index") == "" {
+					t.Fatalf("%s: a secondary's read without Hourglass-Applied-Index", m.id)
+				}
+			case resp.StatusCode != 421 || !strings.Contains(string(b), `"code":13435`) || resp.Header.Get("Hourglass-Primary") != leader.http:
+				t.Fatalf("%s: find on a secondary without readPreference: %d %s (primary header %q)", m.id, resp.StatusCode, b, resp.Header.Get("Hourglass-Primary"))
+			}
+		}
 	}
 
 	// One writer sends batches of 20 measurements, each batch a sensor of
