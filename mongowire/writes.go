@@ -334,6 +334,10 @@ func (s *Server) deleteOne(cmd *command, name string, info timeseries.Collection
 			return 0, mongoerr.New(mongoerr.IllegalOperation,
 				"collection %q is a time-series collection: deletes remove the measurements of series and time ranges (limit 0, deleteMany), not one measurement", name)
 		}
+		if rs := s.opts.ReplicaSet; rs != nil {
+			n, err := rs.Node.Delete(cmd.ctx, name, filterJSON(q))
+			return n, s.replicaError(err)
+		}
 		return s.db.Delete(cmd.ctx, name, f)
 	}
 	if limit == 1 {
@@ -345,11 +349,46 @@ func (s *Server) deleteOne(cmd *command, name string, info timeseries.Collection
 		if err != nil || id == nil {
 			return 0, err
 		}
-		if f, err = partialfilter.Parse(map[string]any{"_id": id}); err != nil {
+		q = map[string]any{"_id": id}
+		if f, err = partialfilter.Parse(q); err != nil {
 			return 0, err
 		}
 	}
+	if rs := s.opts.ReplicaSet; rs != nil {
+		n, err := rs.Node.DeleteDocuments(cmd.ctx, name, filterJSON(q))
+		return n, s.replicaError(err)
+	}
 	return s.db.DeleteDocuments(cmd.ctx, name, f)
+}
+
+// filterJSON encodes a filter, as the wire protocol decoded it, in the
+// Extended JSON the replica set's log carries (dates as $date, ObjectIds as
+// $oid, regular expressions as $regularExpression), for every member to
+// parse alike.
+func filterJSON(q map[string]any) []byte {
+	return document.AppendJSON(nil, withExtRegex(q).(map[string]any))
+}
+
+// withExtRegex returns v with its regular expressions written as
+// {"$regularExpression": {pattern, options}} documents.
+func withExtRegex(v any) any {
+	switch t := v.(type) {
+	case partialfilter.Regex:
+		return map[string]any{"$regularExpression": map[string]any{"pattern": t.Pattern, "options": t.Options}}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = withExtRegex(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = withExtRegex(e)
+		}
+		return out
+	}
+	return v
 }
 
 // cmdUpdate is update on plain collections: u with the update operators
