@@ -78,7 +78,10 @@ export async function send<T>(method: string, path: string, body: unknown, signa
 }
 
 export function collPath(name: string, rest = ""): string {
-  return `/v1/collections/${encodeURIComponent(name)}${rest}`;
+  const p = `/v1/collections/${encodeURIComponent(name)}${rest}`;
+  // On a replica set, the console reads from the member that serves it,
+  // a secondary too (docs/api.md, replica sets).
+  return rest === "/find" || rest === "/aggregate" ? `${p}?readPreference=primaryPreferred` : p;
 }
 
 let asking: Promise<void> | null = null;
