@@ -867,11 +867,11 @@ type previewSeries struct {
 // with the rule of the shortest TTL among those that match. DB.mu is held.
 func previewList(c, probe *collection, now time.Time) []previewSeries {
 	var list []previewSeries
-	for _, s := range c.series {
-		doc := c.metaDoc(seriesMeta(s))
+	for _, s := range c.byID {
+		var m seriesMetaDoc // decoded only for a rule whose strings the key holds
 		best, ok := -1, false
 		for i := range probe.rules {
-			if probe.rules[i].Matches(doc) && (!ok || probe.rules[i].ExpireAfterSeconds < probe.rules[best].ExpireAfterSeconds) {
+			if probe.ruleMatches(i, s, &m) && (!ok || probe.rules[i].ExpireAfterSeconds < probe.rules[best].ExpireAfterSeconds) {
 				best, ok = i, true
 			}
 		}
