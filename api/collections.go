@@ -196,9 +196,6 @@ func (s *Server) handleDropCollection(w http.ResponseWriter, r *http.Request) {
 // handleCollMod is MongoDB's collMod: the collection-level
 // expireAfterSeconds (a number or "off") and the time-series bucketing.
 func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
-	if s.notReplicated(w, r, "collMod") {
-		return
-	}
 	name, raw, text, ok := s.readCommand(w, r)
 	if !ok {
 		return
@@ -225,7 +222,7 @@ func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
 	reply := map[string]any{}
 	if idx != nil {
 		// The index change goes first: it is the one more likely refused.
-		res, err := s.db.CollModIndex(r.Context(), name, *idx)
+		res, err := s.collModIndex(r.Context(), name, *idx)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -240,7 +237,7 @@ func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := s.db.CollMod(r.Context(), name, m)
+	res, err := s.collMod(r.Context(), name, m)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -115,6 +115,7 @@ func TestReplicaSetHTTP(t *testing.T) {
 		{"POST", "/v1/collections/s/delete", `{"filter": {}}`},
 		{"DELETE", "/v1/collections/s", ``},
 		{"POST", "/v1/collections/p/indexes", `{"key": {"y": 1}}`},
+		{"PATCH", "/v1/collections/s", `{"expireAfterSeconds": 60}`},
 	} {
 		r := f.mustDo(421, w.method, w.path, w.body)
 		if got := r.header.Get("Hourglass-Primary"); got != leaderHTTP {
@@ -129,9 +130,28 @@ func TestReplicaSetHTTP(t *testing.T) {
 		t.Errorf("line protocol on a follower: %q %s", got, r.body)
 	}
 
+	// collMod through the log: the collection's TTL and an index's, on
+	// every member.
+	l.mustDo(200, "PATCH", "/v1/collections/s", `{"expireAfterSeconds": 315360000}`)
+	l.mustDo(200, "PATCH", "/v1/collections/p", `{"index": {"name": "x_1", "expireAfterSeconds": 315360000}}`)
+	for _, n := range nodes {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			info, err := n.DB().Describe(context.Background(), "s")
+			ix, err2 := n.DB().ListIndexes(context.Background(), "p")
+			ttlIx := false
+			for _, x := range ix {
+				ttlIx = ttlIx || x.Name == "x_1" && x.ExpireAfterSeconds != nil && *x.ExpireAfterSeconds == 315360000
+			}
+			if err == nil && err2 == nil && info.Options.ExpireAfterSeconds != nil && *info.Options.ExpireAfterSeconds == 315360000 && ttlIx {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: collMod not applied: %+v %v; indexes %+v %v", n.ID(), info.Options, err, ix, err2)
+			}
+		}
+	}
 	for _, s := range []*testServer{l, f} {
 		for _, w := range []struct{ method, path, body, op string }{
-			{"PATCH", "/v1/collections/s", `{"expireAfterSeconds": 60}`, "collMod"},
 			{"DELETE", "/v1/collections/p/indexes/x_1", ``, "dropIndex"},
 			{"POST", "/v1/collections/p/update", `{"filter": {"_id": 1}, "update": {"$set": {"x": 9}}}`, "update"},
 			{"POST", "/v1/collections/p/replace", `{"filter": {"_id": 1}, "replacement": {"x": 9}}`, "replace"},

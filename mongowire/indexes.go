@@ -468,7 +468,14 @@ func cmdCollMod(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	if idx != nil {
 		// The index change goes first, as over HTTP: it is the one more
 		// likely refused.
-		res, err := s.db.CollModIndex(cmd.ctx, name, *idx)
+		var res timeseries.IndexModResult
+		var err error
+		if rs := s.opts.ReplicaSet; rs != nil {
+			res, err = rs.Node.CollModIndex(cmd.ctx, name, *idx)
+			err = s.replicaError(err)
+		} else {
+			res, err = s.db.CollModIndex(cmd.ctx, name, *idx)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -480,7 +487,14 @@ func cmdCollMod(s *Server, _ *conn, cmd *command) (bson.D, error) {
 		reply = append(reply, bson.E{Key: "expireAfterSeconds_new", Value: res.NewExpireAfterSeconds})
 	}
 	if changes > 0 {
-		res, err := s.db.CollMod(cmd.ctx, name, m)
+		var res timeseries.CollModResult
+		var err error
+		if rs := s.opts.ReplicaSet; rs != nil {
+			res, err = rs.Node.CollMod(cmd.ctx, name, m)
+			err = s.replicaError(err)
+		} else {
+			res, err = s.db.CollMod(cmd.ctx, name, m)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -24,7 +24,9 @@ const (
 	OpDelete           Op = 5 // measurements matching a filter (metaField, timeField range)
 	OpDeleteDocuments  Op = 6 // documents matching a filter
 	OpCreateIndex      Op = 7
-	OpExpireDocuments  Op = 8 // documents a TTL index expired at a time the leader chose
+	OpExpireDocuments  Op = 8  // documents a TTL index expired at a time the leader chose
+	OpCollMod          Op = 9  // a collection's options (expireAfterSeconds, bucketing)
+	OpCollModIndex     Op = 10 // an index's expireAfterSeconds
 )
 
 func (o Op) String() string {
@@ -45,6 +47,10 @@ func (o Op) String() string {
 		return "createIndex"
 	case OpExpireDocuments:
 		return "expireDocuments"
+	case OpCollMod:
+		return "collMod"
+	case OpCollModIndex:
+		return "collModIndex"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -73,6 +79,9 @@ type Command struct {
 	// Now of OpExpireDocuments: the time, in nanoseconds since the epoch,
 	// at which the leader decided the expiry.
 	Now int64
+	// CollMod of OpCollMod; IndexMod of OpCollModIndex.
+	CollMod  timeseries.CollModOptions
+	IndexMod timeseries.IndexMod
 }
 
 // encode appends the command's encoding to dst (docs/replication.md):
@@ -89,7 +98,8 @@ type Command struct {
 // createIndex, the spec in JSON without its partial filter, then the
 // partial filter (uvarint length, document.Encode; length 0 for none), so
 // that its dates and integers keep their types; of expireDocuments, the
-// index name (uvarint length, bytes) and the time (varint ns).
+// index name (uvarint length, bytes) and the time (varint ns); of collMod
+// and collModIndex, the changes in JSON (uvarint length, bytes).
 func (c *Command) encode(dst []byte) ([]byte, error) {
 	dst = append(dst, commandFormat, byte(c.Op))
 	dst = appendBytes(dst, []byte(c.Collection))
@@ -123,6 +133,16 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		}
 	case OpDelete, OpDeleteDocuments:
 		dst = appendBytes(dst, c.Filter)
+	case OpCollMod, OpCollModIndex:
+		var v any = c.CollMod
+		if c.Op == OpCollModIndex {
+			v = c.IndexMod
+		}
+		js, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("replset: encode %s of %q: %w", c.Op, c.Collection, err)
+		}
+		dst = appendBytes(dst, js)
 	case OpCreateIndex:
 		spec := c.Index
 		spec.PartialFilterExpression = nil
@@ -240,6 +260,18 @@ func decodeCommand(b []byte) (*Command, error) {
 		}
 	case OpDelete, OpDeleteDocuments:
 		c.Filter = d.bytes()
+	case OpCollMod, OpCollModIndex:
+		js := d.bytes()
+		if d.err != nil {
+			break
+		}
+		var v any = &c.CollMod
+		if c.Op == OpCollModIndex {
+			v = &c.IndexMod
+		}
+		if err := json.Unmarshal(js, v); err != nil {
+			d.err = fmt.Errorf("%w: %s of %q: %v", ErrCorrupt, c.Op, c.Collection, err)
+		}
 	case OpCreateIndex:
 		js, pf := d.bytes(), d.bytes()
 		if d.err != nil {

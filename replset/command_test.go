@@ -41,6 +41,9 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Op: OpExpireDocuments, Collection: "d", Index: timeseries.IndexSpec{Name: "at_1"}, Now: -5},
 		{Op: OpDelete, Collection: "w", Filter: []byte(`{"m": "a"}`)},
 		{Op: OpDeleteDocuments, Collection: "docs", Filter: []byte(`{}`)},
+		{Op: OpCollMod, Collection: "w", CollMod: timeseries.CollModOptions{ExpireAfterSeconds: &exp}},
+		{Op: OpCollMod, Collection: "w", CollMod: timeseries.CollModOptions{ExpireOff: true, TimeSeries: &timeseries.TimeSeriesOptions{Granularity: "hours"}}},
+		{Op: OpCollModIndex, Collection: "d", IndexMod: timeseries.IndexMod{Name: "at_1", KeyPattern: []timeseries.IndexKey{{Field: "at", Direction: 1}}, ExpireAfterSeconds: 30}},
 	}
 	for _, c := range cmds {
 		b, err := c.encode(nil)

@@ -37,6 +37,9 @@ type Result struct {
 	Deleted int64
 	// IndexName is the name of the index OpCreateIndex made or found.
 	IndexName string
+	// CollMod and IndexMod are what OpCollMod and OpCollModIndex changed.
+	CollMod  timeseries.CollModResult
+	IndexMod timeseries.IndexModResult
 }
 
 // applyResult is what the FSM returns to raft for one entry; the leader's
@@ -143,6 +146,10 @@ func (f *fsm) apply(l *raft.Log) *applyResult {
 		r.res.Insert, r.err = f.db.InsertDocuments(ctx, c.Collection, c.Documents, timeseries.InsertOptions{Unordered: c.Unordered})
 	case OpCreateIndex:
 		r.res.Created, r.res.IndexName, r.err = f.db.CreateIndex(ctx, c.Collection, c.Index)
+	case OpCollMod:
+		r.res.CollMod, r.err = f.db.CollMod(ctx, c.Collection, c.CollMod)
+	case OpCollModIndex:
+		r.res.IndexMod, r.err = f.db.CollModIndex(ctx, c.Collection, c.IndexMod)
 	case OpExpireDocuments:
 		// Every member holds the same documents (same _ids, same index
 		// entries), so the engine's expiry at the leader's time, without

@@ -335,6 +335,20 @@ func (n *Node) CreateIndex(ctx context.Context, name string, spec timeseries.Ind
 	return r.Created, r.IndexName, err
 }
 
+// CollMod changes a collection's options on every member
+// (timeseries.DB.CollMod): its expireAfterSeconds, its bucketing.
+func (n *Node) CollMod(ctx context.Context, name string, m timeseries.CollModOptions) (timeseries.CollModResult, error) {
+	r, err := n.Apply(ctx, &Command{Op: OpCollMod, Collection: name, CollMod: m})
+	return r.CollMod, err
+}
+
+// CollModIndex changes an index's expireAfterSeconds on every member
+// (timeseries.DB.CollModIndex).
+func (n *Node) CollModIndex(ctx context.Context, name string, m timeseries.IndexMod) (timeseries.IndexModResult, error) {
+	r, err := n.Apply(ctx, &Command{Op: OpCollModIndex, Collection: name, IndexMod: m})
+	return r.IndexMod, err
+}
+
 // DropCollection drops a collection on every member
 // (timeseries.DB.DropCollection).
 func (n *Node) DropCollection(ctx context.Context, name string) error {
