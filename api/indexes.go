@@ -210,16 +210,13 @@ func (s *Server) handleListIndexes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDropIndex(w http.ResponseWriter, r *http.Request) {
-	if s.notReplicated(w, r, "dropIndex") {
-		return
-	}
 	name, ok := s.pathCollection(w, r)
 	if !ok {
 		return
 	}
 	idx := chi.URLParam(r, "index")
 	s.metrics.opCommand.Add(1)
-	if err := s.db.DropIndex(r.Context(), name, idx); err != nil {
+	if err := s.dropIndex(r.Context(), name, idx); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -289,3 +289,11 @@ func (s *Server) collModIndex(ctx context.Context, name string, m timeseries.Ind
 	}
 	return s.db.CollModIndex(ctx, name, m)
 }
+
+// dropIndex drops an index, through the log on a replica set.
+func (s *Server) dropIndex(ctx context.Context, name, index string) error {
+	if rs := s.opts.ReplicaSet; rs != nil {
+		return s.replicaError(rs.Node.DropIndex(ctx, name, index))
+	}
+	return s.db.DropIndex(ctx, name, index)
+}

@@ -365,7 +365,13 @@ func cmdDropIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
 		}
 	}
 	for _, n := range names {
-		if err := s.db.DropIndex(cmd.ctx, name, n); err != nil {
+		var err error
+		if rs := s.opts.ReplicaSet; rs != nil {
+			err = s.replicaError(rs.Node.DropIndex(cmd.ctx, name, n))
+		} else {
+			err = s.db.DropIndex(cmd.ctx, name, n)
+		}
+		if err != nil {
 			return nil, err
 		}
 		s.log.Info("index dropped", "collection", name, "index", n)

@@ -33,8 +33,8 @@ type ReplicaSet struct {
 // member they would make the members diverge); reads, served by a
 // secondary only when the client's read preference allows it.
 var (
-	replicatedWrites = map[string]bool{"insert": true, "create": true, "drop": true, "createIndexes": true, "delete": true, "collMod": true}
-	unreplicated     = map[string]bool{"dropIndexes": true, "update": true, "dropDatabase": true}
+	replicatedWrites = map[string]bool{"insert": true, "create": true, "drop": true, "createIndexes": true, "delete": true, "collMod": true, "dropIndexes": true}
+	unreplicated     = map[string]bool{"update": true, "dropDatabase": true}
 	secondaryReads   = map[string]bool{"find": true, "aggregate": true, "count": true, "distinct": true}
 )
 

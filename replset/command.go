@@ -27,6 +27,7 @@ const (
 	OpExpireDocuments  Op = 8  // documents a TTL index expired at a time the leader chose
 	OpCollMod          Op = 9  // a collection's options (expireAfterSeconds, bucketing)
 	OpCollModIndex     Op = 10 // an index's expireAfterSeconds
+	OpDropIndex        Op = 11 // an index, by name (Index.Name)
 )
 
 func (o Op) String() string {
@@ -51,6 +52,8 @@ func (o Op) String() string {
 		return "collMod"
 	case OpCollModIndex:
 		return "collModIndex"
+	case OpDropIndex:
+		return "dropIndex"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -74,7 +77,8 @@ type Command struct {
 	// Filter of OpDelete and OpDeleteDocuments: a MongoDB filter in JSON,
 	// parsed by partialfilter.ParseJSON when the command is applied.
 	Filter []byte
-	// Index of OpCreateIndex; of OpExpireDocuments, only its Name.
+	// Index of OpCreateIndex; of OpExpireDocuments and OpDropIndex, only
+	// its Name.
 	Index timeseries.IndexSpec
 	// Now of OpExpireDocuments: the time, in nanoseconds since the epoch,
 	// at which the leader decided the expiry.
@@ -99,7 +103,8 @@ type Command struct {
 // partial filter (uvarint length, document.Encode; length 0 for none), so
 // that its dates and integers keep their types; of expireDocuments, the
 // index name (uvarint length, bytes) and the time (varint ns); of collMod
-// and collModIndex, the changes in JSON (uvarint length, bytes).
+// and collModIndex, the changes in JSON (uvarint length, bytes); of
+// dropIndex, the index name (uvarint length, bytes).
 func (c *Command) encode(dst []byte) ([]byte, error) {
 	dst = append(dst, commandFormat, byte(c.Op))
 	dst = appendBytes(dst, []byte(c.Collection))
@@ -133,6 +138,8 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		}
 	case OpDelete, OpDeleteDocuments:
 		dst = appendBytes(dst, c.Filter)
+	case OpDropIndex:
+		dst = appendBytes(dst, []byte(c.Index.Name))
 	case OpCollMod, OpCollModIndex:
 		var v any = c.CollMod
 		if c.Op == OpCollModIndex {
@@ -260,6 +267,8 @@ func decodeCommand(b []byte) (*Command, error) {
 		}
 	case OpDelete, OpDeleteDocuments:
 		c.Filter = d.bytes()
+	case OpDropIndex:
+		c.Index.Name = string(d.bytes())
 	case OpCollMod, OpCollModIndex:
 		js := d.bytes()
 		if d.err != nil {

@@ -43,6 +43,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Op: OpDeleteDocuments, Collection: "docs", Filter: []byte(`{}`)},
 		{Op: OpCollMod, Collection: "w", CollMod: timeseries.CollModOptions{ExpireAfterSeconds: &exp}},
 		{Op: OpCollMod, Collection: "w", CollMod: timeseries.CollModOptions{ExpireOff: true, TimeSeries: &timeseries.TimeSeriesOptions{Granularity: "hours"}}},
+		{Op: OpDropIndex, Collection: "d", Index: timeseries.IndexSpec{Name: "k_-1"}},
 		{Op: OpCollModIndex, Collection: "d", IndexMod: timeseries.IndexMod{Name: "at_1", KeyPattern: []timeseries.IndexKey{{Field: "at", Direction: 1}}, ExpireAfterSeconds: 30}},
 	}
 	for _, c := range cmds {

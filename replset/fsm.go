@@ -146,6 +146,8 @@ func (f *fsm) apply(l *raft.Log) *applyResult {
 		r.res.Insert, r.err = f.db.InsertDocuments(ctx, c.Collection, c.Documents, timeseries.InsertOptions{Unordered: c.Unordered})
 	case OpCreateIndex:
 		r.res.Created, r.res.IndexName, r.err = f.db.CreateIndex(ctx, c.Collection, c.Index)
+	case OpDropIndex:
+		r.err = f.db.DropIndex(ctx, c.Collection, c.Index.Name)
 	case OpCollMod:
 		r.res.CollMod, r.err = f.db.CollMod(ctx, c.Collection, c.CollMod)
 	case OpCollModIndex:

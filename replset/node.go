@@ -342,6 +342,13 @@ func (n *Node) CollMod(ctx context.Context, name string, m timeseries.CollModOpt
 	return r.CollMod, err
 }
 
+// DropIndex drops an index, by name, on every member
+// (timeseries.DB.DropIndex).
+func (n *Node) DropIndex(ctx context.Context, name, index string) error {
+	_, err := n.Apply(ctx, &Command{Op: OpDropIndex, Collection: name, Index: timeseries.IndexSpec{Name: index}})
+	return err
+}
+
 // CollModIndex changes an index's expireAfterSeconds on every member
 // (timeseries.DB.CollModIndex).
 func (n *Node) CollModIndex(ctx context.Context, name string, m timeseries.IndexMod) (timeseries.IndexModResult, error) {
