@@ -222,7 +222,7 @@ func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
 	reply := map[string]any{}
 	if idx != nil {
 		// The index change goes first: it is the one more likely refused.
-		res, err := s.collModIndex(r.Context(), name, *idx)
+		res, err := s.w.CollModIndex(r.Context(), name, *idx)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -237,7 +237,7 @@ func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := s.collMod(r.Context(), name, m)
+	res, err := s.w.CollMod(r.Context(), name, m)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

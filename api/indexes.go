@@ -216,7 +216,7 @@ func (s *Server) handleDropIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	idx := chi.URLParam(r, "index")
 	s.metrics.opCommand.Add(1)
-	if err := s.dropIndex(r.Context(), name, idx); err != nil {
+	if err := s.w.DropIndex(r.Context(), name, idx); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

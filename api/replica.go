@@ -13,7 +13,6 @@ import (
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/replset"
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // Writer is what the server writes through (replset.Writer): the engine,
@@ -268,32 +267,4 @@ func (s *Server) secondaryRead(w http.ResponseWriter, r *http.Request) bool {
 	}
 	s.writeError(w, r, e)
 	return false
-}
-
-// collMod changes a collection's options: on a replica set through the
-// log, so that every member changes them alike.
-func (s *Server) collMod(ctx context.Context, name string, m timeseries.CollModOptions) (timeseries.CollModResult, error) {
-	if rs := s.opts.ReplicaSet; rs != nil {
-		res, err := rs.Node.CollMod(ctx, name, m)
-		return res, s.replicaError(err)
-	}
-	return s.db.CollMod(ctx, name, m)
-}
-
-// collModIndex changes an index's expireAfterSeconds, through the log on a
-// replica set.
-func (s *Server) collModIndex(ctx context.Context, name string, m timeseries.IndexMod) (timeseries.IndexModResult, error) {
-	if rs := s.opts.ReplicaSet; rs != nil {
-		res, err := rs.Node.CollModIndex(ctx, name, m)
-		return res, s.replicaError(err)
-	}
-	return s.db.CollModIndex(ctx, name, m)
-}
-
-// dropIndex drops an index, through the log on a replica set.
-func (s *Server) dropIndex(ctx context.Context, name, index string) error {
-	if rs := s.opts.ReplicaSet; rs != nil {
-		return s.replicaError(rs.Node.DropIndex(ctx, name, index))
-	}
-	return s.db.DropIndex(ctx, name, index)
 }

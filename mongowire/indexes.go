@@ -365,13 +365,7 @@ func cmdDropIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
 		}
 	}
 	for _, n := range names {
-		var err error
-		if rs := s.opts.ReplicaSet; rs != nil {
-			err = s.replicaError(rs.Node.DropIndex(cmd.ctx, name, n))
-		} else {
-			err = s.db.DropIndex(cmd.ctx, name, n)
-		}
-		if err != nil {
+		if err := s.w.DropIndex(cmd.ctx, name, n); err != nil {
 			return nil, err
 		}
 		s.log.Info("index dropped", "collection", name, "index", n)
@@ -474,14 +468,7 @@ func cmdCollMod(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	if idx != nil {
 		// The index change goes first, as over HTTP: it is the one more
 		// likely refused.
-		var res timeseries.IndexModResult
-		var err error
-		if rs := s.opts.ReplicaSet; rs != nil {
-			res, err = rs.Node.CollModIndex(cmd.ctx, name, *idx)
-			err = s.replicaError(err)
-		} else {
-			res, err = s.db.CollModIndex(cmd.ctx, name, *idx)
-		}
+		res, err := s.w.CollModIndex(cmd.ctx, name, *idx)
 		if err != nil {
 			return nil, err
 		}
@@ -493,14 +480,7 @@ func cmdCollMod(s *Server, _ *conn, cmd *command) (bson.D, error) {
 		reply = append(reply, bson.E{Key: "expireAfterSeconds_new", Value: res.NewExpireAfterSeconds})
 	}
 	if changes > 0 {
-		var res timeseries.CollModResult
-		var err error
-		if rs := s.opts.ReplicaSet; rs != nil {
-			res, err = rs.Node.CollMod(cmd.ctx, name, m)
-			err = s.replicaError(err)
-		} else {
-			res, err = s.db.CollMod(cmd.ctx, name, m)
-		}
+		res, err := s.w.CollMod(cmd.ctx, name, m)
 		if err != nil {
 			return nil, err
 		}

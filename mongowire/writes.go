@@ -366,29 +366,7 @@ func (s *Server) deleteOne(cmd *command, name string, info timeseries.Collection
 // $oid, regular expressions as $regularExpression), for every member to
 // parse alike.
 func filterJSON(q map[string]any) []byte {
-	return document.AppendJSON(nil, withExtRegex(q).(map[string]any))
-}
-
-// withExtRegex returns v with its regular expressions written as
-// {"$regularExpression": {pattern, options}} documents.
-func withExtRegex(v any) any {
-	switch t := v.(type) {
-	case partialfilter.Regex:
-		return map[string]any{"$regularExpression": map[string]any{"pattern": t.Pattern, "options": t.Options}}
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = withExtRegex(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = withExtRegex(e)
-		}
-		return out
-	}
-	return v
+	return document.AppendJSON(nil, extJSONMap(q))
 }
 
 // cmdUpdate is update on plain collections: u with the update operators

@@ -417,6 +417,9 @@ type Writer interface {
 	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
 	Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
 	InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
+	CollMod(ctx context.Context, name string, m timeseries.CollModOptions) (timeseries.CollModResult, error)
+	CollModIndex(ctx context.Context, name string, m timeseries.IndexMod) (timeseries.IndexModResult, error)
+	DropIndex(ctx context.Context, name, index string) error
 }
 
 var (
