@@ -576,7 +576,7 @@ func snapGroup(s *seriesSnap, metaField string, opts AggregateOptions) string {
 	}
 	// Decoded for the key alone: a fleet's million series do not keep
 	// their meta values for the length of the query.
-	return groupOf(seriesMeta(&series{metaKey: s.metaKey}), metaField, opts)
+	return groupOf(metaOfKey(s.metaKey), metaField, opts)
 }
 
 // groupOf returns the group key (canonical JSON) of a series.

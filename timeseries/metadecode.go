@@ -23,11 +23,15 @@ func decodeMetaKey(key string) (any, error) {
 
 // seriesMeta is the decoded meta value of s: nil when the collection has
 // no meta field or the series was written without one.
-func seriesMeta(s *series) any {
-	if s.metaKey == "" {
+func seriesMeta(s *series) any { return metaOfKey(s.metaKey) }
+
+// metaOfKey is the value a series' canonical meta key encodes, nil for
+// none.
+func metaOfKey(key string) any {
+	if key == "" {
 		return nil
 	}
-	v, err := decodeMetaKey(s.metaKey)
+	v, err := decodeMetaKey(key)
 	if err != nil {
 		return nil // keys are validated before a series is made
 	}

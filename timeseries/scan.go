@@ -429,7 +429,7 @@ func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int) error
 // first use. A snapshot belongs to one scan at a time.
 func (s *seriesSnap) metaValue() any {
 	if !s.metaDone {
-		s.meta, s.metaDone = seriesMeta(&series{metaKey: s.metaKey}), true
+		s.meta, s.metaDone = metaOfKey(s.metaKey), true
 	}
 	return s.meta
 }

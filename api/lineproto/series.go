@@ -275,13 +275,16 @@ func (d *Decoder) name(b []byte) string {
 	return s
 }
 
+// measurementTag is the name the measurement takes in a meta document.
+var measurementTag = []byte("_measurement")
+
 // canonicalTags appends the canonical meta key (timeseries.CanonicalMeta)
 // of the document {_measurement: measurement, tag keys: tag values}: names
 // in byte order, a key given twice keeping its last value. It builds the
 // key without the document: with a million sensors, most lines name a
 // series the cache no longer holds. sorted is scratch space.
 func canonicalTags(dst []byte, sorted *[]tag, measurement []byte, tags []tag) []byte {
-	s := append((*sorted)[:0], tag{k: []byte("_measurement"), v: measurement})
+	s := append((*sorted)[:0], tag{k: measurementTag, v: measurement})
 	s = append(s, tags...)
 	// Stable: of equal keys, the last given is last.
 	slices.SortStableFunc(s, func(a, b tag) int { return bytes.Compare(a.k, b.k) })
