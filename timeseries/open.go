@@ -180,6 +180,12 @@ func (db *DB) load() error {
 			return fmt.Errorf("%w: version %v, this build reads %d", ErrNewerFormat, ver, formatVersion)
 		}
 	}
+	if _, closer, err := db.pdb.Get(keyRestoring); err == nil {
+		closer.Close()
+		return fmt.Errorf("%w: %s", ErrRestoreInterrupted, db.opts.Dir)
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
 	if v, closer, err := db.pdb.Get(keyCheckpoint); err == nil {
 		st, derr := decodeCheckpointState(v)
 		closer.Close()

@@ -1,0 +1,167 @@
+package timeseries
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// snapshotState is what a DB holds, as reads see it: each collection's
+// rows and documents, and its indexes.
+func snapshotState(t *testing.T, db *DB) string {
+	t.Helper()
+	infos, err := db.ListCollections(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	for _, info := range infos {
+		specs, err := db.ListIndexes(ctx, info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range specs {
+			names = append(names, s.Name)
+		}
+		out += fmt.Sprintf("collection %s count %d indexes %v\n", info.Name, info.Count, names)
+		if info.Options.TimeSeries != nil {
+			for _, r := range findRows(t, db, info.Name, FindOptions{}) {
+				out += r.String() + "\n"
+			}
+			continue
+		}
+		ids, _ := findIDs(t, db, info.Name, DocQuery{})
+		slices.Sort(ids)
+		out += fmt.Sprint(ids) + "\n"
+	}
+	return out
+}
+
+func insertSensors(t *testing.T, db *DB, name string, from, n int, meta string) {
+	t.Helper()
+	ms := make([]Measurement, n)
+	for i := range ms {
+		ms[i] = Measurement{Time: int64(from+i) * 1e9, Meta: fmt.Sprintf(`{"id":%q}`, fmt.Sprint(meta, i%7)),
+			Fields: []Field{{"v", Float(float64(from + i))}}}
+	}
+	if res, err := db.Insert(ctx, name, ms, InsertOptions{}); err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+}
+
+// TestCheckpointToReplaceFrom copies one DB's content, buckets still in
+// memory and documents among it, into another DB with content of its own
+// and writes in memory, and checks that the second then reads as the
+// first, writes on, and keeps both across a restart and a crash.
+func TestCheckpointToReplaceFrom(t *testing.T) {
+	a := openTest(t, t.TempDir(), nil)
+	defer a.Close()
+	mustCreate(t, a, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	insertSensors(t, a, "m", 0, 500, "a")
+	if err := a.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	insertSensors(t, a, "m", 500, 300, "a") // in memory only
+	mustPlain(t, a, "p", CollectionOptions{})
+	insertDocs(t, a, "p", `{"_id": 1, "x": 1}`, `{"_id": 2, "x": 2}`)
+	ttl := int64(3600)
+	if _, _, err := a.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{Field: "x", Direction: 1}}, ExpireAfterSeconds: &ttl}); err != nil {
+		t.Fatal(err)
+	}
+	want := snapshotState(t, a)
+
+	snap := filepath.Join(t.TempDir(), "snap")
+	if err := a.CheckpointTo(snap); err != nil {
+		t.Fatal(err)
+	}
+	// The copy is the state at the call: later writes are not in it.
+	insertSensors(t, a, "m", 800, 10, "late")
+
+	bdir := t.TempDir()
+	b := openTest(t, bdir, nil)
+	mustCreate(t, b, "m", TimeSeriesOptions{TimeField: "t", MetaField: "other"})
+	insertSensors(t, b, "m", 0, 50, "b")
+	mustCreate(t, b, "gone", TimeSeriesOptions{TimeField: "t"})
+	if err := b.ReplaceFrom(snap); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotState(t, b); got != want {
+		t.Fatalf("after ReplaceFrom:\n%s\nwant:\n%s", got, want)
+	}
+	// It writes on: new series, buckets and documents with ids of their
+	// own, kept by a crash (the log written since the restore is
+	// replayed, the one before it is not) and by a clean restart.
+	insertSensors(t, b, "m", 900, 20, "new")
+	insertDocs(t, b, "p", `{"_id": 3, "x": 3}`)
+	want2 := snapshotState(t, b)
+	close(b.stop)
+	<-b.done
+	b.wal.Close()
+	b.pdb.Close()
+	b = openTest(t, bdir, nil)
+	if got := snapshotState(t, b); got != want2 {
+		t.Fatalf("after a crash:\n%s\nwant:\n%s", got, want2)
+	}
+	insertSensors(t, b, "m", 1000, 5, "more")
+	want3 := snapshotState(t, b)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openTest(t, bdir, nil)
+	defer b.Close()
+	if got := snapshotState(t, b); got != want3 {
+		t.Fatalf("after a restart:\n%s\nwant:\n%s", got, want3)
+	}
+}
+
+// TestReplaceFromInterrupted: a store whose restore did not finish is
+// refused at Open, and a ReplaceFrom over it completes it.
+func TestReplaceFromInterrupted(t *testing.T) {
+	a := openTest(t, t.TempDir(), nil)
+	mustCreate(t, a, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	insertSensors(t, a, "m", 0, 100, "a")
+	want := snapshotState(t, a)
+	snap := filepath.Join(t.TempDir(), "snap")
+	if err := a.CheckpointTo(snap); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	dir := t.TempDir()
+	b := openTest(t, dir, nil)
+	b.Close()
+	// The first batch of a restore, and nothing after it.
+	p, err := pebble.Open(filepath.Join(dir, "store"), &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Set(keyRestoring, nil, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if _, err := Open(Options{Dir: dir, NoSync: true}); !errors.Is(err, ErrRestoreInterrupted) {
+		t.Fatalf("open of an interrupted restore: %v, want ErrRestoreInterrupted", err)
+	}
+
+	// A DB that finishes it: one opened on an empty directory next to it
+	// stands for a member starting again from the snapshot.
+	c := openTest(t, t.TempDir(), nil)
+	defer c.Close()
+	if err := c.ReplaceFrom(snap); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotState(t, c); got != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if err := c.ReplaceFrom(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Fatal("ReplaceFrom of a missing directory succeeded")
+	}
+	if got := snapshotState(t, c); got != want {
+		t.Fatalf("a failed ReplaceFrom changed the content:\n%s", got)
+	}
+}
