@@ -116,16 +116,19 @@ type replSetLeader struct {
 
 // replSetStatus is the reply of /v1/replset.
 type replSetStatus struct {
-	Set          string          `json:"set"`
-	Self         string          `json:"self"`
-	State        string          `json:"state"`
-	Leader       *replSetLeader  `json:"leader"`
-	Term         uint64          `json:"term"`
-	CommitIndex  uint64          `json:"commitIndex"`
-	AppliedIndex uint64          `json:"appliedIndex"`
-	LastContact  *time.Time      `json:"lastContact,omitempty"`
-	Halted       string          `json:"halted,omitempty"`
-	Members      []replSetMember `json:"members"`
+	Set          string         `json:"set"`
+	Self         string         `json:"self"`
+	State        string         `json:"state"`
+	Leader       *replSetLeader `json:"leader"`
+	Term         uint64         `json:"term"`
+	CommitIndex  uint64         `json:"commitIndex"`
+	AppliedIndex uint64         `json:"appliedIndex"`
+	// SnapshotIndex is the index of this member's newest snapshot, 0
+	// when it has none.
+	SnapshotIndex uint64          `json:"snapshotIndex"`
+	LastContact   *time.Time      `json:"lastContact,omitempty"`
+	Halted        string          `json:"halted,omitempty"`
+	Members       []replSetMember `json:"members"`
 }
 
 // peerTimeout bounds the question /v1/replset asks each other member.
@@ -171,7 +174,7 @@ func (s *Server) localReplSet() replSetStatus {
 	rs := s.opts.ReplicaSet
 	ns := rs.Node.Status()
 	st := replSetStatus{Set: rs.Name, Self: ns.ID, State: ns.Role.String(), Term: ns.Term,
-		CommitIndex: ns.CommitIndex, AppliedIndex: ns.AppliedIndex, Members: []replSetMember{}}
+		CommitIndex: ns.CommitIndex, AppliedIndex: ns.AppliedIndex, SnapshotIndex: ns.SnapshotIndex, Members: []replSetMember{}}
 	if ns.LeaderID != "" {
 		st.Leader = &replSetLeader{ID: ns.LeaderID, Raft: ns.LeaderAddr, HTTP: rs.HTTP[ns.LeaderID]}
 	}

@@ -2,6 +2,7 @@ package replset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,6 +38,8 @@ func cpuBatch(n int) *Command {
 }
 
 type nopFSM struct{}
+
+var errNoSnapshots = errors.New("the benchmark's state machine takes no snapshots")
 
 func (nopFSM) Apply(*raft.Log) any                 { return nil }
 func (nopFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, errNoSnapshots }

@@ -2,10 +2,12 @@ package replset
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +58,9 @@ type fsm struct {
 	db    *timeseries.DB
 	store *logStore
 	log   *slog.Logger
+	// snapDir holds the snapshot store and the checkpoints taken for it;
+	// restoreDir is where a received snapshot is unpacked.
+	snapDir, restoreDir string
 	// onHalt is called once, in its own goroutine, when the member halts.
 	onHalt func(error)
 
@@ -65,14 +70,16 @@ type fsm struct {
 	// applied index: a member killed between the two.
 	unrecorded atomic.Bool
 	halted     error // the engine error that stopped this member, nil while it applies
+	// restores counts the snapshots restored.
+	restores atomic.Int64
 }
 
-func newFSM(db *timeseries.DB, store *logStore, log *slog.Logger, onHalt func(error)) (*fsm, error) {
+func newFSM(db *timeseries.DB, store *logStore, snapDir, restoreDir string, log *slog.Logger, onHalt func(error)) (*fsm, error) {
 	applied, err := store.GetUint64(appliedKey)
 	if err != nil {
 		return nil, fmt.Errorf("replset: read applied index: %w", err)
 	}
-	return &fsm{db: db, store: store, log: log, onHalt: onHalt, applied: applied}, nil
+	return &fsm{db: db, store: store, snapDir: snapDir, restoreDir: restoreDir, log: log, onHalt: onHalt, applied: applied}, nil
 }
 
 // Apply applies one entry (raft.FSM).
@@ -196,16 +203,83 @@ func (f *fsm) state() (uint64, error) {
 	return f.applied, f.halted
 }
 
-// errNoSnapshots is what Snapshot and Restore answer: the engine cannot
-// take a snapshot at a raft index yet (docs/replication.md, "Snapshots").
-// Raft keeps its whole log instead, and a member catches up from it.
-var errNoSnapshots = errors.New("replset: snapshots need a Pebble checkpoint at an applied index, which the engine does not take yet; the log is kept whole")
+// Snapshot copies the engine at the last applied entry into a directory
+// of the snapshot store (raft.FSM). raft calls it between two entries, so
+// the copy holds exactly the entries up to the applied index; the copy is
+// a Pebble checkpoint (hard links), and Persist moves it into place.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	applied, halted := f.state()
+	if halted != nil {
+		return nil, fmt.Errorf("%w: %v", ErrHalted, halted)
+	}
+	dir, err := os.MkdirTemp(f.snapDir, pendingDir+"-")
+	if err != nil {
+		return nil, fmt.Errorf("replset: snapshot: %w", err)
+	}
+	start := time.Now()
+	if err := f.db.CheckpointTo(filepath.Join(dir, engineDir)); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("replset: snapshot at %d: %w", applied, err)
+	}
+	b, err := json.Marshal(snapshotState{Applied: applied})
+	if err == nil {
+		err = writeFileSync(filepath.Join(dir, stateFile), b)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("replset: snapshot at %d: %w", applied, err)
+	}
+	f.log.Info("replset: snapshot taken", "applied", applied, "took", time.Since(start))
+	return &fsmSnapshot{dir: dir}, nil
+}
 
-// Snapshot refuses (raft.FSM); see errNoSnapshots.
-func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return nil, errNoSnapshots }
-
-// Restore refuses (raft.FSM); see errNoSnapshots.
+// Restore replaces the engine's content with a snapshot's (raft.FSM):
+// raft calls it on a member the leader sent a snapshot to, because the
+// entries it misses are no longer in the leader's log. A stream that does
+// not decode changes nothing; a failure while the engine's content is
+// being replaced halts the member, and its restart rebuilds the engine
+// from the snapshot, which the store keeps.
 func (f *fsm) Restore(rc io.ReadCloser) error {
-	rc.Close()
-	return errNoSnapshots
+	defer rc.Close()
+	if _, halted := f.state(); halted != nil {
+		return fmt.Errorf("%w: %v", ErrHalted, halted)
+	}
+	start := time.Now()
+	dir := f.restoreDir
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("replset: restore: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("replset: restore: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := readStream(rc, dir); err != nil {
+		return fmt.Errorf("replset: restore: %w", err)
+	}
+	st, err := readState(dir)
+	if err != nil {
+		return err
+	}
+	err = f.db.ReplaceFrom(filepath.Join(dir, engineDir))
+	if err == nil {
+		err = f.store.SetUint64(appliedKey, st.Applied)
+	}
+	f.mu.Lock()
+	first := err != nil && f.halted == nil
+	if err != nil {
+		f.halted = fmt.Errorf("restore of a snapshot at %d: %w", st.Applied, err)
+	} else {
+		f.applied = st.Applied
+		f.restores.Add(1)
+	}
+	halted := f.halted
+	f.mu.Unlock()
+	if first {
+		f.log.Error("replset: member halted: restoring a snapshot failed; restart it once the cause is fixed, it rebuilds its engine from the snapshot",
+			"err", halted)
+		go f.onHalt(halted)
+		return halted
+	}
+	f.log.Info("replset: snapshot restored", "applied", st.Applied, "took", time.Since(start))
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -61,6 +60,7 @@ type Node struct {
 	raft      *raft.Raft
 	fsm       *fsm
 	db        *timeseries.DB
+	snaps     *snapshotStore
 
 	closeOnce sync.Once
 	closeErr  error
@@ -97,24 +97,29 @@ func Open(opts Options) (*Node, error) {
 	if n.store, err = openLogStore(filepath.Join(opts.Dir, "raft"), opts.Logger); err != nil {
 		return nil, err
 	}
-	if err := n.recoverEngine(eng.Dir); err != nil {
+	raftLog := &raftLogWriter{log: opts.Logger}
+	if n.snaps, err = newSnapshotStore(filepath.Join(opts.Dir, "snapshots"), snapshotsKept, opts.Logger); err != nil {
+		return nil, err
+	}
+	from, err := n.recoverEngine(eng.Dir)
+	if err != nil {
 		return nil, err
 	}
 	if n.db, err = timeseries.Open(eng); err != nil {
 		return nil, err
 	}
-	raftLog := &raftLogWriter{log: opts.Logger}
-	snaps, err := raft.NewFileSnapshotStore(filepath.Join(opts.Dir, "snapshots"), 2, raftLog)
-	if err != nil {
-		return nil, fmt.Errorf("replset: snapshot store: %w", err)
+	if from != "" {
+		if err := n.rebuildFrom(from); err != nil {
+			return nil, err
+		}
 	}
 	if n.transport, err = raft.NewTCPTransport(opts.Addr, nil, 3, opts.TransportTimeout, raftLog); err != nil {
 		return nil, fmt.Errorf("replset: listen for raft on %s: %w", opts.Addr, err)
 	}
-	if n.fsm, err = newFSM(n.db, n.store, opts.Logger, n.halt); err != nil {
+	if n.fsm, err = newFSM(n.db, n.store, n.snaps.dir, filepath.Join(opts.Dir, "restore.tmp"), opts.Logger, n.halt); err != nil {
 		return nil, err
 	}
-	if n.raft, err = raft.NewRaft(n.raftConfig(raftLog), n.fsm, n.store, n.store, snaps, n.transport); err != nil {
+	if n.raft, err = raft.NewRaft(n.raftConfig(raftLog), n.fsm, n.store, n.store, n.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("replset: start raft: %w", err)
 	}
 	ok = true
@@ -126,37 +131,63 @@ func Open(opts Options) (*Node, error) {
 // and to 0 when it opens.
 var cleanKey = []byte("clean")
 
-// recoverEngine rebuilds the engine from the raft log after a member did
-// not close cleanly. The engine logs and syncs every entry's changes, and
-// the applied index is recorded after them: a member killed in between
-// holds changes its applied index does not cover, and applying those
-// entries again would store their measurements twice (inserts of
-// measurements are not idempotent). Until the engine records the index
-// with the changes themselves (docs/replication.md, engine change 1), a
-// member that stopped uncleanly starts from an empty engine and applies
-// the whole log again, which the set keeps whole (no snapshots yet).
-func (n *Node) recoverEngine(engineDir string) error {
+// snapshotsKept is how many snapshots a member keeps: the newest may be
+// being sent to a member while the next is taken.
+const snapshotsKept = 2
+
+// recoverEngine prepares the rebuild of the engine after a member did not
+// close cleanly. The engine logs and syncs every entry's changes, and the
+// applied index is recorded after them: a member killed in between holds
+// changes its applied index does not cover, and applying those entries
+// again would store their measurements twice (inserts of measurements are
+// not idempotent). Until the engine records the index with the changes
+// themselves (docs/replication.md, engine change 1), a member that
+// stopped uncleanly starts again from its newest snapshot (returned, for
+// rebuildFrom) or, with none, from an empty engine, and applies the log
+// after it: raft compacts its log only up to a snapshot.
+func (n *Node) recoverEngine(engineDir string) (snapshot string, err error) {
 	applied, err := n.store.GetUint64(appliedKey)
 	if err != nil {
-		return fmt.Errorf("replset: read applied index: %w", err)
+		return "", fmt.Errorf("replset: read applied index: %w", err)
 	}
 	clean, err := n.store.GetUint64(cleanKey)
 	if err != nil {
-		return fmt.Errorf("replset: read the clean-shutdown mark: %w", err)
+		return "", fmt.Errorf("replset: read the clean-shutdown mark: %w", err)
 	}
-	if applied > 0 && clean != 1 {
-		n.opts.Logger.Warn("replset: the member did not close cleanly: rebuilding its engine from the raft log",
-			"applied", applied, "engine", engineDir)
+	_, statErr := os.Stat(engineDir)
+	if clean != 1 && (applied > 0 || statErr == nil) {
+		dir, st, err := n.snaps.latest()
+		if err != nil {
+			return "", err
+		}
+		n.opts.Logger.Warn("replset: the member did not close cleanly: rebuilding its engine from its newest snapshot and the raft log",
+			"applied", applied, "engine", engineDir, "snapshot", dir, "snapshotApplied", st.Applied)
 		if err := os.RemoveAll(engineDir); err != nil {
-			return fmt.Errorf("replset: remove the engine to rebuild it: %w", err)
+			return "", fmt.Errorf("replset: remove the engine to rebuild it: %w", err)
 		}
 		if err := n.store.SetUint64(appliedKey, 0); err != nil {
-			return fmt.Errorf("replset: reset the applied index: %w", err)
+			return "", fmt.Errorf("replset: reset the applied index: %w", err)
 		}
 		n.rebuilt = true
+		snapshot = dir
 	}
 	if err := n.store.SetUint64(cleanKey, 0); err != nil {
-		return fmt.Errorf("replset: clear the clean-shutdown mark: %w", err)
+		return "", fmt.Errorf("replset: clear the clean-shutdown mark: %w", err)
+	}
+	return snapshot, nil
+}
+
+// rebuildFrom loads the snapshot in dir into the new, empty engine.
+func (n *Node) rebuildFrom(dir string) error {
+	st, err := readState(dir)
+	if err != nil {
+		return err
+	}
+	if err := n.db.ReplaceFrom(filepath.Join(dir, engineDir)); err != nil {
+		return fmt.Errorf("replset: rebuild the engine from snapshot %s: %w", dir, err)
+	}
+	if err := n.store.SetUint64(appliedKey, st.Applied); err != nil {
+		return fmt.Errorf("replset: record the applied index: %w", err)
 	}
 	return nil
 }
@@ -167,9 +198,12 @@ func (n *Node) raftConfig(w *raftLogWriter) *raft.Config {
 	c.HeartbeatTimeout = n.opts.HeartbeatTimeout
 	c.ElectionTimeout = n.opts.ElectionTimeout
 	c.LeaderLeaseTimeout = n.opts.LeaderLeaseTimeout
-	// No snapshots until the engine can take one at an applied index
-	// (errNoSnapshots): do not try every SnapshotInterval in vain.
-	c.SnapshotThreshold = math.MaxUint64
+	c.SnapshotThreshold = n.opts.SnapshotThreshold
+	c.SnapshotInterval = n.opts.SnapshotInterval
+	c.TrailingLogs = n.opts.TrailingLogs
+	// The engine keeps its state across restarts (recoverEngine decides
+	// when it must start from a snapshot).
+	c.NoSnapshotRestoreOnStart = true
 	c.BatchApplyCh = true
 	c.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Output: w, Level: hclog.Info})
 	return c
@@ -245,6 +279,17 @@ func (n *Node) WaitLeader(ctx context.Context) (addr, id string, err error) {
 func (n *Node) AppliedIndex() uint64 {
 	i, _ := n.fsm.state()
 	return i
+}
+
+// Snapshot takes a snapshot now (raft's own schedule takes them every
+// Options.SnapshotThreshold entries) and compacts the log before it,
+// keeping Options.TrailingLogs entries. It fails when nothing was applied
+// since the last one.
+func (n *Node) Snapshot() error {
+	if err := n.raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("replset: snapshot: %w", err)
+	}
+	return nil
 }
 
 // Halted returns the engine error that stopped this member applying the

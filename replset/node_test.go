@@ -21,13 +21,19 @@ type testSet struct {
 	opts  []Options
 }
 
-func startSet(t *testing.T, size int) *testSet {
+func startSet(t *testing.T, size int) *testSet { return startSetWith(t, size, nil) }
+
+// startSetWith starts a set whose members' options mod changes.
+func startSetWith(t *testing.T, size int, mod func(*Options)) *testSet {
 	t.Helper()
 	s := &testSet{t: t}
 	var members []Member
 	for i := range size {
 		o := Options{ID: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), Addr: "127.0.0.1:0",
 			Engine: timeseries.Options{NoSync: true}}
+		if mod != nil {
+			mod(&o)
+		}
 		n, err := Open(o)
 		if err != nil {
 			t.Fatal(err)

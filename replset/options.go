@@ -48,6 +48,17 @@ type Options struct {
 	// raft's own recommendation for its TCP transport.
 	TransportTimeout time.Duration
 
+	// SnapshotThreshold is how many log entries past the last snapshot
+	// make the member take one, SnapshotInterval how often it checks, and
+	// TrailingLogs how many entries before a snapshot it keeps (a member
+	// further behind than that is sent the snapshot). A snapshot is a
+	// checkpoint of the engine (its buckets in memory written out, then
+	// a Pebble checkpoint: hard links), after which the log before it is
+	// deleted. Defaults: 4096 entries, 30 s, 2048 entries.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+
 	// Logger receives the member's logs, raft's at Debug level. Default:
 	// discard.
 	Logger *slog.Logger
@@ -60,6 +71,9 @@ const (
 	DefaultElectionTimeout    = time.Second
 	DefaultLeaderLeaseTimeout = 500 * time.Millisecond
 	DefaultTransportTimeout   = 10 * time.Second
+	DefaultSnapshotThreshold  = 4096
+	DefaultSnapshotInterval   = 30 * time.Second
+	DefaultTrailingLogs       = 2048
 )
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -79,6 +93,15 @@ func (o *Options) EnsureDefaults() {
 	if o.TransportTimeout == 0 {
 		o.TransportTimeout = DefaultTransportTimeout
 	}
+	if o.SnapshotThreshold == 0 {
+		o.SnapshotThreshold = DefaultSnapshotThreshold
+	}
+	if o.SnapshotInterval == 0 {
+		o.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if o.TrailingLogs == 0 {
+		o.TrailingLogs = DefaultTrailingLogs
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -93,7 +116,7 @@ func (o *Options) Validate() error {
 		return errors.New("replset: Options.Dir is required")
 	case o.Addr == "":
 		return errors.New("replset: Options.Addr is required")
-	case o.ApplyTimeout < 0, o.HeartbeatTimeout < 0, o.ElectionTimeout < 0, o.LeaderLeaseTimeout < 0, o.TransportTimeout < 0:
+	case o.ApplyTimeout < 0, o.HeartbeatTimeout < 0, o.ElectionTimeout < 0, o.LeaderLeaseTimeout < 0, o.TransportTimeout < 0, o.SnapshotInterval < 0:
 		return fmt.Errorf("replset: negative timeout in options of %s", o.ID)
 	case o.LeaderLeaseTimeout > o.HeartbeatTimeout:
 		return fmt.Errorf("replset: LeaderLeaseTimeout %s exceeds HeartbeatTimeout %s", o.LeaderLeaseTimeout, o.HeartbeatTimeout)

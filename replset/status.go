@@ -22,6 +22,10 @@ type Status struct {
 	Term         uint64
 	CommitIndex  uint64
 	AppliedIndex uint64
+	// SnapshotIndex is the raft index of this member's newest snapshot
+	// (0: none); its log starts a few entries (Options.TrailingLogs)
+	// before it.
+	SnapshotIndex uint64
 	// LastContact is when a follower last heard from the leader; zero on
 	// the leader and on a member that never heard from one.
 	LastContact time.Time
@@ -40,6 +44,7 @@ func (n *Node) Status() Status {
 	stats := n.raft.Stats()
 	st.Term, _ = strconv.ParseUint(stats["term"], 10, 64)
 	st.CommitIndex, _ = strconv.ParseUint(stats["commit_index"], 10, 64)
+	st.SnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
 	if st.Role != RoleLeader {
 		st.LastContact = n.raft.LastContact()
 	}
