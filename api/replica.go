@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/replset"
 )
@@ -25,13 +27,14 @@ type Writer = replset.Writer
 type ReplicaSet struct {
 	// Name is the set's name (serve's --replica-set).
 	Name string
-	// Node is this member.
-	Node *replset.Node
-	// HTTP maps the raft ID of every member to the address (host:port) its
-	// HTTP API listens on: a follower names the leader's in its refusals,
+	// Node is this member. The members' HTTP addresses are those it knows
+	// (Node.MemberAddrs): a follower names the leader's in its refusals,
 	// and /v1/replset asks the others for their state there.
-	HTTP map[string]string
+	Node *replset.Node
 }
+
+// httpAddr returns the HTTP address of member id, "" when unknown.
+func (rs *ReplicaSet) httpAddr(id string) string { return rs.Node.MemberAddrs(id).HTTP }
 
 // notReplicated refuses, on a replica set, a write the log does not carry
 // yet: applied on one member only it would make the members diverge. It
@@ -77,7 +80,7 @@ func (s *Server) replicaError(err error) error {
 			return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.NotWritablePrimary,
 				msg: fmt.Sprintf("member %s of replica set %s is not the primary and knows none (an election may be running); retry", rs.Node.ID(), rs.Name)}
 		}
-		addr := rs.HTTP[nl.LeaderID]
+		addr := rs.httpAddr(nl.LeaderID)
 		if addr == "" {
 			return &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotWritablePrimary,
 				msg: fmt.Sprintf("member %s of replica set %s is not the primary; the primary is %s (raft %s), whose HTTP address this member does not know", rs.Node.ID(), rs.Name, nl.LeaderID, nl.Leader)}
@@ -102,6 +105,7 @@ type replSetMember struct {
 	Raft         string     `json:"raft"`
 	HTTP         string     `json:"http,omitempty"`
 	Self         bool       `json:"self,omitempty"`
+	NonVoter     bool       `json:"nonVoter,omitempty"`
 	State        string     `json:"state"`
 	AppliedIndex *uint64    `json:"appliedIndex,omitempty"`
 	LastContact  *time.Time `json:"lastContact,omitempty"`
@@ -140,8 +144,7 @@ const peerTimeout = time.Second
 func (s *Server) handleReplSet(w http.ResponseWriter, r *http.Request) {
 	rs := s.opts.ReplicaSet
 	if rs == nil {
-		s.writeError(w, r, newHTTPError(http.StatusNotFound, mongoerr.BadValue,
-			"this server is not a replica set member (serve --replica-set)"))
+		s.writeError(w, r, notAMember())
 		return
 	}
 	st := s.localReplSet()
@@ -176,7 +179,7 @@ func (s *Server) localReplSet() replSetStatus {
 	st := replSetStatus{Set: rs.Name, Self: ns.ID, State: ns.Role.String(), Term: ns.Term,
 		CommitIndex: ns.CommitIndex, AppliedIndex: ns.AppliedIndex, SnapshotIndex: ns.SnapshotIndex, Members: []replSetMember{}}
 	if ns.LeaderID != "" {
-		st.Leader = &replSetLeader{ID: ns.LeaderID, Raft: ns.LeaderAddr, HTTP: rs.HTTP[ns.LeaderID]}
+		st.Leader = &replSetLeader{ID: ns.LeaderID, Raft: ns.LeaderAddr, HTTP: rs.httpAddr(ns.LeaderID)}
 	}
 	if !ns.LastContact.IsZero() {
 		t := ns.LastContact.UTC()
@@ -186,7 +189,7 @@ func (s *Server) localReplSet() replSetStatus {
 		st.Halted = ns.Halted.Error()
 	}
 	for _, m := range ns.Members {
-		rm := replSetMember{ID: m.ID, Raft: m.Addr, HTTP: rs.HTTP[m.ID]}
+		rm := replSetMember{ID: m.ID, Raft: m.Addr, HTTP: rs.httpAddr(m.ID), NonVoter: m.NonVoter}
 		if m.ID == ns.ID {
 			rm.Self, rm.State = true, st.State
 			applied := ns.AppliedIndex
@@ -263,11 +266,90 @@ func (s *Server) secondaryRead(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	_, id := rs.Node.Leader()
-	e := &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotPrimaryNoSecondaryOk, primary: rs.HTTP[id],
+	e := &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotPrimaryNoSecondaryOk, primary: rs.httpAddr(id),
 		msg: fmt.Sprintf("member %s of replica set %s is a secondary: add readPreference=secondary to read here (its data may be behind the primary's)", rs.Node.ID(), rs.Name)}
 	if e.primary != "" {
 		e.msg += ", or read from the primary at " + e.primary
 	}
 	s.writeError(w, r, e)
 	return false
+}
+
+// handleAddMember serves POST /v1/replset/members on the leader: adds a
+// member ({"id", "raft", "http", "mongo", "voter"}), as a non-voter unless
+// voter is true; the same call with voter true gives a non-voter its vote.
+func (s *Server) handleAddMember(w http.ResponseWriter, r *http.Request) {
+	rs := s.opts.ReplicaSet
+	if rs == nil {
+		s.writeError(w, r, notAMember())
+		return
+	}
+	var raw map[string]any
+	if _, err := s.readJSONRequest(w, r, maxCommandBody, &raw); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var a replset.MemberAddrs
+	voter := false
+	for k, v := range raw {
+		var dst *string
+		switch k {
+		case "id":
+			dst = &a.ID
+		case "raft":
+			dst = &a.Raft
+		case "http":
+			dst = &a.HTTP
+		case "mongo":
+			dst = &a.Mongo
+		case "voter":
+			b, ok := v.(bool)
+			if !ok {
+				s.writeError(w, r, badRequest("'voter' must be a boolean"))
+				return
+			}
+			voter = b
+			continue
+		default:
+			s.writeError(w, r, badRequest("unknown field %q: a member is {\"id\", \"raft\", \"http\", \"mongo\", \"voter\"}", k))
+			return
+		}
+		str, ok := v.(string)
+		if !ok {
+			s.writeError(w, r, badRequest("'%s' must be a string", k))
+			return
+		}
+		*dst = str
+	}
+	if a.ID == "" || a.Raft == "" || a.HTTP == "" {
+		s.writeError(w, r, badRequest("a member needs 'id', 'raft' and 'http' (its raft and HTTP addresses, host:port)"))
+		return
+	}
+	if err := rs.Node.AddMember(r.Context(), a, voter); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("replica set member added", "id", a.ID, "raft", a.Raft, "http", a.HTTP, "voter", voter)
+	writeJSON(w, http.StatusOK, s.localReplSet())
+}
+
+// handleRemoveMember serves DELETE /v1/replset/members/{id} on the leader.
+func (s *Server) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
+	rs := s.opts.ReplicaSet
+	if rs == nil {
+		s.writeError(w, r, notAMember())
+		return
+	}
+	id := chi.URLParam(r, "id")
+	if err := rs.Node.RemoveMember(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("replica set member removed", "id", id)
+	writeJSON(w, http.StatusOK, s.localReplSet())
+}
+
+func notAMember() error {
+	return newHTTPError(http.StatusNotFound, mongoerr.BadValue,
+		"this server is not a replica set member (serve --replica-set)")
 }

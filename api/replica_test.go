@@ -23,24 +23,26 @@ func replicaServers(t *testing.T) ([]*testServer, []*replset.Node, int) {
 		members []replset.Member
 		hss     []*httptest.Server
 	)
-	httpAddrs := map[string]string{}
+	var addrs []replset.MemberAddrs
+	for i := range 3 {
+		hs := httptest.NewUnstartedServer(nil)
+		t.Cleanup(hs.Close)
+		hss = append(hss, hs)
+		addrs = append(addrs, replset.MemberAddrs{ID: fmt.Sprintf("n%d", i+1), HTTP: hs.Listener.Addr().String()})
+	}
 	for i := range 3 {
 		n, err := replset.Open(replset.Options{ID: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), Addr: "127.0.0.1:0",
-			Engine: timeseries.Options{NoSync: true}})
+			Addrs: addrs, Engine: timeseries.Options{NoSync: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { n.Close() })
 		nodes = append(nodes, n)
 		members = append(members, replset.Member{ID: n.ID(), Addr: n.Addr()})
-		hs := httptest.NewUnstartedServer(nil)
-		t.Cleanup(hs.Close)
-		hss = append(hss, hs)
-		httpAddrs[n.ID()] = hs.Listener.Addr().String()
 	}
 	var servers []*testServer
 	for i, n := range nodes {
-		srv, err := api.New(api.Options{DB: n.DB(), ReplicaSet: &api.ReplicaSet{Name: "rs0", Node: n, HTTP: httpAddrs}})
+		srv, err := api.New(api.Options{DB: n.DB(), ReplicaSet: &api.ReplicaSet{Name: "rs0", Node: n}})
 		if err != nil {
 			t.Fatal(err)
 		}

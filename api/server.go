@@ -270,6 +270,8 @@ func (s *Server) routes() chi.Router {
 		r.Get("/v1/status", s.handleStatus)
 		r.Get("/v1/currentop", s.handleCurrentOp)
 		r.Get("/v1/replset", s.handleReplSet)
+		r.Post("/v1/replset/members", s.handleAddMember)
+		r.Delete("/v1/replset/members/{id}", s.handleRemoveMember)
 		r.Get("/v1/collections", s.handleListCollections)
 		r.Route("/v1/collections/{name}", func(r chi.Router) {
 			r.Put("/", s.handleCreateCollection)

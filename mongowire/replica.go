@@ -2,8 +2,6 @@ package mongowire
 
 import (
 	"errors"
-	"slices"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -21,12 +19,14 @@ import (
 type ReplicaSet struct {
 	// Name is the set's name (serve's --replica-set).
 	Name string
-	// Node is this member; Options.DB must be Node.DB().
+	// Node is this member; Options.DB must be Node.DB(). The members'
+	// MongoDB addresses (hello's hosts, primary and me) are those it knows
+	// (Node.MemberAddrs).
 	Node *replset.Node
-	// Mongo maps the raft ID of every member to the address (host:port)
-	// its MongoDB listener is reached at: hello's hosts, primary and me.
-	Mongo map[string]string
 }
+
+// mongoAddr returns the MongoDB address of member id, "" when unknown.
+func (rs *ReplicaSet) mongoAddr(id string) string { return rs.Node.MemberAddrs(id).Mongo }
 
 // Commands by what they do on a replica set: writes the log carries, go
 // to the primary; writes it does not carry yet, refused (applied on one
@@ -65,7 +65,7 @@ func (s *Server) replicaCheck(cmd *command) error {
 func (s *Server) notPrimary() error {
 	rs := s.opts.ReplicaSet
 	_, id := rs.Node.Leader()
-	if addr := rs.Mongo[id]; addr != "" {
+	if addr := rs.mongoAddr(id); addr != "" {
 		return mongoerr.New(mongoerr.NotWritablePrimary, "not primary: the primary of replica set %s is %s", rs.Name, addr)
 	}
 	return mongoerr.New(mongoerr.NotWritablePrimary, "not primary: replica set %s has no primary now (an election may be running); retry", rs.Name)
@@ -110,14 +110,18 @@ func (s *Server) helloReplica(d bson.D, primaryKey string) bson.D {
 	if rs == nil {
 		return d
 	}
-	var hosts bson.A
-	ids := make([]string, 0, len(rs.Mongo))
-	for id := range rs.Mongo {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		hosts = append(hosts, rs.Mongo[id])
+	// Voters are hosts, non-voters passives, as MongoDB lists its
+	// members of priority 0.
+	var hosts, passives bson.A
+	for _, m := range rs.Node.Members() {
+		addr := rs.mongoAddr(m.ID)
+		switch {
+		case addr == "":
+		case m.NonVoter:
+			passives = append(passives, addr)
+		default:
+			hosts = append(hosts, addr)
+		}
 	}
 	isPrimary := rs.Node.Role() == replset.RoleLeader
 	for i := range d {
@@ -126,10 +130,13 @@ func (s *Server) helloReplica(d bson.D, primaryKey string) bson.D {
 		}
 	}
 	d = append(d, bson.E{Key: "setName", Value: rs.Name}, bson.E{Key: "hosts", Value: hosts},
-		bson.E{Key: "secondary", Value: !isPrimary}, bson.E{Key: "me", Value: rs.Mongo[rs.Node.ID()]},
+		bson.E{Key: "secondary", Value: !isPrimary}, bson.E{Key: "me", Value: rs.mongoAddr(rs.Node.ID())},
 		bson.E{Key: "setVersion", Value: int32(1)})
-	if _, id := rs.Node.Leader(); id != "" && rs.Mongo[id] != "" {
-		d = append(d, bson.E{Key: "primary", Value: rs.Mongo[id]})
+	if len(passives) > 0 {
+		d = append(d, bson.E{Key: "passives", Value: passives})
+	}
+	if _, id := rs.Node.Leader(); id != "" && rs.mongoAddr(id) != "" {
+		d = append(d, bson.E{Key: "primary", Value: rs.mongoAddr(id)})
 	}
 	return d
 }
@@ -157,11 +164,9 @@ func cmdReplSetGetStatus(s *Server, _ *conn, _ *command) (bson.D, error) {
 		}
 		return 2, "SECONDARY"
 	}
-	members := slices.Clone(st.Members)
-	slices.SortFunc(members, func(a, b replset.Member) int { return strings.Compare(a.ID, b.ID) })
 	var list bson.A
-	for i, m := range members {
-		name := rs.Mongo[m.ID]
+	for i, m := range st.Members {
+		name := rs.mongoAddr(m.ID)
 		if name == "" {
 			name = m.Addr
 		}

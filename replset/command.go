@@ -28,6 +28,7 @@ const (
 	OpCollMod          Op = 9  // a collection's options (expireAfterSeconds, bucketing)
 	OpCollModIndex     Op = 10 // an index's expireAfterSeconds
 	OpDropIndex        Op = 11 // an index, by name (Index.Name)
+	OpMember           Op = 12 // a member's client addresses, or their removal (Member)
 )
 
 func (o Op) String() string {
@@ -54,6 +55,8 @@ func (o Op) String() string {
 		return "collModIndex"
 	case OpDropIndex:
 		return "dropIndex"
+	case OpMember:
+		return "member"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -86,6 +89,9 @@ type Command struct {
 	// CollMod of OpCollMod; IndexMod of OpCollModIndex.
 	CollMod  timeseries.CollModOptions
 	IndexMod timeseries.IndexMod
+	// Member of OpMember: a member's addresses to record, or with Remove
+	// to forget. Collection is empty.
+	Member MemberAddrs
 }
 
 // encode appends the command's encoding to dst (docs/replication.md):
@@ -104,7 +110,8 @@ type Command struct {
 // that its dates and integers keep their types; of expireDocuments, the
 // index name (uvarint length, bytes) and the time (varint ns); of collMod
 // and collModIndex, the changes in JSON (uvarint length, bytes); of
-// dropIndex, the index name (uvarint length, bytes).
+// dropIndex, the index name (uvarint length, bytes); of member, the
+// MemberAddrs in JSON (uvarint length, bytes).
 func (c *Command) encode(dst []byte) ([]byte, error) {
 	dst = append(dst, commandFormat, byte(c.Op))
 	dst = appendBytes(dst, []byte(c.Collection))
@@ -140,10 +147,13 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		dst = appendBytes(dst, c.Filter)
 	case OpDropIndex:
 		dst = appendBytes(dst, []byte(c.Index.Name))
-	case OpCollMod, OpCollModIndex:
+	case OpCollMod, OpCollModIndex, OpMember:
 		var v any = c.CollMod
-		if c.Op == OpCollModIndex {
+		switch c.Op {
+		case OpCollModIndex:
 			v = c.IndexMod
+		case OpMember:
+			v = c.Member
 		}
 		js, err := json.Marshal(v)
 		if err != nil {
@@ -269,14 +279,17 @@ func decodeCommand(b []byte) (*Command, error) {
 		c.Filter = d.bytes()
 	case OpDropIndex:
 		c.Index.Name = string(d.bytes())
-	case OpCollMod, OpCollModIndex:
+	case OpCollMod, OpCollModIndex, OpMember:
 		js := d.bytes()
 		if d.err != nil {
 			break
 		}
 		var v any = &c.CollMod
-		if c.Op == OpCollModIndex {
+		switch c.Op {
+		case OpCollModIndex:
 			v = &c.IndexMod
+		case OpMember:
+			v = &c.Member
 		}
 		if err := json.Unmarshal(js, v); err != nil {
 			d.err = fmt.Errorf("%w: %s of %q: %v", ErrCorrupt, c.Op, c.Collection, err)

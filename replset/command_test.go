@@ -44,6 +44,8 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Op: OpCollMod, Collection: "w", CollMod: timeseries.CollModOptions{ExpireAfterSeconds: &exp}},
 		{Op: OpCollMod, Collection: "w", CollMod: timeseries.CollModOptions{ExpireOff: true, TimeSeries: &timeseries.TimeSeriesOptions{Granularity: "hours"}}},
 		{Op: OpDropIndex, Collection: "d", Index: timeseries.IndexSpec{Name: "k_-1"}},
+		{Op: OpMember, Member: MemberAddrs{ID: "n4", Raft: "127.0.0.1:7804", HTTP: "127.0.0.1:7704", Mongo: "127.0.0.1:27104"}},
+		{Op: OpMember, Member: MemberAddrs{ID: "n2", Remove: true}},
 		{Op: OpCollModIndex, Collection: "d", IndexMod: timeseries.IndexMod{Name: "at_1", KeyPattern: []timeseries.IndexKey{{Field: "at", Direction: 1}}, ExpireAfterSeconds: 30}},
 	}
 	for _, c := range cmds {

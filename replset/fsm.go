@@ -72,6 +72,8 @@ type fsm struct {
 	halted     error // the engine error that stopped this member, nil while it applies
 	// restores counts the snapshots restored.
 	restores atomic.Int64
+	// members is the address table OpMember entries build.
+	members *memberTable
 }
 
 func newFSM(db *timeseries.DB, store *logStore, snapDir, restoreDir string, log *slog.Logger, onHalt func(error)) (*fsm, error) {
@@ -79,7 +81,11 @@ func newFSM(db *timeseries.DB, store *logStore, snapDir, restoreDir string, log 
 	if err != nil {
 		return nil, fmt.Errorf("replset: read applied index: %w", err)
 	}
-	return &fsm{db: db, store: store, snapDir: snapDir, restoreDir: restoreDir, log: log, onHalt: onHalt, applied: applied}, nil
+	members, err := loadMemberTable(store)
+	if err != nil {
+		return nil, err
+	}
+	return &fsm{db: db, store: store, snapDir: snapDir, restoreDir: restoreDir, log: log, onHalt: onHalt, applied: applied, members: members}, nil
 }
 
 // Apply applies one entry (raft.FSM).
@@ -159,6 +165,8 @@ func (f *fsm) apply(l *raft.Log) *applyResult {
 		r.res.CollMod, r.err = f.db.CollMod(ctx, c.Collection, c.CollMod)
 	case OpCollModIndex:
 		r.res.IndexMod, r.err = f.db.CollModIndex(ctx, c.Collection, c.IndexMod)
+	case OpMember:
+		r.err = f.members.apply(f.store, c.Member)
 	case OpExpireDocuments:
 		// Every member holds the same documents (same _ids, same index
 		// entries), so the engine's expiry at the leader's time, without
@@ -221,7 +229,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("replset: snapshot at %d: %w", applied, err)
 	}
-	b, err := json.Marshal(snapshotState{Applied: applied})
+	b, err := json.Marshal(snapshotState{Applied: applied, Members: f.members.list()})
 	if err == nil {
 		err = writeFileSync(filepath.Join(dir, stateFile), b)
 	}
@@ -261,6 +269,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	err = f.db.ReplaceFrom(filepath.Join(dir, engineDir))
+	if err == nil {
+		err = f.members.replace(f.store, st.Members)
+	}
 	if err == nil {
 		err = f.store.SetUint64(appliedKey, st.Applied)
 	}

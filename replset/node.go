@@ -43,10 +43,13 @@ func (r Role) String() string {
 	return fmt.Sprintf("Role(%d)", uint8(r))
 }
 
-// Member names one voting member of a set: its raft ID and address.
+// Member names one member of a set: its raft ID and address, and whether
+// it is a non-voter (a member that receives the log but counts in no
+// majority: AddMember).
 type Member struct {
-	ID   string
-	Addr string
+	ID       string
+	Addr     string
+	NonVoter bool
 }
 
 // Node is one member of a replica set: a raft node whose committed log
@@ -61,6 +64,8 @@ type Node struct {
 	fsm       *fsm
 	db        *timeseries.DB
 	snaps     *snapshotStore
+
+	stopPublish chan struct{} // closed by shutdown: publishAddrs returns
 
 	closeOnce sync.Once
 	closeErr  error
@@ -124,6 +129,10 @@ func Open(opts Options) (*Node, error) {
 	}
 	ok = true
 	n.opened = true
+	n.stopPublish = make(chan struct{})
+	if len(opts.Addrs) > 0 {
+		go n.publishAddrs(n.stopPublish)
+	}
 	return n, nil
 }
 
@@ -216,7 +225,11 @@ func (n *Node) raftConfig(w *raftLogWriter) *raft.Config {
 func (n *Node) Bootstrap(members []Member) error {
 	var conf raft.Configuration
 	for _, m := range members {
-		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Addr)})
+		sf := raft.Voter
+		if m.NonVoter {
+			sf = raft.Nonvoter
+		}
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: sf, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Addr)})
 	}
 	if err := n.raft.BootstrapCluster(conf).Error(); err != nil {
 		return fmt.Errorf("replset: bootstrap %s: %w", n.opts.ID, err)
@@ -492,6 +505,9 @@ func (n *Node) release() error { return n.shutdown(true) }
 // says (see recoverEngine).
 func (n *Node) shutdown(markClean bool) error {
 	var errs []error
+	if n.stopPublish != nil {
+		close(n.stopPublish)
+	}
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
 	}

@@ -25,6 +25,11 @@ type Options struct {
 	// Required.
 	Addr string
 
+	// Addrs are the members' addresses the member was started with
+	// (serve's --members). MemberAddrs falls back on them for a member
+	// the log has not recorded; the leader records them in the log.
+	Addrs []MemberAddrs
+
 	// Engine configures the member's engine; its Dir is ignored
 	// (Dir/engine) and a nil Logger is Options.Logger.
 	Engine timeseries.Options

@@ -52,6 +52,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type snapshotState struct {
 	// Applied is the last raft index the engine copy holds.
 	Applied uint64 `json:"applied"`
+	// Members is the address table (OpMember) at that index.
+	Members []MemberAddrs `json:"members,omitempty"`
 }
 
 const (

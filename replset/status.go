@@ -1,7 +1,9 @@
 package replset
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -29,8 +31,8 @@ type Status struct {
 	// LastContact is when a follower last heard from the leader; zero on
 	// the leader and on a member that never heard from one.
 	LastContact time.Time
-	// Members are the voters of the set's configuration, as this member
-	// knows it.
+	// Members are the members of the set's configuration, as this member
+	// knows it, non-voters among them.
 	Members []Member
 	// Halted is the engine error that stopped this member applying the
 	// log, nil while it applies.
@@ -48,12 +50,21 @@ func (n *Node) Status() Status {
 	if st.Role != RoleLeader {
 		st.LastContact = n.raft.LastContact()
 	}
-	if f := n.raft.GetConfiguration(); f.Error() == nil {
-		for _, s := range f.Configuration().Servers {
-			if s.Suffrage == raft.Voter {
-				st.Members = append(st.Members, Member{ID: string(s.ID), Addr: string(s.Address)})
-			}
-		}
-	}
+	st.Members = n.Members()
 	return st
+}
+
+// Members returns the members of the set's configuration as this member
+// knows it, non-voters among them, by ID.
+func (n *Node) Members() []Member {
+	conf, err := n.configuration()
+	if err != nil {
+		return nil
+	}
+	var out []Member
+	for _, s := range conf.Servers {
+		out = append(out, Member{ID: string(s.ID), Addr: string(s.Address), NonVoter: s.Suffrage != raft.Voter})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

@@ -443,4 +443,29 @@ func TestReplicaFlags(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
 	}
+
+	join := replicaConfig{name: "rs0", nodeID: "n4", raftListen: "127.0.0.1:7804", join: "127.0.0.1:7701"}
+	got, err = join.parseJoin("127.0.0.1:7704", "")
+	if err != nil || len(got) != 1 || got[0] != (replicaMember{id: "n4", raft: "127.0.0.1:7804", http: "127.0.0.1:7704"}) {
+		t.Fatalf("parseJoin: %v %v", got, err)
+	}
+	for _, c := range []struct {
+		cfg           replicaConfig
+		listen, mongo string
+		want          string
+	}{
+		{replicaConfig{name: "rs0", nodeID: "n4", join: "x:1"}, "127.0.0.1:7704", "", "with --join"},
+		{replicaConfig{name: "rs0", nodeID: "n4", raftListen: "127.0.0.1:7804", join: "x:1", members: m}, "127.0.0.1:7704", "", "give one or the other"},
+		{join, ":7704", "", "name a host"},
+		{join, "0.0.0.0:7704", "", "name a host"},
+		{join, "127.0.0.1:7704", "[::]:27017", "--mongo-listen"},
+		{join, "nowhere", "", "missing port"},
+	} {
+		if _, err := c.cfg.parseJoin(c.listen, c.mongo); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v %s %s: %v, want %q", c.cfg, c.listen, c.mongo, err, c.want)
+		}
+	}
+	if joinURL("127.0.0.1:7701/") != "http://127.0.0.1:7701" || joinURL("https://h:1") != "https://h:1" {
+		t.Errorf("joinURL: %s, %s", joinURL("127.0.0.1:7701/"), joinURL("https://h:1"))
+	}
 }

@@ -96,6 +96,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.replica.name, "replica-set", "", "`name` of the replica set this server is a member of (docs/replication.md); with --node-id, --raft-listen and --members")
 	fs.StringVar(&cfg.replica.nodeID, "node-id", "", "this member's `id` in the replica set, kept across restarts")
 	fs.StringVar(&cfg.replica.raftListen, "raft-listen", "", "`address` to exchange the replica set's raft traffic on; this member's raft address in --members")
+	fs.StringVar(&cfg.replica.join, "join", "", "HTTP `address` of a member of an existing replica set to join, instead of --members: this member is added as a non-voter, catches up (from a snapshot when it is far behind) and then becomes a voter; the others reach it at its --listen and --mongo-listen, which must name a host")
 	fs.StringVar(&cfg.replica.members, "members", "", "every member of the replica set, this one included, the same on each member and at every start: `list` of id=raft-host:port/http-host:port[/mongo-host:port], comma-separated; a member that never ran makes a new set of them; a member's HTTP address is the --listen others reach it at; with MongoDB addresses (all or none), each member serves the wire protocol on its own and hello names them all")
 	fs.Usage = func() {
 		w := fs.Output()
@@ -109,13 +110,15 @@ SIGINT or SIGTERM stops it cleanly: requests in progress finish, buckets are
 written to disk. A second signal exits at once; acknowledged writes are safe
 in the log either way.
 
-With --replica-set, --node-id, --raft-listen and --members, the server is a
-member of a replica set (docs/replication.md): writes go to the leader and
+With --replica-set, --node-id, --raft-listen and --members (or --join), the
+server is a member of a replica set (docs/replication.md): writes go to the leader and
 are applied on every member, followers answer writes with 421 and the
 leader's address, the TTL monitor deletes on the leader only. The MongoDB
 wire protocol is served when --members gives every member's MongoDB address:
 hello describes the set (drivers given replicaSet=<name> find the primary),
-secondaries answer writes with NotWritablePrimary.
+secondaries answer writes with NotWritablePrimary. A member started with
+--join instead of --members joins a running set; members are removed with
+DELETE /v1/replset/members/{id} on the leader.
 
 Flags:
 `)
@@ -138,7 +141,21 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var members []replicaMember
-	if cfg.replica.enabled() {
+	mongoSet := false
+	fs.Visit(func(f *flag.Flag) { mongoSet = mongoSet || f.Name == "mongo-listen" })
+	if cfg.replica.enabled() && cfg.replica.join != "" {
+		mongo := ""
+		if mongoSet {
+			mongo = cfg.mongoListen
+		}
+		if members, err = cfg.replica.parseJoin(cfg.listen, mongo); err != nil {
+			return err
+		}
+		if err := checkListen("--raft-listen", cfg.replica.raftListen, "", cfg.insecure); err != nil {
+			return fmt.Errorf("%w (raft traffic is not authenticated: keep it on a private network)", err)
+		}
+		cfg.mongoListen = mongo
+	} else if cfg.replica.enabled() {
 		if members, err = cfg.replica.parse(); err != nil {
 			return err
 		}
@@ -148,8 +165,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		// The wire protocol is served when --members gives the members'
 		// MongoDB addresses: hello names them to drivers. This member's
 		// is where it listens.
-		mongoSet := false
-		fs.Visit(func(f *flag.Flag) { mongoSet = mongoSet || f.Name == "mongo-listen" })
 		var own string
 		for _, m := range members {
 			if m.id == cfg.replica.nodeID {
@@ -202,34 +217,38 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 
 		mongoReplica *mongowire.ReplicaSet
 	)
+	// joinCtx ends what a joining member does in the background.
+	joinCtx, stopJoin := context.WithCancel(context.Background())
+	defer stopJoin()
 	if members == nil {
 		if db, err = timeseries.Open(engine); err != nil {
 			return fmt.Errorf("open data directory %s: %w", cfg.dataDir, err)
 		}
 		store, closeAll = db, db.Close
 	} else {
+		addrs := make([]replset.MemberAddrs, len(members))
+		for i, m := range members {
+			addrs[i] = replset.MemberAddrs{ID: m.id, Raft: m.raft, HTTP: m.http, Mongo: m.mongo}
+		}
 		node, err = replset.Open(replset.Options{ID: cfg.replica.nodeID, Dir: cfg.dataDir, Addr: cfg.replica.raftListen,
-			Engine: engine, Logger: log.With("component", "replset")})
+			Addrs: addrs, Engine: engine, Logger: log.With("component", "replset")})
 		if err != nil {
 			return fmt.Errorf("open replica set member in %s: %w", cfg.dataDir, err)
 		}
-		created, err := bootstrap(node, members)
-		if err != nil {
+		created := false
+		if cfg.replica.join == "" {
+			if created, err = bootstrap(node, members); err != nil {
+				node.Close()
+				return err
+			}
+		} else if err := joinSet(joinCtx, node, joinURL(cfg.replica.join), cfg.authToken, cfg.replica.name, members[0], log.With("component", "replset")); err != nil {
 			node.Close()
 			return err
 		}
-		httpAddrs := map[string]string{}
-		for _, m := range members {
-			httpAddrs[m.id] = m.http
-		}
 		db, store, closeAll = node.DB(), node, node.Close
-		replica = &api.ReplicaSet{Name: cfg.replica.name, Node: node, HTTP: httpAddrs}
+		replica = &api.ReplicaSet{Name: cfg.replica.name, Node: node}
 		if members[0].mongo != "" {
-			mongoAddrs := map[string]string{}
-			for _, m := range members {
-				mongoAddrs[m.id] = m.mongo
-			}
-			mongoReplica = &mongowire.ReplicaSet{Name: cfg.replica.name, Node: node, Mongo: mongoAddrs}
+			mongoReplica = &mongowire.ReplicaSet{Name: cfg.replica.name, Node: node}
 		}
 		log.Info("replica set member", "set", cfg.replica.name, "id", cfg.replica.nodeID, "raft_listen", node.Addr(),
 			"members", len(members), "new_set", created)
