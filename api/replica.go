@@ -353,3 +353,26 @@ func notAMember() error {
 	return newHTTPError(http.StatusNotFound, mongoerr.BadValue,
 		"this server is not a replica set member (serve --replica-set)")
 }
+
+// handleSnapshot serves POST /v1/replset/snapshot: this member takes a
+// snapshot now and compacts its log before it (replset.Node.Snapshot).
+func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+	rs := s.opts.ReplicaSet
+	if rs == nil {
+		s.writeError(w, r, notAMember())
+		return
+	}
+	start := time.Now()
+	err := rs.Node.Snapshot()
+	taken := err == nil
+	if errors.Is(err, replset.ErrNothingToSnapshot) {
+		err = nil
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st := rs.Node.Status()
+	writeJSON(w, http.StatusOK, map[string]any{"taken": taken, "snapshotIndex": st.SnapshotIndex,
+		"appliedIndex": st.AppliedIndex, "tookMillis": time.Since(start).Milliseconds()})
+}

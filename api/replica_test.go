@@ -230,3 +230,58 @@ func TestReplicaLeadershipLost(t *testing.T) {
 		t.Fatalf("a write losing its leader: %d %v %s", r.status, r.header, r.body)
 	}
 }
+
+// The membership calls refuse what they cannot do, on the leader and on a
+// follower, and change nothing; a snapshot is taken on any member.
+func TestReplicaSetMembersHTTP(t *testing.T) {
+	servers, nodes, li := replicaServers(t)
+	l, f := servers[li], servers[(li+1)%3]
+	for _, c := range []struct {
+		s            *testServer
+		method, path string
+		body         string
+		status       int
+		want         string
+	}{
+		{l, "POST", "/v1/replset/members", `{"id": "n4"}`, 400, "needs 'id', 'raft' and 'http'"},
+		{l, "POST", "/v1/replset/members", `{"id": "n4", "raft": "127.0.0.1:1", "http": "127.0.0.1:2", "votes": 1}`, 400, `unknown field`},
+		{l, "POST", "/v1/replset/members", `{"id": "n4", "raft": "127.0.0.1:1", "http": "127.0.0.1:2", "voter": "yes"}`, 400, "'voter' must be a boolean"},
+		{l, "POST", "/v1/replset/members", `{"id": 4, "raft": "127.0.0.1:1", "http": "127.0.0.1:2"}`, 400, "'id' must be a string"},
+		{l, "POST", "/v1/replset/members", `{"id": "n4", "raft": "nowhere", "http": "127.0.0.1:2"}`, 400, "missing port"},
+		{l, "POST", "/v1/replset/members", `{"id": "n1", "raft": "127.0.0.1:1", "http": "127.0.0.1:2"}`, 400, "remove it first"},
+		{l, "POST", "/v1/replset/members", `[`, 400, "JSON"},
+		{f, "POST", "/v1/replset/members", `{"id": "n4", "raft": "127.0.0.1:1", "http": "127.0.0.1:2"}`, 421, "not the primary"},
+		{l, "DELETE", "/v1/replset/members/n9", ``, 404, "no member"},
+		{f, "DELETE", "/v1/replset/members/n1", ``, 421, "not the primary"},
+	} {
+		r := c.s.do(c.method, c.path, []byte(c.body))
+		if r.status != c.status || !strings.Contains(string(r.body), c.want) {
+			t.Errorf("%s %s %s: %d %s, want %d %q", c.method, c.path, c.body, r.status, r.body, c.status, c.want)
+		}
+	}
+	if got := len(nodes[li].Members()); got != 3 {
+		t.Fatalf("after refusals the set has %d members", got)
+	}
+	l.createSensors("s")
+	l.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	waitCounts(t, servers, "s", 4)
+	for _, s := range []*testServer{l, f} {
+		var snap struct {
+			Taken         bool
+			SnapshotIndex uint64
+		}
+		if err := json.Unmarshal(s.mustDo(200, "POST", "/v1/replset/snapshot", ``).body, &snap); err != nil {
+			t.Fatal(err)
+		}
+		if !snap.Taken || snap.SnapshotIndex == 0 {
+			t.Fatalf("snapshot: %+v", snap)
+		}
+		// With nothing applied since (the set may still be applying
+		// entries of its own a moment), 200 and nothing taken.
+		for deadline := time.Now().Add(5 * time.Second); snap.Taken; time.Sleep(100 * time.Millisecond) {
+			if err := json.Unmarshal(s.mustDo(200, "POST", "/v1/replset/snapshot", ``).body, &snap); err != nil || time.Now().After(deadline) {
+				t.Fatalf("snapshots with nothing new: %+v %v", snap, err)
+			}
+		}
+	}
+}

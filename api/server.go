@@ -272,6 +272,7 @@ func (s *Server) routes() chi.Router {
 		r.Get("/v1/replset", s.handleReplSet)
 		r.Post("/v1/replset/members", s.handleAddMember)
 		r.Delete("/v1/replset/members/{id}", s.handleRemoveMember)
+		r.Post("/v1/replset/snapshot", s.handleSnapshot)
 		r.Get("/v1/collections", s.handleListCollections)
 		r.Route("/v1/collections/{name}", func(r chi.Router) {
 			r.Put("/", s.handleCreateCollection)

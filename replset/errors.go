@@ -28,6 +28,9 @@ var (
 	// before the entry was committed: the next leader may or may not
 	// have it.
 	ErrLeadershipLost = errors.New("replset: leadership lost before the write was committed")
+	// ErrNothingToSnapshot is Node.Snapshot's answer when nothing was
+	// applied since the last snapshot.
+	ErrNothingToSnapshot = errors.New("replset: nothing applied since the last snapshot")
 )
 
 // NotLeaderError is returned by a write sent to a member that is not the

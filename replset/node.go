@@ -296,10 +296,18 @@ func (n *Node) AppliedIndex() uint64 {
 
 // Snapshot takes a snapshot now (raft's own schedule takes them every
 // Options.SnapshotThreshold entries) and compacts the log before it,
-// keeping Options.TrailingLogs entries. It fails when nothing was applied
-// since the last one.
+// keeping Options.TrailingLogs entries. It fails with ErrNothingToSnapshot
+// when nothing was applied since the last one.
 func (n *Node) Snapshot() error {
-	if err := n.raft.Snapshot().Error(); err != nil {
+	stats := n.raft.Stats()
+	if stats["applied_index"] != "" && stats["applied_index"] == stats["last_snapshot_index"] {
+		return ErrNothingToSnapshot
+	}
+	err := n.raft.Snapshot().Error()
+	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return ErrNothingToSnapshot
+	}
+	if err != nil {
 		return fmt.Errorf("replset: snapshot: %w", err)
 	}
 	return nil

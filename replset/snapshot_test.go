@@ -246,7 +246,7 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 		if n == nil {
 			continue
 		}
-		if err := n.Snapshot(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		if err := n.Snapshot(); err != nil && !errors.Is(err, ErrNothingToSnapshot) {
 			t.Fatal(err)
 		}
 		first, err := n.store.FirstIndex()
