@@ -29,6 +29,8 @@ type replicaConfig struct {
 	// join is the HTTP address of a member of an existing set that this
 	// member joins (instead of --members).
 	join string
+	// snapshotThreshold and trailingLogs are replset.Options'.
+	snapshotThreshold, trailingLogs uint64
 }
 
 // replicaMember is one entry of --members.

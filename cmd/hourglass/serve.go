@@ -96,6 +96,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.replica.name, "replica-set", "", "`name` of the replica set this server is a member of (docs/replication.md); with --node-id, --raft-listen and --members")
 	fs.StringVar(&cfg.replica.nodeID, "node-id", "", "this member's `id` in the replica set, kept across restarts")
 	fs.StringVar(&cfg.replica.raftListen, "raft-listen", "", "`address` to exchange the replica set's raft traffic on; this member's raft address in --members")
+	fs.Uint64Var(&cfg.replica.snapshotThreshold, "snapshot-threshold", replset.DefaultSnapshotThreshold, "replica set: log entries past the last snapshot that make the member take one (`n`), after which its log before it is deleted")
+	fs.Uint64Var(&cfg.replica.trailingLogs, "trailing-logs", replset.DefaultTrailingLogs, "replica set: log entries kept before a snapshot (`n`); a member further behind is sent the snapshot")
 	fs.StringVar(&cfg.replica.join, "join", "", "HTTP `address` of a member of an existing replica set to join, instead of --members: this member is added as a non-voter, catches up (from a snapshot when it is far behind) and then becomes a voter; the others reach it at its --listen and --mongo-listen, which must name a host")
 	fs.StringVar(&cfg.replica.members, "members", "", "every member of the replica set, this one included, the same on each member and at every start: `list` of id=raft-host:port/http-host:port[/mongo-host:port], comma-separated; a member that never ran makes a new set of them; a member's HTTP address is the --listen others reach it at; with MongoDB addresses (all or none), each member serves the wire protocol on its own and hello names them all")
 	fs.Usage = func() {
@@ -231,7 +233,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			addrs[i] = replset.MemberAddrs{ID: m.id, Raft: m.raft, HTTP: m.http, Mongo: m.mongo}
 		}
 		node, err = replset.Open(replset.Options{ID: cfg.replica.nodeID, Dir: cfg.dataDir, Addr: cfg.replica.raftListen,
-			Addrs: addrs, Engine: engine, Logger: log.With("component", "replset")})
+			Addrs: addrs, Engine: engine, Logger: log.With("component", "replset"),
+			SnapshotThreshold: cfg.replica.snapshotThreshold, TrailingLogs: cfg.replica.trailingLogs})
 		if err != nil {
 			return fmt.Errorf("open replica set member in %s: %w", cfg.dataDir, err)
 		}
