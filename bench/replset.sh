@@ -10,21 +10,24 @@
 #   4. a fourth member joining (--join) after the leader took a snapshot:
 #      the time until it has applied everything (from the snapshot).
 #
-# usage: bench/replset.sh BINARY          (ROWS=100000 by default)
+# usage: bench/replset.sh BINARY          (ROWS=100000 by default, at most
+# 864000: the cpu-only workload's day of 100 hosts)
 set -euo pipefail
 BIN=${1:?usage: bench/replset.sh BINARY}
 ROWS=${ROWS:-100000}
+[ "$ROWS" -le 864000 ] || { echo "ROWS is at most 864000" >&2; exit 2; }
 D=$(mktemp -d /tmp/hg-replset.XXXXXX)
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
+	rm -rf "$D"
 }
 trap cleanup EXIT
 
 json() { python3 -c "import sys, json; d = json.load(sys.stdin); print($1)"; }
 now() { date +%s.%N; }
-waitup() { for _ in $(seq 200); do curl -sf "http://$1/healthz" >/dev/null && return; sleep 0.1; done; echo "no server at $1" >&2; exit 1; }
+waitup() { for _ in $(seq 200); do curl -sf "http://$1${2:-/healthz}" >/dev/null && return; sleep 0.1; done; echo "no server at $1" >&2; exit 1; }
 applied() { curl -sf "http://$1/v1/replset?self=true" | json 'd["appliedIndex"]'; }
 state() { curl -sf "http://$1/v1/replset?self=true" | json 'd["state"]' 2>/dev/null || echo down; }
 ingest() { "$BIN" bench ingest --limit "$ROWS" --collection "$1" "${@:2}" 2>/dev/null; }
@@ -40,7 +43,7 @@ if command -v victoria-metrics >/dev/null; then
 	victoria-metrics -storageDataPath "$D/vm" -retentionPeriod=100y -search.disableCache -selfScrapeInterval=0 \
 		-httpListenAddr 127.0.0.1:8428 >"$D/vm.log" 2>&1 &
 	PIDS+=($!)
-	waitup 127.0.0.1:8428
+	waitup 127.0.0.1:8428 /health
 	peers=(influx=http://127.0.0.1:8428/write)
 fi
 echo "## single node"
@@ -91,5 +94,8 @@ until [ "$(applied 127.0.0.1:7714 2>/dev/null || echo 0)" -ge "$target" ]; do sl
 t1=$(now)
 python3 -c "s = $t1 - $t0; print(f'n4 joined and applied {2 * $ROWS * 10:,} points (to index $target) in {s:.2f} s: {2 * $ROWS * 10 / s:,.0f} points/s')"
 grep -o '"msg":"replset: snapshot restored"[^}]*' "$D/n4.log" | head -1 || echo "n4 restored no snapshot"
+count() { curl -sf "http://$1/v1/collections/$2" | json 'd["count"]'; }
+for c in cpu cpu2; do
+	echo "$c: $(count 127.0.0.1:771$L $c) measurements on the leader, $(count 127.0.0.1:7714 $c) on n4, $(count 127.0.0.1:771$F $c) on n$F"
+done
 du -sh "$D"/n? | sed 's/^/disk: /'
-rm -rf "$D"

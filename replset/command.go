@@ -29,6 +29,11 @@ const (
 	OpCollModIndex     Op = 10 // an index's expireAfterSeconds
 	OpDropIndex        Op = 11 // an index, by name (Index.Name)
 	OpMember           Op = 12 // a member's client addresses, or their removal (Member)
+	// OpInsertKeyed is OpInsert with the meta values as the engine's
+	// canonical keys and the field names, each written once a command
+	// (what Node.Insert writes; OpInsert entries of older logs still
+	// apply).
+	OpInsertKeyed Op = 13
 )
 
 func (o Op) String() string {
@@ -37,7 +42,7 @@ func (o Op) String() string {
 		return "create"
 	case OpDropCollection:
 		return "drop"
-	case OpInsert:
+	case OpInsert, OpInsertKeyed:
 		return "insert"
 	case OpInsertDocuments:
 		return "insertDocuments"
@@ -73,7 +78,7 @@ type Command struct {
 	Options timeseries.CollectionOptions
 	// Unordered of OpInsert and OpInsertDocuments.
 	Unordered bool
-	// Measurements of OpInsert.
+	// Measurements of OpInsert and OpInsertKeyed.
 	Measurements []timeseries.Measurement
 	// Documents of OpInsertDocuments.
 	Documents []document.Doc
@@ -111,7 +116,13 @@ type Command struct {
 // index name (uvarint length, bytes) and the time (varint ns); of collMod
 // and collModIndex, the changes in JSON (uvarint length, bytes); of
 // dropIndex, the index name (uvarint length, bytes); of member, the
-// MemberAddrs in JSON (uvarint length, bytes).
+// MemberAddrs in JSON (uvarint length, bytes). The body of insertKeyed is
+// a flags byte, the distinct meta keys (uvarint count, each uvarint length
+// and bytes: timeseries.MetaKey, the canonical encoding), the distinct
+// field names (the same), a uvarint count of measurements, each: time
+// (varint ns), meta (uvarint: 0 none, 1 a value follows as in insert, k
+// the key k-2), a uvarint count of fields, each: name (uvarint index),
+// kind and value as in insert.
 func (c *Command) encode(dst []byte) ([]byte, error) {
 	dst = append(dst, commandFormat, byte(c.Op))
 	dst = appendBytes(dst, []byte(c.Collection))
@@ -131,6 +142,12 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 			if dst, err = appendMeasurement(dst, &c.Measurements[i]); err != nil {
 				return nil, fmt.Errorf("replset: encode measurement %d of %q: %w", i, c.Collection, err)
 			}
+		}
+	case OpInsertKeyed:
+		dst = append(dst, flags(c.Unordered))
+		var err error
+		if dst, err = appendKeyed(dst, c.Measurements); err != nil {
+			return nil, fmt.Errorf("replset: encode measurements of %q: %w", c.Collection, err)
 		}
 	case OpInsertDocuments:
 		dst = append(dst, flags(c.Unordered))
@@ -196,6 +213,115 @@ func appendBytes(dst, b []byte) []byte {
 	return append(dst, b...)
 }
 
+// Meta references of insertKeyed.
+const (
+	metaNone  = 0
+	metaValue = 1
+	metaKeys  = 2 // key k is written k+metaKeys
+)
+
+// appendKeyed appends the body of insertKeyed after its flags byte. A
+// meta value that has a canonical key is written as that key, which the
+// engine takes as it is (a line-protocol series' key already is one); one
+// that has none (the engine will refuse it) is written as a value, so
+// that every member refuses it alike.
+func appendKeyed(dst []byte, ms []timeseries.Measurement) ([]byte, error) {
+	keyIdx := map[timeseries.MetaKey]uint64{}
+	var keys []timeseries.MetaKey
+	nameIdx := map[string]uint64{}
+	var names []string
+	refs := make([]uint64, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		var k timeseries.MetaKey
+		switch v := m.Meta.(type) {
+		case nil:
+			refs[i] = metaNone
+			continue
+		case timeseries.MetaKey:
+			k = v
+		default:
+			c, err := timeseries.CanonicalMeta(v)
+			if err != nil {
+				refs[i] = metaValue
+				continue
+			}
+			k = timeseries.MetaKey(c)
+		}
+		idx, ok := keyIdx[k]
+		if !ok {
+			idx = uint64(len(keys))
+			keyIdx[k] = idx
+			keys = append(keys, k)
+		}
+		refs[i] = idx + metaKeys
+		for _, f := range m.Fields {
+			if _, ok := nameIdx[f.Name]; !ok {
+				nameIdx[f.Name] = uint64(len(names))
+				names = append(names, f.Name)
+			}
+		}
+	}
+	for i := range ms {
+		if refs[i] < metaKeys {
+			for _, f := range ms[i].Fields {
+				if _, ok := nameIdx[f.Name]; !ok {
+					nameIdx[f.Name] = uint64(len(names))
+					names = append(names, f.Name)
+				}
+			}
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(keys)))
+	for _, k := range keys {
+		dst = appendBytes(dst, []byte(k))
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(names)))
+	for _, n := range names {
+		dst = appendBytes(dst, []byte(n))
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(ms)))
+	for i := range ms {
+		m := &ms[i]
+		dst = binary.AppendVarint(dst, m.Time)
+		dst = binary.AppendUvarint(dst, refs[i])
+		if refs[i] == metaValue {
+			meta, err := document.Encode(nil, document.Doc{"m": m.Meta})
+			if err != nil {
+				return nil, fmt.Errorf("measurement %d: %w", i, err)
+			}
+			dst = appendBytes(dst, meta)
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(m.Fields)))
+		for _, f := range m.Fields {
+			dst = binary.AppendUvarint(dst, nameIdx[f.Name])
+			var err error
+			if dst, err = appendValue(dst, f); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return dst, nil
+}
+
+// appendValue appends a field's kind and value.
+func appendValue(dst []byte, f timeseries.Field) ([]byte, error) {
+	dst = append(dst, byte(f.Value.Kind))
+	switch f.Value.Kind {
+	case timeseries.KindFloat:
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f.Value.F))
+	case timeseries.KindInt, timeseries.KindDate:
+		dst = binary.AppendVarint(dst, f.Value.I)
+	case timeseries.KindString:
+		dst = appendBytes(dst, []byte(f.Value.S))
+	case timeseries.KindBool:
+		dst = append(dst, flags(f.Value.B))
+	default:
+		return nil, fmt.Errorf("field %q has unknown kind %d", f.Name, f.Value.Kind)
+	}
+	return dst, nil
+}
+
 func appendMeasurement(dst []byte, m *timeseries.Measurement) ([]byte, error) {
 	dst = binary.AppendVarint(dst, m.Time)
 	v := m.Meta
@@ -215,18 +341,9 @@ func appendMeasurement(dst []byte, m *timeseries.Measurement) ([]byte, error) {
 	dst = binary.AppendUvarint(dst, uint64(len(m.Fields)))
 	for _, f := range m.Fields {
 		dst = appendBytes(dst, []byte(f.Name))
-		dst = append(dst, byte(f.Value.Kind))
-		switch f.Value.Kind {
-		case timeseries.KindFloat:
-			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f.Value.F))
-		case timeseries.KindInt, timeseries.KindDate:
-			dst = binary.AppendVarint(dst, f.Value.I)
-		case timeseries.KindString:
-			dst = appendBytes(dst, []byte(f.Value.S))
-		case timeseries.KindBool:
-			dst = append(dst, flags(f.Value.B))
-		default:
-			return nil, fmt.Errorf("field %q has unknown kind %d", f.Name, f.Value.Kind)
+		var err error
+		if dst, err = appendValue(dst, f); err != nil {
+			return nil, err
 		}
 	}
 	return dst, nil
@@ -257,6 +374,9 @@ func decodeCommand(b []byte) (*Command, error) {
 		for i := range c.Measurements {
 			d.measurement(&c.Measurements[i])
 		}
+	case OpInsertKeyed:
+		c.Unordered = d.byte1() == 1
+		d.keyed(c)
 	case OpInsertDocuments:
 		c.Unordered = d.byte1() == 1
 		n := d.count(2)
@@ -418,29 +538,96 @@ func (d *decoder) measurement(m *timeseries.Measurement) {
 	for i := range m.Fields {
 		f := &m.Fields[i]
 		f.Name = string(d.bytes())
-		f.Value.Kind = timeseries.Kind(d.byte1())
-		switch f.Value.Kind {
-		case timeseries.KindFloat:
-			if len(d.b) < 8 {
-				d.fail("float")
-				return
-			}
-			f.Value.F = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
-			d.b = d.b[8:]
-		case timeseries.KindInt, timeseries.KindDate:
-			f.Value.I = d.varint()
-		case timeseries.KindString:
-			f.Value.S = string(d.bytes())
-		case timeseries.KindBool:
-			f.Value.B = d.byte1() == 1
-		default:
-			if d.err == nil {
-				d.err = fmt.Errorf("%w: field %q has unknown kind %d", ErrCorrupt, f.Name, f.Value.Kind)
-			}
-			return
-		}
-		if d.err != nil {
+		if !d.value(f) {
 			return
 		}
 	}
+}
+
+// keyed decodes the body of insertKeyed after its flags byte.
+func (d *decoder) keyed(c *Command) {
+	keys := make([]timeseries.MetaKey, d.count(1))
+	for i := range keys {
+		keys[i] = timeseries.MetaKey(d.bytes())
+	}
+	names := make([]string, d.count(1))
+	for i := range names {
+		names[i] = string(d.bytes())
+	}
+	n := d.count(3)
+	if d.err != nil {
+		return
+	}
+	if n > 0 {
+		c.Measurements = make([]timeseries.Measurement, n)
+	}
+	for i := range c.Measurements {
+		m := &c.Measurements[i]
+		m.Time = d.varint()
+		switch ref := d.uvarint(); {
+		case d.err != nil:
+			return
+		case ref == metaNone:
+		case ref == metaValue:
+			meta := d.bytes()
+			if d.err != nil {
+				return
+			}
+			doc, err := document.Decode(meta)
+			if err != nil {
+				d.err = fmt.Errorf("%w: meta: %v", ErrCorrupt, err)
+				return
+			}
+			m.Meta = doc["m"]
+		case ref-metaKeys < uint64(len(keys)):
+			m.Meta = keys[ref-metaKeys]
+		default:
+			d.err = fmt.Errorf("%w: meta key %d of %d", ErrCorrupt, ref-metaKeys, len(keys))
+			return
+		}
+		nf := d.count(2)
+		if nf > 0 {
+			m.Fields = make([]timeseries.Field, nf)
+		}
+		for j := range m.Fields {
+			f := &m.Fields[j]
+			ni := d.uvarint()
+			if d.err == nil && ni >= uint64(len(names)) {
+				d.err = fmt.Errorf("%w: field name %d of %d", ErrCorrupt, ni, len(names))
+			}
+			if d.err != nil {
+				return
+			}
+			f.Name = names[ni]
+			if !d.value(f) {
+				return
+			}
+		}
+	}
+}
+
+// value decodes a field's kind and value; false on an error (in d.err).
+func (d *decoder) value(f *timeseries.Field) bool {
+	f.Value.Kind = timeseries.Kind(d.byte1())
+	switch f.Value.Kind {
+	case timeseries.KindFloat:
+		if len(d.b) < 8 {
+			d.fail("float")
+			return false
+		}
+		f.Value.F = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+		d.b = d.b[8:]
+	case timeseries.KindInt, timeseries.KindDate:
+		f.Value.I = d.varint()
+	case timeseries.KindString:
+		f.Value.S = string(d.bytes())
+	case timeseries.KindBool:
+		f.Value.B = d.byte1() == 1
+	default:
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: field %q has unknown kind %d", ErrCorrupt, f.Name, f.Value.Kind)
+		}
+		return false
+	}
+	return d.err == nil
 }

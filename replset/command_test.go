@@ -1,9 +1,13 @@
 package replset
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +106,11 @@ func FuzzDecodeCommand(f *testing.F) {
 		{Op: OpInsert, Collection: "w", Measurements: []timeseries.Measurement{{Time: 1, Meta: "a", Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(1)}}}}},
 		{Op: OpInsertDocuments, Collection: "d", Documents: []document.Doc{{"_id": int64(1)}}},
 		{Op: OpCreateCollection, Collection: "c"},
+		{Op: OpInsertKeyed, Collection: "w", Measurements: []timeseries.Measurement{
+			{Time: 1, Meta: timeseries.MetaKey(`"a"`), Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(1)}}},
+			{Time: 2, Meta: map[string]any{"x": []any{"y"}}, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Int(1)}}},
+			{Time: 3}}},
+		{Op: OpMember, Member: MemberAddrs{ID: "n4", Raft: "h:1"}},
 	} {
 		b, _ := c.encode(nil)
 		f.Add(b)
@@ -151,5 +160,169 @@ func TestCommandMetaKey(t *testing.T) {
 	c.Measurements[0].Meta = timeseries.MetaKey("{not canonical")
 	if _, err := c.encode(nil); err == nil {
 		t.Fatal("an invalid meta key was encoded")
+	}
+}
+
+// insertKeyed carries meta values as the engine's canonical keys: applied
+// to an engine, the decoded measurements store the same rows and get the
+// same refusals as the measurements given.
+func TestInsertKeyedSameAsValues(t *testing.T) {
+	big := strings.Repeat("x", timeseries.MaxMetaBytes+1)
+	lp := timeseries.MetaKey(mustCanonical(t, map[string]any{"host": "h1", "region": "eu"}))
+	ms := []timeseries.Measurement{
+		{Time: 1e9, Meta: lp, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(1)}, {Name: "s", Value: timeseries.String("a")}}},
+		{Time: 2e9, Meta: map[string]any{"region": "eu", "host": "h1"}, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Int(2)}}},
+		{Time: 3e9, Meta: map[string]any{"host": "h2"}, Fields: []timeseries.Field{{Name: "b", Value: timeseries.Bool(true)}}},
+		{Time: 4e9, Meta: nil, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Date(5)}}},
+		{Time: 5e9, Meta: big, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(3)}}},
+		{Time: 6e9, Meta: "h3", Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(4)}, {Name: "v", Value: timeseries.Float(5)}}},
+		{Time: 7e9, Meta: timeseries.MetaKey("not canonical"), Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(6)}}},
+	}
+	b, err := (&Command{Op: OpInsertKeyed, Collection: "m", Unordered: true, Measurements: ms}).encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := decodeCommand(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Op != OpInsertKeyed || c.Collection != "m" || !c.Unordered || len(c.Measurements) != len(ms) {
+		t.Fatalf("decoded %s %q %v %d", c.Op, c.Collection, c.Unordered, len(c.Measurements))
+	}
+	if _, ok := c.Measurements[1].Meta.(timeseries.MetaKey); !ok || c.Measurements[1].Meta != c.Measurements[0].Meta {
+		t.Fatalf("a meta value with the line-protocol key's value: %#v, %#v", c.Measurements[1].Meta, c.Measurements[0].Meta)
+	}
+	if c.Measurements[4].Meta != big {
+		t.Fatal("a meta value without a canonical key did not stay a value")
+	}
+	rows := func(ms []timeseries.Measurement) (string, timeseries.InsertResult) {
+		db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir(), NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		ctx := context.Background()
+		if _, err := db.CreateCollection(ctx, "m", sensorOpts); err != nil {
+			t.Fatal(err)
+		}
+		res, err := db.Insert(ctx, "m", ms, timeseries.InsertOptions{Unordered: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, err := db.Find(ctx, "m", timeseries.FindOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cur.Close()
+		var out strings.Builder
+		for cur.Next() {
+			js, _ := cur.Record().MarshalJSON()
+			out.Write(js)
+		}
+		return out.String(), res
+	}
+	want, wantRes := rows(ms)
+	got, gotRes := rows(c.Measurements)
+	if got != want {
+		t.Fatalf("rows of the decoded measurements:\n%s\nwant:\n%s", got, want)
+	}
+	if gotRes.Inserted != wantRes.Inserted || len(gotRes.Errors) != len(wantRes.Errors) || wantRes.Inserted != 4 {
+		t.Fatalf("decoded: %d inserted, %d refused; given: %d, %d", gotRes.Inserted, len(gotRes.Errors), wantRes.Inserted, len(wantRes.Errors))
+	}
+	for i := range gotRes.Errors {
+		if gotRes.Errors[i].Index != wantRes.Errors[i].Index {
+			t.Fatalf("refusals: %+v, want %+v", gotRes.Errors, wantRes.Errors)
+		}
+	}
+}
+
+func mustCanonical(t *testing.T, v any) string {
+	t.Helper()
+	s, err := timeseries.CanonicalMeta(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Consecutive unordered inserts into one collection are applied as one
+// engine insert; each entry still gets its own result (refusals indexed in
+// its own measurements), and the engine ends where applying them one by
+// one leaves it.
+func TestApplyBatchMergesInserts(t *testing.T) {
+	bad := timeseries.Field{Name: "t", Value: timeseries.Float(1)} // the timeField: refused
+	ok := func(i int) timeseries.Measurement {
+		return timeseries.Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprintf("s%d", i%3), Fields: []timeseries.Field{{Name: "v", Value: timeseries.Int(int64(i))}}}
+	}
+	refused := func(i int) timeseries.Measurement {
+		m := ok(i)
+		m.Fields = append(m.Fields, bad)
+		return m
+	}
+	cmds := []*Command{
+		{Op: OpCreateCollection, Collection: "cpu", Options: sensorOpts},
+		{Op: OpInsertKeyed, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{ok(1), refused(2), ok(3)}},
+		{Op: OpInsertKeyed, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{refused(4), ok(5)}},
+		{Op: OpInsert, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{ok(6), refused(7)}},
+		{Op: OpInsertKeyed, Collection: "cpu", Measurements: []timeseries.Measurement{ok(8), refused(9), ok(10)}}, // ordered: alone
+		{Op: OpInsertKeyed, Collection: "other", Unordered: true, Measurements: []timeseries.Measurement{ok(11)}},  // unknown collection
+		{Op: OpInsertKeyed, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{ok(12)}},
+	}
+	var logs []*raft.Log
+	for i, c := range cmds {
+		b, err := c.encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: b})
+	}
+	newFSMAt := func() *fsm {
+		dir := t.TempDir()
+		db, err := timeseries.Open(timeseries.Options{Dir: dir + "/engine", NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		st, err := openLogStore(dir+"/raft", slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		f, err := newFSM(db, st, dir, dir+"/restore", slog.New(slog.DiscardHandler), func(error) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	together, alone := newFSMAt(), newFSMAt()
+	got := together.ApplyBatch(logs)
+	var want []any
+	for _, l := range logs {
+		want = append(want, alone.ApplyBatch([]*raft.Log{l})[0])
+	}
+	describe := func(r any) string {
+		ar := r.(*applyResult)
+		var idx []int
+		for _, e := range ar.res.Insert.Errors {
+			idx = append(idx, e.Index)
+		}
+		return fmt.Sprintf("inserted %d, refused %v, err %v", ar.res.Insert.Inserted, idx, ar.err)
+	}
+	for i := range logs {
+		if g, w := describe(got[i]), describe(want[i]); g != w {
+			t.Errorf("entry %d: %s; one by one: %s", i+1, g, w)
+		}
+	}
+	if describe(got[1]) != "inserted 2, refused [1], err <nil>" || describe(got[2]) != "inserted 1, refused [0], err <nil>" {
+		t.Fatalf("merged results: %s; %s", describe(got[1]), describe(got[2]))
+	}
+	if a, b := count(t, together.db, "cpu"), count(t, alone.db, "cpu"); a != b || a != 6 {
+		t.Fatalf("rows: %d applied together, %d one by one, want 6", a, b)
+	}
+	if got := together.merged.Load(); got != 3 {
+		t.Fatalf("%d entries applied in runs, want 3 (entries 2 to 4)", got)
+	}
+	if together.applied != uint64(len(logs)) {
+		t.Fatalf("applied index %d, want %d", together.applied, len(logs))
 	}
 }

@@ -432,7 +432,7 @@ func (n *Node) DropCollection(ctx context.Context, name string) error {
 // Insert inserts measurements on every member (timeseries.DB.Insert). The
 // result is the leader's; every member refuses the same measurements.
 func (n *Node) Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
-	r, err := n.Apply(ctx, &Command{Op: OpInsert, Collection: name, Measurements: ms, Unordered: opts.Unordered})
+	r, err := n.Apply(ctx, &Command{Op: OpInsertKeyed, Collection: name, Measurements: ms, Unordered: opts.Unordered})
 	return r.Insert, err
 }
 

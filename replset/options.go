@@ -59,7 +59,9 @@ type Options struct {
 	// further behind than that is sent the snapshot). A snapshot is a
 	// checkpoint of the engine (its buckets in memory written out, then
 	// a Pebble checkpoint: hard links), after which the log before it is
-	// deleted. Defaults: 4096 entries, 30 s, 2048 entries.
+	// deleted. Defaults: 1024 entries, 30 s, 1024 entries: an ingest
+	// entry is a request's batch (up to megabytes), and the log is on
+	// disk uncompressed until a snapshot.
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
@@ -76,9 +78,9 @@ const (
 	DefaultElectionTimeout    = time.Second
 	DefaultLeaderLeaseTimeout = 500 * time.Millisecond
 	DefaultTransportTimeout   = 10 * time.Second
-	DefaultSnapshotThreshold  = 4096
+	DefaultSnapshotThreshold  = 1024
 	DefaultSnapshotInterval   = 30 * time.Second
-	DefaultTrailingLogs       = 2048
+	DefaultTrailingLogs       = 1024
 )
 
 // EnsureDefaults fills zero fields with their defaults.
