@@ -265,7 +265,7 @@ func TestApplyBatchMergesInserts(t *testing.T) {
 		{Op: OpInsertKeyed, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{refused(4), ok(5)}},
 		{Op: OpInsert, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{ok(6), refused(7)}},
 		{Op: OpInsertKeyed, Collection: "cpu", Measurements: []timeseries.Measurement{ok(8), refused(9), ok(10)}}, // ordered: alone
-		{Op: OpInsertKeyed, Collection: "other", Unordered: true, Measurements: []timeseries.Measurement{ok(11)}},  // unknown collection
+		{Op: OpInsertKeyed, Collection: "other", Unordered: true, Measurements: []timeseries.Measurement{ok(11)}}, // unknown collection
 		{Op: OpInsertKeyed, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{ok(12)}},
 	}
 	var logs []*raft.Log
