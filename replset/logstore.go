@@ -41,7 +41,7 @@ var errStableNotFound = errors.New("not found")
 // after each snapshot), and compressing it cost a tenth of a leader's CPU
 // under ingest (Pebble's compactions of entries already varint-packed).
 func openLogStore(dir string, log *slog.Logger) (*logStore, error) {
-	o := &pebble.Options{Logger: pebbleLogger{log}, MemTableSize: 64 << 20}
+	o := &pebble.Options{Logger: pebbleLogger{log}}
 	o.Levels = make([]pebble.LevelOptions, 7)
 	for i := range o.Levels {
 		o.Levels[i].Compression = pebble.NoCompression
@@ -183,7 +183,10 @@ func (s *logStore) StoreLogs(logs []*raft.Log) error {
 	return b.Commit(pebble.Sync)
 }
 
-// DeleteRange deletes the entries min..max, inclusive.
+// DeleteRange deletes the entries min..max, inclusive. raft calls it
+// after a snapshot (and to drop a conflicting suffix); the range is
+// compacted at once, so that the log's disk space is given back after
+// each snapshot rather than whenever Pebble's own compactions reach it.
 func (s *logStore) DeleteRange(min, max uint64) error {
 	if max < min {
 		return nil
@@ -192,7 +195,10 @@ func (s *logStore) DeleteRange(min, max uint64) error {
 	if max != ^uint64(0) {
 		end = logKey(max + 1)
 	}
-	return s.db.DeleteRange(logKey(min), end, pebble.Sync)
+	if err := s.db.DeleteRange(logKey(min), end, pebble.Sync); err != nil {
+		return err
+	}
+	return s.db.Compact(logKey(min), end, false)
 }
 
 // Set stores a stable value, synced.
