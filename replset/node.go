@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -65,7 +66,11 @@ type Node struct {
 	db        *timeseries.DB
 	snaps     *snapshotStore
 
-	stopPublish chan struct{} // closed by shutdown: publishAddrs returns
+	stopPublish chan struct{} // closed by shutdown: publishAddrs and watchLeadership return
+	// readyTerm is the term in which this member, elected, applied every
+	// entry committed before it (watchLeadership); Role is leader only
+	// then.
+	readyTerm atomic.Uint64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -130,6 +135,7 @@ func Open(opts Options) (*Node, error) {
 	ok = true
 	n.opened = true
 	n.stopPublish = make(chan struct{})
+	go n.watchLeadership(n.stopPublish)
 	if len(opts.Addrs) > 0 {
 		go n.publishAddrs(n.stopPublish)
 	}
@@ -249,10 +255,18 @@ func (n *Node) Addr() string { return string(n.transport.LocalAddr()) }
 // set and make this member diverge: write through the Node.
 func (n *Node) DB() *timeseries.DB { return n.db }
 
-// Role returns the member's current role.
+// Role returns the member's current role. A member that was just
+// elected is a candidate until it has applied every entry committed
+// before its term (a barrier): until then its engine may miss writes the
+// previous leader acknowledged, so it neither takes writes nor answers
+// reads as the primary (MongoDB's new primary drains its oplog the same
+// way before it reports isWritablePrimary).
 func (n *Node) Role() Role {
 	switch n.raft.State() {
 	case raft.Leader:
+		if n.readyTerm.Load() != n.raft.CurrentTerm() {
+			return RoleCandidate
+		}
 		return RoleLeader
 	case raft.Candidate:
 		return RoleCandidate
@@ -373,13 +387,38 @@ func (n *Node) checkLeader() error {
 	if err := n.Halted(); err != nil {
 		return fmt.Errorf("%w: %v", ErrHalted, err)
 	}
-	switch n.raft.State() {
-	case raft.Leader:
+	switch n.Role() {
+	case RoleLeader:
 		return nil
-	case raft.Shutdown:
+	case RoleShutdown:
 		return ErrClosed
 	}
+	if n.raft.State() == raft.Leader {
+		// Elected, still applying the entries before its term: no
+		// member takes writes for a moment, as during an election.
+		return &NotLeaderError{}
+	}
 	return n.notLeader()
+}
+
+// watchLeadership marks the member ready to lead (readyTerm) once it has
+// applied everything committed before its term, each time it is elected.
+func (n *Node) watchLeadership(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case leader := <-n.raft.LeaderCh():
+			if !leader {
+				continue
+			}
+			term := n.raft.CurrentTerm()
+			if err := n.raft.Barrier(0).Error(); err != nil {
+				continue // lost the lead, or shut down
+			}
+			n.readyTerm.Store(term)
+		}
+	}
 }
 
 func (n *Node) notLeader() error {
