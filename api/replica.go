@@ -36,24 +36,29 @@ type ReplicaSet struct {
 // httpAddr returns the HTTP address of member id, "" when unknown.
 func (rs *ReplicaSet) httpAddr(id string) string { return rs.Node.MemberAddrs(id).HTTP }
 
-// notReplicated refuses, on a replica set, a write the log does not carry
-// yet: applied on one member only it would make the members diverge. It
-// reports whether it answered.
-func (s *Server) notReplicated(w http.ResponseWriter, r *http.Request, op string) bool {
-	if s.opts.ReplicaSet == nil {
-		return false
-	}
-	s.writeError(w, r, newHTTPError(http.StatusBadRequest, mongoerr.IllegalOperation,
-		"%s is not replicated yet: a replica set member refuses it rather than apply it on one member (docs/replication.md)", op))
-	return true
+// primaryOnly answers a write sent to a member of a replica set that is not
+// the leader with the leader's address (421) or, during an election, 503,
+// before the handler looks at this member's data: a follower may not
+// have applied the collection the write names yet, and must not answer
+// that it does not exist.
+func (s *Server) primaryOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rs := s.opts.ReplicaSet; rs != nil {
+			if err := rs.Node.CheckLeader(); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // deleteReplicated deletes what filter (the request's JSON object)
 // matches, through the member's Node.
 func (s *Server) deleteReplicated(ctx context.Context, name string, plain bool, filter any) (int64, error) {
-	b, err := json.Marshal(filter)
+	b, err := filterText(filter)
 	if err != nil {
-		return 0, badRequest("'filter' cannot be encoded: %v", err)
+		return 0, err
 	}
 	if plain {
 		return s.opts.ReplicaSet.Node.DeleteDocuments(ctx, name, b)

@@ -119,6 +119,11 @@ func TestReplicaSetHTTP(t *testing.T) {
 		{"POST", "/v1/collections/p/indexes", `{"key": {"y": 1}}`},
 		{"PATCH", "/v1/collections/s", `{"expireAfterSeconds": 60}`},
 		{"DELETE", "/v1/collections/p/indexes/x_1", ``},
+		// A collection this follower does not hold (it may not have
+		// applied its creation yet): the leader's to answer, not a 404.
+		{"POST", "/v1/collections/nope/delete", `{"filter": {}}`},
+		{"POST", "/v1/collections/nope/update", `{"filter": {}, "update": {"$set": {"a": 1}}}`},
+		{"POST", "/v1/collections/nope/documents", `{"a": 1}`},
 	} {
 		r := f.mustDo(421, w.method, w.path, w.body)
 		if got := r.header.Get("Hourglass-Primary"); got != leaderHTTP {
@@ -153,14 +158,24 @@ func TestReplicaSetHTTP(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range []*testServer{l, f} {
-		for _, w := range []struct{ method, path, body, op string }{
-			{"POST", "/v1/collections/p/update", `{"filter": {"_id": 1}, "update": {"$set": {"x": 9}}}`, "update"},
-			{"POST", "/v1/collections/p/replace", `{"filter": {"_id": 1}, "replacement": {"x": 9}}`, "replace"},
-		} {
-			r := s.mustDo(400, w.method, w.path, w.body)
-			if !strings.Contains(string(r.body), w.op+" is not replicated") {
-				t.Errorf("%s %s: %s", w.method, w.path, r.body)
+	// Update and replace through the log: the same documents on every
+	// member, a $currentDate's date included; a follower names the leader.
+	f.mustDo(421, "POST", "/v1/collections/p/update", `{"filter": {"_id": 1}, "update": {"$set": {"x": 9}}}`)
+	f.mustDo(421, "POST", "/v1/collections/p/replace", `{"filter": {"_id": 1}, "replacement": {"x": 9}}`)
+	l.mustDo(200, "POST", "/v1/collections/p/update", `{"filter": {"_id": 1}, "update": {"$set": {"x": 9}, "$currentDate": {"at": true}}}`)
+	l.mustDo(200, "POST", "/v1/collections/p/replace", `{"filter": {"_id": 1}, "replacement": {"x": 10, "at": {"$date": "2026-01-01T00:00:00Z"}}}`)
+	l.mustDo(200, "POST", "/v1/collections/p/update", `{"filter": {}, "update": {"$inc": {"x": 1}, "$currentDate": {"seen": true}}, "multi": true}`)
+	docsOf := func(s *testServer) string {
+		return string(s.do("POST", "/v1/collections/p/find?readPreference=secondary", []byte(`{"sort": {"_id": 1}}`)).body)
+	}
+	want := docsOf(l)
+	if !strings.Contains(want, `"x":11`) || !strings.Contains(want, `"seen"`) {
+		t.Fatalf("after update and replace, the leader holds %s", want)
+	}
+	for _, s := range servers {
+		for deadline := time.Now().Add(10 * time.Second); docsOf(s) != want; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("a member holds %s, the leader %s", docsOf(s), want)
 			}
 		}
 	}

@@ -97,8 +97,8 @@ type Options struct {
 	Now func() time.Time
 
 	// ReplicaSet, when set, makes the server a member of a replica set:
-	// writes go through its Node (DB must be the Node's), writes the log
-	// does not carry yet are refused, and /v1/replset reports the set.
+	// writes go through its Node (DB must be the Node's) and are the
+	// leader's to answer, and /v1/replset reports and changes the set.
 	ReplicaSet *ReplicaSet
 }
 
@@ -253,8 +253,8 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth(true))
 		r.Use(s.instrument)
-		r.Post("/write", s.handleInfluxWrite(false))
-		r.Post("/api/v2/write", s.handleInfluxWrite(true))
+		r.With(s.primaryOnly).Post("/write", s.handleInfluxWrite(false))
+		r.With(s.primaryOnly).Post("/api/v2/write", s.handleInfluxWrite(true))
 		r.Get("/query", s.handleInfluxQuery)
 		r.Post("/query", s.handleInfluxQuery)
 	})
@@ -275,24 +275,25 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/replset/snapshot", s.handleSnapshot)
 		r.Get("/v1/collections", s.handleListCollections)
 		r.Route("/v1/collections/{name}", func(r chi.Router) {
-			r.Put("/", s.handleCreateCollection)
+			w := r.With(s.primaryOnly) // writes: the leader's, on a replica set
+			w.Put("/", s.handleCreateCollection)
 			r.Get("/", s.handleDescribeCollection)
-			r.Delete("/", s.handleDropCollection)
-			r.Patch("/", s.handleCollMod)
-			r.Post("/documents", s.handleInsert)
+			w.Delete("/", s.handleDropCollection)
+			w.Patch("/", s.handleCollMod)
+			w.Post("/documents", s.handleInsert)
 			r.Post("/find", s.handleFind)
 			r.Get("/find", s.handleFind)
 			r.Head("/find", s.handleFind)
 			r.Post("/aggregate", s.handleAggregate)
 			r.Get("/aggregate", s.handleAggregate)
 			r.Head("/aggregate", s.handleAggregate)
-			r.Post("/delete", s.handleDelete)
-			r.Post("/update", s.handleUpdate)
-			r.Post("/replace", s.handleReplace)
+			w.Post("/delete", s.handleDelete)
+			w.Post("/update", s.handleUpdate)
+			w.Post("/replace", s.handleReplace)
 			r.Post("/compact", s.handleCompact)
-			r.Post("/indexes", s.handleCreateIndex)
+			w.Post("/indexes", s.handleCreateIndex)
 			r.Get("/indexes", s.handleListIndexes)
-			r.Delete("/indexes/{index}", s.handleDropIndex)
+			w.Delete("/indexes/{index}", s.handleDropIndex)
 			r.Post("/ttl/preview", s.handleTTLPreview)
 		})
 		r.Post("/v1/admin/ttl/run", s.handleTTLRun)

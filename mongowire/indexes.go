@@ -572,7 +572,9 @@ func cmdDropDatabase(s *Server, _ *conn, cmd *command) (bson.D, error) {
 		return nil, err
 	}
 	for _, in := range infos {
-		err := s.db.DropCollection(cmd.ctx, in.Name)
+		// Through the writer: on a replica set, each drop goes through
+		// the log.
+		err := s.w.DropCollection(cmd.ctx, in.Name)
 		if err != nil && !errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
 			return nil, err
 		}

@@ -28,19 +28,18 @@ type ReplicaSet struct {
 // mongoAddr returns the MongoDB address of member id, "" when unknown.
 func (rs *ReplicaSet) mongoAddr(id string) string { return rs.Node.MemberAddrs(id).Mongo }
 
-// Commands by what they do on a replica set: writes the log carries, go
-// to the primary; writes it does not carry yet, refused (applied on one
-// member they would make the members diverge); reads, served by a
-// secondary only when the client's read preference allows it.
+// Commands by what they do on a replica set: writes, which the log
+// carries, go to the primary; reads are served by a secondary only when
+// the client's read preference allows it.
 var (
-	replicatedWrites = map[string]bool{"insert": true, "create": true, "drop": true, "createIndexes": true, "delete": true, "collMod": true, "dropIndexes": true}
-	unreplicated     = map[string]bool{"update": true, "dropDatabase": true}
-	secondaryReads   = map[string]bool{"find": true, "aggregate": true, "count": true, "distinct": true}
+	replicatedWrites = map[string]bool{"insert": true, "create": true, "drop": true, "createIndexes": true, "delete": true,
+		"collMod": true, "dropIndexes": true, "update": true, "dropDatabase": true}
+	secondaryReads = map[string]bool{"find": true, "aggregate": true, "count": true, "distinct": true}
 )
 
 // replicaCheck refuses cmd when this member of a replica set cannot serve
-// it: a write on a secondary, a write the set does not replicate yet, a
-// read on a secondary that asked for the primary.
+// it: a write on a secondary, a read on a secondary that asked for the
+// primary.
 func (s *Server) replicaCheck(cmd *command) error {
 	rs := s.opts.ReplicaSet
 	if rs == nil {
@@ -48,9 +47,6 @@ func (s *Server) replicaCheck(cmd *command) error {
 	}
 	primary := rs.Node.Role() == replset.RoleLeader
 	switch {
-	case unreplicated[cmd.name]:
-		return mongoerr.New(mongoerr.IllegalOperation,
-			"%s is not replicated by Hourglass yet: on a replica set it is refused (use the HTTP API on a single server)", cmd.name)
 	case replicatedWrites[cmd.name] && !primary:
 		return s.notPrimary()
 	case secondaryReads[cmd.name] && !primary && !secondaryOk(cmd):

@@ -462,11 +462,19 @@ func (s *Server) updateOne(cmd *command, name string, st map[string]any) (timese
 		if err != nil {
 			return none, err
 		}
+		if rs := s.opts.ReplicaSet; rs != nil {
+			return rs.Node.ReplaceDocument(cmd.ctx, name, filterJSON(q), repl)
+		}
 		return s.db.ReplaceDocument(cmd.ctx, name, f, repl)
 	}
 	up, err := document.ParseUpdate(u)
 	if err != nil {
 		return none, err
+	}
+	if rs := s.opts.ReplicaSet; rs != nil {
+		// The operators as the HTTP API takes them: Extended JSON keeps
+		// dates and exact numbers.
+		return rs.Node.UpdateDocuments(cmd.ctx, name, filterJSON(q), filterJSON(u), multi)
 	}
 	return s.db.UpdateDocuments(cmd.ctx, name, f, up, multi)
 }

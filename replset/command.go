@@ -34,6 +34,11 @@ const (
 	// (what Node.Insert writes; OpInsert entries of older logs still
 	// apply).
 	OpInsertKeyed Op = 13
+	// OpUpdateDocuments applies update operators (Update, JSON) to the
+	// documents Filter matches, at the time Now the leader chose;
+	// OpReplaceDocument replaces the first match with Replacement.
+	OpUpdateDocuments Op = 14
+	OpReplaceDocument Op = 15
 )
 
 func (o Op) String() string {
@@ -62,6 +67,10 @@ func (o Op) String() string {
 		return "dropIndex"
 	case OpMember:
 		return "member"
+	case OpUpdateDocuments:
+		return "update"
+	case OpReplaceDocument:
+		return "replace"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -97,6 +106,12 @@ type Command struct {
 	// Member of OpMember: a member's addresses to record, or with Remove
 	// to forget. Collection is empty.
 	Member MemberAddrs
+	// Update (JSON, as document.ParseUpdate takes it) and Multi of
+	// OpUpdateDocuments, with Filter and Now; Replacement of
+	// OpReplaceDocument, with Filter.
+	Update      []byte
+	Multi       bool
+	Replacement document.Doc
 }
 
 // encode appends the command's encoding to dst (docs/replication.md):
@@ -122,7 +137,10 @@ type Command struct {
 // field names (the same), a uvarint count of measurements, each: time
 // (varint ns), meta (uvarint: 0 none, 1 a value follows as in insert, k
 // the key k-2), a uvarint count of fields, each: name (uvarint index),
-// kind and value as in insert.
+// kind and value as in insert. Of update: the filter and the update (each
+// uvarint length, JSON), a flags byte (1: multi), the time (varint ns); of
+// replace: the filter (uvarint length, JSON) and the replacement (uvarint
+// length, document.Encode).
 func (c *Command) encode(dst []byte) ([]byte, error) {
 	dst = append(dst, commandFormat, byte(c.Op))
 	dst = appendBytes(dst, []byte(c.Collection))
@@ -164,6 +182,18 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		dst = appendBytes(dst, c.Filter)
 	case OpDropIndex:
 		dst = appendBytes(dst, []byte(c.Index.Name))
+	case OpUpdateDocuments:
+		dst = appendBytes(dst, c.Filter)
+		dst = appendBytes(dst, c.Update)
+		dst = append(dst, flags(c.Multi))
+		dst = binary.AppendVarint(dst, c.Now)
+	case OpReplaceDocument:
+		dst = appendBytes(dst, c.Filter)
+		repl, err := document.Encode(nil, c.Replacement)
+		if err != nil {
+			return nil, fmt.Errorf("replset: encode the replacement in %q: %w", c.Collection, err)
+		}
+		dst = appendBytes(dst, repl)
 	case OpCollMod, OpCollModIndex, OpMember:
 		var v any = c.CollMod
 		switch c.Op {
@@ -399,6 +429,22 @@ func decodeCommand(b []byte) (*Command, error) {
 		c.Filter = d.bytes()
 	case OpDropIndex:
 		c.Index.Name = string(d.bytes())
+	case OpUpdateDocuments:
+		c.Filter, c.Update = d.bytes(), d.bytes()
+		c.Multi = d.byte1() == 1
+		c.Now = d.varint()
+	case OpReplaceDocument:
+		c.Filter = d.bytes()
+		raw := d.bytes()
+		if d.err != nil {
+			break
+		}
+		doc, err := document.Decode(raw)
+		if err != nil {
+			d.err = fmt.Errorf("%w: replacement: %v", ErrCorrupt, err)
+			break
+		}
+		c.Replacement = doc
 	case OpCollMod, OpCollModIndex, OpMember:
 		js := d.bytes()
 		if d.err != nil {

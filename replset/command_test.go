@@ -50,6 +50,8 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Op: OpDropIndex, Collection: "d", Index: timeseries.IndexSpec{Name: "k_-1"}},
 		{Op: OpMember, Member: MemberAddrs{ID: "n4", Raft: "127.0.0.1:7804", HTTP: "127.0.0.1:7704", Mongo: "127.0.0.1:27104"}},
 		{Op: OpMember, Member: MemberAddrs{ID: "n2", Remove: true}},
+		{Op: OpUpdateDocuments, Collection: "docs", Filter: []byte(`{"k": 1}`), Update: []byte(`{"$set": {"x": 2}}`), Multi: true, Now: 1234},
+		{Op: OpReplaceDocument, Collection: "docs", Filter: []byte(`{"_id": 1}`), Replacement: document.Doc{"x": int64(3), "at": time.Unix(9, 0).UTC()}},
 		{Op: OpCollModIndex, Collection: "d", IndexMod: timeseries.IndexMod{Name: "at_1", KeyPattern: []timeseries.IndexKey{{Field: "at", Direction: 1}}, ExpireAfterSeconds: 30}},
 	}
 	for _, c := range cmds {

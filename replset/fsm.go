@@ -1,6 +1,7 @@
 package replset
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -39,6 +41,9 @@ type Result struct {
 	Deleted int64
 	// IndexName is the name of the index OpCreateIndex made or found.
 	IndexName string
+	// Update is what OpUpdateDocuments and OpReplaceDocument matched and
+	// changed; with an error, what they did before it.
+	Update timeseries.UpdateResult
 	// CollMod and IndexMod are what OpCollMod and OpCollModIndex changed.
 	CollMod  timeseries.CollModResult
 	IndexMod timeseries.IndexModResult
@@ -263,6 +268,20 @@ func (f *fsm) apply(c *Command) *applyResult {
 		var b ttl.Batch
 		b, r.err = f.db.Expire(ctx, ttl.Target{Collection: c.Collection, Index: c.Index.Name}, time.Unix(0, c.Now), ttl.Budget{})
 		r.res.Deleted = b.Docs
+	case OpUpdateDocuments, OpReplaceDocument:
+		var flt *partialfilter.Filter
+		if flt, r.err = partialfilter.ParseJSON(c.Filter); r.err != nil {
+			break
+		}
+		if c.Op == OpReplaceDocument {
+			r.res.Update, r.err = f.db.ReplaceDocument(ctx, c.Collection, flt, c.Replacement)
+			break
+		}
+		var u *document.Update
+		if u, r.err = parseUpdateJSON(c.Update); r.err != nil {
+			break
+		}
+		r.res.Update, r.err = f.db.UpdateDocumentsAt(ctx, c.Collection, flt, u, c.Multi, time.Unix(0, c.Now))
 	case OpDelete, OpDeleteDocuments:
 		var flt *partialfilter.Filter
 		if flt, r.err = partialfilter.ParseJSON(c.Filter); r.err != nil {
@@ -275,6 +294,17 @@ func (f *fsm) apply(c *Command) *applyResult {
 		}
 	}
 	return &r
+}
+
+// parseUpdateJSON parses update operators in JSON, numbers kept exact.
+func parseUpdateJSON(b []byte) (*document.Update, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "update: %v", err)
+	}
+	return document.ParseUpdate(raw)
 }
 
 // deterministic reports whether err is an answer every member gives to the

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -383,6 +384,12 @@ func (n *Node) Apply(ctx context.Context, c *Command) (Result, error) {
 	return r.res, r.err
 }
 
+// CheckLeader answers nil on the leader, and on any other member the error
+// a write there gets (*NotLeaderError naming the leader, ErrHalted,
+// ErrClosed): front doors answer a write with it before looking at their
+// member's own data, which a follower may not have caught up on.
+func (n *Node) CheckLeader() error { return n.checkLeader() }
+
 func (n *Node) checkLeader() error {
 	if err := n.Halted(); err != nil {
 		return fmt.Errorf("%w: %v", ErrHalted, err)
@@ -512,6 +519,26 @@ func (n *Node) DeleteDocuments(ctx context.Context, name string, filter []byte) 
 	return r.Deleted, err
 }
 
+// UpdateDocuments applies update operators (JSON, as document.ParseUpdate
+// takes them) to the first document filter (JSON) matches, or to every one
+// with multi, in a plain collection on every member
+// (timeseries.DB.UpdateDocumentsAt), at a time the leader chooses now: a
+// $currentDate sets the same date everywhere. With an error, the result
+// counts what was done before it, the same on every member.
+func (n *Node) UpdateDocuments(ctx context.Context, name string, filter, update []byte, multi bool) (timeseries.UpdateResult, error) {
+	r, err := n.Apply(ctx, &Command{Op: OpUpdateDocuments, Collection: name, Filter: bytes.Clone(filter), Update: bytes.Clone(update),
+		Multi: multi, Now: time.Now().UnixNano()})
+	return r.Update, err
+}
+
+// ReplaceDocument replaces the first document filter (JSON) matches in a
+// plain collection, keeping its _id, on every member
+// (timeseries.DB.ReplaceDocument).
+func (n *Node) ReplaceDocument(ctx context.Context, name string, filter []byte, repl document.Doc) (timeseries.UpdateResult, error) {
+	r, err := n.Apply(ctx, &Command{Op: OpReplaceDocument, Collection: name, Filter: bytes.Clone(filter), Replacement: repl})
+	return r.Update, err
+}
+
 // Writer is what a front door (the HTTP API, the MongoDB wire protocol)
 // writes through, other than deletes: the engine itself (*timeseries.DB)
 // on a server of its own, the member's *Node on a replica set, where the
@@ -574,9 +601,19 @@ func (n *Node) shutdown(markClean bool) error {
 }
 
 // raftLogWriter passes the lines of raft's logger to the node's logger.
+// Its errors and warnings (a snapshot that failed, a peer unreachable)
+// keep their level; the rest is Debug.
 type raftLogWriter struct{ log *slog.Logger }
 
 func (w *raftLogWriter) Write(p []byte) (int, error) {
-	w.log.Debug(string(bytes.TrimRight(p, "\n")), "component", "raft")
+	line := string(bytes.TrimRight(p, "\n"))
+	level := slog.LevelDebug
+	switch {
+	case strings.Contains(line, "[ERROR]"):
+		level = slog.LevelError
+	case strings.Contains(line, "[WARN]"):
+		level = slog.LevelWarn
+	}
+	w.log.Log(context.Background(), level, line, "component", "raft")
 	return len(p), nil
 }

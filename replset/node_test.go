@@ -442,3 +442,57 @@ func TestUncleanRestartRebuilds(t *testing.T) {
 	}
 	s.waitCount("cpu", 80)
 }
+
+// Updates and replaces of plain documents go through the log: every member
+// ends with the same documents, the date a $currentDate set included,
+// and the leader's counts.
+func TestReplicatesUpdates(t *testing.T) {
+	s := startSet(t, 3)
+	l := s.nodes[s.leader()]
+	ctx := context.Background()
+	if _, err := l.CreateCollection(ctx, "p", timeseries.CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	docs := []document.Doc{{"_id": int64(1), "k": int64(1)}, {"_id": int64(2), "k": int64(1)}, {"_id": int64(3), "k": int64(2), "s": "x"}}
+	if _, err := l.InsertDocuments(ctx, "p", docs, timeseries.InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.UpdateDocuments(ctx, "p", []byte(`{"k": 1}`), []byte(`{"$inc": {"n": 5}, "$currentDate": {"at": true}}`), true)
+	if err != nil || res.Matched != 2 || res.Modified != 2 {
+		t.Fatalf("update: %+v, %v", res, err)
+	}
+	if res, err = l.ReplaceDocument(ctx, "p", []byte(`{"_id": 3}`), document.Doc{"k": int64(9)}); err != nil || res.Modified != 1 {
+		t.Fatalf("replace: %+v, %v", res, err)
+	}
+	// A refusal: a path through a number, the same on every member.
+	if res, err = l.UpdateDocuments(ctx, "p", []byte(`{}`), []byte(`{"$set": {"k.x": 1}}`), true); err == nil {
+		t.Fatalf("a path through a number: %+v", res)
+	}
+	if _, err := l.UpdateDocuments(ctx, "p", []byte(`{}`), []byte(`{"$bad": {}}`), true); err == nil {
+		t.Fatal("an unknown update operator was applied")
+	}
+	dump := func(n *Node) string {
+		var out []string
+		_, err := n.DB().FindDocuments(ctx, "p", timeseries.DocQuery{Sort: []timeseries.DocSortKey{{Field: "_id"}}}, func(d document.Doc) error {
+			out = append(out, string(document.AppendJSON(nil, d)))
+			return nil
+		})
+		if err != nil {
+			return err.Error()
+		}
+		return strings.Join(out, "\n")
+	}
+	want := dump(l)
+	if !strings.Contains(want, `"n":5`) || !strings.Contains(want, `"at"`) || !strings.Contains(want, `"k":9`) {
+		t.Fatalf("on the leader:\n%s", want)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := range s.nodes {
+		for dump(n) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s:\n%s\nleader:\n%s", n.ID(), dump(n), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}

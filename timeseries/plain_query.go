@@ -394,10 +394,17 @@ type UpdateResult struct {
 // stops the update with that error; documents updated before it stay
 // updated, as in MongoDB.
 func (db *DB) UpdateDocuments(ctx context.Context, name string, f *partialfilter.Filter, u *document.Update, multi bool) (UpdateResult, error) {
+	return db.UpdateDocumentsAt(ctx, name, f, u, multi, db.opts.Now())
+}
+
+// UpdateDocumentsAt is UpdateDocuments with the time $currentDate sets
+// given: the members of a replica set apply an update at the time its
+// leader chose, so that every member stores the same documents.
+func (db *DB) UpdateDocumentsAt(ctx context.Context, name string, f *partialfilter.Filter, u *document.Update, multi bool, now time.Time) (UpdateResult, error) {
 	if err := db.checkWritable(); err != nil {
 		return UpdateResult{}, err
 	}
-	return db.rewriteDocs(ctx, name, f, multi, func(doc document.Doc, now time.Time) (bool, error) {
+	return db.rewriteDocs(ctx, name, f, multi, now, func(doc document.Doc, now time.Time) (bool, error) {
 		return u.Apply(doc, now)
 	})
 }
@@ -409,7 +416,7 @@ func (db *DB) ReplaceDocument(ctx context.Context, name string, f *partialfilter
 	if err := db.checkWritable(); err != nil {
 		return UpdateResult{}, err
 	}
-	return db.rewriteDocs(ctx, name, f, false, func(doc document.Doc, _ time.Time) (bool, error) {
+	return db.rewriteDocs(ctx, name, f, false, db.opts.Now(), func(doc document.Doc, _ time.Time) (bool, error) {
 		id := doc["_id"]
 		if rid, ok := repl["_id"]; ok && partialfilter.Compare(rid, id) != 0 {
 			return false, mongoerr.New(mongoerr.ImmutableField,
@@ -427,7 +434,7 @@ func (db *DB) ReplaceDocument(ctx context.Context, name string, f *partialfilter
 }
 
 // rewriteDocs changes the documents matching f with change, in batches.
-func (db *DB) rewriteDocs(ctx context.Context, name string, f *partialfilter.Filter, multi bool, change func(document.Doc, time.Time) (bool, error)) (UpdateResult, error) {
+func (db *DB) rewriteDocs(ctx context.Context, name string, f *partialfilter.Filter, multi bool, now time.Time, change func(document.Doc, time.Time) (bool, error)) (UpdateResult, error) {
 	var res UpdateResult
 	c, err := db.plainCollection(name)
 	if err != nil {
@@ -447,7 +454,6 @@ func (db *DB) rewriteDocs(ctx context.Context, name string, f *partialfilter.Fil
 	if err != nil {
 		return res, err
 	}
-	now := db.opts.Now()
 	for len(ids) > 0 {
 		chunk := ids[:min(docChunk, len(ids))]
 		ids = ids[len(chunk):]

@@ -188,6 +188,42 @@ func TestReplicaSetMongoDriver(t *testing.T) {
 		}
 	}
 
+	// Updates of plain documents through the set: every member ends with
+	// the same documents, a $currentDate's date and an int64 included.
+	plainColl := db.Collection("p")
+	if _, err := plainColl.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "a"}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: "a"}}, bson.D{{Key: "_id", Value: 3}, {Key: "k", Value: "b"}}}); err != nil {
+		t.Fatalf("insert into p: %v", err)
+	}
+	ur, err := plainColl.UpdateMany(ctx, bson.D{{Key: "k", Value: "a"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(1) << 40}}},
+		{Key: "$currentDate", Value: bson.D{{Key: "at", Value: true}}}, {Key: "$set", Value: bson.D{{Key: "when", Value: t0}}}})
+	if err != nil || ur.MatchedCount != 2 || ur.ModifiedCount != 2 {
+		t.Fatalf("updateMany through the set: %+v, %v", ur, err)
+	}
+	if ur, err = plainColl.ReplaceOne(ctx, bson.D{{Key: "_id", Value: 3}}, bson.D{{Key: "k", Value: "c"}}); err != nil || ur.ModifiedCount != 1 {
+		t.Fatalf("replaceOne through the set: %+v, %v", ur, err)
+	}
+	plainOf := func(d *mongo.Database, pref *readpref.ReadPref) string {
+		cur, err := d.Collection("p", options.Collection().SetReadPreference(pref)).Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			return err.Error()
+		}
+		var all []bson.D // in stored order: a map would print in any order
+		if err := cur.All(ctx, &all); err != nil {
+			return err.Error()
+		}
+		return fmt.Sprint(all)
+	}
+	wantPlain := plainOf(db, readpref.Primary())
+	if !strings.Contains(wantPlain, `"at":`) || !strings.Contains(wantPlain, "1099511627776") || !strings.Contains(wantPlain, `"k":"c"`) {
+		t.Fatalf("after updateMany and replaceOne: %s", wantPlain)
+	}
+	for deadline := time.Now().Add(10 * time.Second); plainOf(sec, readpref.SecondaryPreferred()) != wantPlain; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the secondary holds %s, the primary %s", plainOf(sec, readpref.SecondaryPreferred()), wantPlain)
+		}
+	}
+
 	// The primary killed: the client finds the new one.
 	primary.kill(t)
 	start := time.Now()
@@ -205,5 +241,24 @@ func TestReplicaSetMongoDriver(t *testing.T) {
 	n, err := db.Collection("m").CountDocuments(ctx, bson.D{})
 	if err != nil || n != 190 {
 		t.Fatalf("count on the new primary: %d, %v; want 190", n, err)
+	}
+	// dropDatabase through the set: every surviving member is empty.
+	if err := db.Drop(ctx); err != nil {
+		t.Fatalf("dropDatabase through the set: %v", err)
+	}
+	for _, m := range ms {
+		if m == primary {
+			continue
+		}
+		d := direct(mongoOf[m]).Database("hourglass")
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			names, err := d.ListCollectionNames(ctx, bson.D{})
+			if err == nil && len(names) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s after dropDatabase: %v %v", m.id, names, err)
+			}
+		}
 	}
 }
