@@ -1,28 +1,38 @@
 // Package replset replicates an Hourglass engine across the members of a
-// replica set with Raft (github.com/hashicorp/raft). It is work in
-// progress: hourglass serve --replica-set serves it over the HTTP API
-// (package api), not yet over the wire protocol; docs/replication.md has
-// the design, what exists and what remains.
+// replica set with Raft (github.com/hashicorp/raft). hourglass serve
+// --replica-set serves it over the HTTP API (package api) and the MongoDB
+// wire protocol (package mongowire); docs/replication.md has the design,
+// what exists and what remains.
 //
 // A Node is one member: a raft node whose log and stable state (term,
-// vote, the last applied index) live in a Pebble store of its own in
-// Dir/raft, a TCP transport, and a state machine that applies committed
-// commands to the member's engine (Dir/engine) through the exported API of
-// package timeseries. Writes (create, drop, createIndex, insert of
-// measurements or of documents, delete) go through Node on the leader and
-// return once a
-// majority holds them and the leader applied them, with the engine's
-// answer; on a follower they fail with a *NotLeaderError naming the leader
-// ("not the leader; leader is <addr>"). Reads go to Node.DB on any member.
+// vote, the last applied index, the members' addresses) live in a Pebble
+// store of its own in Dir/raft, a TCP transport, and a state machine that
+// applies committed commands to the member's engine (Dir/engine) through
+// the exported API of package timeseries. Writes (create, drop, indexes,
+// collMod, insert of measurements or of documents, delete, update,
+// replace) go through Node on the leader and return once a majority holds
+// them and the leader applied them, with the engine's answer; on a
+// follower they fail with a *NotLeaderError naming the leader ("not the
+// leader; leader is <addr>"). Reads go to Node.DB on any member. A member
+// just elected leads only once it has applied every entry committed
+// before its term.
 //
 // The raft log sits before the engine's own log for now: each member's
 // engine logs and syncs what it applies, and the member records the last
 // applied index after each batch of entries, so that a restarted member
-// skips what its engine holds and applies the rest. A crash between the two
-// may apply one batch of entries twice; the engine change that closes the
-// window (the engine's checkpoint records the applied index) is in
-// docs/replication.md. Raft snapshots are refused until the engine can take
-// a Pebble checkpoint at an applied index, so the log is never compacted.
+// skips what its engine holds and applies the rest. A member that did not
+// close cleanly rebuilds its engine from its newest snapshot and the log
+// after it, since a crash between the two could apply a batch twice; the
+// engine change that closes the window (the engine's checkpoint records
+// the applied index) is in docs/replication.md.
+//
+// Snapshots are checkpoints of the engine (timeseries.DB.CheckpointTo:
+// hard links) kept in a store of directories (Dir/snapshots); after one,
+// raft deletes the log before it. A member further behind than the log
+// reaches is sent the leader's newest snapshot as a stream and loads it
+// into its running engine (timeseries.DB.ReplaceFrom). Members are added
+// (as non-voters, then given their vote) and removed while the set runs
+// (AddMember, RemoveMember).
 //
 // A Node is the ttl.Store of a TTL monitor: it has targets on the leader
 // only, where Expire decides a cutoff per rule and replicates the deletes
