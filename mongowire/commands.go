@@ -2,6 +2,7 @@ package mongowire
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -120,14 +122,15 @@ func (c *conn) handle(req *request) []byte {
 	if err := s.replicaCheck(cmd); err != nil {
 		return s.errorDoc(err)
 	}
-	if _, err := req.body.LookupErr("txnNumber"); err == nil {
-		if s.opts.ReplicaSet != nil {
-			// A retried write is not recognized as one: accepting the
-			// number would store it twice.
-			return s.errorDoc(mongoerr.New(mongoerr.IllegalOperation,
-				"Hourglass does not support retryable writes or transactions (txnNumber): connect with retryWrites=false"))
+	if v, err := req.body.LookupErr("txnNumber"); err == nil {
+		if s.opts.ReplicaSet == nil {
+			return s.errorDoc(mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos"))
 		}
-		return s.errorDoc(mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos"))
+		ctx, err := retryableWrite(cmd, first, v)
+		if err != nil {
+			return s.errorDoc(err)
+		}
+		cmd.ctx = ctx
 	}
 	s.opcounters.count(first)
 	o := s.ops.begin(c, cmd)
@@ -140,6 +143,39 @@ func (c *conn) handle(req *request) []byte {
 		return reply[0].Value.(bson.Raw)
 	}
 	return marshal(append(reply, bson.E{Key: "ok", Value: 1.0}))
+}
+
+// retryableWrites are the commands a session's txnNumber makes retryable.
+var retryableWrites = map[string]bool{"insert": true, "update": true, "delete": true}
+
+// retryableWrite returns the context under which a retryable write runs
+// on a replica set: its statements carry the session and transaction
+// number through the log, and a retry (the same lsid and txnNumber, as a
+// driver sends after a failover) gets the first attempt's results
+// instead of writing again (replset.WithSession). Transactions are
+// refused.
+func retryableWrite(cmd *command, name string, txn bsoncore.Value) (context.Context, error) {
+	for _, k := range []string{"autocommit", "startTransaction"} {
+		if _, err := cmd.body.LookupErr(k); err == nil {
+			return nil, mongoerr.New(mongoerr.IllegalOperation, "Hourglass does not support multi-document transactions")
+		}
+	}
+	if !retryableWrites[name] {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not a retryable write in Hourglass (txnNumber): connect with retryWrites=false for it", name)
+	}
+	n, ok := txn.AsInt64OK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "txnNumber must be a number")
+	}
+	lsid, err := cmd.body.LookupErr("lsid", "id")
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "a txnNumber needs a session: 'lsid.id'")
+	}
+	_, id, ok := lsid.BinaryOK()
+	if !ok || len(id) == 0 {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "'lsid.id' must be a UUID")
+	}
+	return replset.WithSession(cmd.ctx, hex.EncodeToString(id), n), nil
 }
 
 func firstElement(doc bsoncore.Document) (string, bool) {
@@ -262,7 +298,7 @@ func (cmd *command) args() (map[string]any, error) {
 // no state.
 var genericFields = map[string]bool{"$db": true, "lsid": true, "$clusterTime": true, "$readPreference": true,
 	"writeConcern": true, "readConcern": true, "apiVersion": true, "apiStrict": true, "apiDeprecationErrors": true,
-	"comment": true, "maxTimeMS": true, "$audit": true, "$client": true}
+	"comment": true, "maxTimeMS": true, "$audit": true, "$client": true, "txnNumber": true}
 
 func cmdHello(s *Server, c *conn, cmd *command) (bson.D, error) {
 	primary := "isWritablePrimary"

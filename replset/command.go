@@ -75,8 +75,13 @@ func (o Op) String() string {
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
 
-// commandFormat is the version byte every command starts with.
-const commandFormat byte = 1
+// commandFormat is the version byte every command starts with; a command
+// of a retryable write (Session set) starts with commandFormatSession and
+// carries its session key after the collection.
+const (
+	commandFormat        byte = 1
+	commandFormatSession byte = 2
+)
 
 // Command is one state change, as the raft log carries it. Only the fields
 // of its Op are meaningful.
@@ -112,11 +117,17 @@ type Command struct {
 	Update      []byte
 	Multi       bool
 	Replacement document.Doc
+	// Session identifies a retryable write's statement (WithSession): a
+	// command whose session key was applied before is not applied again,
+	// and answers the result the first one had. Only the writes that are
+	// not idempotent carry one (retryable).
+	Session string
 }
 
 // encode appends the command's encoding to dst (docs/replication.md):
 //
 //	version (1) | op (1) | collection (uvarint length, bytes) | body
+//	version (2) | op (1) | collection | session (uvarint length, bytes) | body
 //
 // The body of create is the options in JSON; of insert, a flags byte and a
 // uvarint count of measurements, each: time (varint ns), meta (uvarint
@@ -142,8 +153,14 @@ type Command struct {
 // replace: the filter (uvarint length, JSON) and the replacement (uvarint
 // length, document.Encode).
 func (c *Command) encode(dst []byte) ([]byte, error) {
-	dst = append(dst, commandFormat, byte(c.Op))
-	dst = appendBytes(dst, []byte(c.Collection))
+	if c.Session != "" {
+		dst = append(dst, commandFormatSession, byte(c.Op))
+		dst = appendBytes(dst, []byte(c.Collection))
+		dst = appendBytes(dst, []byte(c.Session))
+	} else {
+		dst = append(dst, commandFormat, byte(c.Op))
+		dst = appendBytes(dst, []byte(c.Collection))
+	}
 	switch c.Op {
 	case OpCreateCollection:
 		js, err := json.Marshal(c.Options)
@@ -382,10 +399,16 @@ func appendMeasurement(dst []byte, m *timeseries.Measurement) ([]byte, error) {
 // decodeCommand decodes b. The command's slices do not alias b.
 func decodeCommand(b []byte) (*Command, error) {
 	d := decoder{b: b}
-	if v := d.byte1(); d.err == nil && v != commandFormat {
-		return nil, fmt.Errorf("%w: command format %d, want %d", ErrCorrupt, v, commandFormat)
+	format := d.byte1()
+	if d.err == nil && format != commandFormat && format != commandFormatSession {
+		return nil, fmt.Errorf("%w: command format %d, want %d or %d", ErrCorrupt, format, commandFormat, commandFormatSession)
 	}
 	c := &Command{Op: Op(d.byte1()), Collection: string(d.bytes())}
+	if format == commandFormatSession {
+		if c.Session = string(d.bytes()); d.err == nil && c.Session == "" {
+			d.err = fmt.Errorf("%w: an empty session key", ErrCorrupt)
+		}
+	}
 	switch c.Op {
 	case OpCreateCollection:
 		js := d.bytes()

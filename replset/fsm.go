@@ -3,6 +3,7 @@ package replset
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble"
 	"github.com/hashicorp/raft"
 
 	"github.com/hourglassdb/hourglass/document"
@@ -82,6 +84,8 @@ type fsm struct {
 	// merged counts the entries applied within a run of inserts of more
 	// than one (insertRun).
 	merged atomic.Int64
+	// sessions are the retryable writes applied (sessions.go).
+	sessions *sessionTable
 }
 
 func newFSM(db *timeseries.DB, store *logStore, snapDir, restoreDir string, log *slog.Logger, onHalt func(error)) (*fsm, error) {
@@ -93,7 +97,12 @@ func newFSM(db *timeseries.DB, store *logStore, snapDir, restoreDir string, log 
 	if err != nil {
 		return nil, err
 	}
-	return &fsm{db: db, store: store, snapDir: snapDir, restoreDir: restoreDir, log: log, onHalt: onHalt, applied: applied, members: members}, nil
+	sessions, err := loadSessions(store)
+	if err != nil {
+		return nil, err
+	}
+	return &fsm{db: db, store: store, snapDir: snapDir, restoreDir: restoreDir, log: log, onHalt: onHalt, applied: applied,
+		members: members, sessions: sessions}, nil
 }
 
 // Apply applies one entry (raft.FSM).
@@ -135,6 +144,10 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		switch {
 		case decErrs[i] != nil:
 			rs = []*applyResult{{err: fmt.Errorf("replset: entry %d: %w", l.Index, decErrs[i])}}
+		case cmds[i].Session != "" && f.hasSession(cmds[i].Session):
+			// A retried write applied before: its first result.
+			st, _ := f.sessions.get(cmds[i].Session)
+			rs = []*applyResult{st.applyResult()}
 		case mergeable(cmds[i]):
 			run, rows := []*Command{cmds[i]}, len(cmds[i].Measurements)
 			for j := i + 1; j < len(logs) && len(run) < maxRunEntries && rows < maxRunRows; j++ {
@@ -153,7 +166,6 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			rs = []*applyResult{f.apply(cmds[i])}
 		}
 		for k, r := range rs {
-			cmds[i+k] = nil // applied: its measurements may go
 			idx := logs[i+k].Index
 			switch {
 			case halted != nil:
@@ -164,12 +176,16 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			default:
 				last = idx
 				out[i+k] = r
+				if c := cmds[i+k]; c != nil && c.Session != "" {
+					f.sessions.put(c.Session, toStored(idx, r))
+				}
 			}
+			cmds[i+k] = nil // applied: its measurements may go
 		}
 		i += len(rs) - 1
 	}
 	if last > applied && !f.unrecorded.Load() {
-		if err := f.store.SetUint64(appliedKey, last); err != nil && halted == nil {
+		if err := f.record(last); err != nil && halted == nil {
 			halted = fmt.Errorf("record applied index %d: %w", last, err)
 		}
 	}
@@ -186,6 +202,26 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	return out
 }
 
+// hasSession reports whether a retryable write's key was applied.
+func (f *fsm) hasSession(key string) bool {
+	_, ok := f.sessions.get(key)
+	return ok
+}
+
+// record writes the applied index and the session keys applied since the
+// last record, in one synced batch.
+func (f *fsm) record(applied uint64) error {
+	b := f.store.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(stableKey(appliedKey), binary.BigEndian.AppendUint64(nil, applied), nil); err != nil {
+		return err
+	}
+	if err := f.sessions.flush(b); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
+}
+
 // Bounds of a run of inserts applied together.
 const (
 	maxRunEntries = 64
@@ -198,7 +234,7 @@ const (
 // concatenation stores and refuses what inserting them one after another
 // would.
 func mergeable(c *Command) bool {
-	return (c.Op == OpInsert || c.Op == OpInsertKeyed) && c.Unordered
+	return (c.Op == OpInsert || c.Op == OpInsertKeyed) && c.Unordered && c.Session == ""
 }
 
 // insertRun applies mergeable inserts into one collection as one engine
@@ -348,7 +384,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("replset: snapshot at %d: %w", applied, err)
 	}
-	b, err := json.Marshal(snapshotState{Applied: applied, Members: f.members.list()})
+	b, err := json.Marshal(snapshotState{Applied: applied, Members: f.members.list(), Sessions: f.sessions.entries()})
 	if err == nil {
 		err = writeFileSync(filepath.Join(dir, stateFile), b)
 	}
@@ -390,6 +426,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	err = f.db.ReplaceFrom(filepath.Join(dir, engineDir))
 	if err == nil {
 		err = f.members.replace(f.store, st.Members)
+	}
+	if err == nil {
+		err = f.sessions.replace(f.store, st.Sessions)
 	}
 	if err == nil {
 		err = f.store.SetUint64(appliedKey, st.Applied)

@@ -184,6 +184,11 @@ func (n *Node) recoverEngine(engineDir string) (snapshot string, err error) {
 		if err := n.store.SetUint64(appliedKey, 0); err != nil {
 			return "", fmt.Errorf("replset: reset the applied index: %w", err)
 		}
+		// The retryable writes applied are the snapshot's (rebuildFrom)
+		// and those the log applies again.
+		if err := (&sessionTable{}).replace(n.store, nil); err != nil {
+			return "", fmt.Errorf("replset: reset the session table: %w", err)
+		}
 		n.rebuilt = true
 		snapshot = dir
 	}
@@ -201,6 +206,9 @@ func (n *Node) rebuildFrom(dir string) error {
 	}
 	if err := n.db.ReplaceFrom(filepath.Join(dir, engineDir)); err != nil {
 		return fmt.Errorf("replset: rebuild the engine from snapshot %s: %w", dir, err)
+	}
+	if err := (&sessionTable{}).replace(n.store, st.Sessions); err != nil {
+		return fmt.Errorf("replset: the session table of snapshot %s: %w", dir, err)
 	}
 	if err := n.store.SetUint64(appliedKey, st.Applied); err != nil {
 		return fmt.Errorf("replset: record the applied index: %w", err)
@@ -345,6 +353,7 @@ func (n *Node) Apply(ctx context.Context, c *Command) (Result, error) {
 	if err := n.checkLeader(); err != nil {
 		return Result{}, err
 	}
+	sessionKey(ctx, c)
 	data, err := c.encode(nil)
 	if err != nil {
 		return Result{}, err

@@ -496,3 +496,67 @@ func TestReplicatesUpdates(t *testing.T) {
 		}
 	}
 }
+
+// A retried write (the same session and transaction number) is applied
+// once, also when the retry reaches the next leader after a failover, and
+// answers the first attempt's result; another number is a new write.
+func TestRetryableWrites(t *testing.T) {
+	s := startSet(t, 3)
+	l := s.nodes[s.leader()]
+	bg := context.Background()
+	if _, err := l.CreateCollection(bg, "p", timeseries.CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateCollection(bg, "cpu", sensorOpts); err != nil {
+		t.Fatal(err)
+	}
+	write := func(n *Node, txn int64) (timeseries.InsertResult, timeseries.UpdateResult, timeseries.InsertResult) {
+		t.Helper()
+		ctx := WithSession(bg, "9f1c", txn)
+		docs, err := n.InsertDocuments(ctx, "p", []document.Doc{{"k": int64(1)}, {"k": int64(2)}}, timeseries.InsertOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := n.UpdateDocuments(ctx, "p", []byte(`{}`), []byte(`{"$inc": {"n": 1}}`), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := n.Insert(ctx, "cpu", batch(int(txn)*100, 10), timeseries.InsertOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return docs, up, ms
+	}
+	d1, u1, m1 := write(l, 1)
+	d2, u2, m2 := write(l, 1) // the driver's retry
+	if d2.Inserted != d1.Inserted || u2 != u1 || m2.Inserted != m1.Inserted || d1.Inserted != 2 || u1.Modified != 2 {
+		t.Fatalf("retry answered %+v %+v %+v, the first attempt %+v %+v %+v", d2, u2, m2, d1, u1, m1)
+	}
+	s.waitCount("p", 2)
+	s.waitCount("cpu", 10)
+
+	// The leader goes; the retry reaches the next one.
+	li := s.leader()
+	s.nodes[li].Close()
+	s.nodes[li] = nil
+	nl := s.nodes[s.leader()]
+	if d3, u3, _ := write(nl, 1); d3.Inserted != 2 || u3 != u1 {
+		t.Fatalf("retry on the new leader: %+v %+v", d3, u3)
+	}
+	s.waitCount("p", 2)
+	s.waitCount("cpu", 10)
+	// A new transaction number writes again.
+	if _, u4, _ := write(nl, 2); u4.Modified != 4 {
+		t.Fatalf("the next transaction's update: %+v, want 4 modified", u4)
+	}
+	s.waitCount("p", 4)
+	s.waitCount("cpu", 20)
+	var ns []int64
+	_, err := nl.DB().FindDocuments(bg, "p", timeseries.DocQuery{}, func(d document.Doc) error {
+		ns = append(ns, d["n"].(int64))
+		return nil
+	})
+	if err != nil || fmt.Sprint(ns) != "[2 2 1 1]" {
+		t.Fatalf("n of the documents: %v %v, want [2 2 1 1]: each update applied once", ns, err)
+	}
+}

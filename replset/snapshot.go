@@ -54,6 +54,8 @@ type snapshotState struct {
 	Applied uint64 `json:"applied"`
 	// Members is the address table (OpMember) at that index.
 	Members []MemberAddrs `json:"members,omitempty"`
+	// Sessions are the retryable writes applied, oldest first.
+	Sessions []sessionEntry `json:"sessions,omitempty"`
 }
 
 const (

@@ -42,7 +42,7 @@ func TestReplicaSetMongoDriver(t *testing.T) {
 	}
 	ctx := context.Background()
 	cl, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + strings.Join(mongos, ",") +
-		"/?replicaSet=rs0&retryWrites=false&serverSelectionTimeoutMS=20000"))
+		"/?replicaSet=rs0&serverSelectionTimeoutMS=20000")) // retryable writes: the drivers' default
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +222,19 @@ func TestReplicaSetMongoDriver(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the secondary holds %s, the primary %s", plainOf(sec, readpref.SecondaryPreferred()), wantPlain)
 		}
+	}
+
+	// Transactions are refused, with a clear error.
+	sess, err := cl.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		return plainColl.InsertOne(sc, bson.D{{Key: "_id", Value: 9}})
+	})
+	sess.EndSession(ctx)
+	if err == nil || !strings.Contains(err.Error(), "transactions") {
+		t.Fatalf("a transaction: %v, want a refusal", err)
 	}
 
 	// The primary killed: the client finds the new one.
