@@ -61,7 +61,15 @@ func replicaServers(t *testing.T) ([]*testServer, []*replset.Node, int) {
 		}
 	}
 	_, id := nodes[0].Leader()
-	return servers, nodes, int(id[1] - '1')
+	li := int(id[1] - '1')
+	// Elected, the leader takes writes once it has applied the entries
+	// before its term.
+	for deadline := time.Now().Add(10 * time.Second); nodes[li].Role() != replset.RoleLeader; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("leader %s not ready within 10 s", id)
+		}
+	}
+	return servers, nodes, li
 }
 
 // waitCounts waits until every member's count of name is want.
