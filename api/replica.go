@@ -41,16 +41,100 @@ func (rs *ReplicaSet) httpAddr(id string) string { return rs.Node.MemberAddrs(id
 // before the handler looks at this member's data: a follower may not
 // have applied the collection the write names yet, and must not answer
 // that it does not exist.
+//
+// The answer carries Hourglass-Applied-Index: the last log entry the
+// leader had applied when it answered, which the write's entry is at or
+// before; a read with afterIndex set to it sees the write on any member.
 func (s *Server) primaryOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rs := s.opts.ReplicaSet; rs != nil {
-			if err := rs.Node.CheckLeader(); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
+		rs := s.opts.ReplicaSet
+		if rs == nil {
+			next.ServeHTTP(w, r)
+			return
 		}
-		next.ServeHTTP(w, r)
+		if err := rs.Node.CheckLeader(); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(&appliedIndexWriter{ResponseWriter: w, node: rs.Node}, r)
 	})
+}
+
+// appliedIndexWriter sets Hourglass-Applied-Index as the answer starts.
+type appliedIndexWriter struct {
+	http.ResponseWriter
+	node    *replset.Node
+	started bool
+}
+
+func (a *appliedIndexWriter) WriteHeader(code int) {
+	if !a.started {
+		a.started = true
+		a.Header().Set(appliedHeader, strconv.FormatUint(a.node.AppliedIndex(), 10))
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *appliedIndexWriter) Write(b []byte) (int, error) {
+	if !a.started {
+		a.WriteHeader(http.StatusOK)
+	}
+	return a.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (a *appliedIndexWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// Bounds of a read's wait for afterIndex.
+const (
+	defaultAfterIndexWait = 5 * time.Second
+	maxAfterIndexWait     = time.Minute
+)
+
+// waitAfterIndex makes a read with afterIndex=N wait until this member
+// has applied the log up to N (at most waitMS milliseconds, default 5 s),
+// so that it sees the write whose answer carried that index. It reports
+// whether the read goes on; otherwise it answered 400 or 503.
+func (s *Server) waitAfterIndex(w http.ResponseWriter, r *http.Request) bool {
+	rs := s.opts.ReplicaSet
+	q := r.URL.Query()
+	after := q.Get("afterIndex")
+	if after == "" {
+		return true
+	}
+	if rs == nil {
+		s.writeError(w, r, badRequest("afterIndex is for replica set members (serve --replica-set)"))
+		return false
+	}
+	index, err := strconv.ParseUint(after, 10, 64)
+	if err != nil {
+		s.writeError(w, r, badRequest("afterIndex must be a log index (a non-negative integer), as Hourglass-Applied-Index gives it: %q", after))
+		return false
+	}
+	wait := defaultAfterIndexWait
+	if v := q.Get("waitMS"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > maxAfterIndexWait {
+			s.writeError(w, r, badRequest("waitMS must be milliseconds from 0 to %d: %q", maxAfterIndexWait.Milliseconds(), v))
+			return false
+		}
+		wait = time.Duration(ms) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	if err := rs.Node.WaitApplied(ctx, index); err != nil {
+		if r.Context().Err() != nil {
+			return false // the client went away
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = &httpError{status: http.StatusServiceUnavailable, code: mongoerr.MaxTimeMSExpired,
+				msg: fmt.Sprintf("member %s has applied the log up to %d, not yet to afterIndex %d, within %s; retry, or read from the primary",
+					rs.Node.ID(), rs.Node.AppliedIndex(), index, wait)}
+		}
+		s.writeError(w, r, err)
+		return false
+	}
+	return true
 }
 
 // deleteReplicated deletes what filter (the request's JSON object)
@@ -259,10 +343,13 @@ const (
 func (s *Server) secondaryRead(w http.ResponseWriter, r *http.Request) bool {
 	rs := s.opts.ReplicaSet
 	if rs == nil || rs.Node.Role() == replset.RoleLeader {
-		return true
+		return s.waitAfterIndex(w, r)
 	}
 	switch r.URL.Query().Get("readPreference") {
 	case "secondary", "secondaryPreferred", "primaryPreferred", "nearest":
+		if !s.waitAfterIndex(w, r) {
+			return false
+		}
 		st := rs.Node.Status()
 		w.Header().Set(appliedHeader, strconv.FormatUint(st.AppliedIndex, 10))
 		if !st.LastContact.IsZero() {

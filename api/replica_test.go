@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -307,4 +308,33 @@ func TestReplicaSetMembersHTTP(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A write's answer carries the index the leader had applied; a read with
+// afterIndex set to it sees the write on a follower, and one far ahead
+// waits waitMS and is answered 503 MaxTimeMSExpired.
+func TestReplicaSetAfterIndex(t *testing.T) {
+	servers, _, li := replicaServers(t)
+	l, f := servers[li], servers[(li+1)%3]
+	l.createSensors("s")
+	r := l.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	idx := r.header.Get("Hourglass-Applied-Index")
+	if n, err := strconv.ParseUint(idx, 10, 64); err != nil || n == 0 {
+		t.Fatalf("a write's Hourglass-Applied-Index: %q", idx)
+	}
+	// Every read with afterIndex sees the 4 documents at once: the wait
+	// is the follower's, not the test's.
+	for _, s := range servers {
+		r := s.mustDo(200, "POST", "/v1/collections/s/find?readPreference=secondary&afterIndex="+idx, `{}`)
+		var rows []any
+		if err := json.Unmarshal(r.body, &rows); err != nil || len(rows) != 4 {
+			t.Fatalf("find after index %s: %d rows, %v: %s", idx, len(rows), err, r.body)
+		}
+	}
+	r = f.mustDo(503, "POST", "/v1/collections/s/find?readPreference=secondary&afterIndex=999999999&waitMS=50", `{}`)
+	if r.errorCode(t) != 50 || !strings.Contains(string(r.body), "afterIndex 999999999") {
+		t.Fatalf("a read far ahead: %s", r.body)
+	}
+	f.mustDo(400, "POST", "/v1/collections/s/find?readPreference=secondary&afterIndex=x", `{}`)
+	f.mustDo(400, "POST", "/v1/collections/s/find?readPreference=secondary&afterIndex=1&waitMS=-1", `{}`)
 }

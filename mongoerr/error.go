@@ -21,6 +21,7 @@ const (
 	InternalError         Code = 1
 	BadValue              Code = 2
 	FailedToParse         Code = 9
+	MaxTimeMSExpired      Code = 50
 	Unauthorized          Code = 13
 	TypeMismatch          Code = 14
 	InvalidLength         Code = 16
@@ -79,6 +80,7 @@ var names = map[Code]string{
 	NamespaceNotFound:               "NamespaceNotFound",
 	IndexNotFound:                   "IndexNotFound",
 	IllegalOperation:                "IllegalOperation",
+	MaxTimeMSExpired:                "MaxTimeMSExpired",
 	NamespaceExists:                 "NamespaceExists",
 	CannotCreateIndex:               "CannotCreateIndex",
 	InvalidOptions:                  "InvalidOptions",

@@ -336,6 +336,25 @@ func (n *Node) Snapshot() error {
 	return nil
 }
 
+// WaitApplied waits until this member's engine holds the entries up to
+// index (the Hourglass-Applied-Index a write's answer carried), so that a
+// read on a follower sees that write; ctx bounds the wait.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for n.AppliedIndex() < index {
+		if err := n.Halted(); err != nil {
+			return fmt.Errorf("%w: %v", ErrHalted, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
 // Halted returns the engine error that stopped this member applying the
 // log, nil while it applies.
 func (n *Node) Halted() error {
