@@ -53,8 +53,10 @@ type Options struct {
 	// LogSegmentSize is the size of one log segment. Default 64 MiB.
 	LogSegmentSize int64
 
-	// NoSync skips fsync of the log. For tests and benchmarks only: an
-	// acknowledged write may be lost in a crash.
+	// NoSync skips fsync of the log: an acknowledged write may be lost in
+	// a crash. For tests and benchmarks, and for an engine whose writes
+	// are durable elsewhere and which is rebuilt after a crash (a replica
+	// set member's: its raft log).
 	NoSync bool
 
 	// Logger receives the DB's logs. Default: discard.
