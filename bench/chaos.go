@@ -23,7 +23,9 @@ import (
 // member leads, a collection whose rows expire, and Cycles faults chosen
 // at random: kill -9 of the leader, kill -9 of a follower, SIGSTOP of a
 // follower for a few seconds (it stops answering, as a member cut off by
-// the network does, and resumes with what it missed). After every cycle
+// the network does, and resumes with what it missed), or the replacement
+// of a follower (removed from the set, its data deleted, joined again
+// with --join). After every cycle
 // the set is left to settle and every member is read: every acknowledged
 // write is on every member, no member holds a row an acknowledged delete
 // removed or a row nobody sent, the three hold the same rows, and expired
@@ -109,12 +111,18 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (ChaosResult, error) {
 		spec = append(spec, m.id+"="+m.raft+"/"+m.http)
 	}
 	start := time.Now()
-	startMember := func(m *chaosMember) error {
+	// startMember starts m with --members, or, given a member to join
+	// through, with --join (a member whose data was deleted).
+	startMember := func(m *chaosMember, join ...*chaosMember) error {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
-		p, err := StartServer(sctx, cfg.Binary, m.dir, "--replica-set", "rs0", "--node-id", m.id, "--raft-listen", m.raft,
-			"--members", strings.Join(spec, ","), "--listen", m.http, "--mongo-listen", "", "--ttl-monitor-sleep", "1s",
-			"--checkpoint-interval", "2s")
+		set := []string{"--members", strings.Join(spec, ",")}
+		if len(join) > 0 {
+			set = []string{"--join", join[0].http}
+		}
+		args := append([]string{"--replica-set", "rs0", "--node-id", m.id, "--raft-listen", m.raft}, set...)
+		args = append(args, "--listen", m.http, "--mongo-listen", "", "--ttl-monitor-sleep", "1s", "--checkpoint-interval", "2s")
+		p, err := StartServer(sctx, cfg.Binary, m.dir, args...)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.id, err)
 		}
@@ -160,27 +168,54 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (ChaosResult, error) {
 			leader := cl.leader(ctx)
 			cc.Leader = leader.id
 			var target *chaosMember
-			switch kind := rng.IntN(3); kind {
+			kind := rng.IntN(4)
+			switch kind {
 			case 0:
 				target, cc.Fault = leader, "kill -9 of the leader "+leader.id
 			default:
 				for target == nil || target == leader {
 					target = ms[rng.IntN(3)]
 				}
-				if kind == 1 {
+				switch kind {
+				case 1:
 					cc.Fault = "kill -9 of the follower " + target.id
-				} else {
+				case 2:
 					cc.Fault = "SIGSTOP of the follower " + target.id
+				default:
+					cc.Fault = "replacement of the follower " + target.id + " (removed, its data deleted, joined again)"
 				}
 			}
 			pause := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
-			if strings.HasPrefix(cc.Fault, "SIGSTOP") {
+			switch kind {
+			case 2:
 				target.proc.cmd.Process.Signal(syscall.SIGSTOP)
 				target.stopped = true
 				sleepCtx(ctx, pause)
 				target.proc.cmd.Process.Signal(syscall.SIGCONT)
 				target.stopped = false
-			} else {
+			case 3:
+				// The set goes on with two voters while the member is
+				// away; it comes back empty, as a non-voter through the
+				// leader, catches up (from a snapshot once the log no
+				// longer reaches back) and gets its vote back.
+				if st, b := cl.send(ctx, http.MethodDelete, "/v1/replset/members/"+target.id, "", nil); st != http.StatusOK {
+					cancel()
+					<-done
+					return fail(cycle, fmt.Errorf("remove member %s: HTTP %d %s", target.id, st, b))
+				}
+				target.proc.Kill()
+				if err := os.RemoveAll(target.dir); err != nil {
+					cancel()
+					<-done
+					return fail(cycle, err)
+				}
+				sleepCtx(ctx, pause)
+				if err := startMember(target, cl.leader(ctx)); err != nil {
+					cancel()
+					<-done
+					return fail(cycle, err)
+				}
+			default:
 				target.proc.Kill()
 				sleepCtx(ctx, pause)
 				if err := startMember(target); err != nil {

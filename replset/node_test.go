@@ -56,6 +56,25 @@ func startSetWith(t *testing.T, size int, mod func(*Options)) *testSet {
 	return s
 }
 
+// killAndReopen stops member i as a kill would (no clean mark), opens it
+// again and checks that it rebuilt its engine.
+func (s *testSet) killAndReopen(i int) *Node {
+	s.t.Helper()
+	if err := s.nodes[i].shutdown(false); err != nil {
+		s.t.Fatal(err)
+	}
+	s.nodes[i] = nil
+	n, err := Open(s.opts[i])
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.nodes[i] = n
+	if !n.rebuilt {
+		s.t.Fatal("after an unclean stop: the engine was not rebuilt")
+	}
+	return n
+}
+
 // leader waits up to 10 s for a member to be leader and returns its index.
 func (s *testSet) leader() int {
 	s.t.Helper()
@@ -405,19 +424,8 @@ func TestUncleanRestartRebuilds(t *testing.T) {
 	f := s.nodes[fi]
 	f.fsm.unrecorded.Store(true)
 	insert(t, l, 40, 20)
-	s.waitCount("cpu", 60)                    // f's engine holds them; its applied index does not say so
-	if err := f.shutdown(false); err != nil { // killed: no clean mark
-		t.Fatal(err)
-	}
-	s.nodes[fi] = nil
-	n, err := Open(s.opts[fi])
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.nodes[fi] = n
-	if !n.rebuilt {
-		t.Fatal("after an unclean stop: the engine was not rebuilt")
-	}
+	s.waitCount("cpu", 60) // f's engine holds them; its applied index does not say so
+	n := s.killAndReopen(fi)
 	insert(t, l, 60, 20)
 	s.waitCount("cpu", 80)
 	// And a clean restart keeps what it has: once the rebuilt member has
@@ -433,7 +441,8 @@ func TestUncleanRestartRebuilds(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err = Open(s.opts[fi]); err != nil {
+	n, err := Open(s.opts[fi])
+	if err != nil {
 		t.Fatal(err)
 	}
 	s.nodes[fi] = n

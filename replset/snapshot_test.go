@@ -31,6 +31,20 @@ func writeTestFiles(t testing.TB, dir string, files map[string]string) {
 	}
 }
 
+// streamOf returns the stream of the files under dir.
+func streamOf(t testing.TB, dir string) []byte {
+	t.Helper()
+	names, err := snapshotFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := writeStream(&buf, dir, names); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // The stream of a directory unpacks into the same files, and its length
 // is what streamSize says (raft sends that size ahead of the bytes).
 func TestSnapshotStreamRoundTrip(t *testing.T) {
@@ -38,23 +52,17 @@ func TestSnapshotStreamRoundTrip(t *testing.T) {
 	files := map[string]string{"state": `{"applied":7}`, "engine/store/000001.sst": "sst bytes", "engine/store/MANIFEST-000001": "",
 		"engine/big": string(bytes.Repeat([]byte("x"), 300000))}
 	writeTestFiles(t, src, files)
-	names, err := snapshotFiles(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := writeStream(&buf, src, names); err != nil {
-		t.Fatal(err)
-	}
+	stream := streamOf(t, src)
+	names, _ := snapshotFiles(src)
 	size, err := streamSize(src, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size != int64(buf.Len()) {
-		t.Fatalf("streamSize %d, stream %d bytes", size, buf.Len())
+	if size != int64(len(stream)) {
+		t.Fatalf("streamSize %d, stream %d bytes", size, len(stream))
 	}
 	dst := t.TempDir()
-	if err := readStream(bytes.NewReader(buf.Bytes()), dst); err != nil {
+	if err := readStream(bytes.NewReader(stream), dst); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range files {
@@ -70,12 +78,7 @@ func TestSnapshotStreamRoundTrip(t *testing.T) {
 func TestSnapshotStreamRefusesBadInput(t *testing.T) {
 	src := t.TempDir()
 	writeTestFiles(t, src, map[string]string{"state": `{"applied":7}`, "engine/a": "abcdef"})
-	names, _ := snapshotFiles(src)
-	var buf bytes.Buffer
-	if err := writeStream(&buf, src, names); err != nil {
-		t.Fatal(err)
-	}
-	good := buf.Bytes()
+	good := streamOf(t, src)
 	entry := func(name, content string) []byte {
 		b := binary.AppendUvarint([]byte(streamMagic), uint64(len(name)))
 		b = append(b, name...)
@@ -105,12 +108,7 @@ func TestSnapshotStreamRefusesBadInput(t *testing.T) {
 func FuzzReadStream(f *testing.F) {
 	src := f.TempDir()
 	writeTestFiles(f, src, map[string]string{"state": `{"applied":7}`, "engine/a": "abc"})
-	names, _ := snapshotFiles(src)
-	var buf bytes.Buffer
-	if err := writeStream(&buf, src, names); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(buf.Bytes())
+	f.Add(streamOf(f, src))
 	f.Add([]byte(streamMagic + "\x01a\x01b\x00\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		dir := t.TempDir()
@@ -149,8 +147,7 @@ func TestSnapshotStore(t *testing.T) {
 		}
 		src := t.TempDir()
 		writeTestFiles(t, src, map[string]string{"state": `{"applied":` + string(rune('0'+i)) + `}`, "engine/f": "data"})
-		names, _ := snapshotFiles(src)
-		if err := writeStream(sink, src, names); err != nil {
+		if _, err := sink.Write(streamOf(t, src)); err != nil {
 			t.Fatal(err)
 		}
 		if err := sink.Close(); err != nil {
@@ -294,18 +291,7 @@ func TestUncleanRestartFromSnapshot(t *testing.T) {
 	f.fsm.unrecorded.Store(true)
 	insert(t, l, 60, 20)
 	s.waitCount("cpu", 80)
-	if err := f.shutdown(false); err != nil {
-		t.Fatal(err)
-	}
-	s.nodes[fi] = nil
-	n, err := Open(s.opts[fi])
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.nodes[fi] = n
-	if !n.rebuilt {
-		t.Fatal("after an unclean stop: the engine was not rebuilt")
-	}
+	s.killAndReopen(fi)
 	insert(t, l, 80, 20)
 	s.waitCount("cpu", 100)
 }

@@ -26,10 +26,12 @@ default this one) on loopback, under load, through --cycles faults:
   - a writer of rows already 3 h old into chaos_ttl (TTL 1 h), which the
     leader's TTL monitor deletes and the followers apply;
   - each cycle, after --duration of load, a fault chosen by the seed:
-    kill -9 of the leader, kill -9 of a follower, or SIGSTOP of a follower
+    kill -9 of the leader, kill -9 of a follower, SIGSTOP of a follower
     for 1 to 4 s (it stops answering, as a member cut off by the network
-    does, then SIGCONT), the killed member restarted after 1 to 4 s; then
-    --duration more load.
+    does, then SIGCONT), or the replacement of a follower (removed with
+    DELETE /v1/replset/members/{id}, killed, its data deleted, started
+    again with --join: it catches up from a snapshot or the log), the
+    killed member restarted after 1 to 4 s; then --duration more load.
 
 After each cycle the members are read until they hold the same rows (at
 most a minute), and the rows are checked against what the clients were

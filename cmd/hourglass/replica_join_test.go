@@ -37,35 +37,8 @@ func TestReplicaSetJoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs four binaries")
 	}
-	addrs := freeAddrs(t, 8)
-	var ms []*member
-	var spec []string
-	for i := range 3 {
-		m := &member{id: fmt.Sprintf("n%d", i+1), http: addrs[2*i], raft: addrs[2*i+1], dir: t.TempDir()}
-		ms = append(ms, m)
-		spec = append(spec, fmt.Sprintf("%s=%s/%s", m.id, m.raft, m.http))
-	}
-	for _, m := range ms {
-		m.args = []string{"serve", "--replica-set", "rs0", "--node-id", m.id, "--raft-listen", m.raft,
-			"--members", strings.Join(spec, ","), "--listen", m.http, "--data-dir", m.dir, "--log-format", "json", "--mongo-listen", ""}
-		m.start(t)
-	}
-	leader := func() *member {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if a := leaderOf(ms); a != "" {
-				for _, m := range ms {
-					if m.http == a {
-						return m
-					}
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatal("no leader within 10 s")
-		return nil
-	}
+	ms := startMembers(t, "--mongo-listen", "")
+	leader := func() *member { return waitLeaderOf(t, ms, 10*time.Second) }
 	l := leader()
 	if st := l.srv.put(t, "/v1/collections/m", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`); st != 201 {
 		t.Fatalf("create: %d", st)
@@ -88,7 +61,8 @@ func TestReplicaSetJoin(t *testing.T) {
 	}
 	write(30)
 
-	n4 := &member{id: "n4", http: addrs[6], raft: addrs[7], dir: t.TempDir()}
+	addrs := freeAddrs(t, 2)
+	n4 := &member{id: "n4", http: addrs[0], raft: addrs[1], dir: t.TempDir()}
 	n4.args = []string{"serve", "--replica-set", "rs0", "--node-id", "n4", "--raft-listen", n4.raft,
 		"--join", ms[1].http, "--listen", n4.http, "--data-dir", n4.dir, "--log-format", "json", "--mongo-listen", ""}
 	n4.start(t)

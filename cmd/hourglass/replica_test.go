@@ -122,6 +122,44 @@ func leaderOf(ms []*member) string {
 	return ""
 }
 
+// startMembers starts a set of three members of the binary on loopback,
+// each with extra flags.
+func startMembers(t *testing.T, extra ...string) []*member {
+	t.Helper()
+	addrs := freeAddrs(t, 6)
+	var ms []*member
+	var spec []string
+	for i := range 3 {
+		m := &member{id: fmt.Sprintf("n%d", i+1), http: addrs[2*i], raft: addrs[2*i+1], dir: t.TempDir()}
+		ms = append(ms, m)
+		spec = append(spec, fmt.Sprintf("%s=%s/%s", m.id, m.raft, m.http))
+	}
+	for _, m := range ms {
+		m.args = append([]string{"serve", "--replica-set", "rs0", "--node-id", m.id, "--raft-listen", m.raft,
+			"--members", strings.Join(spec, ","), "--listen", m.http, "--data-dir", m.dir, "--log-format", "json"}, extra...)
+		m.start(t)
+	}
+	return ms
+}
+
+// waitLeaderOf waits until one of ms says it leads, and returns it.
+func waitLeaderOf(t *testing.T, ms []*member, within time.Duration) *member {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if a := leaderOf(ms); a != "" {
+			for _, m := range ms {
+				if m.http == a {
+					return m
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no leader within %s", within)
+	return nil
+}
+
 // sensorCounts returns the measurements of m per sensor, nil when the
 // member does not answer.
 func sensorCounts(m *member) map[string]int {
@@ -193,35 +231,8 @@ func TestReplicaSetProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three binaries")
 	}
-	addrs := freeAddrs(t, 6)
-	var ms []*member
-	var spec []string
-	for i := range 3 {
-		m := &member{id: fmt.Sprintf("n%d", i+1), http: addrs[2*i], raft: addrs[2*i+1], dir: t.TempDir()}
-		ms = append(ms, m)
-		spec = append(spec, fmt.Sprintf("%s=%s/%s", m.id, m.raft, m.http))
-	}
-	for _, m := range ms {
-		m.args = []string{"serve", "--replica-set", "rs0", "--node-id", m.id, "--raft-listen", m.raft,
-			"--members", strings.Join(spec, ","), "--listen", m.http, "--data-dir", m.dir, "--log-format", "json", "--ttl-monitor-sleep", "500ms"}
-		m.start(t)
-	}
-	waitLeader := func(within time.Duration) *member {
-		t.Helper()
-		deadline := time.Now().Add(within)
-		for time.Now().Before(deadline) {
-			if a := leaderOf(ms); a != "" {
-				for _, m := range ms {
-					if m.http == a {
-						return m
-					}
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatalf("no leader within %s", within)
-		return nil
-	}
+	ms := startMembers(t, "--ttl-monitor-sleep", "500ms")
+	waitLeader := func(within time.Duration) *member { return waitLeaderOf(t, ms, within) }
 	leader := waitLeader(10 * time.Second)
 	if st := leader.srv.put(t, "/v1/collections/m", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`); st != 201 {
 		t.Fatalf("create on the leader: %d", st)
