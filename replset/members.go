@@ -254,9 +254,10 @@ func (n *Node) configErr(err error, what string) error {
 	return fmt.Errorf("replset: %s: %w", what, err)
 }
 
-// publishAddrs records Options.Addrs in the log whenever this member
-// leads and the log's table differs from them, so that the addresses
-// the members were started with reach members that join later.
+// publishAddrs records Options.Addrs of the set's members in the log
+// whenever this member leads and the log's table differs from them, so
+// that the addresses the members were started with reach members that
+// join later.
 func (n *Node) publishAddrs(stop <-chan struct{}) {
 	t := time.NewTicker(publishEvery)
 	defer t.Stop()
@@ -269,7 +270,14 @@ func (n *Node) publishAddrs(stop <-chan struct{}) {
 		if n.Role() != RoleLeader {
 			continue
 		}
+		inSet := map[string]bool{}
+		for _, m := range n.Members() {
+			inSet[m.ID] = true
+		}
 		for _, a := range n.opts.Addrs {
+			if !inSet[a.ID] {
+				continue // removed since: its addresses are gone with it
+			}
 			a.Remove = false
 			if got, ok := n.fsm.members.get(a.ID); ok && got == a {
 				continue

@@ -82,6 +82,18 @@ func TestReplicaSetJoin(t *testing.T) {
 	if !strings.Contains(n4.srv.log(), "added to the replica set as a non-voter") {
 		t.Fatalf("n4 did not join as a non-voter first:\n%s", n4.srv.log())
 	}
+	// n4 was given no --members: it knows the others' HTTP addresses from
+	// the log, where the leader recorded them.
+	_, b := get("http://" + n4.http + "/v1/replset?self=true")
+	var rs struct{ Members []struct{ ID, HTTP string } }
+	if err := json.Unmarshal(b, &rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rs.Members {
+		if m.HTTP == "" {
+			t.Fatalf("n4 does not know %s's HTTP address: %s", m.ID, b)
+		}
+	}
 
 	// Remove a member that is not the leader.
 	l = leader()
