@@ -111,7 +111,7 @@ func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 // ApplyBatch applies committed entries in order and records the last
 // applied index once for the batch (raft.BatchingFSM). Consecutive
 // unordered inserts into one collection are applied as one engine insert
-// (insertRun): one log append and fsync for all of them.
+// (insertRun): one log record for all of them.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	f.mu.Lock()
@@ -238,7 +238,7 @@ func mergeable(c *Command) bool {
 }
 
 // insertRun applies mergeable inserts into one collection as one engine
-// insert, one log append and fsync where each would have its own, and
+// insert, one log record where each would have its own, and
 // splits its result among them.
 func (f *fsm) insertRun(run []*Command) []*applyResult {
 	if len(run) == 1 {
