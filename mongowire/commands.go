@@ -2,6 +2,7 @@ package mongowire
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -132,6 +133,9 @@ func (c *conn) handle(req *request) []byte {
 		}
 		cmd.ctx = ctx
 	}
+	if err := s.waitAfterClusterTime(cmd, first); err != nil {
+		return s.errorDoc(err)
+	}
 	s.opcounters.count(first)
 	o := s.ops.begin(c, cmd)
 	reply, err := h(s, c, cmd)
@@ -140,9 +144,71 @@ func (c *conn) handle(req *request) []byte {
 		return s.errorDoc(s.replicaError(err))
 	}
 	if len(reply) == 1 && reply[0].Key == rawReplyKey {
-		return reply[0].Value.(bson.Raw)
+		return s.withOperationTime(reply[0].Value.(bson.Raw))
 	}
-	return marshal(append(reply, bson.E{Key: "ok", Value: 1.0}))
+	return s.withOperationTime(marshal(append(reply, bson.E{Key: "ok", Value: 1.0})))
+}
+
+// A replica set member's replies carry operationTime: the last log entry
+// its engine had applied, as a BSON timestamp (high and low 32 bits of
+// the index). A driver's causally consistent session sends the newest it
+// saw back as readConcern.afterClusterTime, and a member waits until it
+// has applied that far before it reads (waitAfterClusterTime), so that a
+// read on a secondary sees the session's earlier writes.
+
+// withOperationTime appends operationTime to a reply on a replica set.
+func (s *Server) withOperationTime(doc []byte) []byte {
+	rs := s.opts.ReplicaSet
+	if rs == nil || len(doc) < 5 {
+		return doc
+	}
+	i := rs.Node.AppliedIndex()
+	out := make([]byte, 0, len(doc)+32)
+	out = append(out, doc[:len(doc)-1]...)
+	out = bsoncore.AppendTimestampElement(out, "operationTime", uint32(i>>32), uint32(i))
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
+}
+
+// Bounds of a read's wait for afterClusterTime, when the command gives no
+// maxTimeMS.
+const afterClusterTimeWait = 10 * time.Second
+
+// waitAfterClusterTime makes a read with readConcern.afterClusterTime
+// wait until this member has applied the log up to it (at most the
+// command's maxTimeMS, else 10 s: then MaxTimeMSExpired, 50).
+func (s *Server) waitAfterClusterTime(cmd *command, name string) error {
+	rs := s.opts.ReplicaSet
+	if rs == nil || !secondaryReads[name] {
+		return nil
+	}
+	v, err := cmd.body.LookupErr("readConcern", "afterClusterTime")
+	if err != nil {
+		return nil
+	}
+	t, inc, ok := v.TimestampOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "readConcern.afterClusterTime must be a timestamp")
+	}
+	index := uint64(t)<<32 | uint64(inc)
+	wait := afterClusterTimeWait
+	if mt, err := cmd.body.LookupErr("maxTimeMS"); err == nil {
+		if ms, ok := mt.AsInt64OK(); ok && ms > 0 {
+			wait = time.Duration(ms) * time.Millisecond
+		}
+	}
+	ctx, cancel := context.WithTimeout(cmd.ctx, wait)
+	defer cancel()
+	if err := rs.Node.WaitApplied(ctx, index); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return mongoerr.New(mongoerr.MaxTimeMSExpired,
+				"operation exceeded time limit: member %s has applied the log up to %d, not yet to the afterClusterTime %d, within %s",
+				rs.Node.ID(), rs.Node.AppliedIndex(), index, wait)
+		}
+		return err
+	}
+	return nil
 }
 
 // retryableWrites are the commands a session's txnNumber makes retryable.

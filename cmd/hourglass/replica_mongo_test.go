@@ -224,6 +224,39 @@ func TestReplicaSetMongoDriver(t *testing.T) {
 		}
 	}
 
+	// A causally consistent session reads its own write on a secondary:
+	// replies carry operationTime, the driver sends it back as
+	// afterClusterTime, and the secondary waits until it has applied that
+	// far.
+	causal, err := cl.StartSession(options.Session().SetCausalConsistency(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = mongo.WithSession(ctx, causal, func(sc context.Context) error {
+		for i := range 20 {
+			if _, err := plainColl.InsertOne(sc, bson.D{{Key: "_id", Value: 100 + i}}); err != nil {
+				return err
+			}
+			n, err := db.Collection("p", options.Collection().SetReadPreference(readpref.Secondary())).CountDocuments(sc, bson.D{{Key: "_id", Value: 100 + i}})
+			if err != nil || n != 1 {
+				return fmt.Errorf("read %d on a secondary after the session's insert: %d, %v", i, n, err)
+			}
+		}
+		return nil
+	})
+	causal.EndSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A read asking for a point the member has not reached waits
+	// maxTimeMS, then MaxTimeMSExpired.
+	err = sec.RunCommand(ctx, bson.D{{Key: "find", Value: "p"}, {Key: "maxTimeMS", Value: 100},
+		{Key: "readConcern", Value: bson.D{{Key: "afterClusterTime", Value: bson.Timestamp{T: 1 << 30}}}},
+		{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondaryPreferred"}}}}).Err()
+	if ce := (mongo.CommandError{}); !errors.As(err, &ce) || ce.Code != 50 {
+		t.Fatalf("a read after a cluster time far ahead: %v, want MaxTimeMSExpired (50)", err)
+	}
+
 	// Transactions are refused, with a clear error.
 	sess, err := cl.StartSession()
 	if err != nil {
