@@ -45,7 +45,13 @@ func (rs *ReplicaSet) httpAddr(id string) string { return rs.Node.MemberAddrs(id
 // The answer carries Hourglass-Applied-Index: the last log entry the
 // leader had applied when it answered, which the write's entry is at or
 // before; a read with afterIndex set to it sees the write on any member.
-func (s *Server) primaryOnly(next http.Handler) http.Handler {
+func (s *Server) primaryOnly(next http.Handler) http.Handler { return s.leaderOnly(next, false) }
+
+// primaryOnlyInflux is primaryOnly for the InfluxDB write endpoints, whose
+// errors have InfluxDB's shape.
+func (s *Server) primaryOnlyInflux(next http.Handler) http.Handler { return s.leaderOnly(next, true) }
+
+func (s *Server) leaderOnly(next http.Handler, influx bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rs := s.opts.ReplicaSet
 		if rs == nil {
@@ -53,7 +59,11 @@ func (s *Server) primaryOnly(next http.Handler) http.Handler {
 			return
 		}
 		if err := rs.Node.CheckLeader(); err != nil {
-			s.writeError(w, r, err)
+			if influx {
+				s.writeInfluxError(w, r, err, 0)
+			} else {
+				s.writeError(w, r, err)
+			}
 			return
 		}
 		next.ServeHTTP(&appliedIndexWriter{ResponseWriter: w, node: rs.Node}, r)

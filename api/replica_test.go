@@ -143,8 +143,9 @@ func TestReplicaSetHTTP(t *testing.T) {
 		}
 	}
 	r := f.mustDo(421, "POST", "/api/v2/write?bucket=lp", "m,host=c v=3 1700000000000000000\n")
-	if got := r.header.Get("Hourglass-Primary"); got != leaderHTTP || !strings.Contains(string(r.body), leaderHTTP) {
-		t.Errorf("line protocol on a follower: %q %s", got, r.body)
+	if got := r.header.Get("Hourglass-Primary"); got != leaderHTTP || !strings.Contains(string(r.body), leaderHTTP) ||
+		r.header.Get("X-Influxdb-Error") == "" {
+		t.Errorf("line protocol on a follower (an InfluxDB error body): %q %s", got, r.body)
 	}
 
 	// collMod through the log: the collection's TTL and an index's, on

@@ -253,8 +253,8 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth(true))
 		r.Use(s.instrument)
-		r.With(s.primaryOnly).Post("/write", s.handleInfluxWrite(false))
-		r.With(s.primaryOnly).Post("/api/v2/write", s.handleInfluxWrite(true))
+		r.With(s.primaryOnlyInflux).Post("/write", s.handleInfluxWrite(false))
+		r.With(s.primaryOnlyInflux).Post("/api/v2/write", s.handleInfluxWrite(true))
 		r.Get("/query", s.handleInfluxQuery)
 		r.Post("/query", s.handleInfluxQuery)
 	})
