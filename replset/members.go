@@ -178,6 +178,19 @@ func (n *Node) AddMember(ctx context.Context, a MemberAddrs, voter bool) error {
 		return mongoerr.New(mongoerr.BadValue, "member %s is in the set at raft address %s, not %s: remove it first",
 			a.ID, cur.Servers[existing].Address, a.Raft)
 	}
+	// The new member learns the others' addresses from the log: those
+	// this leader was started with may not be in it yet (publishAddrs
+	// records them within a moment of an election).
+	for _, srv := range cur.Servers {
+		if _, logged := n.fsm.members.get(string(srv.ID)); logged {
+			continue
+		}
+		if known := n.MemberAddrs(string(srv.ID)); known.ID != "" {
+			if _, err := n.Apply(ctx, &Command{Op: OpMember, Member: known}); err != nil {
+				return err
+			}
+		}
+	}
 	if _, err := n.Apply(ctx, &Command{Op: OpMember, Member: a}); err != nil {
 		return err
 	}

@@ -176,3 +176,26 @@ func TestMembershipChanges(t *testing.T) {
 		t.Fatalf("the removed member's addresses are still known: %+v", got)
 	}
 }
+
+// The leader records the addresses the members were started with in the
+// log, so that every member's table holds them, not only their own.
+func TestAddressesPublished(t *testing.T) {
+	addrs := []MemberAddrs{{ID: "n1", HTTP: "h:1"}, {ID: "n2", HTTP: "h:2"}, {ID: "n3", HTTP: "h:3"}}
+	s := startSetWith(t, 3, func(o *Options) { o.Addrs = addrs })
+	s.leader()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := range s.nodes {
+		for _, a := range addrs {
+			for {
+				got, ok := n.fsm.members.get(a.ID)
+				if ok && got.HTTP == a.HTTP {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s's table lacks %s: %+v", n.ID(), a.ID, got)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+}
