@@ -106,10 +106,10 @@ func Open(opts Options) (*Node, error) {
 	}
 	// The raft log, synced, is the durable record of every write, and a
 	// member that stops uncleanly rebuilds its engine from a snapshot and
-	// that log (recoverEngine): the engine's own log need not be synced
-	// as well. A clean close checkpoints the engine (Pebble syncs its
-	// tables) before the member records that it closed cleanly.
-	eng.NoSync = true
+	// that log (recoverEngine): the engine writes no log of its own. A
+	// clean close checkpoints the engine (Pebble syncs its tables) before
+	// the member records that it closed cleanly.
+	eng.ExternalLog = true
 	var err error
 	if n.store, err = openLogStore(filepath.Join(opts.Dir, "raft"), opts.Logger); err != nil {
 		return nil, err

@@ -63,8 +63,10 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 	if len(rec.metaKeys) == 0 {
 		return 0, nil
 	}
-	if _, err := db.wal.Append(rec.encode(nil)); err != nil {
-		return 0, db.diskErr(fmt.Errorf("timeseries: log delete on %q: %w", name, err))
+	if !db.opts.ExternalLog {
+		if _, err := db.wal.Append(rec.encode(nil)); err != nil {
+			return 0, db.diskErr(fmt.Errorf("timeseries: log delete on %q: %w", name, err))
+		}
 	}
 	n, gone, err := db.applyDelete(c, &rec)
 	if err != nil {

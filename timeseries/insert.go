@@ -133,15 +133,20 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 		res.Inserted = 0
 		return res, err
 	}
-	enc := db.encPool.Get().(*recordEncoder)
-	rec := enc.encodeInsert(make([]byte, 0, 64+len(ms)*32), c.id, groups)
-	db.encPool.Put(enc)
+	var rec []byte
+	if !db.opts.ExternalLog {
+		enc := db.encPool.Get().(*recordEncoder)
+		rec = enc.encodeInsert(make([]byte, 0, 64+len(ms)*32), c.id, groups)
+		db.encPool.Put(enc)
+	}
 
 	db.cutMu.RLock()
-	if _, err := db.wal.Append(rec); err != nil {
-		db.cutMu.RUnlock()
-		res.Inserted = 0
-		return res, db.diskErr(fmt.Errorf("timeseries: insert into %q: %w", name, err))
+	if rec != nil {
+		if _, err := db.wal.Append(rec); err != nil {
+			db.cutMu.RUnlock()
+			res.Inserted = 0
+			return res, db.diskErr(fmt.Errorf("timeseries: insert into %q: %w", name, err))
+		}
 	}
 	db.mu.Lock()
 	if c.dropped {

@@ -54,10 +54,15 @@ type Options struct {
 	LogSegmentSize int64
 
 	// NoSync skips fsync of the log: an acknowledged write may be lost in
-	// a crash. For tests and benchmarks, and for an engine whose writes
-	// are durable elsewhere and which is rebuilt after a crash (a replica
-	// set member's: its raft log).
+	// a crash. For tests and benchmarks.
 	NoSync bool
+
+	// ExternalLog writes no log at all: a write is durable at the next
+	// checkpoint (Close makes one), and a crash loses what came after
+	// the last. For an engine whose writes are logged elsewhere and which
+	// is rebuilt from that log after a crash: a replica set member's,
+	// whose raft log is its durable record.
+	ExternalLog bool
 
 	// Logger receives the DB's logs. Default: discard.
 	Logger *slog.Logger

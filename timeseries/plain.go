@@ -254,18 +254,23 @@ func (w *docWriter) commit() error {
 // hold cutMu shared from the log append to the apply, so that a checkpoint
 // (which flushes Pebble before dropping the log) never loses a batch.
 func (db *DB) commitBatch(c *collection, b *pebble.Batch) error {
-	repr := b.Repr()
-	rec := make([]byte, 0, 5+len(repr))
-	rec = append(rec, recDocBatch)
-	rec = binary.BigEndian.AppendUint32(rec, c.id)
-	rec = append(rec, repr...)
+	var rec []byte
+	if !db.opts.ExternalLog {
+		repr := b.Repr()
+		rec = make([]byte, 0, 5+len(repr))
+		rec = append(rec, recDocBatch)
+		rec = binary.BigEndian.AppendUint32(rec, c.id)
+		rec = append(rec, repr...)
+	}
 	db.cutMu.RLock()
 	defer db.cutMu.RUnlock()
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	if _, err := db.wal.Append(rec); err != nil {
-		return db.diskErr(fmt.Errorf("timeseries: write to %q: %w", c.name, err))
+	if rec != nil {
+		if _, err := db.wal.Append(rec); err != nil {
+			return db.diskErr(fmt.Errorf("timeseries: write to %q: %w", c.name, err))
+		}
 	}
 	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
 		return fmt.Errorf("timeseries: write to %q: %w", c.name, err)

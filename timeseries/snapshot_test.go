@@ -165,3 +165,42 @@ func TestReplaceFromInterrupted(t *testing.T) {
 		t.Fatalf("a failed ReplaceFrom changed the content:\n%s", got)
 	}
 }
+
+// With ExternalLog the engine writes no log: a clean close keeps every
+// write (its checkpoint), a crash keeps what the last checkpoint holds.
+func TestExternalLog(t *testing.T) {
+	dir := t.TempDir()
+	ext := func(o *Options) { o.ExternalLog = true }
+	db := openTest(t, dir, ext)
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	insertSensors(t, db, "m", 0, 100, "a")
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	logged := db.wal.Size()
+	insertSensors(t, db, "m", 100, 50, "b")
+	mustPlain(t, db, "p", CollectionOptions{})
+	insertDocs(t, db, "p", `{"_id": 1}`)
+	if got := db.wal.Size(); got != logged {
+		t.Fatalf("the log grew from %d to %d bytes", logged, got)
+	}
+	want := snapshotState(t, db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, ext)
+	if got := snapshotState(t, db); got != want {
+		t.Fatalf("after a clean close:\n%s\nwant:\n%s", got, want)
+	}
+	// A crash loses what came after the last checkpoint.
+	insertSensors(t, db, "m", 200, 10, "c")
+	close(db.stop)
+	<-db.done
+	db.wal.Close()
+	db.pdb.Close()
+	db = openTest(t, dir, ext)
+	defer db.Close()
+	if got := snapshotState(t, db); got != want {
+		t.Fatalf("after a crash:\n%s\nwant what the last checkpoint held:\n%s", got, want)
+	}
+}
