@@ -107,6 +107,15 @@ func findRows(t testing.TB, db *DB, coll string, o FindOptions) []row {
 
 func sensor(s string) map[string]any { return map[string]any{"id": s} }
 
+// crash stops db as a crash would: the log and the store closed, no
+// final checkpoint.
+func crash(db *DB) {
+	close(db.stop)
+	<-db.done
+	db.wal.Close()
+	db.pdb.Close()
+}
+
 func TestInsertFindRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
@@ -173,11 +182,7 @@ func TestRecoveryWithoutCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Simulate a crash: close only the log and the store, no checkpoint.
-	close(db.stop)
-	<-db.done
-	db.wal.Close()
-	db.pdb.Close()
+	crash(db)
 	db = openTest(t, dir, nil)
 	defer db.Close()
 	rows := findRows(t, db, "m", FindOptions{})
@@ -400,10 +405,7 @@ func TestDelete(t *testing.T) {
 	}
 	check(db)
 	// A crash right after: the delete is replayed from the log.
-	close(db.stop)
-	<-db.done
-	db.wal.Close()
-	db.pdb.Close()
+	crash(db)
 	db = openTest(t, dir, nil)
 	check(db)
 	if err := db.Close(); err != nil {

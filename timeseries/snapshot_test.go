@@ -99,10 +99,7 @@ func TestCheckpointToReplaceFrom(t *testing.T) {
 	insertSensors(t, b, "m", 900, 20, "new")
 	insertDocs(t, b, "p", `{"_id": 3, "x": 3}`)
 	want2 := snapshotState(t, b)
-	close(b.stop)
-	<-b.done
-	b.wal.Close()
-	b.pdb.Close()
+	crash(b)
 	b = openTest(t, bdir, nil)
 	if got := snapshotState(t, b); got != want2 {
 		t.Fatalf("after a crash:\n%s\nwant:\n%s", got, want2)
@@ -194,10 +191,7 @@ func TestExternalLog(t *testing.T) {
 	}
 	// A crash loses what came after the last checkpoint.
 	insertSensors(t, db, "m", 200, 10, "c")
-	close(db.stop)
-	<-db.done
-	db.wal.Close()
-	db.pdb.Close()
+	crash(db)
 	db = openTest(t, dir, ext)
 	defer db.Close()
 	if got := snapshotState(t, db); got != want {
