@@ -31,6 +31,10 @@ type ReplicaSet struct {
 	// (Node.MemberAddrs): a follower names the leader's in its refusals,
 	// and /v1/replset asks the others for their state there.
 	Node *replset.Node
+	// FaultInjection serves POST /v1/replset/partition, which cuts this
+	// member off from the others for a while (the chaos run's network
+	// partition). Never on a production set.
+	FaultInjection bool
 }
 
 // httpAddr returns the HTTP address of member id, "" when unknown.
@@ -477,4 +481,28 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	st := rs.Node.Status()
 	writeJSON(w, http.StatusOK, map[string]any{"taken": taken, "snapshotIndex": st.SnapshotIndex,
 		"appliedIndex": st.AppliedIndex, "tookMillis": time.Since(start).Milliseconds()})
+}
+
+// maxPartition bounds a partition asked of /v1/replset/partition.
+const maxPartition = time.Minute
+
+// handlePartition serves POST /v1/replset/partition?seconds=N (with
+// fault injection on): this member's raft traffic is cut for N seconds
+// while it keeps running (replset.Node.Partition).
+func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
+	rs := s.opts.ReplicaSet
+	if rs == nil || !rs.FaultInjection {
+		s.writeError(w, r, newHTTPError(http.StatusNotFound, mongoerr.BadValue,
+			"fault injection is off (serve --fault-injection, for chaos runs only)"))
+		return
+	}
+	secs, err := strconv.ParseFloat(r.URL.Query().Get("seconds"), 64)
+	d := time.Duration(secs * float64(time.Second))
+	if err != nil || d <= 0 || d > maxPartition {
+		s.writeError(w, r, badRequest("seconds must be a duration in seconds, above 0 and at most %d", int(maxPartition.Seconds())))
+		return
+	}
+	s.log.Warn("replica set member cut off from the others (fault injection)", "for", d)
+	rs.Node.Partition(d)
+	writeJSON(w, http.StatusOK, map[string]any{"partitionedMillis": d.Milliseconds()})
 }

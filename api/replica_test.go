@@ -277,6 +277,7 @@ func TestReplicaSetMembersHTTP(t *testing.T) {
 		{l, "POST", "/v1/replset/members", `[`, 400, "JSON"},
 		{f, "POST", "/v1/replset/members", `{"id": "n4", "raft": "127.0.0.1:1", "http": "127.0.0.1:2"}`, 421, "not the primary"},
 		{l, "DELETE", "/v1/replset/members/n9", ``, 404, "no member"},
+		{l, "POST", "/v1/replset/partition?seconds=1", ``, 404, "fault injection is off"},
 		{f, "DELETE", "/v1/replset/members/n1", ``, 421, "not the primary"},
 	} {
 		r := c.s.do(c.method, c.path, []byte(c.body))

@@ -273,6 +273,7 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/replset/members", s.handleAddMember)
 		r.Delete("/v1/replset/members/{id}", s.handleRemoveMember)
 		r.Post("/v1/replset/snapshot", s.handleSnapshot)
+		r.Post("/v1/replset/partition", s.handlePartition)
 		r.Get("/v1/collections", s.handleListCollections)
 		r.Route("/v1/collections/{name}", func(r chi.Router) {
 			w := r.With(s.primaryOnly) // writes: the leader's, on a replica set

@@ -23,9 +23,10 @@ import (
 // member leads, a collection whose rows expire, and Cycles faults chosen
 // at random: kill -9 of the leader, kill -9 of a follower, SIGSTOP of a
 // follower for a few seconds (it stops answering, as a member cut off by
-// the network does, and resumes with what it missed), or the replacement
+// the network does, and resumes with what it missed), the replacement
 // of a follower (removed from the set, its data deleted, joined again
-// with --join). After every cycle
+// with --join), or a partition of the leader (its raft traffic cut while
+// it runs: it loses the lead and catches up once healed). After every cycle
 // the set is left to settle and every member is read: every acknowledged
 // write is on every member, no member holds a row an acknowledged delete
 // removed or a row nobody sent, the three hold the same rows, and expired
@@ -121,7 +122,8 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (ChaosResult, error) {
 			set = []string{"--join", join[0].http}
 		}
 		args := append([]string{"--replica-set", "rs0", "--node-id", m.id, "--raft-listen", m.raft}, set...)
-		args = append(args, "--listen", m.http, "--mongo-listen", "", "--ttl-monitor-sleep", "1s", "--checkpoint-interval", "2s")
+		args = append(args, "--listen", m.http, "--mongo-listen", "", "--ttl-monitor-sleep", "1s", "--checkpoint-interval", "2s",
+			"--fault-injection")
 		p, err := StartServer(sctx, cfg.Binary, m.dir, args...)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.id, err)
@@ -168,10 +170,12 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (ChaosResult, error) {
 			leader := cl.leader(ctx)
 			cc.Leader = leader.id
 			var target *chaosMember
-			kind := rng.IntN(4)
+			kind := rng.IntN(5)
 			switch kind {
 			case 0:
 				target, cc.Fault = leader, "kill -9 of the leader "+leader.id
+			case 4:
+				target, cc.Fault = leader, "partition of the leader "+leader.id+" (cut off while it runs)"
 			default:
 				for target == nil || target == leader {
 					target = ms[rng.IntN(3)]
@@ -193,6 +197,16 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (ChaosResult, error) {
 				sleepCtx(ctx, pause)
 				target.proc.cmd.Process.Signal(syscall.SIGCONT)
 				target.stopped = false
+			case 4:
+				// Its raft traffic cut, the leader loses the lead when its
+				// lease runs out and the others elect one; healed, it
+				// catches up as a follower.
+				if err := partition(ctx, target, pause); err != nil {
+					cancel()
+					<-done
+					return fail(cycle, err)
+				}
+				sleepCtx(ctx, pause)
 			case 3:
 				// The set goes on with two voters while the member is
 				// away; it comes back empty, as a non-voter through the
@@ -257,6 +271,25 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (ChaosResult, error) {
 }
 
 // freeLoopbackAddrs returns n loopback addresses with ports free now.
+// partition cuts m's raft traffic for d (serve --fault-injection).
+func partition(ctx context.Context, m *chaosMember, d time.Duration) error {
+	u := fmt.Sprintf("http://%s/v1/replset/partition?seconds=%g", m.http, d.Seconds())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("partition %s: %w", m.id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("partition %s: HTTP %d %s", m.id, resp.StatusCode, b)
+	}
+	return nil
+}
+
 func freeLoopbackAddrs(n int) ([]string, error) {
 	var out []string
 	var lns []net.Listener

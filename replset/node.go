@@ -62,6 +62,7 @@ type Node struct {
 	opts      Options
 	store     *logStore
 	transport *raft.NetworkTransport
+	layer     *tcpLayer
 	raft      *raft.Raft
 	fsm       *fsm
 	db        *timeseries.DB
@@ -130,9 +131,10 @@ func Open(opts Options) (*Node, error) {
 			return nil, err
 		}
 	}
-	if n.transport, err = raft.NewTCPTransport(opts.Addr, nil, 3, opts.TransportTimeout, raftLog); err != nil {
+	if n.layer, err = newTCPLayer(opts.Addr); err != nil {
 		return nil, fmt.Errorf("replset: listen for raft on %s: %w", opts.Addr, err)
 	}
+	n.transport = raft.NewNetworkTransport(n.layer, 3, opts.TransportTimeout, raftLog)
 	if n.fsm, err = newFSM(n.db, n.store, n.snaps.dir, filepath.Join(opts.Dir, "restore.tmp"), opts.Logger, n.halt); err != nil {
 		return nil, err
 	}
@@ -322,6 +324,13 @@ func (n *Node) AppliedIndex() uint64 {
 	i, _ := n.fsm.state()
 	return i
 }
+
+// Partition cuts this member off from the others for d while it keeps
+// running: its raft connections are closed and no new one is made or
+// accepted, as a network partition would (a leader steps down when its
+// lease runs out, a follower misses entries and catches up after). For
+// fault injection: serve exposes it only with --fault-injection.
+func (n *Node) Partition(d time.Duration) { n.layer.partition(d) }
 
 // Snapshot takes a snapshot now (raft's own schedule takes them every
 // Options.SnapshotThreshold entries) and compacts the log before it,

@@ -569,3 +569,40 @@ func TestRetryableWrites(t *testing.T) {
 		t.Fatalf("n of the documents: %v %v, want [2 2 1 1]: each update applied once", ns, err)
 	}
 }
+
+// A leader cut off from the others (Partition) loses the lead while it
+// keeps running; the others elect a leader and take writes; healed, the
+// cut-off member catches up.
+func TestPartition(t *testing.T) {
+	s := startSet(t, 3)
+	li := s.leader()
+	l := s.nodes[li]
+	ctx := context.Background()
+	if _, err := l.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, l, 0, 10)
+	s.waitCount("cpu", 10)
+	l.Partition(4 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	var nl *Node
+	for nl == nil {
+		for i, n := range s.nodes {
+			if i != li && n.Role() == RoleLeader {
+				nl = n
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no other leader while the leader was cut off")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if l.Role() == RoleLeader {
+		t.Fatal("the cut-off leader still leads")
+	}
+	if _, err := l.Insert(ctx, "cpu", batch(10, 10), timeseries.InsertOptions{}); err == nil {
+		t.Fatal("the cut-off member took a write")
+	}
+	insert(t, nl, 20, 10)
+	s.waitCount("cpu", 20) // the cut-off member too, once healed
+}

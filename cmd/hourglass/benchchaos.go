@@ -30,8 +30,11 @@ default this one) on loopback, under load, through --cycles faults:
     for 1 to 4 s (it stops answering, as a member cut off by the network
     does, then SIGCONT), or the replacement of a follower (removed with
     DELETE /v1/replset/members/{id}, killed, its data deleted, started
-    again with --join: it catches up from a snapshot or the log), the
-    killed member restarted after 1 to 4 s; then --duration more load.
+    again with --join: it catches up from a snapshot or the log), or a
+    partition of the leader for 1 to 4 s (its raft traffic cut while it
+    runs, through serve --fault-injection: it loses the lead, then catches
+    up), the killed member restarted after 1 to 4 s; then --duration more
+    load.
 
 After each cycle the members are read until they hold the same rows (at
 most a minute), and the rows are checked against what the clients were

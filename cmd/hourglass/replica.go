@@ -31,6 +31,8 @@ type replicaConfig struct {
 	join string
 	// snapshotThreshold and trailingLogs are replset.Options'.
 	snapshotThreshold, trailingLogs uint64
+	// faultInjection serves /v1/replset/partition (chaos runs).
+	faultInjection bool
 }
 
 // replicaMember is one entry of --members.

@@ -70,6 +70,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.mongoListen, "mongo-listen", "127.0.0.1:27017", "`address` to serve the MongoDB wire protocol on (docs/mongodb.md); empty: off; a non-loopback address needs --auth-token or --insecure")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
 	fs.StringVar(&cfg.authToken, "auth-token", "", "bearer `token` required on every endpoint but /healthz and /ping; MongoDB clients log in as user hourglass with the token as password (SCRAM-SHA-256)")
+	fs.BoolVar(&cfg.replica.faultInjection, "fault-injection", false, "replica set: serve POST /v1/replset/partition, which cuts this member's raft traffic for a while (chaos runs only, never on a production set)")
 	fs.BoolVar(&cfg.insecure, "insecure", false, "allow a non-loopback --listen address without --auth-token")
 	fs.Var(&cfg.maxBody, "max-body", "largest request body accepted, after decompression (`size`, e.g. 64MiB)")
 	fs.Var(&cfg.maxBodyMemory, "max-body-memory", "request bodies held in memory at once, across connections (`size`; default --max-concurrent-writes x --max-body); past it, 429")
@@ -249,7 +250,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		db, store, closeAll = node.DB(), node, node.Close
-		replica = &api.ReplicaSet{Name: cfg.replica.name, Node: node}
+		replica = &api.ReplicaSet{Name: cfg.replica.name, Node: node, FaultInjection: cfg.replica.faultInjection}
 		if members[0].mongo != "" {
 			mongoReplica = &mongowire.ReplicaSet{Name: cfg.replica.name, Node: node}
 		}
