@@ -3,8 +3,6 @@ package replset
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"math"
 	"reflect"
 	"strings"
@@ -245,86 +243,4 @@ func mustCanonical(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// Consecutive unordered inserts into one collection are applied as one
-// engine insert; each entry still gets its own result (refusals indexed in
-// its own measurements), and the engine ends where applying them one by
-// one leaves it.
-func TestApplyBatchMergesInserts(t *testing.T) {
-	bad := timeseries.Field{Name: "t", Value: timeseries.Float(1)} // the timeField: refused
-	ok := func(i int) timeseries.Measurement {
-		return timeseries.Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprintf("s%d", i%3), Fields: []timeseries.Field{{Name: "v", Value: timeseries.Int(int64(i))}}}
-	}
-	refused := func(i int) timeseries.Measurement {
-		m := ok(i)
-		m.Fields = append(m.Fields, bad)
-		return m
-	}
-	cmds := []*Command{
-		{Op: OpCreateCollection, Collection: "cpu", Options: sensorOpts},
-		{Op: OpInsertKeyed, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{ok(1), refused(2), ok(3)}},
-		{Op: OpInsertKeyed, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{refused(4), ok(5)}},
-		{Op: OpInsert, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{ok(6), refused(7)}},
-		{Op: OpInsertKeyed, Collection: "cpu", Measurements: []timeseries.Measurement{ok(8), refused(9), ok(10)}}, // ordered: alone
-		{Op: OpInsertKeyed, Collection: "other", Unordered: true, Measurements: []timeseries.Measurement{ok(11)}}, // unknown collection
-		{Op: OpInsertKeyed, Collection: "cpu", Unordered: true, Measurements: []timeseries.Measurement{ok(12)}},
-	}
-	var logs []*raft.Log
-	for i, c := range cmds {
-		b, err := c.encode(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs = append(logs, &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: b})
-	}
-	newFSMAt := func() *fsm {
-		dir := t.TempDir()
-		db, err := timeseries.Open(timeseries.Options{Dir: dir + "/engine", NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		st, err := openLogStore(dir+"/raft", slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		f, err := newFSM(db, st, dir, dir+"/restore", slog.New(slog.DiscardHandler), func(error) {})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	together, alone := newFSMAt(), newFSMAt()
-	got := together.ApplyBatch(logs)
-	var want []any
-	for _, l := range logs {
-		want = append(want, alone.ApplyBatch([]*raft.Log{l})[0])
-	}
-	describe := func(r any) string {
-		ar := r.(*applyResult)
-		var idx []int
-		for _, e := range ar.res.Insert.Errors {
-			idx = append(idx, e.Index)
-		}
-		return fmt.Sprintf("inserted %d, refused %v, err %v", ar.res.Insert.Inserted, idx, ar.err)
-	}
-	for i := range logs {
-		if g, w := describe(got[i]), describe(want[i]); g != w {
-			t.Errorf("entry %d: %s; one by one: %s", i+1, g, w)
-		}
-	}
-	if describe(got[1]) != "inserted 2, refused [1], err <nil>" || describe(got[2]) != "inserted 1, refused [0], err <nil>" {
-		t.Fatalf("merged results: %s; %s", describe(got[1]), describe(got[2]))
-	}
-	if a, b := count(t, together.db, "cpu"), count(t, alone.db, "cpu"); a != b || a != 6 {
-		t.Fatalf("rows: %d applied together, %d one by one, want 6", a, b)
-	}
-	if got := together.merged.Load(); got != 3 {
-		t.Fatalf("%d entries applied in runs, want 3 (entries 2 to 4)", got)
-	}
-	if together.applied != uint64(len(logs)) {
-		t.Fatalf("applied index %d, want %d", together.applied, len(logs))
-	}
 }

@@ -81,9 +81,6 @@ type fsm struct {
 	restores atomic.Int64
 	// members is the address table OpMember entries build.
 	members *memberTable
-	// merged counts the entries applied within a run of inserts of more
-	// than one (insertRun).
-	merged atomic.Int64
 	// sessions are the retryable writes applied (sessions.go).
 	sessions *sessionTable
 }
@@ -109,24 +106,14 @@ func newFSM(db *timeseries.DB, store *logStore, snapDir, restoreDir string, log 
 func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
 // ApplyBatch applies committed entries in order and records the last
-// applied index once for the batch (raft.BatchingFSM). Consecutive
-// unordered inserts into one collection are applied as one engine insert
-// (insertRun): one log record for all of them.
+// applied index once for the batch (raft.BatchingFSM).
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	f.mu.Lock()
 	applied, halted := f.applied, f.halted
 	f.mu.Unlock()
 	last := applied
-	cmds := make([]*Command, len(logs))
-	decErrs := make([]error, len(logs))
-	decode := func(i int) {
-		if cmds[i] == nil && decErrs[i] == nil {
-			cmds[i], decErrs[i] = decodeCommand(logs[i].Data)
-		}
-	}
-	for i := 0; i < len(logs); i++ {
-		l := logs[i]
+	for i, l := range logs {
 		switch {
 		case halted != nil:
 			out[i] = &applyResult{err: fmt.Errorf("%w: %v", ErrHalted, halted)}
@@ -139,50 +126,28 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			last = l.Index
 			continue
 		}
-		decode(i)
-		var rs []*applyResult
+		c, err := decodeCommand(l.Data)
+		var r *applyResult
 		switch {
-		case decErrs[i] != nil:
-			rs = []*applyResult{{err: fmt.Errorf("replset: entry %d: %w", l.Index, decErrs[i])}}
-		case cmds[i].Session != "" && f.hasSession(cmds[i].Session):
+		case err != nil:
+			r = &applyResult{err: fmt.Errorf("replset: entry %d: %w", l.Index, err)}
+		case c.Session != "" && f.hasSession(c.Session):
 			// A retried write applied before: its first result.
-			st, _ := f.sessions.get(cmds[i].Session)
-			rs = []*applyResult{st.applyResult()}
-		case mergeable(cmds[i]):
-			run, rows := []*Command{cmds[i]}, len(cmds[i].Measurements)
-			for j := i + 1; j < len(logs) && len(run) < maxRunEntries && rows < maxRunRows; j++ {
-				if logs[j].Type != raft.LogCommand || logs[j].Index <= applied {
-					break
-				}
-				decode(j)
-				if decErrs[j] != nil || !mergeable(cmds[j]) || cmds[j].Collection != cmds[i].Collection {
-					break
-				}
-				run = append(run, cmds[j])
-				rows += len(cmds[j].Measurements)
-			}
-			rs = f.insertRun(run)
+			st, _ := f.sessions.get(c.Session)
+			r = st.applyResult()
 		default:
-			rs = []*applyResult{f.apply(cmds[i])}
+			r = f.apply(c)
 		}
-		for k, r := range rs {
-			idx := logs[i+k].Index
-			switch {
-			case halted != nil:
-				out[i+k] = &applyResult{err: fmt.Errorf("%w: %v", ErrHalted, halted)}
-			case r.err != nil && !deterministic(r.err):
-				halted = fmt.Errorf("entry %d: %w", idx, r.err)
-				out[i+k] = &applyResult{err: fmt.Errorf("%w: %v", ErrHalted, halted)}
-			default:
-				last = idx
-				out[i+k] = r
-				if c := cmds[i+k]; c != nil && c.Session != "" {
-					f.sessions.put(c.Session, toStored(idx, r))
-				}
-			}
-			cmds[i+k] = nil // applied: its measurements may go
+		if r.err != nil && !deterministic(r.err) {
+			halted = fmt.Errorf("entry %d: %w", l.Index, r.err)
+			out[i] = &applyResult{err: fmt.Errorf("%w: %v", ErrHalted, halted)}
+			continue
 		}
-		i += len(rs) - 1
+		last = l.Index
+		out[i] = r
+		if c != nil && c.Session != "" {
+			f.sessions.put(c.Session, toStored(l.Index, r))
+		}
 	}
 	if last > applied && !f.unrecorded.Load() {
 		if err := f.record(last); err != nil && halted == nil {
@@ -220,57 +185,6 @@ func (f *fsm) record(applied uint64) error {
 		return err
 	}
 	return b.Commit(pebble.Sync)
-}
-
-// Bounds of a run of inserts applied together.
-const (
-	maxRunEntries = 64
-	maxRunRows    = 1 << 20
-)
-
-// mergeable reports whether c is an insert that may be applied together
-// with its neighbours: an unordered insert of measurements, whose
-// refusals are per measurement, so that one engine insert of their
-// concatenation stores and refuses what inserting them one after another
-// would.
-func mergeable(c *Command) bool {
-	return (c.Op == OpInsert || c.Op == OpInsertKeyed) && c.Unordered && c.Session == ""
-}
-
-// insertRun applies mergeable inserts into one collection as one engine
-// insert, one log record where each would have its own, and
-// splits its result among them.
-func (f *fsm) insertRun(run []*Command) []*applyResult {
-	if len(run) == 1 {
-		return []*applyResult{f.apply(run[0])}
-	}
-	n := 0
-	for _, c := range run {
-		n += len(c.Measurements)
-	}
-	all := make([]timeseries.Measurement, 0, n)
-	for _, c := range run {
-		all = append(all, c.Measurements...)
-	}
-	res, err := f.db.Insert(context.Background(), run[0].Collection, all, timeseries.InsertOptions{Unordered: true})
-	f.merged.Add(int64(len(run)))
-	out := make([]*applyResult, len(run))
-	off, e := 0, 0
-	for k, c := range run {
-		r := &applyResult{err: err}
-		if err == nil {
-			end := off + len(c.Measurements)
-			for ; e < len(res.Errors) && res.Errors[e].Index < end; e++ {
-				we := res.Errors[e]
-				we.Index -= off
-				r.res.Insert.Errors = append(r.res.Insert.Errors, we)
-			}
-			r.res.Insert.Inserted = len(c.Measurements) - len(r.res.Insert.Errors)
-			off = end
-		}
-		out[k] = r
-	}
-	return out
 }
 
 // apply runs one command on the engine. It has no deadline: an entry is

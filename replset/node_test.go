@@ -75,6 +75,17 @@ func (s *testSet) killAndReopen(i int) *Node {
 	return n
 }
 
+// leaderWithCPU waits for the leader, creates the time-series collection
+// "cpu" through it, and returns it with its index.
+func (s *testSet) leaderWithCPU() (int, *Node) {
+	s.t.Helper()
+	li := s.leader()
+	if _, err := s.nodes[li].CreateCollection(context.Background(), "cpu", sensorOpts); err != nil {
+		s.t.Fatal(err)
+	}
+	return li, s.nodes[li]
+}
+
 // leader waits up to 10 s for a member to be leader and returns its index.
 func (s *testSet) leader() int {
 	s.t.Helper()
@@ -313,12 +324,7 @@ func TestFailover(t *testing.T) {
 // restarts, without applying again what it held.
 func TestRestartedMemberCatchesUp(t *testing.T) {
 	s := startSet(t, 3)
-	li := s.leader()
-	l := s.nodes[li]
-	ctx := context.Background()
-	if _, err := l.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
-		t.Fatal(err)
-	}
+	li, l := s.leaderWithCPU()
 	insert(t, l, 0, 40)
 	s.waitCount("cpu", 40)
 
@@ -412,12 +418,7 @@ func TestHaltOnFailure(t *testing.T) {
 // restarts, rather than applying them twice.
 func TestUncleanRestartRebuilds(t *testing.T) {
 	s := startSet(t, 3)
-	li := s.leader()
-	l := s.nodes[li]
-	ctx := context.Background()
-	if _, err := l.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
-		t.Fatal(err)
-	}
+	li, l := s.leaderWithCPU()
 	insert(t, l, 0, 40)
 	s.waitCount("cpu", 40)
 	fi := (li + 1) % 3
@@ -575,12 +576,8 @@ func TestRetryableWrites(t *testing.T) {
 // cut-off member catches up.
 func TestPartition(t *testing.T) {
 	s := startSet(t, 3)
-	li := s.leader()
-	l := s.nodes[li]
+	li, l := s.leaderWithCPU()
 	ctx := context.Background()
-	if _, err := l.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
-		t.Fatal(err)
-	}
 	insert(t, l, 0, 10)
 	s.waitCount("cpu", 10)
 	l.Partition(4 * time.Second)

@@ -201,12 +201,8 @@ func snapshotOpts(o *Options) {
 // deletes included, and then from the log.
 func TestCatchUpFromSnapshot(t *testing.T) {
 	s := startSetWith(t, 3, snapshotOpts)
-	li := s.leader()
-	l := s.nodes[li]
+	li, l := s.leaderWithCPU()
 	ctx := context.Background()
-	if _, err := l.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := l.CreateCollection(ctx, "events", timeseries.CollectionOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -264,12 +260,7 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 // rebuilds its engine from its newest snapshot and the log after it.
 func TestUncleanRestartFromSnapshot(t *testing.T) {
 	s := startSetWith(t, 3, snapshotOpts)
-	li := s.leader()
-	l := s.nodes[li]
-	ctx := context.Background()
-	if _, err := l.CreateCollection(ctx, "cpu", sensorOpts); err != nil {
-		t.Fatal(err)
-	}
+	li, l := s.leaderWithCPU()
 	for i := range 30 {
 		insert(t, l, i*2, 2)
 	}
