@@ -268,6 +268,30 @@ func TestInsertOrderedUnordered(t *testing.T) {
 	}
 }
 
+// Rows after a valid one are checked whole, whatever names they share
+// with it (validate skips names equal to the previous row's).
+func TestInsertValidatesEveryRow(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts"})
+	m := func(names ...string) Measurement {
+		var fs []Field
+		for _, n := range names {
+			fs = append(fs, Field{n, Int(1)})
+		}
+		return Measurement{Time: 1, Fields: fs}
+	}
+	res, err := db.Insert(ctx, "m", []Measurement{m("a", "b"), m("a", "a"), m("a", "$b"), m("a", "ts"), m("a", ""), m("a", "b")},
+		InsertOptions{Unordered: true})
+	var refused []int
+	for _, e := range res.Errors {
+		refused = append(refused, e.Index)
+	}
+	if err != nil || res.Inserted != 2 || fmt.Sprint(refused) != "[1 2 3 4]" {
+		t.Fatalf("inserted %d, refused %v, err %v; want 2, [1 2 3 4]", res.Inserted, refused, err)
+	}
+}
+
 // TestRollover checks the bucket rollover rules of SPEC §1.3 one by one.
 func TestRollover(t *testing.T) {
 	const min = int64(60e9)

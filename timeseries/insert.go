@@ -64,9 +64,13 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 		gidx[i] = -1
 	}
 	var counts []int
+	var prev *Measurement // the last measurement validate accepted
 	for i := range ms {
 		m := &ms[i]
-		err := m.validate(ts)
+		err := m.validate(ts, prev)
+		if err == nil {
+			prev = m
+		}
 		var key string
 		if err == nil {
 			if k, ok := m.Meta.(MetaKey); ok {

@@ -106,11 +106,14 @@ const (
 // Validate checks m against the collection's options as Insert does,
 // without storing anything: the refusals MeasurementFromDocument makes
 // after converting the fields.
-func (m *Measurement) Validate(ts *TimeSeriesOptions) error { return m.validate(ts) }
+func (m *Measurement) Validate(ts *TimeSeriesOptions) error { return m.validate(ts, nil) }
 
 // validate checks m against the collection's options without storing
-// anything. The index in errors is filled in by the caller.
-func (m *Measurement) validate(ts *TimeSeriesOptions) error {
+// anything. The index in errors is filled in by the caller. prev, when not
+// nil, is a measurement validated before against the same options: if m
+// has the same field names in the same order (the rows of a batch mostly
+// do, often as the very same strings), the names are not checked again.
+func (m *Measurement) validate(ts *TimeSeriesOptions, prev *Measurement) error {
 	if len(m.Fields) > MaxFieldsPerMeasurement {
 		return mongoerr.New(mongoerr.BadValue, "a measurement may have at most %d fields; got %d", MaxFieldsPerMeasurement, len(m.Fields))
 	}
@@ -122,9 +125,11 @@ func (m *Measurement) validate(ts *TimeSeriesOptions) error {
 			return err
 		}
 	}
+	namesChecked := prev != nil && sameNames(m.Fields, prev.Fields)
 	for i := range m.Fields {
 		f := &m.Fields[i]
 		switch {
+		case namesChecked:
 		case f.Name == "":
 			return mongoerr.New(mongoerr.BadValue, "field names cannot be empty")
 		case len(f.Name) > MaxFieldNameBytes:
@@ -147,6 +152,9 @@ func (m *Measurement) validate(ts *TimeSeriesOptions) error {
 		default:
 			return mongoerr.New(mongoerr.BadValue, "field %q has no value type", f.Name)
 		}
+		if namesChecked {
+			continue
+		}
 		for j := 0; j < i; j++ {
 			if m.Fields[j].Name == f.Name {
 				return mongoerr.New(mongoerr.BadValue, "field %q appears twice in one measurement", f.Name)
@@ -154,6 +162,19 @@ func (m *Measurement) validate(ts *TimeSeriesOptions) error {
 		}
 	}
 	return nil
+}
+
+// sameNames reports whether a and b have the same field names in order.
+func sameNames(a, b []Field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
 }
 
 // rowBytes estimates the size a measurement adds to a bucket the way MongoDB

@@ -58,7 +58,7 @@ func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measure
 			m.Fields = append(m.Fields, Field{Name: k, Value: fv})
 		}
 	}
-	if err := m.validate(ts); err != nil {
+	if err := m.validate(ts, nil); err != nil {
 		return m, err
 	}
 	return m, nil

@@ -142,7 +142,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 	}
 	m.Fields = d.fields[start:len(d.fields):len(d.fields)]
 	slices.SortFunc(m.Fields, func(a, b Field) int { return strings.Compare(a.Name, b.Name) })
-	if err := m.validate(ts); err != nil {
+	if err := m.validate(ts, nil); err != nil {
 		d.fields = d.fields[:start]
 		return Measurement{}, err
 	}
