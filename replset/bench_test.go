@@ -209,3 +209,94 @@ func parallel(b *testing.B, bytes int, points float64, fn func() error) {
 	wg.Wait()
 	b.ReportMetric(points*float64(b.N)/b.Elapsed().Seconds(), "points/s")
 }
+
+// BenchmarkApply applies a run of committed insert entries (5000 cpu-only
+// measurements each, meta values as canonical keys, as a leader encodes
+// line protocol) through the state machine, as a member catching up from
+// the log does (fsm), against the same measurements inserted into an
+// engine by 1 or 2 writers, with and without its own log (a single node's
+// HTTP handlers: 2 writers, log=true). A member's engine writes no log.
+//
+// go test -run XXX -bench Apply -benchtime 3x ./replset/
+func BenchmarkApply(b *testing.B) {
+	const entries, rows = 40, 5000
+	const points = entries * rows * 10
+	opts := timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "tags"}}
+	ctx := context.Background()
+	cmds := make([]*Command, entries)
+	logs := make([]*raft.Log, entries)
+	for i := range cmds {
+		c := cpuBatch(rows)
+		c.Op = OpInsertKeyed
+		for j := range c.Measurements {
+			m := &c.Measurements[j]
+			m.Time += int64(i) * rows / 100 * 10e9
+			k, err := timeseries.CanonicalMeta(m.Meta)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.Meta = timeseries.MetaKey(k)
+		}
+		data, err := c.encode(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmds[i] = c
+		logs[i] = &raft.Log{Index: uint64(i + 2), Type: raft.LogCommand, Data: data}
+	}
+	open := func(b *testing.B, external bool) *timeseries.DB {
+		db, err := timeseries.Open(timeseries.Options{Dir: b.TempDir(), ExternalLog: external})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		if _, err := db.CreateCollection(ctx, "cpu", opts); err != nil {
+			b.Fatal(err)
+		}
+		return db
+	}
+	for _, v := range []struct {
+		writers  int
+		external bool
+	}{{1, false}, {2, false}, {1, true}, {2, true}} {
+		b.Run(fmt.Sprintf("engine/writers=%d/log=%v", v.writers, !v.external), func(b *testing.B) {
+			var elapsed time.Duration
+			for range b.N {
+				db := open(b, v.external)
+				start := time.Now()
+				var wg sync.WaitGroup
+				for w := range v.writers {
+					wg.Go(func() {
+						for i := w; i < entries; i += v.writers {
+							if _, err := db.Insert(ctx, "cpu", cmds[i].Measurements, timeseries.InsertOptions{}); err != nil {
+								b.Error(err)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				elapsed += time.Since(start)
+			}
+			b.ReportMetric(points*float64(b.N)/elapsed.Seconds(), "points/s")
+		})
+	}
+	b.Run("fsm", func(b *testing.B) {
+		var elapsed time.Duration
+		for range b.N {
+			f := openFSM(b)
+			if _, err := f.db.CreateCollection(ctx, "cpu", opts); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			for i := 0; i < entries; i += 64 {
+				for _, r := range f.ApplyBatch(logs[i:min(i+64, entries)]) {
+					if err := r.(*applyResult).err; err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			elapsed += time.Since(start)
+		}
+		b.ReportMetric(points*float64(b.N)/elapsed.Seconds(), "points/s")
+	})
+}

@@ -613,6 +613,9 @@ func (d *decoder) measurement(m *timeseries.Measurement) {
 	}
 }
 
+// maxFieldSlab bounds the fields keyed decodes into one slice.
+const maxFieldSlab = 1 << 16
+
 // keyed decodes the body of insertKeyed after its flags byte.
 func (d *decoder) keyed(c *Command) {
 	keys := make([]timeseries.MetaKey, d.count(1))
@@ -630,6 +633,10 @@ func (d *decoder) keyed(c *Command) {
 	if n > 0 {
 		c.Measurements = make([]timeseries.Measurement, n)
 	}
+	// The fields of all measurements are cut from a few large slices:
+	// one allocation per command where the measurements have as many
+	// fields each, not one per measurement.
+	var slab []timeseries.Field
 	for i := range c.Measurements {
 		m := &c.Measurements[i]
 		m.Time = d.varint()
@@ -656,7 +663,10 @@ func (d *decoder) keyed(c *Command) {
 		}
 		nf := d.count(2)
 		if nf > 0 {
-			m.Fields = make([]timeseries.Field, nf)
+			if len(slab) < nf {
+				slab = make([]timeseries.Field, max(nf, min(nf*(n-i), maxFieldSlab)))
+			}
+			m.Fields, slab = slab[:nf:nf], slab[nf:]
 		}
 		for j := range m.Fields {
 			f := &m.Fields[j]
