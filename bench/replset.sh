@@ -28,7 +28,9 @@ trap cleanup EXIT
 json() { python3 -c "import sys, json; d = json.load(sys.stdin); print($1)"; }
 now() { date +%s.%N; }
 waitup() { for _ in $(seq 200); do curl -sf "http://$1${2:-/healthz}" >/dev/null && return; sleep 0.1; done; echo "no server at $1" >&2; exit 1; }
-applied() { curl -sf "http://$1/v1/replset?self=true" | json 'd["appliedIndex"]'; }
+# applied is polled while a member catches up: no interpreter started per
+# poll, which would take CPU from the member being timed.
+applied() { curl -sf "http://$1/v1/replset?self=true" | grep -o '"appliedIndex":[0-9]*' | head -1 | cut -d: -f2; }
 state() { curl -sf "http://$1/v1/replset?self=true" | json 'd["state"]' 2>/dev/null || echo down; }
 ingest() { "$BIN" bench ingest --limit "$ROWS" --collection "$1" "${@:2}" 2>/dev/null; }
 
