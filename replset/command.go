@@ -153,6 +153,17 @@ type Command struct {
 // replace: the filter (uvarint length, JSON) and the replacement (uvarint
 // length, document.Encode).
 func (c *Command) encode(dst []byte) ([]byte, error) {
+	dst, _, err := c.encodeOwn(dst, false)
+	return dst, err
+}
+
+// encodeOwn is encode; with own, for an OpInsertKeyed whose meta values
+// all became canonical keys, it also returns the command a member decodes
+// from the encoding, built without decoding it: c's measurements with
+// those keys as their meta values (c's own slice when they already were).
+// It shares c's fields. Otherwise, or without own, the command is nil.
+func (c *Command) encodeOwn(dst []byte, own bool) ([]byte, *Command, error) {
+	var ownCmd *Command
 	if c.Session != "" {
 		dst = append(dst, commandFormatSession, byte(c.Op))
 		dst = appendBytes(dst, []byte(c.Collection))
@@ -165,7 +176,7 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 	case OpCreateCollection:
 		js, err := json.Marshal(c.Options)
 		if err != nil {
-			return nil, fmt.Errorf("replset: encode options of %q: %w", c.Collection, err)
+			return nil, nil, fmt.Errorf("replset: encode options of %q: %w", c.Collection, err)
 		}
 		dst = appendBytes(dst, js)
 	case OpDropCollection:
@@ -175,14 +186,20 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		for i := range c.Measurements {
 			var err error
 			if dst, err = appendMeasurement(dst, &c.Measurements[i]); err != nil {
-				return nil, fmt.Errorf("replset: encode measurement %d of %q: %w", i, c.Collection, err)
+				return nil, nil, fmt.Errorf("replset: encode measurement %d of %q: %w", i, c.Collection, err)
 			}
 		}
 	case OpInsertKeyed:
 		dst = append(dst, flags(c.Unordered))
-		var err error
-		if dst, err = appendKeyed(dst, c.Measurements); err != nil {
-			return nil, fmt.Errorf("replset: encode measurements of %q: %w", c.Collection, err)
+		var (
+			ms  []timeseries.Measurement
+			err error
+		)
+		if dst, ms, err = appendKeyed(dst, c.Measurements, own); err != nil {
+			return nil, nil, fmt.Errorf("replset: encode measurements of %q: %w", c.Collection, err)
+		}
+		if ms != nil {
+			ownCmd = &Command{Op: c.Op, Collection: c.Collection, Unordered: c.Unordered, Measurements: ms, Session: c.Session}
 		}
 	case OpInsertDocuments:
 		dst = append(dst, flags(c.Unordered))
@@ -191,7 +208,7 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		for i, d := range c.Documents {
 			var err error
 			if buf, err = document.Encode(buf[:0], d); err != nil {
-				return nil, fmt.Errorf("replset: encode document %d of %q: %w", i, c.Collection, err)
+				return nil, nil, fmt.Errorf("replset: encode document %d of %q: %w", i, c.Collection, err)
 			}
 			dst = appendBytes(dst, buf)
 		}
@@ -208,7 +225,7 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		dst = appendBytes(dst, c.Filter)
 		repl, err := document.Encode(nil, c.Replacement)
 		if err != nil {
-			return nil, fmt.Errorf("replset: encode the replacement in %q: %w", c.Collection, err)
+			return nil, nil, fmt.Errorf("replset: encode the replacement in %q: %w", c.Collection, err)
 		}
 		dst = appendBytes(dst, repl)
 	case OpCollMod, OpCollModIndex, OpMember:
@@ -221,7 +238,7 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		}
 		js, err := json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("replset: encode %s of %q: %w", c.Op, c.Collection, err)
+			return nil, nil, fmt.Errorf("replset: encode %s of %q: %w", c.Op, c.Collection, err)
 		}
 		dst = appendBytes(dst, js)
 	case OpCreateIndex:
@@ -229,13 +246,13 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		spec.PartialFilterExpression = nil
 		js, err := json.Marshal(spec)
 		if err != nil {
-			return nil, fmt.Errorf("replset: encode index of %q: %w", c.Collection, err)
+			return nil, nil, fmt.Errorf("replset: encode index of %q: %w", c.Collection, err)
 		}
 		dst = appendBytes(dst, js)
 		var pf []byte
 		if c.Index.PartialFilterExpression != nil {
 			if pf, err = document.Encode(nil, c.Index.PartialFilterExpression); err != nil {
-				return nil, fmt.Errorf("replset: encode partial filter of index %q of %q: %w", c.Index.Name, c.Collection, err)
+				return nil, nil, fmt.Errorf("replset: encode partial filter of index %q of %q: %w", c.Index.Name, c.Collection, err)
 			}
 		}
 		dst = appendBytes(dst, pf)
@@ -243,9 +260,9 @@ func (c *Command) encode(dst []byte) ([]byte, error) {
 		dst = appendBytes(dst, []byte(c.Index.Name))
 		dst = binary.AppendVarint(dst, c.Now)
 	default:
-		return nil, fmt.Errorf("replset: encode: unknown command %s", c.Op)
+		return nil, nil, fmt.Errorf("replset: encode: unknown command %s", c.Op)
 	}
-	return dst, nil
+	return dst, ownCmd, nil
 }
 
 func flags(unordered bool) byte {
@@ -271,53 +288,53 @@ const (
 // meta value that has a canonical key is written as that key, which the
 // engine takes as it is (a line-protocol series' key already is one); one
 // that has none (the engine will refuse it) is written as a value, so
-// that every member refuses it alike.
-func appendKeyed(dst []byte, ms []timeseries.Measurement) ([]byte, error) {
+// that every member refuses it alike. With own, when every meta value was
+// written as a key (or is nil), it also returns the measurements a member
+// decodes: ms itself when their meta values are keys already, else a copy
+// with the keys as meta values; nil otherwise.
+func appendKeyed(dst []byte, ms []timeseries.Measurement, own bool) ([]byte, []timeseries.Measurement, error) {
 	keyIdx := map[timeseries.MetaKey]uint64{}
 	var keys []timeseries.MetaKey
 	nameIdx := map[string]uint64{}
 	var names []string
+	// The field names' indexes, per measurement: a measurement with the
+	// same names as the one before (most of a batch) shares its list.
+	var prevFields []timeseries.Field
+	var prevNames []uint64
+	nameRefs := make([][]uint64, len(ms))
 	refs := make([]uint64, len(ms))
+	allKeys := true // every meta value is a MetaKey or nil
 	for i := range ms {
 		m := &ms[i]
-		var k timeseries.MetaKey
 		switch v := m.Meta.(type) {
 		case nil:
 			refs[i] = metaNone
-			continue
 		case timeseries.MetaKey:
-			k = v
+			refs[i] = keyRef(keyIdx, &keys, v)
 		default:
+			allKeys = false
 			c, err := timeseries.CanonicalMeta(v)
 			if err != nil {
 				refs[i] = metaValue
-				continue
+				break
 			}
-			k = timeseries.MetaKey(c)
+			refs[i] = keyRef(keyIdx, &keys, timeseries.MetaKey(c))
 		}
-		idx, ok := keyIdx[k]
-		if !ok {
-			idx = uint64(len(keys))
-			keyIdx[k] = idx
-			keys = append(keys, k)
+		if i > 0 && sameFieldNames(m.Fields, prevFields) {
+			nameRefs[i] = prevNames
+			continue
 		}
-		refs[i] = idx + metaKeys
-		for _, f := range m.Fields {
-			if _, ok := nameIdx[f.Name]; !ok {
-				nameIdx[f.Name] = uint64(len(names))
+		idx := make([]uint64, len(m.Fields))
+		for j, f := range m.Fields {
+			n, ok := nameIdx[f.Name]
+			if !ok {
+				n = uint64(len(names))
+				nameIdx[f.Name] = n
 				names = append(names, f.Name)
 			}
+			idx[j] = n
 		}
-	}
-	for i := range ms {
-		if refs[i] < metaKeys {
-			for _, f := range ms[i].Fields {
-				if _, ok := nameIdx[f.Name]; !ok {
-					nameIdx[f.Name] = uint64(len(names))
-					names = append(names, f.Name)
-				}
-			}
-		}
+		nameRefs[i], prevFields, prevNames = idx, m.Fields, idx
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(keys)))
 	for _, k := range keys {
@@ -333,22 +350,61 @@ func appendKeyed(dst []byte, ms []timeseries.Measurement) ([]byte, error) {
 		dst = binary.AppendVarint(dst, m.Time)
 		dst = binary.AppendUvarint(dst, refs[i])
 		if refs[i] == metaValue {
+			own = false
 			meta, err := document.Encode(nil, document.Doc{"m": m.Meta})
 			if err != nil {
-				return nil, fmt.Errorf("measurement %d: %w", i, err)
+				return nil, nil, fmt.Errorf("measurement %d: %w", i, err)
 			}
 			dst = appendBytes(dst, meta)
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(m.Fields)))
-		for _, f := range m.Fields {
-			dst = binary.AppendUvarint(dst, nameIdx[f.Name])
+		for j, f := range m.Fields {
+			dst = binary.AppendUvarint(dst, nameRefs[i][j])
 			var err error
 			if dst, err = appendValue(dst, f); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return dst, nil
+	switch {
+	case !own:
+		return dst, nil, nil
+	case allKeys:
+		return dst, ms, nil
+	}
+	keyed := make([]timeseries.Measurement, len(ms))
+	for i, m := range ms {
+		if refs[i] >= metaKeys {
+			m.Meta = keys[refs[i]-metaKeys]
+		}
+		keyed[i] = m
+	}
+	return dst, keyed, nil
+}
+
+// keyRef returns the reference of meta key k in keys, adding it.
+func keyRef(idx map[timeseries.MetaKey]uint64, keys *[]timeseries.MetaKey, k timeseries.MetaKey) uint64 {
+	i, ok := idx[k]
+	if !ok {
+		i = uint64(len(*keys))
+		idx[k] = i
+		*keys = append(*keys, k)
+	}
+	return i + metaKeys
+}
+
+// sameFieldNames reports whether a and b have the same field names in
+// order.
+func sameFieldNames(a, b []timeseries.Field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
 }
 
 // appendValue appends a field's kind and value.

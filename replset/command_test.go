@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,6 +234,46 @@ func TestInsertKeyedSameAsValues(t *testing.T) {
 		if gotRes.Errors[i].Index != wantRes.Errors[i].Index {
 			t.Fatalf("refusals: %+v, want %+v", gotRes.Errors, wantRes.Errors)
 		}
+	}
+}
+
+// encodeOwn's command is what a member decodes from its encoding, and
+// there is none when a meta value is carried as a value.
+func TestEncodeOwnIsDecoded(t *testing.T) {
+	lp := timeseries.MetaKey(mustCanonical(t, map[string]any{"host": "h1", "region": "eu"}))
+	fs := func(v float64) []timeseries.Field {
+		return []timeseries.Field{{Name: "v", Value: timeseries.Float(v)}, {Name: "s", Value: timeseries.String("a")}}
+	}
+	mixed := []timeseries.Measurement{
+		{Time: 1e9, Meta: lp, Fields: fs(1)},
+		{Time: 2e9, Meta: map[string]any{"region": "eu", "host": "h1"}, Fields: fs(2)},
+		{Time: 3e9, Meta: nil, Fields: []timeseries.Field{{Name: "b", Value: timeseries.Bool(true)}}},
+		{Time: 4e9, Meta: "h3", Fields: fs(3)},
+		{Time: 5e9, Meta: timeseries.MetaKey("not canonical"), Fields: []timeseries.Field{{Name: "s", Value: timeseries.Int(7)}, {Name: "v", Value: timeseries.Date(8)}}},
+	}
+	keys := []timeseries.Measurement{{Time: 1, Meta: lp, Fields: fs(1)}, {Time: 2, Fields: fs(2)}, {Time: 3, Meta: lp, Fields: fs(3)}}
+	for _, c := range []*Command{
+		{Op: OpInsertKeyed, Collection: "m", Unordered: true, Measurements: mixed},
+		{Op: OpInsertKeyed, Collection: "m", Measurements: keys, Session: "s1"},
+	} {
+		data, own, err := c.encodeOwn(nil, true)
+		if err != nil || own == nil {
+			t.Fatalf("encodeOwn: %v, %v", own, err)
+		}
+		dec, err := decodeCommand(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(own, dec) {
+			t.Fatalf("own command\n%#v\ndecoded\n%#v", own, dec)
+		}
+	}
+	if _, own, _ := (&Command{Op: OpInsertKeyed, Collection: "m", Measurements: keys}).encodeOwn(nil, true); &own.Measurements[0] != &keys[0] {
+		t.Fatal("measurements whose meta values are keys were copied")
+	}
+	big := append(slices.Clone(mixed), timeseries.Measurement{Time: 6e9, Meta: strings.Repeat("x", timeseries.MaxMetaBytes+1), Fields: fs(4)})
+	if _, own, err := (&Command{Op: OpInsertKeyed, Collection: "m", Measurements: big}).encodeOwn(nil, true); err != nil || own != nil {
+		t.Fatalf("a meta value without a key: own %v, %v; want none", own, err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/hashicorp/raft"
@@ -83,6 +84,56 @@ type fsm struct {
 	members *memberTable
 	// sessions are the retryable writes applied (sessions.go).
 	sessions *sessionTable
+	// offered holds the leader's own commands by their entry's data
+	// (offer): what this member would decode from the entry, applied
+	// without decoding it.
+	offered sync.Map // *byte -> *handoff
+}
+
+// A handoff is a command offered to the state machine along with its
+// encoding, until the state machine takes it or its writer withdraws it.
+type handoff struct {
+	c     *Command
+	state atomic.Int32  // handoffOffered, then handoffTaken or handoffWithdrawn
+	done  chan struct{} // closed once a taken command is no longer used
+}
+
+const (
+	handoffOffered int32 = iota
+	handoffTaken
+	handoffWithdrawn
+)
+
+// offer makes c the command applied for the entry whose data is data (the
+// very slice given to raft, which hands the leader's state machine the
+// same one), instead of decoding data. c must be what decoding data gives.
+// The caller must withdraw it before it reuses anything c refers to.
+func (f *fsm) offer(data []byte, c *Command) *handoff {
+	h := &handoff{c: c, done: make(chan struct{})}
+	f.offered.Store(unsafe.SliceData(data), h)
+	return h
+}
+
+// withdraw ends an offer: it returns at once if the state machine did not
+// take the command, else once it no longer uses it.
+func (f *fsm) withdraw(data []byte, h *handoff) {
+	f.offered.Delete(unsafe.SliceData(data))
+	if !h.state.CompareAndSwap(handoffOffered, handoffWithdrawn) {
+		<-h.done
+	}
+}
+
+// take returns the command offered for data, if any is still offered.
+func (f *fsm) take(data []byte) *handoff {
+	v, ok := f.offered.LoadAndDelete(unsafe.SliceData(data))
+	if !ok {
+		return nil
+	}
+	h := v.(*handoff)
+	if !h.state.CompareAndSwap(handoffOffered, handoffTaken) {
+		return nil
+	}
+	return h
 }
 
 func newFSM(db *timeseries.DB, store *logStore, snapDir, restoreDir string, log *slog.Logger, onHalt func(error)) (*fsm, error) {
@@ -116,7 +167,12 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	// Every entry selected at the start is taken from next, whether it is
 	// applied or not, so that the decoding goroutine always finishes.
 	wasHalted := halted != nil
-	next := decodeAhead(logs, applied, wasHalted)
+	next, taken := f.decodeAhead(logs, applied, wasHalted)
+	defer func() {
+		for _, h := range taken() {
+			close(h.done)
+		}
+	}()
 	for i, l := range logs {
 		var (
 			c   *Command
@@ -183,24 +239,34 @@ func toDecode(l *raft.Log, applied uint64, halted bool) bool {
 }
 
 // decodeAhead returns a function that returns, call by call, the decoded
-// commands of the entries of logs that toDecode selects, in order. With
-// two or more, they are decoded on another goroutine, at most two ahead of
-// the caller: a member catching up applies one entry while the next is
-// decoded (decoding is about a third of applying an insert). The caller
-// calls it once for each selected entry.
-func decodeAhead(logs []*raft.Log, applied uint64, halted bool) func() (*Command, error) {
+// commands of the entries of logs that toDecode selects, in order, and one
+// that returns the offers taken in their place (offer), once every command
+// was returned. With two or more, they are decoded on another goroutine,
+// at most two ahead of the caller: a member catching up applies one entry
+// while the next is decoded (decoding is about a third of applying an
+// insert). The caller calls next once for each selected entry.
+func (f *fsm) decodeAhead(logs []*raft.Log, applied uint64, halted bool) (next func() (*Command, error), taken func() []*handoff) {
 	var sel []*raft.Log
 	for _, l := range logs {
 		if toDecode(l, applied, halted) {
 			sel = append(sel, l)
 		}
 	}
+	var hs []*handoff
+	decode := func(l *raft.Log) (*Command, error) {
+		if h := f.take(l.Data); h != nil {
+			hs = append(hs, h)
+			return h.c, nil
+		}
+		return decodeCommand(l.Data)
+	}
+	taken = func() []*handoff { return hs }
 	if len(sel) < 2 {
 		return func() (*Command, error) {
 			l := sel[0]
 			sel = sel[1:]
-			return decodeCommand(l.Data)
-		}
+			return decode(l)
+		}, taken
 	}
 	type decoded struct {
 		c   *Command
@@ -209,14 +275,14 @@ func decodeAhead(logs []*raft.Log, applied uint64, halted bool) func() (*Command
 	ch := make(chan decoded, 2)
 	go func() {
 		for _, l := range sel {
-			c, err := decodeCommand(l.Data)
+			c, err := decode(l)
 			ch <- decoded{c, err}
 		}
 	}()
 	return func() (*Command, error) {
 		d := <-ch
 		return d.c, d.err
-	}
+	}, taken
 }
 
 // hasSession reports whether a retryable write's key was applied.

@@ -103,3 +103,34 @@ func TestApplyBatchDecodesAhead(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The leader's state machine applies the command offered with an entry's
+// data instead of decoding the data, unless the offer was withdrawn.
+func TestApplyOffered(t *testing.T) {
+	f := openFSM(t)
+	if r := f.ApplyBatch([]*raft.Log{entry(t, 1, &Command{Op: OpCreateCollection, Collection: "cpu", Options: sensorOpts})}); r[0].(*applyResult).err != nil {
+		t.Fatal(r[0].(*applyResult).err)
+	}
+	ins := &Command{Op: OpInsertKeyed, Collection: "cpu", Measurements: batch(0, 10)}
+	data, own, err := ins.encodeOwn(nil, true)
+	if err != nil || own == nil {
+		t.Fatalf("encodeOwn: %v, %v", own, err)
+	}
+	// An offer that differs from the data shows which one was applied.
+	h := f.offer(data, &Command{Op: OpInsertKeyed, Collection: "cpu", Measurements: own.Measurements[:4]})
+	if r := f.ApplyBatch([]*raft.Log{{Index: 2, Type: raft.LogCommand, Data: data}}); r[0].(*applyResult).err != nil {
+		t.Fatal(r[0].(*applyResult).err)
+	}
+	f.withdraw(data, h) // taken and done: returns at once
+	if got := count(t, f.db, "cpu"); got != 4 {
+		t.Fatalf("%d measurements, want the 4 offered", got)
+	}
+	data2 := append([]byte(nil), data...)
+	f.withdraw(data2, f.offer(data2, &Command{Op: OpInsertKeyed, Collection: "cpu", Measurements: own.Measurements[:4]}))
+	if r := f.ApplyBatch([]*raft.Log{{Index: 3, Type: raft.LogCommand, Data: data2}}); r[0].(*applyResult).err != nil {
+		t.Fatal(r[0].(*applyResult).err)
+	}
+	if got := count(t, f.db, "cpu"); got != 14 {
+		t.Fatalf("%d measurements, want 14: the 10 of the data after a withdrawn offer", got)
+	}
+}

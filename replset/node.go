@@ -388,9 +388,14 @@ func (n *Node) Apply(ctx context.Context, c *Command) (Result, error) {
 		return Result{}, err
 	}
 	sessionKey(ctx, c)
-	data, err := c.encode(nil)
+	data, own, err := c.encodeOwn(nil, true)
 	if err != nil {
 		return Result{}, err
+	}
+	if own != nil {
+		// This member applies c's measurements as they are, not decoded
+		// again from data; they are not used once Apply returns.
+		defer n.fsm.withdraw(data, n.fsm.offer(data, own))
 	}
 	timeout := n.opts.ApplyTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
