@@ -50,11 +50,18 @@ func (l *tcpLayer) partition(d time.Duration) {
 	}
 }
 
-func (l *tcpLayer) track(c net.Conn) net.Conn {
+// track adds c to the connections a partition closes; if the member was
+// cut off meanwhile (while c was dialed or accepted), it closes c and
+// returns false.
+func (l *tcpLayer) track(c net.Conn) (net.Conn, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if time.Now().Before(l.until) {
+		c.Close()
+		return nil, false
+	}
 	l.conns[c] = struct{}{}
-	return &trackedConn{Conn: c, l: l}
+	return &trackedConn{Conn: c, l: l}, true
 }
 
 // Accept accepts the next connection, closing those that come while the
@@ -65,11 +72,9 @@ func (l *tcpLayer) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.cut() {
-			c.Close()
-			continue
+		if tc, ok := l.track(c); ok {
+			return tc, nil
 		}
-		return l.track(c), nil
 	}
 }
 
@@ -85,7 +90,11 @@ func (l *tcpLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.
 	if err != nil {
 		return nil, err
 	}
-	return l.track(c), nil
+	tc, ok := l.track(c)
+	if !ok {
+		return nil, errPartitioned
+	}
+	return tc, nil
 }
 
 // trackedConn leaves the layer's set when closed.
