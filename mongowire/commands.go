@@ -133,8 +133,8 @@ func (c *conn) handle(req *request) []byte {
 		}
 		cmd.ctx = ctx
 	}
-	if err := s.waitAfterClusterTime(cmd, first); err != nil {
-		return s.errorDoc(err)
+	if err := s.readConcern(cmd, first); err != nil {
+		return s.errorDoc(s.replicaError(err))
 	}
 	s.opcounters.count(first)
 	o := s.ops.begin(c, cmd)
@@ -153,7 +153,7 @@ func (c *conn) handle(req *request) []byte {
 // its engine had applied, as a BSON timestamp (high and low 32 bits of
 // the index). A driver's causally consistent session sends the newest it
 // saw back as readConcern.afterClusterTime, and a member waits until it
-// has applied that far before it reads (waitAfterClusterTime), so that a
+// has applied that far before it reads (readConcern), so that a
 // read on a secondary sees the session's earlier writes.
 
 // withOperationTime appends operationTime to a reply on a replica set.
@@ -171,27 +171,63 @@ func (s *Server) withOperationTime(doc []byte) []byte {
 	return out
 }
 
-// Bounds of a read's wait for afterClusterTime, when the command gives no
-// maxTimeMS.
+// Bounds of a read's wait for afterClusterTime or a linearizable read,
+// when the command gives no maxTimeMS.
 const afterClusterTimeWait = 10 * time.Second
 
-// waitAfterClusterTime makes a read with readConcern.afterClusterTime
-// wait until this member has applied the log up to it (at most the
-// command's maxTimeMS, else 10 s: then MaxTimeMSExpired, 50).
-func (s *Server) waitAfterClusterTime(cmd *command, name string) error {
-	rs := s.opts.ReplicaSet
-	if rs == nil || !secondaryReads[name] {
+// readConcern applies a read's readConcern before it reads:
+//
+//   - level local, available or majority (or none) reads what this member
+//     has applied: only committed entries are applied, so it is majority
+//     committed whatever the level;
+//   - linearizable, on a replica set, reads on the primary only, once a
+//     majority has confirmed it still leads and it has applied everything
+//     committed when the read arrived (replset.Node.ReadBarrier);
+//     elsewhere it is NotWritablePrimary, as in MongoDB;
+//   - snapshot is refused (InvalidOptions): there are no point-in-time
+//     reads;
+//   - afterClusterTime makes the read wait until this member has applied
+//     the log up to it.
+//
+// The waits are bounded by the command's maxTimeMS, else 10 s, and then
+// fail with MaxTimeMSExpired (50).
+func (s *Server) readConcern(cmd *command, name string) error {
+	if !secondaryReads[name] {
 		return nil
 	}
-	v, err := cmd.body.LookupErr("readConcern", "afterClusterTime")
+	rc, err := cmd.body.LookupErr("readConcern")
 	if err != nil {
 		return nil
 	}
-	t, inc, ok := v.TimestampOK()
+	doc, ok := rc.DocumentOK()
 	if !ok {
-		return mongoerr.New(mongoerr.TypeMismatch, "readConcern.afterClusterTime must be a timestamp")
+		return mongoerr.New(mongoerr.TypeMismatch, "readConcern must be a document")
 	}
-	index := uint64(t)<<32 | uint64(inc)
+	var level string
+	if v, err := doc.LookupErr("level"); err == nil {
+		if level, ok = v.StringValueOK(); !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "readConcern.level must be a string")
+		}
+	}
+	after, hasAfter := bsoncore.Value{}, false
+	if v, err := doc.LookupErr("afterClusterTime"); err == nil {
+		after, hasAfter = v, true
+	}
+	switch level {
+	case "", "local", "available", "majority":
+	case "linearizable":
+		if hasAfter {
+			return mongoerr.New(mongoerr.InvalidOptions, "readConcern level linearizable does not take afterClusterTime")
+		}
+	case "snapshot":
+		return mongoerr.New(mongoerr.InvalidOptions, "readConcern level snapshot is not supported: Hourglass has no point-in-time reads; use local or majority")
+	default:
+		return mongoerr.New(mongoerr.BadValue, "readConcern level %q is not one of local, available, majority, linearizable, snapshot", level)
+	}
+	rs := s.opts.ReplicaSet
+	if rs == nil || (level != "linearizable" && !hasAfter) {
+		return nil
+	}
 	wait := afterClusterTimeWait
 	if mt, err := cmd.body.LookupErr("maxTimeMS"); err == nil {
 		if ms, ok := mt.AsInt64OK(); ok && ms > 0 {
@@ -200,6 +236,19 @@ func (s *Server) waitAfterClusterTime(cmd *command, name string) error {
 	}
 	ctx, cancel := context.WithTimeout(cmd.ctx, wait)
 	defer cancel()
+	if level == "linearizable" {
+		err := rs.Node.ReadBarrier(ctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return mongoerr.New(mongoerr.MaxTimeMSExpired,
+				"operation exceeded time limit: member %s could not confirm within %s that it still leads and has applied every acknowledged write (linearizable read)", rs.Node.ID(), wait)
+		}
+		return err
+	}
+	t, inc, ok := after.TimestampOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "readConcern.afterClusterTime must be a timestamp")
+	}
+	index := uint64(t)<<32 | uint64(inc)
 	if err := rs.Node.WaitApplied(ctx, index); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return mongoerr.New(mongoerr.MaxTimeMSExpired,

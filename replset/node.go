@@ -456,6 +456,33 @@ func (n *Node) checkLeader() error {
 	return n.notLeader()
 }
 
+// ReadBarrier makes a linearizable read possible on the leader: it takes
+// the commit index, confirms with a majority that this member still leads
+// (so no other member can have committed a write after it), and waits
+// until this member has applied that far. A read that starts after it
+// returns sees every write acknowledged before it was called. On any
+// other member it fails as a write would (CheckLeader).
+func (n *Node) ReadBarrier(ctx context.Context) error {
+	if err := n.checkLeader(); err != nil {
+		return err
+	}
+	index := n.raft.CommitIndex()
+	verified := make(chan error, 1)
+	go func() { verified <- n.raft.VerifyLeader().Error() }()
+	select {
+	case err := <-verified:
+		if err != nil {
+			if errors.Is(err, raft.ErrRaftShutdown) {
+				return ErrClosed
+			}
+			return n.notLeader()
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return n.WaitApplied(ctx, index)
+}
+
 // watchLeadership marks the member ready to lead (readyTerm) once it has
 // applied everything committed before its term, each time it is elected.
 func (n *Node) watchLeadership(stop <-chan struct{}) {

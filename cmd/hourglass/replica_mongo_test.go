@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 )
 
@@ -255,6 +256,38 @@ func TestReplicaSetMongoDriver(t *testing.T) {
 		{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondaryPreferred"}}}}).Err()
 	if ce := (mongo.CommandError{}); !errors.As(err, &ce) || ce.Code != 50 {
 		t.Fatalf("a read after a cluster time far ahead: %v, want MaxTimeMSExpired (50)", err)
+	}
+
+	// Read concern levels: linearizable reads on the primary see every
+	// acknowledged write and are refused on a secondary; snapshot and
+	// unknown levels are refused.
+	lin := options.Collection().SetReadConcern(readconcern.Linearizable())
+	if _, err := plainColl.InsertOne(ctx, bson.D{{Key: "_id", Value: 200}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.Collection("p", lin).CountDocuments(ctx, bson.D{{Key: "_id", Value: 200}}); err != nil || n != 1 {
+		t.Fatalf("a linearizable read on the primary after an insert: %d, %v", n, err)
+	}
+	for _, c := range []struct {
+		db   *mongo.Database
+		rc   bson.D
+		code int32
+	}{
+		{sec, bson.D{{Key: "level", Value: "linearizable"}}, 10107},
+		{db, bson.D{{Key: "level", Value: "snapshot"}}, 72},
+		{db, bson.D{{Key: "level", Value: "linearizable"}, {Key: "afterClusterTime", Value: bson.Timestamp{T: 1}}}, 72},
+		{db, bson.D{{Key: "level", Value: "strong"}}, 2},
+		{db, bson.D{{Key: "level", Value: 1}}, 14},
+	} {
+		err := c.db.RunCommand(ctx, bson.D{{Key: "find", Value: "p"}, {Key: "readConcern", Value: c.rc},
+			{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondaryPreferred"}}}}).Err()
+		if ce := (mongo.CommandError{}); !errors.As(err, &ce) || ce.Code != c.code {
+			t.Fatalf("readConcern %v: %v, want code %d", c.rc, err, c.code)
+		}
+	}
+	if err := sec.RunCommand(ctx, bson.D{{Key: "find", Value: "p"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}},
+		{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondaryPreferred"}}}}).Err(); err != nil {
+		t.Fatalf("a majority read on a secondary: %v", err)
 	}
 
 	// Transactions are refused, with a clear error.
