@@ -320,7 +320,7 @@ func appendKeyed(dst []byte, ms []timeseries.Measurement, own bool) ([]byte, []t
 			}
 			refs[i] = keyRef(keyIdx, &keys, timeseries.MetaKey(c))
 		}
-		if i > 0 && sameFieldNames(m.Fields, prevFields) {
+		if i > 0 && timeseries.SameFieldNames(m.Fields, prevFields) {
 			nameRefs[i] = prevNames
 			continue
 		}
@@ -391,20 +391,6 @@ func keyRef(idx map[timeseries.MetaKey]uint64, keys *[]timeseries.MetaKey, k tim
 		*keys = append(*keys, k)
 	}
 	return i + metaKeys
-}
-
-// sameFieldNames reports whether a and b have the same field names in
-// order.
-func sameFieldNames(a, b []timeseries.Field) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Name != b[i].Name {
-			return false
-		}
-	}
-	return true
 }
 
 // appendValue appends a field's kind and value.

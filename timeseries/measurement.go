@@ -125,7 +125,7 @@ func (m *Measurement) validate(ts *TimeSeriesOptions, prev *Measurement) error {
 			return err
 		}
 	}
-	namesChecked := prev != nil && sameNames(m.Fields, prev.Fields)
+	namesChecked := prev != nil && SameFieldNames(m.Fields, prev.Fields)
 	for i := range m.Fields {
 		f := &m.Fields[i]
 		switch {
@@ -164,8 +164,9 @@ func (m *Measurement) validate(ts *TimeSeriesOptions, prev *Measurement) error {
 	return nil
 }
 
-// sameNames reports whether a and b have the same field names in order.
-func sameNames(a, b []Field) bool {
+// SameFieldNames reports whether a and b have the same field names in
+// order.
+func SameFieldNames(a, b []Field) bool {
 	if len(a) != len(b) {
 		return false
 	}
