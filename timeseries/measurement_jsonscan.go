@@ -35,6 +35,11 @@ type MeasurementDecoder struct {
 	metaBytes int
 	names     map[string]string
 	fields    []Field // slab the next measurements' fields are cut from
+	// prev is the last measurement Decode accepted for options prevTS:
+	// the next one's field names are not checked again when they are
+	// the same (validate).
+	prev   Measurement
+	prevTS *TimeSeriesOptions
 }
 
 // NewMeasurementDecoder returns a decoder with empty caches.
@@ -142,7 +147,11 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 	}
 	m.Fields = d.fields[start:len(d.fields):len(d.fields)]
 	slices.SortFunc(m.Fields, func(a, b Field) int { return strings.Compare(a.Name, b.Name) })
-	if err := m.validate(ts, nil); err != nil {
+	var prev *Measurement
+	if d.prevTS == ts {
+		prev = &d.prev
+	}
+	if err := m.validate(ts, prev); err != nil {
 		d.fields = d.fields[:start]
 		return Measurement{}, err
 	}
@@ -155,6 +164,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 		m.Meta = MetaKey(key)
 		d.cacheMeta(metaRaw, m.Meta)
 	}
+	d.prev, d.prevTS = Measurement{Fields: m.Fields}, ts
 	return m, nil
 }
 
@@ -162,6 +172,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 // measurements it returned: call it once those are stored (the engine
 // copies what it keeps) and before the next batch.
 func (d *MeasurementDecoder) Reset() {
+	d.prev, d.prevTS = Measurement{}, nil
 	if cap(d.fields) > 1<<16 {
 		d.fields = nil
 		return

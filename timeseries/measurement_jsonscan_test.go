@@ -247,3 +247,17 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
+
+// After Reset the next document's fields reuse the memory of the last
+// one's: its names are checked whole, not compared with themselves.
+func TestMeasurementDecoderChecksAfterReset(t *testing.T) {
+	d := NewMeasurementDecoder()
+	ts := scanOptions[0]
+	if _, err := d.Decode(ts, []byte(`{"time":1,"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	d.Reset()
+	if _, err := d.Decode(ts, []byte(`{"time":2,"$a":1}`)); err == nil || !strings.Contains(err.Error(), "cannot start with '$'") {
+		t.Fatalf("a field named $a after Reset: %v", err)
+	}
+}
