@@ -245,9 +245,8 @@ const peerTimeout = time.Second
 // each other member's state and applied index as that member answers
 // (?self=true: this member's view without asking the others).
 func (s *Server) handleReplSet(w http.ResponseWriter, r *http.Request) {
-	rs := s.opts.ReplicaSet
+	rs := s.member(w, r)
 	if rs == nil {
-		s.writeError(w, r, notAMember())
 		return
 	}
 	st := s.localReplSet()
@@ -385,9 +384,8 @@ func (s *Server) secondaryRead(w http.ResponseWriter, r *http.Request) bool {
 // member ({"id", "raft", "http", "mongo", "voter"}), as a non-voter unless
 // voter is true; the same call with voter true gives a non-voter its vote.
 func (s *Server) handleAddMember(w http.ResponseWriter, r *http.Request) {
-	rs := s.opts.ReplicaSet
+	rs := s.member(w, r)
 	if rs == nil {
-		s.writeError(w, r, notAMember())
 		return
 	}
 	var raw map[string]any
@@ -441,9 +439,8 @@ func (s *Server) handleAddMember(w http.ResponseWriter, r *http.Request) {
 
 // handleRemoveMember serves DELETE /v1/replset/members/{id} on the leader.
 func (s *Server) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
-	rs := s.opts.ReplicaSet
+	rs := s.member(w, r)
 	if rs == nil {
-		s.writeError(w, r, notAMember())
 		return
 	}
 	id := chi.URLParam(r, "id")
@@ -455,6 +452,16 @@ func (s *Server) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.localReplSet())
 }
 
+// member returns the server's replica set; on a server that is not a
+// member it answers the request with 404 and returns nil.
+func (s *Server) member(w http.ResponseWriter, r *http.Request) *ReplicaSet {
+	rs := s.opts.ReplicaSet
+	if rs == nil {
+		s.writeError(w, r, notAMember())
+	}
+	return rs
+}
+
 func notAMember() error {
 	return newHTTPError(http.StatusNotFound, mongoerr.BadValue,
 		"this server is not a replica set member (serve --replica-set)")
@@ -463,9 +470,8 @@ func notAMember() error {
 // handleSnapshot serves POST /v1/replset/snapshot: this member takes a
 // snapshot now and compacts its log before it (replset.Node.Snapshot).
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
-	rs := s.opts.ReplicaSet
+	rs := s.member(w, r)
 	if rs == nil {
-		s.writeError(w, r, notAMember())
 		return
 	}
 	start := time.Now()

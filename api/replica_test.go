@@ -340,3 +340,20 @@ func TestReplicaSetAfterIndex(t *testing.T) {
 	f.mustDo(400, "POST", "/v1/collections/s/find?readPreference=secondary&afterIndex=x", `{}`)
 	f.mustDo(400, "POST", "/v1/collections/s/find?readPreference=secondary&afterIndex=1&waitMS=-1", `{}`)
 }
+
+// A server that is not a replica set member answers the set's calls with
+// 404 and says why.
+func TestReplSetCallsOnStandalone(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/replset", ""},
+		{"POST", "/v1/replset/members", `{"id":"n4","raft":"127.0.0.1:1","http":"127.0.0.1:2"}`},
+		{"DELETE", "/v1/replset/members/n2", ""},
+		{"POST", "/v1/replset/snapshot", ""},
+	} {
+		r := s.mustDo(404, c.method, c.path, c.body)
+		if !strings.Contains(string(r.body), "not a replica set member") {
+			t.Errorf("%s %s: %s", c.method, c.path, r.body)
+		}
+	}
+}
