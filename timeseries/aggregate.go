@@ -352,7 +352,8 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		return nil, err
 	}
 	defer db.releaseQuery()
-	var plan scanPlan
+	// Cells fold rows in any order: open buckets are read unsorted.
+	plan := scanPlan{unordered: true}
 	guard := db.newQueryGuard(ctx)
 	defer guard.finish() // also when planning fails
 	fields, err := db.planAggregate(&plan, c, name, opts, guard)
@@ -406,8 +407,11 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		if a.endsOnly {
 			a.group, sc.skip = g, skip
 		}
-		err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int) error {
+		err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
 			db.stats.aggBuckets.Add(1)
+			if loose != nil {
+				return a.foldUnordered(s, g, loose)
+			}
 			return a.fold(s, g, cols, lo, hi)
 		})
 		if cerr := sc.Close(); err == nil {
@@ -465,19 +469,7 @@ func (a *aggregator) skip(minT, maxT int64) bool {
 // fold adds rows [lo, hi) of cols, a bucket of series s in group g, to
 // the cells.
 func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi int) error {
-	if cols != a.lastCols {
-		// A new bucket: map its columns to the aggregated fields once.
-		a.lastCols = cols
-		a.colField = a.colField[:0]
-		for i := range cols.Fields {
-			fi, ok := a.fieldIdx[cols.Fields[i].Name]
-			if !ok {
-				fi = -1
-			}
-			a.colField = append(a.colField, fi)
-		}
-	}
-	a.rc.cols = cols
+	a.mapColumns(cols)
 	win := a.win
 	if a.endsOnly && win.start(cols.Times[lo]) == win.start(cols.Times[hi-1]) {
 		// One window: only the rows at its ends can matter.
@@ -486,7 +478,6 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 		})
 	}
 	residual := a.plan.filter.residual
-	colField := a.colField
 	for r := lo; r < hi; r++ {
 		if err := a.guard.row(); err != nil {
 			return err
@@ -497,33 +488,143 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 				continue
 			}
 		}
-		t := cols.Times[r]
-		k := aggKey{group: g, window: win.start(t)}
-		// Rows of a bucket are in time order: most fall in the
-		// cell of the row before.
-		row := a.lastRow
-		if a.lastRow == nil || k != a.lastKey {
-			var err error
-			if row, err = a.cells.row(k); err != nil {
-				return err
-			}
-		}
-		a.lastKey, a.lastRow = k, row
-		for i := range cols.Fields {
-			fi := colField[i]
-			col := &cols.Fields[i]
-			if fi < 0 || !col.IsPresent(r) {
-				continue
-			}
-			switch col.Type {
-			case KindFloat:
-				row[fi].add(t, col.Floats[r])
-			case KindInt:
-				row[fi].add(t, float64(col.Ints[r]))
-			}
+		if err := a.addRow(g, cols, r); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// mapColumns maps the columns of cols to the aggregated fields, once per
+// bucket, and points the row cursor at it.
+func (a *aggregator) mapColumns(cols *bucket.Columns) {
+	a.rc.cols = cols
+	if cols == a.lastCols {
+		return
+	}
+	a.lastCols = cols
+	a.colField = a.colField[:0]
+	for i := range cols.Fields {
+		fi, ok := a.fieldIdx[cols.Fields[i].Name]
+		if !ok {
+			fi = -1
+		}
+		a.colField = append(a.colField, fi)
+	}
+}
+
+// addRow adds row r of cols (mapped by mapColumns), of group g, to its
+// cells.
+func (a *aggregator) addRow(g int32, cols *bucket.Columns, r int) error {
+	t := cols.Times[r]
+	k := aggKey{group: g, window: a.win.start(t)}
+	// Rows of a bucket are mostly in time order: most fall in the cell
+	// of the row before.
+	row := a.lastRow
+	if a.lastRow == nil || k != a.lastKey {
+		var err error
+		if row, err = a.cells.row(k); err != nil {
+			return err
+		}
+	}
+	a.lastKey, a.lastRow = k, row
+	for i := range cols.Fields {
+		fi := a.colField[i]
+		col := &cols.Fields[i]
+		if fi < 0 || !col.IsPresent(r) {
+			continue
+		}
+		switch col.Type {
+		case KindFloat:
+			row[fi].add(t, col.Floats[r])
+		case KindInt:
+			row[fi].add(t, float64(col.Ints[r]))
+		}
+	}
+	return nil
+}
+
+// foldUnordered adds the rows of l, an open bucket of series s in group g
+// whose rows are not in time order, that lie in the scan's range.
+func (a *aggregator) foldUnordered(s *seriesSnap, g int32, l *looseCols) error {
+	cols := l.cols
+	a.mapColumns(cols)
+	lo, hi := s.minTime, a.plan.filter.maxTime
+	if a.endsOnly {
+		// All in one window (the common case of a last point): only the
+		// rows at its ends can matter.
+		if w := a.win.start(max(l.minT, lo)); w == a.win.start(min(l.maxT, hi)) {
+			row, err := a.cells.row(aggKey{group: g, window: w})
+			if err != nil {
+				return err
+			}
+			foldEndsUnordered(cols, lo, hi, a.colField, a.wantFirst, a.wantLast, row)
+			return nil
+		}
+	}
+	residual := a.plan.filter.residual
+	for r, t := range cols.Times {
+		if t < lo || t > hi {
+			continue
+		}
+		if err := a.guard.row(); err != nil {
+			return err
+		}
+		if residual != nil {
+			a.rc.i = r
+			if !residual.Match(a.plan.rowDoc(s, &a.rc)) {
+				continue
+			}
+		}
+		if err := a.addRow(g, cols, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// foldEndsUnordered is foldEnds for rows not in time order: for every
+// aggregated field, the present value with the earliest time in [lo, hi]
+// (the first such row among equal times, as a stable sort would give)
+// and the one with the latest (the last among equal times).
+func foldEndsUnordered(cols *bucket.Columns, lo, hi int64, colField []int, wantFirst, wantLast bool, row []aggCell) {
+	for i := range cols.Fields {
+		fi := colField[i]
+		col := &cols.Fields[i]
+		if fi < 0 {
+			continue
+		}
+		first, last := -1, -1
+		var firstT, lastT int64
+		for r, t := range cols.Times {
+			if t < lo || t > hi || !col.IsPresent(r) {
+				continue
+			}
+			if first < 0 || t < firstT {
+				first, firstT = r, t
+			}
+			if last < 0 || t >= lastT {
+				last, lastT = r, t
+			}
+		}
+		add := func(r int) {
+			switch col.Type {
+			case KindFloat:
+				row[fi].add(cols.Times[r], col.Floats[r])
+			case KindInt:
+				row[fi].add(cols.Times[r], float64(col.Ints[r]))
+			}
+		}
+		if first < 0 {
+			continue
+		}
+		if wantFirst {
+			add(first)
+		}
+		if wantLast && (!wantFirst || last != first) {
+			add(last)
+		}
+	}
 }
 
 // planAggregate checks an aggregate's fields and grouping against

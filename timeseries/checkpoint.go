@@ -346,6 +346,9 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		if s == nil {
 			continue
 		}
+		// Reads see the stored copy from now on (the bucket leaves
+		// memory below, under the same lock).
+		s.storedMax = max(s.storedMax, b.maxT)
 		if db.smallBucket(b) {
 			if !c.markMerge(s.id, b.minTime, now) && db.stats.marksDropped.Add(1) == 1 {
 				db.opts.Logger.Warn("merge marks full: small buckets stay unmerged", "collection", c.name, "marks", maxMarks)

@@ -17,16 +17,23 @@ type series struct {
 	persisted bool
 	// hot is set while the series is in collection.hot.
 	hot bool
-	// ttl is the series' effective TTL in seconds, -1 for none
-	// (collection.setSeriesTTL).
-	ttl int64
-	// buckets holds the open buckets and the sealed ones not yet written
-	// by a checkpoint, in no particular order.
-	buckets []*memBucket
 	// rowsHint is the most rows a bucket of the series has taken so far
 	// (as seen when it opened the next): the capacity a new bucket's
 	// columns start with, so that they do not grow by doubling.
-	rowsHint int
+	rowsHint int32
+	// ttl is the series' effective TTL in seconds, -1 for none
+	// (collection.setSeriesTTL).
+	ttl int64
+	// storedMax bounds the measurement times of the series' stored
+	// (checkpointed) buckets: none is later. math.MinInt64 when nothing
+	// is stored, math.MaxInt64 when unknown (a series loaded at open). A
+	// read whose range starts after it does not look in Pebble, so
+	// reading the open hour of a fleet costs no seek per series. It only
+	// grows: deletes, TTL passes and merges leave it an upper bound.
+	storedMax int64
+	// buckets holds the open buckets and the sealed ones not yet written
+	// by a checkpoint, in no particular order.
+	buckets []*memBucket
 }
 
 // markHot puts s in c.hot unless it is there. DB.mu is held for writing.
@@ -73,6 +80,9 @@ type memBucket struct {
 	size    int   // MongoDB-style data size, for the byte limit
 	mem     int64 // bytes of memory held by cols, for the budget
 	sealed  bool
+	// unordered is set once a row came before an earlier one in time:
+	// when it is clear, the rows are in time order.
+	unordered bool
 	// oor is set once the bucket holds a measurement outside the range TTL
 	// works on; such a bucket counts in collection.oorBuckets.
 	oor bool
@@ -189,6 +199,9 @@ func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
 	b.mem += 8
 	if n == 0 || t < b.minT {
 		b.minT = t
+	}
+	if n > 0 && t < b.maxT {
+		b.unordered = true
 	}
 	if n == 0 || t > b.maxT {
 		b.maxT = t

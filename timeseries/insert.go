@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -297,7 +298,7 @@ func (db *DB) apply(c *collection, groups []group) {
 		g := &groups[gi]
 		s := c.series[g.metaKey]
 		if s == nil {
-			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey}
+			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey, storedMax: math.MinInt64}
 			c.setSeriesTTL(s)
 			db.nextSeries++
 			c.addSeries(s)
@@ -392,9 +393,9 @@ func (db *DB) bucketFor(c *collection, s *series, m *Measurement, sz int, span, 
 		nOpen--
 	}
 	if newest != nil {
-		s.rowsHint = min(max(s.rowsHint, newest.rows()), db.lim.maxCount)
+		s.rowsHint = int32(min(max(int(s.rowsHint), newest.rows()), db.lim.maxCount))
 	}
-	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: s.rowsHint, mem: memBucketMem}
+	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: int(s.rowsHint), mem: memBucketMem}
 	c.oldestMin, c.newMin = min(c.oldestMin, b.minTime), min(c.newMin, b.minTime)
 	db.headMem.Add(memBucketMem)
 	db.nextBucket++

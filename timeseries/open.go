@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -229,7 +231,7 @@ func (db *DB) load() error {
 		if _, err := decodeMetaKey(string(v)); err != nil {
 			return err
 		}
-		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true}
+		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true, storedMax: math.MaxInt64}
 		c.addSeries(s)
 		db.seriesMem.Add(seriesMem(s))
 		db.nextSeries = max(db.nextSeries, s.id+1)
@@ -313,6 +315,7 @@ func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collectio
 	}
 	b.mem = bucketMem(&b.cols)
 	b.size = estimateSize(&b.cols, ts.TimeField)
+	b.unordered = !slices.IsSorted(b.cols.Times)
 	return b, nil
 }
 

@@ -149,6 +149,11 @@ type scanPlan struct {
 	// next takes with new bounds instead of opening one: opening an
 	// iterator per series dominated reads of many series.
 	spare *pebble.Iterator
+	// unordered: the plan is read only by seriesScan.eachBucket, which
+	// folds rows in any order (aggregates): an open bucket whose rows came
+	// out of time order is taken as it is (seriesSnap.loose) instead of
+	// sorted.
+	unordered bool
 
 	// doc is the row document the residual filter is evaluated on, reused
 	// row after row; docPaths are the top-level fields the filter names.
@@ -264,7 +269,8 @@ func (db *DB) planWalk(p *scanPlan, c *collection, list []*series, now time.Time
 		if err := charge(seriesSnapBytes+8*int64(len(s.buckets)), "the series it matches"); err != nil {
 			return charged, err
 		}
-		snap := &seriesSnap{id: s.id, metaKey: s.metaKey, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges}
+		snap := &seriesSnap{id: s.id, metaKey: s.metaKey, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges,
+			noStore: s.storedMax < lo}
 		if len(s.buckets) > 0 {
 			snap.memIDs = make([]uint64, 0, len(s.buckets))
 		}
@@ -277,6 +283,16 @@ func (db *DB) planWalk(p *scanPlan, c *collection, list []*series, now time.Time
 			var cols bucket.Columns
 			if b.sealed {
 				cols = b.capture().cols
+			} else if p.unordered && b.sorted.Load() == nil {
+				cols = b.capture().cols
+				if b.unordered {
+					if err := charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
+						return charged, err
+					}
+					snap.loose = append(snap.loose, looseCols{cols: &cols, minT: b.minT, maxT: b.maxT})
+					snap.memIDs = append(snap.memIDs, b.id)
+					continue
+				}
 			} else {
 				sorted, copied := b.sortedCapture(&db.sortedMem, db.opts.MemoryBudget/8)
 				if copied {
@@ -303,8 +319,10 @@ func (db *DB) planWalk(p *scanPlan, c *collection, list []*series, now time.Time
 // seriesScan starts a scan of series s of the plan, in descending time
 // order when desc. The scan must be closed.
 func (p *scanPlan) seriesScan(s *seriesSnap, desc bool) (*seriesScan, error) {
-	it := p.spare
-	p.spare = nil
+	var it *pebble.Iterator
+	if !s.noStore {
+		it, p.spare = p.spare, nil
+	}
 	sc, err := newSeriesScan(p.snap, it, p.coll, s, p.fields, s.minTime, p.filter.maxTime, p.maxSpan, desc, p.guard)
 	if sc != nil {
 		sc.plan = p

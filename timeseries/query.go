@@ -565,6 +565,9 @@ func (m *seriesMerge) firstBound(it *pebble.Iterator, r *bucket.Reader, s *serie
 			better(max(cols.Times[0], lo))
 		}
 	}
+	if s.noStore {
+		return t, ok, nil
+	}
 	lower, upper := scanKeyBounds(p.coll, s.id, lo, hi, p.maxSpan)
 	it.SetBounds(lower, upper)
 	valid := it.First()

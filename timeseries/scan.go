@@ -54,6 +54,19 @@ type seriesSnap struct {
 	names    []string // the collection's name table
 	symbols  *symbolCache
 	ranges   []columnRange // buckets outside these hold no matching row
+	// loose are open buckets whose rows are out of time order, with
+	// their time bounds, taken unsorted by an unordered plan.
+	loose []looseCols
+	// noStore: no stored bucket of the series reaches minTime
+	// (series.storedMax), so the scan reads memory only.
+	noStore bool
+}
+
+// looseCols is a capture of an open bucket whose rows are not in time
+// order, and the bounds of their times.
+type looseCols struct {
+	cols       *bucket.Columns
+	minT, maxT int64
 }
 
 // rowCursor walks the rows of one decoded bucket.
@@ -123,6 +136,9 @@ func newSeriesScan(snap *pebble.Snapshot, it *pebble.Iterator, coll uint32, s *s
 		sort.Slice(sc.mem, func(i, j int) bool { return last(sc.mem[i]) > last(sc.mem[j]) })
 	} else {
 		sort.Slice(sc.mem, func(i, j int) bool { return sc.mem[i].Times[0] < sc.mem[j].Times[0] })
+	}
+	if s.noStore {
+		return sc, nil
 	}
 	lower, upper := scanKeyBounds(coll, s.id, minTime, maxTime, maxSpan)
 	if it != nil {
@@ -351,6 +367,9 @@ func (sc *seriesScan) cursor(cols *bucket.Columns) *rowCursor {
 // next returns the cursor holding the next row in order, or nil at the end.
 // The caller reads the row, then calls advance.
 func (sc *seriesScan) next() (*rowCursor, error) {
+	if len(sc.s.loose) > 0 {
+		return nil, fmt.Errorf("timeseries: series %d: rows out of order in an ordered read", sc.s.id)
+	}
 	if err := sc.fill(); err != nil {
 		return nil, err
 	}
@@ -382,17 +401,33 @@ func contains(list []string, s string) bool {
 }
 
 // eachBucket calls fn with every bucket of the scan that holds rows in
-// [minTime, maxTime], and the range [lo, hi) of those rows, in no
-// particular order and without merging: the scan for order-insensitive
-// work (aggregates), which skips the per-row heap. It consumes the scan.
-func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int) error) error {
+// [minTime, maxTime], in no particular order and without merging: the
+// scan for order-insensitive work (aggregates), which skips the per-row
+// heap. For a bucket in time order, fn is given the range [lo, hi) of
+// those rows; for an open bucket whose rows are not (seriesSnap.loose),
+// all its rows and loose, and the rows outside the range are fn's to pass
+// over. It consumes the scan.
+func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int, loose *looseCols) error) error {
 	visit := func(cols *bucket.Columns) error {
 		lo := sort.Search(len(cols.Times), func(i int) bool { return cols.Times[i] >= sc.minTime })
 		hi := sort.Search(len(cols.Times), func(i int) bool { return cols.Times[i] > sc.maxTime })
 		if lo < hi {
-			return fn(cols, lo, hi)
+			return fn(cols, lo, hi, nil)
 		}
 		return nil
+	}
+	for i := range sc.s.loose {
+		l := &sc.s.loose[i]
+		if err := sc.guard.bucket(); err != nil {
+			return err
+		}
+		lo, hi := max(l.minT, sc.minTime), min(l.maxT, sc.maxTime)
+		if lo > hi || sc.skip != nil && sc.skip(lo, hi) {
+			continue
+		}
+		if err := fn(l.cols, 0, len(l.cols.Times), l); err != nil {
+			return err
+		}
 	}
 	for _, m := range sc.mem {
 		if err := sc.guard.bucket(); err != nil {
