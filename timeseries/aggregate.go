@@ -390,12 +390,13 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	desc := a.endsOnly && a.wantLast && !a.wantFirst
 	skip := a.skip
 	groupKey := map[uint64]int32{}
+	path := groupPath(ts.MetaField, opts)
 	// Walk each series' buckets, row runs at a time: folding is order-
 	// insensitive, so no merge of overlapping buckets is needed.
 	for _, s := range plan.series {
 		g, ok := groupKey[s.id]
 		if !ok {
-			if g, err = a.cells.groupID(snapGroup(s, ts.MetaField, opts)); err != nil {
+			if g, err = a.cells.groupID(snapGroup(s, ts.MetaField, opts, path)); err != nil {
 				return nil, err
 			}
 			groupKey[s.id] = g
@@ -439,11 +440,12 @@ type aggregator struct {
 	endsOnly, wantFirst, wantLast bool
 	group                         int32 // the group of the series skip is asked about
 
-	lastKey  aggKey
-	lastRow  []aggCell
-	lastCols *bucket.Columns
-	colField []int     // aggregated field of each column of lastCols, -1 for none
-	rc       rowCursor // the current row, for the residual filter
+	lastKey        aggKey
+	lastRow        []aggCell
+	lastLo, lastHi int64 // the window of lastKey: [lastLo, lastHi)
+	lastCols       *bucket.Columns
+	colField       []int     // aggregated field of each column of lastCols, -1 for none
+	rc             rowCursor // the current row, for the residual filter
 }
 
 // skip reports whether a bucket of the current group with rows from minT
@@ -517,17 +519,21 @@ func (a *aggregator) mapColumns(cols *bucket.Columns) {
 // cells.
 func (a *aggregator) addRow(g int32, cols *bucket.Columns, r int) error {
 	t := cols.Times[r]
-	k := aggKey{group: g, window: a.win.start(t)}
 	// Rows of a bucket are mostly in time order: most fall in the cell
-	// of the row before.
+	// of the row before, whose window [lastLo, lastHi) is known.
 	row := a.lastRow
-	if a.lastRow == nil || k != a.lastKey {
+	if row == nil || g != a.lastKey.group || t < a.lastLo || t >= a.lastHi {
+		k := aggKey{group: g, window: a.win.start(t)}
 		var err error
 		if row, err = a.cells.row(k); err != nil {
 			return err
 		}
+		a.lastKey, a.lastRow = k, row
+		a.lastLo, a.lastHi = k.window, k.window+a.win.width
+		if k.window == math.MinInt64 || k.window > math.MaxInt64-a.win.width {
+			a.lastLo, a.lastHi = 1, 0 // at the ends of int64: no shortcut
+		}
 	}
-	a.lastKey, a.lastRow = k, row
 	for i := range cols.Fields {
 		fi := a.colField[i]
 		col := &cols.Fields[i]
@@ -665,7 +671,7 @@ func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts Agg
 
 // snapGroup is groupOf for a scan's series: the whole meta value's group
 // is the series' canonical key itself, with nothing decoded.
-func snapGroup(s *seriesSnap, metaField string, opts AggregateOptions) string {
+func snapGroup(s *seriesSnap, metaField string, opts AggregateOptions, path []string) string {
 	switch {
 	case opts.Ungrouped:
 		return ""
@@ -675,9 +681,21 @@ func snapGroup(s *seriesSnap, metaField string, opts AggregateOptions) string {
 		}
 		return s.metaKey
 	}
-	// Decoded for the key alone: a fleet's million series do not keep
-	// their meta values for the length of the query.
+	// Cut from the key, or decoded for the key alone: a fleet's million
+	// series do not keep their meta values for the length of the query.
+	if g, ok := metaKeyField(s.metaKey, path); ok {
+		return g
+	}
 	return groupOf(metaOfKey(s.metaKey), metaField, opts)
+}
+
+// groupPath is the path of opts.GroupBy inside the meta field, nil when
+// it groups by the whole meta value.
+func groupPath(metaField string, opts AggregateOptions) []string {
+	if opts.GroupBy == "" || opts.GroupBy == metaField {
+		return nil
+	}
+	return strings.Split(strings.TrimPrefix(opts.GroupBy, metaField+"."), ".")
 }
 
 // groupOf returns the group key (canonical JSON) of a series.

@@ -167,3 +167,109 @@ func (d *metaKeyDecoder) number() (any, bool) {
 	d.i = j
 	return f, true
 }
+
+// metaKeyField returns the canonical JSON of the value at path inside the
+// meta value that canonical key encodes, cut from the key without decoding
+// it (canonical JSON is made value by value, so a value's text inside the
+// key is its own canonical form): "null" when a step of the path is not
+// an object or lacks the field, as groupOf answers. ok is false for a key
+// this does not read (escapes, Extended JSON), which the caller decodes.
+func metaKeyField(key string, path []string) (raw string, ok bool) {
+	d := metaKeyDecoder{s: key}
+	for _, part := range path {
+		if d.i >= len(d.s) || d.s[d.i] != '{' {
+			if d.i < len(d.s) && !d.skip(0) {
+				return "", false
+			}
+			return "null", true
+		}
+		d.i++
+		if d.i < len(d.s) && d.s[d.i] == '}' {
+			return "null", true
+		}
+		for {
+			k, ok := d.str()
+			if !ok || k == "" || k[0] == '$' || d.i >= len(d.s) || d.s[d.i] != ':' {
+				return "", false // Extended JSON wrapper, or not canonical
+			}
+			d.i++
+			if k == part {
+				break
+			}
+			if !d.skip(1) || d.i >= len(d.s) {
+				return "", false
+			}
+			if d.s[d.i] == '}' {
+				return "null", true
+			}
+			if d.s[d.i] != ',' {
+				return "", false
+			}
+			d.i++
+		}
+	}
+	start := d.i
+	if !d.skip(0) {
+		return "", false
+	}
+	return d.s[start:d.i], true
+}
+
+// skip moves past one value of the plain canonical form, as value reads
+// it, without making it.
+func (d *metaKeyDecoder) skip(depth int) bool {
+	if d.i >= len(d.s) || depth > maxMetaDepth {
+		return false
+	}
+	switch c := d.s[d.i]; {
+	case c == '"':
+		_, ok := d.str()
+		return ok
+	case c == '{' || c == '[':
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		d.i++
+		if d.i < len(d.s) && d.s[d.i] == end {
+			d.i++
+			return true
+		}
+		for {
+			if c == '{' {
+				k, ok := d.str()
+				if !ok || k == "" || k[0] == '$' || d.i >= len(d.s) || d.s[d.i] != ':' {
+					return false
+				}
+				d.i++
+			}
+			if !d.skip(depth+1) || d.i >= len(d.s) {
+				return false
+			}
+			switch d.s[d.i] {
+			case ',':
+				d.i++
+			case end:
+				d.i++
+				return true
+			default:
+				return false
+			}
+		}
+	case c == 't' && strings.HasPrefix(d.s[d.i:], "true"):
+		d.i += 4
+	case c == 'f' && strings.HasPrefix(d.s[d.i:], "false"):
+		d.i += 5
+	case c == 'n' && strings.HasPrefix(d.s[d.i:], "null"):
+		d.i += 4
+	case c == '-' || c >= '0' && c <= '9':
+		j := d.i + 1
+		for j < len(d.s) && (d.s[j] >= '0' && d.s[j] <= '9' || d.s[j] == '.' || d.s[j] == 'e' || d.s[j] == 'E' || d.s[j] == '+' || d.s[j] == '-') {
+			j++
+		}
+		d.i = j
+	default:
+		return false
+	}
+	return true
+}

@@ -78,7 +78,12 @@ func Open(opts Options) (*DB, error) {
 		po.FS = newOverlayFS(po.FS)
 		po.DisableAutomaticCompactions = true
 	}
-	po.Cache = pebble.NewCache(blockCacheSize)
+	// Pebble reserves room for its memtables out of the block cache: the
+	// cache is made larger by what they may hold, so that blocks keep
+	// blockCacheSize of it (with 64 MiB in all, a full memtable and a
+	// flushing one left it nearly nothing, and every read of a fleet's
+	// stored buckets went to the file).
+	po.Cache = pebble.NewCache(blockCacheSize + int64(po.MemTableStopWritesThreshold)*int64(po.MemTableSize))
 	pdb, err := pebble.Open(filepath.Join(opts.Dir, "store"), po)
 	po.Cache.Unref() // the store holds its own reference
 	if err != nil {
@@ -118,7 +123,8 @@ func Open(opts Options) (*DB, error) {
 }
 
 // blockCacheSize is Pebble's block cache: index and filter blocks, and
-// the documents and buckets read most.
+// the documents and buckets read most. The cache made holds the memtables'
+// room besides (pebbleOptions: two of 32 MiB), 128 MiB in all.
 const blockCacheSize = 64 << 20
 
 // pebbleOptions configures Pebble for bucket storage. Pebble's own WAL is
