@@ -480,6 +480,11 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 		})
 	}
 	residual := a.plan.filter.residual
+	if residual == nil {
+		if w := win.start(cols.Times[lo]); w == win.start(cols.Times[hi-1]) {
+			return a.foldWindow(g, cols, lo, hi, math.MinInt64, math.MaxInt64, w)
+		}
+	}
 	for r := lo; r < hi; r++ {
 		if err := a.guard.row(); err != nil {
 			return err
@@ -569,6 +574,11 @@ func (a *aggregator) foldUnordered(s *seriesSnap, g int32, l *looseCols) error {
 		}
 	}
 	residual := a.plan.filter.residual
+	if residual == nil {
+		if w := a.win.start(max(l.minT, lo)); w == a.win.start(min(l.maxT, hi)) {
+			return a.foldWindow(g, cols, 0, len(cols.Times), lo, hi, w)
+		}
+	}
 	for r, t := range cols.Times {
 		if t < lo || t > hi {
 			continue
@@ -584,6 +594,45 @@ func (a *aggregator) foldUnordered(s *seriesSnap, g int32, l *looseCols) error {
 		}
 		if err := a.addRow(g, cols, r); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// foldWindow adds the rows [lo, hi) of cols (mapped by mapColumns) with
+// times in [tlo, thi], all of them in window w of group g, to that one
+// cell row: no residual filter, so no row is looked at but its time and
+// values.
+func (a *aggregator) foldWindow(g int32, cols *bucket.Columns, lo, hi int, tlo, thi int64, w int64) error {
+	if err := a.guard.rowsN(hi - lo); err != nil {
+		return err
+	}
+	row, err := a.cells.row(aggKey{group: g, window: w})
+	if err != nil {
+		return err
+	}
+	times := cols.Times[lo:hi]
+	for i := range cols.Fields {
+		fi := a.colField[i]
+		if fi < 0 {
+			continue
+		}
+		col, c := &cols.Fields[i], &row[fi]
+		switch col.Type {
+		case KindFloat:
+			vs := col.Floats[lo:hi]
+			for j, t := range times {
+				if t >= tlo && t <= thi && col.IsPresent(lo+j) {
+					c.add(t, vs[j])
+				}
+			}
+		case KindInt:
+			vs := col.Ints[lo:hi]
+			for j, t := range times {
+				if t >= tlo && t <= thi && col.IsPresent(lo+j) {
+					c.add(t, float64(vs[j]))
+				}
+			}
 		}
 	}
 	return nil

@@ -224,3 +224,25 @@ func TestPlanRetriesAfterMerge(t *testing.T) {
 		t.Fatalf("%d rows, %d bytes still charged", len(rows), db.queryMem.Load())
 	}
 }
+
+// TestGuardRowsN checks that rows counted in bulk check the context as
+// often as rows counted one by one: once a multiple of guardEvery*64 is
+// passed.
+func TestGuardRowsN(t *testing.T) {
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g := newScanGuard(cctx, 0)
+	const every = guardEvery * 64
+	if err := g.rowsN(every - 1); err != nil {
+		t.Fatalf("%d rows: %v, want no check yet", every-1, err)
+	}
+	if err := g.rowsN(2); err == nil {
+		t.Fatalf("%d rows passed a check of a cancelled context without an error", every+1)
+	}
+	if g.rows != every+1 {
+		t.Fatalf("%d rows counted, want %d", g.rows, every+1)
+	}
+	if err := g.rowsN(5 * every); err == nil {
+		t.Fatal("a bulk count past several checks did not check")
+	}
+}

@@ -48,6 +48,16 @@ func (g *scanGuard) bucket() error {
 }
 
 // row counts one row passed and checks the context now and then.
+// rowsN counts n rows read at once, as n calls of row would.
+func (g *scanGuard) rowsN(n int) error {
+	before := g.rows
+	g.rows += int64(n)
+	if g.rows/(guardEvery*64) != before/(guardEvery*64) {
+		return g.ctx.Err()
+	}
+	return nil
+}
+
 func (g *scanGuard) row() error {
 	g.rows++
 	if g.rows%(guardEvery*64) == 0 {
