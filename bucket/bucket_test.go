@@ -82,6 +82,19 @@ func checkDecoded(t testing.TB, r *Reader, cols *Columns) {
 		}
 		checkColumn(t, &got, want, rows)
 		checkInfo(t, r.Field(i), want, rows)
+		// Presence alone: the same rows present, no values.
+		p := Column{Floats: []float64{1}, Ints: []int64{1}, Strings: []string{"x"}, Bools: []bool{true}}
+		if err := r.Presence(i, &p); err != nil {
+			t.Fatalf("presence of %q: %v", want.Name, err)
+		}
+		if p.Name != want.Name || p.Type != want.Type || len(p.Floats)+len(p.Ints)+len(p.Strings)+len(p.Bools) != 0 {
+			t.Fatalf("presence of %q: name %q type %v, %d values", want.Name, p.Name, p.Type, len(p.Floats)+len(p.Ints)+len(p.Strings)+len(p.Bools))
+		}
+		for row := 0; row < rows; row++ {
+			if p.IsPresent(row) != want.IsPresent(row) {
+				t.Fatalf("presence of %q row %d: %v, want %v", want.Name, row, p.IsPresent(row), want.IsPresent(row))
+			}
+		}
 	}
 }
 

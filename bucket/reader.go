@@ -413,8 +413,42 @@ func grow[T any](s []T, n int) []T {
 // when every row is present; absent rows hold zero values. The value slices of other
 // types are truncated to length 0.
 func (r *Reader) Column(i int, dst *Column) error {
+	src, err := r.presence(i, dst)
+	if err != nil {
+		return err
+	}
+	f := &r.fields[i]
+	if f.info.count == r.rows && len(src) > 0 && src[0]&7 == packShared && f.info.enc.intStream() {
+		syms, err := r.sharedSymbols(i)
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.name, err)
+		}
+		r.id.shared = syms
+		defer func() { r.id.shared = nil }()
+	}
+	src, err = r.readValues(src, &f.info, dst)
+	if err != nil {
+		return fmt.Errorf("field %q: %w", f.name, err)
+	}
+	if len(src) != 0 {
+		return corruptf("field %q: %d trailing bytes", f.name, len(src))
+	}
+	return nil
+}
+
+// Presence decodes into dst the name, type and presence of field i
+// without its values: dst's value slices are left empty. Counting the
+// rows where a field is present needs no more.
+func (r *Reader) Presence(i int, dst *Column) error {
+	_, err := r.presence(i, dst)
+	return err
+}
+
+// presence fills dst's name, type and presence for field i, empties its
+// value slices, and returns the field's encoded values.
+func (r *Reader) presence(i int, dst *Column) ([]byte, error) {
 	if i < 0 || i >= len(r.fields) {
-		return fmt.Errorf("%w: %d of %d", ErrFieldIndex, i, len(r.fields))
+		return nil, fmt.Errorf("%w: %d of %d", ErrFieldIndex, i, len(r.fields))
 	}
 	f := &r.fields[i]
 	rows, count := r.rows, f.info.count
@@ -431,28 +465,13 @@ func (r *Reader) Column(i int, dst *Column) error {
 		dst.Present = grow(dst.Present, (rows+63)/64)
 		var err error
 		if src, err = r.readBitset(src, dst.Present, rows); err != nil {
-			return fmt.Errorf("field %q presence: %w", f.name, err)
+			return nil, fmt.Errorf("field %q presence: %w", f.name, err)
 		}
 		if popcount(dst.Present, rows) != count {
-			return corruptf("field %q: presence does not match count %d", f.name, count)
+			return nil, corruptf("field %q: presence does not match count %d", f.name, count)
 		}
 	}
-	if count == rows && len(src) > 0 && src[0]&7 == packShared && f.info.enc.intStream() {
-		syms, err := r.sharedSymbols(i)
-		if err != nil {
-			return fmt.Errorf("field %q: %w", f.name, err)
-		}
-		r.id.shared = syms
-		defer func() { r.id.shared = nil }()
-	}
-	src, err := r.readValues(src, &f.info, dst)
-	if err != nil {
-		return fmt.Errorf("field %q: %w", f.name, err)
-	}
-	if len(src) != 0 {
-		return corruptf("field %q: %d trailing bytes", f.name, len(src))
-	}
-	return nil
+	return src, nil
 }
 
 // sharedSymbols returns field i's run of the shared symbol block, decoding the block and

@@ -362,6 +362,13 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	}
 	defer plan.close()
 	ts := plan.ts
+	// Counts alone, and no filter on values: which rows hold a field is
+	// all an aggregate reads.
+	countOnly := len(funcs) > 0 && plan.filter.residual == nil
+	for _, f := range funcs {
+		countOnly = countOnly && f == AggCount
+	}
+	plan.presenceOnly = countOnly
 
 	win := newWindowing(opts.Origin, int64(opts.Window))
 	hint := 16
@@ -372,7 +379,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		}
 	}
 	cells := newAggCells(len(fields), hint, win.width, guard, db.opts.AggregateMaxCells)
-	a := &aggregator{plan: &plan, guard: guard, cells: cells, win: win, fieldIdx: map[string]int{}}
+	a := &aggregator{plan: &plan, guard: guard, cells: cells, win: win, fieldIdx: map[string]int{}, countOnly: countOnly}
 	for i, f := range fields {
 		a.fieldIdx[f] = i
 	}
@@ -438,6 +445,9 @@ type aggregator struct {
 	// endsOnly: only first and/or last are asked for, and no residual
 	// filter (see Aggregate).
 	endsOnly, wantFirst, wantLast bool
+	// countOnly: count is the only function; stored columns hold no
+	// values (scanPlan.presenceOnly) and rows are only counted.
+	countOnly bool
 	group                         int32 // the group of the series skip is asked about
 
 	lastKey        aggKey
@@ -545,10 +555,12 @@ func (a *aggregator) addRow(g int32, cols *bucket.Columns, r int) error {
 		if fi < 0 || !col.IsPresent(r) {
 			continue
 		}
-		switch col.Type {
-		case KindFloat:
+		switch {
+		case a.countOnly:
+			row[fi].count++
+		case col.Type == KindFloat:
 			row[fi].add(t, col.Floats[r])
-		case KindInt:
+		case col.Type == KindInt:
 			row[fi].add(t, float64(col.Ints[r]))
 		}
 	}
@@ -618,15 +630,21 @@ func (a *aggregator) foldWindow(g int32, cols *bucket.Columns, lo, hi int, tlo, 
 			continue
 		}
 		col, c := &cols.Fields[i], &row[fi]
-		switch col.Type {
-		case KindFloat:
+		switch {
+		case a.countOnly:
+			for j, t := range times {
+				if t >= tlo && t <= thi && col.IsPresent(lo+j) {
+					c.count++
+				}
+			}
+		case col.Type == KindFloat:
 			vs := col.Floats[lo:hi]
 			for j, t := range times {
 				if t >= tlo && t <= thi && col.IsPresent(lo+j) {
 					c.add(t, vs[j])
 				}
 			}
-		case KindInt:
+		case col.Type == KindInt:
 			vs := col.Ints[lo:hi]
 			for j, t := range times {
 				if t >= tlo && t <= thi && col.IsPresent(lo+j) {

@@ -123,7 +123,8 @@ func sameFloat(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN
 // floats, NaN and a field of both, times before and after 1970 (unique, so
 // first and last have one answer), windows smaller and larger than
 // buckets, an origin, every kind of grouping, filters on time, meta and
-// fields, data in memory and on disk.
+// fields, data in memory and on disk (open buckets' snapshots, then
+// sealed buckets in Pebble).
 func TestAggregateOracle(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
@@ -197,7 +198,7 @@ func TestAggregateOracle(t *testing.T) {
 		`{"a": {"$gt": 10}}`,
 		`{"$or": [{"b": {"$lt": 0}}, {"note": "n1"}]}`,
 	}
-	funcSets := [][]AggFunc{nil, {AggFirst}, {AggLast}, {AggFirst, AggLast}, {AggLast, AggCount}}
+	funcSets := [][]AggFunc{nil, {AggFirst}, {AggLast}, {AggFirst, AggLast}, {AggLast, AggCount}, {AggCount}}
 	windows := []struct {
 		width  time.Duration
 		origin time.Time
@@ -205,24 +206,50 @@ func TestAggregateOracle(t *testing.T) {
 		{7 * time.Minute, time.Time{}},
 		{time.Hour, time.Unix(0, 1234567890123).UTC()},
 		{24 * time.Hour, time.Time{}},
+		{30 * 24 * time.Hour, time.Unix(-10*3600, 0).UTC()}, // one window: every bucket folded whole
 	}
 	checked := 0
-	for _, g := range groupings {
-		for _, fsrc := range filters {
-			var filter *partialfilter.Filter
-			if fsrc != "" {
-				filter = mustFilter(t, fsrc)
+	// Twice: with the buckets open in memory (each checkpoint kept them
+	// open), then sealed and written to Pebble.
+	for pass := 0; pass < 2; pass++ {
+		if pass == 1 {
+			db.mu.Lock()
+			for _, s := range db.collections["m"].series {
+				for _, b := range s.buckets {
+					db.seal(b)
+				}
 			}
-			for _, funcs := range funcSets {
-				for _, w := range windows {
-					for _, fields := range [][]string{nil, {"c", "a"}} {
-						if fields != nil && funcs != nil {
-							continue
+			db.mu.Unlock()
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			db.mu.RLock()
+			inMem := 0
+			for _, s := range db.collections["m"].series {
+				inMem += len(s.buckets)
+			}
+			db.mu.RUnlock()
+			if inMem != 0 {
+				t.Fatalf("%d buckets still in memory after sealing and a checkpoint", inMem)
+			}
+		}
+		for _, g := range groupings {
+			for _, fsrc := range filters {
+				var filter *partialfilter.Filter
+				if fsrc != "" {
+					filter = mustFilter(t, fsrc)
+				}
+				for _, funcs := range funcSets {
+					for _, w := range windows {
+						for _, fields := range [][]string{nil, {"c", "a"}} {
+							if fields != nil && funcs != nil {
+								continue
+							}
+							o := AggregateOptions{Filter: filter, Window: w.width, Origin: w.origin, GroupBy: g.by,
+								Ungrouped: g.ungrouped, Fields: fields, Funcs: funcs}
+							name := fmt.Sprintf("groupBy %q ungrouped %v filter %s funcs %v window %v fields %v", g.by, g.ungrouped, fsrc, funcs, w.width, fields)
+							checked += checkAggregate(t, db, all, ts, o, fmt.Sprintf("pass %d: %s", pass, name))
 						}
-						o := AggregateOptions{Filter: filter, Window: w.width, Origin: w.origin, GroupBy: g.by,
-							Ungrouped: g.ungrouped, Fields: fields, Funcs: funcs}
-						name := fmt.Sprintf("groupBy %q ungrouped %v filter %s funcs %v window %v fields %v", g.by, g.ungrouped, fsrc, funcs, w.width, fields)
-						checked += checkAggregate(t, db, all, ts, o, name)
 					}
 				}
 			}
@@ -391,7 +418,7 @@ func TestAggregateUnorderedOpenBuckets(t *testing.T) {
 	}
 	filters := []string{"", `{"ts": {"$gte": ` + date(700) + `, "$lt": ` + date(2300) + `}}`,
 		`{"w": {"$gte": 50}}`, `{"s": "h1", "ts": {"$gt": ` + date(1000) + `}}`}
-	funcSets := [][]AggFunc{{AggLast}, {AggFirst}, {AggFirst, AggLast}, nil}
+	funcSets := [][]AggFunc{{AggLast}, {AggFirst}, {AggFirst, AggLast}, {AggCount}, nil}
 	type query struct {
 		name string
 		o    AggregateOptions

@@ -154,6 +154,10 @@ type scanPlan struct {
 	// out of time order is taken as it is (seriesSnap.loose) instead of
 	// sorted.
 	unordered bool
+	// presenceOnly: the plan's reads need which rows hold each field, not
+	// the values (an aggregate of counts alone, no residual filter):
+	// stored buckets' values are not decoded.
+	presenceOnly bool
 
 	// doc is the row document the residual filter is evaluated on, reused
 	// row after row; docPaths are the top-level fields the filter names.
@@ -326,6 +330,7 @@ func (p *scanPlan) seriesScan(s *seriesSnap, desc bool) (*seriesScan, error) {
 	sc, err := newSeriesScan(p.snap, it, p.coll, s, p.fields, s.minTime, p.filter.maxTime, p.maxSpan, desc, p.guard)
 	if sc != nil {
 		sc.plan = p
+		sc.presenceOnly = p.presenceOnly
 	}
 	return sc, err
 }

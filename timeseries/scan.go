@@ -38,6 +38,9 @@ type seriesScan struct {
 	// plan, when the scan is one of a plan's, takes its iterator back at
 	// Close for the next series.
 	plan *scanPlan
+	// presenceOnly: stored buckets are decoded to their times and the
+	// presence of their fields, without values (scanPlan.presenceOnly).
+	presenceOnly bool
 }
 
 // seriesSnap is a series as a scan sees it: captured under DB.mu.
@@ -344,7 +347,14 @@ func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
 			continue
 		}
 		cols.Fields = append(cols.Fields, bucket.Column{})
-		if err := r.Column(i, &cols.Fields[len(cols.Fields)-1]); err != nil {
+		col := &cols.Fields[len(cols.Fields)-1]
+		if sc.presenceOnly {
+			if err := r.Presence(i, col); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := r.Column(i, col); err != nil {
 			return nil, err
 		}
 	}
