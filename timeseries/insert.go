@@ -53,69 +53,13 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 	if ts == nil {
 		return res, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
 	}
-	// Validate and group by meta value.
-	groups := make([]group, 0, 8)
-	index := make(map[string]int)
-	var lastKey string
-	lastGroup := -1
-	// Each measurement's group (-1: refused), then the groups' rows in one
-	// allocation of exactly the right size.
-	gidx := make([]int32, len(ms))
-	for i := range gidx {
-		gidx[i] = -1
-	}
-	var counts []int
-	var prev *Measurement // the last measurement validate accepted
-	for i := range ms {
-		m := &ms[i]
-		err := m.validate(ts, prev)
-		if err == nil {
-			prev = m
-		}
-		var key string
-		if err == nil {
-			if k, ok := m.Meta.(MetaKey); ok {
-				key = string(k)
-			} else {
-				key, err = CanonicalMeta(m.Meta)
-			}
-		}
-		gi := lastGroup
-		if err == nil && (gi < 0 || key != lastKey) {
-			var ok bool
-			if gi, ok = index[key]; !ok {
-				if k, isKey := m.Meta.(MetaKey); isKey {
-					// A key of a series the collection holds was checked
-					// when the series was created; check the others, once
-					// per batch.
-					db.mu.RLock()
-					_, known := c.series[key]
-					db.mu.RUnlock()
-					if !known {
-						err = validMetaKey(k)
-					}
-				}
-				if err == nil {
-					gi = len(groups)
-					index[key] = gi
-					groups = append(groups, group{metaKey: key})
-					counts = append(counts, 0)
-				}
-			}
-			if err == nil {
-				lastKey, lastGroup = key, gi
-			}
-		}
-		if err != nil {
-			res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
-			if !opts.Unordered {
-				break
-			}
-			continue
-		}
-		gidx[i] = int32(gi)
-		counts[gi]++
-		res.Inserted++
+	// Validate and group by meta value. Keys of series (line protocol)
+	// are checked with the series they name, under one lock; a batch with
+	// an invalid one is grouped again, checking each key where it comes.
+	groups, gidx, counts, res := db.groupBatch(c, ts, ms, opts, false)
+	if !db.resolveSeries(c, groups) {
+		groups, gidx, counts, res = db.groupBatch(c, ts, ms, opts, true)
+		db.resolveSeries(c, groups)
 	}
 	if res.Inserted == 0 {
 		return res, nil
@@ -167,6 +111,101 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 		db.wakeCheckpointer()
 	}
 	return res, nil
+}
+
+// groupBatch validates ms and groups them by meta value: the groups, each
+// measurement's group (-1: refused), the rows of each group, and what the
+// insert will report. With checkKeys, the key of a series (MetaKey) that
+// the collection does not hold is validated where it first comes, under
+// DB.mu; without, resolveSeries validates them after.
+func (db *DB) groupBatch(c *collection, ts *TimeSeriesOptions, ms []Measurement, opts InsertOptions, checkKeys bool) (groups []group, gidx []int32, counts []int, res InsertResult) {
+	groups = make([]group, 0, 8)
+	// A fleet's batch holds a row of each of thousands of series: the
+	// index is made for them rather than grown by doubling.
+	index := make(map[string]int, min(len(ms), 4096))
+	var lastKey string
+	lastGroup := -1
+	// Each measurement's group (-1: refused), then the groups' rows in one
+	// allocation of exactly the right size.
+	gidx = make([]int32, len(ms))
+	for i := range gidx {
+		gidx[i] = -1
+	}
+	var prev *Measurement // the last measurement validate accepted
+	for i := range ms {
+		m := &ms[i]
+		err := m.validate(ts, prev)
+		if err == nil {
+			prev = m
+		}
+		var key string
+		if err == nil {
+			if k, ok := m.Meta.(MetaKey); ok {
+				key = string(k)
+			} else {
+				key, err = CanonicalMeta(m.Meta)
+			}
+		}
+		gi := lastGroup
+		if err == nil && (gi < 0 || key != lastKey) {
+			var ok bool
+			if gi, ok = index[key]; !ok {
+				k, keyed := m.Meta.(MetaKey)
+				if keyed && checkKeys {
+					// A key of a series the collection holds was checked
+					// when the series was created; check the others, once
+					// per batch.
+					db.mu.RLock()
+					_, known := c.series[key]
+					db.mu.RUnlock()
+					if !known {
+						err = validMetaKey(k)
+					}
+				}
+				if err == nil {
+					gi = len(groups)
+					index[key] = gi
+					groups = append(groups, group{metaKey: key, keyed: keyed && !checkKeys})
+					counts = append(counts, 0)
+				}
+			}
+			if err == nil {
+				lastKey, lastGroup = key, gi
+			}
+		}
+		if err != nil {
+			res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
+			if !opts.Unordered {
+				break
+			}
+			continue
+		}
+		gidx[i] = int32(gi)
+		counts[gi]++
+		res.Inserted++
+	}
+	return groups, gidx, counts, res
+}
+
+// resolveSeries looks up, under one read lock, the series each group
+// names (nil for one the collection does not hold yet), and validates the
+// keys of series not held that groupBatch left unchecked. It reports
+// whether they were all valid.
+func (db *DB) resolveSeries(c *collection, groups []group) bool {
+	db.mu.RLock()
+	for gi := range groups {
+		g := &groups[gi]
+		g.s = c.series[g.metaKey]
+	}
+	db.mu.RUnlock()
+	// Outside the lock: a batch of new series parses every key.
+	for gi := range groups {
+		g := &groups[gi]
+		if g.s == nil && g.keyed && validMetaKey(MetaKey(g.metaKey)) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // sortRows puts one series' rows of a batch in time order (stable), so that
@@ -296,7 +335,10 @@ func (db *DB) apply(c *collection, groups []group) {
 	var added int64
 	for gi := range groups {
 		g := &groups[gi]
-		s := c.series[g.metaKey]
+		s := g.s // resolved by the insert; series are never removed
+		if s == nil {
+			s = c.series[g.metaKey]
+		}
 		if s == nil {
 			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey, storedMax: math.MinInt64}
 			c.setSeriesTTL(s)

@@ -36,3 +36,40 @@ func TestInsertRefusesBadNames(t *testing.T) {
 	}
 	checkCount(t, db, "m", 0)
 }
+
+// TestInsertBadKeyInBatch: a batch of series keys (as the line protocol
+// sends them) with an invalid key among valid ones, new and known,
+// reports that row alone; an ordered insert stores the rows before it and
+// none after, an unordered one every other row.
+func TestInsertBadKeyInBatch(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "meta"})
+	ok := []Field{{"v", Int(1)}}
+	known := MetaKey(`{"s":"known"}`)
+	if _, err := db.Insert(ctx, "m", []Measurement{{Time: 1, Meta: known, Fields: ok}}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	batch := []Measurement{
+		{Time: 2, Meta: known, Fields: ok},
+		{Time: 2, Meta: MetaKey(`{"s":"new1"}`), Fields: ok},
+		{Time: 2, Meta: MetaKey(`{"$s":"bad"}`), Fields: ok},
+		{Time: 3, Meta: known, Fields: ok},
+		{Time: 2, Meta: MetaKey(`{"s":"new2"}`), Fields: ok},
+	}
+	for _, c := range []struct {
+		unordered bool
+		inserted  int
+		count     int
+	}{{false, 2, 3}, {true, 4, 7}} {
+		res, err := db.Insert(ctx, "m", batch, InsertOptions{Unordered: c.unordered})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Inserted != c.inserted || len(res.Errors) != 1 || res.Errors[0].Index != 2 ||
+			mongoerr.CodeOf(res.Errors[0].Err) != mongoerr.BadValue {
+			t.Fatalf("unordered %v: inserted %d, errors %v; want %d and one BadValue at 2", c.unordered, res.Inserted, res.Errors, c.inserted)
+		}
+		checkCount(t, db, "m", c.count)
+	}
+}

@@ -16,6 +16,11 @@ const (
 type group struct {
 	metaKey string
 	rows    []Measurement
+	// s is the series of metaKey when the insert found it, for apply to
+	// skip a lookup; nil when new or not looked up.
+	s *series
+	// keyed: metaKey came from a MetaKey that groupBatch did not check.
+	keyed bool
 }
 
 // recordEncoder encodes insert and delete records; reusable, not safe for
