@@ -37,9 +37,11 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 	}
 	clear(e.names)
 	e.list = e.list[:0]
-	// Field names are interned: a table first, then indexes.
+	// Field names are interned: a table first, then indexes. Rows of
+	// every group usually list the same names: each is looked up when it
+	// differs from the row before's (a fleet's batch has a row a group).
+	var prev []Field
 	for gi := range groups {
-		var prev []Field
 		for ri := range groups[gi].rows {
 			fs := groups[gi].rows[ri].Fields
 			for i := range fs {
@@ -61,13 +63,13 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 		dst = appendString(dst, n)
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(groups)))
+	prev = nil
+	var prevIdx []uint64
 	for gi := range groups {
 		g := &groups[gi]
 		dst = appendString(dst, g.metaKey)
 		dst = binary.AppendUvarint(dst, uint64(len(g.rows)))
 		var prevT int64
-		var prev []Field
-		var prevIdx []uint64
 		for ri := range g.rows {
 			m := &g.rows[ri]
 			dst = binary.AppendVarint(dst, m.Time-prevT)

@@ -17,6 +17,10 @@ func TestRecordRoundTrip(t *testing.T) {
 			{Time: 0},
 		}},
 		{metaKey: `null`, rows: []Measurement{{Time: 7, Fields: []Field{{"f", Float(1.5)}}}}},
+		// Names shared with the previous group's last row, and not.
+		{metaKey: `"b"`, rows: []Measurement{{Time: 8, Fields: []Field{{"f", Float(2)}, {"i", Int(3)}}}}},
+		{metaKey: `"c"`, rows: []Measurement{{Time: 9, Fields: []Field{{"f", Float(4)}, {"s", String("x")}}}}},
+		{metaKey: `"d"`, rows: []Measurement{{Time: 9, Fields: []Field{{"i", Int(5)}, {"f", Float(6)}}}}},
 	}
 	var e recordEncoder
 	rec := e.encodeInsert(nil, 42, groups)
