@@ -119,10 +119,13 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 // the collection does not hold is validated where it first comes, under
 // DB.mu; without, resolveSeries validates them after.
 func (db *DB) groupBatch(c *collection, ts *TimeSeriesOptions, ms []Measurement, opts InsertOptions, checkKeys bool) (groups []group, gidx []int32, counts []int, res InsertResult) {
-	groups = make([]group, 0, 8)
 	// A fleet's batch holds a row of each of thousands of series: the
-	// index is made for them rather than grown by doubling.
-	index := make(map[string]int, min(len(ms), 4096))
+	// groups and their index are made for them rather than grown by
+	// doubling.
+	hint := min(len(ms), 1024)
+	groups = make([]group, 0, hint)
+	counts = make([]int, 0, hint)
+	index := make(map[string]int, hint)
 	var lastKey string
 	lastGroup := -1
 	// Each measurement's group (-1: refused), then the groups' rows in one
