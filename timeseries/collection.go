@@ -57,6 +57,9 @@ type collection struct {
 	// marksSorted is the length of the prefix of mergeMarks sorted by
 	// series with one range each (collection.addMergeMark).
 	marksSorted int
+	// marksFull: the last fold left mergeMarks over half full; until a
+	// merge pass takes marks, only series marked already widen theirs.
+	marksFull bool
 	// newest is the newest measurement time applied (merge marks wait
 	// until their range is done: collection.ripe).
 	newest int64

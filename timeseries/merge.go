@@ -82,11 +82,15 @@ func (c *collection) markMerge(id uint64, minTime int64, now time.Time) bool {
 // sorted (c.marksSorted), and a mark of a series there widens its range;
 // a mark of another series is dropped. DB.mu is held for writing.
 func (c *collection) addMergeMark(m mergeMark) bool {
-	if len(c.mergeMarks) >= maxMarks && c.marksSorted < len(c.mergeMarks) {
+	if !c.marksFull && len(c.mergeMarks) >= maxMarks && c.marksSorted < len(c.mergeMarks) {
 		c.mergeMarks = foldMarksTo(c.mergeMarks, 1)
 		c.marksSorted = len(c.mergeMarks)
+		// A fold that freed less than half stays full until the next
+		// pass takes marks: else a fleet of a million series, a mark
+		// each, sorted its million marks every few marks added.
+		c.marksFull = len(c.mergeMarks) > maxMarks/2
 	}
-	if len(c.mergeMarks) < maxMarks {
+	if !c.marksFull && len(c.mergeMarks) < maxMarks {
 		c.mergeMarks = append(c.mergeMarks, m)
 		return true
 	}
@@ -170,7 +174,7 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 			if !c.dropped && c.opts.TimeSeries != nil {
 				jobs = append(jobs, job{c, c.mergeMarks})
 			}
-			c.mergeMarks, c.marksSorted = nil, 0
+			c.mergeMarks, c.marksSorted, c.marksFull = nil, 0, false
 			continue
 		}
 		// The marks kept stay in their order: the sorted prefix is the
@@ -188,7 +192,7 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 				sorted++
 			}
 		}
-		c.marksSorted = sorted
+		c.marksSorted, c.marksFull = sorted, false
 		clear(c.mergeMarks[len(kept):])
 		c.mergeMarks = kept
 		if len(kept) > 0 {

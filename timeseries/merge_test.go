@@ -534,7 +534,7 @@ func TestMergeMarksFull(t *testing.T) {
 	for id := uint64(1000); len(c.mergeMarks) < maxMarks; id++ {
 		c.addMergeMark(mergeMark{id, 1, 1, 1})
 	}
-	for id := uint64(2000); len(c.mergeMarks) < maxMarks || c.marksSorted < len(c.mergeMarks); id++ {
+	for id := uint64(2000); !c.marksFull && (len(c.mergeMarks) < maxMarks || c.marksSorted < len(c.mergeMarks)); id++ {
 		c.addMergeMark(mergeMark{id, 1, 1, 1})
 	}
 	if !c.addMergeMark(mergeMark{3, -10, -10, 0}) {
@@ -549,5 +549,29 @@ func TestMergeMarksFull(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, func() { c.addMergeMark(mergeMark{3, 0, 0, 0}) }); n != 0 {
 		t.Fatalf("adding to full marks allocates %v times", n)
+	}
+}
+
+// TestMergeMarksFoldOnce checks that marks of nearly as many series as
+// marks fold once and then stay full, instead of folding again every few
+// marks added (a million-series fleet sorted its marks that way), and that
+// a merge pass taking the marks makes room again.
+func TestMergeMarksFoldOnce(t *testing.T) {
+	defer func(n int) { maxMarks = n }(maxMarks)
+	maxMarks = 1000
+	c := &collection{}
+	for i := 0; i < maxMarks; i++ {
+		c.addMergeMark(mergeMark{uint64(i % 990), int64(i), int64(i), 1}) // 990 series
+	}
+	// The fold frees 10 places: too few to take marks again.
+	if c.addMergeMark(mergeMark{5000, 1, 1, 1}) || len(c.mergeMarks) != 990 || c.marksSorted != 990 {
+		t.Fatalf("after folding to 990 of 1000: %d marks, %d sorted, a new series' mark kept; want it dropped", len(c.mergeMarks), c.marksSorted)
+	}
+	if !c.addMergeMark(mergeMark{4, -1, -1, 0}) {
+		t.Fatal("a mark of a series already marked was dropped")
+	}
+	c.mergeMarks, c.marksSorted, c.marksFull = c.mergeMarks[:0], 0, false // as a pass taking them all
+	if !c.addMergeMark(mergeMark{5000, 1, 1, 1}) {
+		t.Fatal("a mark was dropped after the marks were taken")
 	}
 }
