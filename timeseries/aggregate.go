@@ -448,7 +448,7 @@ type aggregator struct {
 	// countOnly: count is the only function; stored columns hold no
 	// values (scanPlan.presenceOnly) and rows are only counted.
 	countOnly bool
-	group                         int32 // the group of the series skip is asked about
+	group     int32 // the group of the series skip is asked about
 
 	lastKey        aggKey
 	lastRow        []aggCell
@@ -496,20 +496,26 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 		}
 	}
 	for r := lo; r < hi; r++ {
-		if err := a.guard.row(); err != nil {
-			return err
-		}
-		if residual != nil {
-			a.rc.i = r
-			if !residual.Match(a.plan.rowDoc(s, &a.rc)) {
-				continue
-			}
-		}
-		if err := a.addRow(g, cols, r); err != nil {
+		if err := a.foldRow(s, g, cols, r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// foldRow adds row r of cols, of series s in group g, to its cells if
+// the residual filter matches it.
+func (a *aggregator) foldRow(s *seriesSnap, g int32, cols *bucket.Columns, r int) error {
+	if err := a.guard.row(); err != nil {
+		return err
+	}
+	if residual := a.plan.filter.residual; residual != nil {
+		a.rc.i = r
+		if !residual.Match(a.plan.rowDoc(s, &a.rc)) {
+			return nil
+		}
+	}
+	return a.addRow(g, cols, r)
 }
 
 // mapColumns maps the columns of cols to the aggregated fields, once per
@@ -595,16 +601,7 @@ func (a *aggregator) foldUnordered(s *seriesSnap, g int32, l *looseCols) error {
 		if t < lo || t > hi {
 			continue
 		}
-		if err := a.guard.row(); err != nil {
-			return err
-		}
-		if residual != nil {
-			a.rc.i = r
-			if !residual.Match(a.plan.rowDoc(s, &a.rc)) {
-				continue
-			}
-		}
-		if err := a.addRow(g, cols, r); err != nil {
+		if err := a.foldRow(s, g, cols, r); err != nil {
 			return err
 		}
 	}
