@@ -330,7 +330,6 @@ func (p *scanPlan) seriesScan(s *seriesSnap, desc bool) (*seriesScan, error) {
 	sc, err := newSeriesScan(p.snap, it, p.coll, s, p.fields, s.minTime, p.filter.maxTime, p.maxSpan, desc, p.guard)
 	if sc != nil {
 		sc.plan = p
-		sc.presenceOnly = p.presenceOnly
 	}
 	return sc, err
 }

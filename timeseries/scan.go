@@ -38,9 +38,6 @@ type seriesScan struct {
 	// plan, when the scan is one of a plan's, takes its iterator back at
 	// Close for the next series.
 	plan *scanPlan
-	// presenceOnly: stored buckets are decoded to their times and the
-	// presence of their fields, without values (scanPlan.presenceOnly).
-	presenceOnly bool
 }
 
 // seriesSnap is a series as a scan sees it: captured under DB.mu.
@@ -348,7 +345,7 @@ func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
 		}
 		cols.Fields = append(cols.Fields, bucket.Column{})
 		col := &cols.Fields[len(cols.Fields)-1]
-		if sc.presenceOnly {
+		if sc.plan != nil && sc.plan.presenceOnly { // times and presence, no values
 			if err := r.Presence(i, col); err != nil {
 				return nil, err
 			}
