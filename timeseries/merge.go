@@ -104,6 +104,31 @@ func (c *collection) addMergeMark(m mergeMark) bool {
 	return true
 }
 
+// takeRipe removes and returns the marks a background pass at now merges
+// (ripe); the marks kept stay in their order, the sorted prefix being the
+// kept part of the old one. Full marks stay full unless the pass freed
+// half of them: a fleet whose marks all wait (mergeWait) would otherwise
+// sort its million marks again at the first mark after every pass.
+// DB.mu is held for writing.
+func (c *collection) takeRipe(span int64, now time.Time) []mergeMark {
+	var ripe []mergeMark
+	kept, sorted := c.mergeMarks[:0], 0
+	for i, m := range c.mergeMarks {
+		if c.ripe(m, span, now) {
+			ripe = append(ripe, m)
+			continue
+		}
+		kept = append(kept, m)
+		if i < c.marksSorted {
+			sorted++
+		}
+	}
+	clear(c.mergeMarks[len(kept):])
+	c.mergeMarks, c.marksSorted = kept, sorted
+	c.marksFull = c.marksFull && len(kept) > maxMarks/2
+	return ripe
+}
+
 // foldMarks sorts marks by series and range and folds each series' to
 // maxMergeMarks ranges at most, overlapping ranges joined; it works in
 // place and returns the shortened slice.
@@ -177,25 +202,8 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 			c.mergeMarks, c.marksSorted, c.marksFull = nil, 0, false
 			continue
 		}
-		// The marks kept stay in their order: the sorted prefix is the
-		// kept part of the old one.
-		var ripe []mergeMark
-		kept, sorted := c.mergeMarks[:0], 0
-		span := c.opts.TimeSeries.Span()
-		for i, m := range c.mergeMarks {
-			if c.ripe(m, span, now) {
-				ripe = append(ripe, m)
-				continue
-			}
-			kept = append(kept, m)
-			if i < c.marksSorted {
-				sorted++
-			}
-		}
-		c.marksSorted, c.marksFull = sorted, false
-		clear(c.mergeMarks[len(kept):])
-		c.mergeMarks = kept
-		if len(kept) > 0 {
+		ripe := c.takeRipe(c.opts.TimeSeries.Span(), now)
+		if len(c.mergeMarks) > 0 {
 			db.mergePending.Store(true) // they wait for a later pass
 		}
 		if len(ripe) > 0 {

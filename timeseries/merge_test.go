@@ -570,7 +570,19 @@ func TestMergeMarksFoldOnce(t *testing.T) {
 	if !c.addMergeMark(mergeMark{4, -1, -1, 0}) {
 		t.Fatal("a mark of a series already marked was dropped")
 	}
-	c.mergeMarks, c.marksSorted, c.marksFull = c.mergeMarks[:0], 0, false // as a pass taking them all
+	// A pass that finds no mark ripe (they all wait mergeWait) leaves
+	// them full: a new series' mark is still dropped, not appended to be
+	// sorted with the others again.
+	if ripe := c.takeRipe(1, time.Unix(11, 0)); len(ripe) != 0 || len(c.mergeMarks) != 990 || c.marksSorted != 990 {
+		t.Fatalf("a pass with nothing ripe took %d marks, left %d (%d sorted); want 0, 990, 990", len(ripe), len(c.mergeMarks), c.marksSorted)
+	}
+	if c.addMergeMark(mergeMark{5001, 1, 1, 1}) {
+		t.Fatal("after a pass taking no mark, a new series' mark was kept: the marks were no longer full")
+	}
+	// A pass taking over half of them frees them.
+	if ripe := c.takeRipe(1, time.Unix(1+int64(mergeWait/time.Second), 0)); len(ripe) != 990 || len(c.mergeMarks) != 0 {
+		t.Fatalf("a pass after mergeWait took %d marks and left %d; want 990 and 0", len(ripe), len(c.mergeMarks))
+	}
 	if !c.addMergeMark(mergeMark{5000, 1, 1, 1}) {
 		t.Fatal("a mark was dropped after the marks were taken")
 	}
