@@ -101,11 +101,24 @@ func (db *DB) Flush() error {
 }
 
 type ckptBucket struct {
-	coll   uint32
+	b      *memBucket
 	series uint64
-	cap    captured
+	// cols is what was captured: a sealed bucket's own columns, which
+	// nothing changes in place (captureSealed), or an open one's headers
+	// captured into the checkpoint's ckptCapture.
+	cols   bucket.Columns
 	refs   []uint32 // the fields' indexes in the collection's name table
+	coll   uint32
 	sealed bool
+}
+
+// ckptCapture holds what a checkpoint captured of its open buckets in a
+// few large slices, sized before (a fleet's checkpoint captures a million
+// small buckets), and the name references of all its buckets.
+type ckptCapture struct {
+	fields  []bucket.Column
+	refs    []uint32
+	present []uint64
 }
 
 // checkpoint writes a checkpoint; it gives up waiting for the store's
@@ -205,11 +218,26 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	idle := db.idleSeq()
 	// A bucket or so per hot series: sized once, not grown by doubling
 	// (a fleet's checkpoint captures a million buckets).
-	hot := 0
+	// The capture's slices too: they stay in place, so that the slices
+	// of them taken for each bucket need no copy.
+	hot, fields, present := 0, 0, 0
 	for _, c := range db.byID {
 		hot += len(c.hot)
+		for _, s := range c.hot {
+			for _, b := range s.buckets {
+				fields += len(b.cols.Fields)
+				if !b.sealed {
+					present += b.presenceWords()
+				}
+			}
+		}
 	}
 	work = make([]ckptBucket, 0, hot)
+	cp := ckptCapture{
+		fields:  make([]bucket.Column, 0, fields),
+		refs:    make([]uint32, 0, fields),
+		present: make([]uint64, 0, present),
+	}
 	for _, c := range db.byID {
 		for _, s := range c.hot {
 			if !s.persisted {
@@ -228,8 +256,17 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 					db.seal(b)
 					db.stats.sealedIdle.Add(1)
 				}
-				w := ckptBucket{coll: c.id, series: s.id, cap: b.capture(), sealed: b.sealed}
-				w.refs = c.nameRefs(nil, &w.cap.cols)
+				w := ckptBucket{b: b, coll: c.id, series: s.id, sealed: b.sealed}
+				if b.sealed {
+					w.cols = b.captureSealed()
+				} else {
+					at := len(cp.fields)
+					w.cols.Times, cp.fields, cp.present = b.appendCapture(cp.fields, cp.present)
+					w.cols.Fields = cp.fields[at:len(cp.fields):len(cp.fields)]
+				}
+				at := len(cp.refs)
+				cp.refs = c.nameRefs(cp.refs, &w.cols)
+				w.refs = cp.refs[at:len(cp.refs):len(cp.refs)]
 				work = append(work, w)
 				b.dirty = false
 			}
@@ -265,7 +302,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		}
 		db.mu.Lock()
 		for i := range work {
-			work[i].cap.b.dirty = true
+			work[i].b.dirty = true
 		}
 		for i, c := range catalogColls {
 			c.dirty = true
@@ -284,9 +321,8 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	}
 	for i := range work {
 		w := &work[i]
-		b := w.cap.b
-		cols := &w.cap.cols
-		if buf, err = enc.EncodeRefs(buf[:0], cols, w.refs); err != nil {
+		b := w.b
+		if buf, err = enc.EncodeRefs(buf[:0], &w.cols, w.refs); err != nil {
 			return fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
 		}
 		if w.sealed {
@@ -333,9 +369,9 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	var freed int64
 	for i := range work {
 		w := &work[i]
-		b := w.cap.b
+		b := w.b
 		if !w.sealed {
-			b.snapshot, b.snapRows = true, len(w.cap.cols.Times)
+			b.snapshot, b.snapRows = true, len(w.cols.Times)
 			continue
 		}
 		c := db.byID[w.coll]

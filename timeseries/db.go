@@ -81,6 +81,9 @@ type DB struct {
 	noRoom atomic.Bool
 
 	encPool sync.Pool // *recordEncoder
+	// sealScratch is sealForBudget's list of open buckets, kept between
+	// calls (under mu) without its pointers.
+	sealScratch []*memBucket
 
 	wake     chan struct{} // buffered(1): asks the checkpointer to run
 	stop     chan struct{}

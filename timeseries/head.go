@@ -328,14 +328,21 @@ type captured struct {
 // value slices are cut to the row count and presence bitmaps are copied (an
 // append may set bits in their last word).
 func (b *memBucket) capture() captured {
+	times, fields, _ := b.appendCapture(make([]bucket.Column, 0, len(b.cols.Fields)), nil)
+	return captured{b: b, cols: bucket.Columns{Times: times, Fields: fields}}
+}
+
+// appendCapture is capture with the column headers appended to fields and
+// the presence words to present, so that a checkpoint of a million buckets
+// captures them into a few large slices rather than allocating for each.
+// The presence bitmaps it sets are cut to their length, so appends to
+// present never write into them; a present grown by append leaves them in
+// the old array, which nothing writes again.
+func (b *memBucket) appendCapture(fields []bucket.Column, present []uint64) ([]int64, []bucket.Column, []uint64) {
 	n := len(b.cols.Times)
-	c := captured{b: b}
-	c.cols.Times = b.cols.Times[:n:n]
-	c.cols.Fields = make([]bucket.Column, len(b.cols.Fields))
 	for i := range b.cols.Fields {
 		src := &b.cols.Fields[i]
-		dst := &c.cols.Fields[i]
-		dst.Name, dst.Type = src.Name, src.Type
+		dst := bucket.Column{Name: src.Name, Type: src.Type}
 		switch src.Type {
 		case KindFloat:
 			dst.Floats = src.Floats[:n:n]
@@ -347,13 +354,38 @@ func (b *memBucket) capture() captured {
 			dst.Bools = src.Bools[:n:n]
 		}
 		if src.Present != nil {
-			dst.Present = append([]uint64(nil), src.Present[:(n+63)/64]...)
-			if r := n % 64; r != 0 {
-				dst.Present[len(dst.Present)-1] &= 1<<r - 1
+			w := (n + 63) / 64
+			at := len(present)
+			present = append(present, src.Present[:w]...)
+			dst.Present = present[at : at+w : at+w]
+			if w == 0 {
+				dst.Present = nil
+			} else if r := n % 64; r != 0 {
+				dst.Present[w-1] &= 1<<r - 1
 			}
 		}
+		fields = append(fields, dst)
 	}
-	return c
+	return b.cols.Times[:n:n], fields, present
+}
+
+// captureSealed is capture for a sealed bucket: its columns themselves.
+// Nothing appends to a sealed bucket, and every other change (seal's sort,
+// deleteRows) replaces its slices rather than writing into them, so they
+// stay valid after DB.mu is released.
+func (b *memBucket) captureSealed() bucket.Columns {
+	return b.cols
+}
+
+// presenceWords is how many presence words a capture of b copies.
+func (b *memBucket) presenceWords() int {
+	w := 0
+	for i := range b.cols.Fields {
+		if b.cols.Fields[i].Present != nil {
+			w += (len(b.cols.Times) + 63) / 64
+		}
+	}
+	return w
 }
 
 // sortedColumns returns cols with rows in time order (stable): cols itself

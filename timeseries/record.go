@@ -28,6 +28,21 @@ type group struct {
 type recordEncoder struct {
 	names map[string]uint64
 	list  []string
+	// buf is the last record's buffer, kept for the next (keep) unless
+	// larger than maxKeptRecord.
+	buf []byte
+}
+
+// maxKeptRecord bounds the record buffer a pooled encoder keeps.
+const maxKeptRecord = 4 << 20
+
+// keep keeps rec's buffer for the next record once it is no longer used.
+func (e *recordEncoder) keep(rec []byte) {
+	if cap(rec) <= maxKeptRecord {
+		e.buf = rec[:0]
+	} else {
+		e.buf = nil
+	}
 }
 
 // encodeInsert appends an insert record of groups for collection coll.
