@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -85,6 +86,26 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Name: "hourglass_ttl_subpasses_total", Help: "TTL monitor sub-passes.",
 		}, func() float64 { return float64(s.ttlStats().SubPasses) }),
 		suspended,
+	}
+	if s.opts.DB != nil {
+		db := s.opts.DB
+		for _, c := range []struct {
+			name, help string
+			v          func(timeseries.EngineStats) int64
+		}{
+			{"hourglass_checkpoints_total", "Checkpoints written.", func(e timeseries.EngineStats) int64 { return e.Checkpoints }},
+			{"hourglass_buckets_sealed_for_memory_total", "Open buckets sealed early to keep the buckets in memory within --memory-budget.",
+				func(e timeseries.EngineStats) int64 { return e.SealedForMemory }},
+			{"hourglass_buckets_sealed_idle_total", "Open buckets sealed by a checkpoint after a checkpoint interval without writes.",
+				func(e timeseries.EngineStats) int64 { return e.SealedIdle }},
+			{"hourglass_buckets_merged_total", "Small buckets merge passes removed by joining them with their neighbours.",
+				func(e timeseries.EngineStats) int64 { return e.Merged }},
+			{"hourglass_merge_marks_dropped_total", "Small buckets left unmerged because their collection's merge marks were full.",
+				func(e timeseries.EngineStats) int64 { return e.MergeMarksDropped }},
+		} {
+			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
+				func() float64 { return float64(c.v(db.Stats())) }))
+		}
 	}
 	if _, ok := reg.(*prometheus.Registry); ok {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

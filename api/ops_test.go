@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -166,8 +167,16 @@ func TestStatusAndMetrics(t *testing.T) {
 		st.Metrics.Document["inserted"] != 5 || st.Metrics.Document["returned"] != 4 || st.Storage["measurements"].(float64) != 5 {
 		t.Fatalf("status: %s", r.body)
 	}
+	s.mustDo(200, "POST", "/v1/collections/s/compact", "")
 	r = s.mustDo(200, "GET", "/metrics", "")
+	if m := regexp.MustCompile(`(?m)^hourglass_checkpoints_total (\d+)$`).FindSubmatch(r.body); m == nil || string(m[1]) == "0" {
+		t.Errorf("/metrics: after a compaction, hourglass_checkpoints_total is %q; want at least 1", m)
+	}
 	for _, want := range []string{
+		"hourglass_buckets_sealed_for_memory_total 0",
+		"hourglass_buckets_sealed_idle_total 0",
+		"hourglass_buckets_merged_total",
+		"hourglass_merge_marks_dropped_total 0",
 		`hourglass_inserted_measurements_total{protocol="json"} 4`,
 		`hourglass_inserted_measurements_total{protocol="line"} 1`,
 		`hourglass_returned_measurements_total 4`,

@@ -129,6 +129,32 @@ type DB struct {
 	}
 }
 
+// EngineStats counts the storage engine's background work since Open.
+type EngineStats struct {
+	// Checkpoints written.
+	Checkpoints int64
+	// SealedForMemory counts open buckets sealed early to keep the
+	// buckets in memory within the budget; SealedIdle those a checkpoint
+	// sealed because nothing was written to them for a checkpoint
+	// interval.
+	SealedForMemory, SealedIdle int64
+	// Merged counts the buckets merge passes removed by joining them with
+	// their neighbours; MergeMarksDropped the small buckets left unmerged
+	// because a collection's merge marks were full.
+	Merged, MergeMarksDropped int64
+}
+
+// Stats returns the engine's counters.
+func (db *DB) Stats() EngineStats {
+	return EngineStats{
+		Checkpoints:       db.stats.checkpoints.Load(),
+		SealedForMemory:   db.stats.sealedEarly.Load(),
+		SealedIdle:        db.stats.sealedIdle.Load(),
+		Merged:            db.stats.merged.Load(),
+		MergeMarksDropped: db.stats.marksDropped.Load(),
+	}
+}
+
 // Close writes a final checkpoint, stops the background work and closes the
 // store. Calling Close more than once is harmless.
 func (db *DB) Close() error {
