@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,9 +107,14 @@ func TTLSweep(ctx context.Context, cfg TTLConfig) (TTLResult, error) {
 		ms = ms[:0]
 		for s := s0; s < min(s0+seriesPerBatch, cfg.Series); s++ {
 			meta := fmt.Sprintf("sensor-%05d", s)
+			// Readings of three decimals, different in every series, so
+			// that buckets neither repeat one another nor compress to
+			// nothing in the store's blocks.
+			rng := rand.New(rand.NewPCG(uint64(s), 1))
 			for i := 0; i < cfg.PerSeries; i++ {
+				v := math.Round((15+10*rng.Float64())*1000) / 1000
 				ms = append(ms, timeseries.Measurement{Time: t0.Add(time.Duration(i) * step).UnixNano(), Meta: meta,
-					Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(float64(i%100) + 0.5)}}})
+					Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(v)}}})
 			}
 		}
 		r, err := db.Insert(ctx, "ttl", ms, timeseries.InsertOptions{})

@@ -51,6 +51,7 @@ func TestTTLSweepSmall(t *testing.T) {
 	if res.BaselineWrites == 0 { // a pass this small may end before any write does
 		t.Fatalf("no writes measured: %+v", res)
 	}
+	t.Logf("disk %d bytes before the sweep, %d after", res.DiskBefore, res.DiskAfter)
 	if res.DiskAfter >= res.DiskBefore {
 		t.Fatalf("disk %d bytes after the sweep, %d before", res.DiskAfter, res.DiskBefore)
 	}

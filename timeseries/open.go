@@ -129,9 +129,16 @@ const blockCacheSize = 64 << 20
 
 // pebbleOptions configures Pebble for bucket storage. Pebble's own WAL is
 // off: durability comes from the log, and a checkpoint flushes memtables
-// before the log is truncated. Buckets are compressed already, so blocks are
-// stored without another compression pass. The OS's file system is left
-// to Pebble's default, which adds its disk-health checks.
+// before the log is truncated. Tables flushed from memtables (level 0) are
+// written uncompressed, so checkpoints pay nothing for it; compactions
+// write the other levels with Snappy. Buckets are compressed already, but
+// what is stored beside their columns is not: series records (canonical
+// meta values), bucket keys and control blocks. With a million sparse
+// series these are most of the bytes, and Snappy halves them (high-
+// cardinality load, 1M series x 10 points: 21.4 -> 11.6 bytes a point
+// once compacted); blocks Snappy cannot shrink by an eighth, such as
+// those of large buckets, are kept as they are. The OS's file system is
+// left to Pebble's default, which adds its disk-health checks.
 func pebbleOptions(logger *slog.Logger, fs vfs.FS) *pebble.Options {
 	o := &pebble.Options{
 		DisableWAL:   true,
@@ -143,7 +150,10 @@ func pebbleOptions(logger *slog.Logger, fs vfs.FS) *pebble.Options {
 	}
 	o.Levels = make([]pebble.LevelOptions, 7)
 	for i := range o.Levels {
-		o.Levels[i].Compression = pebble.NoCompression
+		o.Levels[i].Compression = pebble.SnappyCompression
+		if i == 0 {
+			o.Levels[i].Compression = pebble.NoCompression
+		}
 		o.Levels[i].BlockSize = 32 << 10
 		// Point reads of documents (an _id checked for duplicates, a
 		// document fetched through an index) skip tables without the key.
