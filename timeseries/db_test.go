@@ -3,6 +3,7 @@ package timeseries
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"sort"
@@ -534,6 +535,59 @@ func TestMemoryBudgetSealsEarly(t *testing.T) {
 	}
 	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != total {
 		t.Fatalf("%d rows, want %d", len(rows), total)
+	}
+}
+
+// TestSealForBudgetKeepsRecent checks what memory pressure leaves open: the
+// most recently written buckets, within 1/sealKeep of the bucket budget.
+func TestSealForBudgetKeepsRecent(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.MemoryBudget = 64 << 20 })
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	for s := 0; s < 400; s++ { // one insert a series: each bucket its own write sequence
+		if _, err := db.Insert(ctx, "m", []Measurement{{Time: 1e9, Meta: int64(s), Fields: []Field{{"a", Float(1)}}}}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.mu.Lock()
+	var held int64
+	for _, c := range db.byID {
+		for _, s := range c.hot {
+			for _, b := range s.buckets {
+				held += b.mem
+			}
+		}
+	}
+	// A budget the open buckets pass by half: pressure.
+	db.opts.MemoryBudget = db.seriesMem.Load() + held*2/3
+	budget := db.bucketBudget()
+	db.mu.Unlock()
+	db.sealForBudget()
+
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var openMem, maxMem int64
+	var newestSealed, oldestOpen uint64 = 0, math.MaxUint64
+	open := 0
+	for _, c := range db.byID {
+		for _, s := range c.hot {
+			for _, b := range s.buckets {
+				maxMem = max(maxMem, b.mem)
+				if b.sealed {
+					newestSealed = max(newestSealed, b.lastWrite)
+					continue
+				}
+				open++
+				openMem += b.mem
+				oldestOpen = min(oldestOpen, b.lastWrite)
+			}
+		}
+	}
+	if openMem > budget/sealKeep || openMem+maxMem <= budget/sealKeep {
+		t.Fatalf("%d open buckets hold %d bytes after sealing for a bucket budget of %d; want at most %d, and no bucket sealed past it", open, openMem, budget, budget/sealKeep)
+	}
+	if open == 0 || oldestOpen < newestSealed {
+		t.Fatalf("%d left open; the oldest written at %d, a sealed one at %d: want the most recently written left open", open, oldestOpen, newestSealed)
 	}
 }
 
