@@ -15,10 +15,14 @@ import (
 // decodes the series it has seen before without allocating for them. A
 // Decoder is not safe for concurrent use.
 type Decoder struct {
-	series      map[string]*series   // series key -> meta and last field names
-	seriesBytes int                  // bytes of the keys and metas in series
-	sets        map[string]*fieldSet // field keys joined by 0 -> interned names
-	names       map[string]string    // field name -> interned copy
+	series      map[string]*series // series key -> meta and last field names
+	seriesBytes int                // bytes of the keys and metas in series
+	// seriesHits counts the lookups series answered since it was last
+	// filled from empty; seriesSkip the misses left that are not cached
+	// (lookupSeries: a fleet larger than the cache, written in turn).
+	seriesHits, seriesSkip int
+	sets                   map[string]*fieldSet // field keys joined by 0 -> interned names
+	names                  map[string]string    // field name -> interned copy
 
 	// The entry being decoded: its measurement, tags, fields and
 	// timestamp (nil when absent); key identifies its series: the line

@@ -411,6 +411,57 @@ func TestCachesAreBounded(t *testing.T) {
 	}
 }
 
+// TestSeriesCacheThrash checks that a full series cache that answered
+// (almost) no lookup is kept rather than emptied and refilled, and that
+// one that did is refilled.
+func TestSeriesCacheThrash(t *testing.T) {
+	lines := func(from, to int) []byte {
+		var b strings.Builder
+		for i := from; i < to; i++ {
+			fmt.Fprintf(&b, "m,host=h%d v=%d 1\n", i, i)
+		}
+		return []byte(b.String())
+	}
+	check := func(res *Result, from int) {
+		t.Helper()
+		for j, m := range res.Measurements {
+			i := from + j
+			if m.Meta != meta(t, "_measurement", "m", "host", fmt.Sprint("h", i)) || m.Fields[0].Value != timeseries.Float(float64(i)) {
+				t.Fatalf("line %d: %+v", i, m)
+			}
+		}
+	}
+	// A fleet larger than the cache, in turn: the cache fills, answers
+	// nothing, and is kept as it is.
+	d := NewDecoder()
+	var res Result
+	d.Decode(lines(0, maxSeries+100), Nanosecond, testNow, &res)
+	check(&res, 0)
+	// The first miss past full starts the skip; the other 99 take from it.
+	if len(d.series) != maxSeries || d.seriesSkip != maxSeries-99 {
+		t.Fatalf("after %d series in turn: %d cached, %d misses left uncached; want %d and %d", maxSeries+100, len(d.series), d.seriesSkip, maxSeries, maxSeries-99)
+	}
+	res.Reset()
+	d.Decode(lines(0, 10), Nanosecond, testNow, &res) // still cached
+	check(&res, 0)
+	if d.seriesHits != 10 {
+		t.Fatalf("%d hits on series kept in the cache; want 10", d.seriesHits)
+	}
+
+	// A cache that answered its lookups is emptied and refilled.
+	d = NewDecoder()
+	res.Reset()
+	d.Decode(lines(0, maxSeries), Nanosecond, testNow, &res)
+	res.Reset()
+	d.Decode(lines(0, maxSeries), Nanosecond, testNow, &res)
+	res.Reset()
+	d.Decode(lines(maxSeries, maxSeries+10), Nanosecond, testNow, &res)
+	check(&res, maxSeries)
+	if len(d.series) != 10 || d.seriesSkip != 0 {
+		t.Fatalf("a cache that answered every lookup, full: %d cached, %d misses uncached; want it refilled (10, 0)", len(d.series), d.seriesSkip)
+	}
+}
+
 func TestReset(t *testing.T) {
 	var res Result
 	d := NewDecoder()

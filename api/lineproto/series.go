@@ -25,6 +25,10 @@ const (
 	maxSetBytes    = 4 << 10  // longest field-name list cached, in bytes
 	maxFieldNames  = 4096     // field names
 	maxNameBytes   = timeseries.MaxFieldNameBytes
+	// missesPerHit: a full series cache that answered fewer than one
+	// lookup in missesPerHit of its size since it was filled is not
+	// refilled for a while (lookupSeries).
+	missesPerHit = 8
 )
 
 // series is a cached series: its meta value and the field names of its
@@ -182,6 +186,7 @@ func splitTags(tags []tag, tagSet []byte) []tag {
 // if need be.
 func (d *Decoder) lookupSeries() (*series, error) {
 	if s, ok := d.series[unsafeString(d.key)]; ok {
+		d.seriesHits++
 		return s, nil
 	}
 	if d.fastKey {
@@ -216,9 +221,23 @@ func (d *Decoder) lookupSeries() (*series, error) {
 	if size > maxSeriesEntry {
 		return s, nil
 	}
+	if d.seriesSkip > 0 {
+		d.seriesSkip--
+		return s, nil
+	}
 	if len(d.series) >= maxSeries || d.seriesBytes+size > maxSeriesBytes {
+		// Full. If it answered few lookups since it was filled (more
+		// series than it holds, written in turn: each is gone before it
+		// comes again), emptying and refilling it would only cost a map
+		// insert and a key copy a line: it is kept as it is and the next
+		// misses, as many as it holds, are not cached.
+		if d.seriesHits < len(d.series)/missesPerHit {
+			d.seriesSkip = len(d.series)
+			d.seriesHits = 0
+			return s, nil
+		}
 		clear(d.series)
-		d.seriesBytes = 0
+		d.seriesBytes, d.seriesHits = 0, 0
 	}
 	d.series[string(d.key)] = s
 	d.seriesBytes += size
