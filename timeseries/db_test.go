@@ -539,13 +539,28 @@ func TestMemoryBudgetSealsEarly(t *testing.T) {
 }
 
 // TestSealForBudgetKeepsRecent checks what memory pressure leaves open: the
-// most recently written buckets, within 1/sealKeep of the bucket budget.
+// most recently written buckets, within half the bucket budget when the
+// buckets sealed are full, within 1/sealKeep of it when they hold a row
+// each (series come back more rarely than the budget keeps them).
 func TestSealForBudgetKeepsRecent(t *testing.T) {
+	for _, tc := range []struct {
+		rows int   // a bucket
+		keep int64 // the part of the bucket budget left open
+	}{{1, sealKeep}, {3, sealKeep}, {20, 2}} {
+		t.Run(fmt.Sprint(tc.rows, "rows"), func(t *testing.T) { testSealForBudget(t, tc.rows, tc.keep) })
+	}
+}
+
+func testSealForBudget(t *testing.T, rows int, keep int64) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.MemoryBudget = 64 << 20 })
 	defer db.Close()
 	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	for s := 0; s < 400; s++ { // one insert a series: each bucket its own write sequence
-		if _, err := db.Insert(ctx, "m", []Measurement{{Time: 1e9, Meta: int64(s), Fields: []Field{{"a", Float(1)}}}}, InsertOptions{}); err != nil {
+		var ms []Measurement
+		for i := 0; i < rows; i++ {
+			ms = append(ms, Measurement{Time: int64(i+1) * 1e9, Meta: int64(s), Fields: []Field{{"a", Float(float64(i))}}})
+		}
+		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -583,8 +598,8 @@ func TestSealForBudgetKeepsRecent(t *testing.T) {
 			}
 		}
 	}
-	if openMem > budget/sealKeep || openMem+maxMem <= budget/sealKeep {
-		t.Fatalf("%d open buckets hold %d bytes after sealing for a bucket budget of %d; want at most %d, and no bucket sealed past it", open, openMem, budget, budget/sealKeep)
+	if openMem > budget/keep || openMem+maxMem <= budget/keep {
+		t.Fatalf("%d open buckets of %d rows hold %d bytes after sealing for a bucket budget of %d; want at most %d, and no bucket sealed past it", open, rows, openMem, budget, budget/keep)
 	}
 	if open == 0 || oldestOpen < newestSealed {
 		t.Fatalf("%d left open; the oldest written at %d, a sealed one at %d: want the most recently written left open", open, oldestOpen, newestSealed)

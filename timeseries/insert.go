@@ -341,7 +341,8 @@ func (db *DB) bucketBudget() int64 {
 const minBucketBudget = 8
 
 // sealForBudget seals the least recently written open buckets until the
-// open ones hold at most 1/sealKeep of the bucket budget (bucketBudget).
+// open ones hold at most half the bucket budget (bucketBudget), or
+// 1/sealKeep of it when the buckets sealed hold few rows (thrashRows).
 func (db *DB) sealForBudget() {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -361,11 +362,24 @@ func (db *DB) sealForBudget() {
 		}
 	}
 	slices.SortFunc(open, func(a, b *memBucket) int { return cmp.Compare(a.lastWrite, b.lastWrite) })
+	target := budget / 2
+	sealed, rows := 0, 0
 	for _, b := range open {
-		if openMem <= budget/sealKeep {
-			break
+		if openMem <= target {
+			if target == budget/sealKeep || sealed == 0 || rows >= sealed*thrashRows {
+				break
+			}
+			// The buckets sealed hold a few rows each: their series
+			// come back more rarely than the budget keeps them open (a
+			// fleet written in turn), and so will the others'.
+			target = budget / sealKeep
+			if openMem <= target {
+				break
+			}
 		}
 		openMem -= b.mem
+		sealed++
+		rows += b.rows()
 		db.seal(b)
 		db.stats.sealedEarly.Add(1)
 	}
@@ -373,15 +387,20 @@ func (db *DB) sealForBudget() {
 	db.sealScratch = open[:0]
 }
 
-// sealKeep: under memory pressure the most recently written open buckets
-// keep 1/sealKeep of the bucket budget. The checkpoint that frees the
-// sealed ones also rewrites the snapshot of every open bucket written
-// since the last, so keeping few makes both fewer checkpoints and less
-// written by each: a million sensors writing in turn, more than the
-// budget holds, left half of it open and checkpointed ~3 times a second,
-// rewriting ~3.6 open snapshots for each point. A series writing often
-// stays among the most recent.
-const sealKeep = 8
+// Under memory pressure the most recently written open buckets keep half
+// the bucket budget, or 1/sealKeep of it when the buckets sealed to get
+// there held under thrashRows rows on average. The checkpoint that frees
+// the sealed buckets also rewrites the snapshot of every open bucket
+// written since the last: a million sensors writing in turn, more than
+// the budget holds, left half of it open, sealed nearly every point as a
+// one-row bucket anyway and checkpointed ~3 times a second, rewriting
+// ~3.6 open snapshots for each point. Where sealed buckets are full
+// (dense series rolling over to a new bucket span), half stays open, so
+// that the new span's buckets are not sealed early.
+const (
+	sealKeep   = 8
+	thrashRows = 4
+)
 
 // apply adds groups to the buckets in memory. db.mu must be held.
 func (db *DB) apply(c *collection, groups []group) {
