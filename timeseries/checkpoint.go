@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -119,6 +121,61 @@ type ckptCapture struct {
 	fields  []bucket.Column
 	refs    []uint32
 	present []uint64
+}
+
+// A checkpoint with many buckets encodes them on up to maxEncoders
+// goroutines, encodeWindow buckets at a time, then writes them to its
+// batch in order. At an hour's turn a fleet's checkpoint encodes its full
+// buckets of the hour while writers wait for the memory they hold (~0.9 s
+// for 10k iot sensors on one core).
+const (
+	encodeWindow = 4096
+	maxEncoders  = 4
+)
+
+// parallelEncoder encodes a window of a checkpoint's buckets in parallel.
+type parallelEncoder struct {
+	encs []bucket.Encoder
+	bufs [][]byte // each encoder's output, reused across windows
+	out  [][]byte // the window's encoded buckets, into bufs
+	errs []error
+}
+
+func newParallelEncoder(n int) *parallelEncoder {
+	return &parallelEncoder{
+		encs: make([]bucket.Encoder, n),
+		bufs: make([][]byte, n),
+		out:  make([][]byte, encodeWindow),
+		errs: make([]error, n),
+	}
+}
+
+// encode encodes ws (at most encodeWindow) into pe.out[:len(ws)].
+func (pe *parallelEncoder) encode(ws []ckptBucket) error {
+	n := len(pe.encs)
+	var wg sync.WaitGroup
+	for k := 0; k < n; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			// One buffer per encoder: a bucket's bytes are appended, and
+			// out keeps a slice of them (slices into an array outgrown
+			// stay valid: nothing writes the old array again).
+			buf := pe.bufs[k][:0]
+			for i := k; i < len(ws); i += n {
+				at := len(buf)
+				var err error
+				if buf, err = pe.encs[k].EncodeRefs(buf, &ws[i].cols, ws[i].refs); err != nil {
+					pe.errs[k] = fmt.Errorf("timeseries: encode bucket %d: %w", ws[i].b.id, err)
+					return
+				}
+				pe.out[i] = buf[at:len(buf):len(buf)]
+			}
+			pe.bufs[k] = buf
+		}(k)
+	}
+	wg.Wait()
+	return errors.Join(pe.errs...)
 }
 
 // checkpoint writes a checkpoint; it gives up waiting for the store's
@@ -319,10 +376,21 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 			return err
 		}
 	}
+	var pe *parallelEncoder
+	if len(work) >= 2*encodeWindow/8 && runtime.GOMAXPROCS(0) > 1 {
+		pe = newParallelEncoder(min(runtime.GOMAXPROCS(0), maxEncoders))
+	}
 	for i := range work {
 		w := &work[i]
 		b := w.b
-		if buf, err = enc.EncodeRefs(buf[:0], &w.cols, w.refs); err != nil {
+		if pe != nil {
+			if i%encodeWindow == 0 {
+				if err := pe.encode(work[i:min(i+encodeWindow, len(work))]); err != nil {
+					return err
+				}
+			}
+			buf = pe.out[i%encodeWindow]
+		} else if buf, err = enc.EncodeRefs(buf[:0], &w.cols, w.refs); err != nil {
 			return fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
 		}
 		if w.sealed {
