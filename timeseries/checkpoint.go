@@ -123,14 +123,15 @@ type ckptCapture struct {
 	present []uint64
 }
 
-// A checkpoint with many buckets encodes them on up to maxEncoders
-// goroutines, encodeWindow buckets at a time, then writes them to its
-// batch in order. At an hour's turn a fleet's checkpoint encodes its full
+// A checkpoint of minParallelEncode buckets or more encodes them on up to
+// maxEncoders goroutines, encodeWindow buckets at a time, then writes them
+// to its batch in order. At an hour's turn a fleet's checkpoint encodes its full
 // buckets of the hour while writers wait for the memory they hold (~0.9 s
 // for 10k iot sensors on one core).
 const (
-	encodeWindow = 4096
-	maxEncoders  = 4
+	minParallelEncode = 1024
+	encodeWindow      = 4096
+	maxEncoders       = 4
 )
 
 // parallelEncoder encodes a window of a checkpoint's buckets in parallel.
@@ -277,13 +278,16 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	// (a fleet's checkpoint captures a million buckets).
 	// The capture's slices too: they stay in place, so that the slices
 	// of them taken for each bucket need no copy.
-	hot, fields, present := 0, 0, 0
+	// Only open buckets' headers are captured (sealed ones are taken as
+	// they are); every bucket's fields get name references.
+	hot, fields, openFields, present := 0, 0, 0, 0
 	for _, c := range db.byID {
 		hot += len(c.hot)
 		for _, s := range c.hot {
 			for _, b := range s.buckets {
 				fields += len(b.cols.Fields)
 				if !b.sealed {
+					openFields += len(b.cols.Fields)
 					present += b.presenceWords()
 				}
 			}
@@ -291,7 +295,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	}
 	work = make([]ckptBucket, 0, hot)
 	cp := ckptCapture{
-		fields:  make([]bucket.Column, 0, fields),
+		fields:  make([]bucket.Column, 0, openFields),
 		refs:    make([]uint32, 0, fields),
 		present: make([]uint64, 0, present),
 	}
@@ -377,7 +381,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		}
 	}
 	var pe *parallelEncoder
-	if len(work) >= 2*encodeWindow/8 && runtime.GOMAXPROCS(0) > 1 {
+	if len(work) >= minParallelEncode && runtime.GOMAXPROCS(0) > 1 {
 		pe = newParallelEncoder(min(runtime.GOMAXPROCS(0), maxEncoders))
 	}
 	for i := range work {
