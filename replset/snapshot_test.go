@@ -246,8 +246,14 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 	s.nodes[fi] = n
 	s.waitCount("cpu", 400)
 	s.waitCount("events", 2)
-	if got := n.fsm.restores.Load(); got == 0 {
-		t.Fatal("the member caught up without a snapshot")
+	// A restore counts once its state is written, after the engine it
+	// swapped in already answers: wait for the count.
+	deadline := time.Now().Add(10 * time.Second)
+	for n.fsm.restores.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the member caught up without a snapshot")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	insert(t, l, 1000, 10)
 	s.waitCount("cpu", 410)
