@@ -83,7 +83,7 @@ func Open(opts Options) (*DB, error) {
 	// blockCacheSize of it (with 64 MiB in all, a full memtable and a
 	// flushing one left it nearly nothing, and every read of a fleet's
 	// stored buckets went to the file).
-	po.Cache = pebble.NewCache(blockCacheSize + int64(po.MemTableStopWritesThreshold)*int64(po.MemTableSize))
+	po.Cache = pebble.NewCache(storeCacheSize)
 	pdb, err := pebble.Open(filepath.Join(opts.Dir, "store"), po)
 	po.Cache.Unref() // the store holds its own reference
 	if err != nil {
@@ -122,10 +122,28 @@ func Open(opts Options) (*DB, error) {
 	return db, nil
 }
 
-// blockCacheSize is Pebble's block cache: index and filter blocks, and
-// the documents and buckets read most. The cache made holds the memtables'
-// room besides (pebbleOptions: two of 32 MiB), 128 MiB in all.
-const blockCacheSize = 64 << 20
+// Pebble's memory: the block cache keeps blockCacheSize for index and
+// filter blocks and the documents and buckets read most, and the cache made
+// (storeCacheSize, 128 MiB) holds the room of the memtables besides: up to
+// memTableStop of memTableSize (a full one being flushed and the one taking
+// writes), which Pebble reserves out of its cache.
+const (
+	blockCacheSize = 64 << 20
+	memTableSize   = 32 << 20
+	memTableStop   = 2
+	storeCacheSize = blockCacheSize + memTableStop*memTableSize
+)
+
+// StoreOffHeapBytes is the most memory the store holds outside the Go
+// heap, where the runtime's memory limit does not see it: Pebble's cache
+// and memtables (storeCacheSize), which it allocates with C's allocator in
+// a binary built with cgo. Without cgo they are on the Go heap, and it is 0.
+func StoreOffHeapBytes() int64 {
+	if cgoEnabled {
+		return storeCacheSize
+	}
+	return 0
+}
 
 // pebbleOptions configures Pebble for bucket storage. Pebble's own WAL is
 // off: durability comes from the log, and a checkpoint flushes memtables
@@ -141,9 +159,10 @@ const blockCacheSize = 64 << 20
 // left to Pebble's default, which adds its disk-health checks.
 func pebbleOptions(logger *slog.Logger, fs vfs.FS) *pebble.Options {
 	o := &pebble.Options{
-		DisableWAL:   true,
-		MemTableSize: 32 << 20,
-		Logger:       pebbleLogger{logger},
+		DisableWAL:                  true,
+		MemTableSize:                memTableSize,
+		MemTableStopWritesThreshold: memTableStop,
+		Logger:                      pebbleLogger{logger},
 	}
 	if fs != vfs.Default {
 		o.FS = fs

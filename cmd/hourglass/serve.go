@@ -77,7 +77,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(&cfg.minBodyRate, "min-body-rate", "slowest a request body may arrive after --body-rate-grace (`size` per second); slower bodies get 408")
 	fs.DurationVar(&cfg.bodyRateGrace, "body-rate-grace", 10*time.Second, "time a request body may take before --min-body-rate applies (`duration`)")
 	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for series and buckets not yet written to disk (`size`); over it, buckets are sealed early")
-	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (`size`, 0: none; default --memory-budget + --max-body-memory + 256MiB); near it the collector runs more often and returns freed memory to the system. GOMEMLIMIT, when set, takes precedence")
+	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (`size`, 0: none; default --memory-budget + --max-body-memory + 256MiB, less the 128MiB the store's cache holds outside the Go heap, so that the process stays within the sum); near it the collector runs more often and returns freed memory to the system. GOMEMLIMIT, when set, takes precedence")
 	fs.IntVar(&cfg.queryConcurrency, "query-concurrency", 0, "finds and aggregates working at once (`n`; 0: half the processors, at least 1); others wait their turn, so that queries do not crowd out writes")
 	fs.Var(&cfg.queryMemoryTotal, "query-memory-total", "memory all finds and aggregates running at once may hold together (`size`; default 4 x --query-memory); a query that would pass it is answered 429 code 462, to retry")
 	fs.Var(&cfg.queryMemory, "query-memory", "memory one find or aggregate may hold: series matched, buckets open or sorted, groups and cells (`size`); past it, 400 code 292")
@@ -442,17 +442,19 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
-// memoryOverhead is what the Go runtime's default memory limit allows
-// beyond --memory-budget and --max-body-memory: Pebble's block cache
-// (64 MiB) and memtables, the checkpoint's write batch, the line-protocol
-// decoders' caches, the symbol cache (16 MiB), queries and the runtime.
+// memoryOverhead is what the process's memory holds beyond --memory-budget
+// and --max-body-memory: Pebble's block cache and memtables (128 MiB), the
+// checkpoint's write batch, the line-protocol decoders' caches, the symbol
+// cache (16 MiB), queries and the runtime.
 const memoryOverhead = 256 << 20
 
 // runtimeMemoryLimit returns the soft memory limit serve gives the Go
 // runtime, or 0 to leave the runtime's own: --memory-limit when set (0:
 // none), else --memory-budget + the request bodies' memory +
-// memoryOverhead, unless the GOMEMLIMIT environment variable (gomemlimit)
-// sets one. fs holds cfg's parsed flags.
+// memoryOverhead, less what the store holds outside the Go heap
+// (timeseries.StoreOffHeapBytes), so that the whole process stays within
+// the sum; unless the GOMEMLIMIT environment variable (gomemlimit) sets
+// one. fs holds cfg's parsed flags.
 func runtimeMemoryLimit(cfg *serveConfig, fs *flag.FlagSet, gomemlimit string) int64 {
 	if gomemlimit != "" {
 		return 0
@@ -470,7 +472,7 @@ func runtimeMemoryLimit(cfg *serveConfig, fs *flag.FlagSet, gomemlimit string) i
 		}
 		bodies = int64(writes) * int64(cfg.maxBody)
 	}
-	return int64(cfg.memoryBudget) + bodies + memoryOverhead
+	return int64(cfg.memoryBudget) + bodies + memoryOverhead - timeseries.StoreOffHeapBytes()
 }
 
 // sizeOrZero is a byteSize that also takes 0, meaning off.

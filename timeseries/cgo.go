@@ -1,0 +1,6 @@
+//go:build cgo
+
+package timeseries
+
+// cgoEnabled: Pebble allocates its cache and memtables with C's allocator.
+const cgoEnabled = true
