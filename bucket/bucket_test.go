@@ -695,3 +695,112 @@ func TestCorruptIsCorruption(t *testing.T) {
 		t.Errorf("version 9: %v is corruption", err)
 	}
 }
+
+// Times in whole microseconds, milliseconds or seconds are stored divided
+// by their unit (timeScaled), and decode to the same values.
+func TestScaledTimes(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	jittered := func(unit int64, start int64) []int64 {
+		ts := make([]int64, 360)
+		for i := range ts {
+			ts[i] = start + (int64(i)*10e9+rng.Int63n(2e9))/unit*unit
+		}
+		return ts
+	}
+	var enc Encoder
+	var r Reader
+	for _, tc := range []struct {
+		name  string
+		times []int64
+		k     byte // the scale exponent written, 0: none
+	}{
+		{"ns", jittered(1, 1.7e18), 0},
+		{"us", jittered(1e3, 1.7e18), 3},
+		{"ms", jittered(1e6, 1.7e18), 6},
+		{"s", jittered(1e9, 1.7e18), 9},
+		{"ms before 1970", jittered(1e6, -1e18-1e6), 6},
+		{"ms off a ms min", []int64{7, 7 + 2e6, 7 + 5e6, 7 + 1e6}, 6}, // multiples past the minimum
+		{"unsorted s", []int64{30e9, 10e9, 20e9, 10e9, 0}, 9},
+		{"one row", []int64{5e9}, 0},
+		{"equal", []int64{5e9, 5e9, 5e9}, 9},
+		{"extremes", []int64{math.MinInt64, math.MaxInt64 - 807}, 0},   // span 2^64-808: wraps to -808
+		{"extremes ms", []int64{math.MinInt64, math.MinInt64 + 9e18}, 9}, // 9e18 fits
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cols := Columns{Times: tc.times, Fields: []Column{intCol("i", regularTimes(len(tc.times), 0, 1)...)}}
+			buf := roundTrip(t, &cols)
+			if err := r.Reset(buf); err != nil {
+				t.Fatal(err)
+			}
+			col := buf[r.timeOff : r.timeOff+r.timeLen]
+			if k := byte(0); col[0] == timeScaled {
+				k = col[1]
+				if k != tc.k {
+					t.Fatalf("scale 10^%d, want 10^%d", k, tc.k)
+				}
+			} else if tc.k != 0 {
+				t.Fatalf("mode %d, want scaled by 10^%d", col[0], tc.k)
+			}
+		})
+	}
+	// Jittered milliseconds cost their milliseconds: under half the bytes
+	// of the same times with nanoseconds kept.
+	ms := jittered(1e6, 1.7e18)
+	ns := slices.Clone(ms)
+	for i := range ns {
+		ns[i] += rng.Int63n(1e6)
+	}
+	size := func(ts []int64) int {
+		buf, err := enc.Encode(nil, &Columns{Times: ts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(buf)
+	}
+	if a, b := size(ms), size(ns); a*2 > b {
+		t.Fatalf("ms times %d bytes, ns times %d", a, b)
+	}
+}
+
+// A scaled time column with a bad scale, a scale inside a scale, or values
+// past the header's range is corrupt.
+func TestScaledTimesCorrupt(t *testing.T) {
+	var enc Encoder
+	var r Reader
+	buf, err := enc.Encode(nil, &Columns{Times: []int64{0, 3e6, 1e6, 7e6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Reset(buf); err != nil {
+		t.Fatal(err)
+	}
+	off := r.timeOff
+	if buf[off] != timeScaled || buf[off+1] != 6 {
+		t.Fatalf("time column %x: not scaled by 10^6", buf[off:])
+	}
+	for _, tc := range []struct {
+		name string
+		at   int
+		b    byte
+	}{
+		{"scale 10^4", 1, 4},
+		{"scale 10^0", 1, 0},
+		{"scale 10^12", 1, 12},
+		{"scale 10^255", 1, 255},
+		{"scaled twice", 2, timeScaled},
+		{"unknown inner mode", 2, 7},
+		{"scale 10^3: values short of the maximum", 1, 3},
+		{"scale 10^9: values past the maximum", 1, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := slices.Clone(buf)
+			bad[off+tc.at] = tc.b
+			if err := r.Reset(bad); err != nil {
+				return // refused on reset: fine
+			}
+			if _, err := r.Times(nil); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Times: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}

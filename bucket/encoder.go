@@ -36,6 +36,7 @@ type Encoder struct {
 	shared     []byte
 	buf2       []byte
 	ints       []int64
+	scaled     []int64
 	words      []uint64
 	runs       []int64
 	dict       map[string]int32

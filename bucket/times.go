@@ -9,10 +9,52 @@ import (
 const (
 	timeDoD    = 0 // delta of delta, zero runs length-encoded, varints
 	timeDeltas = 1 // int stream of the deltas
+	// timeScaled: an exponent byte k (3, 6 or 9), then a time column in
+	// mode timeDoD or timeDeltas of (t - min_time) / 10^k, relative to 0:
+	// times in whole microseconds, milliseconds or seconds.
+	timeScaled = 2
 )
+
+// timeScales holds the powers of ten of the time scales (timeScaled).
+var timeScales = [...]int64{3: 1e3, 6: 1e6, 9: 1e9}
+
+// timeScale returns the largest k of 9, 6 and 3 such that every time of ts
+// is min_time plus a multiple of 10^k, or 0 when there is none. Times
+// written in milliseconds (a BSON date, line protocol at precision=ms)
+// then cost their milliseconds' entropy, not that of the nanoseconds'
+// zero digits.
+func timeScale(ts []int64, minT int64) byte {
+	k := byte(9)
+	for _, t := range ts {
+		o := t - minT // wraps for spans past MaxInt64: still a multiple or not
+		for o%timeScales[k] != 0 {
+			if k -= 3; k == 0 {
+				return 0
+			}
+		}
+	}
+	return k
+}
 
 // appendTimes appends the time column.
 func (e *Encoder) appendTimes(dst []byte, ts []int64, minT int64) []byte {
+	if len(ts) < 2 {
+		return e.appendTimesIn(dst, ts, minT)
+	}
+	k := timeScale(ts, minT)
+	if k == 0 {
+		return e.appendTimesIn(dst, ts, minT)
+	}
+	scaled := e.scaled[:0]
+	for _, t := range ts {
+		scaled = append(scaled, (t-minT)/timeScales[k])
+	}
+	e.scaled = scaled
+	return e.appendTimesIn(append(dst, timeScaled, k), scaled, 0)
+}
+
+// appendTimesIn appends a time column in mode timeDoD or timeDeltas.
+func (e *Encoder) appendTimesIn(dst []byte, ts []int64, minT int64) []byte {
 	start := len(dst)
 	dst = append(dst, timeDoD)
 	dst = binary.AppendUvarint(dst, uint64(ts[0]-minT))
@@ -63,13 +105,21 @@ func (r *Reader) Times(dst []int64) ([]int64, error) {
 	}
 	dst = grow(dst, r.rows)
 	src := r.data[r.timeOff : r.timeOff+r.timeLen]
+	base, scale := r.minT, int64(1)
+	if src[0] == timeScaled {
+		if len(src) < 3 || src[1] > 9 || timeScales[src[1]] == 0 {
+			return dst[:0], corruptf("time column: scale")
+		}
+		base, scale = 0, timeScales[src[1]]
+		src = src[2:]
+	}
 	mode := src[0]
 	t0, k := binary.Uvarint(src[1:])
 	if k <= 0 {
 		return dst[:0], corruptf("time column: first time")
 	}
 	src = src[1+k:]
-	dst[0] = r.minT + int64(t0)
+	dst[0] = base + int64(t0)
 	switch mode {
 	case timeDoD:
 		if r.rows > 1 {
@@ -123,6 +173,11 @@ func (r *Reader) Times(dst []int64) ([]int64, error) {
 	}
 	if len(src) != 0 {
 		return dst[:0], corruptf("time column: %d trailing bytes", len(src))
+	}
+	if scale != 1 {
+		for i, o := range dst {
+			dst[i] = r.minT + o*scale
+		}
 	}
 	lo, hi := dst[0], dst[0]
 	for _, t := range dst {

@@ -23,9 +23,13 @@ var (
 	keyFormat     = []byte{spaceMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 )
 
-// formatVersion is the version of the key schema and record layouts; a store
-// written by a newer version is refused.
-const formatVersion = 1
+// formatVersion is the version of the key schema, record layouts and
+// bucket encodings a store may hold; a store written by a newer version is
+// refused, and an older one is raised to it on open (this build reads
+// every older version). 1: the first; 2: time columns of buckets may be
+// scaled to whole microseconds, milliseconds or seconds (bucket format,
+// time mode 2), which builds of version 1 cannot read.
+const formatVersion = 2
 
 const bucketKeyLen = 1 + 4 + 8 + 8 + 8
 

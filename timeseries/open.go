@@ -216,6 +216,16 @@ func (db *DB) load() error {
 		if len(ver) != 1 || ver[0] > formatVersion {
 			return fmt.Errorf("%w: version %v, this build reads %d", ErrNewerFormat, ver, formatVersion)
 		}
+		if ver[0] < formatVersion && !db.readOnly {
+			// Before anything of the new version is written, so that an
+			// older build refuses the store rather than misreading it.
+			if err := db.pdb.Set(keyFormat, []byte{formatVersion}, pebble.NoSync); err != nil {
+				return err
+			}
+			if err := db.pdb.Flush(); err != nil {
+				return err
+			}
+		}
 	}
 	if _, closer, err := db.pdb.Get(keyRestoring); err == nil {
 		closer.Close()
