@@ -723,7 +723,7 @@ func TestScaledTimes(t *testing.T) {
 		{"unsorted s", []int64{30e9, 10e9, 20e9, 10e9, 0}, 9},
 		{"one row", []int64{5e9}, 0},
 		{"equal", []int64{5e9, 5e9, 5e9}, 9},
-		{"extremes", []int64{math.MinInt64, math.MaxInt64 - 807}, 0},   // span 2^64-808: wraps to -808
+		{"extremes", []int64{math.MinInt64, math.MaxInt64 - 807}, 0},     // span 2^64-808: wraps to -808
 		{"extremes ms", []int64{math.MinInt64, math.MinInt64 + 9e18}, 9}, // 9e18 fits
 	} {
 		t.Run(tc.name, func(t *testing.T) {
