@@ -2,9 +2,12 @@ package bucket
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -802,5 +805,39 @@ func TestScaledTimesCorrupt(t *testing.T) {
 				t.Fatalf("Times: %v, want ErrCorrupt", err)
 			}
 		})
+	}
+}
+
+// The fixtures of testdata/v4 (store format 2) hold scaled time columns:
+// their whole seconds are what TestFormatFixtures reads there.
+func TestFormatFixturesScaledTimes(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "v4", "buckets")
+	b, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp []struct {
+		File  string   `json:"file"`
+		Names []string `json:"names"`
+	}
+	if err := json.Unmarshal(b, &exp); err != nil {
+		t.Fatal(err)
+	}
+	scaled := 0
+	for _, e := range exp {
+		data, err := os.ReadFile(filepath.Join(dir, e.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Reader
+		if err := r.ResetNames(data, e.Names); err != nil {
+			t.Fatalf("%s: %v", e.File, err)
+		}
+		if data[r.timeOff] == timeScaled {
+			scaled++
+		}
+	}
+	if scaled == 0 {
+		t.Fatal("no v4 fixture bucket has a scaled time column")
 	}
 }

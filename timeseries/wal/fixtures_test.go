@@ -34,6 +34,7 @@ var walFixtures = []struct {
 	{"v1/logonly/wal", "v1/logonly.wal.json", true},
 	{"v2/logonly/wal", "v2/logonly.wal.json", true},
 	{"v3/logonly/wal", "v3/logonly.wal.json", true},
+	{"v4/logonly/wal", "v4/logonly.wal.json", true},
 }
 
 func readFixtureRecords(t *testing.T, path string) []fixtureRecord {
