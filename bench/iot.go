@@ -55,6 +55,10 @@ type IoT struct {
 	LateBy time.Duration
 	Start  time.Time // default 2024-01-01T00:00:00Z
 	Seed   int64     // default 1
+	// Precision rounds every time down to a multiple of it (default 1 ns:
+	// the jitter's nanoseconds kept), as a device that reports
+	// milliseconds or a BSON date would.
+	Precision time.Duration
 }
 
 // EnsureDefaults fills in zero fields.
@@ -86,6 +90,9 @@ func (w *IoT) EnsureDefaults() {
 	if w.Seed == 0 {
 		w.Seed = 1
 	}
+	if w.Precision == 0 {
+		w.Precision = time.Nanosecond
+	}
 }
 
 // Validate checks the parameters after defaults.
@@ -98,6 +105,8 @@ func (w IoT) Validate() error {
 		return fmt.Errorf("%w: %d fields per sensor; want 1 to 3", ErrInvalidWorkload, w.Fields)
 	case w.Interval <= 0 || w.Span <= 0:
 		return fmt.Errorf("%w: interval and span must be positive", ErrInvalidWorkload)
+	case w.Precision < 0 || w.Precision > w.Interval:
+		return fmt.Errorf("%w: precision %v: want 1 ns to the interval (%v)", ErrInvalidWorkload, w.Precision, w.Interval)
 	case w.Jitter < 0 || w.Jitter >= 0.5 || w.Late < 0 || w.Late > 1 || w.LateBy < 0:
 		return fmt.Errorf("%w: jitter must be in [0, 0.5), late in [0, 1], lateBy not negative", ErrInvalidWorkload)
 	case float64(w.Sensors)*float64(w.Span/w.Interval) > math.MaxInt32*8:
@@ -151,6 +160,7 @@ func (w IoT) NewLineWriter() func(dst []byte) ([]byte, bool) {
 		if rng.Float64() < w.Late {
 			t -= int64(rng.Float64() * float64(w.LateBy))
 		}
+		t -= t % int64(w.Precision) // times are after 1970: t % p >= 0
 		values[s] += rng.NormFloat64() * 0.1
 		dst = append(dst, "iot,sensor=s"...)
 		dst = appendPadded(dst, s, 6)

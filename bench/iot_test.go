@@ -80,6 +80,49 @@ func TestIoTShape(t *testing.T) {
 	}
 }
 
+// With a Precision every time is a multiple of it, and the workload is
+// otherwise the same: each time is the nanosecond one rounded down.
+func TestIoTPrecision(t *testing.T) {
+	decode := func(w IoT) []int64 {
+		t.Helper()
+		w.EnsureDefaults()
+		if err := w.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		var res lineproto.Result
+		lineproto.NewDecoder().Decode(iotBytes(w), lineproto.Nanosecond, time.Now(), &res)
+		ts := make([]int64, len(res.Measurements))
+		for i, m := range res.Measurements {
+			ts[i] = m.Time
+		}
+		return ts
+	}
+	w := IoT{Sensors: 50, Span: 10 * time.Minute}
+	ns := decode(w)
+	w.Precision = time.Millisecond
+	ms := decode(w)
+	if len(ms) != len(ns) {
+		t.Fatalf("%d rows in ms, %d in ns", len(ms), len(ns))
+	}
+	subMs := 0
+	for i := range ms {
+		if ms[i]%1e6 != 0 || ms[i] != ns[i]-ns[i]%1e6 {
+			t.Fatalf("row %d: %d, from %d", i, ms[i], ns[i])
+		}
+		if ns[i]%1e6 != 0 {
+			subMs++
+		}
+	}
+	if subMs < len(ns)/2 {
+		t.Fatalf("only %d of %d nanosecond times have digits below the millisecond", subMs, len(ns))
+	}
+	for _, bad := range []IoT{{Precision: -1}, {Precision: time.Minute}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
 func TestLoadIoT(t *testing.T) {
 	f := &fakeTarget{}
 	srv := newFakeServer(f)

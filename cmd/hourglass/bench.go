@@ -108,6 +108,7 @@ type benchConfig struct {
 	format            string
 	sensors, fields   int
 	late              float64
+	precision         time.Duration
 	order             string
 	duration, settle  time.Duration
 	queries           int
@@ -218,20 +219,20 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	switch cfg.workload {
 	case "cpu-only":
 	case "iot":
-		iot := bench.IoT{Sensors: cfg.sensors, Fields: cfg.fields, Span: time.Duration(cfg.hours) * time.Hour, Late: cfg.late}
+		iot := bench.IoT{Sensors: cfg.sensors, Fields: cfg.fields, Span: time.Duration(cfg.hours) * time.Hour, Late: cfg.late, Precision: cfg.precision}
 		if err := iot.Validate(); err != nil {
 			return err
 		}
 		iot.EnsureDefaults()
 		src = iot
-		desc = fmt.Sprintf("iot, %d sensors, %d fields, %d h, %.1f%% late", iot.Sensors, iot.Fields, cfg.hours, 100*iot.Late)
+		desc = fmt.Sprintf("iot, %d sensors, %d fields, %d h, %.1f%% late, times in %v", iot.Sensors, iot.Fields, cfg.hours, 100*iot.Late, iot.Precision)
 	case "high-cardinality":
 		// Many series, few points each: one point a minute for 10 minutes.
 		n := cfg.sensors
 		if n == 0 {
 			n = 1_000_000
 		}
-		iot := bench.IoT{Sensors: n, Fields: 1, Interval: time.Minute, Span: 10 * time.Minute, Late: cfg.late}
+		iot := bench.IoT{Sensors: n, Fields: 1, Interval: time.Minute, Span: 10 * time.Minute, Late: cfg.late, Precision: cfg.precision}
 		if err := iot.Validate(); err != nil {
 			return err
 		}
@@ -298,6 +299,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.sensors, "sensors", 0, "iot and high-cardinality: sensors (`n`; 0: 10,000 for iot, 1,000,000 for high-cardinality)")
 	fs.IntVar(&cfg.fields, "fields", 2, "iot: fields per sensor (`n`, 1 to 3)")
 	fs.Float64Var(&cfg.late, "late", 0.01, "iot: share of points sent late, out of order (`fraction`)")
+	fs.DurationVar(&cfg.precision, "time-precision", time.Nanosecond, "iot and high-cardinality: times are rounded down to a multiple of this `unit` (1ns: the jitter's nanoseconds kept; 1ms: as a device reporting milliseconds, or a BSON date)")
 	fs.StringVar(&cfg.order, "order", "asc", "order of each series' rows inside a batch: `asc` (time order), desc (newest first) or shuffle (random, seeded)")
 	fs.StringVar(&cfg.values, "values", "int", "field values: `int` (58i, as TSBS writes) or float (full precision)")
 	fs.IntVar(&cfg.workers, "workers", 2, "concurrent writers (`n`)")
