@@ -254,10 +254,16 @@ func runModel(t *testing.T, seed uint64, steps int) {
 }
 
 // hourTime returns a time h whole hours before now (negative: after), plus
-// 1..3599 s.
+// 1..3599 s, and one time in four plus a fraction of a second: buckets of
+// whole seconds store their times scaled (bucket time mode 2), the others
+// not.
 func (r *modelRun) hourTime(h int) int64 {
 	now := r.clock.Now().UnixNano()
-	return now - int64(h)*modelHour + (1+r.rng.Int64N(3599))*int64(time.Second)
+	t := now - int64(h)*modelHour + (1+r.rng.Int64N(3599))*int64(time.Second)
+	if r.rng.IntN(4) == 0 {
+		t += r.rng.Int64N(int64(time.Second))
+	}
+	return t
 }
 
 func (r *modelRun) newRows() ([]Measurement, []int64) {
