@@ -660,10 +660,10 @@ func TestSharedBlockLimits(t *testing.T) {
 func TestEncodingCheck(t *testing.T) {
 	allowed := map[Type][]encoding{
 		TypeFloat:  {encDecimal, encFloat},
-		TypeInt:    {encInt},
+		TypeInt:    {encInt, encScaledInt},
 		TypeString: {encString},
 		TypeBool:   {encBool},
-		TypeDate:   {encInt},
+		TypeDate:   {encInt, encScaledInt},
 	}
 	for typ := TypeFloat; typ <= TypeDate; typ++ {
 		for e := encoding(0); e < 16; e++ {
@@ -676,7 +676,7 @@ func TestEncodingCheck(t *testing.T) {
 			}
 		}
 	}
-	names := []string{"empty", "int", "decimal", "float", "string", "bool", "encoding(6)"}
+	names := []string{"empty", "int", "decimal", "float", "string", "bool", "scaled int", "encoding(7)"}
 	for e, want := range names {
 		if got := encoding(e).String(); got != want {
 			t.Errorf("encoding %d is %q, want %q", e, got, want)
@@ -839,5 +839,103 @@ func TestFormatFixturesScaledTimes(t *testing.T) {
 	}
 	if scaled == 0 {
 		t.Fatal("no v4 fixture bucket has a scaled time column")
+	}
+}
+
+// Int and date columns whose values are all multiples of a power of ten are
+// stored divided by it (encScaledInt), decode to the same values and
+// bounds, and take fewer bytes.
+func TestScaledInts(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	msDates := make([]int64, 300)
+	for i := range msDates {
+		msDates[i] = (1.7e12 + rng.Int63n(1e9)) * 1e6 // whole milliseconds, in ns
+	}
+	round := make([]int64, 300)
+	for i := range round {
+		round[i] = (rng.Int63n(2000) - 1000) * 100
+	}
+	present := bitmap(300, func(i int) bool { return i%3 != 0 })
+	for _, tc := range []struct {
+		name string
+		col  Column
+		k    byte // 0: not scaled
+	}{
+		{"ms dates", Column{Name: "d", Type: TypeDate, Ints: msDates}, 6},
+		{"round ints", intCol("i", round...), 2},
+		{"round ints, some absent", Column{Name: "i", Type: TypeInt, Ints: round, Present: present}, 2},
+		{"zeros and a thousand", intCol("i", 0, 0, 1000, 0, -3000), 3},
+		{"all zero", intCol("i", 0, 0, 0), 0},
+		{"one value", intCol("i", 5e17), 17},
+		{"extremes", intCol("i", 9e18, -9e18, 0), 18},
+		{"min and max int", intCol("i", math.MinInt64, math.MaxInt64), 0},
+		{"not round", intCol("i", 10, 20, 25), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cols := Columns{Times: regularTimes(tc.col.Len(), 0, 1e9), Fields: []Column{tc.col}}
+			buf := roundTrip(t, &cols)
+			var r Reader
+			if err := r.Reset(buf); err != nil {
+				t.Fatal(err)
+			}
+			m := &r.fields[0].info
+			switch {
+			case tc.k == 0 && m.enc == encScaledInt:
+				t.Fatalf("scaled by 10^%d, want not scaled", m.k)
+			case tc.k != 0 && (m.enc != encScaledInt || m.k != tc.k):
+				t.Fatalf("encoding %v k %d, want scaled int k %d", m.enc, m.k, tc.k)
+			}
+		})
+	}
+	// Dates in whole milliseconds cost their milliseconds: 20 bits a value
+	// less than the same column unscaled.
+	var enc Encoder
+	scaled, err := enc.Encode(nil, &Columns{Times: regularTimes(300, 0, 1e9), Fields: []Column{{Name: "d", Type: TypeDate, Ints: msDates}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := slices.Clone(msDates)
+	ns[0]++ // one value off the millisecond: not scalable
+	plain, err := enc.Encode(nil, &Columns{Times: regularTimes(300, 0, 1e9), Fields: []Column{{Name: "d", Type: TypeDate, Ints: ns}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scaled)+300*19/8 > len(plain) {
+		t.Fatalf("ms dates scaled %d bytes, unscaled %d", len(scaled), len(plain))
+	}
+}
+
+// A scaled int column with a bad scale, bounds that overflow once scaled,
+// or a value that does is corrupt.
+func TestScaledIntsCorrupt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stats []byte
+	}{
+		{"scale 0", appendIntStats([]byte{0}, &fieldMeta{minI: 1, maxI: 2})},
+		{"scale 19", appendIntStats([]byte{19}, &fieldMeta{minI: 1, maxI: 2})},
+		{"max overflows", appendIntStats([]byte{18}, &fieldMeta{minI: 1, maxI: 10})},
+		{"min overflows", appendIntStats([]byte{3}, &fieldMeta{minI: math.MinInt64 / 100, maxI: 0})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &cursor{data: tc.stats, p: tc.stats}
+			var m fieldMeta
+			if err := readScaledIntStats(c, &m); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("stats %x: %v, want ErrCorrupt", tc.stats, err)
+			}
+		})
+	}
+	// A value past the bounds that overflows once scaled.
+	var ie intEncoder
+	src := ie.appendInts(nil, []int64{1, 10})
+	r := Reader{rows: 2}
+	m := &fieldMeta{enc: encScaledInt, k: 18, count: 2}
+	if _, err := r.readScaledIntColumn(src, m, &Column{Type: TypeInt}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a value of 10 x 10^18: %v, want ErrCorrupt", err)
+	}
+	m.k = 17
+	col := Column{Type: TypeInt}
+	if _, err := r.readScaledIntColumn(src, m, &col); err != nil || col.Ints[1] != 1e18 {
+		t.Fatalf("10 x 10^17: %v, %v", err, col.Ints)
 	}
 }

@@ -23,6 +23,9 @@ func (e *Encoder) appendIntColumn(dst []byte, c *Column, rows int, m *fieldMeta)
 		}
 		e.ints = vals
 	}
+	if dst, ok := e.appendScaledInt(dst, vals, m); ok {
+		return dst
+	}
 	m.enc = encInt
 	m.setIntRange(vals)
 	return e.ie.appendInts(dst, vals)

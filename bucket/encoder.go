@@ -12,7 +12,7 @@ import (
 type fieldMeta struct {
 	enc    encoding
 	count  int
-	k      byte // decimal scale
+	k      byte // decimal scale, or the power of ten of a scaled int
 	hasNaN bool
 	minI   int64
 	maxI   int64
@@ -37,6 +37,7 @@ type Encoder struct {
 	buf2       []byte
 	ints       []int64
 	scaled     []int64
+	quot       []int64
 	words      []uint64
 	runs       []int64
 	dict       map[string]int32

@@ -19,6 +19,9 @@ const (
 	encFloat   encoding = 3 // TypeFloat as order-preserving int64 bit patterns (enc_float.go)
 	encString  encoding = 4 // TypeString as a dictionary and an int stream of indices (enc_string.go)
 	encBool    encoding = 5 // TypeBool as a bitset stream (enc_bool.go)
+	// encScaledInt: TypeInt and TypeDate divided by one power of ten, as an
+	// int stream (enc_scaled.go; store format 3 on).
+	encScaledInt encoding = 6
 )
 
 // encodingSpec is what a reader checks a control entry's encoding against.
@@ -32,12 +35,13 @@ type encodingSpec struct {
 }
 
 var encodings = [...]*encodingSpec{
-	encEmpty:   &emptySpec,
-	encInt:     &intSpec,
-	encDecimal: &decimalSpec,
-	encFloat:   &floatSpec,
-	encString:  &stringSpec,
-	encBool:    &boolSpec,
+	encEmpty:     &emptySpec,
+	encInt:       &intSpec,
+	encDecimal:   &decimalSpec,
+	encFloat:     &floatSpec,
+	encString:    &stringSpec,
+	encBool:      &boolSpec,
+	encScaledInt: &scaledIntSpec,
 }
 
 // spec returns e's spec, or nil for an unknown encoding.
@@ -76,6 +80,8 @@ func (m *fieldMeta) appendStats(dst []byte) []byte {
 		return appendIntStats(dst, m)
 	case encDecimal:
 		return appendDecimalStats(dst, m)
+	case encScaledInt:
+		return appendScaledIntStats(dst, m)
 	case encFloat:
 		return appendFloatStats(dst, m)
 	}
@@ -89,6 +95,8 @@ func (m *fieldMeta) readStats(c *cursor) error {
 		return readIntStats(c, m)
 	case encDecimal:
 		return readDecimalStats(c, m)
+	case encScaledInt:
+		return readScaledIntStats(c, m)
 	case encFloat:
 		return readFloatStats(c, m)
 	}
@@ -102,6 +110,8 @@ func (m *fieldMeta) setInfo(fi *FieldInfo) {
 		intInfo(m, fi)
 	case encDecimal:
 		decimalInfo(m, fi)
+	case encScaledInt:
+		scaledIntInfo(m, fi)
 	case encFloat:
 		floatInfo(m, fi)
 	}
@@ -119,6 +129,8 @@ func (r *Reader) readValues(src []byte, m *fieldMeta, dst *Column) ([]byte, erro
 		return r.readIntColumn(src, m, dst)
 	case encDecimal:
 		return r.readDecimalColumn(src, m, dst)
+	case encScaledInt:
+		return r.readScaledIntColumn(src, m, dst)
 	case encFloat:
 		return r.readFloatColumn(src, m, dst)
 	case encString:

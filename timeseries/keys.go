@@ -28,8 +28,9 @@ var (
 // refused, and an older one is raised to it on open (this build reads
 // every older version). 1: the first; 2: time columns of buckets may be
 // scaled to whole microseconds, milliseconds or seconds (bucket format,
-// time mode 2), which builds of version 1 cannot read.
-const formatVersion = 2
+// time mode 2), which builds of version 1 cannot read; 3: int and date
+// columns may be divided by a power of ten (bucket encoding 6, scaled int).
+const formatVersion = 3
 
 const bucketKeyLen = 1 + 4 + 8 + 8 + 8
 
