@@ -808,37 +808,54 @@ func TestScaledTimesCorrupt(t *testing.T) {
 	}
 }
 
-// The fixtures of testdata/v4 (store format 2) hold scaled time columns:
-// their whole seconds are what TestFormatFixtures reads there.
-func TestFormatFixturesScaledTimes(t *testing.T) {
-	dir := filepath.Join("..", "testdata", "v4", "buckets")
-	b, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-	if err != nil {
-		t.Fatal(err)
+// The fixtures of each store format hold what that format added: scaled
+// time columns from testdata/v4 (store format 2) on, scaled int columns
+// from testdata/v5 (3) on. TestFormatFixtures reads their values.
+func TestFormatFixturesFeatures(t *testing.T) {
+	scaledTimes := func(r *Reader, data []byte) bool { return data[r.timeOff] == timeScaled }
+	scaledInts := func(r *Reader, _ []byte) bool {
+		for i := range r.fields {
+			if r.fields[i].info.enc == encScaledInt {
+				return true
+			}
+		}
+		return false
 	}
-	var exp []struct {
-		File  string   `json:"file"`
-		Names []string `json:"names"`
-	}
-	if err := json.Unmarshal(b, &exp); err != nil {
-		t.Fatal(err)
-	}
-	scaled := 0
-	for _, e := range exp {
-		data, err := os.ReadFile(filepath.Join(dir, e.File))
+	for _, tc := range []struct {
+		dir, what string
+		has       func(r *Reader, data []byte) bool
+	}{
+		{"v4", "a scaled time column", scaledTimes},
+		{"v5", "a scaled time column", scaledTimes},
+		{"v5", "a scaled int column", scaledInts},
+	} {
+		dir := filepath.Join("..", "testdata", tc.dir, "buckets")
+		b, err := os.ReadFile(filepath.Join(dir, "expected.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r Reader
-		if err := r.ResetNames(data, e.Names); err != nil {
-			t.Fatalf("%s: %v", e.File, err)
+		var exp []struct {
+			File  string   `json:"file"`
+			Names []string `json:"names"`
 		}
-		if data[r.timeOff] == timeScaled {
-			scaled++
+		if err := json.Unmarshal(b, &exp); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if scaled == 0 {
-		t.Fatal("no v4 fixture bucket has a scaled time column")
+		found := false
+		for _, e := range exp {
+			data, err := os.ReadFile(filepath.Join(dir, e.File))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r Reader
+			if err := r.ResetNames(data, e.Names); err != nil {
+				t.Fatalf("%s/%s: %v", tc.dir, e.File, err)
+			}
+			found = found || tc.has(&r, data)
+		}
+		if !found {
+			t.Errorf("no %s fixture bucket has %s", tc.dir, tc.what)
+		}
 	}
 }
 

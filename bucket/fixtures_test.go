@@ -46,7 +46,7 @@ type fixtureBucket struct {
 var fixtureVersions = []struct {
 	dir     string
 	version byte
-}{{"v1", bucket.Version}, {"v2", bucket.VersionRefs}, {"v3", bucket.VersionShared}, {"v4", bucket.VersionShared}}
+}{{"v1", bucket.Version}, {"v2", bucket.VersionRefs}, {"v3", bucket.VersionShared}, {"v4", bucket.VersionShared}, {"v5", bucket.VersionShared}}
 
 func loadBucketFixtures(t *testing.T, dir string) []fixtureBucket {
 	t.Helper()

@@ -35,6 +35,7 @@ var walFixtures = []struct {
 	{"v2/logonly/wal", "v2/logonly.wal.json", true},
 	{"v3/logonly/wal", "v3/logonly.wal.json", true},
 	{"v4/logonly/wal", "v4/logonly.wal.json", true},
+	{"v5/logonly/wal", "v5/logonly.wal.json", true},
 }
 
 func readFixtureRecords(t *testing.T, path string) []fixtureRecord {
