@@ -47,6 +47,14 @@ func fuzzSeeds() [][]byte {
 	out = append(out, buf)
 	tsbs = tsbsBuckets(tsbsWholeFloat, 1)[0]
 	buf, _ = enc.EncodeRefs(nil, &tsbs, refs)
+	out = append(out, buf)
+	// Times and dates in whole milliseconds: scaled.
+	ms := Columns{Times: make([]int64, 50), Fields: []Column{{Name: "d", Type: TypeDate, Ints: make([]int64, 50)}}}
+	for i := range ms.Times {
+		ms.Times[i] = (1.7e12 + int64(i)*1000 + rng.Int63n(100)) * 1e6
+		ms.Fields[0].Ints[i] = (1.6e12 + rng.Int63n(1e9)) * 1e6
+	}
+	buf, _ = enc.Encode(nil, &ms)
 	return append(out, buf)
 }
 
@@ -145,9 +153,12 @@ func fuzzColumns(data []byte) *Columns {
 		case TypeInt, TypeDate:
 			c.Ints = make([]int64, rows)
 			for i := range c.Ints {
-				if mode == 0 {
+				switch mode {
+				case 0:
 					c.Ints[i] = int64(u64())
-				} else {
+				case 3:
+					c.Ints[i] = int64(int8(next(1)[0])) * 1e6 // whole milliseconds: scaled
+				default:
 					c.Ints[i] = int64(int8(next(1)[0])) << (mode * 8)
 				}
 			}
