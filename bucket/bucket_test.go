@@ -956,3 +956,46 @@ func TestScaledIntsCorrupt(t *testing.T) {
 		t.Fatalf("10 x 10^17: %v, %v", err, col.Ints)
 	}
 }
+
+// BenchmarkScaledColumns reports the bytes a value of columns in whole
+// units take scaled (encScaledInt) and, with one value off the unit, not:
+//
+//	go test ./bucket -run '^$' -bench ScaledColumns -benchtime 1x
+func BenchmarkScaledColumns(b *testing.B) {
+	var enc Encoder
+	size := func(ints []int64, typ Type) int {
+		buf, err := enc.Encode(nil, &Columns{Times: regularTimes(len(ints), 0, 10e9), Fields: []Column{{Name: "x", Type: typ, Ints: ints}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(buf)
+	}
+	base := size(make([]int64, 360), TypeInt) // the times and the header
+	for _, c := range []struct {
+		name string
+		typ  Type
+		gen  func(rng *rand.Rand, i int) int64
+	}{
+		{"ms-reading-times", TypeDate, func(rng *rand.Rand, i int) int64 { return (1.7e12 + int64(i)*10000 + rng.Int63n(2000)) * 1e6 }},
+		{"ms-dates-in-a-year", TypeDate, func(rng *rand.Rand, i int) int64 { return (1.7e12 + rng.Int63n(365*86400e3)) * 1e6 }},
+		{"watts-by-10", TypeInt, func(rng *rand.Rand, i int) int64 { return (100 + rng.Int63n(300)) * 10 }},
+		{"pascals-by-100", TypeInt, func(rng *rand.Rand, i int) int64 { return 101300 + (rng.Int63n(21)-10)*100 }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rng := rand.New(rand.NewSource(1))
+			vals := make([]int64, 360)
+			for i := range vals {
+				vals[i] = c.gen(rng, i)
+			}
+			var scaled, plain int
+			for i := 0; i < b.N; i++ {
+				scaled = size(vals, c.typ)
+				off := slices.Clone(vals)
+				off[0]++
+				plain = size(off, c.typ)
+			}
+			b.ReportMetric(float64(scaled-base)/360, "B/value")
+			b.ReportMetric(float64(plain-base)/360, "B/value-unscaled")
+		})
+	}
+}
