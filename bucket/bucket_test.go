@@ -999,3 +999,88 @@ func BenchmarkScaledColumns(b *testing.B) {
 		})
 	}
 }
+
+// A symbol block takes Huffman coding over FSE when it is at most slack
+// bytes larger, never when it is larger than the raw symbols, and the
+// smallest mode without slack.
+func TestSymbolSlack(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	var e entropyEncoder
+	found := false
+	for try := 0; try < 200 && !found; try++ {
+		// Skewed symbols, a few hundred: both coders apply, FSE often smaller.
+		syms := make([]byte, 200+rng.Intn(400))
+		for i := range syms {
+			syms[i] = byte(min(rng.ExpFloat64()*2, 20))
+		}
+		strict := e.appendSymbols(nil, syms, 0)
+		if strict[0] != symFSE {
+			continue
+		}
+		found = true
+		loose := e.appendSymbols(nil, syms, 1<<20)
+		if loose[0] != symHuff {
+			t.Fatalf("mode %d with any slack, want Huffman (%d symbols)", loose[0], len(syms))
+		}
+		if len(loose) > len(syms)+1 {
+			t.Fatalf("Huffman block of %d bytes for %d symbols: larger than raw", len(loose), len(syms))
+		}
+		if len(loose) <= len(strict) {
+			t.Fatalf("Huffman %d bytes, FSE %d: FSE should have won without slack", len(loose), len(strict))
+		}
+		exact := e.appendSymbols(nil, syms, len(loose)-len(strict)-1)
+		if exact[0] != symFSE {
+			t.Fatalf("slack one byte short of the difference: mode %d, want FSE", exact[0])
+		}
+		var d entropyDecoder
+		for _, b := range [][]byte{strict, loose} {
+			got, rest, err := d.readSymbols(b[0], b[1:], len(syms))
+			if err != nil || len(rest) != 0 || !slices.Equal(got, syms) {
+				t.Fatalf("mode %d: %v, %d bytes left, equal %v", b[0], err, len(rest), slices.Equal(got, syms))
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no input where FSE is smaller")
+	}
+}
+
+// BenchmarkDecodeJitteredTimes decodes time columns of 360 rows 10 s apart
+// with up to 2 s of jitter in nanoseconds and 1% late by up to 5 minutes
+// (the iot workload's):
+//
+//	go test ./bucket -run '^$' -bench DecodeJitteredTimes
+func BenchmarkDecodeJitteredTimes(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	var enc Encoder
+	var bufs [][]byte
+	total := 0
+	for s := 0; s < 100; s++ {
+		ts := make([]int64, 360)
+		for i := range ts {
+			ts[i] = 1.7e18 + int64(i)*10e9 + rng.Int63n(2e9)
+			if rng.Float64() < 0.01 {
+				ts[i] -= rng.Int63n(300e9)
+			}
+		}
+		buf, err := enc.Encode(nil, &Columns{Times: ts})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bufs = append(bufs, buf)
+		total += len(buf)
+	}
+	var r Reader
+	var out []int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := r.Reset(bufs[i%len(bufs)]); err != nil {
+			b.Fatal(err)
+		}
+		var err error
+		if out, err = r.Times(out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(total)/float64(len(bufs)), "bytes/bucket")
+}

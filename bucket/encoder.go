@@ -210,7 +210,7 @@ func (e *Encoder) share(timeLen int) bool {
 		return false
 	}
 	sh := binary.AppendUvarint(e.shared[:0], uint64(len(e.shareSyms)))
-	sh = e.ie.ent.appendSymbols(sh, e.shareSyms)
+	sh = e.ie.ent.appendSymbols(sh, e.shareSyms, 0)
 	e.shared = sh
 	cost, old := len(sh), 0
 	for j := range e.cands {

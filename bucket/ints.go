@@ -126,7 +126,8 @@ func (e *intEncoder) appendUints(dst []byte, trans byte, base int64, us []uint64
 		e.syms = syms
 		extra = e.bw.flush()
 		e.last.hasSyms, e.last.trans, e.last.base, e.last.extra = true, trans, base, extra
-		e.block = e.ent.appendSymbols(e.block[:0], syms)
+		// Within 1/64 of the extra bits' bytes, the faster symbol decoding.
+		e.block = e.ent.appendSymbols(e.block[:0], syms, len(extra)/64)
 		if l := len(e.block) - 1 + uvarintLen(uint64(len(extra))) + len(extra); l < bestLen || l == bestLen && len(extra) == 0 {
 			best = packSymbols
 		}
