@@ -15,9 +15,6 @@ const (
 	timeScaled = 2
 )
 
-// timeScales holds the powers of ten of the time scales (timeScaled).
-var timeScales = [...]int64{3: 1e3, 6: 1e6, 9: 1e9}
-
 // timeScale returns the largest k of 9, 6 and 3 such that every time of ts
 // is min_time plus a multiple of 10^k, or 0 when there is none. Times
 // written in milliseconds (a BSON date, line protocol at precision=ms)
@@ -27,7 +24,7 @@ func timeScale(ts []int64, minT int64) byte {
 	k := byte(9)
 	for _, t := range ts {
 		o := t - minT // wraps for spans past MaxInt64: still a multiple or not
-		for o%timeScales[k] != 0 {
+		for o%pow10Int[k] != 0 {
 			if k -= 3; k == 0 {
 				return 0
 			}
@@ -47,7 +44,7 @@ func (e *Encoder) appendTimes(dst []byte, ts []int64, minT int64) []byte {
 	}
 	scaled := e.scaled[:0]
 	for _, t := range ts {
-		scaled = append(scaled, (t-minT)/timeScales[k])
+		scaled = append(scaled, (t-minT)/pow10Int[k])
 	}
 	e.scaled = scaled
 	return e.appendTimesIn(append(dst, timeScaled, k), scaled, 0)
@@ -107,10 +104,10 @@ func (r *Reader) Times(dst []int64) ([]int64, error) {
 	src := r.data[r.timeOff : r.timeOff+r.timeLen]
 	base, scale := r.minT, int64(1)
 	if src[0] == timeScaled {
-		if len(src) < 3 || src[1] > 9 || timeScales[src[1]] == 0 {
+		if len(src) < 3 || src[1] == 0 || src[1] > 9 || src[1]%3 != 0 {
 			return dst[:0], corruptf("time column: scale")
 		}
-		base, scale = 0, timeScales[src[1]]
+		base, scale = 0, pow10Int[src[1]]
 		src = src[2:]
 	}
 	mode := src[0]
