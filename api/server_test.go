@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -388,5 +389,51 @@ func TestCurlDefaultContentType(t *testing.T) {
 	var rows []map[string]any
 	if err := json.Unmarshal(r.body, &rows); err != nil || len(rows) != 2 {
 		t.Fatalf("find: %v %s", err, r.body)
+	}
+}
+
+// An NDJSON body of several insert chunks into a time series (the first
+// decoded as it is validated, the rest as text): a malformed last line
+// refuses it whole, and the write errors of an unordered insert name the
+// documents' own lines.
+func TestNDJSONBodyOfChunks(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.mustDo(201, "PUT", "/v1/collections/m", `{"timeseries": {"timeField": "time", "metaField": "sensor"}}`)
+	var b strings.Builder
+	var refused []int
+	n := 0
+	for ; b.Len() < 5<<19; n++ { // 2.5 MiB: three chunks
+		if n%20000 == 11 {
+			fmt.Fprintf(&b, "{\"sensor\": {\"id\": \"s%d\"}, \"v\": %d}\n", n%10, n) // no time
+			refused = append(refused, n)
+			continue
+		}
+		fmt.Fprintf(&b, "{\"time\":{\"$date\":\"2024-01-01T%02d:%02d:%02dZ\"},\"sensor\":{\"id\":\"s%d\"},\"v\":%d}\n", n/3600%24, n/60%60, n%60, n%10, n)
+	}
+	body := b.String()
+	r := s.mustDo(400, "POST", "/v1/collections/m/documents?ordered=false", body+`{"time": 1, "v": 01}`+"\n", "Content-Type", "application/x-ndjson")
+	if msg := string(r.body); !strings.Contains(msg, fmt.Sprintf("line %d:", n+1)) {
+		t.Fatalf("a malformed last line: %s", msg)
+	}
+	if c := s.mustDo(200, "GET", "/v1/collections/m", "").json(t)["count"].(float64); c != 0 {
+		t.Fatalf("%v measurements stored from a refused body", c)
+	}
+	r = s.mustDo(400, "POST", "/v1/collections/m/documents?ordered=false", body, "Content-Type", "application/x-ndjson")
+	var rep struct {
+		Inserted    int
+		WriteErrors []struct{ Index int }
+	}
+	if err := json.Unmarshal(r.body, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, we := range rep.WriteErrors {
+		got = append(got, we.Index)
+	}
+	if rep.Inserted != n-len(refused) || fmt.Sprint(got) != fmt.Sprint(refused) {
+		t.Fatalf("inserted %d, write errors at %v; want %d, %v", rep.Inserted, got, n-len(refused), refused)
+	}
+	if c := s.mustDo(200, "GET", "/v1/collections/m", "").json(t)["count"].(float64); int(c) != n-len(refused) {
+		t.Fatalf("count %v, want %d", c, n-len(refused))
 	}
 }
