@@ -67,6 +67,8 @@ type SymbolCache interface {
 // SetSymbolCache makes r look up and keep shared symbol blocks in c (nil: none).
 func (r *Reader) SetSymbolCache(c SymbolCache) { r.cache = c }
 
+var errEmptyBucket = corruptf("empty bucket")
+
 // Reset parses the header and control block of data, an encoded bucket, and validates
 // them: O(fields), no column is decoded. On error the Reader is empty. A bucket whose
 // names are references (VersionRefs) needs ResetNames.
@@ -78,6 +80,10 @@ func (r *Reader) Reset(data []byte) error {
 // VersionShared bucket are names[ref]. names must not change while the Reader uses them; the names
 // returned are its strings.
 func (r *Reader) ResetNames(data []byte, names []string) error {
+	if len(data) == 0 { // the common way to let go of a bucket: no error built
+		r.data, r.rows, r.fields = nil, 0, r.fields[:0]
+		return errEmptyBucket
+	}
 	err := r.reset(data, names)
 	if err != nil {
 		r.data, r.rows, r.fields = nil, 0, r.fields[:0]
@@ -154,7 +160,7 @@ func (c *cursor) bytes(n int, what string) ([]byte, error) {
 // whether field names are references.
 func (r *Reader) readHeader(c *cursor) (refs bool, fields int, err error) {
 	if len(c.data) == 0 {
-		return false, 0, corruptf("empty bucket")
+		return false, 0, errEmptyBucket
 	}
 	v := c.data[0]
 	c.p = c.data[1:]

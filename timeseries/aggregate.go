@@ -452,9 +452,8 @@ type aggregator struct {
 
 	lastKey        aggKey
 	lastRow        []aggCell
-	lastLo, lastHi int64 // the window of lastKey: [lastLo, lastHi)
-	lastCols       *bucket.Columns
-	colField       []int     // aggregated field of each column of lastCols, -1 for none
+	lastLo, lastHi int64     // the window of lastKey: [lastLo, lastHi)
+	colField       []int     // aggregated field of each column of the bucket folded, -1 for none
 	rc             rowCursor // the current row, for the residual filter
 }
 
@@ -519,13 +518,10 @@ func (a *aggregator) foldRow(s *seriesSnap, g int32, cols *bucket.Columns, r int
 }
 
 // mapColumns maps the columns of cols to the aggregated fields, once per
-// bucket, and points the row cursor at it.
+// bucket (stored buckets are decoded into the same columns one after
+// another), and points the row cursor at it.
 func (a *aggregator) mapColumns(cols *bucket.Columns) {
 	a.rc.cols = cols
-	if cols == a.lastCols {
-		return
-	}
-	a.lastCols = cols
 	a.colField = a.colField[:0]
 	for i := range cols.Fields {
 		fi, ok := a.fieldIdx[cols.Fields[i].Name]

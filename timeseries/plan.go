@@ -158,6 +158,10 @@ type scanPlan struct {
 	// the values (an aggregate of counts alone, no residual filter):
 	// stored buckets' values are not decoded.
 	presenceOnly bool
+	// scratch holds the columns of the bucket seriesScan.eachBucket is
+	// folding: one bucket at a time, its slices reused from bucket to
+	// bucket and series to series.
+	scratch bucket.Columns
 
 	// doc is the row document the residual filter is evaluated on, reused
 	// row after row; docPaths are the top-level fields the filter names.

@@ -279,7 +279,7 @@ func (sc *seriesScan) fill() error {
 			}
 		}
 		if t, ok := sc.pebbleBound(); ok && (!haveCur || sc.before(t, cur)) {
-			cols, err := sc.decode(sc.it.Value())
+			cols, err := sc.decode(sc.it.Value(), nil)
 			if err != nil {
 				return err
 			}
@@ -307,9 +307,10 @@ func (sc *seriesScan) push(c *rowCursor) {
 	}
 }
 
-// decode decodes the projected columns of an encoded bucket; nil when the
+// decode decodes the projected columns of an encoded bucket into dst,
+// reusing its slices, or into new columns when dst is nil; nil when the
 // bucket lies outside the scan's range.
-func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
+func (sc *seriesScan) decode(v []byte, dst *bucket.Columns) (*bucket.Columns, error) {
 	if err := sc.guard.bucket(); err != nil {
 		return nil, err
 	}
@@ -334,16 +335,24 @@ func (sc *seriesScan) decode(v []byte) (*bucket.Columns, error) {
 	if len(sc.s.ranges) > 0 && pruned(sc.s.ranges, r) {
 		return nil, nil
 	}
-	cols := &bucket.Columns{}
+	cols := dst
+	if cols == nil {
+		cols = &bucket.Columns{}
+	}
+	cols.Fields = cols.Fields[:0]
 	var err error
-	if cols.Times, err = r.Times(nil); err != nil {
+	if cols.Times, err = r.Times(cols.Times); err != nil {
 		return nil, err
 	}
 	for i := 0; i < r.NumFields(); i++ {
 		if sc.fields != nil && !contains(sc.fields, r.Field(i).Name) {
 			continue
 		}
-		cols.Fields = append(cols.Fields, bucket.Column{})
+		if n := len(cols.Fields); n < cap(cols.Fields) {
+			cols.Fields = cols.Fields[:n+1] // Column and Presence set all of it
+		} else {
+			cols.Fields = append(cols.Fields, bucket.Column{})
+		}
 		col := &cols.Fields[len(cols.Fields)-1]
 		if sc.plan != nil && sc.plan.presenceOnly { // times and presence, no values
 			if err := r.Presence(i, col); err != nil {
@@ -448,8 +457,12 @@ func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int, loose
 		}
 	}
 	sc.mem = nil
+	var scratch *bucket.Columns
+	if sc.plan != nil {
+		scratch = &sc.plan.scratch // fn keeps nothing of a bucket
+	}
 	for sc.it != nil && sc.it.Valid() {
-		cols, err := sc.decode(sc.it.Value())
+		cols, err := sc.decode(sc.it.Value(), scratch)
 		if err != nil {
 			return err
 		}
