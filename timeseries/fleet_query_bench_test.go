@@ -122,10 +122,11 @@ func (q *fleetQuery) run(tb testing.TB, db *DB) int64 {
 }
 
 // BenchmarkFleetQueries runs the iot workload's fleet queries in process
-// on a fleet of HG_FLEET_SENSORS sensors (default 10,000) over 3 hours at
-// 10 s, 1% of the points late, the last hour's buckets open in memory
-// (open) or, as on a server left idle for a checkpoint interval, every
-// bucket sealed and written to Pebble (stored):
+// on a fleet of HG_FLEET_SENSORS sensors (default 10,000) over
+// HG_FLEET_HOURS hours (default 3) at 10 s, 1% of the points late, the
+// last hour's buckets open in memory (open) or, as on a server left idle
+// for a checkpoint interval, every bucket sealed and written to Pebble
+// (stored):
 //
 //	go test ./timeseries -run '^$' -bench FleetQueries -benchtime 20x
 func BenchmarkFleetQueries(b *testing.B) {
@@ -141,7 +142,14 @@ func benchmarkFleetQueries(b *testing.B, stored bool) {
 			b.Fatalf("HG_FLEET_SENSORS=%q: want a number >= 100", s)
 		}
 	}
-	const span = 3 * time.Hour
+	span := 3 * time.Hour
+	if s := os.Getenv("HG_FLEET_HOURS"); s != "" {
+		h, err := strconv.Atoi(s)
+		if err != nil || h < 1 {
+			b.Fatalf("HG_FLEET_HOURS=%q: want a number of hours >= 1", s)
+		}
+		span = time.Duration(h) * time.Hour
+	}
 	clock := newTestClock(t0)
 	db := openTest(b, b.TempDir(), func(o *Options) { o.Now = clock.Now })
 	defer db.Close()
