@@ -392,8 +392,8 @@ func TestCurlDefaultContentType(t *testing.T) {
 	}
 }
 
-// An NDJSON body of several insert chunks into a time series (the first
-// decoded as it is validated, the rest as text): a malformed last line
+// An NDJSON body of several insert chunks into a time series (validated
+// whole, then decoded and stored a chunk at a time): a malformed last line
 // refuses it whole, and the write errors of an unordered insert name the
 // documents' own lines.
 func TestNDJSONBodyOfChunks(t *testing.T) {

@@ -67,6 +67,8 @@ type SymbolCache interface {
 // SetSymbolCache makes r look up and keep shared symbol blocks in c (nil: none).
 func (r *Reader) SetSymbolCache(c SymbolCache) { r.cache = c }
 
+// errEmptyBucket is built once: Reset(nil) is how a reader lets go of a
+// bucket, after every scan.
 var errEmptyBucket = corruptf("empty bucket")
 
 // Reset parses the header and control block of data, an encoded bucket, and validates
@@ -80,10 +82,6 @@ func (r *Reader) Reset(data []byte) error {
 // VersionShared bucket are names[ref]. names must not change while the Reader uses them; the names
 // returned are its strings.
 func (r *Reader) ResetNames(data []byte, names []string) error {
-	if len(data) == 0 { // the common way to let go of a bucket: no error built
-		r.data, r.rows, r.fields = nil, 0, r.fields[:0]
-		return errEmptyBucket
-	}
 	err := r.reset(data, names)
 	if err != nil {
 		r.data, r.rows, r.fields = nil, 0, r.fields[:0]
