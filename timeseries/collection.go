@@ -3,6 +3,7 @@ package timeseries
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -15,10 +16,13 @@ type collection struct {
 	id   uint32
 	name string
 
-	// guarded by DB.mu
-	opts    CollectionOptions
-	indexes []IndexSpec
-	series  map[string]*series // canonical meta -> series
+	// guarded by DB.mu; opts and series also by lookupMu, for the readers
+	// that do not hold DB.mu (an insert before it applies its batch), and
+	// their writers hold both.
+	lookupMu sync.RWMutex
+	opts     CollectionOptions
+	indexes  []IndexSpec
+	series   map[string]*series // canonical meta -> series
 	// byID holds the series in ascending id order (collection.addSeries):
 	// a slice rather than a second map, 8 bytes a series.
 	byID []*series
@@ -153,7 +157,9 @@ func (c *collection) nameRefs(dst []uint32, cols *bucket.Columns) []uint32 {
 // order, so s goes last in c.byID but for an id out of order, which is
 // put in its place. DB.mu is held for writing.
 func (c *collection) addSeries(s *series) {
+	c.lookupMu.Lock()
 	c.series[s.metaKey] = s
+	c.lookupMu.Unlock()
 	if n := len(c.byID); n == 0 || c.byID[n-1].id < s.id {
 		c.byID = append(c.byID, s)
 		return

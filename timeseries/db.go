@@ -35,7 +35,11 @@ type DB struct {
 	cutMu sync.RWMutex
 	// mu guards the catalog and every bucket in memory (collection, series
 	// and memBucket fields).
-	mu          sync.RWMutex
+	mu sync.RWMutex
+	// collMu guards collections for lookup, which does not take mu: an
+	// insert finds its collection while another applies its batch.
+	// Writers of collections hold mu for writing, then collMu.
+	collMu      sync.RWMutex
 	collections map[string]*collection
 	byID        map[uint32]*collection
 	nextColl    uint32
@@ -190,9 +194,9 @@ func (db *DB) lookup(name string) (*collection, error) {
 	if db.closed.Load() {
 		return nil, ErrClosed
 	}
-	db.mu.RLock()
+	db.collMu.RLock()
 	c := db.collections[name]
-	db.mu.RUnlock()
+	db.collMu.RUnlock()
 	if c == nil {
 		return nil, notFound(name)
 	}

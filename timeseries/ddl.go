@@ -58,7 +58,9 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	}
 	db.mu.Lock()
 	db.nextColl++
+	db.collMu.Lock()
 	db.collections[name] = c
+	db.collMu.Unlock()
 	db.byID[c.id] = c
 	db.mu.Unlock()
 	return true, nil
@@ -154,7 +156,10 @@ func (db *DB) changeCatalog(c *collection, ch catalogChange) error {
 	// even when this one failed; memory follows it.
 	db.mu.Lock()
 	c.maxSpan = ch.maxSpan(c)
-	c.opts, c.indexes, c.nextIndexID = ch.opts, ch.indexes, ch.nextIndexID
+	c.lookupMu.Lock()
+	c.opts = ch.opts
+	c.lookupMu.Unlock()
+	c.indexes, c.nextIndexID = ch.indexes, ch.nextIndexID
 	c.compileRules()
 	db.mu.Unlock()
 	return err
@@ -226,7 +231,9 @@ func (db *DB) unlinkCollection(c *collection) bool {
 		}
 	}
 	c.dropped = true
+	db.collMu.Lock()
 	delete(db.collections, c.name)
+	db.collMu.Unlock()
 	delete(db.byID, c.id)
 	db.headMem.Add(-mem)
 	db.seriesMem.Add(-smem)

@@ -47,9 +47,9 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 	if err != nil {
 		return res, err
 	}
-	db.mu.RLock()
+	c.lookupMu.RLock()
 	ts := c.opts.TimeSeries
-	db.mu.RUnlock()
+	c.lookupMu.RUnlock()
 	if ts == nil {
 		return res, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
 	}
@@ -162,9 +162,9 @@ func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *TimeSeriesOptions
 					// A key of a series the collection holds was checked
 					// when the series was created; check the others, once
 					// per batch.
-					db.mu.RLock()
+					c.lookupMu.RLock()
 					_, known := c.series[key]
-					db.mu.RUnlock()
+					c.lookupMu.RUnlock()
 					if !known {
 						err = validMetaKey(k)
 					}
@@ -243,12 +243,12 @@ func (sc *insertScratch) release() {
 // keys of series not held that groupBatch left unchecked. It reports
 // whether they were all valid.
 func (db *DB) resolveSeries(c *collection, groups []group) bool {
-	db.mu.RLock()
+	c.lookupMu.RLock()
 	for gi := range groups {
 		g := &groups[gi]
 		g.s = c.series[g.metaKey]
 	}
-	db.mu.RUnlock()
+	c.lookupMu.RUnlock()
 	// Outside the lock: a batch of new series parses every key.
 	for gi := range groups {
 		g := &groups[gi]

@@ -257,7 +257,9 @@ func (db *DB) load() error {
 		if !r.CountExact && c.opts.TimeSeries != nil {
 			recount = append(recount, c)
 		}
+		db.collMu.Lock()
 		db.collections[c.name] = c
+		db.collMu.Unlock()
 		db.byID[c.id] = c
 		db.nextColl = max(db.nextColl, c.id+1)
 		return nil
