@@ -273,6 +273,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	var catalogColls []*collection
 	var catalogCounts [][2]int64 // their ckptCount and ckptBuckets before
 	db.mu.Lock()
+	db.sealedSince.Store(0) // what is sealed now, the capture takes
 	idle := db.idleSeq()
 	// A bucket or so per hot series: sized once, not grown by doubling
 	// (a fleet's checkpoint captures a million buckets).

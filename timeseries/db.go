@@ -58,6 +58,12 @@ type DB struct {
 	// seriesMem is the memory the series hold besides their buckets
 	// (seriesMem()): it counts in the budget but no checkpoint frees it.
 	seriesMem atomic.Int64
+	// sealedSince is the memory of the buckets sealed since the last
+	// checkpoint's capture (seal), which only a checkpoint frees: once it
+	// passes a quarter of the bucket budget an insert wakes the
+	// checkpointer, so that the buckets are written while writers go on
+	// rather than when they must wait for memory (waitForMemory).
+	sealedSince atomic.Int64
 	// expiredUnflushed is set when a TTL pass removed data since the last
 	// checkpoint (see persistCollection).
 	expiredUnflushed atomic.Bool

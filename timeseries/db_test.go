@@ -755,3 +755,47 @@ func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 		}
 	}
 }
+
+// Buckets sealed since the last checkpoint wake the checkpointer once they
+// hold a quarter of the bucket budget, before writers would wait for
+// memory: here neither the log's size nor the interval nor the budget asks
+// for one.
+func TestSealedBucketsWakeCheckpoint(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) {
+		o.MemoryBudget = 8 << 20
+		o.CheckpointLogBytes = 1 << 40
+	})
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	insert := func(hour int, rows int) {
+		t.Helper()
+		var ms []Measurement
+		for s := 0; s < 400; s++ {
+			for i := 0; i < rows; i++ {
+				ms = append(ms, Measurement{Time: int64(hour)*3600e9 + int64(i)*10e9, Meta: int64(s),
+					Fields: []Field{{"a", Float(float64(i) + 0.5)}, {"b", Int(int64(i))}}})
+			}
+		}
+		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(0, 300) // an hour's bucket a series
+	before := db.Stats().Checkpoints
+	insert(2, 1) // two hours on: the first hour's buckets are sealed
+	sealed, budget := db.sealedSince.Load(), db.bucketBudget()
+	if sealed <= budget/4 || db.headMem.Load() > budget {
+		t.Fatalf("sealed %d bytes, %d in memory, bucket budget %d: want a quarter sealed, all within the budget",
+			sealed, db.headMem.Load(), budget)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for db.Stats().Checkpoints == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint with %d bytes sealed since the last (bucket budget %d)", sealed, budget)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != 400*301 {
+		t.Fatalf("%d rows, want %d", len(rows), 400*301)
+	}
+}

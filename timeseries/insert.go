@@ -114,7 +114,7 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 	db.apply(c, groups)
 	db.mu.Unlock()
 	db.cutMu.RUnlock()
-	if db.wal.Size() > db.opts.CheckpointLogBytes {
+	if db.wal.Size() > db.opts.CheckpointLogBytes || db.sealedSince.Load() > db.bucketBudget()/4 {
 		db.wakeCheckpointer()
 	}
 	return res, nil
@@ -538,5 +538,6 @@ func (db *DB) seal(b *memBucket) {
 	b.cols = sortedColumns(&b.cols)
 	mem := bucketMem(&b.cols)
 	db.headMem.Add(mem - b.mem)
+	db.sealedSince.Add(mem)
 	b.mem = mem
 }
