@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
 // insertWithin inserts one measurement of sensor a at time ts into
@@ -217,5 +219,92 @@ func TestMemoryWaitNoFalseDiskFull(t *testing.T) {
 	db.maintMu.Unlock()
 	if err := <-done; err != nil {
 		t.Fatalf("insert after the checkpoint: %v", err)
+	}
+}
+
+// TestInsertsRaceDDL: inserts look up their collection, options and series
+// without DB.mu (collMu, lookupMu) while collMod changes the options, new
+// series are added, and other collections are created and dropped. Under
+// the race detector a read of these without its lock fails the test; every
+// insert either stores all its rows or (the dropped collection) finds no
+// collection, and the rows stored are all there.
+func TestInsertsRaceDDL(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	const writers, batches = 3, 40
+	errs := make(chan error, writers+2)
+	stop := make(chan struct{})
+	for w := 0; w < writers; w++ {
+		go func() {
+			for b := 0; b < batches; b++ {
+				var ms []Measurement
+				for i := 0; i < 50; i++ { // new series in every batch
+					ms = append(ms, Measurement{Time: t0 + int64(b*50+i)*1e9, Meta: sensor(fmt.Sprint(w, "-", b, "-", i%7)), Fields: []Field{{"v", Int(int64(i))}}})
+				}
+				res, err := db.Insert(ctx, "m", ms, InsertOptions{})
+				if err == nil && res.Inserted != len(ms) {
+					err = fmt.Errorf("%d of %d inserted: %v", res.Inserted, len(ms), res.Errors)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := db.Insert(ctx, "other", ms[:1], InsertOptions{}); err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	go func() { // collMod of the options the inserts read
+		defer func() { errs <- nil }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ttl := int64(1<<30 + i%1000) // decades: nothing expires
+			if _, err := db.CollMod(ctx, "m", CollModOptions{ExpireAfterSeconds: &ttl}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() { // another collection created and dropped
+		defer func() { errs <- nil }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := db.CreateCollection(ctx, "other", CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "s"}}); err != nil {
+				errs <- err
+				return
+			}
+			if err := db.DropCollection(ctx, "other"); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	for w := 0; w < writers; w++ {
+		if err := <-errs; err != nil {
+			close(stop)
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != writers*batches*50 {
+		t.Fatalf("%d rows, want %d", len(rows), writers*batches*50)
 	}
 }
