@@ -181,11 +181,14 @@ func (db *DB) ReplaceFrom(dir string) error {
 	// The store holds the new content; memory is rebuilt from it as Open
 	// builds it.
 	db.mu.Lock()
+	db.collMu.Lock()
 	db.collections = make(map[string]*collection)
+	db.collMu.Unlock()
 	db.byID = make(map[uint32]*collection)
 	db.nextColl, db.nextSeries, db.nextBucket = max(st.nextColl, 1), max(st.nextSeries, 1), max(st.nextBucket, 1)
 	db.headMem.Store(0)
 	db.seriesMem.Store(0)
+	db.sealedSince.Store(0)
 	db.sortedMem.Store(0)
 	db.mergePending.Store(false)
 	db.expiredUnflushed.Store(false)
