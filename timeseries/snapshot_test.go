@@ -198,3 +198,52 @@ func TestExternalLog(t *testing.T) {
 		t.Fatalf("after a crash:\n%s\nwant what the last checkpoint held:\n%s", got, want)
 	}
 }
+
+// TestLookupsRaceReplaceFrom: inserts and describes look collections up
+// without DB.mu (collMu) while ReplaceFrom swaps the collection map; under
+// the race detector a swap without collMu fails the test. Every insert
+// stores its rows, before or after a restore.
+func TestLookupsRaceReplaceFrom(t *testing.T) {
+	a := openTest(t, t.TempDir(), nil)
+	defer a.Close()
+	mustCreate(t, a, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	insertSensors(t, a, "m", 0, 100, "a")
+	snap := filepath.Join(t.TempDir(), "snap")
+	if err := a.CheckpointTo(snap); err != nil {
+		t.Fatal(err)
+	}
+	b := openTest(t, t.TempDir(), nil)
+	defer b.Close()
+	mustCreate(t, b, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := b.Describe(ctx, "m"); err != nil {
+				done <- err
+				return
+			}
+			ms := []Measurement{{Time: int64(i+1) * 1e9, Meta: sensor("w"), Fields: []Field{{"v", Int(int64(i))}}}}
+			if res, err := b.Insert(ctx, "m", ms, InsertOptions{}); err != nil || res.Inserted != 1 {
+				done <- fmt.Errorf("insert %d: %v, %+v", i, err, res)
+				return
+			}
+		}
+	}()
+	for range 3 {
+		if err := b.ReplaceFrom(snap); err != nil {
+			close(stop)
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
