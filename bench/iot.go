@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand"
@@ -137,11 +136,17 @@ var (
 	iotFields = []string{"value", "battery", "rssi"}
 )
 
-// NewLineWriter writes the workload time-major: every sensor at each
-// interval, late points moved back in time.
-//
-//	iot,sensor=s000042,site=site-7,kind=humidity value=21.375,battery=87i 1704067200123456789
-func (w IoT) NewLineWriter() func(dst []byte) ([]byte, bool) {
+// iotRow is one row of the workload: a sensor's fields at one time.
+type iotRow struct {
+	sensor int
+	time   int64 // ns since 1970
+	value  float64
+	ints   [2]int64 // the integer fields after value: battery, rssi
+}
+
+// newRows returns the workload's rows in order, time-major: every sensor
+// at each interval, late points moved back in time.
+func (w IoT) newRows() func(r *iotRow) bool {
 	w.EnsureDefaults()
 	rng := rand.New(rand.NewSource(w.Seed))
 	ticks := w.ticks()
@@ -150,9 +155,9 @@ func (w IoT) NewLineWriter() func(dst []byte) ([]byte, bool) {
 		values[i] = 20 + rng.Float64()*10
 	}
 	tick, sensor := 0, 0
-	return func(dst []byte) ([]byte, bool) {
+	return func(r *iotRow) bool {
 		if tick >= ticks {
-			return dst, false
+			return false
 		}
 		s := sensor
 		t := w.Start.Add(time.Duration(tick) * w.Interval).UnixNano()
@@ -162,12 +167,40 @@ func (w IoT) NewLineWriter() func(dst []byte) ([]byte, bool) {
 		}
 		t -= t % int64(w.Precision) // times are after 1970: t % p >= 0
 		values[s] += rng.NormFloat64() * 0.1
+		r.sensor, r.time = s, t
+		r.value = math.Round(values[s]*1000) / 1000
+		if w.Fields > 1 {
+			r.ints[0] = int64(100 - (tick*100/ticks)/2 - s%7)
+		}
+		if w.Fields > 2 {
+			r.ints[1] = int64(-40 - rng.Intn(50))
+		}
+		if sensor++; sensor == w.Sensors {
+			sensor = 0
+			tick++
+		}
+		return true
+	}
+}
+
+// NewLineWriter writes the workload time-major: every sensor at each
+// interval, late points moved back in time.
+//
+//	iot,sensor=s000042,site=site-7,kind=humidity value=21.375,battery=87i 1704067200123456789
+func (w IoT) NewLineWriter() func(dst []byte) ([]byte, bool) {
+	w.EnsureDefaults()
+	rows := w.newRows()
+	var r iotRow
+	return func(dst []byte) ([]byte, bool) {
+		if !rows(&r) {
+			return dst, false
+		}
 		dst = append(dst, "iot,sensor=s"...)
-		dst = appendPadded(dst, s, 6)
+		dst = appendPadded(dst, r.sensor, 6)
 		dst = append(dst, ",site=site-"...)
-		dst = strconv.AppendInt(dst, int64(s%100), 10)
+		dst = strconv.AppendInt(dst, int64(r.sensor%100), 10)
 		dst = append(dst, ",kind="...)
-		dst = append(dst, iotKinds[s%len(iotKinds)]...)
+		dst = append(dst, iotKinds[r.sensor%len(iotKinds)]...)
 		dst = append(dst, ' ')
 		for f := 0; f < w.Fields; f++ {
 			if f > 0 {
@@ -175,25 +208,16 @@ func (w IoT) NewLineWriter() func(dst []byte) ([]byte, bool) {
 			}
 			dst = append(dst, iotFields[f]...)
 			dst = append(dst, '=')
-			switch f {
-			case 0:
-				dst = strconv.AppendFloat(dst, math.Round(values[s]*1000)/1000, 'f', -1, 64)
-			case 1:
-				dst = strconv.AppendInt(dst, int64(100-(tick*100/ticks)/2-s%7), 10)
-				dst = append(dst, 'i')
-			case 2:
-				dst = strconv.AppendInt(dst, int64(-40-rng.Intn(50)), 10)
+			if f == 0 {
+				dst = strconv.AppendFloat(dst, r.value, 'f', -1, 64)
+			} else {
+				dst = strconv.AppendInt(dst, r.ints[f-1], 10)
 				dst = append(dst, 'i')
 			}
 		}
 		dst = append(dst, ' ')
-		dst = strconv.AppendInt(dst, t, 10)
-		dst = append(dst, '\n')
-		if sensor++; sensor == w.Sensors {
-			sensor = 0
-			tick++
-		}
-		return dst, true
+		dst = strconv.AppendInt(dst, r.time, 10)
+		return append(dst, '\n'), true
 	}
 }
 
@@ -220,71 +244,64 @@ func (j iotJSON) Rows() int         { return j.w.Rows() }
 func (j iotJSON) FieldsPerRow() int { return j.w.FieldsPerRow() }
 
 func (j iotJSON) NewLineWriter() func(dst []byte) ([]byte, bool) {
-	lines := j.w.NewLineWriter()
-	var lp []byte
+	w := j.w
+	w.EnsureDefaults()
+	rows := w.newRows()
+	var (
+		r       iotRow
+		sec     = int64(math.MinInt64)
+		secText []byte // "2006-01-02T15:04:05" of sec
+	)
 	return func(dst []byte) ([]byte, bool) {
-		var ok bool
-		if lp, ok = lines(lp[:0]); !ok {
+		if !rows(&r) {
 			return dst, false
 		}
-		return appendIoTJSON(dst, lp), true
+		dst = append(dst, `{"time":{"$date":"`...)
+		// RFC 3339 with the nanoseconds' trailing zeros cut
+		// (time.RFC3339Nano), the seconds formatted once for the many
+		// rows that share them. Times are after 1970.
+		if s := r.time / 1e9; s != sec {
+			sec = s
+			secText = time.Unix(s, 0).UTC().AppendFormat(secText[:0], "2006-01-02T15:04:05")
+		}
+		dst = append(dst, secText...)
+		dst = appendFraction(dst, r.time%1e9)
+		dst = append(dst, `Z"},"sensor":{"id":"s`...)
+		dst = appendPadded(dst, r.sensor, 6)
+		dst = append(dst, `","site":"site-`...)
+		dst = strconv.AppendInt(dst, int64(r.sensor%100), 10)
+		dst = append(dst, `","kind":"`...)
+		dst = append(dst, iotKinds[r.sensor%len(iotKinds)]...)
+		dst = append(dst, `","floor":`...)
+		dst = strconv.AppendInt(dst, int64(r.sensor%5), 10)
+		dst = append(dst, `},"value":`...)
+		dst = strconv.AppendFloat(dst, r.value, 'f', -1, 64)
+		for f := 1; f < w.Fields; f++ {
+			dst = append(dst, `,"`...)
+			dst = append(dst, iotFields[f]...)
+			dst = append(dst, `":`...)
+			dst = strconv.AppendInt(dst, r.ints[f-1], 10)
+		}
+		return append(dst, "}\n"...), true
 	}
 }
 
-// appendIoTJSON rewrites one line of the iot workload (which it wrote
-// itself: no escapes, known layout) as a JSON document. It allocates
-// nothing: the load generator shares the machine with the server it loads.
-func appendIoTJSON(dst, line []byte) []byte {
-	sp1 := bytes.IndexByte(line, ' ')
-	sp2 := bytes.LastIndexByte(line, ' ')
-	series, fields, ts := line[:sp1], line[sp1+1:sp2], line[sp2+1:len(line)-1]
-	var ns int64
-	for _, c := range ts {
-		ns = ns*10 + int64(c-'0')
+// appendFraction appends ns (0 to 999,999,999) as RFC 3339 Nano writes a
+// fraction of a second: nothing for 0, else a point and nine digits less
+// their trailing zeros.
+func appendFraction(dst []byte, ns int64) []byte {
+	if ns == 0 {
+		return dst
 	}
-	dst = append(dst, `{"time":{"$date":"`...)
-	dst = time.Unix(0, ns).UTC().AppendFormat(dst, time.RFC3339Nano)
-	dst = append(dst, `"},"sensor":{`...)
-	tags := series[bytes.IndexByte(series, ',')+1:] // sensor=, site=, kind=
-	id := 0
-	for i := 0; len(tags) > 0; i++ {
-		t := tags
-		if c := bytes.IndexByte(tags, ','); c >= 0 {
-			t, tags = tags[:c], tags[c+1:]
-		} else {
-			tags = nil
-		}
-		k, v, _ := bytes.Cut(t, []byte{'='})
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if string(k) == "sensor" {
-			k = []byte("id")
-			for _, c := range v[1:] {
-				id = id*10 + int(c-'0')
-			}
-		}
-		dst = append(dst, '"')
-		dst = append(dst, k...)
-		dst = append(dst, `":"`...)
-		dst = append(dst, v...)
-		dst = append(dst, '"')
+	var b [10]byte
+	b[0] = '.'
+	for i := 9; i >= 1; i-- {
+		b[i] = byte('0' + ns%10)
+		ns /= 10
 	}
-	dst = append(dst, `,"floor":`...)
-	dst = strconv.AppendInt(dst, int64(id%5), 10)
-	dst = append(dst, '}')
-	for len(fields) > 0 {
-		f := fields
-		if c := bytes.IndexByte(fields, ','); c >= 0 {
-			f, fields = fields[:c], fields[c+1:]
-		} else {
-			fields = nil
-		}
-		k, v, _ := bytes.Cut(f, []byte{'='})
-		dst = append(dst, `,"`...)
-		dst = append(dst, k...)
-		dst = append(dst, `":`...)
-		dst = append(dst, bytes.TrimSuffix(v, []byte{'i'})...)
+	n := 10
+	for b[n-1] == '0' {
+		n--
 	}
-	return append(dst, "}\n"...)
+	return append(dst, b[:n]...)
 }

@@ -140,7 +140,19 @@ func TestLoadIoT(t *testing.T) {
 // TestIoTJSON: the JSON form carries the same times and values, with the
 // meta value as a sub-document.
 func TestIoTJSON(t *testing.T) {
-	w := IoT{Sensors: 20, Span: 2 * time.Minute, Fields: 3}
+	for _, w := range []IoT{
+		{Sensors: 20, Span: 2 * time.Minute, Fields: 3},
+		{Sensors: 20, Span: 2 * time.Minute, Fields: 1, Precision: time.Millisecond},
+		{Sensors: 20, Span: 2 * time.Minute, Fields: 2, Precision: time.Second},
+	} {
+		checkIoTJSON(t, w)
+	}
+}
+
+// checkIoTJSON checks that the JSON form of w holds the rows of its line
+// protocol, dates written as time.RFC3339Nano writes them.
+func checkIoTJSON(t *testing.T, w IoT) {
+	t.Helper()
 	next := w.JSON().NewLineWriter()
 	lines := w.NewLineWriter()
 	var lp []byte
@@ -165,9 +177,8 @@ func TestIoTJSON(t *testing.T) {
 		res.Reset()
 		lineproto.NewDecoder().Decode(lp, lineproto.Nanosecond, time.Now(), &res)
 		want := res.Measurements[0]
-		ts, err := time.Parse(time.RFC3339Nano, m["time"].(map[string]any)["$date"].(string))
-		if err != nil || ts.UnixNano() != want.Time {
-			t.Fatalf("row %d: time %v, want %d", i, m["time"], want.Time)
+		if date, want := m["time"].(map[string]any)["$date"], time.Unix(0, want.Time).UTC().Format(time.RFC3339Nano); date != want {
+			t.Fatalf("row %d: time %v, want %s", i, date, want)
 		}
 		sensor := m["sensor"].(map[string]any)
 		if sensor["id"] == "" || sensor["site"] == nil || sensor["kind"] == nil || sensor["floor"] == nil {
@@ -183,5 +194,32 @@ func TestIoTJSON(t *testing.T) {
 				t.Fatalf("row %d: %s = %v, want %v", i, f.Name, m[f.Name], wantV)
 			}
 		}
+	}
+}
+
+// BenchmarkIoTLines: the cost of writing the iot workload's rows as line
+// protocol and as NDJSON, which the load generator pays on the machine it
+// shares with the server it loads.
+func BenchmarkIoTLines(b *testing.B) {
+	w := IoT{Span: 24 * time.Hour}
+	w.EnsureDefaults()
+	for _, f := range []struct {
+		name string
+		src  LineSource
+	}{{"lp", w}, {"json", w.JSON()}} {
+		b.Run(f.name, func(b *testing.B) {
+			next := f.src.NewLineWriter()
+			buf := make([]byte, 0, 1<<16)
+			total := 0
+			b.ReportAllocs()
+			for range b.N {
+				var ok bool
+				if buf, ok = next(buf[:0]); !ok {
+					b.Fatal("workload ended early")
+				}
+				total += len(buf)
+			}
+			b.ReportMetric(float64(total)/float64(b.N), "B/row")
+		})
 	}
 }
