@@ -34,7 +34,12 @@ type MeasurementDecoder struct {
 	metas     map[string]any // meta text to its MetaKey, boxed once
 	metaBytes int
 	names     map[string]string
-	fields    []Field // slab the next measurements' fields are cut from
+	// recent holds the names of the last document's members in their
+	// order (those memberName returned): documents of one source name
+	// theirs alike, so the next document's n-th name is looked for there
+	// before the map.
+	recent [8]string
+	fields []Field // slab the next measurements' fields are cut from
 	// prev is the last measurement Decode accepted for options prevTS:
 	// the next one's field names are not checked again when they are
 	// the same (validate).
@@ -74,6 +79,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 		bad      memberError
 	)
 	start := len(d.fields)
+	named := 0                     // members named through memberName
 	i := skipSpaceJSON(raw, 0) + 1 // past '{'
 	for {
 		i = skipSpaceJSON(raw, i)
@@ -91,10 +97,21 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 		case ts.TimeField, ts.MetaField:
 			name = body // compared only; not kept
 		default:
-			var err error
-			if name, err = d.memberName(q); err != nil {
-				return m, err // not reached for valid JSON text
+			if named < len(d.recent) && d.recent[named] == body {
+				name = d.recent[named]
+			} else {
+				var err error
+				if name, err = d.memberName(q); err != nil {
+					return m, err // not reached for valid JSON text
+				}
+				// Kept when written without escapes (a name of no
+				// backslash, so no other text of the same bytes stands
+				// for another name) and of a length a field may have.
+				if named < len(d.recent) && name == body && len(name) <= MaxFieldNameBytes {
+					d.recent[named] = name
+				}
 			}
+			named++
 		}
 		i = skipSpaceJSON(raw, kend) // at ':'
 		vstart := skipSpaceJSON(raw, i+1)
