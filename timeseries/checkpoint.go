@@ -41,6 +41,7 @@ func (db *DB) run() {
 	defer close(db.done)
 	t := time.NewTicker(db.opts.CheckpointInterval)
 	defer t.Stop()
+	var pause time.Duration // after a failed checkpoint, before the next
 	for {
 		select {
 		case <-db.stop:
@@ -54,9 +55,20 @@ func (db *DB) run() {
 		} else if errors.Is(err, errFlushAbandoned) {
 			return // closing: Close's final checkpoint flushes the store
 		} else if err != nil {
-			db.log.Error("checkpoint failed", "err", err)
+			// Writers wake the checkpointer at every insert past the
+			// log's threshold: a failure that lasts (the store's
+			// filesystem failing) is retried, and logged, at most
+			// once a second, then once every 30 s.
+			pause = min(max(2*pause, time.Second), 30*time.Second)
+			db.log.Error("checkpoint failed", "err", err, "retryIn", pause)
+			select {
+			case <-db.stop:
+				return
+			case <-time.After(pause):
+			}
 			continue
 		}
+		pause = 0
 		select {
 		case <-db.stop:
 			return // closing: no merge pass to wait for
@@ -252,6 +264,12 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	if free, need := db.freeSpace(), db.checkpointNeed(); free >= 0 && free < need {
 		db.noRoom.Store(true)
 		return fmt.Errorf("%w in %s: %s free, it may write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
+	}
+	// A store that keeps failing is not given the checkpoint's writes: its
+	// memtables cannot be flushed, and once they are full a write to it
+	// waits for a flush that does not come.
+	if err := db.storeFailure(); err != nil {
+		return err
 	}
 
 	// Capture, with writers excluded, everything the log before the cut

@@ -22,6 +22,8 @@ type DB struct {
 	log  *slog.Logger
 	pdb  *pebble.DB
 	wal  *wal.Log
+	// storeFail watches the store's flushes and compactions for failures.
+	storeFail *storeFailures
 	// symbols caches decoded shared symbol blocks for reads; nil when off.
 	symbols *symbolCache
 

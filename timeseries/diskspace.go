@@ -48,11 +48,15 @@ func (db *DB) checkSpace(reserve int64) error {
 }
 
 // flushStore flushes Pebble's memtables and waits for the flush, or until
-// abort is closed (nil: no abort). A Pebble flush that fails (a full disk)
-// is retried by Pebble until it succeeds, so without abort a waiter could
-// wait forever; the data stays in the log, which is truncated only after a
-// flush completes.
+// abort is closed (nil: no abort). Pebble retries a flush that fails until
+// it succeeds: on a full disk the wait goes on (the flush completes once
+// space is freed; abort ends it), on any other failure that persists
+// (failuresToGiveUp in a row: a filesystem remounted read-only, failing,
+// or the directory removed) flushStore gives up with the error. Either way
+// the data stays in the log, which is truncated only after a flush
+// completes.
 func (db *DB) flushStore(abort <-chan struct{}) error {
+	failed := db.storeFail.watch()
 	done, err := db.pdb.AsyncFlush()
 	if err != nil {
 		return db.diskErr(err)
@@ -62,12 +66,30 @@ func (db *DB) flushStore(abort <-chan struct{}) error {
 		return nil
 	default:
 	}
-	select {
-	case <-done:
-		return nil
-	case <-abort:
-		return errFlushAbandoned
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-abort:
+			return errFlushAbandoned
+		case <-failed:
+			failed = db.storeFail.watch()
+			if err := db.storeFailure(); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// storeFailure returns an error when the store's flushes or compactions
+// have failed failuresToGiveUp times in a row for another reason than a
+// full disk, nil otherwise.
+func (db *DB) storeFailure() error {
+	if n, err := db.storeFail.state(); n >= failuresToGiveUp && err != nil && !isDiskFull(err) {
+		return fmt.Errorf("timeseries: the store cannot write its files in %s (%d attempts failed; every write stays in the log): %w",
+			db.opts.Dir, n, err)
+	}
+	return nil
 }
 
 // diskErr turns an error caused by a full disk (ENOSPC, EDQUOT) into

@@ -71,6 +71,9 @@ func Open(opts Options) (*DB, error) {
 		return nil, err
 	}
 	po := pebbleOptions(opts.Logger, opts.FS)
+	db.storeFail = newStoreFailures(opts.Logger)
+	po.EventListener = db.storeFail.listener()
+	po.EventListener.EnsureDefaults(po.Logger)
 	if db.readOnly {
 		// Pebble opens read-write over a file system that writes to
 		// memory only (overlayFS): the log's document writes and deletes
