@@ -229,8 +229,9 @@ func (s *Server) stream(w http.ResponseWriter, format render.Format, schema *arr
 	each func(yield func(arrow.Record) error) error) (int64, error) {
 	w.Header().Set("Content-Type", format.ContentType())
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	out, err := render.NewWriter(w, format, schema, opts)
+	// The status goes with the first bytes: a reply the writer keeps
+	// whole until its end goes out with its length.
+	out, err := render.NewWriter(replyWriter{w}, format, schema, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -243,6 +244,18 @@ func (s *Server) stream(w http.ResponseWriter, format render.Format, schema *arr
 		return rows, err
 	}
 	return rows, out.Close()
+}
+
+// replyWriter is a response for render.NewWriter: it can flush, and set
+// the length of a reply written whole.
+type replyWriter struct{ http.ResponseWriter }
+
+func (w replyWriter) SetLength(n int) { w.Header().Set("Content-Length", strconv.Itoa(n)) }
+
+func (w replyWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // abort ends a response whose body has started, after an error.

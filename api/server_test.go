@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -435,5 +436,39 @@ func TestNDJSONBodyOfChunks(t *testing.T) {
 	}
 	if c := s.mustDo(200, "GET", "/v1/collections/m", "").json(t)["count"].(float64); int(c) != n-len(refused) {
 		t.Fatalf("count %v, want %d", c, n-len(refused))
+	}
+}
+
+// TestReplyLength: a query reply the server renders whole (shorter than
+// the render's flush size, quicker than its flush interval) goes out with
+// its Content-Length, in one write, rather than chunked; a long one
+// streams in chunks.
+func TestReplyLength(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.createSensors("s")
+	var docs strings.Builder
+	for i := range 8000 {
+		fmt.Fprintf(&docs, "{\"timestamp\": {\"$date\": %d}, \"sensor\": \"s%d\", \"temp\": %d.5}\n", 1714564800000+int64(i)*1000, i%20, i)
+	}
+	s.mustDo(200, "POST", "/v1/collections/s/documents", docs.String(), "Content-Type", "application/x-ndjson")
+	for _, c := range []struct {
+		path, body string
+		whole      bool
+	}{
+		{"find", `{"filter": {"sensor": "s1"}}`, true},                                                 // 400 rows, ~30 KB
+		{"aggregate", `{"window": "1m", "groupBy": null, "funcs": ["avg"], "fields": ["temp"]}`, true}, // 134 rows
+		{"find", `{}`, false}, // 8,000 rows, ~600 KB
+	} {
+		r := s.mustDo(200, "POST", "/v1/collections/s/"+c.path, c.body)
+		cl := r.header.Get("Content-Length")
+		if len(r.body) <= 2048 {
+			t.Fatalf("%s %s: a reply of %d bytes, too short to tell", c.path, c.body, len(r.body))
+		}
+		if c.whole && cl != strconv.Itoa(len(r.body)) {
+			t.Errorf("%s %s: %d bytes, Content-Length %q", c.path, c.body, len(r.body), cl)
+		}
+		if !c.whole && cl != "" {
+			t.Errorf("%s %s: %d bytes, Content-Length %q: a long reply is not kept whole", c.path, c.body, len(r.body), cl)
+		}
 	}
 }

@@ -250,10 +250,16 @@ func TestUnsupportedAndMismatched(t *testing.T) {
 
 type flushCounter struct {
 	bytes.Buffer
-	flushes int
+	flushes, writes int
+	length          int // given by SetLength; -1: not given
 }
 
-func (f *flushCounter) Flush() { f.flushes++ }
+func (f *flushCounter) Flush()          { f.flushes++ }
+func (f *flushCounter) SetLength(n int) { f.length = n }
+func (f *flushCounter) Write(p []byte) (int, error) {
+	f.writes++
+	return f.Buffer.Write(p)
+}
 
 // lastFlush returns the writer's record of when it last flushed, for the
 // test to read or move.
@@ -269,29 +275,31 @@ func lastFlush(t *testing.T, w Writer) *time.Time {
 	return nil
 }
 
-// TestFlushes: every record is written through at once; the writer flushes
-// after a record only once flushEvery has passed since it was made or last
-// flushed, so a short reply is one write, and a long one streams. The test
-// moves the writer's last flush instead of waiting, so that a slow machine
-// cannot stretch a "short" reply past flushEvery.
+// TestFlushes: a text writer keeps its output until flushEvery has passed
+// since it was made or last flushed (looked at after each record), then
+// writes and flushes it, so a long reply streams; Arrow writes every
+// record through and flushes on the same clock. The test moves the
+// writer's last flush instead of waiting, so that a slow machine cannot
+// stretch a "short" reply past flushEvery.
 func TestFlushes(t *testing.T) {
 	rec := testRecord(t)
 	defer rec.Release()
 	for _, f := range []Format{JSON, NDJSON, CSV, Arrow} {
-		var fc flushCounter
+		fc := flushCounter{length: -1}
 		before := time.Now()
 		w, _ := NewWriter(&fc, f, testSchema(), Options{})
 		last := lastFlush(t, w)
 		if last.Before(before) || last.After(time.Now()) {
 			t.Errorf("%s: a new writer's last flush is %v, not when it was made", f, *last)
 		}
-		// Less than flushEvery since the last flush: written, not flushed.
+		// Less than flushEvery since the last flush: kept (text) or
+		// written (Arrow), not flushed.
 		*last = time.Now().Add(time.Hour)
 		w.Write(rec)
-		if fc.flushes != 0 || fc.Len() == 0 {
+		if fc.flushes != 0 || (f == Arrow) != (fc.Len() > 0) {
 			t.Errorf("%s: %d flushes, %d bytes after one record", f, fc.flushes, fc.Len())
 		}
-		// flushEvery since the last flush: flushed.
+		// flushEvery since the last flush: written and flushed.
 		*last = time.Now().Add(-flushEvery)
 		n := fc.Len()
 		at := time.Now()
@@ -309,6 +317,29 @@ func TestFlushes(t *testing.T) {
 			t.Errorf("%s: %d flushes after a record at once", f, fc.flushes)
 		}
 		w.Close()
+		if fc.length != -1 {
+			t.Errorf("%s: a length of %d given for a reply written in parts", f, fc.length)
+		}
+	}
+}
+
+// TestShortReplyWhole: a text reply shorter than flushBytes and quicker
+// than flushEvery is one write at Close, its length given first.
+func TestShortReplyWhole(t *testing.T) {
+	rec := testRecord(t)
+	defer rec.Release()
+	for _, f := range []Format{JSON, NDJSON, CSV} {
+		fc := flushCounter{length: -1}
+		w, _ := NewWriter(&fc, f, testSchema(), Options{})
+		*lastFlush(t, w) = time.Now().Add(time.Hour)
+		w.Write(rec)
+		w.Write(rec)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if fc.writes != 1 || fc.length != fc.Len() || fc.Len() == 0 {
+			t.Errorf("%s: %d writes of %d bytes, length given %d; want one write of the length given", f, fc.writes, fc.Len(), fc.length)
+		}
 	}
 }
 
@@ -324,6 +355,7 @@ func TestWriteErrorSticks(t *testing.T) {
 	defer rec.Release()
 	fw := &failWriter{}
 	w, _ := NewWriter(fw, NDJSON, testSchema(), Options{})
+	*lastFlush(t, w) = time.Now().Add(-flushEvery) // written through
 	if err := w.Write(rec); err == nil {
 		t.Fatal("write error lost")
 	}

@@ -47,11 +47,17 @@ const flushBytes = 256 << 10
 // write, rather than chunked).
 const flushEvery = 50 * time.Millisecond
 
-// NewWriter returns a Writer of records with schema to w in format f. After
-// each record the output is written to w and, when w has a Flush method
-// (http.ResponseWriter does) and flushEvery has passed since the writer was
-// made or last flushed, flushed, so that clients see results as they are
-// produced.
+// A LengthSetter is told the length of a text reply written whole, before
+// it is written: an http.ResponseWriter wrapped to set Content-Length.
+type LengthSetter interface{ SetLength(n int) }
+
+// NewWriter returns a Writer of records with schema to w in format f. Text
+// is kept until flushEvery has passed since the writer was made or last
+// flushed (checked after each record) or flushBytes are pending; it is
+// then written to w and, when w has a Flush method (http.ResponseWriter
+// does), flushed, so that clients see long results as they are produced.
+// A text reply shorter than that is written once, at Close, its length
+// given first to w when w is a LengthSetter.
 func NewWriter(w io.Writer, f Format, schema *arrow.Schema, opts Options) (Writer, error) {
 	fl, _ := w.(flusher)
 	switch f {
@@ -187,6 +193,7 @@ type textWriter struct {
 	opts    Options
 	buf     []byte
 	started bool // a row or the CSV header was written
+	wrote   bool // something was written to w
 	rows    int64
 	err     error
 	flushed time.Time // when w was last flushed (or the writer made)
@@ -225,6 +232,9 @@ func (t *textWriter) Write(rec arrow.Record) error {
 			}
 		}
 	}
+	if time.Since(t.flushed) < flushEvery {
+		return nil // kept: a short reply is written whole at Close
+	}
 	return t.emit(true)
 }
 
@@ -247,6 +257,7 @@ func (t *textWriter) start() {
 // emit hands the buffer to the underlying writer, flushing it if asked.
 func (t *textWriter) emit(flush bool) error {
 	if len(t.buf) > 0 {
+		t.wrote = true
 		if _, err := t.w.Write(t.buf); err != nil {
 			t.err = err
 			return err
@@ -272,6 +283,9 @@ func (t *textWriter) Close() error {
 			t.buf = append(t.buf, '\n')
 		}
 		t.buf = append(t.buf, "]\n"...)
+	}
+	if ls, ok := t.w.(LengthSetter); ok && !t.wrote {
+		ls.SetLength(len(t.buf))
 	}
 	err := t.emit(false) // the end of the reply flushes it
 	t.err = errClosed
