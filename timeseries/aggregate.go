@@ -493,6 +493,33 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 		if w := win.start(cols.Times[lo]); w == win.start(cols.Times[hi-1]) {
 			return a.foldWindow(g, cols, lo, hi, math.MinInt64, math.MaxInt64, w)
 		}
+		// Across windows (a bucket straddles their edges): each run of
+		// rows in one window, as rows in time order make them, folded at
+		// once; the rows of short runs one by one.
+		for r := lo; r < hi; {
+			w := win.start(cols.Times[r])
+			e := r + 1
+			if w != math.MinInt64 && w <= math.MaxInt64-win.width {
+				for end := w + win.width; e < hi && cols.Times[e] >= w && cols.Times[e] < end; e++ {
+				}
+			}
+			if e-r < minWindowRun {
+				if err := a.guard.rowsN(e - r); err != nil {
+					return err
+				}
+				for ; r < e; r++ {
+					if err := a.addRow(g, cols, r); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := a.foldWindow(g, cols, r, e, math.MinInt64, math.MaxInt64, w); err != nil {
+				return err
+			}
+			r = e
+		}
+		return nil
 	}
 	for r := lo; r < hi; r++ {
 		if err := a.foldRow(s, g, cols, r); err != nil {
@@ -501,6 +528,11 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 	}
 	return nil
 }
+
+// minWindowRun is the fewest rows in one window that fold passes to
+// foldWindow at once; shorter runs (rows out of time order) are added
+// row by row, through the cell of the row before.
+const minWindowRun = 8
 
 // foldRow adds row r of cols, of series s in group g, to its cells if
 // the residual filter matches it.
