@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"strconv"
 	"time"
+
+	"github.com/hourglassdb/hourglass/api/render"
 )
 
 // LineSource is a workload as line protocol, one row (line) at a time.
@@ -247,26 +249,14 @@ func (j iotJSON) NewLineWriter() func(dst []byte) ([]byte, bool) {
 	w := j.w
 	w.EnsureDefaults()
 	rows := w.newRows()
-	var (
-		r       iotRow
-		sec     = int64(math.MinInt64)
-		secText []byte // "2006-01-02T15:04:05" of sec
-	)
+	var r iotRow
 	return func(dst []byte) ([]byte, bool) {
 		if !rows(&r) {
 			return dst, false
 		}
 		dst = append(dst, `{"time":{"$date":"`...)
-		// RFC 3339 with the nanoseconds' trailing zeros cut
-		// (time.RFC3339Nano), the seconds formatted once for the many
-		// rows that share them. Times are after 1970.
-		if s := r.time / 1e9; s != sec {
-			sec = s
-			secText = time.Unix(s, 0).UTC().AppendFormat(secText[:0], "2006-01-02T15:04:05")
-		}
-		dst = append(dst, secText...)
-		dst = appendFraction(dst, r.time%1e9)
-		dst = append(dst, `Z"},"sensor":{"id":"s`...)
+		dst = render.AppendDate(dst, r.time)
+		dst = append(dst, `"},"sensor":{"id":"s`...)
 		dst = appendPadded(dst, r.sensor, 6)
 		dst = append(dst, `","site":"site-`...)
 		dst = strconv.AppendInt(dst, int64(r.sensor%100), 10)
@@ -284,24 +274,4 @@ func (j iotJSON) NewLineWriter() func(dst []byte) ([]byte, bool) {
 		}
 		return append(dst, "}\n"...), true
 	}
-}
-
-// appendFraction appends ns (0 to 999,999,999) as RFC 3339 Nano writes a
-// fraction of a second: nothing for 0, else a point and nine digits less
-// their trailing zeros.
-func appendFraction(dst []byte, ns int64) []byte {
-	if ns == 0 {
-		return dst
-	}
-	var b [10]byte
-	b[0] = '.'
-	for i := 9; i >= 1; i-- {
-		b[i] = byte('0' + ns%10)
-		ns /= 10
-	}
-	n := 10
-	for b[n-1] == '0' {
-		n--
-	}
-	return append(dst, b[:n]...)
 }

@@ -527,7 +527,7 @@ func TestAppendDate(t *testing.T) {
 	}
 	for _, ns := range cases {
 		want := time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
-		if got := string(appendDate(nil, ns)); got != want {
+		if got := string(AppendDate(nil, ns)); got != want {
 			t.Fatalf("%d: %s, want %s", ns, got, want)
 		}
 	}
