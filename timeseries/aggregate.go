@@ -493,38 +493,52 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 		if w := win.start(cols.Times[lo]); w == win.start(cols.Times[hi-1]) {
 			return a.foldWindow(g, cols, lo, hi, math.MinInt64, math.MaxInt64, w)
 		}
-		// Across windows (a bucket straddles their edges): each run of
-		// rows in one window, as rows in time order make them, folded at
-		// once; the rows of short runs one by one.
-		for r := lo; r < hi; {
-			w := win.start(cols.Times[r])
-			e := r + 1
-			if w != math.MinInt64 && w <= math.MaxInt64-win.width {
-				for end := w + win.width; e < hi && cols.Times[e] >= w && cols.Times[e] < end; e++ {
-				}
-			}
-			if e-r < minWindowRun {
-				if err := a.guard.rowsN(e - r); err != nil {
-					return err
-				}
-				for ; r < e; r++ {
-					if err := a.addRow(g, cols, r); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if err := a.foldWindow(g, cols, r, e, math.MinInt64, math.MaxInt64, w); err != nil {
-				return err
-			}
-			r = e
-		}
-		return nil
+		return a.foldRuns(g, cols, lo, hi, math.MinInt64, math.MaxInt64)
 	}
 	for r := lo; r < hi; r++ {
 		if err := a.foldRow(s, g, cols, r); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// foldRuns adds the rows [lo, hi) of cols (mapped by mapColumns) with
+// times in [tlo, thi] to the cells of group g when no residual filter
+// applies and they span windows (a bucket straddling their edges): each
+// run of rows in one window, as rows in time order make them, at once
+// (foldWindow); the rows of short runs one by one.
+func (a *aggregator) foldRuns(g int32, cols *bucket.Columns, lo, hi int, tlo, thi int64) error {
+	win := a.win
+	for r := lo; r < hi; {
+		t := cols.Times[r]
+		if t < tlo || t > thi {
+			r++
+			continue
+		}
+		w := win.start(t)
+		e := r + 1
+		if w != math.MinInt64 && w <= math.MaxInt64-win.width {
+			for end := w + win.width; e < hi && cols.Times[e] >= w && cols.Times[e] < end; e++ {
+			}
+		}
+		if e-r < minWindowRun {
+			if err := a.guard.rowsN(e - r); err != nil {
+				return err
+			}
+			for ; r < e; r++ {
+				if t := cols.Times[r]; t >= tlo && t <= thi {
+					if err := a.addRow(g, cols, r); err != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
+		if err := a.foldWindow(g, cols, r, e, tlo, thi, w); err != nil {
+			return err
+		}
+		r = e
 	}
 	return nil
 }
@@ -624,6 +638,7 @@ func (a *aggregator) foldUnordered(s *seriesSnap, g int32, l *looseCols) error {
 		if w := a.win.start(max(l.minT, lo)); w == a.win.start(min(l.maxT, hi)) {
 			return a.foldWindow(g, cols, 0, len(cols.Times), lo, hi, w)
 		}
+		return a.foldRuns(g, cols, 0, len(cols.Times), lo, hi)
 	}
 	for r, t := range cols.Times {
 		if t < lo || t > hi {
