@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hourglassdb/hourglass/api/render"
+	"github.com/hourglassdb/hourglass/document"
 )
 
 // LineSource is a workload as line protocol, one row (line) at a time.
@@ -255,7 +255,7 @@ func (j iotJSON) NewLineWriter() func(dst []byte) ([]byte, bool) {
 			return dst, false
 		}
 		dst = append(dst, `{"time":{"$date":"`...)
-		dst = render.AppendDate(dst, r.time)
+		dst = document.AppendDate(dst, r.time)
 		dst = append(dst, `"},"sensor":{"id":"s`...)
 		dst = appendPadded(dst, r.sensor, 6)
 		dst = append(dst, `","site":"site-`...)
