@@ -358,8 +358,10 @@ func TestBenchIngest(t *testing.T) {
 		t.Fatalf("query report %v: %s", err, stdout.String())
 	}
 	// The other workloads, small, into other collections; the iot load
-	// with three query clients reading it meanwhile.
-	for _, wl := range [][]string{{"--workload", "iot", "--sensors", "50", "--hours", "4", "--queries", "3", "--collection", "iot"},
+	// with three query clients reading it meanwhile (in batches of 200
+	// rows, one writer, so that the load lasts long enough for them to
+	// start: in batches of 5000 it can end first on an idle machine).
+	for _, wl := range [][]string{{"--workload", "iot", "--sensors", "50", "--hours", "4", "--queries", "3", "--batch", "200", "--workers", "1", "--collection", "iot"},
 		{"--workload", "high-cardinality", "--sensors", "300", "--collection", "hc"}} {
 		stdout.Reset()
 		if code := run(append([]string{"bench", "ingest", "--json", srv.url}, wl...), &stdout, &stderr); code != 0 {
