@@ -190,6 +190,12 @@ func (w IoT) newRows() func(r *iotRow) bool {
 //
 //	iot,sensor=s000042,site=site-7,kind=humidity value=21.375,battery=87i 1704067200123456789
 func (w IoT) NewLineWriter() func(dst []byte) ([]byte, bool) {
+	return w.rowWriter(appendIoTLine)
+}
+
+// rowWriter returns a writer of the workload's rows, each written by
+// appendRow with the workload's fields per row.
+func (w IoT) rowWriter(appendRow func(dst []byte, r *iotRow, fields int) []byte) func(dst []byte) ([]byte, bool) {
 	w.EnsureDefaults()
 	rows := w.newRows()
 	var r iotRow
@@ -197,30 +203,34 @@ func (w IoT) NewLineWriter() func(dst []byte) ([]byte, bool) {
 		if !rows(&r) {
 			return dst, false
 		}
-		dst = append(dst, "iot,sensor=s"...)
-		dst = appendPadded(dst, r.sensor, 6)
-		dst = append(dst, ",site=site-"...)
-		dst = strconv.AppendInt(dst, int64(r.sensor%100), 10)
-		dst = append(dst, ",kind="...)
-		dst = append(dst, iotKinds[r.sensor%len(iotKinds)]...)
-		dst = append(dst, ' ')
-		for f := 0; f < w.Fields; f++ {
-			if f > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, iotFields[f]...)
-			dst = append(dst, '=')
-			if f == 0 {
-				dst = strconv.AppendFloat(dst, r.value, 'f', -1, 64)
-			} else {
-				dst = strconv.AppendInt(dst, r.ints[f-1], 10)
-				dst = append(dst, 'i')
-			}
-		}
-		dst = append(dst, ' ')
-		dst = strconv.AppendInt(dst, r.time, 10)
-		return append(dst, '\n'), true
+		return appendRow(dst, &r, w.Fields), true
 	}
+}
+
+func appendIoTLine(dst []byte, r *iotRow, fields int) []byte {
+	dst = append(dst, "iot,sensor=s"...)
+	dst = appendPadded(dst, r.sensor, 6)
+	dst = append(dst, ",site=site-"...)
+	dst = strconv.AppendInt(dst, int64(r.sensor%100), 10)
+	dst = append(dst, ",kind="...)
+	dst = append(dst, iotKinds[r.sensor%len(iotKinds)]...)
+	dst = append(dst, ' ')
+	for f := 0; f < fields; f++ {
+		if f > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, iotFields[f]...)
+		dst = append(dst, '=')
+		if f == 0 {
+			dst = strconv.AppendFloat(dst, r.value, 'f', -1, 64)
+		} else {
+			dst = strconv.AppendInt(dst, r.ints[f-1], 10)
+			dst = append(dst, 'i')
+		}
+	}
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, r.time, 10)
+	return append(dst, '\n')
 }
 
 func appendPadded(dst []byte, v, width int) []byte {
@@ -246,32 +256,27 @@ func (j iotJSON) Rows() int         { return j.w.Rows() }
 func (j iotJSON) FieldsPerRow() int { return j.w.FieldsPerRow() }
 
 func (j iotJSON) NewLineWriter() func(dst []byte) ([]byte, bool) {
-	w := j.w
-	w.EnsureDefaults()
-	rows := w.newRows()
-	var r iotRow
-	return func(dst []byte) ([]byte, bool) {
-		if !rows(&r) {
-			return dst, false
-		}
-		dst = append(dst, `{"time":{"$date":"`...)
-		dst = document.AppendDate(dst, r.time)
-		dst = append(dst, `"},"sensor":{"id":"s`...)
-		dst = appendPadded(dst, r.sensor, 6)
-		dst = append(dst, `","site":"site-`...)
-		dst = strconv.AppendInt(dst, int64(r.sensor%100), 10)
-		dst = append(dst, `","kind":"`...)
-		dst = append(dst, iotKinds[r.sensor%len(iotKinds)]...)
-		dst = append(dst, `","floor":`...)
-		dst = strconv.AppendInt(dst, int64(r.sensor%5), 10)
-		dst = append(dst, `},"value":`...)
-		dst = strconv.AppendFloat(dst, r.value, 'f', -1, 64)
-		for f := 1; f < w.Fields; f++ {
-			dst = append(dst, `,"`...)
-			dst = append(dst, iotFields[f]...)
-			dst = append(dst, `":`...)
-			dst = strconv.AppendInt(dst, r.ints[f-1], 10)
-		}
-		return append(dst, "}\n"...), true
+	return j.w.rowWriter(appendIoTJSON)
+}
+
+func appendIoTJSON(dst []byte, r *iotRow, fields int) []byte {
+	dst = append(dst, `{"time":{"$date":"`...)
+	dst = document.AppendDate(dst, r.time)
+	dst = append(dst, `"},"sensor":{"id":"s`...)
+	dst = appendPadded(dst, r.sensor, 6)
+	dst = append(dst, `","site":"site-`...)
+	dst = strconv.AppendInt(dst, int64(r.sensor%100), 10)
+	dst = append(dst, `","kind":"`...)
+	dst = append(dst, iotKinds[r.sensor%len(iotKinds)]...)
+	dst = append(dst, `","floor":`...)
+	dst = strconv.AppendInt(dst, int64(r.sensor%5), 10)
+	dst = append(dst, `},"value":`...)
+	dst = strconv.AppendFloat(dst, r.value, 'f', -1, 64)
+	for f := 1; f < fields; f++ {
+		dst = append(dst, `,"`...)
+		dst = append(dst, iotFields[f]...)
+		dst = append(dst, `":`...)
+		dst = strconv.AppendInt(dst, r.ints[f-1], 10)
 	}
+	return append(dst, "}\n"...)
 }
