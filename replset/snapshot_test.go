@@ -273,7 +273,9 @@ func TestUncleanRestartFromSnapshot(t *testing.T) {
 	s.waitCount("cpu", 60)
 	fi := (li + 1) % 3
 	f := s.nodes[fi]
-	if err := f.Snapshot(); err != nil {
+	// The member snapshots by itself every 50 ms: one may have just
+	// covered everything it applied, which serves as well.
+	if err := f.Snapshot(); err != nil && !errors.Is(err, ErrNothingToSnapshot) {
 		t.Fatal(err)
 	}
 	f.fsm.unrecorded.Store(true)
