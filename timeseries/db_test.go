@@ -783,10 +783,11 @@ func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 	insert(0, 300) // an hour's bucket a series
 	before := db.Stats().Checkpoints
 	insert(2, 1) // two hours on: the first hour's buckets are sealed
+	// What they hold (sealedSince) is not checked here: the checkpoint the
+	// insert woke may already have captured them and reset it.
 	sealed, budget := db.sealedSince.Load(), db.bucketBudget()
-	if sealed <= budget/4 || db.headMem.Load() > budget {
-		t.Fatalf("sealed %d bytes, %d in memory, bucket budget %d: want a quarter sealed, all within the budget",
-			sealed, db.headMem.Load(), budget)
+	if db.headMem.Load() > budget {
+		t.Fatalf("%d bytes in memory, bucket budget %d: want all within the budget", db.headMem.Load(), budget)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for db.Stats().Checkpoints == before {
