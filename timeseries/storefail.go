@@ -92,11 +92,12 @@ func failurePause(n int) time.Duration {
 
 func (f *storeFailures) succeeded() {
 	f.mu.Lock()
-	if f.consecutive > 0 {
-		f.log.Info("the store writes its files again", "afterFailures", f.consecutive)
-	}
+	n := f.consecutive
 	f.consecutive = 0
 	f.mu.Unlock()
+	if n > 0 {
+		f.log.Info("the store writes its files again", "afterFailures", n)
+	}
 }
 
 // watch returns a channel closed at the next failure.
