@@ -15,109 +15,28 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
 // body is a request body read into memory. bodyPool recycles the structs;
-// their buffers go back to growPools by size class.
+// their buffers go back to command's size-class pools.
 type body struct {
 	b      []byte
-	budget *bodyBudget // holds cap(b) of it while the body is in use
+	budget *command.Budget // holds held bytes of it while the body is in use
 	held   int64
 }
 
 var bodyPool = sync.Pool{New: func() any { return new(body) }}
 
-// maxPooledBody is the largest buffer kept for reuse: a larger one (a body
-// above 8 MiB) is left to the collector, so one huge request does not pin
-// its memory.
-const maxPooledBody = 8 << 20
-
-// growPools recycle body buffers by size class: powers of two from
-// minBodyChunk to maxPooledBody. Steady ingest of batches of similar size
-// then allocates no body bytes per request (batches of 5,000 lines are
-// about 600 KiB each).
-var growPools [bodyClasses]sync.Pool
-
-const bodyClasses = 8 // 64 KiB, 128 KiB, ..., 8 MiB
-
-// bodyClass returns the class of a buffer of at least n bytes and its size;
-// ok is false, and size n, below minBodyChunk (a short body announced by its
-// Content-Length takes just its bytes) and above maxPooledBody.
-func bodyClass(n int) (class, size int, ok bool) {
-	if n < minBodyChunk {
-		return 0, n, false
-	}
-	size = minBodyChunk
-	for class = 0; class < bodyClasses; class++ {
-		if n <= size {
-			return class, size, true
-		}
-		size *= 2
-	}
-	return 0, n, false
-}
-
-// getBuffer returns an empty buffer with room for at least n bytes: its
-// class's size, from the pool when one is there.
-func getBuffer(n int) []byte {
-	class, size, ok := bodyClass(n)
-	if !ok {
-		return make([]byte, 0, n)
-	}
-	if v := growPools[class].Get(); v != nil {
-		return (*v.(*[]byte))[:0]
-	}
-	return make([]byte, 0, size)
-}
-
-// putBuffer gives b back to its class; buffers of other sizes are dropped.
-func putBuffer(b []byte) {
-	if class, size, ok := bodyClass(cap(b)); ok && size == cap(b) {
-		growPools[class].Put(&b)
-	}
-}
-
 func putBody(b *body) {
 	if b.budget != nil {
-		b.budget.give(b.held)
+		b.budget.Give(b.held)
 		b.budget, b.held = nil, 0
 	}
-	putBuffer(b.b)
+	command.PutBuffer(b.b)
 	b.b = nil
 	bodyPool.Put(b)
-}
-
-// bodyBudget bounds the bytes of request bodies held in memory at once,
-// whatever the number of connections: bodies are read before an ingest
-// slot is taken, so the slots alone no longer bound them.
-type bodyBudget struct {
-	mu   sync.Mutex
-	used int64 // guarded by mu
-	max  int64
-}
-
-// take reserves n bytes, or reports false when that would pass the budget.
-func (b *bodyBudget) take(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used+n > b.max {
-		return false
-	}
-	b.used += n
-	return true
-}
-
-func (b *bodyBudget) give(n int64) {
-	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
-}
-
-func (b *bodyBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
 }
 
 func errBodyBudget(max int64) *httpError {
@@ -198,10 +117,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	return buf, nil
 }
 
-// minBodyChunk is the first buffer of a body, and the smallest class of
-// growPools.
-const minBodyChunk = 64 << 10
-
 // readAll appends src (at most limit+1 bytes) to the body until EOF. The
 // buffer grows by doubling with the bytes that arrive, up to limit+1, and
 // stops at the class holding hint+1 (the announced length and room for the
@@ -216,20 +131,19 @@ func (b *body) readAll(src io.Reader, hint, limit int64) error {
 			return nil // over the limit: the caller refuses it
 		}
 		if len(dst) == cap(dst) {
-			n := int(min(int64(max(2*cap(dst), minBodyChunk)), limit+1))
+			n := int(min(int64(max(2*cap(dst), command.MinBufferClass)), limit+1))
 			if hint >= 0 && int64(len(dst)) <= hint {
 				n = int(min(int64(n), hint+1))
 			}
 			if n <= len(dst) {
-				n = len(dst) + minBodyChunk
+				n = len(dst) + command.MinBufferClass
 			}
-			_, size, _ := bodyClass(n)
-			if !b.take(int64(size - cap(dst))) {
-				return errBodyBudget(b.budget.max)
+			if !b.take(int64(command.BufferClass(n) - cap(dst))) {
+				return errBodyBudget(b.budget.Max())
 			}
-			grown := getBuffer(n)[:len(dst)]
+			grown := command.GetBuffer(n)[:len(dst)]
 			copy(grown, dst)
-			putBuffer(dst)
+			command.PutBuffer(dst)
 			dst = grown
 		}
 		m, err := src.Read(dst[len(dst):cap(dst)])
@@ -245,7 +159,7 @@ func (b *body) readAll(src io.Reader, hint, limit int64) error {
 
 // take reserves n more bytes of the budget for the body.
 func (b *body) take(n int64) bool {
-	if !b.budget.take(n) {
+	if !b.budget.TryTake(n) {
 		return false
 	}
 	b.held += n

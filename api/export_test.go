@@ -18,7 +18,7 @@ func (s *Server) HoldWriteSlots() (release func()) {
 func (s *Server) WriteSlotsInUse() int { return s.writes.inUse() }
 
 // BodyMemoryInUse is the number of bytes of request bodies held.
-func (s *Server) BodyMemoryInUse() int64 { return s.bodies.inUse() }
+func (s *Server) BodyMemoryInUse() int64 { return s.bodies.InUse() }
 
 // OnChunkDecoded sets a function called after each chunk of a JSON insert
 // is decoded and converted, before it is stored; nil removes it.

@@ -158,6 +158,10 @@ func fastString(b []byte, i int) (int, bool) {
 						return i, false
 					}
 				}
+				if h := b[i+1] | 0x20; h == 'd' && b[i+2] >= '8' {
+					// A surrogate (\ud800-\udfff): the full checks pair it.
+					return i, false
+				}
 				i += 4
 			default:
 				return i, false

@@ -57,3 +57,34 @@ func FuzzFastValid(f *testing.F) {
 		checkFastValid(t, b)
 	})
 }
+
+// TestLoneSurrogate: \u escapes of half a UTF-16 surrogate pair are found
+// wherever they stand; a whole pair, an escaped backslash before "u" and
+// other escapes are not.
+func TestLoneSurrogate(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		at   int
+	}{
+		{`{"a":"x"}`, -1},
+		{`{"a":"\ud83d\ude00"}`, -1},
+		{`{"a":"\uD83D\uDE00 \u00e9 \n \\ud800"}`, -1},
+		{`{"a":"\ud83d"}`, 6},
+		{`{"a":"\ud83dx\ude00"}`, 6},
+		{`{"a":"\ude00"}`, 6},
+		{`{"a":"\ud83d\u0041"}`, 6},
+		{`{"a":"ok","\udbff":1}`, 11},
+		{`["\\\ud800"]`, 4},
+	} {
+		if got := loneSurrogate([]byte(c.text)); got != c.at {
+			t.Errorf("loneSurrogate(%s) = %d, want %d", c.text, got, c.at)
+		}
+		if c.at < 0 {
+			if !fastValid([]byte(c.text), c.text[0]) && checkJSONText([]byte(c.text), 0) != nil {
+				t.Errorf("%s refused", c.text)
+			}
+		} else if fastValid([]byte(c.text), c.text[0]) || checkJSONText([]byte(c.text), 0) == nil {
+			t.Errorf("%s accepted", c.text)
+		}
+	}
+}

@@ -25,6 +25,9 @@ func checkJSONText(b []byte, base int) error {
 		}
 		return badRequest("invalid UTF-8 at byte %d: JSON text must be UTF-8", base+i)
 	}
+	if i := loneSurrogate(b); i >= 0 {
+		return badRequest("the escape %s at byte %d is half of a UTF-16 surrogate pair: JSON strings must be valid Unicode", b[i:i+6], base+i)
+	}
 	if bytes.IndexByte(b, '{') < 0 {
 		return nil
 	}
@@ -151,4 +154,59 @@ func (s *jsonScanner) value(base int) error {
 		}
 	}
 	return nil
+}
+
+// loneSurrogate returns the offset of the first \u escape in b, valid
+// JSON text, that is half of a UTF-16 surrogate pair without its other
+// half (encoding/json would decode it to U+FFFD), or -1.
+func loneSurrogate(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(b) || b[i+1] != 'u' {
+			i++ // another escape: skip the escaped byte
+			continue
+		}
+		r, ok := hex4(b, i+2)
+		if !ok {
+			return i
+		}
+		switch {
+		case r < 0xd800 || r > 0xdfff:
+		case r >= 0xdc00:
+			return i
+		default: // a high surrogate: a low one must follow
+			if i+11 >= len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
+				return i
+			}
+			if lo, ok := hex4(b, i+8); !ok || lo < 0xdc00 || lo > 0xdfff {
+				return i
+			}
+			i += 6
+		}
+		i += 5
+	}
+	return -1
+}
+
+// hex4 reads the four hex digits at b[i:].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

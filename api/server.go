@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hourglassdb/hourglass/api/lineproto"
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/internal/keep"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -64,6 +65,12 @@ type Options struct {
 	// with 429 and Retry-After. Default MaxConcurrentWrites x MaxBody,
 	// what the ingest slots held when bodies were read inside them.
 	MaxBodyMemory int64
+
+	// Bodies is the request memory budget, shared with the other front
+	// doors (the MongoDB wire protocol's messages take from it too); when
+	// set, MaxBodyMemory is its size. Default: a budget of MaxBodyMemory
+	// of the server's own.
+	Bodies *command.Budget
 
 	// MaxConcurrentWrites is the number of ingest requests decoded and
 	// stored at once. Default 2 x GOMAXPROCS: enough to keep every core
@@ -116,8 +123,14 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxConcurrentWrites == 0 {
 		o.MaxConcurrentWrites = 2 * runtime.GOMAXPROCS(0)
 	}
+	if o.Bodies != nil {
+		o.MaxBodyMemory = o.Bodies.Max()
+	}
 	if o.MaxBodyMemory == 0 {
 		o.MaxBodyMemory = int64(o.MaxConcurrentWrites) * o.MaxBody
+	}
+	if o.Bodies == nil {
+		o.Bodies = command.NewBudget(o.MaxBodyMemory)
 	}
 	if o.MaxQueuedWrites == 0 {
 		o.MaxQueuedWrites = 64
@@ -176,7 +189,7 @@ type Server struct {
 	router  chi.Router
 	ops     *opRegistry
 	writes  *admission
-	bodies  *bodyBudget
+	bodies  *command.Budget
 	metrics *metrics
 	started time.Time
 
@@ -196,7 +209,7 @@ func New(opts Options) (*Server, error) {
 		peers:   &http.Client{Timeout: peerTimeout},
 		ops:     newOpRegistry(opts.Now),
 		writes:  newAdmission(opts.MaxConcurrentWrites, opts.MaxQueuedWrites),
-		bodies:  &bodyBudget{max: opts.MaxBodyMemory},
+		bodies:  opts.Bodies,
 		started: opts.Now(),
 
 		lineDecoders: keep.New(opts.MaxConcurrentWrites, lineproto.NewDecoder),

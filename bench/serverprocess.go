@@ -17,8 +17,9 @@ import (
 // loopback port chosen by the kernel, started by StartServer. Its log
 // (JSON lines on stderr) is kept, the last 256 KiB of it, for reports.
 type ServerProcess struct {
-	URL string // http://127.0.0.1:port
-	PID int
+	URL   string // http://127.0.0.1:port
+	Mongo string // the MongoDB listener's host:port, "" when off
+	PID   int
 
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has exited and its log is read
@@ -49,7 +50,7 @@ func StartServer(ctx context.Context, binary, dataDir string, extra ...string) (
 		return nil, err
 	}
 	s := &ServerProcess{PID: cmd.Process.Pid, cmd: cmd, done: make(chan struct{})}
-	addr := make(chan string, 1)
+	addr := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -65,10 +66,11 @@ func StartServer(ctx context.Context, binary, dataDir string, extra ...string) (
 			var rec struct {
 				Msg    string `json:"msg"`
 				Listen string `json:"listen"`
+				Mongo  string `json:"mongo_listen"`
 			}
 			if json.Unmarshal(line, &rec) == nil && rec.Msg == "hourglass serving" {
 				select {
-				case addr <- rec.Listen:
+				case addr <- [2]string{rec.Listen, rec.Mongo}:
 				default:
 				}
 			}
@@ -78,7 +80,7 @@ func StartServer(ctx context.Context, binary, dataDir string, extra ...string) (
 	}()
 	select {
 	case a := <-addr:
-		s.URL = "http://" + a
+		s.URL, s.Mongo = "http://"+a[0], a[1]
 		return s, nil
 	case <-s.done:
 		return nil, fmt.Errorf("server exited at start (%v):\n%s", s.err, s.Log(4<<10))

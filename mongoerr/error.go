@@ -25,6 +25,7 @@ const (
 	Unauthorized          Code = 13
 	TypeMismatch          Code = 14
 	InvalidLength         Code = 16
+	InvalidBSON           Code = 22
 	AuthenticationFailed  Code = 18
 	NamespaceNotFound     Code = 26
 	IndexNotFound         Code = 27
@@ -76,6 +77,7 @@ var names = map[Code]string{
 	Unauthorized:                    "Unauthorized",
 	TypeMismatch:                    "TypeMismatch",
 	InvalidLength:                   "InvalidLength",
+	InvalidBSON:                     "InvalidBSON",
 	AuthenticationFailed:            "AuthenticationFailed",
 	NamespaceNotFound:               "NamespaceNotFound",
 	IndexNotFound:                   "IndexNotFound",

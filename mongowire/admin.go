@@ -40,7 +40,7 @@ func newOpRegistry() *opRegistry { return &opRegistry{ops: map[int64]*op{}} }
 var opKinds = map[string]string{"find": "query", "getMore": "getmore", "insert": "insert",
 	"update": "update", "delete": "remove", "count": "command", "distinct": "command"}
 
-func (r *opRegistry) begin(c *conn, cmd *command) *op {
+func (r *opRegistry) begin(c *conn, cmd *wireCommand) *op {
 	kind := opKinds[cmd.name]
 	if kind == "" {
 		kind = "command"
@@ -93,7 +93,7 @@ func (r *opRegistry) entries(host string, now time.Time) []map[string]any {
 }
 
 // errAdminOnly is MongoDB's refusal of an admin command run elsewhere.
-func adminOnly(cmd *command) error {
+func adminOnly(cmd *wireCommand) error {
 	if cmd.db != "admin" {
 		return mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", cmd.name)
 	}
@@ -121,7 +121,7 @@ func (s *Server) serverParameters() (bson.D, error) {
 // cmdGetParameter answers ttlMonitorEnabled, ttlMonitorSleepSecs and
 // featureCompatibilityVersion (mongosh asks for it when it connects), or
 // all of them with getParameter: "*".
-func cmdGetParameter(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdGetParameter(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if err := adminOnly(cmd); err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func cmdGetParameter(s *Server, _ *conn, cmd *command) (bson.D, error) {
 // running monitor, the settings `hourglass serve --ttl-monitor-enabled`
 // and `--ttl-monitor-sleep` start with. Like MongoDB's, the change lasts
 // until the server stops. The reply's "was" is the previous value.
-func cmdSetParameter(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdSetParameter(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if err := adminOnly(cmd); err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func cmdSetParameter(s *Server, _ *conn, cmd *command) (bson.D, error) {
 // cmdServerStatus is serverStatus with the sections Hourglass has: the
 // process, connections, memory, operation counters, and metrics.ttl and
 // metrics.cursor.
-func cmdServerStatus(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdServerStatus(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	now := time.Now()
 	host, _ := os.Hostname()
 	up := now.Sub(s.started)
@@ -242,7 +242,8 @@ func cmdServerStatus(s *Server, _ *conn, cmd *command) (bson.D, error) {
 		{Key: "localTime", Value: now},
 		{Key: "connections", Value: bson.D{
 			{Key: "current", Value: int32(current)},
-			{Key: "available", Value: int32(max(availableConnections()-current, 0))},
+			{Key: "available", Value: int32(max(s.opts.MaxConnections-current, 0))},
+			{Key: "rejected", Value: s.refused.Load()},
 			{Key: "totalCreated", Value: s.nextID.Load()},
 		}},
 		{Key: "mem", Value: memSection()},
@@ -303,7 +304,7 @@ func memSection() bson.D {
 // cmdCurrentOp lists the commands this server is running and the TTL
 // monitor's batch in progress, which MongoDB shows as a remove by
 // "TTLMonitor". Fields other than $all and $ownOps filter the entries.
-func cmdCurrentOp(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdCurrentOp(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if err := adminOnly(cmd); err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func (st stage) unsupported(why string) error {
 // aggregateOptionsIgnored are aggregate's fields that change nothing here.
 var aggregateOptionsIgnored = map[string]bool{"allowDiskUse": true, "hint": true, "bypassDocumentValidation": true}
 
-func parsePipeline(cmd *command) ([]stage, int64, error) {
+func parsePipeline(cmd *wireCommand) ([]stage, int64, error) {
 	batchSize := int64(-1)
 	var pipeline []stage
 	sawCursor := false
@@ -123,7 +123,7 @@ var supportedStages = map[string]bool{"$match": true, "$sort": true, "$skip": tr
 // $sort, $skip, $limit and $project before them run in the find; the stages
 // after a $group or $count run on its (small) result. On admin,
 // aggregate: 1 runs $currentOp, and the collection atlascli is empty.
-func cmdAggregate(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdAggregate(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	pipeline, batchSize, err := parsePipeline(cmd)
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func cmdAggregate(s *Server, _ *conn, cmd *command) (bson.D, error) {
 // aggregateDatabase answers aggregate: 1 and aggregates on admin: the
 // $currentOp stage, and mongosh's look-up of Atlas CLI deployments (the
 // collection atlascli, which this server does not have).
-func (s *Server) aggregateDatabase(cmd *command, pipeline []stage, batchSize int64) (bson.D, error) {
+func (s *Server) aggregateDatabase(cmd *wireCommand, pipeline []stage, batchSize int64) (bson.D, error) {
 	ns := cmd.db + ".$cmd.aggregate"
 	if v, _ := cmd.body.LookupErr(cmd.name); v.Type == bsoncore.TypeString {
 		// A collection of admin: none holds documents.

@@ -112,7 +112,7 @@ func saslPayload(body bsoncore.Document) ([]byte, error) {
 	return nil, mongoerr.New(mongoerr.TypeMismatch, "SASL payload must be binary data or a string")
 }
 
-func cmdSaslStart(s *Server, c *conn, cmd *command) (bson.D, error) {
+func cmdSaslStart(s *Server, c *conn, cmd *wireCommand) (bson.D, error) {
 	return c.saslStart(cmd.body)
 }
 
@@ -120,7 +120,7 @@ func cmdSaslStart(s *Server, c *conn, cmd *command) (bson.D, error) {
 // answers the server's signature; the connection is then authenticated.
 // An empty message after that (clients that do not skip the empty
 // exchange) ends the conversation.
-func cmdSaslContinue(s *Server, c *conn, cmd *command) (bson.D, error) {
+func cmdSaslContinue(s *Server, c *conn, cmd *wireCommand) (bson.D, error) {
 	iv, _ := cmd.body.LookupErr("conversationId")
 	id, ok := iv.AsInt64OK()
 	if !ok || c.sasl == nil || int64(c.sasl.id) != id {
@@ -155,7 +155,7 @@ func cmdSaslContinue(s *Server, c *conn, cmd *command) (bson.D, error) {
 // answer to speculativeAuthenticate, which saves a round trip. A failed
 // speculative start is left out of the reply: the client then
 // authenticates with saslStart and sees the error.
-func (c *conn) helloAuth(cmd *command, d bson.D) bson.D {
+func (c *conn) helloAuth(cmd *wireCommand, d bson.D) bson.D {
 	if c.s.scram == nil {
 		return d
 	}

@@ -53,7 +53,7 @@ const (
 const DatabaseName = "hourglass"
 
 // command is a request being answered.
-type command struct {
+type wireCommand struct {
 	ctx  context.Context
 	name string
 	db   string
@@ -63,7 +63,7 @@ type command struct {
 	legacy bool
 }
 
-type handler func(s *Server, c *conn, cmd *command) (bson.D, error)
+type handler func(s *Server, c *conn, cmd *wireCommand) (bson.D, error)
 
 // handlers maps command names, as MongoDB spells them, to their
 // implementation.
@@ -90,7 +90,7 @@ var preAuth = map[string]bool{"hello": true, "isMaster": true, "ismaster": true,
 // handle runs a request and returns the reply document.
 func (c *conn) handle(req *request) []byte {
 	s := c.s
-	cmd := &command{ctx: context.Background(), body: req.body, seqs: req.seqs}
+	cmd := &wireCommand{ctx: context.Background(), body: req.body, seqs: req.seqs}
 	first, ok := firstElement(req.body)
 	if !ok {
 		return s.errorDoc(mongoerr.New(mongoerr.BadValue, "empty command document"))
@@ -191,7 +191,7 @@ const afterClusterTimeWait = 10 * time.Second
 //
 // The waits are bounded by the command's maxTimeMS, else 10 s, and then
 // fail with MaxTimeMSExpired (50).
-func (s *Server) readConcern(cmd *command, name string) error {
+func (s *Server) readConcern(cmd *wireCommand, name string) error {
 	if !secondaryReads[name] {
 		return nil
 	}
@@ -269,7 +269,7 @@ var retryableWrites = map[string]bool{"insert": true, "update": true, "delete": 
 // driver sends after a failover) gets the first attempt's results
 // instead of writing again (replset.WithSession). Transactions are
 // refused.
-func retryableWrite(cmd *command, name string, txn bsoncore.Value) (context.Context, error) {
+func retryableWrite(cmd *wireCommand, name string, txn bsoncore.Value) (context.Context, error) {
 	for _, k := range []string{"autocommit", "startTransaction"} {
 		if _, err := cmd.body.LookupErr(k); err == nil {
 			return nil, mongoerr.New(mongoerr.IllegalOperation, "Hourglass does not support multi-document transactions")
@@ -309,7 +309,7 @@ var errStop = errors.New("stop")
 // details.
 func (s *Server) errorDoc(err error) []byte {
 	code, msg := s.classify(err)
-	return marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: msg},
+	return marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: validUTF8(msg)},
 		{Key: "code", Value: int32(code)}, {Key: "codeName", Value: codeName(code)}})
 }
 
@@ -337,7 +337,7 @@ func (s *Server) classify(err error) (mongoerr.Code, string) {
 
 // collectionName reads the collection a command names as its first value,
 // in a database that holds collections.
-func (cmd *command) collectionName() (string, error) {
+func (cmd *wireCommand) collectionName() (string, error) {
 	if err := checkDatabase(cmd.db); err != nil {
 		return "", err
 	}
@@ -368,7 +368,7 @@ func checkDatabase(db string) error {
 
 // collectionArgs is collectionName and args, for the commands that name a
 // collection and take arguments.
-func (cmd *command) collectionArgs() (string, map[string]any, error) {
+func (cmd *wireCommand) collectionArgs() (string, map[string]any, error) {
 	name, err := cmd.collectionName()
 	if err != nil {
 		return "", nil, err
@@ -380,7 +380,7 @@ func (cmd *command) collectionArgs() (string, map[string]any, error) {
 // args decodes the command's fields other than its name and the generic
 // ones (session, read and write concerns, API version), with the kind-1
 // sequences merged in as arrays, into the engine's value set.
-func (cmd *command) args() (map[string]any, error) {
+func (cmd *wireCommand) args() (map[string]any, error) {
 	m := make(map[string]any)
 	err := eachElement(cmd.body, func(key string, v bsoncore.Value) error {
 		if key == cmd.name || genericFields[key] {
@@ -415,7 +415,7 @@ var genericFields = map[string]bool{"$db": true, "lsid": true, "$clusterTime": t
 	"writeConcern": true, "readConcern": true, "apiVersion": true, "apiStrict": true, "apiDeprecationErrors": true,
 	"comment": true, "maxTimeMS": true, "$audit": true, "$client": true, "txnNumber": true}
 
-func cmdHello(s *Server, c *conn, cmd *command) (bson.D, error) {
+func cmdHello(s *Server, c *conn, cmd *wireCommand) (bson.D, error) {
 	primary := "isWritablePrimary"
 	if cmd.name != "hello" {
 		primary = "ismaster"
@@ -454,9 +454,9 @@ func cmdHello(s *Server, c *conn, cmd *command) (bson.D, error) {
 	return c.helloAuth(cmd, s.helloReplica(d, primary)), nil
 }
 
-func cmdPing(*Server, *conn, *command) (bson.D, error) { return bson.D{}, nil }
+func cmdPing(*Server, *conn, *wireCommand) (bson.D, error) { return bson.D{}, nil }
 
-func cmdBuildInfo(s *Server, _ *conn, _ *command) (bson.D, error) {
+func cmdBuildInfo(s *Server, _ *conn, _ *wireCommand) (bson.D, error) {
 	return bson.D{
 		{Key: "version", Value: serverVersion},
 		{Key: "versionArray", Value: bson.A{int32(7), int32(0), int32(0), int32(0)}},
@@ -468,7 +468,7 @@ func cmdBuildInfo(s *Server, _ *conn, _ *command) (bson.D, error) {
 	}, nil
 }
 
-func cmdConnectionStatus(_ *Server, c *conn, _ *command) (bson.D, error) {
+func cmdConnectionStatus(_ *Server, c *conn, _ *wireCommand) (bson.D, error) {
 	users, roles := bson.A{}, bson.A{}
 	if c.user != "" {
 		users = append(users, bson.D{{Key: "user", Value: c.user}, {Key: "db", Value: "admin"}})
@@ -480,7 +480,7 @@ func cmdConnectionStatus(_ *Server, c *conn, _ *command) (bson.D, error) {
 	}}}, nil
 }
 
-func cmdListDatabases(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdListDatabases(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	args, err := cmd.args()
 	if err != nil {
 		return nil, err
@@ -533,7 +533,7 @@ func matchArg(args map[string]any, key string, doc map[string]any) error {
 	return nil
 }
 
-func cmdListCollections(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdListCollections(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	args, err := cmd.args()
 	if err != nil {
 		return nil, err
@@ -607,7 +607,7 @@ func cursorReply(id int64, ns, batchKey string, batch any) bson.D {
 	}}}
 }
 
-func cmdCreate(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdCreate(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, args, err := cmd.collectionArgs()
 	if err != nil {
 		return nil, err
@@ -628,7 +628,7 @@ func cmdCreate(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	return bson.D{}, nil
 }
 
-func cmdDrop(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdDrop(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, err := cmd.collectionName()
 	if err != nil {
 		return nil, err

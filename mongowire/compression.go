@@ -2,6 +2,7 @@ package mongowire
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"sync"
 
@@ -21,15 +22,18 @@ var compressorIDs = map[string]wiremessage.CompressorID{
 	"zstd":   wiremessage.CompressorZstd,
 }
 
-// zstdDecoder is shared: DecodeAll is safe for concurrent use. Its memory is
-// bounded by the message size checked before it runs.
-var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxMessageSizeBytes), zstd.WithDecoderConcurrency(0))
+// zstdDecoders recycles streaming zstd decoders: a message is read
+// through one into a buffer of its announced size, so that a frame
+// decoding to more (a bomb) costs no more memory than that size and the
+// decoder's window.
+var zstdDecoders = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(16<<20), zstd.WithDecoderMaxMemory(MaxMessageSizeBytes))
 	if err != nil {
 		panic("mongowire: zstd decoder: " + err.Error()) // options are constant
 	}
 	return d
-})
+}}
 
 var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
@@ -39,9 +43,26 @@ var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 	return e
 })
 
+// compressedSize returns the size an OP_COMPRESSED body (the bytes after
+// the header) announces for the message it holds, after its header; ok is
+// false when the body is too short to say or the size is out of range.
+func compressedSize(body []byte) (int, bool) {
+	_, rem, ok := wiremessage.ReadCompressedOriginalOpCode(body)
+	if !ok {
+		return 0, false
+	}
+	size, _, ok := wiremessage.ReadCompressedUncompressedSize(rem)
+	if !ok || size < 0 || size > MaxMessageSizeBytes-headerLen {
+		return 0, false
+	}
+	return int(size), true
+}
+
 // decompress opens the body of an OP_COMPRESSED message: it returns the
-// original message's body (after its header) and opCode.
-func decompress(body []byte) ([]byte, wiremessage.OpCode, wiremessage.CompressorID, error) {
+// original message's body (after its header) and opCode. The body is
+// written into dst's spare capacity when it has room for the announced
+// size (the caller sizes it with compressedSize), else into a new buffer.
+func decompress(body, dst []byte) ([]byte, wiremessage.OpCode, wiremessage.CompressorID, error) {
 	op, rem, ok := wiremessage.ReadCompressedOriginalOpCode(body)
 	if !ok {
 		return nil, 0, 0, decodeError("OP_COMPRESSED too short")
@@ -57,6 +78,10 @@ func decompress(body []byte) ([]byte, wiremessage.OpCode, wiremessage.Compressor
 	if size < 0 || size > MaxMessageSizeBytes-headerLen {
 		return nil, 0, 0, decodeError("OP_COMPRESSED uncompressed size %d is over maxMessageSizeBytes %d", size, MaxMessageSizeBytes)
 	}
+	if cap(dst) < int(size) {
+		dst = make([]byte, 0, size)
+	}
+	dst = dst[:0]
 	var out []byte
 	var err error
 	switch id {
@@ -67,15 +92,19 @@ func decompress(body []byte) ([]byte, wiremessage.OpCode, wiremessage.Compressor
 		if lerr != nil || n != int(size) {
 			return nil, 0, 0, decodeError("OP_COMPRESSED snappy data does not hold %d bytes", size)
 		}
-		out, err = snappy.Decode(nil, rem)
+		out, err = snappy.Decode(dst[:size], rem)
 	case wiremessage.CompressorZLib:
 		var zr io.ReadCloser
 		if zr, err = zlib.NewReader(bytes.NewReader(rem)); err == nil {
-			// One byte past the announced size tells a longer stream.
-			out, err = io.ReadAll(io.LimitReader(zr, int64(size)+1))
+			out, err = readExactly(zr, dst[:size])
 		}
 	case wiremessage.CompressorZstd:
-		out, err = zstdDecoder().DecodeAll(rem, make([]byte, 0, size))
+		d := zstdDecoders.Get().(*zstd.Decoder)
+		if err = d.Reset(bytes.NewReader(rem)); err == nil {
+			out, err = readExactly(d, dst[:size])
+		}
+		d.Reset(nil)
+		zstdDecoders.Put(d)
 	default:
 		return nil, 0, 0, decodeError("OP_COMPRESSED compressor %d is not supported; use zstd, snappy or zlib", uint8(id))
 	}
@@ -86,6 +115,24 @@ func decompress(body []byte) ([]byte, wiremessage.OpCode, wiremessage.Compressor
 		return nil, 0, 0, decodeError("OP_COMPRESSED data holds %d bytes, not the %d announced", len(out), size)
 	}
 	return out, op, id, nil
+}
+
+// readExactly fills buf from r and checks that r ends there: a stream
+// shorter or longer than buf is an error, found without reading more than
+// one byte past it.
+func readExactly(r io.Reader, buf []byte) ([]byte, error) {
+	n, err := io.ReadFull(r, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return buf[:n], nil // short: the caller's length check says so
+	}
+	if err != nil {
+		return nil, err
+	}
+	var one [1]byte
+	if m, _ := r.Read(one[:]); m > 0 {
+		return nil, fmt.Errorf("the stream holds more than the %d bytes announced", len(buf))
+	}
+	return buf, nil
 }
 
 // compressMessage rewrites the message msg (header included) as an

@@ -44,7 +44,7 @@ type findArgs struct {
 // cursors time out unless used). Fields neither read nor here are refused.
 var findOptionsIgnored = map[string]bool{"noCursorTimeout": true, "allowDiskUse": true, "hint": true}
 
-func parseFind(cmd *command) (findArgs, error) {
+func parseFind(cmd *wireCommand) (findArgs, error) {
 	a := findArgs{batchSize: -1}
 	args, err := cmd.args()
 	if err != nil {
@@ -133,7 +133,7 @@ func integer(name string, v any) (int64, error) {
 	return 0, mongoerr.New(mongoerr.TypeMismatch, "'%s' must be an integer", name)
 }
 
-func cmdFind(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdFind(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, err := cmd.collectionName()
 	if err != nil {
 		return nil, err
@@ -233,7 +233,7 @@ func (b *batchReply) finish(id int64, ns string) []byte {
 	return b.buf
 }
 
-func cmdGetMore(s *Server, conn *conn, cmd *command) (bson.D, error) {
+func cmdGetMore(s *Server, conn *conn, cmd *wireCommand) (bson.D, error) {
 	v, _ := cmd.body.LookupErr("getMore")
 	id, ok := v.Int64OK()
 	if !ok {
@@ -324,7 +324,7 @@ func (s *Server) buildAhead(c *cursor) {
 	}()
 }
 
-func cmdKillCursors(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdKillCursors(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if _, err := cmd.collectionName(); err != nil {
 		return nil, err
 	}
@@ -507,7 +507,7 @@ func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 		if col.IsNull(row) {
 			continue
 		}
-		name := sc.Field(i).Name
+		name := validUTF8(sc.Field(i).Name)
 		switch c := col.(type) {
 		case *array.Timestamp:
 			dst = bsoncore.AppendDateTimeElement(dst, name, floorMillis(int64(c.Value(row))))
@@ -519,7 +519,7 @@ func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 			dst = bsoncore.AppendBooleanElement(dst, name, c.Value(row))
 		case *array.String:
 			if m.kinds[i] != colJSON {
-				dst = bsoncore.AppendStringElement(dst, name, c.Value(row))
+				dst = bsoncore.AppendStringElement(dst, name, validUTF8(c.Value(row)))
 				continue
 			}
 			// Rows come series by series: the meta value of the last row

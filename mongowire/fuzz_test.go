@@ -28,7 +28,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		if err != nil || int(h.length) > len(data) {
 			return
 		}
-		req, err := decodeMessage(h, data[headerLen:h.length])
+		req, err := decodeMessage(h, data[headerLen:h.length], nil)
 		if err != nil {
 			return
 		}
@@ -42,7 +42,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		out := appendOpMsg(nil, 1, 2, req.body, true)
 		h2, _ := readHeader(bytes.NewReader(out), make([]byte, headerLen))
-		back, err := decodeMessage(h2, out[headerLen:])
+		back, err := decodeMessage(h2, out[headerLen:], nil)
 		if err != nil {
 			t.Fatalf("a reply of an accepted command does not decode: %v", err)
 		}

@@ -161,7 +161,7 @@ func extJSON(v any) any {
 	return v
 }
 
-func cmdCreateIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdCreateIndexes(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, err := cmd.collectionName()
 	if err != nil {
 		return nil, err
@@ -271,7 +271,7 @@ func appendInt(dst []byte, key string, n int64) []byte {
 	return bsoncore.AppendInt64Element(dst, key, n)
 }
 
-func cmdListIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdListIndexes(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, err := cmd.collectionName()
 	if err != nil {
 		return nil, err
@@ -294,7 +294,7 @@ func cmdListIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	return cursorReply(0, cmd.db+"."+name, "firstBatch", batch), nil
 }
 
-func cmdDropIndexes(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdDropIndexes(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, err := cmd.collectionName()
 	if err != nil {
 		return nil, err
@@ -402,7 +402,7 @@ func keyText(key []timeseries.IndexKey) string {
 // collection's expireAfterSeconds (a number or "off"), an index's
 // expireAfterSeconds (by keyPattern or name), and the time-series
 // bucketing. The reply carries MongoDB's expireAfterSeconds_old/_new.
-func cmdCollMod(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdCollMod(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, err := cmd.collectionName()
 	if err != nil {
 		return nil, err
@@ -554,7 +554,7 @@ func indexMod(v bsoncore.Value) (timeseries.IndexMod, error) {
 // the database listDatabases reports (DatabaseName): every other name
 // reaches the same collections, and a dropDatabase typed in a scratch
 // database must not empty the server.
-func cmdDropDatabase(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdDropDatabase(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	switch cmd.db {
 	case "admin", "local", "config":
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "Dropping the '%s' database is prohibited.", cmd.db)

@@ -20,7 +20,7 @@ type writeError struct {
 
 // insertDocuments returns the documents of an insert, from its
 // "documents" sequence or array, as raw BSON.
-func (cmd *command) insertDocuments() ([]bsoncore.Document, error) {
+func (cmd *wireCommand) insertDocuments() ([]bsoncore.Document, error) {
 	var docs []bsoncore.Document
 	found := false
 	for _, sq := range cmd.seqs {
@@ -52,7 +52,7 @@ func (cmd *command) insertDocuments() ([]bsoncore.Document, error) {
 	return docs, nil
 }
 
-func cmdInsert(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdInsert(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, err := cmd.collectionName()
 	if err != nil {
 		return nil, err
@@ -139,7 +139,7 @@ func mergeErrors(conv []writeError, engine []timeseries.WriteError, idx []int, o
 	return wes
 }
 
-func (s *Server) insertMeasurements(cmd *command, name string, ts *timeseries.TimeSeriesOptions, raw []bsoncore.Document, ordered bool) (int, []writeError, error) {
+func (s *Server) insertMeasurements(cmd *wireCommand, name string, ts *timeseries.TimeSeriesOptions, raw []bsoncore.Document, ordered bool) (int, []writeError, error) {
 	c := s.converters.Get()
 	defer func() {
 		c.reset()
@@ -163,7 +163,7 @@ func (s *Server) insertMeasurements(cmd *command, name string, ts *timeseries.Ti
 	return res.Inserted, mergeErrors(wes, res.Errors, idx, ordered), nil
 }
 
-func (s *Server) insertPlain(cmd *command, name string, raw []bsoncore.Document, ordered bool) (int, []writeError, error) {
+func (s *Server) insertPlain(cmd *wireCommand, name string, raw []bsoncore.Document, ordered bool) (int, []writeError, error) {
 	docs, idx, wes := convertBatch(raw, ordered, func(d bsoncore.Document) (document.Doc, error) {
 		m, err := toMap(d)
 		if err != nil {

@@ -2,6 +2,6 @@
 
 package mongowire
 
-// availableConnections is how many connections the server could hold: no
+// availableConnections is how many connections the process could hold: no
 // limit is known here, so MongoDB's default maxIncomingConnections.
 func availableConnections() int { return 1000000 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
@@ -109,11 +110,13 @@ func decodeError(format string, args ...any) error {
 
 // decodeMessage decodes the body (the bytes after the header) of a
 // message. Every document it returns has been validated, so that reading
-// its elements cannot fail on bad lengths.
-func decodeMessage(h header, body []byte) (*request, error) {
+// its elements cannot fail on bad lengths. The body of an OP_COMPRESSED
+// message is decompressed into inflated's spare capacity when it has room
+// (see compressedSize).
+func decodeMessage(h header, body, inflated []byte) (*request, error) {
 	r := &request{header: h, opCode: h.opCode}
 	if h.opCode == wiremessage.OpCompressed {
-		inner, op, id, err := decompress(body)
+		inner, op, id, err := decompress(body, inflated)
 		if err != nil {
 			return nil, err
 		}
@@ -200,6 +203,9 @@ func decodeSequence(b []byte) (sequence, error) {
 		return s, decodeError("OP_MSG document sequence identifier is not terminated")
 	}
 	s.id, b = string(b[:end]), b[end+1:]
+	if !utf8.ValidString(s.id) {
+		return s, mongoerr.New(mongoerr.InvalidBSON, "OP_MSG document sequence identifier %q is not valid UTF-8", s.id)
+	}
 	for len(b) > 0 {
 		doc, err := readDocument(b, MaxBSONObjectSize)
 		if err != nil {
@@ -211,7 +217,8 @@ func decodeSequence(b []byte) (sequence, error) {
 }
 
 // readDocument reads one document at the start of b, refusing one over
-// limit bytes with BSONObjectTooLarge.
+// limit bytes with BSONObjectTooLarge, and one holding a key or string
+// that is not UTF-8 with InvalidBSON.
 func readDocument(b []byte, limit int) (bsoncore.Document, error) {
 	if len(b) < 5 {
 		return nil, decodeError("truncated BSON document")
@@ -225,15 +232,28 @@ func readDocument(b []byte, limit int) (bsoncore.Document, error) {
 	}
 	doc := bsoncore.Document(b[:size])
 	if err := validateDocument(doc, 0); err != nil {
+		var bad *badUTF8
+		if errors.As(err, &bad) {
+			return nil, mongoerr.New(mongoerr.InvalidBSON, "Invalid UTF-8 string in BSON document: %v", err)
+		}
 		return nil, decodeError("invalid BSON document: %v", err)
 	}
 	return doc, nil
 }
 
+// badUTF8 is a key or string value that is not UTF-8: what names it is
+// the field path validateDocument wraps around it.
+type badUTF8 struct{ what string }
+
+func (e *badUTF8) Error() string { return e.what + " is not valid UTF-8" }
+
 // validateDocument checks doc and every document and array inside it, at
 // every depth: bsoncore's Validate checks the elements of one level, and a
 // string with a wrong length inside a sub-document would otherwise reach
-// the code that reads it.
+// the code that reads it. Every key and every string (string values,
+// symbols, JavaScript code, regular expressions, DBPointer namespaces)
+// must be UTF-8: a driver refuses to decode a reply holding one that is
+// not, so none is stored.
 func validateDocument(doc bsoncore.Document, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("nesting exceeds %d levels", maxDepth)
@@ -248,21 +268,50 @@ func validateDocument(doc bsoncore.Document, depth int) error {
 			return errors.New("malformed element")
 		}
 		rem = r
+		key := el.Key()
+		if !utf8.ValidString(key) {
+			return &badUTF8{what: fmt.Sprintf("field name %q", key)}
+		}
 		v := el.Value()
 		switch v.Type {
 		case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
 			if err := validateDocument(bsoncore.Document(v.Data), depth+1); err != nil {
-				return fmt.Errorf("element %q: %w", el.Key(), err)
+				return fmt.Errorf("element %q: %w", key, err)
 			}
 			continue
 		}
 		if err := v.Validate(); err != nil {
-			return fmt.Errorf("element %q: %w", el.Key(), err)
+			return fmt.Errorf("element %q: %w", key, err)
 		}
 		switch v.Type {
+		case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
+			// Each is an int32 length, the bytes and a NUL (a length of 0,
+			// which bsoncore lets through, holds not even the NUL).
+			if len(v.Data) < 5 {
+				return fmt.Errorf("element %q: string length out of range", key)
+			}
+			if !utf8.Valid(v.Data[4 : len(v.Data)-1]) {
+				return &badUTF8{what: fmt.Sprintf("the string of field %q", key)}
+			}
+		case bsoncore.TypeRegex:
+			p, o := v.Regex()
+			if !utf8.ValidString(p) || !utf8.ValidString(o) {
+				return &badUTF8{what: fmt.Sprintf("the regular expression of field %q", key)}
+			}
+		case bsoncore.TypeDBPointer:
+			if ns, _ := v.DBPointer(); !utf8.ValidString(ns) {
+				return &badUTF8{what: fmt.Sprintf("the DBPointer namespace of field %q", key)}
+			}
 		case bsoncore.TypeCodeWithScope:
-			if _, scope, ok := v.CodeWithScopeOK(); !ok || validateDocument(scope, depth+1) != nil {
-				return fmt.Errorf("element %q: invalid code with scope", el.Key())
+			code, scope, ok := v.CodeWithScopeOK()
+			if !ok {
+				return fmt.Errorf("element %q: invalid code with scope", key)
+			}
+			if !utf8.ValidString(code) {
+				return &badUTF8{what: fmt.Sprintf("the code of field %q", key)}
+			}
+			if err := validateDocument(scope, depth+1); err != nil {
+				return fmt.Errorf("element %q: scope: %w", key, err)
 			}
 		}
 	}
@@ -277,6 +326,9 @@ func decodeOpQuery(r *request, body []byte) error {
 	ns, rem, ok := wiremessage.ReadQueryFullCollectionName(rem)
 	if !ok {
 		return decodeError("OP_QUERY collection name is not terminated")
+	}
+	if !utf8.ValidString(ns) {
+		return mongoerr.New(mongoerr.InvalidBSON, "OP_QUERY collection name %q is not valid UTF-8", ns)
 	}
 	if _, rem, ok = wiremessage.ReadQueryNumberToSkip(rem); !ok {
 		return decodeError("OP_QUERY too short")

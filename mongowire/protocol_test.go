@@ -124,7 +124,7 @@ func TestProtocol(t *testing.T) {
 			t.Fatal("the reply to a checksummed request has no checksum")
 		}
 		if _, err := decodeMessage(header{length: int32(len(full)), opCode: wiremessage.OpMsg,
-			requestID: int32(binary.LittleEndian.Uint32(full[4:])), responseTo: int32(binary.LittleEndian.Uint32(full[8:]))}, full[headerLen:]); err != nil {
+			requestID: int32(binary.LittleEndian.Uint32(full[4:])), responseTo: int32(binary.LittleEndian.Uint32(full[8:]))}, full[headerLen:], nil); err != nil {
 			t.Fatalf("the reply's checksum does not verify: %v", err)
 		}
 		msg[len(msg)-1] ^= 0xff
@@ -334,7 +334,7 @@ func TestCompressedRoundTrip(t *testing.T) {
 		if err != nil || h.opCode != wiremessage.OpCompressed {
 			t.Fatalf("%v: header %+v, %v", id, h, err)
 		}
-		req, err := decodeMessage(h, msg[headerLen:])
+		req, err := decodeMessage(h, msg[headerLen:], nil)
 		if err != nil {
 			t.Fatalf("%v: %v", id, err)
 		}
@@ -343,7 +343,7 @@ func TestCompressedRoundTrip(t *testing.T) {
 		}
 		// The uncompressed size is at offset 4 of the body.
 		binary.LittleEndian.PutUint32(msg[headerLen+4:], uint32(len(plain)-headerLen+1))
-		if _, err := decodeMessage(h, msg[headerLen:]); err == nil {
+		if _, err := decodeMessage(h, msg[headerLen:], nil); err == nil {
 			t.Fatalf("%v: a wrong uncompressed size was accepted", id)
 		}
 	}

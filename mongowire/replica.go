@@ -40,7 +40,7 @@ var (
 // replicaCheck refuses cmd when this member of a replica set cannot serve
 // it: a write on a secondary, a read on a secondary that asked for the
 // primary.
-func (s *Server) replicaCheck(cmd *command) error {
+func (s *Server) replicaCheck(cmd *wireCommand) error {
 	rs := s.opts.ReplicaSet
 	if rs == nil {
 		return nil
@@ -69,7 +69,7 @@ func (s *Server) notPrimary() error {
 
 // secondaryOk reports whether cmd's $readPreference lets a secondary
 // answer it.
-func secondaryOk(cmd *command) bool {
+func secondaryOk(cmd *wireCommand) bool {
 	v, err := cmd.body.LookupErr("$readPreference")
 	if err != nil {
 		return false
@@ -145,7 +145,7 @@ func (s *Server) helloReplica(d bson.D, primaryKey string) bson.D {
 // when it last heard from the primary. The health of other members is not
 // known here and is left out. A server outside a set answers
 // NoReplicationEnabled, as MongoDB does.
-func cmdReplSetGetStatus(s *Server, _ *conn, _ *command) (bson.D, error) {
+func cmdReplSetGetStatus(s *Server, _ *conn, _ *wireCommand) (bson.D, error) {
 	rs := s.opts.ReplicaSet
 	if rs == nil {
 		return nil, mongoerr.New(mongoerr.NoReplicationEnabled, "not running with --replica-set")

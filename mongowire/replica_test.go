@@ -24,7 +24,7 @@ func TestSecondaryOk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := secondaryOk(&command{body: body}); got != c.want {
+		if got := secondaryOk(&wireCommand{body: body}); got != c.want {
 			t.Errorf("%v: secondaryOk = %v, want %v", c.cmd, got, c.want)
 		}
 	}

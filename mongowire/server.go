@@ -1,11 +1,9 @@
 package mongowire
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"github.com/xdg-go/scram"
-	"io"
+	"fmt"
 	"log/slog"
 	"net"
 	"runtime"
@@ -13,8 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xdg-go/scram"
+
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/internal/keep"
 	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -54,7 +55,40 @@ type Options struct {
 	Logger *slog.Logger
 	// ReplicaSet, when set, makes the server a member of a replica set.
 	ReplicaSet *ReplicaSet
+
+	// Messages is the request memory budget the messages being received
+	// take from, shared with the other front doors (HTTP bodies). Default:
+	// a budget of DefaultMessageMemory of the server's own.
+	Messages *command.Budget
+	// MessageMemoryWait is how long a message waits for room in Messages
+	// (the client's bytes wait in its socket meanwhile: back-pressure)
+	// before it is read to its end, dropped and refused with
+	// IngressRequestRateLimitExceeded. Default 5 s.
+	MessageMemoryWait time.Duration
+	// MinMessageRate is the slowest a message may arrive, in bytes per
+	// second, once MessageRateGrace has passed since its header: a
+	// connection whose message falls behind is closed. Default 16 KiB/s
+	// (the HTTP API's --min-body-rate); -1: no minimum.
+	MinMessageRate int64
+	// MessageRateGrace is the time a message may take before
+	// MinMessageRate applies. Default 10 s.
+	MessageRateGrace time.Duration
+	// MaxConnections bounds the open connections (MongoDB's
+	// net.maxIncomingConnections): one past it is closed as soon as it is
+	// accepted. Default DefaultMaxConnections, or 80% of the process's
+	// open-file limit when that is lower, as MongoDB caps it.
+	MaxConnections int
 }
+
+// Defaults of Options.
+const (
+	// DefaultMessageMemory is the request memory of a server given no
+	// budget: five messages of maxMessageSizeBytes.
+	DefaultMessageMemory = 256 << 20
+	// DefaultMaxConnections bounds the connections: idle ones cost about
+	// 7 KiB each (docs/mongodb.md), 70 MiB at the limit.
+	DefaultMaxConnections = 10000
+)
 
 // Server answers MongoDB clients over the wire protocol. It is safe for
 // concurrent use; Serve may be called on several listeners.
@@ -84,6 +118,12 @@ type Server struct {
 	prefetches chan struct{}
 	prefetched atomic.Int64 // batches built ahead, for tests
 
+	// closingFlag is closing, read without mu by connections setting
+	// their read deadlines (conn.setReadDeadline).
+	closingFlag atomic.Bool
+	// refused counts connections closed at accept for MaxConnections.
+	refused atomic.Int64
+
 	mu        sync.Mutex // guards the fields below
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
@@ -103,6 +143,25 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Messages == nil {
+		opts.Messages = command.NewBudget(DefaultMessageMemory)
+	}
+	if opts.MessageMemoryWait == 0 {
+		opts.MessageMemoryWait = 5 * time.Second
+	}
+	if opts.MinMessageRate == 0 {
+		opts.MinMessageRate = 16 << 10
+	}
+	if opts.MessageRateGrace == 0 {
+		opts.MessageRateGrace = 10 * time.Second
+	}
+	if opts.MaxConnections == 0 {
+		opts.MaxConnections = min(DefaultMaxConnections, availableConnections())
+	}
+	if opts.MaxConnections < 0 || opts.MinMessageRate < -1 || opts.MessageRateGrace < 0 {
+		return nil, fmt.Errorf("mongowire: MaxConnections %d must be positive, MinMessageRate %d positive or -1, MessageRateGrace %s not negative",
+			opts.MaxConnections, opts.MinMessageRate, opts.MessageRateGrace)
 	}
 	var sc *scram.Server
 	if opts.AuthToken != "" {
@@ -169,6 +228,15 @@ func (s *Server) Serve(ln net.Listener) error {
 			nc.Close()
 			return ErrServerClosed
 		}
+		if len(s.conns) >= s.opts.MaxConnections {
+			s.mu.Unlock()
+			nc.Close()
+			if s.refused.Add(1)%1000 == 1 {
+				s.log.Warn("MongoDB connection refused: too many open connections", "remote", nc.RemoteAddr().String(),
+					"max_connections", s.opts.MaxConnections, "refused", s.refused.Load())
+			}
+			continue
+		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -212,6 +280,7 @@ func (s *Server) beginClose() {
 		return
 	}
 	s.closing = true
+	s.closingFlag.Store(true)
 	close(s.stop)
 	for ln := range s.listeners {
 		ln.Close()
@@ -253,87 +322,6 @@ func (s *Server) reapLoop() {
 func (s *Server) wakeTTL() {
 	if s.opts.TTL != nil {
 		s.opts.TTL.Wake()
-	}
-}
-
-// conn is one client connection: requests are read and answered in turn.
-type conn struct {
-	s  *Server
-	nc net.Conn
-	id int64
-	// The connection's authentication, used by its serving goroutine
-	// only: the conversation in progress, and the user once
-	// authenticated.
-	sasl *saslConversation
-	user string
-	// pooled is the reply being sent when it came from Server.replyBufs,
-	// to be given back once framed.
-	pooled []byte
-}
-
-func (c *conn) serve() {
-	s := c.s
-	defer func() {
-		c.nc.Close()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		s.wg.Done()
-	}()
-	rd := bufio.NewReaderSize(c.nc, 64<<10)
-	var hbuf [headerLen]byte
-	var body, out []byte
-	for {
-		h, err := readHeader(rd, hbuf[:])
-		if err != nil {
-			if errors.Is(err, errMessageSize) {
-				s.log.Warn("closing a MongoDB connection", "remote", c.nc.RemoteAddr().String(), "err", err)
-			} else if !errors.Is(err, io.EOF) && !isTimeout(err) && !errors.Is(err, net.ErrClosed) {
-				s.log.Debug("MongoDB connection read failed", "remote", c.nc.RemoteAddr().String(), "err", err)
-			}
-			return
-		}
-		n := int(h.length) - headerLen
-		if cap(body) < n {
-			body = make([]byte, n)
-		}
-		body = body[:n]
-		if _, err := io.ReadFull(rd, body); err != nil {
-			return
-		}
-		req, err := decodeMessage(h, body)
-		var reply []byte
-		if err != nil {
-			// The header was sound, so the client can be told.
-			reply = s.errorDoc(err)
-			req = &request{header: h, opCode: h.opCode}
-			if req.opCode != wiremessage.OpQuery {
-				req.opCode = wiremessage.OpMsg
-			}
-		} else {
-			reply = c.handle(req)
-		}
-		if req.moreToCome() {
-			continue
-		}
-		if len(reply) > 1<<20 {
-			out = s.replyBufs.Get()
-		}
-		out = c.frame(out[:0], req, reply)
-		if c.pooled != nil {
-			s.replyBufs.Put(c.pooled[:0])
-			c.pooled = nil
-		}
-		if _, err := c.nc.Write(out); err != nil {
-			return
-		}
-		if cap(body) > 1<<20 {
-			body = nil // a large request's buffer is not kept
-		}
-		if cap(out) > 1<<20 {
-			s.replyBufs.Put(out[:0]) // a large reply's buffer is shared, not kept
-			out = nil
-		}
 	}
 }
 

@@ -3,7 +3,9 @@ package mongowire
 import (
 	"math"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -108,6 +110,7 @@ func toValue(key string, v bsoncore.Value, depth int) (any, error) {
 // an element named key. Maps are written with their keys sorted, _id first.
 // Dates lose what is below the millisecond: BSON dates are milliseconds.
 func appendValue(dst []byte, key string, v any) []byte {
+	key = validUTF8(key)
 	switch x := v.(type) {
 	case nil:
 		return bsoncore.AppendNullElement(dst, key)
@@ -125,7 +128,7 @@ func appendValue(dst []byte, key string, v any) []byte {
 	case float64:
 		return bsoncore.AppendDoubleElement(dst, key, x)
 	case string:
-		return bsoncore.AppendStringElement(dst, key, x)
+		return bsoncore.AppendStringElement(dst, key, validUTF8(x))
 	case time.Time:
 		return bsoncore.AppendDateTimeElement(dst, key, x.UnixMilli())
 	case partialfilter.ObjectID:
@@ -151,6 +154,17 @@ func appendValue(dst []byte, key string, v any) []byte {
 	// The engine's value set is closed; anything else is a broken
 	// invariant, reported rather than dropped.
 	return bsoncore.AppendStringElement(dst, key, "<unsupported value>")
+}
+
+// validUTF8 returns s, or s with each run of bytes that are not UTF-8
+// replaced by U+FFFD: data stored before strings were checked on the way
+// in is readable by drivers, which refuse a reply that is not UTF-8
+// (docs/mongodb.md, "Strings are UTF-8").
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // appendMapElements appends the elements of m, _id first, then sorted.

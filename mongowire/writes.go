@@ -39,7 +39,7 @@ var countOptionsIgnored = map[string]bool{"hint": true, "collation": true, "fiel
 // cmdCount is count: the documents matching query, after skip, at most
 // limit (a negative limit counts as its absolute value, as in MongoDB). A
 // missing collection counts 0.
-func cmdCount(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdCount(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, args, err := cmd.collectionArgs()
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func cmdCount(s *Server, _ *conn, cmd *command) (bson.D, error) {
 // time-series collection key is the metaField or one of its sub-fields
 // (a time or measurement field too: they are read the same way); on a
 // plain collection, any field.
-func cmdDistinct(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdDistinct(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, args, err := cmd.collectionArgs()
 	if err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func rawValue(v any) bson.RawValue {
 
 // writeArgs reads what a delete or update names: the collection, its
 // statements (the key array: "deletes" or "updates") and ordered.
-func (cmd *command) writeArgs(key string) (name string, stmts []map[string]any, ordered bool, err error) {
+func (cmd *wireCommand) writeArgs(key string) (name string, stmts []map[string]any, ordered bool, err error) {
 	name, args, err := cmd.collectionArgs()
 	if err != nil {
 		return "", nil, false, err
@@ -268,7 +268,7 @@ func (s *Server) writeErrorsReply(reply bson.D, wes []writeError) bson.D {
 // series and time range the filter names (conditions on other fields are
 // refused by the engine), and limit 1 is refused. n counts the documents
 // deleted; refused statements are in writeErrors.
-func cmdDelete(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdDelete(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, stmts, ordered, err := cmd.writeArgs("deletes")
 	if err != nil {
 		return nil, err
@@ -305,7 +305,7 @@ func classifyInternal(err error) bool {
 	return !errors.As(err, &me) && !timeseries.IsCorrupt(err)
 }
 
-func (s *Server) deleteOne(cmd *command, name string, info timeseries.CollectionInfo, st map[string]any) (int64, error) {
+func (s *Server) deleteOne(cmd *wireCommand, name string, info timeseries.CollectionInfo, st map[string]any) (int64, error) {
 	limit := int64(0)
 	for k, v := range st {
 		switch k {
@@ -375,7 +375,7 @@ func filterJSON(q map[string]any) []byte {
 // kept); multi. upsert and pipelines are refused in writeErrors, and so is
 // every statement on a time-series collection, as over HTTP. n counts the
 // documents matched, nModified those changed.
-func cmdUpdate(s *Server, _ *conn, cmd *command) (bson.D, error) {
+func cmdUpdate(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, stmts, ordered, err := cmd.writeArgs("updates")
 	if err != nil {
 		return nil, err
@@ -400,7 +400,7 @@ func cmdUpdate(s *Server, _ *conn, cmd *command) (bson.D, error) {
 	return s.writeErrorsReply(reply, wes), nil
 }
 
-func (s *Server) updateOne(cmd *command, name string, st map[string]any) (timeseries.UpdateResult, error) {
+func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any) (timeseries.UpdateResult, error) {
 	var none timeseries.UpdateResult
 	multi := false
 	for k, v := range st {

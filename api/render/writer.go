@@ -6,12 +6,15 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -426,6 +429,10 @@ func appendJSONString(b []byte, s string) []byte { return document.AppendJSONStr
 
 // appendCSVString appends s as a CSV cell, quoted as RFC 4180 requires.
 func appendCSVString(b []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		// Stored before strings were checked on the way in.
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	if !csvNeedsQuotes(s) {
 		return append(b, s...)
 	}
@@ -499,6 +506,10 @@ func (a *arrowWriter) Write(rec arrow.Record) error {
 	if !rec.Schema().Equal(a.schema) {
 		return fmt.Errorf("render: record schema %s differs from the stream's %s", rec.Schema(), a.schema)
 	}
+	if fixed, ok := validUTF8Record(rec); ok {
+		defer fixed.Release()
+		rec = fixed
+	}
 	n := rec.NumRows()
 	if n <= ArrowBatchRows {
 		if err := a.w.Write(rec); err != nil {
@@ -519,6 +530,39 @@ func (a *arrowWriter) Write(rec arrow.Record) error {
 		a.flushed = time.Now()
 	}
 	return nil
+}
+
+// validUTF8Record returns a copy of rec whose string columns hold U+FFFD
+// in place of bytes that are not UTF-8, and true, when rec holds such
+// bytes (data stored before strings were checked on the way in: an Arrow
+// reader may refuse them); else rec and false.
+func validUTF8Record(rec arrow.Record) (arrow.Record, bool) {
+	var cols []arrow.Array
+	for i, col := range rec.Columns() {
+		c, ok := col.(*array.String)
+		if !ok || utf8.Valid(c.ValueBytes()) {
+			continue
+		}
+		if cols == nil {
+			cols = slices.Clone(rec.Columns())
+		}
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		b.Reserve(c.Len())
+		for r := range c.Len() {
+			if c.IsNull(r) {
+				b.AppendNull()
+			} else {
+				b.Append(strings.ToValidUTF8(c.Value(r), "\uFFFD"))
+			}
+		}
+		cols[i] = b.NewArray()
+		b.Release()
+		defer cols[i].Release()
+	}
+	if cols == nil {
+		return rec, false
+	}
+	return array.NewRecord(rec.Schema(), cols, rec.NumRows()), true
 }
 
 func (a *arrowWriter) Close() error {

@@ -27,6 +27,7 @@ const benchUsage = `Usage: hourglass bench ingest [flags] target...
        hourglass bench crash [flags]   (kill -9 loop: hourglass bench crash --help)
        hourglass bench chaos [flags]   (replica set faults: hourglass bench chaos --help)
        hourglass bench soak [flags]    (long mixed load: hourglass bench soak --help)
+       hourglass bench hostile [flags] (attacks on the doors: hourglass bench hostile --help)
 
 Loads a workload into each target in turn and prints a side-by-side report.
 --workload cpu-only (the default) is the peers harness's TSBS shape: hosts x
@@ -166,6 +167,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return runBenchChaos(args[1:], stdout, stderr)
 		case "soak":
 			return runBenchSoak(args[1:], stdout, stderr)
+		case "hostile":
+			return runBenchHostile(args[1:], stdout, stderr)
 		}
 	}
 	if len(args) == 0 || args[0] != "ingest" {

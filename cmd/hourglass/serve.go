@@ -29,6 +29,7 @@ import (
 type serveConfig struct {
 	listen              string
 	mongoListen         string
+	mongoMaxConnections int
 	dataDir             string
 	authToken           string
 	insecure            bool
@@ -68,13 +69,14 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	cfg.minBodyRate = 16 << 10
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7700", "`address` to serve HTTP on; a non-loopback address needs --auth-token or --insecure")
 	fs.StringVar(&cfg.mongoListen, "mongo-listen", "127.0.0.1:27017", "`address` to serve the MongoDB wire protocol on (docs/mongodb.md); empty: off; a non-loopback address needs --auth-token or --insecure")
+	fs.IntVar(&cfg.mongoMaxConnections, "mongo-max-connections", 0, "MongoDB connections open at once (`n`; 0: 10000, or 80% of the open-file limit when lower; MongoDB's maxIncomingConnections); one more is closed when accepted")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
 	fs.StringVar(&cfg.authToken, "auth-token", "", "bearer `token` required on every endpoint but /healthz and /ping; MongoDB clients log in as user hourglass with the token as password (SCRAM-SHA-256)")
 	fs.BoolVar(&cfg.replica.faultInjection, "fault-injection", false, "replica set: serve POST /v1/replset/partition, which cuts this member's raft traffic for a while (chaos runs only, never on a production set)")
 	fs.BoolVar(&cfg.insecure, "insecure", false, "allow a non-loopback --listen address without --auth-token")
 	fs.Var(&cfg.maxBody, "max-body", "largest request body accepted, after decompression (`size`, e.g. 64MiB)")
-	fs.Var(&cfg.maxBodyMemory, "max-body-memory", "request bodies held in memory at once, across connections (`size`; default --max-concurrent-writes x --max-body); past it, 429")
-	fs.Var(&cfg.minBodyRate, "min-body-rate", "slowest a request body may arrive after --body-rate-grace (`size` per second); slower bodies get 408")
+	fs.Var(&cfg.maxBodyMemory, "max-body-memory", "request bodies and MongoDB messages held in memory at once, across connections (`size`; default --max-concurrent-writes x --max-body); past it, 429 (HTTP) or IngressRequestRateLimitExceeded after a 5 s wait (MongoDB)")
+	fs.Var(&cfg.minBodyRate, "min-body-rate", "slowest a request body or MongoDB message may arrive after --body-rate-grace (`size` per second); slower bodies get 408, slower messages close their connection")
 	fs.DurationVar(&cfg.bodyRateGrace, "body-rate-grace", 10*time.Second, "time a request body may take before --min-body-rate applies (`duration`)")
 	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for series and buckets not yet written to disk (`size`); over it, buckets are sealed early")
 	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (`size`, 0: none; default --memory-budget + --max-body-memory + 256MiB, less the 128MiB the store's cache holds outside the Go heap in a cgo build, so that the process stays within the sum); near it the collector runs more often and returns freed memory to the system. GOMEMLIMIT, when set, takes precedence")
@@ -282,12 +284,16 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	monitor.Start()
 	defer monitor.Close() // a second time after the shutdown below: harmless
-	srv, err := api.New(api.Options{
+	apiOpts := api.Options{
 		DB: db, TTL: monitor, AuthToken: cfg.authToken, MaxBody: int64(cfg.maxBody),
 		MaxBodyMemory: int64(cfg.maxBodyMemory), MinBodyRate: int64(cfg.minBodyRate), BodyRateGrace: cfg.bodyRateGrace,
 		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites,
 		Version: versionString(), Build: thisBuild(), Logger: log.With("component", "api"), ReplicaSet: replica,
-	})
+	}
+	// One request memory budget for both doors: HTTP bodies and MongoDB
+	// messages take from it, at the same minimum rate.
+	apiOpts.EnsureDefaults()
+	srv, err := api.New(apiOpts)
 	if err != nil {
 		closeAll()
 		return err
@@ -310,7 +316,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	mongoAddr := ""
 	if mln != nil {
 		ms, err = mongowire.New(mongowire.Options{DB: db, TTL: monitor, AuthToken: cfg.authToken, Version: versionString(),
-			Logger: log.With("component", "mongowire"), ReplicaSet: mongoReplica})
+			Logger: log.With("component", "mongowire"), ReplicaSet: mongoReplica,
+			Messages: apiOpts.Bodies, MinMessageRate: apiOpts.MinBodyRate, MessageRateGrace: apiOpts.BodyRateGrace,
+			MaxConnections: cfg.mongoMaxConnections})
 		if err != nil {
 			closeAll()
 			return err

@@ -1,0 +1,484 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
+)
+
+// HostileConfig configures RunHostile: the attacks of a hostile client run
+// against a fresh server each, the findings of a hostile review kept as
+// repeatable runs (docs/reliability.md, "The doors under attack").
+type HostileConfig struct {
+	// Binary is the hourglass executable run as the server.
+	Binary string
+	// Dir holds each scenario's data directory (removed after it).
+	Dir string
+	// Scenarios are the names of the scenarios to run (HostileScenarios);
+	// empty: all of them.
+	Scenarios []string
+	// Progress, if set, receives a line per step.
+	Progress func(string)
+}
+
+// HostileOutcome is one scenario's result: whether the server held, and
+// the figures measured on the way.
+type HostileOutcome struct {
+	Name    string             `json:"name"`
+	Held    bool               `json:"held"`
+	Detail  string             `json:"detail"`
+	Figures map[string]float64 `json:"figures,omitempty"`
+}
+
+// hostileScenario is an attack on a server started with flags.
+type hostileScenario struct {
+	name, what string
+	flags      []string
+	run        func(ctx context.Context, h *hostileRun) (HostileOutcome, error)
+}
+
+// HostileScenarios names the scenarios RunHostile knows, with what each
+// does.
+func HostileScenarios() [][2]string {
+	out := make([][2]string, len(hostileScenarios))
+	for i, s := range hostileScenarios {
+		out[i] = [2]string{s.name, s.what}
+	}
+	return out
+}
+
+var hostileScenarios = []hostileScenario{
+	{name: "preauth", what: "100 clients that have not logged in announce 48 MB messages and send all but their last byte; the server's resident memory must not grow by more than 64 MiB, every such connection must be closed, and a client that logs in must still be served",
+		flags: []string{"--auth-token", "hostile-token"}, run: hostilePreAuth},
+	{name: "connections", what: "5,000 clients connect, say hello and stay idle against --mongo-max-connections 4000: the 1,000 past the limit must be closed at once, the server's resident memory per idle connection must stay under 32 KiB, and a new client must be served once idle ones leave",
+		flags: []string{"--mongo-max-connections", "4000"}, run: hostileConnections},
+	{name: "utf8", what: "strings and field names that are not UTF-8 sent over the wire (a time-series value, a meta value, a plain collection's field name, a command name) and JSON with lone surrogate escapes over HTTP: each refused (InvalidBSON 22, HTTP 400) with a reply that is valid BSON or JSON, and nothing stored",
+		run: hostileUTF8},
+}
+
+// hostileRun is the server a scenario attacks.
+type hostileRun struct {
+	srv      *ServerProcess
+	progress func(string)
+}
+
+func (h *hostileRun) say(format string, args ...any) {
+	if h.progress != nil {
+		h.progress(fmt.Sprintf(format, args...))
+	}
+}
+
+// RunHostile runs the scenarios in turn, each against a server of its own,
+// and returns their outcomes. An error is a scenario that could not run;
+// a scenario the server did not hold is an outcome with Held false.
+func RunHostile(ctx context.Context, cfg HostileConfig) ([]HostileOutcome, error) {
+	var out []HostileOutcome
+	for _, name := range cfg.Scenarios {
+		if !slices.ContainsFunc(hostileScenarios, func(s hostileScenario) bool { return s.name == name }) {
+			return nil, fmt.Errorf("no hostile scenario %q", name)
+		}
+	}
+	for _, sc := range hostileScenarios {
+		if len(cfg.Scenarios) > 0 && !slices.Contains(cfg.Scenarios, sc.name) {
+			continue
+		}
+		o, err := runHostileScenario(ctx, cfg, sc)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", sc.name, err)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func runHostileScenario(ctx context.Context, cfg HostileConfig, sc hostileScenario) (HostileOutcome, error) {
+	dir, err := os.MkdirTemp(cfg.Dir, "hostile-"+sc.name+"-")
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	defer os.RemoveAll(dir)
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	srv, err := StartServer(sctx, cfg.Binary, filepath.Join(dir, "data"), sc.flags...)
+	cancel()
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	defer srv.Kill()
+	h := &hostileRun{srv: srv, progress: cfg.Progress}
+	h.say("%s: server pid %d, HTTP %s, MongoDB %s", sc.name, srv.PID, srv.URL, srv.Mongo)
+	o, err := sc.run(ctx, h)
+	o.Name = sc.name
+	if err == nil && srv.Exited() {
+		o.Held, o.Detail = false, "the server exited: "+srv.Log(2<<10)
+	}
+	return o, err
+}
+
+const mib = 1 << 20
+
+// hostilePreAuth: clients that have not authenticated announce large
+// messages and trickle their bodies.
+func hostilePreAuth(ctx context.Context, h *hostileRun) (HostileOutcome, error) {
+	const clients, announced = 100, 48000000
+	rss0, _, err := ProcessMemory(h.srv.PID)
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	watch := WatchRSS(h.srv.PID, 50*time.Millisecond)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	closed, sent := 0, int64(0)
+	chunk := make([]byte, 256<<10)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.Dial("tcp", h.srv.Mongo)
+			if err != nil {
+				return
+			}
+			defer nc.Close()
+			var hb [16]byte
+			binary.LittleEndian.PutUint32(hb[0:], announced)
+			binary.LittleEndian.PutUint32(hb[12:], uint32(wiremessage.OpMsg))
+			nc.SetDeadline(time.Now().Add(30 * time.Second))
+			n, err := nc.Write(hb[:])
+			left := announced - 16 - 1 // all but the last byte
+			for err == nil && left > 0 {
+				var m int
+				m, err = nc.Write(chunk[:min(left, len(chunk))])
+				n += m
+				left -= m
+			}
+			mu.Lock()
+			sent += int64(n)
+			if err != nil && !isTimeoutErr(err) {
+				closed++
+			} else if serverClosed(nc) {
+				closed++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	time.Sleep(time.Second)
+	peak, _, err := watch.Stop()
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	rss1, _, err := ProcessMemory(h.srv.PID)
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	h.say("preauth: %d of %d connections closed by the server, %d MiB sent; RSS %d MiB before, peak %d MiB, %d MiB after",
+		closed, clients, sent/mib, rss0/mib, peak/mib, rss1/mib)
+	o := HostileOutcome{Figures: map[string]float64{"connections": clients, "closedByServer": float64(closed),
+		"sentMiB": float64(sent) / mib, "rssBeforeMiB": float64(rss0) / mib, "rssPeakMiB": float64(peak) / mib, "rssAfterMiB": float64(rss1) / mib}}
+	// A client that logs in is served.
+	if err := loggedInPing(ctx, h.srv.Mongo, "hostile-token"); err != nil {
+		o.Detail = "a client that logs in afterwards was not served: " + err.Error()
+		return o, nil
+	}
+	switch {
+	case closed != clients:
+		o.Detail = fmt.Sprintf("%d of %d connections were left open", clients-closed, clients)
+	case peak-rss0 > 64*mib:
+		o.Detail = fmt.Sprintf("resident memory grew by %d MiB", (peak-rss0)/mib)
+	default:
+		o.Held = true
+		o.Detail = fmt.Sprintf("every connection closed after %d KiB sent on average; RSS %d -> peak %d -> %d MiB",
+			sent/clients/1024, rss0/mib, peak/mib, rss1/mib)
+	}
+	return o, nil
+}
+
+// hostileConnections: many idle connections, past the limit.
+func hostileConnections(ctx context.Context, h *hostileRun) (HostileOutcome, error) {
+	const clients, limit = 5000, 4000
+	rss0, _, err := ProcessMemory(h.srv.PID)
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	hello, _ := bson.Marshal(bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"}})
+	var open []net.Conn
+	defer func() {
+		for _, nc := range open {
+			nc.Close()
+		}
+	}()
+	refused := 0
+	for range clients {
+		nc, err := net.Dial("tcp", h.srv.Mongo)
+		if err != nil {
+			return HostileOutcome{}, err
+		}
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := (&wireConn{nc: nc}).roundTrip(hello); err != nil {
+			refused++
+			nc.Close()
+			continue
+		}
+		open = append(open, nc)
+	}
+	time.Sleep(500 * time.Millisecond)
+	rss1, _, err := ProcessMemory(h.srv.PID)
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	perConn := float64(rss1-rss0) / float64(len(open))
+	for _, nc := range open[:10] {
+		nc.Close()
+	}
+	open = open[10:]
+	served := false
+	for deadline := time.Now().Add(5 * time.Second); !served && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if nc, err := net.Dial("tcp", h.srv.Mongo); err == nil {
+			nc.SetDeadline(time.Now().Add(5 * time.Second))
+			_, err = (&wireConn{nc: nc}).roundTrip(hello)
+			served = err == nil
+			nc.Close()
+		}
+	}
+	o := HostileOutcome{Figures: map[string]float64{"clients": clients, "limit": limit, "open": float64(len(open) + 10),
+		"refused": float64(refused), "rssBeforeMiB": float64(rss0) / mib, "rssIdleMiB": float64(rss1) / mib, "bytesPerIdleConnection": perConn}}
+	h.say("connections: %d open, %d refused; RSS %d -> %d MiB, %.1f KiB per idle connection", len(open)+10, refused, rss0/mib, rss1/mib, perConn/1024)
+	switch {
+	case refused != clients-limit:
+		o.Detail = fmt.Sprintf("%d connections refused, want %d", refused, clients-limit)
+	case perConn > 32<<10:
+		o.Detail = fmt.Sprintf("%.1f KiB of resident memory per idle connection", perConn/1024)
+	case !served:
+		o.Detail = "no new client was served after idle ones left"
+	default:
+		o.Held = true
+		o.Detail = fmt.Sprintf("%d idle, %d refused at the limit; %.1f KiB of RSS per idle connection", limit, refused, perConn/1024)
+	}
+	return o, nil
+}
+
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// serverClosed reports whether the server closed nc (a read ends in EOF or
+// a reset within a second).
+func serverClosed(nc net.Conn) bool {
+	nc.SetReadDeadline(time.Now().Add(time.Second))
+	_, err := nc.Read(make([]byte, 1))
+	return err != nil && !isTimeoutErr(err)
+}
+
+// loggedInPing logs in as hourglass with token over SCRAM-SHA-256, through
+// the wire protocol, and runs a command that needs it.
+func loggedInPing(ctx context.Context, addr, token string) error {
+	cl, err := mongoConnect(ctx, "mongodb://hourglass:"+token+"@"+addr+"/?directConnection=true&serverSelectionTimeoutMS=5000")
+	if err != nil {
+		return err
+	}
+	defer cl.Disconnect(context.Background())
+	_, err = cl.Database("test").ListCollectionNames(ctx, bson.D{})
+	return err
+}
+
+// hostileUTF8: invalid UTF-8 on both doors.
+func hostileUTF8(ctx context.Context, h *hostileRun) (HostileOutcome, error) {
+	nc, err := net.Dial("tcp", h.srv.Mongo)
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(time.Minute))
+	wc := &wireConn{nc: nc}
+	for _, cmd := range []bson.D{
+		{{Key: "create", Value: "ts"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}, {Key: "metaField", Value: "m"}}}, {Key: "$db", Value: "test"}},
+		{{Key: "create", Value: "plain"}, {Key: "$db", Value: "test"}},
+	} {
+		b, _ := bson.Marshal(cmd)
+		if r, err := wc.roundTrip(b); err != nil || r.Lookup("ok").Double() != 1 {
+			return HostileOutcome{}, fmt.Errorf("%s: %v %v", cmd[0].Key, r, err)
+		}
+	}
+	at := time.Now().UnixMilli()
+	insert := func(coll string, doc func([]byte) []byte) []byte {
+		return buildDoc(func(d []byte) []byte {
+			d = bsoncore.AppendStringElement(d, "insert", coll)
+			a, d := bsoncore.AppendArrayElementStart(d, "documents")
+			i, d := bsoncore.AppendDocumentElementStart(d, "0")
+			d = doc(d)
+			d, _ = bsoncore.AppendDocumentEnd(d, i)
+			d, _ = bsoncore.AppendArrayEnd(d, a)
+			return bsoncore.AppendStringElement(d, "$db", "test")
+		})
+	}
+	attacks := []struct {
+		name string
+		cmd  []byte
+	}{
+		{"time-series string value", insert("ts", func(d []byte) []byte {
+			return bsoncore.AppendStringElement(bsoncore.AppendDateTimeElement(d, "t", at), "s", "caf\xe9")
+		})},
+		{"meta value", insert("ts", func(d []byte) []byte {
+			return bsoncore.AppendStringElement(bsoncore.AppendDateTimeElement(d, "t", at), "m", "\xff")
+		})},
+		{"plain field name", insert("plain", func(d []byte) []byte { return bsoncore.AppendInt32Element(d, "k\xc3", 1) })},
+		{"command name", buildDoc(func(d []byte) []byte {
+			return bsoncore.AppendStringElement(bsoncore.AppendInt32Element(d, "nosuch\xff", 1), "$db", "test")
+		})},
+	}
+	o := HostileOutcome{Held: true, Figures: map[string]float64{}}
+	var failures []string
+	for _, a := range attacks {
+		r, err := wc.roundTrip(a.cmd)
+		switch {
+		case err != nil:
+			failures = append(failures, fmt.Sprintf("%s: %v", a.name, err))
+		case lookupInt(r, "code") != 22:
+			failures = append(failures, fmt.Sprintf("%s: answered %v, want InvalidBSON (22)", a.name, r))
+		}
+	}
+	for _, coll := range []string{"ts", "plain"} {
+		b, _ := bson.Marshal(bson.D{{Key: "count", Value: coll}, {Key: "$db", Value: "test"}})
+		r, err := wc.roundTrip(b)
+		if err != nil {
+			return o, err
+		}
+		if n := lookupInt(r, "n"); n != 0 {
+			failures = append(failures, fmt.Sprintf("%s holds %d documents", coll, n))
+		}
+	}
+	for _, body := range []string{`[{"t": {"$date": "2026-01-01T00:00:00Z"}, "m": "a\udc00", "v": 1}]`, "[{\"t\": {\"$date\": \"2026-01-01T00:00:00Z\"}, \"m\": \"a\xff\"}]"} {
+		resp, err := http.Post(h.srv.URL+"/v1/collections/ts/documents", "application/json", strings.NewReader(body))
+		if err != nil {
+			return o, err
+		}
+		reply, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !utf8.Valid(reply) {
+			failures = append(failures, fmt.Sprintf("HTTP %q: %d %q, want 400", body, resp.StatusCode, reply))
+		}
+	}
+	o.Figures["attacks"] = float64(len(attacks) + 2)
+	o.Figures["failed"] = float64(len(failures))
+	if len(failures) > 0 {
+		o.Held, o.Detail = false, strings.Join(failures, "; ")
+	} else {
+		o.Detail = fmt.Sprintf("%d attacks refused with valid replies, nothing stored", len(attacks)+2)
+	}
+	h.say("utf8: %s", o.Detail)
+	return o, nil
+}
+
+// lookupInt returns the integer at key in r, or -1 when there is none.
+func lookupInt(r bson.Raw, key ...string) int64 {
+	n, ok := r.Lookup(key...).AsInt64OK()
+	if !ok {
+		return -1
+	}
+	return n
+}
+
+// buildDoc builds a BSON document element by element, so that keys and
+// strings can hold any bytes.
+func buildDoc(build func([]byte) []byte) []byte {
+	idx, d := bsoncore.AppendDocumentStart(nil)
+	d = build(d)
+	d, _ = bsoncore.AppendDocumentEnd(d, idx)
+	return d
+}
+
+// wireConn sends raw OP_MSG commands and reads their replies.
+type wireConn struct {
+	nc net.Conn
+	id int32
+}
+
+// roundTrip sends cmd and returns the reply's document, checked to be
+// valid BSON whose keys and strings are UTF-8.
+func (w *wireConn) roundTrip(cmd []byte) (bson.Raw, error) {
+	w.id++
+	idx, msg := wiremessage.AppendHeaderStart(nil, w.id, 0, wiremessage.OpMsg)
+	msg = wiremessage.AppendMsgFlags(msg, 0)
+	msg = wiremessage.AppendMsgSectionType(msg, wiremessage.SingleDocument)
+	msg = append(msg, cmd...)
+	msg = bsoncore.UpdateLength(msg, idx, int32(len(msg)))
+	if _, err := w.nc.Write(msg); err != nil {
+		return nil, err
+	}
+	var hb [16]byte
+	if _, err := io.ReadFull(w.nc, hb[:]); err != nil {
+		return nil, err
+	}
+	length, _, _, op, _, ok := wiremessage.ReadHeader(hb[:])
+	if !ok || length < 16 || op != wiremessage.OpMsg {
+		return nil, fmt.Errorf("reply header %x", hb)
+	}
+	body := make([]byte, length-16)
+	if _, err := io.ReadFull(w.nc, body); err != nil {
+		return nil, err
+	}
+	_, rem, _ := wiremessage.ReadMsgFlags(body)
+	_, rem, _ = wiremessage.ReadMsgSectionType(rem)
+	doc, _, ok := wiremessage.ReadMsgSectionSingleDocument(rem)
+	if !ok {
+		return nil, errors.New("reply has no document")
+	}
+	if err := checkUTF8BSON(doc, 0); err != nil {
+		return nil, fmt.Errorf("reply is not valid BSON with UTF-8 strings: %w", err)
+	}
+	return bson.Raw(doc), nil
+}
+
+// checkUTF8BSON checks doc's structure and that its keys and strings are
+// UTF-8, at every depth.
+func checkUTF8BSON(doc bsoncore.Document, depth int) error {
+	if depth > 200 {
+		return errors.New("nesting too deep")
+	}
+	if err := doc.Validate(); err != nil {
+		return err
+	}
+	elems, err := doc.Elements()
+	if err != nil {
+		return err
+	}
+	for _, e := range elems {
+		if !utf8.ValidString(e.Key()) {
+			return fmt.Errorf("key %q", e.Key())
+		}
+		v := e.Value()
+		switch v.Type {
+		case bsoncore.TypeString:
+			if !utf8.ValidString(v.StringValue()) {
+				return fmt.Errorf("string of %q", e.Key())
+			}
+		case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+			if err := checkUTF8BSON(bsoncore.Document(v.Data), depth+1); err != nil {
+				return fmt.Errorf("%s.%w", e.Key(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// mongoConnect connects a MongoDB driver client to uri.
+func mongoConnect(ctx context.Context, uri string) (*mongo.Client, error) {
+	return mongo.Connect(options.Client().ApplyURI(uri))
+}
