@@ -188,6 +188,15 @@ func (s *Server) firstBatch(ns string, src source, n int64, single bool) (bson.D
 		n = defaultFirstBatch
 	}
 	b := newBatchReply(nil, "firstBatch")
+	if n == 0 {
+		// MongoDB's batchSize 0: an empty first batch and an open cursor,
+		// whose first getMore reads (a single batch of none ends there).
+		if single {
+			src.close()
+			return rawReply(b.finish(0, ns)), nil
+		}
+		return rawReply(b.finish(s.cursors.add(ns, src, nil), ns)), nil
+	}
 	pending, done, err := b.fill(src, nil, n)
 	if err != nil {
 		src.close()

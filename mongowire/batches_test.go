@@ -1,0 +1,114 @@
+package mongowire
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// TestFindBatches ports the limit, skip, batchSize and singleBatch
+// combinations of MongoDB's jstests (core/query/batch_size.js,
+// core/find_getmore_cmd.js, core/query/limit): the size of each batch and
+// whether the cursor stays open after it, on both kinds of collection.
+// batchSize 0 is an empty first batch and an open cursor.
+func TestFindBatches(t *testing.T) {
+	_, srv, addr := startServer(t, Options{})
+	ctx := context.Background()
+	mdb := connect(t, addr, "").Database("test")
+	run := func(cmd bson.D) bson.Raw {
+		t.Helper()
+		r, err := mdb.RunCommand(ctx, cmd).Raw()
+		if err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+		return r
+	}
+	run(bson.D{{Key: "create", Value: "ts"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}, {Key: "metaField", Value: "m"}}}})
+	run(bson.D{{Key: "create", Value: "plain"}})
+	run(bson.D{{Key: "create", Value: "empty"}})
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ts, plain bson.A
+	for i := range 10 {
+		ts = append(ts, bson.D{{Key: "t", Value: start.Add(time.Duration(i) * time.Second)}, {Key: "m", Value: "s"}, {Key: "i", Value: i}})
+		plain = append(plain, bson.D{{Key: "_id", Value: i}})
+	}
+	run(bson.D{{Key: "insert", Value: "ts"}, {Key: "documents", Value: ts}})
+	run(bson.D{{Key: "insert", Value: "plain"}, {Key: "documents", Value: plain}})
+
+	// Each case: the find's options, then the batch sizes of getMores
+	// (0: none given), and the batches expected with the cursor open (+)
+	// or closed after each.
+	cases := []struct {
+		opts    bson.D
+		getMore []int
+		want    string
+	}{
+		{bson.D{{Key: "batchSize", Value: 0}}, []int{0}, "0+ 10"},
+		{bson.D{{Key: "batchSize", Value: 0}, {Key: "limit", Value: 3}}, []int{0}, "0+ 3"},
+		{bson.D{{Key: "batchSize", Value: 0}, {Key: "singleBatch", Value: true}}, nil, "0"},
+		{bson.D{{Key: "limit", Value: 3}, {Key: "batchSize", Value: 2}}, []int{0}, "2+ 1"},
+		{bson.D{{Key: "limit", Value: 3}, {Key: "batchSize", Value: 5}}, nil, "3"},
+		{bson.D{{Key: "batchSize", Value: 4}}, []int{4, 0}, "4+ 4+ 2"},
+		{bson.D{{Key: "batchSize", Value: 4}}, []int{1, 2, 0}, "4+ 1+ 2+ 3"},
+		{bson.D{{Key: "skip", Value: 3}, {Key: "limit", Value: 5}, {Key: "batchSize", Value: 2}}, []int{2, 2}, "2+ 2+ 1"},
+		{bson.D{{Key: "batchSize", Value: 3}, {Key: "singleBatch", Value: true}}, nil, "3"},
+		{bson.D{{Key: "limit", Value: -4}}, nil, "4"},
+		{bson.D{{Key: "limit", Value: 0}}, nil, "10"},
+		{bson.D{{Key: "batchSize", Value: 10}}, []int{0}, "10+ 0"},
+		{bson.D{{Key: "skip", Value: 20}}, nil, "0"},
+	}
+	for _, coll := range []string{"ts", "plain"} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s %v", coll, c.opts), func(t *testing.T) {
+				r := run(append(bson.D{{Key: "find", Value: coll}}, c.opts...))
+				got := batch(r, "firstBatch")
+				for _, n := range c.getMore {
+					id := r.Lookup("cursor", "id").Int64()
+					if id == 0 {
+						break
+					}
+					cmd := bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: coll}}
+					if n > 0 {
+						cmd = append(cmd, bson.E{Key: "batchSize", Value: n})
+					}
+					r = run(cmd)
+					got += " " + batch(r, "nextBatch")
+				}
+				if got != c.want {
+					t.Fatalf("batches %q, want %q", got, c.want)
+				}
+				if id := r.Lookup("cursor", "id").Int64(); id != 0 {
+					run(bson.D{{Key: "killCursors", Value: coll}, {Key: "cursors", Value: bson.A{id}}})
+				}
+			})
+		}
+	}
+	// batchSize 0 on an empty collection keeps a cursor open, as MongoDB
+	// does; its getMore ends it.
+	r := run(bson.D{{Key: "find", Value: "empty"}, {Key: "batchSize", Value: 0}})
+	id := r.Lookup("cursor", "id").Int64()
+	if got := batch(r, "firstBatch"); got != "0+" || id == 0 {
+		t.Fatalf("empty collection, batchSize 0: %q, id %d", got, id)
+	}
+	r = run(bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "empty"}})
+	if got := batch(r, "nextBatch"); got != "0" {
+		t.Fatalf("getMore of it: %q", got)
+	}
+	if srv.cursors.len() != 0 {
+		t.Fatalf("%d cursors left open", srv.cursors.len())
+	}
+}
+
+// batch describes a cursor reply's batch: its length, + when the cursor
+// stays open.
+func batch(r bson.Raw, key string) string {
+	vals, _ := r.Lookup("cursor", key).Array().Values()
+	s := fmt.Sprint(len(vals))
+	if r.Lookup("cursor", "id").Int64() != 0 {
+		s += "+"
+	}
+	return s
+}
