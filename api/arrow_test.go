@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
-
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // TestFindArrow reads a find result back with arrow's IPC reader and checks
@@ -55,7 +55,7 @@ func TestFindArrow(t *testing.T) {
 			t.Fatalf("column %q: %v, want %s (schema %s)", name, fs, typ, sc)
 		}
 	}
-	if fs, _ := sc.FieldsByName("sensor"); fs[0].Metadata.FindKey(timeseries.MetaColumnMetadataKey) < 0 {
+	if fs, _ := sc.FieldsByName("sensor"); fs[0].Metadata.FindKey(model.MetaColumnMetadataKey) < 0 {
 		t.Fatalf("meta column not marked: %s", sc)
 	}
 	idx := func(name string) int { return sc.FieldIndices(name)[0] }

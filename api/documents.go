@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -114,10 +116,10 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 			s.docDecoders.Put(md)
 		}()
 		reply, err = insertInChunks(newRawDocuments(buf.b, ndjson), ordered, o,
-			func(raw []byte) (timeseries.Measurement, error) {
+			func(raw []byte) (model.Measurement, error) {
 				return md.Decode(ts, raw)
 			},
-			func(ms []timeseries.Measurement) (timeseries.InsertResult, error) {
+			func(ms []model.Measurement) (timeseries.InsertResult, error) {
 				defer md.Reset()
 				return s.w.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
 			})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/api/lineproto"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -221,7 +223,7 @@ func (s *Server) influxCollection(r *http.Request, name string) error {
 }
 
 func influxCollectionOptions() timeseries.CollectionOptions {
-	return timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "time", MetaField: "tags"}}
+	return timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "time", MetaField: "tags"}}
 }
 
 var (

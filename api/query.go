@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow"
 
 	"github.com/hourglassdb/hourglass/api/render"
@@ -60,7 +62,7 @@ func intValue(name string, v any) (int64, error) {
 	return i, nil
 }
 
-func parseFindRequest(raw map[string]any, ts *timeseries.TimeSeriesOptions) (findRequest, error) {
+func parseFindRequest(raw map[string]any, ts *model.TimeSeriesOptions) (findRequest, error) {
 	req := findRequest{sort: timeseries.SortSeries}
 	var err error
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
@@ -110,7 +112,7 @@ func parseFindRequest(raw map[string]any, ts *timeseries.TimeSeriesOptions) (fin
 
 // findOptions turns a request into storage options. fields are the
 // collection's measurement fields, for exclusion projections.
-func (req *findRequest) findOptions(ts *timeseries.TimeSeriesOptions, fields map[string][]string) timeseries.FindOptions {
+func (req *findRequest) findOptions(ts *model.TimeSeriesOptions, fields map[string][]string) timeseries.FindOptions {
 	opts := timeseries.FindOptions{Filter: req.filter, Sort: req.sort, Limit: req.limit}
 	req.projection.Apply(&opts, ts, fields)
 	return opts
@@ -270,7 +272,7 @@ func (s *Server) abort(r *http.Request, err error) {
 //
 //	{"filter": {...}, "window": "1m", "origin": <date>, "groupBy": "sensor" | "sensor.id" | null,
 //	 "fields": ["temp"], "funcs": ["min", "avg", "max"]}
-func parseAggregateRequest(raw map[string]any, ts *timeseries.TimeSeriesOptions) (timeseries.AggregateOptions, error) {
+func parseAggregateRequest(raw map[string]any, ts *model.TimeSeriesOptions) (timeseries.AggregateOptions, error) {
 	var opts timeseries.AggregateOptions
 	var err error
 	for _, k := range slices.Sorted(maps.Keys(raw)) {

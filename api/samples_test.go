@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
-
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // The sample sensor data in ../testdata/sensors holds the same measurements
@@ -278,7 +278,7 @@ func samplesOfArrow(t *testing.T, b []byte) []sample {
 						m.fields[f.Name] = sampleValue{kind: 's', s: a.Value(j)}
 						continue
 					}
-					if f.Metadata.FindKey(timeseries.MetaColumnMetadataKey) < 0 {
+					if f.Metadata.FindKey(model.MetaColumnMetadataKey) < 0 {
 						t.Fatalf("Arrow: meta column not marked: %s", sc)
 					}
 					if err := json.Unmarshal([]byte(a.Value(j)), &m.tags); err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -195,7 +197,7 @@ type Server struct {
 
 	// Decoders kept with their series caches, one per write slot.
 	lineDecoders *keep.Keeper[*lineproto.Decoder]
-	docDecoders  *keep.Keeper[*timeseries.MeasurementDecoder]
+	docDecoders  *keep.Keeper[*model.MeasurementDecoder]
 }
 
 // New returns a server for opts.DB.
@@ -213,7 +215,7 @@ func New(opts Options) (*Server, error) {
 		started: opts.Now(),
 
 		lineDecoders: keep.New(opts.MaxConcurrentWrites, lineproto.NewDecoder),
-		docDecoders:  keep.New(opts.MaxConcurrentWrites, timeseries.NewMeasurementDecoder),
+		docDecoders:  keep.New(opts.MaxConcurrentWrites, model.NewMeasurementDecoder),
 	}
 	m, err := newMetrics(opts.Registerer, s)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 
@@ -20,12 +22,12 @@ import (
 func TestInvalidUTF8StoredReadable(t *testing.T) {
 	s := newTestServer(t, nil)
 	ctx := context.Background()
-	if _, err := s.db.CreateCollection(ctx, "u", timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
+	if _, err := s.db.CreateCollection(ctx, "u", timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	if _, err := s.db.Insert(ctx, "u", []timeseries.Measurement{{Time: at, Meta: "s\xff",
-		Fields: []timeseries.Field{{Name: "s", Value: timeseries.String("caf\xe9")}}}}, timeseries.InsertOptions{}); err != nil {
+	if _, err := s.db.Insert(ctx, "u", []model.Measurement{{Time: at, Meta: "s\xff",
+		Fields: []model.Field{{Name: "s", Value: model.String("caf\xe9")}}}}, timeseries.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, accept := range []string{"application/json", "application/x-ndjson", "text/csv"} {

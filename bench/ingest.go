@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -94,7 +96,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 	}
 	defer db.Close()
 	if _, err := db.CreateCollection(ctx, Collection, timeseries.CollectionOptions{
-		TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "time", MetaField: "tags"}}); err != nil {
+		TimeSeries: &model.TimeSeriesOptions{TimeField: "time", MetaField: "tags"}}); err != nil {
 		return IngestResult{}, err
 	}
 
@@ -111,8 +113,8 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ms := make([]timeseries.Measurement, cfg.BatchRows)
-			fields := make([]timeseries.Field, cfg.BatchRows*NumFields)
+			ms := make([]model.Measurement, cfg.BatchRows)
+			fields := make([]model.Field, cfg.BatchRows*NumFields)
 			for batch := range batches {
 				t0 := time.Now()
 				if cfg.Duration > 0 && t0.Sub(start) >= cfg.Duration {
@@ -125,12 +127,12 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 					for k := range fs {
 						fs[k].Name = FieldNames[k]
 						if w.Values == ValuesFloat {
-							fs[k].Value = timeseries.Float(row.Floats[k])
+							fs[k].Value = model.Float(row.Floats[k])
 						} else {
-							fs[k].Value = timeseries.Int(row.Ints[k])
+							fs[k].Value = model.Int(row.Ints[k])
 						}
 					}
-					ms[j] = timeseries.Measurement{Time: row.Time, Meta: metas[row.Host], Fields: fs}
+					ms[j] = model.Measurement{Time: row.Time, Meta: metas[row.Host], Fields: fs}
 				}
 				ir, err := db.Insert(ctx, Collection, ms, timeseries.InsertOptions{})
 				if err == nil && ir.Inserted != len(ms) {
@@ -215,18 +217,18 @@ feed:
 
 // hostMetas returns each host's meta value, the line-protocol tags as
 // the InfluxDB endpoints store them, in canonical form.
-func hostMetas(hosts []Host) ([]timeseries.MetaKey, error) {
-	out := make([]timeseries.MetaKey, len(hosts))
+func hostMetas(hosts []Host) ([]model.MetaKey, error) {
+	out := make([]model.MetaKey, len(hosts))
 	for i, h := range hosts {
 		tags := map[string]any{"_measurement": Measurement}
 		for _, kv := range h.Tags {
 			tags[kv[0]] = kv[1]
 		}
-		k, err := timeseries.CanonicalMeta(tags)
+		k, err := model.CanonicalMeta(tags)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = timeseries.MetaKey(k)
+		out[i] = model.MetaKey(k)
 	}
 	return out, nil
 }

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/api/lineproto"
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 func iotBytes(w IoT) []byte {
@@ -187,7 +188,7 @@ func checkIoTJSON(t *testing.T, w IoT) {
 		for _, f := range want.Fields {
 			got, ok := m[f.Name].(float64)
 			wantV := f.Value.F
-			if f.Value.Kind == timeseries.KindInt {
+			if f.Value.Kind == model.KindInt {
 				wantV = float64(f.Value.I)
 			}
 			if !ok || got != wantV {

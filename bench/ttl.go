@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -86,13 +88,13 @@ func TTLSweep(ctx context.Context, cfg TTLConfig) (TTLResult, error) {
 	defer db.Close()
 	e := int64(3600)
 	if _, err := db.CreateCollection(ctx, "ttl", timeseries.CollectionOptions{
-		TimeSeries:         &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "sensor", Granularity: timeseries.GranularitySeconds},
+		TimeSeries:         &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor", Granularity: model.GranularitySeconds},
 		ExpireAfterSeconds: &e,
 	}); err != nil {
 		return res, err
 	}
 	if _, err := db.CreateCollection(ctx, "live", timeseries.CollectionOptions{
-		TimeSeries:         &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "sensor", Granularity: timeseries.GranularitySeconds},
+		TimeSeries:         &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor", Granularity: model.GranularitySeconds},
 		ExpireAfterSeconds: &e,
 	}); err != nil {
 		return res, err
@@ -102,7 +104,7 @@ func TTLSweep(ctx context.Context, cfg TTLConfig) (TTLResult, error) {
 	start := time.Now()
 	step := time.Hour / time.Duration(cfg.PerSeries+1)
 	const seriesPerBatch = 50
-	ms := make([]timeseries.Measurement, 0, seriesPerBatch*cfg.PerSeries)
+	ms := make([]model.Measurement, 0, seriesPerBatch*cfg.PerSeries)
 	for s0 := 0; s0 < cfg.Series; s0 += seriesPerBatch {
 		ms = ms[:0]
 		for s := s0; s < min(s0+seriesPerBatch, cfg.Series); s++ {
@@ -113,8 +115,8 @@ func TTLSweep(ctx context.Context, cfg TTLConfig) (TTLResult, error) {
 			rng := rand.New(rand.NewPCG(uint64(s), 1))
 			for i := 0; i < cfg.PerSeries; i++ {
 				v := math.Round((15+10*rng.Float64())*1000) / 1000
-				ms = append(ms, timeseries.Measurement{Time: t0.Add(time.Duration(i) * step).UnixNano(), Meta: meta,
-					Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(v)}}})
+				ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(i) * step).UnixNano(), Meta: meta,
+					Fields: []model.Field{{Name: "v", Value: model.Float(v)}}})
 			}
 		}
 		r, err := db.Insert(ctx, "ttl", ms, timeseries.InsertOptions{})
@@ -223,12 +225,12 @@ func latencies(ss []sample, from, to time.Time) []time.Duration {
 // during returns, and returns every write.
 func writeLive(ctx context.Context, db *timeseries.DB, cfg TTLConfig, clock func() time.Time, during func(stop <-chan struct{}) error) ([]sample, error) {
 	return runWriters(cfg.Writers, func(w int) func(n int) error {
-		ms := make([]timeseries.Measurement, cfg.WriteBatch)
+		ms := make([]model.Measurement, cfg.WriteBatch)
 		return func(n int) error {
 			base := clock().UnixNano()
 			for i := range ms {
-				ms[i] = timeseries.Measurement{Time: base + int64(i), Meta: fmt.Sprintf("live-%d-%d", w, i%100),
-					Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(float64(n))}}}
+				ms[i] = model.Measurement{Time: base + int64(i), Meta: fmt.Sprintf("live-%d-%d", w, i%100),
+					Fields: []model.Field{{Name: "v", Value: model.Float(float64(n))}}}
 			}
 			_, err := db.Insert(ctx, "live", ms, timeseries.InsertOptions{})
 			return err

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/prometheus/procfs"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -73,8 +75,8 @@ func (r *opRegistry) entries(host string, now time.Time) []map[string]any {
 		// The command as sent, but for values the engine's value set lacks
 		// (the session id is a binary UUID).
 		cmd := map[string]any{}
-		eachElement(o.cmd, func(k string, v bsoncore.Value) error {
-			if x, err := toValue(k, v, 0); err == nil {
+		model.EachBSONElement(o.cmd, func(k string, v bsoncore.Value) error {
+			if x, err := model.ValueFromBSON(k, v, 0); err == nil {
 				cmd[k] = x
 			}
 			return nil
@@ -133,7 +135,7 @@ func cmdGetParameter(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 		return all, nil
 	}
 	var out bson.D
-	err = eachElement(cmd.body, func(k string, _ bsoncore.Value) error {
+	err = model.EachBSONElement(cmd.body, func(k string, _ bsoncore.Value) error {
 		if k == cmd.name || genericFields[k] {
 			return nil
 		}
@@ -168,7 +170,7 @@ func cmdSetParameter(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	var enabled *bool
 	var sleep time.Duration
 	n := 0
-	err := eachElement(cmd.body, func(k string, v bsoncore.Value) error {
+	err := model.EachBSONElement(cmd.body, func(k string, v bsoncore.Value) error {
 		if k == cmd.name || genericFields[k] {
 			return nil
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -56,7 +58,7 @@ func parsePipeline(cmd *wireCommand) ([]stage, int64, error) {
 	batchSize := int64(-1)
 	var pipeline []stage
 	sawCursor := false
-	err := eachElement(cmd.body, func(key string, v bsoncore.Value) error {
+	err := model.EachBSONElement(cmd.body, func(key string, v bsoncore.Value) error {
 		switch {
 		case key == cmd.name || genericFields[key]:
 		case key == "pipeline":
@@ -64,7 +66,7 @@ func parsePipeline(cmd *wireCommand) ([]stage, int64, error) {
 			if !ok {
 				return mongoerr.New(mongoerr.TypeMismatch, "'pipeline' option must be specified as an array")
 			}
-			return eachElement(bsoncore.Document(arr), func(_ string, e bsoncore.Value) error {
+			return model.EachBSONElement(bsoncore.Document(arr), func(_ string, e bsoncore.Value) error {
 				d, ok := e.DocumentOK()
 				if !ok {
 					return mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
@@ -364,7 +366,7 @@ func stageDocument(st stage) (map[string]any, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "the %s stage specification must be an object", st.name)
 	}
-	return toMap(d)
+	return model.FromBSON(d)
 }
 
 // sortKeys reads a $sort in its order.
@@ -374,7 +376,7 @@ func sortKeys(st stage) ([]timeseries.DocSortKey, error) {
 		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
 	}
 	var keys []timeseries.DocSortKey
-	err := eachElement(d, func(key string, e bsoncore.Value) error {
+	err := model.EachBSONElement(d, func(key string, e bsoncore.Value) error {
 		dir, ok := e.AsInt64OK()
 		if !ok || (dir != 1 && dir != -1) {
 			return mongoerr.New(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending); got '%s'", key)
@@ -450,7 +452,7 @@ func countGroupDocument(st stage, n int64) (map[string]any, error) {
 	elems, _ := d.Elements()
 	for _, e := range elems {
 		if e.Key() == "_id" {
-			id, err := toValue("_id", e.Value(), 0)
+			id, err := model.ValueFromBSON("_id", e.Value(), 0)
 			if err != nil {
 				return nil, err
 			}
@@ -497,7 +499,7 @@ type accumulator struct {
 }
 
 // parseGroup reads a $group on a time-series collection.
-func parseGroup(st stage, ts *timeseries.TimeSeriesOptions) (*groupSpec, error) {
+func parseGroup(st stage, ts *model.TimeSeriesOptions) (*groupSpec, error) {
 	d, ok := st.arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(15947, "a group's fields must be specified in an object")
@@ -534,7 +536,7 @@ func parseGroup(st stage, ts *timeseries.TimeSeriesOptions) (*groupSpec, error) 
 	}
 	switch {
 	case isConstant(idv):
-		if g.idConst, err = toValue("_id", idv, 0); err != nil {
+		if g.idConst, err = model.ValueFromBSON("_id", idv, 0); err != nil {
 			return nil, err
 		}
 	case idv.Type == bsoncore.TypeString:
@@ -594,7 +596,7 @@ func parseGroup(st stage, ts *timeseries.TimeSeriesOptions) (*groupSpec, error) 
 // parseDateTrunc reads {$dateTrunc: {date: "$<timeField>", unit, binSize}}
 // into fixed windows aligned as MongoDB aligns them: on 2000-01-01 (a
 // Sunday, 2000-01-02, for weeks).
-func parseDateTrunc(d bsoncore.Document, ts *timeseries.TimeSeriesOptions, g *groupSpec) error {
+func parseDateTrunc(d bsoncore.Document, ts *model.TimeSeriesOptions, g *groupSpec) error {
 	elems, _ := d.Elements()
 	if len(elems) != 1 || elems[0].Key() != "$dateTrunc" {
 		name := "{}"
@@ -643,7 +645,7 @@ func parseDateTrunc(d bsoncore.Document, ts *timeseries.TimeSeriesOptions, g *gr
 	switch {
 	case unit == "month" || unit == "quarter" || unit == "year":
 		per := map[string]int64{"month": 1, "quarter": 3, "year": 12}[unit]
-		if bin > (timeseries.MaxDateYear-timeseries.MinDateYear)*12/per {
+		if bin > (model.MaxDateYear-model.MinDateYear)*12/per {
 			return mongoerr.New(mongoerr.BadValue, "$dateTrunc binSize %d %s exceeds the range of dates", bin, unit)
 		}
 		g.months = bin * per
@@ -685,7 +687,7 @@ type group struct {
 // the same filter that reads the time and meta fields only: the engine
 // counts values per field, and leaves out a group none of whose documents
 // holds one of the fields.
-func (s *Server) groupMeasurements(ctx context.Context, name string, ts *timeseries.TimeSeriesOptions, filter *partialfilter.Filter, st stage) ([]map[string]any, error) {
+func (s *Server) groupMeasurements(ctx context.Context, name string, ts *model.TimeSeriesOptions, filter *partialfilter.Filter, st stage) ([]map[string]any, error) {
 	g, err := parseGroup(st, ts)
 	if err != nil {
 		return nil, err
@@ -822,7 +824,7 @@ func foldAggregate(rec arrow.Record, g *groupSpec, get func(int64, string) *grou
 
 // countGroups counts the documents of each group on a find that reads the
 // time and meta fields only.
-func (s *Server) countGroups(ctx context.Context, name string, ts *timeseries.TimeSeriesOptions, filter *partialfilter.Filter, g *groupSpec, width int64, get func(int64, string) *group) error {
+func (s *Server) countGroups(ctx context.Context, name string, ts *model.TimeSeriesOptions, filter *partialfilter.Filter, g *groupSpec, width int64, get func(int64, string) *group) error {
 	opts := timeseries.FindOptions{Filter: filter, Fields: []string{}, OmitMeta: !g.hasMeta}
 	cur, err := s.db.Find(ctx, name, opts)
 	if err != nil {
@@ -884,7 +886,7 @@ func floorMod(a, b int64) int64 {
 // the value at path (the meta field or one of its sub-fields), "null" when
 // it is missing.
 func groupKeyOf(metaJSON, metaField, path string) (string, error) {
-	v, err := timeseries.DecodeMeta(metaJSON)
+	v, err := model.DecodeMeta(metaJSON)
 	if err != nil {
 		return "", err
 	}
@@ -898,7 +900,7 @@ func groupKeyOf(metaJSON, metaField, path string) (string, error) {
 			v = m[part]
 		}
 	}
-	s, err := timeseries.CanonicalMeta(v)
+	s, err := model.CanonicalMeta(v)
 	if err != nil {
 		return "null", nil
 	}
@@ -913,7 +915,7 @@ func (g *groupSpec) document(gr *group) (map[string]any, error) {
 		win = time.Unix(0, gr.window).UTC()
 	}
 	if g.hasMeta {
-		v, err := timeseries.DecodeMeta(gr.meta)
+		v, err := model.DecodeMeta(gr.meta)
 		if err != nil {
 			return nil, err
 		}

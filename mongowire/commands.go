@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
@@ -295,7 +297,7 @@ func retryableWrite(cmd *wireCommand, name string, txn bsoncore.Value) (context.
 
 func firstElement(doc bsoncore.Document) (string, bool) {
 	var name string
-	eachElement(doc, func(k string, _ bsoncore.Value) error {
+	model.EachBSONElement(doc, func(k string, _ bsoncore.Value) error {
 		name = k
 		return errStop
 	})
@@ -382,11 +384,11 @@ func (cmd *wireCommand) collectionArgs() (string, map[string]any, error) {
 // sequences merged in as arrays, into the engine's value set.
 func (cmd *wireCommand) args() (map[string]any, error) {
 	m := make(map[string]any)
-	err := eachElement(cmd.body, func(key string, v bsoncore.Value) error {
+	err := model.EachBSONElement(cmd.body, func(key string, v bsoncore.Value) error {
 		if key == cmd.name || genericFields[key] {
 			return nil
 		}
-		x, err := toValue(key, v, 0)
+		x, err := model.ValueFromBSON(key, v, 0)
 		m[key] = x
 		return err
 	})
@@ -399,7 +401,7 @@ func (cmd *wireCommand) args() (map[string]any, error) {
 		}
 		arr := make([]any, len(sq.docs))
 		for i, d := range sq.docs {
-			if arr[i], err = toMap(d); err != nil {
+			if arr[i], err = model.FromBSON(d); err != nil {
 				return nil, err
 			}
 		}

@@ -7,6 +7,9 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unsafe"
+
+	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -101,7 +104,7 @@ func parseFind(cmd *wireCommand) (findArgs, error) {
 	// The sort's keys in their order, which the map lost.
 	if v, err := cmd.body.LookupErr("sort"); err == nil {
 		if d, ok := v.DocumentOK(); ok {
-			err := eachElement(d, func(key string, e bsoncore.Value) error {
+			err := model.EachBSONElement(d, func(key string, e bsoncore.Value) error {
 				dir, ok := e.AsInt64OK()
 				if !ok || (dir != 1 && dir != -1) {
 					return mongoerr.New(mongoerr.BadValue, "'sort.%s' must be 1 or -1", key)
@@ -367,7 +370,7 @@ func (s *Server) findDocuments(name string, filter *partialfilter.Filter, a *fin
 
 // findMeasurements runs a find on a time-series collection. fields are
 // the collection's measurement fields, for exclusion projections.
-func (s *Server) findMeasurements(name string, ts *timeseries.TimeSeriesOptions, fields map[string][]string, filter *partialfilter.Filter, a *findArgs) (source, error) {
+func (s *Server) findMeasurements(name string, ts *model.TimeSeriesOptions, fields map[string][]string, filter *partialfilter.Filter, a *findArgs) (source, error) {
 	opts := timeseries.FindOptions{Filter: filter, Sort: timeseries.SortSeries}
 	for _, k := range a.sort {
 		if k.Field != ts.TimeField {
@@ -396,7 +399,7 @@ func (s *Server) findMeasurements(name string, ts *timeseries.TimeSeriesOptions,
 // projectMeasurements turns a top-level projection into the columns a
 // find returns: all inclusions or all exclusions (_id, which measurements
 // do not carry, aside).
-func projectMeasurements(p map[string]any, ts *timeseries.TimeSeriesOptions, fields map[string][]string, opts *timeseries.FindOptions) error {
+func projectMeasurements(p map[string]any, ts *model.TimeSeriesOptions, fields map[string][]string, opts *timeseries.FindOptions) error {
 	if len(p) == 0 {
 		return nil
 	}
@@ -493,7 +496,7 @@ func (m *measurementSource) next() (bsoncore.Document, error) {
 func kindsOf(sc *arrow.Schema) []columnKind {
 	kinds := make([]columnKind, sc.NumFields())
 	for i, f := range sc.Fields() {
-		if f.Metadata.FindKey(timeseries.MetaColumnMetadataKey) >= 0 || f.Metadata.FindKey(timeseries.MixedColumnMetadataKey) >= 0 {
+		if f.Metadata.FindKey(model.MetaColumnMetadataKey) >= 0 || f.Metadata.FindKey(model.MixedColumnMetadataKey) >= 0 {
 			kinds[i] = colJSON
 		}
 	}
@@ -529,7 +532,7 @@ func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 				m.metaText, m.metaElem = make([]string, len(m.kinds)), make([][]byte, len(m.kinds))
 			}
 			if m.metaElem[i] == nil || m.metaText[i] != text {
-				v, err := timeseries.DecodeMeta(text)
+				v, err := model.DecodeMeta(text)
 				if err != nil {
 					return nil, err
 				}
@@ -558,4 +561,9 @@ func floorMillis(ns int64) int64 {
 		ms--
 	}
 	return ms
+}
+
+// unsafeString views b as a string for a lookup that does not keep it.
+func unsafeString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }

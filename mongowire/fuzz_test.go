@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 )
@@ -32,12 +34,12 @@ func FuzzDecodeMessage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := toMap(req.body); err != nil {
+		if _, err := model.FromBSON(req.body); err != nil {
 			return
 		}
 		for _, sq := range req.seqs {
 			for _, d := range sq.docs {
-				toMap(d)
+				model.FromBSON(d)
 			}
 		}
 		out := appendOpMsg(nil, 1, 2, req.body, true)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -30,7 +32,7 @@ func keyPattern(v bsoncore.Value, code mongoerr.Code, what string) ([]timeseries
 		return nil, mongoerr.New(code, "'%s' must be a document such as {timestamp: 1}", what)
 	}
 	var keys []timeseries.IndexKey
-	err := eachElement(d, func(k string, e bsoncore.Value) error {
+	err := model.EachBSONElement(d, func(k string, e bsoncore.Value) error {
 		dir, ok := e.AsFloat64OK()
 		if !ok || (dir != 1 && dir != -1) {
 			return mongoerr.New(code, "index key %q: the value must be 1 or -1; special index types are not supported", k)
@@ -63,7 +65,7 @@ func checkCommitQuorum(body bsoncore.Document) error {
 	}
 	if d, ok := v.DocumentOK(); ok {
 		var misplaced []string
-		eachElement(d, func(k string, _ bsoncore.Value) error {
+		model.EachBSONElement(d, func(k string, _ bsoncore.Value) error {
 			if indexOptionNames[k] {
 				misplaced = append(misplaced, k)
 			}
@@ -83,7 +85,7 @@ func checkCommitQuorum(body bsoncore.Document) error {
 // options and refusals (CannotCreateIndex, 67).
 func indexSpec(d bsoncore.Document) (timeseries.IndexSpec, error) {
 	var spec timeseries.IndexSpec
-	err := eachElement(d, func(k string, v bsoncore.Value) error {
+	err := model.EachBSONElement(d, func(k string, v bsoncore.Value) error {
 		switch k {
 		case "key":
 			key, err := keyPattern(v, mongoerr.CannotCreateIndex, "key")
@@ -96,7 +98,7 @@ func indexSpec(d bsoncore.Document) (timeseries.IndexSpec, error) {
 			}
 			spec.Name = n
 		case "expireAfterSeconds":
-			x, err := toValue(k, v, 0)
+			x, err := model.ValueFromBSON(k, v, 0)
 			if err != nil {
 				return mongoerr.New(mongoerr.CannotCreateIndex, "%s", mongoerr.MessageOf(err))
 			}
@@ -110,7 +112,7 @@ func indexSpec(d bsoncore.Document) (timeseries.IndexSpec, error) {
 			if !ok {
 				return mongoerr.New(mongoerr.CannotCreateIndex, "'partialFilterExpression' must be a document")
 			}
-			m, err := toMap(pd)
+			m, err := model.FromBSON(pd)
 			if err != nil {
 				return mongoerr.New(mongoerr.CannotCreateIndex, "invalid partialFilterExpression: %s", mongoerr.MessageOf(err))
 			}
@@ -170,7 +172,7 @@ func cmdCreateIndexes(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 		return nil, err
 	}
 	var specs []timeseries.IndexSpec
-	err = eachElement(cmd.body, func(k string, v bsoncore.Value) error {
+	err = model.EachBSONElement(cmd.body, func(k string, v bsoncore.Value) error {
 		switch {
 		case k == cmd.name || genericFields[k]:
 		case k == "indexes":
@@ -410,7 +412,7 @@ func cmdCollMod(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	var idx *timeseries.IndexMod
 	var m timeseries.CollModOptions
 	changes := 0
-	err = eachElement(cmd.body, func(k string, v bsoncore.Value) error {
+	err = model.EachBSONElement(cmd.body, func(k string, v bsoncore.Value) error {
 		switch {
 		case k == cmd.name || genericFields[k]:
 			return nil
@@ -424,7 +426,7 @@ func cmdCollMod(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 				m.ExpireOff = true
 				return nil
 			}
-			x, err := toValue(k, v, 0)
+			x, err := model.ValueFromBSON(k, v, 0)
 			if err != nil {
 				return mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
 			}
@@ -437,7 +439,7 @@ func cmdCollMod(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 			if !ok {
 				return mongoerr.New(mongoerr.InvalidOptions, "'timeseries' must be a document")
 			}
-			raw, err := toMap(d)
+			raw, err := model.FromBSON(d)
 			if err != nil {
 				return err
 			}
@@ -513,7 +515,7 @@ func indexMod(v bsoncore.Value) (timeseries.IndexMod, error) {
 		return m, mongoerr.New(mongoerr.InvalidOptions, "'index' must be a document: {keyPattern or name, expireAfterSeconds}")
 	}
 	seenExpire := false
-	err := eachElement(d, func(k string, e bsoncore.Value) error {
+	err := model.EachBSONElement(d, func(k string, e bsoncore.Value) error {
 		switch k {
 		case "name":
 			n, ok := e.StringValueOK()
@@ -528,7 +530,7 @@ func indexMod(v bsoncore.Value) (timeseries.IndexMod, error) {
 			}
 			m.KeyPattern = key
 		case "expireAfterSeconds":
-			x, err := toValue(k, e, 0)
+			x, err := model.ValueFromBSON(k, e, 0)
 			if err != nil {
 				return mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
 			}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -139,19 +141,19 @@ func mergeErrors(conv []writeError, engine []timeseries.WriteError, idx []int, o
 	return wes
 }
 
-func (s *Server) insertMeasurements(cmd *wireCommand, name string, ts *timeseries.TimeSeriesOptions, raw []bsoncore.Document, ordered bool) (int, []writeError, error) {
+func (s *Server) insertMeasurements(cmd *wireCommand, name string, ts *model.TimeSeriesOptions, raw []bsoncore.Document, ordered bool) (int, []writeError, error) {
 	c := s.converters.Get()
 	defer func() {
-		c.reset()
+		c.Reset()
 		s.converters.Put(c)
 	}()
-	ms, idx, wes := convertBatch(raw, ordered, func(d bsoncore.Document) (timeseries.Measurement, error) {
+	ms, idx, wes := convertBatch(raw, ordered, func(d bsoncore.Document) (model.Measurement, error) {
 		// A BSON time field must be a date: the engine's JSON conveniences
 		// (numbers of milliseconds, RFC 3339 strings) are not MongoDB's.
 		if v, err := d.LookupErr(ts.TimeField); err != nil || v.Type != bsoncore.TypeDateTime {
-			return timeseries.Measurement{}, mongoerr.New(mongoerr.BadValue, "'%s' must be present and contain a valid date", ts.TimeField)
+			return model.Measurement{}, mongoerr.New(mongoerr.BadValue, "'%s' must be present and contain a valid date", ts.TimeField)
 		}
-		return c.convert(ts, d)
+		return c.Decode(ts, d)
 	})
 	if len(ms) == 0 {
 		return 0, wes, nil
@@ -165,7 +167,7 @@ func (s *Server) insertMeasurements(cmd *wireCommand, name string, ts *timeserie
 
 func (s *Server) insertPlain(cmd *wireCommand, name string, raw []bsoncore.Document, ordered bool) (int, []writeError, error) {
 	docs, idx, wes := convertBatch(raw, ordered, func(d bsoncore.Document) (document.Doc, error) {
-		m, err := toMap(d)
+		m, err := model.FromBSON(d)
 		if err != nil {
 			return nil, err
 		}

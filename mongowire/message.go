@@ -8,6 +8,8 @@ import (
 	"io"
 	"unicode/utf8"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 
@@ -231,91 +233,14 @@ func readDocument(b []byte, limit int) (bsoncore.Document, error) {
 		return nil, decodeError("BSON document length %d does not fit the %d bytes left", size, len(b))
 	}
 	doc := bsoncore.Document(b[:size])
-	if err := validateDocument(doc, 0); err != nil {
-		var bad *badUTF8
-		if errors.As(err, &bad) {
-			return nil, mongoerr.New(mongoerr.InvalidBSON, "Invalid UTF-8 string in BSON document: %v", err)
+	if err := model.ValidateBSON(doc); err != nil {
+		var me *mongoerr.Error
+		if errors.As(err, &me) {
+			return nil, err
 		}
 		return nil, decodeError("invalid BSON document: %v", err)
 	}
 	return doc, nil
-}
-
-// badUTF8 is a key or string value that is not UTF-8: what names it is
-// the field path validateDocument wraps around it.
-type badUTF8 struct{ what string }
-
-func (e *badUTF8) Error() string { return e.what + " is not valid UTF-8" }
-
-// validateDocument checks doc and every document and array inside it, at
-// every depth: bsoncore's Validate checks the elements of one level, and a
-// string with a wrong length inside a sub-document would otherwise reach
-// the code that reads it. Every key and every string (string values,
-// symbols, JavaScript code, regular expressions, DBPointer namespaces)
-// must be UTF-8: a driver refuses to decode a reply holding one that is
-// not, so none is stored.
-func validateDocument(doc bsoncore.Document, depth int) error {
-	if depth > maxDepth {
-		return fmt.Errorf("nesting exceeds %d levels", maxDepth)
-	}
-	if len(doc) < 5 || int(int32(binary.LittleEndian.Uint32(doc))) != len(doc) || doc[len(doc)-1] != 0 {
-		return errors.New("document length or end is wrong")
-	}
-	rem := doc[4 : len(doc)-1]
-	for len(rem) > 0 {
-		el, r, ok := bsoncore.ReadElement(rem)
-		if !ok {
-			return errors.New("malformed element")
-		}
-		rem = r
-		key := el.Key()
-		if !utf8.ValidString(key) {
-			return &badUTF8{what: fmt.Sprintf("field name %q", key)}
-		}
-		v := el.Value()
-		switch v.Type {
-		case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
-			if err := validateDocument(bsoncore.Document(v.Data), depth+1); err != nil {
-				return fmt.Errorf("element %q: %w", key, err)
-			}
-			continue
-		}
-		if err := v.Validate(); err != nil {
-			return fmt.Errorf("element %q: %w", key, err)
-		}
-		switch v.Type {
-		case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
-			// Each is an int32 length, the bytes and a NUL (a length of 0,
-			// which bsoncore lets through, holds not even the NUL).
-			if len(v.Data) < 5 {
-				return fmt.Errorf("element %q: string length out of range", key)
-			}
-			if !utf8.Valid(v.Data[4 : len(v.Data)-1]) {
-				return &badUTF8{what: fmt.Sprintf("the string of field %q", key)}
-			}
-		case bsoncore.TypeRegex:
-			p, o := v.Regex()
-			if !utf8.ValidString(p) || !utf8.ValidString(o) {
-				return &badUTF8{what: fmt.Sprintf("the regular expression of field %q", key)}
-			}
-		case bsoncore.TypeDBPointer:
-			if ns, _ := v.DBPointer(); !utf8.ValidString(ns) {
-				return &badUTF8{what: fmt.Sprintf("the DBPointer namespace of field %q", key)}
-			}
-		case bsoncore.TypeCodeWithScope:
-			code, scope, ok := v.CodeWithScopeOK()
-			if !ok {
-				return fmt.Errorf("element %q: invalid code with scope", key)
-			}
-			if !utf8.ValidString(code) {
-				return &badUTF8{what: fmt.Sprintf("the code of field %q", key)}
-			}
-			if err := validateDocument(scope, depth+1); err != nil {
-				return fmt.Errorf("element %q: scope: %w", key, err)
-			}
-		}
-	}
-	return nil
 }
 
 func decodeOpQuery(r *request, body []byte) error {

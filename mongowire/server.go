@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/xdg-go/scram"
 
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
@@ -109,7 +111,7 @@ type Server struct {
 	cursorsTimedOut atomic.Int64
 	opcounters      opcounters
 	// converters keeps measurement converters with their meta caches.
-	converters *keep.Keeper[*measurementConverter]
+	converters *keep.Keeper[*model.BSONDecoder]
 	// replyBufs keeps the buffers getMore replies (up to 16 MiB) are
 	// built in.
 	replyBufs *keep.Keeper[[]byte]
@@ -173,7 +175,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		scram: sc, opts: opts, db: opts.DB, log: opts.Logger, ops: newOpRegistry(), started: time.Now(),
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, stop: make(chan struct{}),
-		converters: keep.New(2*runtime.GOMAXPROCS(0), newMeasurementConverter),
+		converters: keep.New(2*runtime.GOMAXPROCS(0), model.NewBSONDecoder),
 		replyBufs:  keep.New(runtime.GOMAXPROCS(0), func() []byte { return nil }),
 	}
 	s.cursors = newCursorSet(s.replyBufs.Put)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -40,7 +42,7 @@ func checkReply(t testing.TB, reply []byte) {
 func TestInvalidUTF8Refused(t *testing.T) {
 	db, _, addr := startServer(t, Options{})
 	ctx := context.Background()
-	if _, err := db.CreateCollection(ctx, "ts", timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
+	if _, err := db.CreateCollection(ctx, "ts", timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.CreateCollection(ctx, "plain", timeseries.CollectionOptions{}); err != nil {
@@ -115,15 +117,15 @@ func TestInvalidUTF8Refused(t *testing.T) {
 func TestInvalidUTF8StoredReadable(t *testing.T) {
 	db, _, addr := startServer(t, Options{})
 	ctx := context.Background()
-	if _, err := db.CreateCollection(ctx, "ts", timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
+	if _, err := db.CreateCollection(ctx, "ts", timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.CreateCollection(ctx, "plain", timeseries.CollectionOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := db.Insert(ctx, "ts", []timeseries.Measurement{{Time: at.UnixNano(), Meta: map[string]any{"id": "s\xff"},
-		Fields: []timeseries.Field{{Name: "s", Value: timeseries.String("caf\xe9")}}}}, timeseries.InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "ts", []model.Measurement{{Time: at.UnixNano(), Meta: map[string]any{"id": "s\xff"},
+		Fields: []model.Field{{Name: "s", Value: model.String("caf\xe9")}}}}, timeseries.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.InsertDocuments(ctx, "plain", []document.Doc{{"_id": int64(1), "k\xc3": "v\xff", "sub": map[string]any{"x\xfe": []any{"\xed\xa0\x80"}}}},

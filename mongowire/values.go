@@ -10,103 +10,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
-// maxDepth bounds the nesting of documents and arrays converted (MongoDB's
-// 100 levels of BSON nesting).
-const maxDepth = 100
-
-// toMap converts a validated BSON document into the value set the engine
-// and package partialfilter use: nil, bool, int64 (from int32 and int64),
-// float64, string, time.Time (UTC, from a BSON date), partialfilter.ObjectID,
-// partialfilter.Regex, []any and map[string]any. A later duplicate key
-// replaces an earlier one. Types without an engine counterpart (binary,
-// decimal128, timestamp, JavaScript, min and max keys) are BadValue
-// naming the field.
-func toMap(doc bsoncore.Document) (map[string]any, error) {
-	return docToMap(doc, 0)
-}
-
-func docToMap(doc bsoncore.Document, depth int) (map[string]any, error) {
-	if depth > maxDepth {
-		return nil, mongoerr.New(mongoerr.BadValue, "document nesting exceeds %d levels", maxDepth)
-	}
-	m := make(map[string]any)
-	err := eachElement(doc, func(key string, v bsoncore.Value) error {
-		x, err := toValue(key, v, depth)
-		if err != nil {
-			return err
-		}
-		m[key] = x
-		return nil
-	})
-	return m, err
-}
-
-// eachElement calls fn with every element of a validated document, in
-// order, stopping at the first error.
-func eachElement(doc bsoncore.Document, fn func(key string, v bsoncore.Value) error) error {
-	if len(doc) < 5 {
-		return mongoerr.New(mongoerr.BadValue, "truncated BSON document")
-	}
-	rem := doc[4 : len(doc)-1]
-	for len(rem) > 0 {
-		el, r, ok := bsoncore.ReadElement(rem)
-		if !ok {
-			return mongoerr.New(mongoerr.BadValue, "malformed BSON element")
-		}
-		rem = r
-		if err := fn(el.Key(), el.Value()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func toValue(key string, v bsoncore.Value, depth int) (any, error) {
-	switch v.Type {
-	case bsoncore.TypeDouble:
-		return v.Double(), nil
-	case bsoncore.TypeString:
-		return v.StringValue(), nil
-	case bsoncore.TypeEmbeddedDocument:
-		return docToMap(v.Document(), depth+1)
-	case bsoncore.TypeArray:
-		if depth > maxDepth {
-			return nil, mongoerr.New(mongoerr.BadValue, "document nesting exceeds %d levels", maxDepth)
-		}
-		var out []any
-		err := eachElement(bsoncore.Document(v.Array()), func(_ string, e bsoncore.Value) error {
-			x, err := toValue(key, e, depth+1)
-			out = append(out, x)
-			return err
-		})
-		if out == nil {
-			out = []any{}
-		}
-		return out, err
-	case bsoncore.TypeObjectID:
-		return partialfilter.ObjectID(v.ObjectID()), nil
-	case bsoncore.TypeBoolean:
-		return v.Boolean(), nil
-	case bsoncore.TypeDateTime:
-		return time.UnixMilli(v.DateTime()).UTC(), nil
-	case bsoncore.TypeNull, bsoncore.TypeUndefined:
-		return nil, nil
-	case bsoncore.TypeRegex:
-		p, o := v.Regex()
-		return partialfilter.Regex{Pattern: p, Options: o}, nil
-	case bsoncore.TypeInt32:
-		return int64(v.Int32()), nil
-	case bsoncore.TypeInt64:
-		return v.Int64(), nil
-	}
-	return nil, mongoerr.New(mongoerr.BadValue, "field %q: BSON type %s is not supported by Hourglass", key, v.Type)
-}
-
-// appendValue appends v, a value of the engine's value set (see toMap), as
+// appendValue appends v, a value of the engine's value set (see model.FromBSON), as
 // an element named key. Maps are written with their keys sorted, _id first.
 // Dates lose what is below the millisecond: BSON dates are milliseconds.
 func appendValue(dst []byte, key string, v any) []byte {

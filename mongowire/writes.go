@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/hourglassdb/hourglass/document"
@@ -147,7 +149,7 @@ func cmdDistinct(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 		if d == nil {
 			break
 		}
-		m, err := toMap(d)
+		m, err := model.FromBSON(d)
 		if err != nil {
 			return nil, err
 		}

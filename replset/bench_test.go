@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
@@ -25,13 +27,13 @@ func cpuBatch(n int) *Command {
 	rng := rand.New(rand.NewPCG(1, 1))
 	names := []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait",
 		"usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"}
-	ms := make([]timeseries.Measurement, n)
+	ms := make([]model.Measurement, n)
 	for i := range ms {
-		fs := make([]timeseries.Field, len(names))
+		fs := make([]model.Field, len(names))
 		for j, name := range names {
-			fs[j] = timeseries.Field{Name: name, Value: timeseries.Float(float64(rng.IntN(10000)) / 100)}
+			fs[j] = model.Field{Name: name, Value: model.Float(float64(rng.IntN(10000)) / 100)}
 		}
-		ms[i] = timeseries.Measurement{Time: t0 + int64(i/100)*10e9,
+		ms[i] = model.Measurement{Time: t0 + int64(i/100)*10e9,
 			Meta: map[string]any{"hostname": fmt.Sprintf("host_%d", i%100), "region": "eu-west-1"}, Fields: fs}
 	}
 	return &Command{Op: OpInsert, Collection: "cpu", Measurements: ms}
@@ -128,7 +130,7 @@ func BenchmarkLogAppend(b *testing.B) {
 // go test -run XXX -bench 'Insert$' -benchtime 2s ./replset/
 func BenchmarkInsert(b *testing.B) {
 	cmd := cpuBatch(1000)
-	opts := timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "tags"}}
+	opts := timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "tags"}}
 	ctx := context.Background()
 	const points = 1000 * 10
 	b.Run("engine", func(b *testing.B) {
@@ -221,7 +223,7 @@ func parallel(b *testing.B, bytes int, points float64, fn func() error) {
 func BenchmarkApply(b *testing.B) {
 	const entries, rows = 40, 5000
 	const points = entries * rows * 10
-	opts := timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "tags"}}
+	opts := timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "tags"}}
 	ctx := context.Background()
 	cmds := make([]*Command, entries)
 	logs := make([]*raft.Log, entries)
@@ -231,11 +233,11 @@ func BenchmarkApply(b *testing.B) {
 		for j := range c.Measurements {
 			m := &c.Measurements[j]
 			m.Time += int64(i) * rows / 100 * 10e9
-			k, err := timeseries.CanonicalMeta(m.Meta)
+			k, err := model.CanonicalMeta(m.Meta)
 			if err != nil {
 				b.Fatal(err)
 			}
-			m.Meta = timeseries.MetaKey(k)
+			m.Meta = model.MetaKey(k)
 		}
 		data, err := c.encode(nil)
 		if err != nil {

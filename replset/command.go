@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -93,7 +95,7 @@ type Command struct {
 	// Unordered of OpInsert and OpInsertDocuments.
 	Unordered bool
 	// Measurements of OpInsert and OpInsertKeyed.
-	Measurements []timeseries.Measurement
+	Measurements []model.Measurement
 	// Documents of OpInsertDocuments.
 	Documents []document.Doc
 	// Filter of OpDelete and OpDeleteDocuments: a MongoDB filter in JSON,
@@ -144,7 +146,7 @@ type Command struct {
 // dropIndex, the index name (uvarint length, bytes); of member, the
 // MemberAddrs in JSON (uvarint length, bytes). The body of insertKeyed is
 // a flags byte, the distinct meta keys (uvarint count, each uvarint length
-// and bytes: timeseries.MetaKey, the canonical encoding), the distinct
+// and bytes: model.MetaKey, the canonical encoding), the distinct
 // field names (the same), a uvarint count of measurements, each: time
 // (varint ns), meta (uvarint: 0 none, 1 a value follows as in insert, k
 // the key k-2), a uvarint count of fields, each: name (uvarint index),
@@ -192,7 +194,7 @@ func (c *Command) encodeOwn(dst []byte, own bool) ([]byte, *Command, error) {
 	case OpInsertKeyed:
 		dst = append(dst, flags(c.Unordered))
 		var (
-			ms  []timeseries.Measurement
+			ms  []model.Measurement
 			err error
 		)
 		if dst, ms, err = appendKeyed(dst, c.Measurements, own); err != nil {
@@ -292,14 +294,14 @@ const (
 // written as a key (or is nil), it also returns the measurements a member
 // decodes: ms itself when their meta values are keys already, else a copy
 // with the keys as meta values; nil otherwise.
-func appendKeyed(dst []byte, ms []timeseries.Measurement, own bool) ([]byte, []timeseries.Measurement, error) {
-	keyIdx := map[timeseries.MetaKey]uint64{}
-	var keys []timeseries.MetaKey
+func appendKeyed(dst []byte, ms []model.Measurement, own bool) ([]byte, []model.Measurement, error) {
+	keyIdx := map[model.MetaKey]uint64{}
+	var keys []model.MetaKey
 	nameIdx := map[string]uint64{}
 	var names []string
 	// The field names' indexes, per measurement: a measurement with the
 	// same names as the one before (most of a batch) shares its list.
-	var prevFields []timeseries.Field
+	var prevFields []model.Field
 	var prevNames []uint64
 	nameRefs := make([][]uint64, len(ms))
 	refs := make([]uint64, len(ms))
@@ -309,18 +311,18 @@ func appendKeyed(dst []byte, ms []timeseries.Measurement, own bool) ([]byte, []t
 		switch v := m.Meta.(type) {
 		case nil:
 			refs[i] = metaNone
-		case timeseries.MetaKey:
+		case model.MetaKey:
 			refs[i] = keyRef(keyIdx, &keys, v)
 		default:
 			allKeys = false
-			c, err := timeseries.CanonicalMeta(v)
+			c, err := model.CanonicalMeta(v)
 			if err != nil {
 				refs[i] = metaValue
 				break
 			}
-			refs[i] = keyRef(keyIdx, &keys, timeseries.MetaKey(c))
+			refs[i] = keyRef(keyIdx, &keys, model.MetaKey(c))
 		}
-		if i > 0 && timeseries.SameFieldNames(m.Fields, prevFields) {
+		if i > 0 && model.SameFieldNames(m.Fields, prevFields) {
 			nameRefs[i] = prevNames
 			continue
 		}
@@ -372,7 +374,7 @@ func appendKeyed(dst []byte, ms []timeseries.Measurement, own bool) ([]byte, []t
 	case allKeys:
 		return dst, ms, nil
 	}
-	keyed := make([]timeseries.Measurement, len(ms))
+	keyed := make([]model.Measurement, len(ms))
 	for i, m := range ms {
 		if refs[i] >= metaKeys {
 			m.Meta = keys[refs[i]-metaKeys]
@@ -383,7 +385,7 @@ func appendKeyed(dst []byte, ms []timeseries.Measurement, own bool) ([]byte, []t
 }
 
 // keyRef returns the reference of meta key k in keys, adding it.
-func keyRef(idx map[timeseries.MetaKey]uint64, keys *[]timeseries.MetaKey, k timeseries.MetaKey) uint64 {
+func keyRef(idx map[model.MetaKey]uint64, keys *[]model.MetaKey, k model.MetaKey) uint64 {
 	i, ok := idx[k]
 	if !ok {
 		i = uint64(len(*keys))
@@ -394,16 +396,16 @@ func keyRef(idx map[timeseries.MetaKey]uint64, keys *[]timeseries.MetaKey, k tim
 }
 
 // appendValue appends a field's kind and value.
-func appendValue(dst []byte, f timeseries.Field) ([]byte, error) {
+func appendValue(dst []byte, f model.Field) ([]byte, error) {
 	dst = append(dst, byte(f.Value.Kind))
 	switch f.Value.Kind {
-	case timeseries.KindFloat:
+	case model.KindFloat:
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f.Value.F))
-	case timeseries.KindInt, timeseries.KindDate:
+	case model.KindInt, model.KindDate:
 		dst = binary.AppendVarint(dst, f.Value.I)
-	case timeseries.KindString:
+	case model.KindString:
 		dst = appendBytes(dst, []byte(f.Value.S))
-	case timeseries.KindBool:
+	case model.KindBool:
 		dst = append(dst, flags(f.Value.B))
 	default:
 		return nil, fmt.Errorf("field %q has unknown kind %d", f.Name, f.Value.Kind)
@@ -411,14 +413,14 @@ func appendValue(dst []byte, f timeseries.Field) ([]byte, error) {
 	return dst, nil
 }
 
-func appendMeasurement(dst []byte, m *timeseries.Measurement) ([]byte, error) {
+func appendMeasurement(dst []byte, m *model.Measurement) ([]byte, error) {
 	dst = binary.AppendVarint(dst, m.Time)
 	v := m.Meta
-	if k, ok := v.(timeseries.MetaKey); ok {
+	if k, ok := v.(model.MetaKey); ok {
 		// Already encoded (line protocol): carried as the value it
 		// encodes, which every member's engine encodes to k again.
 		var err error
-		if v, err = timeseries.DecodeMeta(string(k)); err != nil {
+		if v, err = model.DecodeMeta(string(k)); err != nil {
 			return nil, mongoerr.New(mongoerr.BadValue, "invalid meta key: %v", err)
 		}
 	}
@@ -464,7 +466,7 @@ func decodeCommand(b []byte) (*Command, error) {
 		c.Unordered = d.byte1() == 1
 		n := d.count(2)
 		if n > 0 {
-			c.Measurements = make([]timeseries.Measurement, n)
+			c.Measurements = make([]model.Measurement, n)
 		}
 		for i := range c.Measurements {
 			d.measurement(&c.Measurements[i])
@@ -630,7 +632,7 @@ func (d *decoder) count(min int) int {
 	return int(n)
 }
 
-func (d *decoder) measurement(m *timeseries.Measurement) {
+func (d *decoder) measurement(m *model.Measurement) {
 	m.Time = d.varint()
 	meta := d.bytes()
 	if d.err != nil {
@@ -644,7 +646,7 @@ func (d *decoder) measurement(m *timeseries.Measurement) {
 	m.Meta = doc["m"]
 	n := d.count(3)
 	if n > 0 {
-		m.Fields = make([]timeseries.Field, n)
+		m.Fields = make([]model.Field, n)
 	}
 	for i := range m.Fields {
 		f := &m.Fields[i]
@@ -660,9 +662,9 @@ const maxFieldSlab = 1 << 16
 
 // keyed decodes the body of insertKeyed after its flags byte.
 func (d *decoder) keyed(c *Command) {
-	keys := make([]timeseries.MetaKey, d.count(1))
+	keys := make([]model.MetaKey, d.count(1))
 	for i := range keys {
-		keys[i] = timeseries.MetaKey(d.bytes())
+		keys[i] = model.MetaKey(d.bytes())
 	}
 	names := make([]string, d.count(1))
 	for i := range names {
@@ -673,12 +675,12 @@ func (d *decoder) keyed(c *Command) {
 		return
 	}
 	if n > 0 {
-		c.Measurements = make([]timeseries.Measurement, n)
+		c.Measurements = make([]model.Measurement, n)
 	}
 	// The fields of all measurements are cut from a few large slices:
 	// one allocation per command where the measurements have as many
 	// fields each, not one per measurement.
-	var slab []timeseries.Field
+	var slab []model.Field
 	for i := range c.Measurements {
 		m := &c.Measurements[i]
 		m.Time = d.varint()
@@ -706,7 +708,7 @@ func (d *decoder) keyed(c *Command) {
 		nf := d.count(2)
 		if nf > 0 {
 			if len(slab) < nf {
-				slab = make([]timeseries.Field, max(nf, min(nf*(n-i), maxFieldSlab)))
+				slab = make([]model.Field, max(nf, min(nf*(n-i), maxFieldSlab)))
 			}
 			m.Fields, slab = slab[:nf:nf], slab[nf:]
 		}
@@ -728,21 +730,21 @@ func (d *decoder) keyed(c *Command) {
 }
 
 // value decodes a field's kind and value; false on an error (in d.err).
-func (d *decoder) value(f *timeseries.Field) bool {
-	f.Value.Kind = timeseries.Kind(d.byte1())
+func (d *decoder) value(f *model.Field) bool {
+	f.Value.Kind = model.Kind(d.byte1())
 	switch f.Value.Kind {
-	case timeseries.KindFloat:
+	case model.KindFloat:
 		if len(d.b) < 8 {
 			d.fail("float")
 			return false
 		}
 		f.Value.F = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
 		d.b = d.b[8:]
-	case timeseries.KindInt, timeseries.KindDate:
+	case model.KindInt, model.KindDate:
 		f.Value.I = d.varint()
-	case timeseries.KindString:
+	case model.KindString:
 		f.Value.S = string(d.bytes())
-	case timeseries.KindBool:
+	case model.KindBool:
 		f.Value.B = d.byte1() == 1
 	default:
 		if d.err == nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hashicorp/raft"
 
 	"github.com/hourglassdb/hourglass/document"
@@ -20,20 +22,20 @@ func TestCommandRoundTrip(t *testing.T) {
 	exp := int64(3600)
 	cmds := []*Command{
 		{Op: OpCreateCollection, Collection: "weather", Options: timeseries.CollectionOptions{
-			TimeSeries:         &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: timeseries.GranularityMinutes},
+			TimeSeries:         &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularityMinutes},
 			ExpireAfterSeconds: &exp}},
 		{Op: OpCreateCollection, Collection: "capped", Options: timeseries.CollectionOptions{Capped: true, Size: 4096, Max: 10}},
 		{Op: OpDropCollection, Collection: "weather"},
-		{Op: OpInsert, Collection: "w", Unordered: true, Measurements: []timeseries.Measurement{
+		{Op: OpInsert, Collection: "w", Unordered: true, Measurements: []model.Measurement{
 			{Time: math.MinInt64, Meta: nil},
-			{Time: math.MaxInt64, Meta: map[string]any{"id": int64(7), "loc": []any{1.5, "x"}}, Fields: []timeseries.Field{
-				{Name: "f", Value: timeseries.Float(math.Inf(-1))},
-				{Name: "i", Value: timeseries.Int(math.MinInt64)},
-				{Name: "s", Value: timeseries.String("")},
-				{Name: "b", Value: timeseries.Bool(true)},
-				{Name: "d", Value: timeseries.Date(-1)},
+			{Time: math.MaxInt64, Meta: map[string]any{"id": int64(7), "loc": []any{1.5, "x"}}, Fields: []model.Field{
+				{Name: "f", Value: model.Float(math.Inf(-1))},
+				{Name: "i", Value: model.Int(math.MinInt64)},
+				{Name: "s", Value: model.String("")},
+				{Name: "b", Value: model.Bool(true)},
+				{Name: "d", Value: model.Date(-1)},
 			}},
-			{Time: 0, Meta: time.Unix(5, 6).UTC(), Fields: []timeseries.Field{{Name: "", Value: timeseries.Bool(false)}}},
+			{Time: 0, Meta: time.Unix(5, 6).UTC(), Fields: []model.Field{{Name: "", Value: model.Bool(false)}}},
 		}},
 		{Op: OpInsert, Collection: "empty"},
 		{Op: OpInsertDocuments, Collection: "docs", Documents: []document.Doc{
@@ -45,7 +47,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Op: OpDelete, Collection: "w", Filter: []byte(`{"m": "a"}`)},
 		{Op: OpDeleteDocuments, Collection: "docs", Filter: []byte(`{}`)},
 		{Op: OpCollMod, Collection: "w", CollMod: timeseries.CollModOptions{ExpireAfterSeconds: &exp}},
-		{Op: OpCollMod, Collection: "w", CollMod: timeseries.CollModOptions{ExpireOff: true, TimeSeries: &timeseries.TimeSeriesOptions{Granularity: "hours"}}},
+		{Op: OpCollMod, Collection: "w", CollMod: timeseries.CollModOptions{ExpireOff: true, TimeSeries: &model.TimeSeriesOptions{Granularity: "hours"}}},
 		{Op: OpDropIndex, Collection: "d", Index: timeseries.IndexSpec{Name: "k_-1"}},
 		{Op: OpMember, Member: MemberAddrs{ID: "n4", Raft: "127.0.0.1:7804", HTTP: "127.0.0.1:7704", Mongo: "127.0.0.1:27104"}},
 		{Op: OpMember, Member: MemberAddrs{ID: "n2", Remove: true}},
@@ -73,7 +75,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		}
 	}
 	// NaN survives bit for bit (DeepEqual cannot compare it).
-	c := &Command{Op: OpInsert, Collection: "w", Measurements: []timeseries.Measurement{{Fields: []timeseries.Field{{Name: "f", Value: timeseries.Float(math.NaN())}}}}}
+	c := &Command{Op: OpInsert, Collection: "w", Measurements: []model.Measurement{{Fields: []model.Field{{Name: "f", Value: model.Float(math.NaN())}}}}}
 	b, _ := c.encode(nil)
 	got, err := decodeCommand(b)
 	if err != nil || !math.IsNaN(got.Measurements[0].Fields[0].Value.F) {
@@ -104,12 +106,12 @@ func TestLogRoundTrip(t *testing.T) {
 
 func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range []*Command{
-		{Op: OpInsert, Collection: "w", Measurements: []timeseries.Measurement{{Time: 1, Meta: "a", Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(1)}}}}},
+		{Op: OpInsert, Collection: "w", Measurements: []model.Measurement{{Time: 1, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}},
 		{Op: OpInsertDocuments, Collection: "d", Documents: []document.Doc{{"_id": int64(1)}}},
 		{Op: OpCreateCollection, Collection: "c"},
-		{Op: OpInsertKeyed, Collection: "w", Measurements: []timeseries.Measurement{
-			{Time: 1, Meta: timeseries.MetaKey(`"a"`), Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(1)}}},
-			{Time: 2, Meta: map[string]any{"x": []any{"y"}}, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Int(1)}}},
+		{Op: OpInsertKeyed, Collection: "w", Measurements: []model.Measurement{
+			{Time: 1, Meta: model.MetaKey(`"a"`), Fields: []model.Field{{Name: "v", Value: model.Float(1)}}},
+			{Time: 2, Meta: map[string]any{"x": []any{"y"}}, Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
 			{Time: 3}}},
 		{Op: OpMember, Member: MemberAddrs{ID: "n4", Raft: "h:1"}},
 	} {
@@ -141,12 +143,12 @@ func FuzzDecodeCommand(f *testing.F) {
 // gives) travels as the value it encodes, which encodes to the same key.
 func TestCommandMetaKey(t *testing.T) {
 	meta := map[string]any{"_measurement": "cpu", "host": "a"}
-	key, err := timeseries.CanonicalMeta(meta)
+	key, err := model.CanonicalMeta(meta)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Command{Op: OpInsert, Collection: "lp", Measurements: []timeseries.Measurement{
-		{Time: 1, Meta: timeseries.MetaKey(key), Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(1)}}}}}
+	c := &Command{Op: OpInsert, Collection: "lp", Measurements: []model.Measurement{
+		{Time: 1, Meta: model.MetaKey(key), Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}}
 	b, err := c.encode(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -155,10 +157,10 @@ func TestCommandMetaKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k, err := timeseries.CanonicalMeta(got.Measurements[0].Meta); err != nil || k != key {
+	if k, err := model.CanonicalMeta(got.Measurements[0].Meta); err != nil || k != key {
 		t.Fatalf("meta decodes to %v (key %q, %v), want key %q", got.Measurements[0].Meta, k, err, key)
 	}
-	c.Measurements[0].Meta = timeseries.MetaKey("{not canonical")
+	c.Measurements[0].Meta = model.MetaKey("{not canonical")
 	if _, err := c.encode(nil); err == nil {
 		t.Fatal("an invalid meta key was encoded")
 	}
@@ -168,16 +170,16 @@ func TestCommandMetaKey(t *testing.T) {
 // to an engine, the decoded measurements store the same rows and get the
 // same refusals as the measurements given.
 func TestInsertKeyedSameAsValues(t *testing.T) {
-	big := strings.Repeat("x", timeseries.MaxMetaBytes+1)
-	lp := timeseries.MetaKey(mustCanonical(t, map[string]any{"host": "h1", "region": "eu"}))
-	ms := []timeseries.Measurement{
-		{Time: 1e9, Meta: lp, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(1)}, {Name: "s", Value: timeseries.String("a")}}},
-		{Time: 2e9, Meta: map[string]any{"region": "eu", "host": "h1"}, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Int(2)}}},
-		{Time: 3e9, Meta: map[string]any{"host": "h2"}, Fields: []timeseries.Field{{Name: "b", Value: timeseries.Bool(true)}}},
-		{Time: 4e9, Meta: nil, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Date(5)}}},
-		{Time: 5e9, Meta: big, Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(3)}}},
-		{Time: 6e9, Meta: "h3", Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(4)}, {Name: "v", Value: timeseries.Float(5)}}},
-		{Time: 7e9, Meta: timeseries.MetaKey("not canonical"), Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(6)}}},
+	big := strings.Repeat("x", model.MaxMetaBytes+1)
+	lp := model.MetaKey(mustCanonical(t, map[string]any{"host": "h1", "region": "eu"}))
+	ms := []model.Measurement{
+		{Time: 1e9, Meta: lp, Fields: []model.Field{{Name: "v", Value: model.Float(1)}, {Name: "s", Value: model.String("a")}}},
+		{Time: 2e9, Meta: map[string]any{"region": "eu", "host": "h1"}, Fields: []model.Field{{Name: "v", Value: model.Int(2)}}},
+		{Time: 3e9, Meta: map[string]any{"host": "h2"}, Fields: []model.Field{{Name: "b", Value: model.Bool(true)}}},
+		{Time: 4e9, Meta: nil, Fields: []model.Field{{Name: "v", Value: model.Date(5)}}},
+		{Time: 5e9, Meta: big, Fields: []model.Field{{Name: "v", Value: model.Float(3)}}},
+		{Time: 6e9, Meta: "h3", Fields: []model.Field{{Name: "v", Value: model.Float(4)}, {Name: "v", Value: model.Float(5)}}},
+		{Time: 7e9, Meta: model.MetaKey("not canonical"), Fields: []model.Field{{Name: "v", Value: model.Float(6)}}},
 	}
 	b, err := (&Command{Op: OpInsertKeyed, Collection: "m", Unordered: true, Measurements: ms}).encode(nil)
 	if err != nil {
@@ -190,13 +192,13 @@ func TestInsertKeyedSameAsValues(t *testing.T) {
 	if c.Op != OpInsertKeyed || c.Collection != "m" || !c.Unordered || len(c.Measurements) != len(ms) {
 		t.Fatalf("decoded %s %q %v %d", c.Op, c.Collection, c.Unordered, len(c.Measurements))
 	}
-	if _, ok := c.Measurements[1].Meta.(timeseries.MetaKey); !ok || c.Measurements[1].Meta != c.Measurements[0].Meta {
+	if _, ok := c.Measurements[1].Meta.(model.MetaKey); !ok || c.Measurements[1].Meta != c.Measurements[0].Meta {
 		t.Fatalf("a meta value with the line-protocol key's value: %#v, %#v", c.Measurements[1].Meta, c.Measurements[0].Meta)
 	}
 	if c.Measurements[4].Meta != big {
 		t.Fatal("a meta value without a canonical key did not stay a value")
 	}
-	rows := func(ms []timeseries.Measurement) (string, timeseries.InsertResult) {
+	rows := func(ms []model.Measurement) (string, timeseries.InsertResult) {
 		db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir(), NoSync: true})
 		if err != nil {
 			t.Fatal(err)
@@ -240,18 +242,18 @@ func TestInsertKeyedSameAsValues(t *testing.T) {
 // encodeOwn's command is what a member decodes from its encoding, and
 // there is none when a meta value is carried as a value.
 func TestEncodeOwnIsDecoded(t *testing.T) {
-	lp := timeseries.MetaKey(mustCanonical(t, map[string]any{"host": "h1", "region": "eu"}))
-	fs := func(v float64) []timeseries.Field {
-		return []timeseries.Field{{Name: "v", Value: timeseries.Float(v)}, {Name: "s", Value: timeseries.String("a")}}
+	lp := model.MetaKey(mustCanonical(t, map[string]any{"host": "h1", "region": "eu"}))
+	fs := func(v float64) []model.Field {
+		return []model.Field{{Name: "v", Value: model.Float(v)}, {Name: "s", Value: model.String("a")}}
 	}
-	mixed := []timeseries.Measurement{
+	mixed := []model.Measurement{
 		{Time: 1e9, Meta: lp, Fields: fs(1)},
 		{Time: 2e9, Meta: map[string]any{"region": "eu", "host": "h1"}, Fields: fs(2)},
-		{Time: 3e9, Meta: nil, Fields: []timeseries.Field{{Name: "b", Value: timeseries.Bool(true)}}},
+		{Time: 3e9, Meta: nil, Fields: []model.Field{{Name: "b", Value: model.Bool(true)}}},
 		{Time: 4e9, Meta: "h3", Fields: fs(3)},
-		{Time: 5e9, Meta: timeseries.MetaKey("not canonical"), Fields: []timeseries.Field{{Name: "s", Value: timeseries.Int(7)}, {Name: "v", Value: timeseries.Date(8)}}},
+		{Time: 5e9, Meta: model.MetaKey("not canonical"), Fields: []model.Field{{Name: "s", Value: model.Int(7)}, {Name: "v", Value: model.Date(8)}}},
 	}
-	keys := []timeseries.Measurement{{Time: 1, Meta: lp, Fields: fs(1)}, {Time: 2, Fields: fs(2)}, {Time: 3, Meta: lp, Fields: fs(3)}}
+	keys := []model.Measurement{{Time: 1, Meta: lp, Fields: fs(1)}, {Time: 2, Fields: fs(2)}, {Time: 3, Meta: lp, Fields: fs(3)}}
 	for _, c := range []*Command{
 		{Op: OpInsertKeyed, Collection: "m", Unordered: true, Measurements: mixed},
 		{Op: OpInsertKeyed, Collection: "m", Measurements: keys, Session: "s1"},
@@ -271,7 +273,7 @@ func TestEncodeOwnIsDecoded(t *testing.T) {
 	if _, own, _ := (&Command{Op: OpInsertKeyed, Collection: "m", Measurements: keys}).encodeOwn(nil, true); &own.Measurements[0] != &keys[0] {
 		t.Fatal("measurements whose meta values are keys were copied")
 	}
-	big := append(slices.Clone(mixed), timeseries.Measurement{Time: 6e9, Meta: strings.Repeat("x", timeseries.MaxMetaBytes+1), Fields: fs(4)})
+	big := append(slices.Clone(mixed), model.Measurement{Time: 6e9, Meta: strings.Repeat("x", model.MaxMetaBytes+1), Fields: fs(4)})
 	if _, own, err := (&Command{Op: OpInsertKeyed, Collection: "m", Measurements: big}).encodeOwn(nil, true); err != nil || own != nil {
 		t.Fatalf("a meta value without a key: own %v, %v; want none", own, err)
 	}
@@ -279,7 +281,7 @@ func TestEncodeOwnIsDecoded(t *testing.T) {
 
 func mustCanonical(t *testing.T, v any) string {
 	t.Helper()
-	s, err := timeseries.CanonicalMeta(v)
+	s, err := model.CanonicalMeta(v)
 	if err != nil {
 		t.Fatal(err)
 	}

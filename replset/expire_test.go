@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
@@ -31,11 +33,11 @@ func TestExpireReplicated(t *testing.T) {
 		ExpireAfterSeconds: &minute, PartialFilterExpression: map[string]any{"sensor": "s0"}}); err != nil {
 		t.Fatal(err)
 	}
-	var ms []timeseries.Measurement
+	var ms []model.Measurement
 	for _, sensor := range []string{"s0", "s1"} {
 		for _, age := range []time.Duration{2 * time.Hour, 30 * time.Minute, 10 * time.Second} {
-			ms = append(ms, timeseries.Measurement{Time: now.Add(-age).UnixNano(), Meta: sensor,
-				Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(1)}}})
+			ms = append(ms, model.Measurement{Time: now.Add(-age).UnixNano(), Meta: sensor,
+				Fields: []model.Field{{Name: "v", Value: model.Float(1)}}})
 		}
 	}
 	if _, err := l.Insert(ctx, "cpu", ms, timeseries.InsertOptions{}); err != nil {

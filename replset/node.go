@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
@@ -552,7 +554,7 @@ func (n *Node) DropCollection(ctx context.Context, name string) error {
 
 // Insert inserts measurements on every member (timeseries.DB.Insert). The
 // result is the leader's; every member refuses the same measurements.
-func (n *Node) Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
+func (n *Node) Insert(ctx context.Context, name string, ms []model.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
 	r, err := n.Apply(ctx, &Command{Op: OpInsertKeyed, Collection: name, Measurements: ms, Unordered: opts.Unordered})
 	return r.Insert, err
 }
@@ -622,7 +624,7 @@ type Writer interface {
 	CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error)
 	DropCollection(ctx context.Context, name string) error
 	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
-	Insert(ctx context.Context, name string, ms []timeseries.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
+	Insert(ctx context.Context, name string, ms []model.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
 	InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
 	CollMod(ctx context.Context, name string, m timeseries.CollModOptions) (timeseries.CollModResult, error)
 	CollModIndex(ctx context.Context, name string, m timeseries.IndexMod) (timeseries.IndexModResult, error)

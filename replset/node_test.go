@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -159,19 +161,19 @@ func count(t *testing.T, db *timeseries.DB, coll string) int64 {
 	return n
 }
 
-var sensorOpts = timeseries.CollectionOptions{TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"}}
+var sensorOpts = timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"}}
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 
 // batch returns n measurements of two sensors, one second apart from
 // start seconds after t0.
-func batch(start, n int) []timeseries.Measurement {
-	ms := make([]timeseries.Measurement, n)
+func batch(start, n int) []model.Measurement {
+	ms := make([]model.Measurement, n)
 	for i := range ms {
-		ms[i] = timeseries.Measurement{
+		ms[i] = model.Measurement{
 			Time:   t0 + int64(start+i)*int64(time.Second),
 			Meta:   fmt.Sprintf("s%d", i%2),
-			Fields: []timeseries.Field{{Name: "v", Value: timeseries.Float(float64(start + i))}},
+			Fields: []model.Field{{Name: "v", Value: model.Float(float64(start + i))}},
 		}
 	}
 	return ms
@@ -202,8 +204,8 @@ func TestReplicatesWrites(t *testing.T) {
 	s.waitCount("cpu", 100)
 
 	// A refusal is the same answer on every member: nothing stored.
-	res, err := l.Insert(ctx, "cpu", []timeseries.Measurement{{Time: t0, Meta: "s0",
-		Fields: []timeseries.Field{{Name: "t", Value: timeseries.Float(1)}}}}, timeseries.InsertOptions{})
+	res, err := l.Insert(ctx, "cpu", []model.Measurement{{Time: t0, Meta: "s0",
+		Fields: []model.Field{{Name: "t", Value: model.Float(1)}}}}, timeseries.InsertOptions{})
 	if err != nil || len(res.Errors) != 1 || res.Inserted != 0 {
 		t.Fatalf("a measurement with a field named as the timeField: %+v, %v", res, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -606,9 +608,9 @@ func (a *aggregator) addRow(g int32, cols *bucket.Columns, r int) error {
 		switch {
 		case a.countOnly:
 			row[fi].count++
-		case col.Type == KindFloat:
+		case col.Type == model.KindFloat:
 			row[fi].add(t, col.Floats[r])
-		case col.Type == KindInt:
+		case col.Type == model.KindInt:
 			row[fi].add(t, float64(col.Ints[r]))
 		}
 	}
@@ -677,14 +679,14 @@ func (a *aggregator) foldWindow(g int32, cols *bucket.Columns, lo, hi int, tlo, 
 					c.count++
 				}
 			}
-		case col.Type == KindFloat:
+		case col.Type == model.KindFloat:
 			vs := col.Floats[lo:hi]
 			for j, t := range times {
 				if t >= tlo && t <= thi && col.IsPresent(lo+j) {
 					c.add(t, vs[j])
 				}
 			}
-		case col.Type == KindInt:
+		case col.Type == model.KindInt:
 			vs := col.Ints[lo:hi]
 			for j, t := range times {
 				if t >= tlo && t <= thi && col.IsPresent(lo+j) {
@@ -722,9 +724,9 @@ func foldEndsUnordered(cols *bucket.Columns, lo, hi int64, colField []int, wantF
 		}
 		add := func(r int) {
 			switch col.Type {
-			case KindFloat:
+			case model.KindFloat:
 				row[fi].add(cols.Times[r], col.Floats[r])
-			case KindInt:
+			case model.KindInt:
 				row[fi].add(cols.Times[r], float64(col.Ints[r]))
 			}
 		}
@@ -753,14 +755,14 @@ func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts Agg
 	fields := opts.Fields
 	if fields == nil {
 		for f, t := range c.fieldTypes {
-			if t&^(1<<KindInt|1<<KindFloat) == 0 {
+			if t&^(1<<model.KindInt|1<<model.KindFloat) == 0 {
 				fields = append(fields, f)
 			}
 		}
 		sort.Strings(fields)
 	}
 	for _, f := range fields {
-		if t := c.fieldTypes[f]; t&^(1<<KindInt|1<<KindFloat) != 0 {
+		if t := c.fieldTypes[f]; t&^(1<<model.KindInt|1<<model.KindFloat) != 0 {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
 		}
 	}
@@ -790,10 +792,10 @@ func snapGroup(s *seriesSnap, metaField string, opts AggregateOptions, path []st
 	}
 	// Cut from the key, or decoded for the key alone: a fleet's million
 	// series do not keep their meta values for the length of the query.
-	if g, ok := metaKeyField(s.metaKey, path); ok {
+	if g, ok := model.MetaKeyField(s.metaKey, path); ok {
 		return g
 	}
-	return groupOf(metaOfKey(s.metaKey), metaField, opts)
+	return groupOf(model.MetaOfKey(s.metaKey), metaField, opts)
 }
 
 // groupPath is the path of opts.GroupBy inside the meta field, nil when
@@ -821,14 +823,14 @@ func groupOf(meta any, metaField string, opts AggregateOptions) string {
 			v = m[part]
 		}
 	}
-	s, err := CanonicalMeta(v)
+	s, err := model.CanonicalMeta(v)
 	if err != nil {
 		return "null"
 	}
 	return s
 }
 
-func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string, funcs []AggFunc, cells *aggCells, ungrouped bool) arrow.Record {
+func buildAggRecord(mem memory.Allocator, ts *model.TimeSeriesOptions, fields []string, funcs []AggFunc, cells *aggCells, ungrouped bool) arrow.Record {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -839,7 +841,7 @@ func buildAggRecord(mem memory.Allocator, ts *TimeSeriesOptions, fields []string
 	}
 	if !ungrouped {
 		fs = append(fs, arrow.Field{Name: groupName, Type: arrow.BinaryTypes.String, Nullable: true,
-			Metadata: arrow.NewMetadata([]string{MetaColumnMetadataKey}, []string{"json"})})
+			Metadata: arrow.NewMetadata([]string{model.MetaColumnMetadataKey}, []string{"json"})})
 	}
 	for _, f := range fields {
 		for _, fn := range funcs {
@@ -923,9 +925,9 @@ func foldEnds(cols *bucket.Columns, lo, hi int, colField []int, wantFirst, wantL
 				return false
 			}
 			switch col.Type {
-			case KindFloat:
+			case model.KindFloat:
 				row[fi].add(cols.Times[r], col.Floats[r])
-			case KindInt:
+			case model.KindInt:
 				row[fi].add(cols.Times[r], float64(col.Ints[r]))
 			}
 			return true

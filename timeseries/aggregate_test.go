@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 
@@ -27,7 +29,7 @@ type oracleCell struct {
 // aggregateOracle computes an aggregate with a plain loop over the raw
 // measurements: every row the filter matches, one cell per group, window
 // and field. The result maps "window group" to the cells of fields.
-func aggregateOracle(ms []Measurement, ts TimeSeriesOptions, o AggregateOptions, fields []string) map[string][]oracleCell {
+func aggregateOracle(ms []model.Measurement, ts model.TimeSeriesOptions, o AggregateOptions, fields []string) map[string][]oracleCell {
 	out := map[string][]oracleCell{}
 	doc := map[string]any{}
 	width := int64(o.Window)
@@ -56,7 +58,7 @@ func aggregateOracle(ms []Measurement, ts TimeSeriesOptions, o AggregateOptions,
 					v = mm[part]
 				}
 			}
-			s, err := CanonicalMeta(v)
+			s, err := model.CanonicalMeta(v)
 			if err != nil {
 				panic(err)
 			}
@@ -84,9 +86,9 @@ func aggregateOracle(ms []Measurement, ts TimeSeriesOptions, o AggregateOptions,
 					continue
 				}
 				switch f.Value.Kind {
-				case KindFloat:
+				case model.KindFloat:
 					v, found = f.Value.F, true
-				case KindInt:
+				case model.KindInt:
 					v, found = float64(f.Value.I), true
 				}
 			}
@@ -128,7 +130,7 @@ func sameFloat(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN
 func TestAggregateOracle(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	ts := TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: GranularityMinutes}
+	ts := model.TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: model.GranularityMinutes}
 	mustCreate(t, db, "m", ts)
 	rng := rand.New(rand.NewSource(7))
 	metas := []any{
@@ -143,37 +145,37 @@ func TestAggregateOracle(t *testing.T) {
 	// order, so they compare with ==.
 	val := func() float64 { return float64(rng.Intn(1601)-800) / 8 }
 	used := map[int64]bool{}
-	var all []Measurement
+	var all []model.Measurement
 	for round := 0; round < 3; round++ {
-		var ms []Measurement
+		var ms []model.Measurement
 		for i := 0; i < 1500; i++ {
 			tm := int64(rng.Intn(8*3600)-3*3600)*1e9 + int64(rng.Intn(1000))
 			if used[tm] {
 				continue
 			}
 			used[tm] = true
-			var fs []Field
+			var fs []model.Field
 			if rng.Intn(4) != 0 {
 				v := val()
 				if rng.Intn(25) == 0 {
 					v = math.NaN()
 				}
-				fs = append(fs, Field{"a", Float(v)})
+				fs = append(fs, model.Field{Name: "a", Value: model.Float(v)})
 			}
 			if rng.Intn(3) == 0 {
-				fs = append(fs, Field{"b", Int(int64(rng.Intn(200) - 100))})
+				fs = append(fs, model.Field{Name: "b", Value: model.Int(int64(rng.Intn(200) - 100))})
 			}
 			if rng.Intn(2) == 0 {
 				if rng.Intn(2) == 0 {
-					fs = append(fs, Field{"c", Int(int64(rng.Intn(50)))})
+					fs = append(fs, model.Field{Name: "c", Value: model.Int(int64(rng.Intn(50)))})
 				} else {
-					fs = append(fs, Field{"c", Float(val())})
+					fs = append(fs, model.Field{Name: "c", Value: model.Float(val())})
 				}
 			}
 			if rng.Intn(5) == 0 {
-				fs = append(fs, Field{"note", String(fmt.Sprint("n", rng.Intn(3)))})
+				fs = append(fs, model.Field{Name: "note", Value: model.String(fmt.Sprint("n", rng.Intn(3)))})
 			}
-			ms = append(ms, Measurement{Time: tm, Meta: metas[rng.Intn(len(metas))], Fields: fs})
+			ms = append(ms, model.Measurement{Time: tm, Meta: metas[rng.Intn(len(metas))], Fields: fs})
 		}
 		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)
@@ -262,7 +264,7 @@ func TestAggregateOracle(t *testing.T) {
 
 // checkAggregate runs one aggregate and compares every value with the
 // oracle's; it returns the number of values compared.
-func checkAggregate(t *testing.T, db *DB, ms []Measurement, ts TimeSeriesOptions, o AggregateOptions, name string) int {
+func checkAggregate(t *testing.T, db *DB, ms []model.Measurement, ts model.TimeSeriesOptions, o AggregateOptions, name string) int {
 	t.Helper()
 	rec, err := db.Aggregate(ctx, "m", o)
 	if err != nil {
@@ -371,23 +373,23 @@ func checkAggregate(t *testing.T, db *DB, ms []Measurement, ts TimeSeriesOptions
 func TestAggregateUnorderedOpenBuckets(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	rng := rand.New(rand.NewSource(5))
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	// A first row at the earliest time makes each series' one bucket
 	// start there: every later row fits in it.
-	var ms []Measurement
+	var ms []model.Measurement
 	for h := 0; h < 3; h++ {
-		ms = append(ms, Measurement{Time: base, Meta: fmt.Sprint("h", h), Fields: []Field{{"v", Int(int64(h - 3))}}})
+		ms = append(ms, model.Measurement{Time: base, Meta: fmt.Sprint("h", h), Fields: []model.Field{{Name: "v", Value: model.Int(int64(h - 3))}}})
 	}
 	for i := 0; i < 1500; i++ {
 		// Times on a coarse grid within one bucket span: many ties.
 		tm := base + int64(rng.Intn(300))*int64(10*time.Second)
-		fs := []Field{{"v", Int(int64(i))}} // the insert order, to tell ties apart
+		fs := []model.Field{{Name: "v", Value: model.Int(int64(i))}} // the insert order, to tell ties apart
 		if rng.Intn(4) == 0 {
-			fs = append(fs, Field{"w", Float(float64(rng.Intn(100)))})
+			fs = append(fs, model.Field{Name: "w", Value: model.Float(float64(rng.Intn(100)))})
 		}
-		ms = append(ms, Measurement{Time: tm, Meta: fmt.Sprint("h", rng.Intn(3)), Fields: fs})
+		ms = append(ms, model.Measurement{Time: tm, Meta: fmt.Sprint("h", rng.Intn(3)), Fields: fs})
 	}
 	for len(ms) > 0 {
 		n := min(1+rng.Intn(50), len(ms))

@@ -3,7 +3,6 @@ package timeseries
 import (
 	"context"
 	"errors"
-	"github.com/hourglassdb/hourglass/bucket"
 	"math"
 	"math/rand"
 	"sort"
@@ -11,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/apache/arrow/go/v15/arrow/array"
 
@@ -24,13 +26,13 @@ func openSeries(t testing.TB, n, rows int, mod func(*Options)) *DB {
 	t.Helper()
 	db := openTest(t, t.TempDir(), mod)
 	t.Cleanup(func() { db.Close() })
-	mustCreate(t, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "m"})
+	mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	ms := make([]Measurement, 0, n*rows)
+	ms := make([]model.Measurement, 0, n*rows)
 	for s := 0; s < n; s++ {
 		for r := 0; r < rows; r++ {
-			ms = append(ms, Measurement{Time: t0 + int64(s)*1e9 + int64(r)*10e9, Meta: int64(s),
-				Fields: []Field{{"v", Int(int64(s*rows + r))}}})
+			ms = append(ms, model.Measurement{Time: t0 + int64(s)*1e9 + int64(r)*10e9, Meta: int64(s),
+				Fields: []model.Field{{Name: "v", Value: model.Int(int64(s*rows + r))}}})
 		}
 	}
 	if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
@@ -39,7 +41,7 @@ func openSeries(t testing.TB, n, rows int, mod func(*Options)) *DB {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Insert(ctx, "s", []Measurement{{Time: t0 + 5e9, Meta: int64(n - 1), Fields: []Field{{"v", Int(-1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", []model.Measurement{{Time: t0 + 5e9, Meta: int64(n - 1), Fields: []model.Field{{Name: "v", Value: model.Int(-1)}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -210,10 +212,10 @@ func TestQueryMemoryLimit(t *testing.T) {
 		ok    bool
 	}{{need, true}, {need - 1, false}} {
 		db := openTest(t, t.TempDir(), func(o *Options) { o.QueryMemoryBytes = c.limit })
-		mustCreate(t, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "m"})
-		var ms []Measurement
+		mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
+		var ms []model.Measurement
 		for s := 0; s < series; s++ {
-			ms = append(ms, Measurement{Time: int64(s) * 1e9, Meta: int64(s), Fields: []Field{{"v", Int(1)}}})
+			ms = append(ms, model.Measurement{Time: int64(s) * 1e9, Meta: int64(s), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
 		}
 		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)
@@ -254,11 +256,11 @@ func TestAggregateCellLimit(t *testing.T) {
 		ok    bool
 	}{{30, true}, {29, false}} {
 		db := openTest(t, t.TempDir(), func(o *Options) { o.AggregateMaxCells = c.limit })
-		mustCreate(t, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "m"})
-		var ms []Measurement
+		mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
+		var ms []model.Measurement
 		for s := 0; s < 3; s++ {
 			for i := 0; i < 10; i++ {
-				ms = append(ms, Measurement{Time: int64(i) * 60e9, Meta: int64(s), Fields: []Field{{"v", Int(1)}}})
+				ms = append(ms, model.Measurement{Time: int64(i) * 60e9, Meta: int64(s), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
 			}
 		}
 		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
@@ -282,12 +284,12 @@ func TestAggregateCellLimit(t *testing.T) {
 func TestAggregateLongSpan(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "m"})
+	mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 	t0 := time.Date(1990, 3, 4, 10, 0, 30, 0, time.UTC)
-	if _, err := db.Insert(ctx, "s", []Measurement{
-		{Time: t0.UnixNano(), Meta: "a", Fields: []Field{{"v", Int(1)}}},
-		{Time: time.Date(1680, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), Meta: "a", Fields: []Field{{"v", Int(2)}}},
-		{Time: time.Date(2260, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), Meta: "a", Fields: []Field{{"v", Int(3)}}},
+	if _, err := db.Insert(ctx, "s", []model.Measurement{
+		{Time: t0.UnixNano(), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
+		{Time: time.Date(1680, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(2)}}},
+		{Time: time.Date(2260, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(3)}}},
 	}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}

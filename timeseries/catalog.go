@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // IndexKey is one field of an index key pattern, in order.
@@ -81,9 +83,9 @@ type CollectionInfo struct {
 	Created time.Time `json:"created"`
 }
 
-var kindNames = map[Kind]string{KindFloat: "double", KindInt: "long", KindString: "string", KindBool: "bool", KindDate: "date"}
+var kindNames = map[model.Kind]string{model.KindFloat: "double", model.KindInt: "long", model.KindString: "string", model.KindBool: "bool", model.KindDate: "date"}
 
-func kindByName(s string) (Kind, bool) {
+func kindByName(s string) (model.Kind, bool) {
 	for k, n := range kindNames {
 		if n == s {
 			return k, true

@@ -9,17 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
-)
-
-// Granularity is a time-series collection's bucketing granularity.
-type Granularity string
-
-// The granularities of MongoDB, from finest to coarsest.
-const (
-	GranularitySeconds Granularity = "seconds"
-	GranularityMinutes Granularity = "minutes"
-	GranularityHours   Granularity = "hours"
 )
 
 // MaxBucketSpanSeconds bounds custom bucketMaxSpanSeconds and
@@ -30,65 +22,10 @@ const MaxBucketSpanSeconds = 31536000
 // (the largest int32).
 const MaxExpireAfterSeconds = math.MaxInt32
 
-// rank orders granularities from finest to coarsest; 0 is unknown.
-func (g Granularity) rank() int {
-	switch g {
-	case GranularitySeconds:
-		return 1
-	case GranularityMinutes:
-		return 2
-	case GranularityHours:
-		return 3
-	}
-	return 0
-}
-
-// spanAndRounding returns MongoDB's bucket span and rounding for g, in
-// seconds.
-func (g Granularity) spanAndRounding() (span, rounding int64) {
-	switch g {
-	case GranularityMinutes:
-		return 86400, 3600
-	case GranularityHours:
-		return 2592000, 86400
-	default:
-		return 3600, 60
-	}
-}
-
-// TimeSeriesOptions are the `timeseries` options of a collection.
-type TimeSeriesOptions struct {
-	TimeField string `json:"timeField"`
-	MetaField string `json:"metaField,omitempty"`
-	// Granularity is set unless custom bucket values are; after
-	// EnsureDefaults exactly one of the two forms is in use.
-	Granularity           Granularity `json:"granularity,omitempty"`
-	BucketMaxSpanSeconds  int64       `json:"bucketMaxSpanSeconds,omitempty"`
-	BucketRoundingSeconds int64       `json:"bucketRoundingSeconds,omitempty"`
-}
-
-// Span returns the maximum time span of one bucket in nanoseconds.
-func (o *TimeSeriesOptions) Span() int64 {
-	if o.Granularity == "" {
-		return o.BucketMaxSpanSeconds * 1e9
-	}
-	s, _ := o.Granularity.spanAndRounding()
-	return s * 1e9
-}
-
-// Rounding returns the rounding of bucket minimum times in nanoseconds.
-func (o *TimeSeriesOptions) Rounding() int64 {
-	if o.Granularity == "" {
-		return o.BucketRoundingSeconds * 1e9
-	}
-	_, r := o.Granularity.spanAndRounding()
-	return r * 1e9
-}
-
 // CollectionOptions are the options a collection is created with. A nil
 // TimeSeries makes a plain document collection.
 type CollectionOptions struct {
-	TimeSeries *TimeSeriesOptions `json:"timeseries,omitempty"`
+	TimeSeries *model.TimeSeriesOptions `json:"timeseries,omitempty"`
 	// ExpireAfterSeconds is the collection-level TTL of a time-series
 	// collection; nil means none.
 	ExpireAfterSeconds *int64 `json:"expireAfterSeconds,omitempty"`
@@ -108,7 +45,7 @@ func (o CollectionOptions) Equal(p CollectionOptions) bool {
 // granularity nor custom bucket values are given.
 func (o *CollectionOptions) EnsureDefaults() {
 	if ts := o.TimeSeries; ts != nil && ts.Granularity == "" && ts.BucketMaxSpanSeconds == 0 && ts.BucketRoundingSeconds == 0 {
-		ts.Granularity = GranularitySeconds
+		ts.Granularity = model.GranularitySeconds
 	}
 }
 
@@ -170,7 +107,7 @@ func (o *CollectionOptions) Validate() error {
 	if ts.Granularity != "" && custom {
 		return invalid("'timeseries.granularity' cannot be combined with 'bucketMaxSpanSeconds' or 'bucketRoundingSeconds'")
 	}
-	if ts.Granularity != "" && ts.Granularity.rank() == 0 {
+	if ts.Granularity != "" && ts.Granularity.Rank() == 0 {
 		return mongoerr.New(mongoerr.BadValue, "'timeseries.granularity' must be one of \"seconds\", \"minutes\", \"hours\"; got %q", string(ts.Granularity))
 	}
 	if custom {
@@ -181,7 +118,7 @@ func (o *CollectionOptions) Validate() error {
 
 // validateCustomBuckets checks custom bucketMaxSpanSeconds and
 // bucketRoundingSeconds: equal, within [1, MaxBucketSpanSeconds].
-func validateCustomBuckets(ts *TimeSeriesOptions) error {
+func validateCustomBuckets(ts *model.TimeSeriesOptions) error {
 	if ts.BucketMaxSpanSeconds != ts.BucketRoundingSeconds {
 		return invalid("'timeseries.bucketMaxSpanSeconds' (%d) and 'timeseries.bucketRoundingSeconds' (%d) must be equal",
 			ts.BucketMaxSpanSeconds, ts.BucketRoundingSeconds)
@@ -287,8 +224,8 @@ func ParseCollectionOptions(raw map[string]any) (CollectionOptions, error) {
 	return o, nil
 }
 
-func parseTimeSeriesOptions(m map[string]any) (*TimeSeriesOptions, error) {
-	ts := &TimeSeriesOptions{}
+func parseTimeSeriesOptions(m map[string]any) (*model.TimeSeriesOptions, error) {
+	ts := &model.TimeSeriesOptions{}
 	for _, k := range sortedKeys(m) {
 		v := m[k]
 		switch k {
@@ -306,8 +243,8 @@ func parseTimeSeriesOptions(m map[string]any) (*TimeSeriesOptions, error) {
 				}
 				ts.MetaField = s
 			default:
-				ts.Granularity = Granularity(s)
-				if ts.Granularity.rank() == 0 {
+				ts.Granularity = model.Granularity(s)
+				if ts.Granularity.Rank() == 0 {
 					return nil, mongoerr.New(mongoerr.BadValue, "'timeseries.granularity' must be one of \"seconds\", \"minutes\", \"hours\"; got %q", s)
 				}
 			}
@@ -365,7 +302,7 @@ func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) 
 // ValidateTimeSeriesChange checks a collMod of time-series options: the
 // granularity only becomes coarser, custom bucket values only grow, and the
 // time and meta fields never change.
-func ValidateTimeSeriesChange(old, next *TimeSeriesOptions) error {
+func ValidateTimeSeriesChange(old, next *model.TimeSeriesOptions) error {
 	if next.TimeField != "" && next.TimeField != old.TimeField {
 		return invalid("'timeseries.timeField' cannot be changed")
 	}
@@ -379,12 +316,12 @@ func ValidateTimeSeriesChange(old, next *TimeSeriesOptions) error {
 		if old.Granularity == "" {
 			// From custom bucketing to a granularity: allowed when the span
 			// does not shrink.
-			if s, _ := next.Granularity.spanAndRounding(); s*1e9 < old.Span() {
+			if s, _ := next.Granularity.SpanAndRounding(); s*1e9 < old.Span() {
 				return invalid("'timeseries.granularity' %q would shrink the bucket span from %d s", next.Granularity, old.Span()/1e9)
 			}
 			return nil
 		}
-		if next.Granularity.rank() < old.Granularity.rank() {
+		if next.Granularity.Rank() < old.Granularity.Rank() {
 			return invalid("'timeseries.granularity' can only become coarser: %q -> %q refused", old.Granularity, next.Granularity)
 		}
 		return nil

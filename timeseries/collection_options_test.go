@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -109,24 +111,24 @@ func TestRoundingBefore1970(t *testing.T) {
 }
 
 func TestGranularityChange(t *testing.T) {
-	sec := &TimeSeriesOptions{TimeField: "t", Granularity: GranularitySeconds}
-	hrs := &TimeSeriesOptions{TimeField: "t", Granularity: GranularityHours}
-	custom := &TimeSeriesOptions{TimeField: "t", BucketMaxSpanSeconds: 600, BucketRoundingSeconds: 600}
+	sec := &model.TimeSeriesOptions{TimeField: "t", Granularity: model.GranularitySeconds}
+	hrs := &model.TimeSeriesOptions{TimeField: "t", Granularity: model.GranularityHours}
+	custom := &model.TimeSeriesOptions{TimeField: "t", BucketMaxSpanSeconds: 600, BucketRoundingSeconds: 600}
 	for _, tc := range []struct {
-		old  *TimeSeriesOptions
-		next TimeSeriesOptions
+		old  *model.TimeSeriesOptions
+		next model.TimeSeriesOptions
 		ok   bool
 	}{
-		{sec, TimeSeriesOptions{Granularity: GranularityMinutes}, true},
-		{sec, TimeSeriesOptions{Granularity: GranularityHours}, true},
-		{sec, TimeSeriesOptions{Granularity: GranularitySeconds}, true},
-		{hrs, TimeSeriesOptions{Granularity: GranularityMinutes}, false},
-		{hrs, TimeSeriesOptions{Granularity: GranularitySeconds}, false},
-		{custom, TimeSeriesOptions{BucketMaxSpanSeconds: 1200, BucketRoundingSeconds: 1200}, true},
-		{custom, TimeSeriesOptions{BucketMaxSpanSeconds: 300, BucketRoundingSeconds: 300}, false},
-		{custom, TimeSeriesOptions{BucketMaxSpanSeconds: 1200, BucketRoundingSeconds: 600}, false},
-		{sec, TimeSeriesOptions{TimeField: "other"}, false},
-		{sec, TimeSeriesOptions{MetaField: "other"}, false},
+		{sec, model.TimeSeriesOptions{Granularity: model.GranularityMinutes}, true},
+		{sec, model.TimeSeriesOptions{Granularity: model.GranularityHours}, true},
+		{sec, model.TimeSeriesOptions{Granularity: model.GranularitySeconds}, true},
+		{hrs, model.TimeSeriesOptions{Granularity: model.GranularityMinutes}, false},
+		{hrs, model.TimeSeriesOptions{Granularity: model.GranularitySeconds}, false},
+		{custom, model.TimeSeriesOptions{BucketMaxSpanSeconds: 1200, BucketRoundingSeconds: 1200}, true},
+		{custom, model.TimeSeriesOptions{BucketMaxSpanSeconds: 300, BucketRoundingSeconds: 300}, false},
+		{custom, model.TimeSeriesOptions{BucketMaxSpanSeconds: 1200, BucketRoundingSeconds: 600}, false},
+		{sec, model.TimeSeriesOptions{TimeField: "other"}, false},
+		{sec, model.TimeSeriesOptions{MetaField: "other"}, false},
 	} {
 		err := ValidateTimeSeriesChange(tc.old, &tc.next)
 		if (err == nil) != tc.ok {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -48,12 +50,12 @@ func damagedStore(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateCollection(ctx, "c", CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
+	if _, err := db.CreateCollection(ctx, "c", CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
 		t.Fatal(err)
 	}
-	ms := make([]Measurement, 2500)
+	ms := make([]model.Measurement, 2500)
 	for i := range ms {
-		ms[i] = Measurement{Time: int64(i) * 1e9, Meta: "a", Fields: []Field{{Name: "v", Value: Int(int64(i))}}}
+		ms[i] = model.Measurement{Time: int64(i) * 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
 	}
 	if _, err := db.Insert(ctx, "c", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)
@@ -134,9 +136,9 @@ func TestDeleteFailureKeepsCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Ten more rows, in memory, after the stored ones.
-	more := make([]Measurement, 10)
+	more := make([]model.Measurement, 10)
 	for i := range more {
-		more[i] = Measurement{Time: int64(5000+i) * 1e9, Meta: "a", Fields: []Field{{Name: "v", Value: Int(1)}}}
+		more[i] = model.Measurement{Time: int64(5000+i) * 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}
 	}
 	if _, err := db.Insert(ctx, "c", more, InsertOptions{}); err != nil {
 		t.Fatal(err)

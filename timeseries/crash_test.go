@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 const crashChildEnv = "HOURGLASS_CRASH_CHILD_DIR"
@@ -40,17 +42,17 @@ func crashChild(dir string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if _, err := db.CreateCollection(ctx, "c", CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
+	if _, err := db.CreateCollection(ctx, "c", CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	out := bufio.NewWriter(os.Stdout)
 	for b := start; ; b++ {
-		ms := make([]Measurement, crashRows)
+		ms := make([]model.Measurement, crashRows)
 		for i := range ms {
 			// Times repeat across batches on purpose: out-of-order data.
-			ms[i] = Measurement{Time: int64((b*7+i)%5000) * 1e9, Meta: int64(i % 7),
-				Fields: []Field{{"batch", Int(int64(b))}, {"i", Int(int64(i))}}}
+			ms[i] = model.Measurement{Time: int64((b*7+i)%5000) * 1e9, Meta: int64(i % 7),
+				Fields: []model.Field{{Name: "batch", Value: model.Int(int64(b))}, {Name: "i", Value: model.Int(int64(i))}}}
 		}
 		if _, err := db.Insert(ctx, "c", ms, InsertOptions{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)

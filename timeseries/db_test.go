@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 
@@ -32,7 +34,7 @@ func openTest(t testing.TB, dir string, mod func(*Options)) *DB {
 	return db
 }
 
-func mustCreate(t testing.TB, db *DB, name string, ts TimeSeriesOptions) {
+func mustCreate(t testing.TB, db *DB, name string, ts model.TimeSeriesOptions) {
 	t.Helper()
 	if _, err := db.CreateCollection(ctx, name, CollectionOptions{TimeSeries: &ts}); err != nil {
 		t.Fatal(err)
@@ -120,12 +122,12 @@ func crash(db *DB) {
 func TestInsertFindRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	var ms []Measurement
+	var ms []model.Measurement
 	for i := 0; i < 3000; i++ {
-		ms = append(ms, Measurement{Time: base + int64(i)*10e9, Meta: sensor(fmt.Sprint("s", i%3)),
-			Fields: []Field{{"v", Float(float64(i) / 4)}, {"n", Int(int64(i))}}})
+		ms = append(ms, model.Measurement{Time: base + int64(i)*10e9, Meta: sensor(fmt.Sprint("s", i%3)),
+			Fields: []model.Field{{Name: "v", Value: model.Float(float64(i) / 4)}, {Name: "n", Value: model.Int(int64(i))}}})
 	}
 	res, err := db.Insert(ctx, "m", ms, InsertOptions{})
 	if err != nil || res.Inserted != 3000 || len(res.Errors) != 0 {
@@ -177,9 +179,9 @@ func TestInsertFindRoundTrip(t *testing.T) {
 func TestRecoveryWithoutCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	for i := 0; i < 50; i++ {
-		if _, err := db.Insert(ctx, "m", []Measurement{{Time: int64(i) * 1e9, Meta: "a", Fields: []Field{{"v", Int(int64(i))}}}}, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: int64(i) * 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -195,13 +197,13 @@ func TestRecoveryWithoutCheckpoint(t *testing.T) {
 func TestFindFilters(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
-	var ms []Measurement
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	var ms []model.Measurement
 	for i := 0; i < 100; i++ {
-		m := Measurement{Time: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC).UnixNano(), Meta: map[string]any{"site": fmt.Sprint("x", i%2), "n": int64(i % 5)},
-			Fields: []Field{{"v", Int(int64(i))}}}
+		m := model.Measurement{Time: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC).UnixNano(), Meta: map[string]any{"site": fmt.Sprint("x", i%2), "n": int64(i % 5)},
+			Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
 		if i%10 == 0 {
-			m.Fields = append(m.Fields, Field{"tag", String("ten")})
+			m.Fields = append(m.Fields, model.Field{Name: "tag", Value: model.String("ten")})
 		}
 		ms = append(ms, m)
 	}
@@ -245,14 +247,16 @@ func TestFindFilters(t *testing.T) {
 func TestInsertOrderedUnordered(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts"})
-	bad := Measurement{Time: 2, Fields: []Field{{"$x", Int(1)}}}
-	good := func(t int64) Measurement { return Measurement{Time: t, Fields: []Field{{"v", Int(t)}}} }
-	res, err := db.Insert(ctx, "m", []Measurement{good(1), bad, good(3)}, InsertOptions{})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts"})
+	bad := model.Measurement{Time: 2, Fields: []model.Field{{Name: "$x", Value: model.Int(1)}}}
+	good := func(t int64) model.Measurement {
+		return model.Measurement{Time: t, Fields: []model.Field{{Name: "v", Value: model.Int(t)}}}
+	}
+	res, err := db.Insert(ctx, "m", []model.Measurement{good(1), bad, good(3)}, InsertOptions{})
 	if err != nil || res.Inserted != 1 || len(res.Errors) != 1 || res.Errors[0].Index != 1 || mongoerr.CodeOf(res.Errors[0].Err) != mongoerr.BadValue {
 		t.Fatalf("ordered: %+v %v", res, err)
 	}
-	res, err = db.Insert(ctx, "m", []Measurement{good(4), bad, good(5), {Time: 6, Meta: "x"}}, InsertOptions{Unordered: true})
+	res, err = db.Insert(ctx, "m", []model.Measurement{good(4), bad, good(5), {Time: 6, Meta: "x"}}, InsertOptions{Unordered: true})
 	if err != nil || res.Inserted != 2 || len(res.Errors) != 2 || res.Errors[1].Index != 3 {
 		t.Fatalf("unordered: %+v %v", res, err)
 	}
@@ -264,7 +268,7 @@ func TestInsertOrderedUnordered(t *testing.T) {
 	if fmt.Sprint(ts) != "[1 4 5]" {
 		t.Fatalf("stored %v, want [1 4 5]", ts)
 	}
-	if _, err := db.Insert(ctx, "nope", []Measurement{good(1)}, InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+	if _, err := db.Insert(ctx, "nope", []model.Measurement{good(1)}, InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
 		t.Fatalf("missing collection: %v", err)
 	}
 }
@@ -274,15 +278,15 @@ func TestInsertOrderedUnordered(t *testing.T) {
 func TestInsertValidatesEveryRow(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts"})
-	m := func(names ...string) Measurement {
-		var fs []Field
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts"})
+	m := func(names ...string) model.Measurement {
+		var fs []model.Field
 		for _, n := range names {
-			fs = append(fs, Field{n, Int(1)})
+			fs = append(fs, model.Field{Name: n, Value: model.Int(1)})
 		}
-		return Measurement{Time: 1, Fields: fs}
+		return model.Measurement{Time: 1, Fields: fs}
 	}
-	res, err := db.Insert(ctx, "m", []Measurement{m("a", "b"), m("a", "a"), m("a", "$b"), m("a", "ts"), m("a", ""), m("a", "b")},
+	res, err := db.Insert(ctx, "m", []model.Measurement{m("a", "b"), m("a", "a"), m("a", "$b"), m("a", "ts"), m("a", ""), m("a", "b")},
 		InsertOptions{Unordered: true})
 	var refused []int
 	for _, e := range res.Errors {
@@ -298,9 +302,9 @@ func TestRollover(t *testing.T) {
 	const min = int64(60e9)
 	type step struct {
 		t      int64
-		fields []Field
+		fields []model.Field
 	}
-	f := func(v float64) []Field { return []Field{{"v", Float(v)}} }
+	f := func(v float64) []model.Field { return []model.Field{{Name: "v", Value: model.Float(v)}} }
 	for _, tc := range []struct {
 		name    string
 		steps   []step
@@ -312,8 +316,8 @@ func TestRollover(t *testing.T) {
 		{"span exceeded", []step{{0, f(1)}, {60 * min, f(2)}}, 2, 4, 0},
 		{"older than min time", []step{{10 * min, f(1)}, {9 * min, f(2)}}, 2, 4, 0},
 		{"older one that fits is reused", []step{{10 * min, f(1)}, {9 * min, f(2)}, {10*min + 1, f(3)}}, 2, 4, 0},
-		{"type change", []step{{0, f(1)}, {1, []Field{{"v", String("x")}}}}, 2, 4, 0},
-		{"new field is no type change", []step{{0, f(1)}, {1, []Field{{"w", String("x")}}}}, 1, 4, 0},
+		{"type change", []step{{0, f(1)}, {1, []model.Field{{Name: "v", Value: model.String("x")}}}}, 2, 4, 0},
+		{"new field is no type change", []step{{0, f(1)}, {1, []model.Field{{Name: "w", Value: model.String("x")}}}}, 1, 4, 0},
 		{"open bucket limit seals the oldest", []step{{40 * min, f(1)}, {30 * min, f(1)}, {20 * min, f(1)}}, 3, 2, 2},
 		// Late data just after a rollover joins the previous bucket, which
 		// stays open until in-order data is a span past its end.
@@ -324,9 +328,9 @@ func TestRollover(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openTest(t, t.TempDir(), func(o *Options) { o.MaxOpenBucketsPerSeries = tc.maxOpen })
 			defer db.Close()
-			mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+			mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 			for _, s := range tc.steps {
-				if _, err := db.Insert(ctx, "m", []Measurement{{Time: s.t, Meta: "a", Fields: s.fields}}, InsertOptions{}); err != nil {
+				if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: s.t, Meta: "a", Fields: s.fields}}, InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -360,14 +364,14 @@ func TestRollover(t *testing.T) {
 	t.Run("count and size limits", func(t *testing.T) {
 		db := openTest(t, t.TempDir(), nil)
 		defer db.Close()
-		mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
-		var ms []Measurement
+		mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+		var ms []model.Measurement
 		for i := 0; i < 2500; i++ {
-			ms = append(ms, Measurement{Time: int64(i), Meta: "count", Fields: f(1)})
+			ms = append(ms, model.Measurement{Time: int64(i), Meta: "count", Fields: f(1)})
 		}
 		big := string(make([]byte, 50000))
 		for i := 0; i < 5; i++ {
-			ms = append(ms, Measurement{Time: int64(i), Meta: "size", Fields: []Field{{"big", String(big)}}})
+			ms = append(ms, model.Measurement{Time: int64(i), Meta: "size", Fields: []model.Field{{Name: "big", Value: model.String(big)}}})
 		}
 		if res, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil || res.Inserted != len(ms) {
 			t.Fatal(res, err)
@@ -391,12 +395,12 @@ func TestRollover(t *testing.T) {
 func TestDelete(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	var ms []Measurement
+	var ms []model.Measurement
 	for i := 0; i < 2000; i++ {
-		ms = append(ms, Measurement{Time: base.Add(time.Duration(i) * time.Minute).UnixNano(), Meta: fmt.Sprint("s", i%2),
-			Fields: []Field{{"v", Int(int64(i))}}})
+		ms = append(ms, model.Measurement{Time: base.Add(time.Duration(i) * time.Minute).UnixNano(), Meta: fmt.Sprint("s", i%2),
+			Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 	}
 	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)
@@ -444,19 +448,19 @@ func TestDelete(t *testing.T) {
 func TestAggregate(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	rng := rand.New(rand.NewSource(1))
 	type key struct {
 		s string
 		w int64
 	}
 	want := map[key][]float64{}
-	var ms []Measurement
+	var ms []model.Measurement
 	for i := 0; i < 5000; i++ {
 		tm := int64(rng.Intn(4*3600)) * 1e9
 		s := fmt.Sprint("h", rng.Intn(3))
 		v := float64(rng.Intn(1000)) / 10
-		ms = append(ms, Measurement{Time: tm, Meta: map[string]any{"host": s}, Fields: []Field{{"v", Float(v)}}})
+		ms = append(ms, model.Measurement{Time: tm, Meta: map[string]any{"host": s}, Fields: []model.Field{{Name: "v", Value: model.Float(v)}}})
 		k := key{fmt.Sprintf(`"%s"`, s), tm / 600e9 * 600e9}
 		want[k] = append(want[k], v)
 	}
@@ -514,12 +518,12 @@ func abs(a float64) float64 {
 func TestMemoryBudgetSealsEarly(t *testing.T) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.MemoryBudget = 1 << 20 })
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	total := 0
 	for round := 0; round < 20; round++ {
-		var ms []Measurement
+		var ms []model.Measurement
 		for s := 0; s < 2000; s++ {
-			ms = append(ms, Measurement{Time: int64(round) * 1e9, Meta: int64(s), Fields: []Field{{"a", Float(1)}, {"b", Float(2)}, {"c", Int(3)}}})
+			ms = append(ms, model.Measurement{Time: int64(round) * 1e9, Meta: int64(s), Fields: []model.Field{{Name: "a", Value: model.Float(1)}, {Name: "b", Value: model.Float(2)}, {Name: "c", Value: model.Int(3)}}})
 		}
 		res, err := db.Insert(ctx, "m", ms, InsertOptions{})
 		if err != nil {
@@ -554,11 +558,11 @@ func TestSealForBudgetKeepsRecent(t *testing.T) {
 func testSealForBudget(t *testing.T, rows int, keep int64) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.MemoryBudget = 64 << 20 })
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	for s := 0; s < 400; s++ { // one insert a series: each bucket its own write sequence
-		var ms []Measurement
+		var ms []model.Measurement
 		for i := 0; i < rows; i++ {
-			ms = append(ms, Measurement{Time: int64(i+1) * 1e9, Meta: int64(s), Fields: []Field{{"a", Float(float64(i))}}})
+			ms = append(ms, model.Measurement{Time: int64(i+1) * 1e9, Meta: int64(s), Fields: []model.Field{{Name: "a", Value: model.Float(float64(i))}}})
 		}
 		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)
@@ -609,33 +613,33 @@ func testSealForBudget(t *testing.T, rows int, keep int64) {
 func TestCreateDropCollection(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
-	ts := TimeSeriesOptions{TimeField: "ts", MetaField: "s"}
+	ts := model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"}
 	created, err := db.CreateCollection(ctx, "m", CollectionOptions{TimeSeries: &ts})
 	if err != nil || !created {
 		t.Fatal(created, err)
 	}
-	same := TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: GranularitySeconds}
+	same := model.TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: model.GranularitySeconds}
 	if created, err := db.CreateCollection(ctx, "m", CollectionOptions{TimeSeries: &same}); err != nil || created {
 		t.Fatalf("identical options: created=%v %v", created, err)
 	}
-	other := TimeSeriesOptions{TimeField: "ts", Granularity: GranularityHours}
+	other := model.TimeSeriesOptions{TimeField: "ts", Granularity: model.GranularityHours}
 	if _, err := db.CreateCollection(ctx, "m", CollectionOptions{TimeSeries: &other}); mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
 		t.Fatalf("different options: %v", err)
 	}
-	if _, err := db.Insert(ctx, "m", []Measurement{{Time: 1, Meta: "a", Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: 1, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := db.CollMod(ctx, "m", CollModOptions{TimeSeries: &TimeSeriesOptions{Granularity: GranularityMinutes}})
-	if err != nil || res.NewTimeSeries.Granularity != GranularityMinutes {
+	res, err := db.CollMod(ctx, "m", CollModOptions{TimeSeries: &model.TimeSeriesOptions{Granularity: model.GranularityMinutes}})
+	if err != nil || res.NewTimeSeries.Granularity != model.GranularityMinutes {
 		t.Fatalf("collMod: %+v %v", res, err)
 	}
-	if _, err := db.CollMod(ctx, "m", CollModOptions{TimeSeries: &TimeSeriesOptions{Granularity: GranularitySeconds}}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
+	if _, err := db.CollMod(ctx, "m", CollModOptions{TimeSeries: &model.TimeSeriesOptions{Granularity: model.GranularitySeconds}}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
 		t.Fatalf("finer granularity: %v", err)
 	}
 	db.Close()
 	db = openTest(t, dir, nil)
 	info, err := db.Describe(ctx, "m")
-	if err != nil || info.Options.TimeSeries.Granularity != GranularityMinutes || info.Count != 1 {
+	if err != nil || info.Options.TimeSeries.Granularity != model.GranularityMinutes || info.Count != 1 {
 		t.Fatalf("after restart: %+v %v", info, err)
 	}
 	if err := db.DropCollection(ctx, "m"); err != nil {
@@ -664,11 +668,11 @@ func TestCreateDropCollection(t *testing.T) {
 func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: GranularityMinutes})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: model.GranularityMinutes})
 	rng := rand.New(rand.NewSource(2))
 	used := map[string]bool{}
 	for round := 0; round < 3; round++ {
-		var ms []Measurement
+		var ms []model.Measurement
 		for i := 0; i < 6000; i++ {
 			s := fmt.Sprint("h", rng.Intn(4))
 			tm := int64(rng.Intn(48*3600)) * 1e9
@@ -676,11 +680,11 @@ func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 				continue // unique times per series: no ties for first and last
 			}
 			used[fmt.Sprint(s, tm)] = true
-			fs := []Field{{"v", Float(float64(rng.Intn(1000)))}}
+			fs := []model.Field{{Name: "v", Value: model.Float(float64(rng.Intn(1000)))}}
 			if rng.Intn(3) == 0 {
-				fs = append(fs, Field{"w", Int(int64(rng.Intn(50)))})
+				fs = append(fs, model.Field{Name: "w", Value: model.Int(int64(rng.Intn(50)))})
 			}
-			ms = append(ms, Measurement{Time: tm, Meta: s, Fields: fs})
+			ms = append(ms, model.Measurement{Time: tm, Meta: s, Fields: fs})
 		}
 		// Batches of 10 random times: each batch is applied in time
 		// order, so small buckets come from out-of-order batches.
@@ -766,14 +770,14 @@ func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 		o.CheckpointLogBytes = 1 << 40
 	})
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	insert := func(hour int, rows int) {
 		t.Helper()
-		var ms []Measurement
+		var ms []model.Measurement
 		for s := 0; s < 400; s++ {
 			for i := 0; i < rows; i++ {
-				ms = append(ms, Measurement{Time: int64(hour)*3600e9 + int64(i)*10e9, Meta: int64(s),
-					Fields: []Field{{"a", Float(float64(i) + 0.5)}, {"b", Int(int64(i))}}})
+				ms = append(ms, model.Measurement{Time: int64(hour)*3600e9 + int64(i)*10e9, Meta: int64(s),
+					Fields: []model.Field{{Name: "a", Value: model.Float(float64(i) + 0.5)}, {Name: "b", Value: model.Int(int64(i))}}})
 			}
 		}
 		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -314,13 +316,13 @@ type CollModOptions struct {
 	ExpireAfterSeconds *int64
 	ExpireOff          bool
 	// TimeSeries changes the granularity or custom bucket values.
-	TimeSeries *TimeSeriesOptions
+	TimeSeries *model.TimeSeriesOptions
 }
 
 // CollModResult reports old and new values of what a collMod changed.
 type CollModResult struct {
 	OldExpireAfterSeconds, NewExpireAfterSeconds *int64
-	OldTimeSeries, NewTimeSeries                 *TimeSeriesOptions
+	OldTimeSeries, NewTimeSeries                 *model.TimeSeriesOptions
 }
 
 // CollMod changes a collection's options (MongoDB's collMod). Refusals are

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // crashCopy returns a copy of the store in dir as a crash at this instant
@@ -48,12 +50,12 @@ func TestDeleteCountAfterCrash(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
 	defer db.Close()
-	mustCreate(t, db, "a", TimeSeriesOptions{TimeField: "t", MetaField: "m"})
+	mustCreate(t, db, "a", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	ms := make([]Measurement, 600) // 6 hours, one every 36 s
+	ms := make([]model.Measurement, 600) // 6 hours, one every 36 s
 	for i := range ms {
-		ms[i] = Measurement{Time: t0.Add(time.Duration(i) * 36 * time.Second).UnixNano(), Meta: "s",
-			Fields: []Field{{"v", Int(int64(i))}}}
+		ms[i] = model.Measurement{Time: t0.Add(time.Duration(i) * 36 * time.Second).UnixNano(), Meta: "s",
+			Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
 	}
 	if _, err := db.Insert(ctx, "a", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)
@@ -65,7 +67,7 @@ func TestDeleteCountAfterCrash(t *testing.T) {
 	if err != nil || n != 300 {
 		t.Fatalf("deleted %d, %v; want 300", n, err)
 	}
-	mustCreate(t, db, "other", TimeSeriesOptions{TimeField: "t"})
+	mustCreate(t, db, "other", model.TimeSeriesOptions{TimeField: "t"})
 	checkCount(t, db, "a", 300)
 
 	re := openTest(t, crashCopy(t, db, dir), nil)
@@ -91,12 +93,12 @@ func TestDeleteCountRandomCrashes(t *testing.T) {
 	defer func() { db.Close() }()
 	names := []string{"a", "b"}
 	for _, n := range names {
-		mustCreate(t, db, n, TimeSeriesOptions{TimeField: "t", MetaField: "m"})
+		mustCreate(t, db, n, model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 	}
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	const hours = 12
-	// model: collection -> sensor -> times stored
-	model := map[string]map[string][]int64{"a": {}, "b": {}}
+	// expect: collection -> sensor -> times stored
+	expect := map[string]map[string][]int64{"a": {}, "b": {}}
 	others := 0
 	crashes := 10
 	if testing.Short() {
@@ -107,12 +109,12 @@ func TestDeleteCountRandomCrashes(t *testing.T) {
 			coll := names[rng.Intn(len(names))]
 			switch op := rng.Intn(10); {
 			case op < 4:
-				var ms []Measurement
+				var ms []model.Measurement
 				for range 1 + rng.Intn(150) {
 					s := fmt.Sprintf("s%d", rng.Intn(3))
 					tm := t0 + rng.Int63n(hours*int64(time.Hour))
-					ms = append(ms, Measurement{Time: tm, Meta: s, Fields: []Field{{"v", Int(tm)}}})
-					model[coll][s] = append(model[coll][s], tm)
+					ms = append(ms, model.Measurement{Time: tm, Meta: s, Fields: []model.Field{{Name: "v", Value: model.Int(tm)}}})
+					expect[coll][s] = append(expect[coll][s], tm)
 				}
 				if _, err := db.Insert(ctx, coll, ms, InsertOptions{}); err != nil {
 					t.Fatal(err)
@@ -129,7 +131,7 @@ func TestDeleteCountRandomCrashes(t *testing.T) {
 						time.Unix(0, lo).UTC().Format(time.RFC3339Nano), time.Unix(0, hi).UTC().Format(time.RFC3339Nano))
 				}
 				var want int64
-				for s, ts := range model[coll] {
+				for s, ts := range expect[coll] {
 					if only != "" && s != only {
 						continue
 					}
@@ -141,7 +143,7 @@ func TestDeleteCountRandomCrashes(t *testing.T) {
 						}
 						kept = append(kept, tm)
 					}
-					model[coll][s] = kept
+					expect[coll][s] = kept
 				}
 				n, err := db.Delete(ctx, coll, mustFilter(t, f))
 				if err != nil || n != want {
@@ -159,7 +161,7 @@ func TestDeleteCountRandomCrashes(t *testing.T) {
 					}
 				} else {
 					others++
-					mustCreate(t, db, fmt.Sprintf("other%d", others), TimeSeriesOptions{TimeField: "t"})
+					mustCreate(t, db, fmt.Sprintf("other%d", others), model.TimeSeriesOptions{TimeField: "t"})
 				}
 			default:
 				if err := db.Flush(); err != nil {
@@ -174,7 +176,7 @@ func TestDeleteCountRandomCrashes(t *testing.T) {
 		db = openTest(t, crashed, func(o *Options) { o.BucketMaxCount = 40 })
 		for _, n := range names {
 			want := 0
-			for _, ts := range model[n] {
+			for _, ts := range expect[n] {
 				want += len(ts)
 			}
 			checkCount(t, db, n, want)
@@ -190,13 +192,13 @@ func TestFailedCheckpointKeepsCount(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
 	defer db.Close()
-	mustCreate(t, db, "a", TimeSeriesOptions{TimeField: "t", MetaField: "m"})
+	mustCreate(t, db, "a", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	insert := func(from, n int) {
-		ms := make([]Measurement, n)
+		ms := make([]model.Measurement, n)
 		for i := range ms {
-			ms[i] = Measurement{Time: t0.Add(time.Duration(from+i) * 36 * time.Second).UnixNano(), Meta: "s",
-				Fields: []Field{{"v", Int(int64(i))}}}
+			ms[i] = model.Measurement{Time: t0.Add(time.Duration(from+i) * 36 * time.Second).UnixNano(), Meta: "s",
+				Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
 		}
 		if _, err := db.Insert(ctx, "a", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)
@@ -217,7 +219,7 @@ func TestFailedCheckpointKeepsCount(t *testing.T) {
 	if err != nil || n != 300 {
 		t.Fatalf("deleted %d, %v; want 300", n, err)
 	}
-	mustCreate(t, db, "other", TimeSeriesOptions{TimeField: "t"}) // flushes the store
+	mustCreate(t, db, "other", model.TimeSeriesOptions{TimeField: "t"}) // flushes the store
 	checkCount(t, db, "a", 400)
 
 	re := openTest(t, crashCopy(t, db, dir), nil)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/internal/tmpfs"
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -75,7 +77,7 @@ func newDiskFullFixture(t *testing.T, reserve int64) *diskFullFixture {
 	f := &diskFullFixture{t: t, root: root, opts: Options{Dir: filepath.Join(root, "data"),
 		CheckpointInterval: time.Hour, DiskReserve: reserve}}
 	f.open()
-	mustCreate(t, f.db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, f.db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	if _, err := f.db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +97,11 @@ func (f *diskFullFixture) open() {
 // write inserts n measurements and n documents; it returns the errors.
 func (f *diskFullFixture) write(n int) (tsErr, docErr error) {
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	var ms []Measurement
+	var ms []model.Measurement
 	var ds []document.Doc
 	for i := range n {
-		ms = append(ms, Measurement{Time: base + int64(f.rows+i)*1e9, Meta: sensor(fmt.Sprint("s", i%4)),
-			Fields: []Field{{"v", Float(float64(i))}, {"pad", String(fmt.Sprintf("%0200d", f.rows+i))}}})
+		ms = append(ms, model.Measurement{Time: base + int64(f.rows+i)*1e9, Meta: sensor(fmt.Sprint("s", i%4)),
+			Fields: []model.Field{{Name: "v", Value: model.Float(float64(i))}, {Name: "pad", Value: model.String(fmt.Sprintf("%0200d", f.rows+i))}}})
 		f.nextID++
 		ds = append(ds, document.Doc{"_id": f.nextID, "pad": fmt.Sprintf("%0200d", f.nextID)})
 	}
@@ -240,7 +242,7 @@ func TestDiskFullLog(t *testing.T) {
 	if err := f.db.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.Insert(ctx, "m", []Measurement{{Time: 1e18, Meta: sensor("x"), Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := f.db.Insert(ctx, "m", []model.Measurement{{Time: 1e18, Meta: sensor("x"), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.rows++
@@ -376,7 +378,7 @@ func TestCatalogChangeNeedsRoomForCheckpoint(t *testing.T) {
 	}
 	changes := map[string]func() error{
 		"collMod granularity": func() error {
-			_, err := f.db.CollMod(ctx, "m", CollModOptions{TimeSeries: &TimeSeriesOptions{Granularity: "hours"}})
+			_, err := f.db.CollMod(ctx, "m", CollModOptions{TimeSeries: &model.TimeSeriesOptions{Granularity: "hours"}})
 			return err
 		},
 		"create index": func() error {

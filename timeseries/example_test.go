@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -24,14 +26,14 @@ func Example() {
 	}
 	defer db.Close()
 	_, err = db.CreateCollection(ctx, "weather", timeseries.CollectionOptions{
-		TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"}})
+		TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"}})
 	if err != nil {
 		panic(err)
 	}
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano()
-	_, err = db.Insert(ctx, "weather", []timeseries.Measurement{
-		{Time: t0 + int64(time.Minute), Meta: "south", Fields: []timeseries.Field{{Name: "temp", Value: timeseries.Float(14.2)}}},
-		{Time: t0, Meta: "north", Fields: []timeseries.Field{{Name: "temp", Value: timeseries.Float(20.5)}}},
+	_, err = db.Insert(ctx, "weather", []model.Measurement{
+		{Time: t0 + int64(time.Minute), Meta: "south", Fields: []model.Field{{Name: "temp", Value: model.Float(14.2)}}},
+		{Time: t0, Meta: "north", Fields: []model.Field{{Name: "temp", Value: model.Float(20.5)}}},
 	}, timeseries.InsertOptions{})
 	if err != nil {
 		panic(err)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -38,7 +40,7 @@ func int64p(v int64) *int64 { return &v }
 func openTTL(t *testing.T, dir string, clock *testClock, e *int64) *DB {
 	t.Helper()
 	db := openTest(t, dir, func(o *Options) { o.Now = clock.Now })
-	opts := CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "sensor", Granularity: GranularitySeconds}, ExpireAfterSeconds: e}
+	opts := CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor", Granularity: model.GranularitySeconds}, ExpireAfterSeconds: e}
 	if _, err := db.CreateCollection(ctx, "s", opts); err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +51,11 @@ func openTTL(t *testing.T, dir string, clock *testClock, e *int64) *DB {
 // each sensor.
 func insertMinutes(t *testing.T, db *DB, from time.Time, n int, sensors ...string) {
 	t.Helper()
-	var ms []Measurement
+	var ms []model.Measurement
 	for _, s := range sensors {
 		for i := 0; i < n; i++ {
-			ms = append(ms, Measurement{Time: from.Add(time.Duration(i) * time.Minute).UnixNano(), Meta: s,
-				Fields: []Field{{Name: "v", Value: Int(int64(i))}}})
+			ms = append(ms, model.Measurement{Time: from.Add(time.Duration(i) * time.Minute).UnixNano(), Meta: s,
+				Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 		}
 	}
 	res, err := db.Insert(ctx, "s", ms, InsertOptions{})
@@ -202,7 +204,7 @@ func TestOutOfRangeSuspendsExpiry(t *testing.T) {
 	clock := newTestClock(t0)
 	db := openTTL(t, dir, clock, int64p(60))
 	insertMinutes(t, db, t0, 60, "a")
-	if _, err := db.Insert(ctx, "s", []Measurement{{Time: ttl.MaxTimeNanos + 1, Meta: "z", Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", []model.Measurement{{Time: ttl.MaxTimeNanos + 1, Meta: "z", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Set(t0.Add(24 * time.Hour))
@@ -247,7 +249,7 @@ func TestOutOfRangeSuspendsExpiry(t *testing.T) {
 		t.Fatalf("resumed expire: %+v", b)
 	}
 	// Before 1970 too.
-	if _, err := db.Insert(ctx, "s", []Measurement{{Time: -1, Meta: "old", Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", []model.Measurement{{Time: -1, Meta: "old", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	check("before 1970", true, 1)
@@ -415,8 +417,8 @@ func TestIngestRacesExpiry(t *testing.T) {
 				// second per write.
 				now := clock.Now().UnixNano()
 				clock.Advance(time.Second)
-				m := Measurement{Time: now, Meta: "s" + string(rune('0'+w)), Fields: []Field{{"v", Int(int64(i))}}}
-				if _, err := db.Insert(ctx, "s", []Measurement{m}, InsertOptions{}); err != nil {
+				m := model.Measurement{Time: now, Meta: "s" + string(rune('0'+w)), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
+				if _, err := db.Insert(ctx, "s", []model.Measurement{m}, InsertOptions{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -497,9 +499,9 @@ func TestSuspensionWarnsOnce(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	clock := newTestClock(t0)
 	db := openTest(t, dir, func(o *Options) { o.Now = clock.Now; o.Logger = logger })
-	mustCreate(t, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "sensor"})
+	mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"})
 	for i := 0; i < 3; i++ {
-		ms := []Measurement{{Time: -int64(i+1) * int64(time.Hour), Meta: "old", Fields: []Field{{"v", Int(1)}}}}
+		ms := []model.Measurement{{Time: -int64(i+1) * int64(time.Hour), Meta: "old", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}
 		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -615,14 +617,14 @@ func TestRecountOutOfRangeOnOpen(t *testing.T) {
 	clock := newTestClock(t0)
 	db := openTTL(t, dir, clock, int64p(60))
 	insertMinutes(t, db, t0, 60, "a", "b")
-	for _, m := range []Measurement{
-		{Time: -1e9, Meta: "old", Fields: []Field{{"v", Int(1)}}},
-		{Time: ttl.MaxTimeNanos + 3600e9, Meta: "late", Fields: []Field{{"v", Int(1)}}},
-		{Time: ttl.MaxTimeNanos - 10e9, Meta: "across", Fields: []Field{{"v", Int(1)}}},
-		{Time: ttl.MaxTimeNanos + 10e9, Meta: "across", Fields: []Field{{"v", Int(2)}}},
-		{Time: ttl.MaxTimeNanos - 20e9, Meta: "near", Fields: []Field{{"v", Int(1)}}},
+	for _, m := range []model.Measurement{
+		{Time: -1e9, Meta: "old", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
+		{Time: ttl.MaxTimeNanos + 3600e9, Meta: "late", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
+		{Time: ttl.MaxTimeNanos - 10e9, Meta: "across", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
+		{Time: ttl.MaxTimeNanos + 10e9, Meta: "across", Fields: []model.Field{{Name: "v", Value: model.Int(2)}}},
+		{Time: ttl.MaxTimeNanos - 20e9, Meta: "near", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
 	} {
-		if _, err := db.Insert(ctx, "s", []Measurement{m}, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "s", []model.Measurement{m}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -676,7 +678,7 @@ func TestExpireNothingDueVisitsNoSeries(t *testing.T) {
 	}
 	pass("young data", true, 0)
 	// A late measurement an hour older than the rest: due an hour sooner.
-	if _, err := db.Insert(ctx, "s", []Measurement{{Time: t0.Add(-2 * time.Hour).UnixNano(), Meta: "late", Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", []model.Measurement{{Time: t0.Add(-2 * time.Hour).UnixNano(), Meta: "late", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Set(t0.Add(-30 * time.Minute).Add(time.Hour))

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -38,20 +40,20 @@ func TestFieldTypesAfterDelete(t *testing.T) {
 			dir := t.TempDir()
 			db := openTest(t, dir, func(o *Options) { o.BucketMaxCount = 10 })
 			defer func() { db.Close() }()
-			mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+			mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 			t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-			var ms []Measurement
+			var ms []model.Measurement
 			for i := range 50 {
-				v := Int(int64(i))
+				v := model.Int(int64(i))
 				if i == 17 {
-					v = String("oops")
+					v = model.String("oops")
 				}
-				ms = append(ms, Measurement{Time: t0.Add(time.Duration(i) * time.Minute).UnixNano(), Meta: "a",
-					Fields: []Field{{"v", v}}})
+				ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(i) * time.Minute).UnixNano(), Meta: "a",
+					Fields: []model.Field{{Name: "v", Value: v}}})
 			}
-			ms = append(ms, Measurement{Time: t0.Add(90 * time.Minute).UnixNano(), Meta: "b", Fields: []Field{{"w", Bool(true)}}},
+			ms = append(ms, model.Measurement{Time: t0.Add(90 * time.Minute).UnixNano(), Meta: "b", Fields: []model.Field{{Name: "w", Value: model.Bool(true)}}},
 				// Seals a's buckets, so that a checkpoint stores them all.
-				Measurement{Time: t0.Add(5 * time.Hour).UnixNano(), Meta: "a", Fields: []Field{{"v", Int(99)}}})
+				model.Measurement{Time: t0.Add(5 * time.Hour).UnixNano(), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(99)}}})
 			if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -84,8 +86,8 @@ func TestFieldTypesAfterDelete(t *testing.T) {
 				t.Fatalf("reopened: fields %v, want %v", got, want)
 			}
 			// A type that is still held elsewhere stays.
-			if _, err := db.Insert(ctx, "m", []Measurement{{Time: t0.Add(3 * time.Hour).UnixNano(), Meta: "c", Fields: []Field{{"v", String("x")}}},
-				{Time: t0.Add(4 * time.Hour).UnixNano(), Meta: "c", Fields: []Field{{"v", String("y")}}}}, InsertOptions{}); err != nil {
+			if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: t0.Add(3 * time.Hour).UnixNano(), Meta: "c", Fields: []model.Field{{Name: "v", Value: model.String("x")}}},
+				{Time: t0.Add(4 * time.Hour).UnixNano(), Meta: "c", Fields: []model.Field{{Name: "v", Value: model.String("y")}}}}, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if n, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$gte": {"$date": "2024-01-01T03:00:00Z"}, "$lt": {"$date": "2024-01-01T03:30:00Z"}}}`)); err != nil || n != 1 {
@@ -106,8 +108,8 @@ func TestFieldTypesAfterExpiry(t *testing.T) {
 			clock := newTestClock(t0)
 			db := openTTL(t, t.TempDir(), clock, int64p(3600))
 			defer db.Close()
-			ms := []Measurement{{Time: t0.UnixNano(), Meta: "s0", Fields: []Field{{"v", String("old")}}},
-				{Time: t0.Add(3 * time.Hour).UnixNano(), Meta: "s0", Fields: []Field{{"v", Int(1)}}}}
+			ms := []model.Measurement{{Time: t0.UnixNano(), Meta: "s0", Fields: []model.Field{{Name: "v", Value: model.String("old")}}},
+				{Time: t0.Add(3 * time.Hour).UnixNano(), Meta: "s0", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}
 			if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow/array"
+
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -291,10 +294,10 @@ func TestFormatFixtures(t *testing.T) {
 
 				// Writes after the old ones, kept over a reopen.
 				ctx := context.Background()
-				m := timeseries.Measurement{Time: exp.Now.Add(-time.Hour).UnixNano(),
+				m := model.Measurement{Time: exp.Now.Add(-time.Hour).UnixNano(),
 					Meta:   map[string]any{"sensor": "s1", "site": "north"},
-					Fields: []timeseries.Field{{Name: "temp", Value: timeseries.Float(-1.5)}, {Name: "added", Value: timeseries.Int(7)}}}
-				if _, err := db.Insert(ctx, "weather", []timeseries.Measurement{m}, timeseries.InsertOptions{}); err != nil {
+					Fields: []model.Field{{Name: "temp", Value: model.Float(-1.5)}, {Name: "added", Value: model.Int(7)}}}
+				if _, err := db.Insert(ctx, "weather", []model.Measurement{m}, timeseries.InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := db.InsertDocuments(ctx, "devices", []document.Doc{{"_id": "new", "n": int64(99)}}, timeseries.InsertOptions{}); err != nil {

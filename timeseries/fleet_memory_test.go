@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // fleetHeap is the Go heap a load of many sensors leaves in use after a
@@ -28,22 +30,22 @@ type fleetHeap struct {
 // set, a heap profile is written there.
 func loadFleet(tb testing.TB, db *DB, n, points int, profile string) fleetHeap {
 	tb.Helper()
-	mustCreate(tb, db, "iot", TimeSeriesOptions{TimeField: "time", MetaField: "sensor"})
+	mustCreate(tb, db, "iot", model.TimeSeriesOptions{TimeField: "time", MetaField: "sensor"})
 	kinds := []string{"temperature", "humidity", "pressure", "vibration"}
 	metas := make([]any, n)
 	for i := range metas {
-		k, err := CanonicalMeta(map[string]any{"sensor": fmt.Sprintf("s%06d", i),
+		k, err := model.CanonicalMeta(map[string]any{"sensor": fmt.Sprintf("s%06d", i),
 			"site": "site-" + strconv.Itoa(i%100), "kind": kinds[i%len(kinds)]})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		metas[i] = MetaKey(k)
+		metas[i] = model.MetaKey(k)
 	}
 	before := heapInUse()
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	start := time.Now()
-	batch := make([]Measurement, 0, 5000)
-	fields := make([]Field, 0, 2*cap(batch))
+	batch := make([]model.Measurement, 0, 5000)
+	fields := make([]model.Field, 0, 2*cap(batch))
 	flush := func() {
 		if _, err := db.Insert(ctx, "iot", batch, InsertOptions{}); err != nil {
 			tb.Fatal(err)
@@ -52,8 +54,8 @@ func loadFleet(tb testing.TB, db *DB, n, points int, profile string) fleetHeap {
 	}
 	for p := 0; p < points; p++ {
 		for i := 0; i < n; i++ {
-			fields = append(fields, Field{"value", Float(20 + float64(i%1000)/100)}, Field{"battery", Int(int64(100 - p))})
-			batch = append(batch, Measurement{Time: t0 + int64(p)*10e9 + int64(i%1000)*1e6, Meta: metas[i],
+			fields = append(fields, model.Field{Name: "value", Value: model.Float(20 + float64(i%1000)/100)}, model.Field{Name: "battery", Value: model.Int(int64(100 - p))})
+			batch = append(batch, model.Measurement{Time: t0 + int64(p)*10e9 + int64(i%1000)*1e6, Meta: metas[i],
 				Fields: fields[len(fields)-2 : len(fields) : len(fields)]})
 			if len(batch) == cap(batch) {
 				flush()
@@ -282,14 +284,14 @@ func BenchmarkCheckpointIdleFleet(b *testing.B) {
 	var spent time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ms := make([]Measurement, 10)
+		ms := make([]model.Measurement, 10)
 		for j := range ms {
-			meta, err := CanonicalMeta(map[string]any{"sensor": fmt.Sprintf("s%06d", j*7919%n),
+			meta, err := model.CanonicalMeta(map[string]any{"sensor": fmt.Sprintf("s%06d", j*7919%n),
 				"site": "site-" + strconv.Itoa(j*7919%n%100), "kind": []string{"temperature", "humidity", "pressure", "vibration"}[j*7919%n%4]})
 			if err != nil {
 				b.Fatal(err)
 			}
-			ms[j] = Measurement{Time: t0 + int64(i)*1e9, Meta: MetaKey(meta), Fields: []Field{{"value", Float(1)}}}
+			ms[j] = model.Measurement{Time: t0 + int64(i)*1e9, Meta: model.MetaKey(meta), Fields: []model.Field{{Name: "value", Value: model.Float(1)}}}
 		}
 		if _, err := db.Insert(ctx, "iot", ms, InsertOptions{}); err != nil {
 			b.Fatal(err)
@@ -318,15 +320,15 @@ func TestIdleBucketsSealedLoseNothing(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, func(o *Options) { o.Now = clock.Now })
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	const n = 200
 	inserted := 0
 	write := func(from, to, k int) {
 		t.Helper()
-		var ms []Measurement
+		var ms []model.Measurement
 		for i := from; i < to; i++ {
-			ms = append(ms, Measurement{Time: int64(k) * 10e9, Meta: fmt.Sprintf("s%03d", i),
-				Fields: []Field{{"v", Int(int64(i*1000 + k))}}})
+			ms = append(ms, model.Measurement{Time: int64(k) * 10e9, Meta: fmt.Sprintf("s%03d", i),
+				Fields: []model.Field{{Name: "v", Value: model.Int(int64(i*1000 + k))}}})
 		}
 		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
@@ -29,7 +31,7 @@ type fleetQuery struct {
 // returns the end of the load.
 func iotFleet(tb testing.TB, db *DB, n int, span time.Duration) time.Time {
 	tb.Helper()
-	mustCreate(tb, db, "iot", TimeSeriesOptions{TimeField: "time", MetaField: "tags"})
+	mustCreate(tb, db, "iot", model.TimeSeriesOptions{TimeField: "time", MetaField: "tags"})
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	const interval = 10 * time.Second
 	rng := rand.New(rand.NewSource(1))
@@ -39,7 +41,7 @@ func iotFleet(tb testing.TB, db *DB, n int, span time.Duration) time.Time {
 		metas[s] = map[string]any{"sensor": fmt.Sprintf("s%06d", s), "site": "site-" + strconv.Itoa(s%100), "kind": kinds[s%4]}
 	}
 	ticks := int(span / interval)
-	batch := make([]Measurement, 0, 5000)
+	batch := make([]model.Measurement, 0, 5000)
 	for tick := 0; tick < ticks; tick++ {
 		for s := 0; s < n; s++ {
 			t := start.Add(time.Duration(tick) * interval).UnixNano()
@@ -47,8 +49,8 @@ func iotFleet(tb testing.TB, db *DB, n int, span time.Duration) time.Time {
 			if rng.Float64() < 0.01 {
 				t -= int64(rng.Float64() * float64(5*time.Minute))
 			}
-			batch = append(batch, Measurement{Time: t, Meta: metas[s], Fields: []Field{
-				{"value", Float(20 + float64(s%10) + rng.Float64())}, {"battery", Int(int64(100 - tick*50/ticks))}}})
+			batch = append(batch, model.Measurement{Time: t, Meta: metas[s], Fields: []model.Field{
+				{Name: "value", Value: model.Float(20 + float64(s%10) + rng.Float64())}, {Name: "battery", Value: model.Int(int64(100 - tick*50/ticks))}}})
 			if len(batch) == cap(batch) {
 				if _, err := db.Insert(ctx, "iot", batch, InsertOptions{}); err != nil {
 					tb.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/bucket"
 )
 
@@ -148,7 +150,7 @@ func (b *memBucket) rows() int { return len(b.cols.Times) }
 
 // fits reports whether a measurement at time t of size sz with fields fs can
 // go into b under the rollover rules.
-func (b *memBucket) fits(t int64, sz int, fs []Field, lim *limits) bool {
+func (b *memBucket) fits(t int64, sz int, fs []model.Field, lim *limits) bool {
 	if b.sealed || t < b.minTime || t-b.minTime >= b.span {
 		return false
 	}
@@ -159,7 +161,7 @@ func (b *memBucket) fits(t int64, sz int, fs []Field, lim *limits) bool {
 }
 
 // typeChange reports whether a field of fs exists in b with another type.
-func (b *memBucket) typeChange(fs []Field) bool {
+func (b *memBucket) typeChange(fs []model.Field) bool {
 	for i := range fs {
 		if c := b.colIndex(fs[i].Name, i); c >= 0 && b.cols.Fields[c].Type != fs[i].Value.Kind {
 			return true
@@ -185,7 +187,7 @@ func (b *memBucket) colIndex(name string, hint int) int {
 
 // appendRow adds one measurement; the caller checked fits. It returns the
 // change in memory held.
-func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
+func (b *memBucket) appendRow(t int64, sz int, fs []model.Field) int64 {
 	b.changed()
 	n := len(b.cols.Times)
 	before := b.mem
@@ -240,17 +242,17 @@ func (b *memBucket) appendRow(t int64, sz int, fs []Field) int64 {
 const minColumnRows = 4
 
 // addColumn adds a column whose first n rows are absent.
-func (b *memBucket) addColumn(name string, k Kind, n int) int {
+func (b *memBucket) addColumn(name string, k model.Kind, n int) int {
 	col := bucket.Column{Name: name, Type: k}
 	c := max(n+minColumnRows, b.capHint)
 	switch k {
-	case KindFloat:
+	case model.KindFloat:
 		col.Floats = make([]float64, n, c)
-	case KindInt, KindDate:
+	case model.KindInt, model.KindDate:
 		col.Ints = make([]int64, n, c)
-	case KindString:
+	case model.KindString:
 		col.Strings = make([]string, n, c)
-	case KindBool:
+	case model.KindBool:
 		col.Bools = make([]bool, n, c)
 	}
 	if n > 0 {
@@ -261,16 +263,16 @@ func (b *memBucket) addColumn(name string, k Kind, n int) int {
 	return len(b.cols.Fields) - 1
 }
 
-func appendValue(c *bucket.Column, v Value) int64 {
+func appendValue(c *bucket.Column, v model.Value) int64 {
 	switch c.Type {
-	case KindFloat:
+	case model.KindFloat:
 		c.Floats = append(c.Floats, v.F)
-	case KindInt, KindDate:
+	case model.KindInt, model.KindDate:
 		c.Ints = append(c.Ints, v.I)
-	case KindString:
+	case model.KindString:
 		c.Strings = append(c.Strings, v.S)
 		return int64(16 + len(v.S))
-	case KindBool:
+	case model.KindBool:
 		c.Bools = append(c.Bools, v.B)
 		return 1
 	}
@@ -279,14 +281,14 @@ func appendValue(c *bucket.Column, v Value) int64 {
 
 func appendZero(c *bucket.Column) int64 {
 	switch c.Type {
-	case KindFloat:
+	case model.KindFloat:
 		c.Floats = append(c.Floats, 0)
-	case KindInt, KindDate:
+	case model.KindInt, model.KindDate:
 		c.Ints = append(c.Ints, 0)
-	case KindString:
+	case model.KindString:
 		c.Strings = append(c.Strings, "")
 		return 16
-	case KindBool:
+	case model.KindBool:
 		c.Bools = append(c.Bools, false)
 		return 1
 	}
@@ -344,13 +346,13 @@ func (b *memBucket) appendCapture(fields []bucket.Column, present []uint64) ([]i
 		src := &b.cols.Fields[i]
 		dst := bucket.Column{Name: src.Name, Type: src.Type}
 		switch src.Type {
-		case KindFloat:
+		case model.KindFloat:
 			dst.Floats = src.Floats[:n:n]
-		case KindInt, KindDate:
+		case model.KindInt, model.KindDate:
 			dst.Ints = src.Ints[:n:n]
-		case KindString:
+		case model.KindString:
 			dst.Strings = src.Strings[:n:n]
-		case KindBool:
+		case model.KindBool:
 			dst.Bools = src.Bools[:n:n]
 		}
 		if src.Present != nil {
@@ -439,22 +441,22 @@ func permuteColumns(cols *bucket.Columns, perm []int32) bucket.Columns {
 			continue // a column with no row left disappears
 		}
 		switch src.Type {
-		case KindFloat:
+		case model.KindFloat:
 			dst.Floats = make([]float64, n)
 			for i, p := range perm {
 				dst.Floats[i] = src.Floats[p]
 			}
-		case KindInt, KindDate:
+		case model.KindInt, model.KindDate:
 			dst.Ints = make([]int64, n)
 			for i, p := range perm {
 				dst.Ints[i] = src.Ints[p]
 			}
-		case KindString:
+		case model.KindString:
 			dst.Strings = make([]string, n)
 			for i, p := range perm {
 				dst.Strings[i] = src.Strings[p]
 			}
-		case KindBool:
+		case model.KindBool:
 			dst.Bools = make([]bool, n)
 			for i, p := range perm {
 				dst.Bools[i] = src.Bools[p]
@@ -500,11 +502,11 @@ func columnsMem(cols *bucket.Columns) int64 {
 		c := &cols.Fields[i]
 		m += columnHeaderMem + int64(8*len(c.Present))
 		switch c.Type {
-		case KindString:
+		case model.KindString:
 			for _, s := range c.Strings {
 				m += int64(16 + len(s))
 			}
-		case KindBool:
+		case model.KindBool:
 			m += int64(len(c.Bools))
 		default:
 			m += int64(8 * c.Len())
@@ -528,3 +530,7 @@ func floorDiv(t, r int64) int64 {
 	}
 	return q * r
 }
+
+// seriesMeta is the decoded meta value of s: nil when the collection has
+// no meta field or the series was written without one.
+func seriesMeta(s *series) any { return model.MetaOfKey(s.metaKey) }

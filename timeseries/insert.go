@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -38,7 +40,7 @@ type InsertResult struct {
 // after it is stored either. The error is non-nil only when nothing could be
 // attempted (unknown collection, closed DB, I/O failure): refusals of single
 // measurements are in the result.
-func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts InsertOptions) (InsertResult, error) {
+func (db *DB) Insert(ctx context.Context, name string, ms []model.Measurement, opts InsertOptions) (InsertResult, error) {
 	var res InsertResult
 	if err := db.checkWritable(); err != nil {
 		return res, err
@@ -125,7 +127,7 @@ func (db *DB) Insert(ctx context.Context, name string, ms []Measurement, opts In
 // insert will report. With checkKeys, the key of a series (MetaKey) that
 // the collection does not hold is validated where it first comes, under
 // DB.mu; without, resolveSeries validates them after.
-func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *TimeSeriesOptions, ms []Measurement, opts InsertOptions, checkKeys bool) (groups []group, gidx []int32, counts []int, res InsertResult) {
+func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *model.TimeSeriesOptions, ms []model.Measurement, opts InsertOptions, checkKeys bool) (groups []group, gidx []int32, counts []int, res InsertResult) {
 	sc.reset()
 	groups, counts, index := sc.groups, sc.counts, sc.index
 	defer func() { sc.groups, sc.counts = groups, counts }()
@@ -138,26 +140,26 @@ func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *TimeSeriesOptions
 	for i := range gidx {
 		gidx[i] = -1
 	}
-	var prev *Measurement // the last measurement validate accepted
+	var prev *model.Measurement // the last measurement validate accepted
 	for i := range ms {
 		m := &ms[i]
-		err := m.validate(ts, prev)
+		err := m.ValidateAfter(ts, prev)
 		if err == nil {
 			prev = m
 		}
 		var key string
 		if err == nil {
-			if k, ok := m.Meta.(MetaKey); ok {
+			if k, ok := m.Meta.(model.MetaKey); ok {
 				key = string(k)
 			} else {
-				key, err = CanonicalMeta(m.Meta)
+				key, err = model.CanonicalMeta(m.Meta)
 			}
 		}
 		gi := lastGroup
 		if err == nil && (gi < 0 || key != lastKey) {
 			var ok bool
 			if gi, ok = index[key]; !ok {
-				k, keyed := m.Meta.(MetaKey)
+				k, keyed := m.Meta.(model.MetaKey)
 				if keyed && checkKeys {
 					// A key of a series the collection holds was checked
 					// when the series was created; check the others, once
@@ -166,7 +168,7 @@ func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *TimeSeriesOptions
 					_, known := c.series[key]
 					c.lookupMu.RUnlock()
 					if !known {
-						err = validMetaKey(k)
+						err = model.ValidMetaKey(k)
 					}
 				}
 				if err == nil {
@@ -203,7 +205,7 @@ type insertScratch struct {
 	counts []int
 	index  map[string]int
 	gidx   []int32
-	rows   []Measurement
+	rows   []model.Measurement
 }
 
 var insertScratchPool = sync.Pool{New: func() any {
@@ -222,7 +224,7 @@ func (sc *insertScratch) reset() {
 }
 
 // rowsFor returns n rows to fill (their Fields and Meta are replaced).
-func (sc *insertScratch) rowsFor(n int) []Measurement {
+func (sc *insertScratch) rowsFor(n int) []model.Measurement {
 	sc.rows = slices.Grow(sc.rows[:0], n)[:n]
 	return sc.rows
 }
@@ -252,7 +254,7 @@ func (db *DB) resolveSeries(c *collection, groups []group) bool {
 	// Outside the lock: a batch of new series parses every key.
 	for gi := range groups {
 		g := &groups[gi]
-		if g.s == nil && g.keyed && validMetaKey(MetaKey(g.metaKey)) != nil {
+		if g.s == nil && g.keyed && model.ValidMetaKey(model.MetaKey(g.metaKey)) != nil {
 			return false
 		}
 	}
@@ -266,20 +268,20 @@ func (db *DB) resolveSeries(c *collection, groups []group) bool {
 // as they are after one pass; rows in strictly descending order are
 // reversed. The log record holds the sorted rows, so
 // replay applies them in the same order.
-func sortRows(rows []Measurement) {
+func sortRows(rows []model.Measurement) {
 	for i := 1; i < len(rows); i++ {
 		if rows[i].Time < rows[i-1].Time {
 			if i == 1 && strictlyDescending(rows) {
 				slices.Reverse(rows) // newest first: no equal times to keep in order
 				return
 			}
-			slices.SortStableFunc(rows, func(a, b Measurement) int { return cmp.Compare(a.Time, b.Time) })
+			slices.SortStableFunc(rows, func(a, b model.Measurement) int { return cmp.Compare(a.Time, b.Time) })
 			return
 		}
 	}
 }
 
-func strictlyDescending(rows []Measurement) bool {
+func strictlyDescending(rows []model.Measurement) bool {
 	for i := 1; i < len(rows); i++ {
 		if rows[i].Time >= rows[i-1].Time {
 			return false
@@ -431,7 +433,7 @@ func (db *DB) apply(c *collection, groups []group) {
 		for ri := range g.rows {
 			m := &g.rows[ri]
 			c.newest = max(c.newest, m.Time)
-			sz := m.rowBytes(ts.TimeField)
+			sz := rowBytes(m, ts.TimeField)
 			if cur == nil || !cur.fits(m.Time, sz, m.Fields, &db.lim) {
 				cur = db.bucketFor(c, s, m, sz, span, rounding)
 			}
@@ -470,7 +472,7 @@ func (db *DB) apply(c *collection, groups []group) {
 
 // bucketFor finds an open bucket of s that takes m, or opens one, applying
 // the rollover rules. db.mu must be held.
-func (db *DB) bucketFor(c *collection, s *series, m *Measurement, sz int, span, rounding int64) *memBucket {
+func (db *DB) bucketFor(c *collection, s *series, m *model.Measurement, sz int, span, rounding int64) *memBucket {
 	var newest *memBucket
 	nOpen := 0
 	for _, b := range s.buckets {
@@ -540,4 +542,23 @@ func (db *DB) seal(b *memBucket) {
 	db.headMem.Add(mem - b.mem)
 	db.sealedSince.Add(mem)
 	b.mem = mem
+}
+
+// rowBytes estimates the size a measurement adds to a bucket the way MongoDB
+// counts it (the BSON size of the measurement), for the 128000-byte rule.
+func rowBytes(m *model.Measurement, timeField string) int {
+	n := 5 + len(timeField) + 2 + 8
+	for i := range m.Fields {
+		f := &m.Fields[i]
+		n += len(f.Name) + 2
+		switch f.Value.Kind {
+		case model.KindString:
+			n += 5 + len(f.Value.S)
+		case model.KindBool:
+			n++
+		default:
+			n += 8
+		}
+	}
+	return n
 }

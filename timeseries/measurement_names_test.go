@@ -3,6 +3,8 @@ package timeseries
 import (
 	"testing"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -13,17 +15,17 @@ import (
 func TestInsertRefusesBadNames(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "meta"})
-	ok := []Field{{"v", Int(1)}}
-	for _, m := range []Measurement{
-		{Time: 1, Fields: []Field{{"a\x00b", Int(1)}}},
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "meta"})
+	ok := []model.Field{{Name: "v", Value: model.Int(1)}}
+	for _, m := range []model.Measurement{
+		{Time: 1, Fields: []model.Field{{Name: "a\x00b", Value: model.Int(1)}}},
 		{Time: 1, Meta: map[string]any{"$site": "x"}, Fields: ok},
 		{Time: 1, Meta: map[string]any{"a": []any{map[string]any{"$in": int64(1)}}}, Fields: ok},
 		{Time: 1, Meta: map[string]any{"a\x00": int64(1)}, Fields: ok},
-		{Time: 1, Meta: MetaKey(`{"$site":"x"}`), Fields: ok},
-		{Time: 1, Meta: MetaKey(`{"a":{"$b":1}}`), Fields: ok},
+		{Time: 1, Meta: model.MetaKey(`{"$site":"x"}`), Fields: ok},
+		{Time: 1, Meta: model.MetaKey(`{"a":{"$b":1}}`), Fields: ok},
 	} {
-		res, err := db.Insert(ctx, "m", []Measurement{m}, InsertOptions{})
+		res, err := db.Insert(ctx, "m", []model.Measurement{m}, InsertOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +33,7 @@ func TestInsertRefusesBadNames(t *testing.T) {
 			t.Errorf("%+v: errors %v, want one BadValue", m, res.Errors)
 		}
 	}
-	if _, err := db.CreateCollection(ctx, "n", CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "a\x00"}}); mongoerr.CodeOf(err) != mongoerr.BadValue {
+	if _, err := db.CreateCollection(ctx, "n", CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "a\x00"}}); mongoerr.CodeOf(err) != mongoerr.BadValue {
 		t.Errorf("metaField with NUL: %v, want BadValue", err)
 	}
 	checkCount(t, db, "m", 0)
@@ -44,18 +46,18 @@ func TestInsertRefusesBadNames(t *testing.T) {
 func TestInsertBadKeyInBatch(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "meta"})
-	ok := []Field{{"v", Int(1)}}
-	known := MetaKey(`{"s":"known"}`)
-	if _, err := db.Insert(ctx, "m", []Measurement{{Time: 1, Meta: known, Fields: ok}}, InsertOptions{}); err != nil {
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "meta"})
+	ok := []model.Field{{Name: "v", Value: model.Int(1)}}
+	known := model.MetaKey(`{"s":"known"}`)
+	if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: 1, Meta: known, Fields: ok}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	batch := []Measurement{
+	batch := []model.Measurement{
 		{Time: 2, Meta: known, Fields: ok},
-		{Time: 2, Meta: MetaKey(`{"s":"new1"}`), Fields: ok},
-		{Time: 2, Meta: MetaKey(`{"$s":"bad"}`), Fields: ok},
+		{Time: 2, Meta: model.MetaKey(`{"s":"new1"}`), Fields: ok},
+		{Time: 2, Meta: model.MetaKey(`{"$s":"bad"}`), Fields: ok},
 		{Time: 3, Meta: known, Fields: ok},
-		{Time: 2, Meta: MetaKey(`{"s":"new2"}`), Fields: ok},
+		{Time: 2, Meta: model.MetaKey(`{"s":"new2"}`), Fields: ok},
 	}
 	for _, c := range []struct {
 		unordered bool

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -606,13 +608,13 @@ func concatColumns(src []storedBucket) (bucket.Columns, []int) {
 				p := base + r
 				dc.Present[p>>6] |= 1 << (uint(p) & 63)
 				switch sc.Type {
-				case KindFloat:
+				case model.KindFloat:
 					dc.Floats[p] = sc.Floats[r]
-				case KindInt, KindDate:
+				case model.KindInt, model.KindDate:
 					dc.Ints[p] = sc.Ints[r]
-				case KindString:
+				case model.KindString:
 					dc.Strings[p] = sc.Strings[r]
-				case KindBool:
+				case model.KindBool:
 					dc.Bools[p] = sc.Bools[r]
 				}
 			}
@@ -625,13 +627,13 @@ func concatColumns(src []storedBucket) (bucket.Columns, []int) {
 func newDenseColumn(name string, t bucket.Type, n int) bucket.Column {
 	c := bucket.Column{Name: name, Type: t, Present: make([]uint64, (n+63)/64)}
 	switch t {
-	case KindFloat:
+	case model.KindFloat:
 		c.Floats = make([]float64, n)
-	case KindInt, KindDate:
+	case model.KindInt, model.KindDate:
 		c.Ints = make([]int64, n)
-	case KindString:
+	case model.KindString:
 		c.Strings = make([]string, n)
-	case KindBool:
+	case model.KindBool:
 		c.Bools = make([]bool, n)
 	}
 	return c
@@ -663,9 +665,9 @@ func packRows(all *bucket.Columns, perm []int32, timeField string, span, roundin
 			}
 			sz += len(c.Name) + 2
 			switch c.Type {
-			case KindString:
+			case model.KindString:
 				sz += 5 + len(c.Strings[p])
-			case KindBool:
+			case model.KindBool:
 				sz++
 			default:
 				sz += 8

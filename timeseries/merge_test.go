@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -18,11 +20,11 @@ import (
 // seconds), then one live measurement a day after the newest (which seals
 // the series' open buckets, as live data does after a backfill), flushes
 // and returns the store, open.
-func loadBatches(t *testing.T, batches [][]Measurement, live Measurement) *DB {
+func loadBatches(t *testing.T, batches [][]model.Measurement, live model.Measurement) *DB {
 	t.Helper()
 	db := openTest(t, t.TempDir(), nil)
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
-	for _, b := range append(batches, []Measurement{live}) {
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
+	for _, b := range append(batches, []model.Measurement{live}) {
 		res, err := db.Insert(ctx, "m", b, InsertOptions{})
 		if err != nil || res.Inserted != len(b) {
 			t.Fatalf("insert: %+v %v", res, err)
@@ -45,9 +47,9 @@ func TestMergeBackfill(t *testing.T) {
 	ms := oooSeries(5000)
 	live := ms[len(ms)-1]
 	live.Time += int64(24 * time.Hour)
-	live.Fields = []Field{{"temp", Float(20)}, {"seq", Int(5000)}}
+	live.Fields = []model.Field{{Name: "temp", Value: model.Float(20)}, {Name: "seq", Value: model.Int(5000)}}
 
-	var asc [][]Measurement
+	var asc [][]model.Measurement
 	for i := 0; i < len(ms); i += 500 {
 		asc = append(asc, ms[i:i+500])
 	}
@@ -108,31 +110,31 @@ func TestMergeProperty(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
 			base := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-			var ms []Measurement
+			var ms []model.Measurement
 			for si, n := range []int{rng.Intn(3000), rng.Intn(400), 1 + rng.Intn(20)} {
 				meta := fmt.Sprintf("s%d", si)
 				step := int64(1+rng.Intn(30)) * 1e9
 				bigEvery := 1 + rng.Intn(40)
 				for i := 0; i < n; i++ {
-					fs := []Field{{"seq", Int(int64(si*10000 + i))}, {"v", Float(rng.Float64())}}
+					fs := []model.Field{{Name: "seq", Value: model.Int(int64(si*10000 + i))}, {Name: "v", Value: model.Float(rng.Float64())}}
 					if i%bigEvery == 0 {
-						fs = append(fs, Field{"note", String(fmt.Sprintf("%0*d", rng.Intn(3000), i))})
+						fs = append(fs, model.Field{Name: "note", Value: model.String(fmt.Sprintf("%0*d", rng.Intn(3000), i))})
 					}
 					if rng.Intn(50) == 0 {
-						fs[1] = Field{"v", String("text")} // a type clash within the column
+						fs[1] = model.Field{Name: "v", Value: model.String("text")} // a type clash within the column
 					}
 					tm := base + int64(i)*step + rng.Int63n(step)
 					if rng.Intn(20) == 0 && i > 0 {
 						tm = ms[len(ms)-1].Time // the same time twice
 					}
-					ms = append(ms, Measurement{Time: tm, Meta: meta, Fields: fs})
+					ms = append(ms, model.Measurement{Time: tm, Meta: meta, Fields: fs})
 				}
 			}
 			want := len(ms)
 			// Batches of consecutive rows, sent newest batch first,
 			// shuffled, or ascending with late rows moved to later
 			// batches.
-			var batches [][]Measurement
+			var batches [][]model.Measurement
 			for i := 0; i < len(ms); {
 				j := min(len(ms), i+1+rng.Intn(400))
 				batches = append(batches, ms[i:j])
@@ -144,9 +146,9 @@ func TestMergeProperty(t *testing.T) {
 			case 1:
 				rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
 			default:
-				var late []Measurement
+				var late []model.Measurement
 				for bi := range batches {
-					var kept []Measurement
+					var kept []model.Measurement
 					for _, m := range batches[bi] {
 						if rng.Intn(10) == 0 {
 							late = append(late, m)
@@ -174,7 +176,7 @@ func TestMergeProperty(t *testing.T) {
 			opts := func(o *Options) { o.Now = clock.Now; o.MemoryBudget = 1 << 20 }
 			db := openTest(t, dir, opts)
 			if _, err := db.CreateCollection(ctx, "m", CollectionOptions{ExpireAfterSeconds: int64p(ttlSecs),
-				TimeSeries: &TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: "seconds"}}); err != nil {
+				TimeSeries: &model.TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: "seconds"}}); err != nil {
 				t.Fatal(err)
 			}
 			for _, b := range batches {
@@ -273,7 +275,7 @@ func TestMergeProperty(t *testing.T) {
 
 // checkMerged checks the rules, counts and reads of collection m against
 // the measurements ms.
-func checkMerged(t *testing.T, db *DB, ms []Measurement, want int) {
+func checkMerged(t *testing.T, db *DB, ms []model.Measurement, want int) {
 	t.Helper()
 	n := checkBuckets(t, db, "m")
 	info, err := db.Describe(ctx, "m")
@@ -350,7 +352,7 @@ func storedBuckets(t *testing.T, db *DB) []storedInfo {
 func BenchmarkMergeIdle(b *testing.B) {
 	db := openTest(b, b.TempDir(), nil)
 	defer db.Close()
-	mustCreate(b, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
+	mustCreate(b, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
 	if _, err := db.Insert(ctx, "m", oooSeries(5000), InsertOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -411,9 +413,9 @@ func TestMergeChunks(t *testing.T) {
 	load := func(chunk int) *DB {
 		defer func(c int) { mergeChunkBytes = c }(mergeChunkBytes)
 		mergeChunkBytes = chunk
-		var batches [][]Measurement
+		var batches [][]model.Measurement
 		for _, b := range oooOrders(oooSeries(2000))["backfill"] {
-			var batch []Measurement
+			var batch []model.Measurement
 			for s := 0; s < 8; s++ {
 				for _, m := range b {
 					m.Meta = map[string]any{"sensor": fmt.Sprint("s", s)}
@@ -422,7 +424,7 @@ func TestMergeChunks(t *testing.T) {
 			}
 			batches = append(batches, batch)
 		}
-		live := Measurement{Time: int64(1_800_000_000e9), Meta: map[string]any{"sensor": "s0"}, Fields: []Field{{"seq", Int(0)}}}
+		live := model.Measurement{Time: int64(1_800_000_000e9), Meta: map[string]any{"sensor": "s0"}, Fields: []model.Field{{Name: "seq", Value: model.Int(0)}}}
 		return loadBatches(t, batches, live)
 	}
 	ref := load(64 << 20)
@@ -459,7 +461,7 @@ func TestMergeWaitsForRipeMarks(t *testing.T) {
 	clock := newTestClock(time.Now())
 	db := openTest(t, t.TempDir(), func(o *Options) { o.Now = clock.Now })
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
 	for _, b := range oooOrders(ms)["backfill"] {
 		if _, err := db.Insert(ctx, "m", b, InsertOptions{}); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/ttl"
 )
 
@@ -104,7 +105,7 @@ type modelDoc struct {
 	ttlGone bool
 }
 
-type model struct {
+type refModel struct {
 	rows    map[int64]*modelRow // by field n
 	docs    map[int64]*modelDoc // by _id (rendered "d<n>")
 	collTTL *int64              // ts expireAfterSeconds
@@ -116,7 +117,7 @@ type model struct {
 }
 
 // rowTTL is the effective TTL of a sensor's rows in seconds, -1 for none.
-func (m *model) rowTTL(sensor int) int64 {
+func (m *refModel) rowTTL(sensor int) int64 {
 	e := int64(-1)
 	if m.collTTL != nil {
 		e = *m.collTTL
@@ -127,12 +128,12 @@ func (m *model) rowTTL(sensor int) int64 {
 	return e
 }
 
-func (m *model) rowExpired(r *modelRow, now int64) bool {
+func (m *refModel) rowExpired(r *modelRow, now int64) bool {
 	e := m.rowTTL(r.sensor)
 	return e >= 0 && r.t < now-e*int64(time.Second)
 }
 
-func (m *model) docExpired(d *modelDoc, now int64) bool {
+func (m *refModel) docExpired(d *modelDoc, now int64) bool {
 	return m.docsTTL != nil && d.at < now-*m.docsTTL*int64(time.Second)
 }
 
@@ -143,7 +144,7 @@ type modelRun struct {
 	fs    *vfs.MemFS
 	clock *testClock
 	db    *DB
-	m     model
+	m     refModel
 	log   []string // the operations so far, for the failure message
 	// merged counts the buckets merge passes removed (before the
 	// crashes and closes that end the stores' lives).
@@ -174,14 +175,14 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	t.Logf("seed %d (rerun with HOURGLASS_MODEL_SEED=%d)", seed, seed)
 	r := &modelRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		fs: vfs.NewStrictMem(), clock: newTestClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))}
-	r.m = model{rows: map[int64]*modelRow{}, docs: map[int64]*modelDoc{}, tsTTL: map[int]int64{}, nextID: 1}
+	r.m = refModel{rows: map[int64]*modelRow{}, docs: map[int64]*modelDoc{}, tsTTL: map[int]int64{}, nextID: 1}
 	r.open()
 	defer func() {
 		if r.db != nil {
 			r.db.Close()
 		}
 	}()
-	if _, err := r.db.CreateCollection(ctx, modelTS, CollectionOptions{TimeSeries: &TimeSeriesOptions{
+	if _, err := r.db.CreateCollection(ctx, modelTS, CollectionOptions{TimeSeries: &model.TimeSeriesOptions{
 		TimeField: "t", MetaField: "sensor", BucketMaxSpanSeconds: 3600, BucketRoundingSeconds: 3600}}); err != nil {
 		r.fatalf("create %s: %v", modelTS, err)
 	}
@@ -266,16 +267,16 @@ func (r *modelRun) hourTime(h int) int64 {
 	return t
 }
 
-func (r *modelRun) newRows() ([]Measurement, []int64) {
+func (r *modelRun) newRows() ([]model.Measurement, []int64) {
 	n := 1 + r.rng.IntN(30)
-	ms := make([]Measurement, 0, n)
+	ms := make([]model.Measurement, 0, n)
 	ids := make([]int64, 0, n)
 	for range n {
 		id := r.m.nextID
 		r.m.nextID++
 		s := r.rng.IntN(modelSensor)
 		tm := r.hourTime(r.rng.IntN(8) - 1)
-		ms = append(ms, Measurement{Time: tm, Meta: fmt.Sprintf("s%d", s), Fields: []Field{{Name: "n", Value: Int(id)}}})
+		ms = append(ms, model.Measurement{Time: tm, Meta: fmt.Sprintf("s%d", s), Fields: []model.Field{{Name: "n", Value: model.Int(id)}}})
 		r.m.rows[id] = &modelRow{t: tm, sensor: s, maybe: true}
 		ids = append(ids, id)
 	}

@@ -6,7 +6,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
+
 	"github.com/hourglassdb/hourglass/bucket"
 )
 
@@ -17,14 +20,14 @@ import (
 func TestNameTable(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	insert := func(db *DB, from, n int, fields ...string) {
 		t.Helper()
-		var ms []Measurement
+		var ms []model.Measurement
 		for i := from; i < from+n; i++ {
-			m := Measurement{Time: int64(i) * 10e9, Meta: fmt.Sprintf("s%d", i%3)}
+			m := model.Measurement{Time: int64(i) * 10e9, Meta: fmt.Sprintf("s%d", i%3)}
 			for j, f := range fields {
-				m.Fields = append(m.Fields, Field{f, Int(int64(i * (j + 1)))})
+				m.Fields = append(m.Fields, model.Field{Name: f, Value: model.Int(int64(i * (j + 1)))})
 			}
 			ms = append(ms, m)
 		}

@@ -8,40 +8,42 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/bucket"
 )
 
 // oooSeries is the issue's load: one sensor, n measurements 10 s apart.
-func oooSeries(n int) []Measurement {
+func oooSeries(n int) []model.Measurement {
 	rng := rand.New(rand.NewSource(1))
 	const t0 = int64(1_700_000_000e9)
-	ms := make([]Measurement, n)
+	ms := make([]model.Measurement, n)
 	temp := 20.0
 	for i := range ms {
 		temp += float64(rng.Intn(21)-10) / 100
-		ms[i] = Measurement{Time: t0 + int64(i)*10e9, Meta: map[string]any{"sensor": "s1"},
-			Fields: []Field{{"temp", Float(temp)}, {"seq", Int(int64(i))}}}
+		ms[i] = model.Measurement{Time: t0 + int64(i)*10e9, Meta: map[string]any{"sensor": "s1"},
+			Fields: []model.Field{{Name: "temp", Value: model.Float(temp)}, {Name: "seq", Value: model.Int(int64(i))}}}
 	}
 	return ms
 }
 
 // oooOrders are the batch orders of the issue's table: each is a list of
 // batches sent one after another.
-func oooOrders(ms []Measurement) map[string][][]Measurement {
-	asc := append([]Measurement(nil), ms...)
-	desc := make([]Measurement, len(ms))
+func oooOrders(ms []model.Measurement) map[string][][]model.Measurement {
+	asc := append([]model.Measurement(nil), ms...)
+	desc := make([]model.Measurement, len(ms))
 	for i := range ms {
 		desc[len(ms)-1-i] = ms[i]
 	}
-	shuf := append([]Measurement(nil), ms...)
+	shuf := append([]model.Measurement(nil), ms...)
 	rand.New(rand.NewSource(2)).Shuffle(len(shuf), func(i, j int) { shuf[i], shuf[j] = shuf[j], shuf[i] })
-	var backfill [][]Measurement
+	var backfill [][]model.Measurement
 	for end := len(ms); end > 0; end -= 500 {
 		backfill = append(backfill, ms[max(0, end-500):end])
 	}
-	return map[string][][]Measurement{
+	return map[string][][]model.Measurement{
 		"ascending":  {asc},
 		"descending": {desc},
 		"shuffled":   {shuf},
@@ -51,11 +53,11 @@ func oooOrders(ms []Measurement) map[string][][]Measurement {
 
 // loadOrder inserts batches into a fresh collection (granularity seconds),
 // flushes and returns the collection's buckets and storage bytes.
-func loadOrder(t *testing.T, batches [][]Measurement) (buckets, storage int64) {
+func loadOrder(t *testing.T, batches [][]model.Measurement) (buckets, storage int64) {
 	t.Helper()
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
 	n := 0
 	for _, b := range batches {
 		res, err := db.Insert(ctx, "m", b, InsertOptions{})
@@ -160,17 +162,17 @@ func TestOutOfOrderProperty(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
 			const t0 = int64(1_700_000_000e9)
-			var ms []Measurement
+			var ms []model.Measurement
 			for si, n := range []int{rng.Intn(3000), rng.Intn(300), 1 + rng.Intn(10)} {
 				meta := fmt.Sprintf("s%d", si)
 				step := int64(1+rng.Intn(30)) * 1e9
 				bigEvery := 1 + rng.Intn(40)
 				for i := 0; i < n; i++ {
-					fs := []Field{{"seq", Int(int64(i))}, {"v", Float(rng.Float64())}}
+					fs := []model.Field{{Name: "seq", Value: model.Int(int64(i))}, {Name: "v", Value: model.Float(rng.Float64())}}
 					if i%bigEvery == 0 {
-						fs = append(fs, Field{"note", String(strings.Repeat("x", rng.Intn(3000)))})
+						fs = append(fs, model.Field{Name: "note", Value: model.String(strings.Repeat("x", rng.Intn(3000)))})
 					}
-					ms = append(ms, Measurement{Time: t0 + int64(i)*step + rng.Int63n(step), Meta: meta, Fields: fs})
+					ms = append(ms, model.Measurement{Time: t0 + int64(i)*step + rng.Int63n(step), Meta: meta, Fields: fs})
 				}
 			}
 			want := len(ms)
@@ -195,7 +197,7 @@ func TestOutOfOrderProperty(t *testing.T) {
 			split := 1 + rng.Intn(4)
 			dir := t.TempDir()
 			db := openTest(t, dir, nil)
-			mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: "seconds"})
+			mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: "seconds"})
 			for i := 0; i < len(ms); {
 				j := len(ms)
 				if split > 1 {
@@ -211,9 +213,9 @@ func TestOutOfOrderProperty(t *testing.T) {
 			if split == 1 {
 				// One batch: the same buckets as the rows sent in order.
 				sorted := slices.Clone(ms)
-				slices.SortStableFunc(sorted, func(a, b Measurement) int { return cmp.Compare(a.Time, b.Time) })
+				slices.SortStableFunc(sorted, func(a, b model.Measurement) int { return cmp.Compare(a.Time, b.Time) })
 				ref := openTest(t, t.TempDir(), nil)
-				mustCreate(t, ref, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: "seconds"})
+				mustCreate(t, ref, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: "seconds"})
 				if _, err := ref.Insert(ctx, "m", sorted, InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
@@ -264,13 +266,13 @@ func TestOutOfOrderProperty(t *testing.T) {
 //	go test ./timeseries -run '^$' -bench InsertOrder -benchtime 200x
 func BenchmarkInsertOrder(b *testing.B) {
 	const series, perSeries = 50, 100
-	batch := func(i int) []Measurement {
-		ms := make([]Measurement, 0, series*perSeries)
+	batch := func(i int) []model.Measurement {
+		ms := make([]model.Measurement, 0, series*perSeries)
 		t0 := int64(1_700_000_000e9) + int64(i)*perSeries*10e9
 		for r := 0; r < perSeries; r++ {
 			for s := 0; s < series; s++ {
-				ms = append(ms, Measurement{Time: t0 + int64(r)*10e9, Meta: MetaKey(fmt.Sprintf(`"s%d"`, s)),
-					Fields: []Field{{"v", Float(float64(r))}}})
+				ms = append(ms, model.Measurement{Time: t0 + int64(r)*10e9, Meta: model.MetaKey(fmt.Sprintf(`"s%d"`, s)),
+					Fields: []model.Field{{Name: "v", Value: model.Float(float64(r))}}})
 			}
 		}
 		return ms
@@ -279,7 +281,7 @@ func BenchmarkInsertOrder(b *testing.B) {
 		b.Run(o, func(b *testing.B) {
 			db := openTest(b, b.TempDir(), nil)
 			defer db.Close()
-			mustCreate(b, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+			mustCreate(b, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 			rng := rand.New(rand.NewSource(1))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -323,9 +325,9 @@ func TestSortRows(t *testing.T) {
 		{[]int64{3, 1, 3, 1}, "[1 3 0 2]"},
 		{[]int64{1, 3, 2, 2}, "[0 2 3 1]"},
 	} {
-		rows := make([]Measurement, len(tc.times))
+		rows := make([]model.Measurement, len(tc.times))
 		for i, tm := range tc.times {
-			rows[i] = Measurement{Time: tm, Fields: []Field{{"i", Int(int64(i))}}}
+			rows[i] = model.Measurement{Time: tm, Fields: []model.Field{{Name: "i", Value: model.Int(int64(i))}}}
 		}
 		sortRows(rows)
 		pos := []int64{}

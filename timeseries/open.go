@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
@@ -278,7 +280,7 @@ func (db *DB) load() error {
 		if c == nil {
 			return nil // left over from a dropped collection
 		}
-		if _, err := decodeMetaKey(string(v)); err != nil {
+		if _, err := model.DecodeMetaKey(string(v)); err != nil {
 			return err
 		}
 		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true, storedMax: math.MaxInt64}
@@ -380,9 +382,9 @@ func estimateSize(cols *bucket.Columns, timeField string) int {
 			}
 			n += len(c.Name) + 2
 			switch c.Type {
-			case KindString:
+			case model.KindString:
 				n += 5 + len(c.Strings[r])
-			case KindBool:
+			case model.KindBool:
 				n++
 			default:
 				n += 8
@@ -444,7 +446,7 @@ func (db *DB) recover() error {
 				return nil // collection dropped after the write
 			}
 			for gi := range groups {
-				if _, err := decodeMetaKey(groups[gi].metaKey); err != nil {
+				if _, err := model.DecodeMetaKey(groups[gi].metaKey); err != nil {
 					return err
 				}
 				rows += len(groups[gi].rows)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -30,7 +32,7 @@ type filterPlan struct {
 }
 
 // planFilter splits f for a collection with options ts.
-func planFilter(f *partialfilter.Filter, ts *TimeSeriesOptions) filterPlan {
+func planFilter(f *partialfilter.Filter, ts *model.TimeSeriesOptions) filterPlan {
 	p := filterPlan{minTime: math.MinInt64, maxTime: math.MaxInt64}
 	if f == nil || f.IsEmpty() {
 		return p
@@ -107,7 +109,7 @@ func clampNanos(t time.Time) int64 {
 }
 
 // matchesSeries reports whether a series' meta value passes the plan.
-func (p *filterPlan) matchesSeries(ts *TimeSeriesOptions, meta any) bool {
+func (p *filterPlan) matchesSeries(ts *model.TimeSeriesOptions, meta any) bool {
 	if p.meta == nil {
 		return true
 	}
@@ -137,7 +139,7 @@ func (p *filterPlan) deleteRange() error {
 // with its residual, and the fields to decode. planScan builds it; close
 // releases the snapshot.
 type scanPlan struct {
-	ts      *TimeSeriesOptions
+	ts      *model.TimeSeriesOptions
 	coll    uint32
 	filter  filterPlan
 	fields  []string // fields to decode: the projection and what the residual names; nil: all

@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // TestPruneByFieldRange checks that passing over buckets by their fields'
@@ -15,16 +17,16 @@ import (
 func TestPruneByFieldRange(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	rng := rand.New(rand.NewSource(11))
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	var ms []Measurement
+	var ms []model.Measurement
 	walk := map[string]int64{}
 	for i := 0; i < 6000; i++ {
 		s := []string{"a", "b", "c"}[i%3]
 		walk[s] += rng.Int63n(7) - 3
-		m := Measurement{Time: t0.Add(time.Duration(rng.Int63n(int64(12 * time.Hour)))).UnixNano(), Meta: s}
-		m.Fields = append(m.Fields, Field{"x", Int(walk[s])})
+		m := model.Measurement{Time: t0.Add(time.Duration(rng.Int63n(int64(12 * time.Hour)))).UnixNano(), Meta: s}
+		m.Fields = append(m.Fields, model.Field{Name: "x", Value: model.Int(walk[s])})
 		y := float64(walk[s]) / 4
 		switch rng.Intn(50) {
 		case 0:
@@ -32,14 +34,14 @@ func TestPruneByFieldRange(t *testing.T) {
 		case 1:
 			y = math.Inf(1)
 		}
-		m.Fields = append(m.Fields, Field{"y", Float(y)})
+		m.Fields = append(m.Fields, model.Field{Name: "y", Value: model.Float(y)})
 		if rng.Intn(3) == 0 {
-			m.Fields = append(m.Fields, Field{"z", Int(rng.Int63n(10))})
+			m.Fields = append(m.Fields, model.Field{Name: "z", Value: model.Int(rng.Int63n(10))})
 		}
 		if s == "c" && i > 4000 {
-			m.Fields = append(m.Fields, Field{"w", String(fmt.Sprint(rng.Intn(5)))})
+			m.Fields = append(m.Fields, model.Field{Name: "w", Value: model.String(fmt.Sprint(rng.Intn(5)))})
 		} else {
-			m.Fields = append(m.Fields, Field{"w", Int(rng.Int63n(5))})
+			m.Fields = append(m.Fields, model.Field{Name: "w", Value: model.Int(rng.Int63n(5))})
 		}
 		ms = append(ms, m)
 	}

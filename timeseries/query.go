@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -51,15 +53,6 @@ type FindOptions struct {
 	// Allocator allocates the records' memory; nil means the Go allocator.
 	Allocator memory.Allocator
 }
-
-// MetaColumnMetadataKey marks the meta column in a result schema: its
-// values are the canonical Extended JSON of the meta values (CanonicalMeta),
-// so that writers can render them as JSON rather than as strings.
-const MetaColumnMetadataKey = "hourglass.meta"
-
-// MixedColumnMetadataKey marks a column of a field seen with several value
-// types that are not all numbers: its values are JSON texts.
-const MixedColumnMetadataKey = "hourglass.mixed"
 
 // Cursor streams the result of a find as Arrow records. It is not safe for
 // concurrent use and must be closed.
@@ -152,13 +145,13 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	}
 	if !opts.OmitMeta && ts.MetaField != "" {
 		fs = append(fs, arrow.Field{Name: ts.MetaField, Type: arrow.BinaryTypes.String, Nullable: true,
-			Metadata: arrow.NewMetadata([]string{MetaColumnMetadataKey}, []string{"json"})})
+			Metadata: arrow.NewMetadata([]string{model.MetaColumnMetadataKey}, []string{"json"})})
 	}
 	cur.fieldPos = make(map[string]int, len(cur.out))
 	for i, oc := range cur.out {
 		f := arrow.Field{Name: oc.name, Type: arrowType(oc.kind), Nullable: true}
 		if oc.mixed {
-			f.Metadata = arrow.NewMetadata([]string{MixedColumnMetadataKey}, []string{"json"})
+			f.Metadata = arrow.NewMetadata([]string{model.MixedColumnMetadataKey}, []string{"json"})
 		}
 		cur.fieldPos[oc.name] = i
 		fs = append(fs, f)
@@ -187,22 +180,22 @@ func outputColumn(name string, ts typeSet) outColumn {
 	case len(types) == 1:
 		return outColumn{name: name, kind: types[0]}
 	case len(types) == 0:
-		return outColumn{name: name, kind: KindFloat}
-	case ts&^(1<<KindInt|1<<KindFloat) == 0:
-		return outColumn{name: name, kind: KindFloat}
+		return outColumn{name: name, kind: model.KindFloat}
+	case ts&^(1<<model.KindInt|1<<model.KindFloat) == 0:
+		return outColumn{name: name, kind: model.KindFloat}
 	}
-	return outColumn{name: name, kind: KindString, mixed: true}
+	return outColumn{name: name, kind: model.KindString, mixed: true}
 }
 
 func arrowType(k bucket.Type) arrow.DataType {
 	switch k {
-	case KindInt:
+	case model.KindInt:
 		return arrow.PrimitiveTypes.Int64
-	case KindString:
+	case model.KindString:
 		return arrow.BinaryTypes.String
-	case KindBool:
+	case model.KindBool:
 		return arrow.FixedWidthTypes.Boolean
-	case KindDate:
+	case model.KindDate:
 		return &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
 	}
 	return arrow.PrimitiveTypes.Float64
@@ -405,20 +398,20 @@ func appendCell(b array.Builder, oc outColumn, col *bucket.Column, i int) {
 		return
 	}
 	switch oc.kind {
-	case KindFloat:
+	case model.KindFloat:
 		fb := b.(*array.Float64Builder)
-		if col.Type == KindInt {
+		if col.Type == model.KindInt {
 			fb.Append(float64(col.Ints[i]))
 		} else {
 			fb.Append(col.Floats[i])
 		}
-	case KindInt:
+	case model.KindInt:
 		b.(*array.Int64Builder).Append(col.Ints[i])
-	case KindDate:
+	case model.KindDate:
 		b.(*array.TimestampBuilder).Append(arrow.Timestamp(col.Ints[i]))
-	case KindString:
+	case model.KindString:
 		b.(*array.StringBuilder).Append(col.Strings[i])
-	case KindBool:
+	case model.KindBool:
 		b.(*array.BooleanBuilder).Append(col.Bools[i])
 	}
 }
@@ -426,18 +419,18 @@ func appendCell(b array.Builder, oc outColumn, col *bucket.Column, i int) {
 // cellJSON renders one value as Extended JSON text.
 func cellJSON(col *bucket.Column, i int) string {
 	switch col.Type {
-	case KindFloat:
-		s, _ := CanonicalMeta(col.Floats[i])
+	case model.KindFloat:
+		s, _ := model.CanonicalMeta(col.Floats[i])
 		return s
-	case KindInt:
+	case model.KindInt:
 		return strconv.FormatInt(col.Ints[i], 10)
-	case KindDate:
-		s, _ := CanonicalMeta(time.Unix(0, col.Ints[i]).UTC())
+	case model.KindDate:
+		s, _ := model.CanonicalMeta(time.Unix(0, col.Ints[i]).UTC())
 		return s
-	case KindString:
+	case model.KindString:
 		b, _ := json.Marshal(col.Strings[i])
 		return string(b)
-	case KindBool:
+	case model.KindBool:
 		return strconv.FormatBool(col.Bools[i])
 	}
 	return "null"
@@ -445,15 +438,15 @@ func cellJSON(col *bucket.Column, i int) string {
 
 func cellValue(col *bucket.Column, i int) any {
 	switch col.Type {
-	case KindFloat:
+	case model.KindFloat:
 		return col.Floats[i]
-	case KindInt:
+	case model.KindInt:
 		return col.Ints[i]
-	case KindDate:
+	case model.KindDate:
 		return time.Unix(0, col.Ints[i]).UTC()
-	case KindString:
+	case model.KindString:
 		return col.Strings[i]
-	case KindBool:
+	case model.KindBool:
 		return col.Bools[i]
 	}
 	return nil

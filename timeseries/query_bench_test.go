@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // BenchmarkFindResidual finds with a filter on a measurement field, which
@@ -15,13 +17,13 @@ import (
 func BenchmarkFindResidual(b *testing.B) {
 	db := openTest(b, b.TempDir(), nil)
 	defer db.Close()
-	mustCreate(b, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "sensor"})
+	mustCreate(b, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"})
 	t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	var ms []Measurement
+	var ms []model.Measurement
 	for s := 0; s < 100; s++ {
 		for i := 0; i < 1000; i++ {
-			ms = append(ms, Measurement{Time: t0.Add(time.Duration(i) * time.Second).UnixNano(), Meta: int64(s),
-				Fields: []Field{{"v", Int(int64(i % 100))}, {"w", Float(float64(i))}}})
+			ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(i) * time.Second).UnixNano(), Meta: int64(s),
+				Fields: []model.Field{{Name: "v", Value: model.Int(int64(i % 100))}, {Name: "w", Value: model.Float(float64(i))}}})
 		}
 	}
 	if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
@@ -59,13 +61,13 @@ func BenchmarkFindResidual(b *testing.B) {
 func BenchmarkAggregateLast(b *testing.B) {
 	db := openTest(b, b.TempDir(), nil)
 	defer db.Close()
-	mustCreate(b, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "host"})
+	mustCreate(b, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "host"})
 	t0 := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
 	for s := 0; s < 100; s++ {
-		ms := make([]Measurement, 0, 8640)
+		ms := make([]model.Measurement, 0, 8640)
 		for i := 0; i < 8640; i++ {
-			ms = append(ms, Measurement{Time: t0.Add(time.Duration(i) * 10 * time.Second).UnixNano(), Meta: int64(s),
-				Fields: []Field{{"usage_user", Int(int64(i % 100))}, {"usage_system", Int(int64(i % 7))}}})
+			ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(i) * 10 * time.Second).UnixNano(), Meta: int64(s),
+				Fields: []model.Field{{Name: "usage_user", Value: model.Int(int64(i % 100))}, {Name: "usage_system", Value: model.Int(int64(i % 7))}}})
 		}
 		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
 			b.Fatal(err)
@@ -102,7 +104,7 @@ func BenchmarkAggregateLast(b *testing.B) {
 func BenchmarkAggregateWindows(b *testing.B) {
 	db := openTest(b, b.TempDir(), nil)
 	defer db.Close()
-	mustCreate(b, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "host"})
+	mustCreate(b, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "host"})
 	t0 := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
 	names := []string{"usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait",
 		"usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"}
@@ -112,14 +114,14 @@ func BenchmarkAggregateWindows(b *testing.B) {
 		for f := range walk {
 			walk[f] = rng.Int63n(100)
 		}
-		ms := make([]Measurement, 0, 8640)
+		ms := make([]model.Measurement, 0, 8640)
 		for i := 0; i < 8640; i++ {
-			fs := make([]Field, len(names))
+			fs := make([]model.Field, len(names))
 			for f := range fs {
 				walk[f] = min(100, max(0, walk[f]+int64(math.Round(rng.NormFloat64()))))
-				fs[f] = Field{names[f], Int(walk[f])}
+				fs[f] = model.Field{Name: names[f], Value: model.Int(walk[f])}
 			}
-			ms = append(ms, Measurement{Time: t0.Add(time.Duration(i) * 10 * time.Second).UnixNano(), Meta: fmt.Sprintf("host_%d", s), Fields: fs})
+			ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(i) * 10 * time.Second).UnixNano(), Meta: fmt.Sprintf("host_%d", s), Fields: fs})
 		}
 		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
 			b.Fatal(err)
@@ -149,12 +151,12 @@ func BenchmarkAggregateWindows(b *testing.B) {
 func BenchmarkFindOneSeries(b *testing.B) {
 	db := openTest(b, b.TempDir(), nil)
 	defer db.Close()
-	mustCreate(b, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "tags"})
-	var ms []Measurement
+	mustCreate(b, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "tags"})
+	var ms []model.Measurement
 	for s := 0; s < 10000; s++ {
 		meta := map[string]any{"hostname": fmt.Sprintf("host_%d", s), "region": fmt.Sprintf("r%d", s%7), "rack": int64(s % 100)}
 		for i := 0; i < 10; i++ {
-			ms = append(ms, Measurement{Time: int64(i) * 10e9, Meta: meta, Fields: []Field{{"v", Int(int64(i))}}})
+			ms = append(ms, model.Measurement{Time: int64(i) * 10e9, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 		}
 	}
 	if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {

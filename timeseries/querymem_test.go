@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -22,10 +24,10 @@ func TestQueryMemoryTotal(t *testing.T) {
 		o.QueryMemoryTotalBytes = 1 << 20 // set below: one find over the series, not two
 	})
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
-	var ms []Measurement
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	var ms []model.Measurement
 	for i := 0; i < series; i++ {
-		ms = append(ms, Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprint("s", i), Fields: []Field{{"v", Int(int64(i))}}})
+		ms = append(ms, model.Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprint("s", i), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 	}
 	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)
@@ -73,11 +75,11 @@ func TestPlanYieldsToWriters(t *testing.T) {
 	planYieldEvery = 8
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	insert := func(from, n int) {
-		var ms []Measurement
+		var ms []model.Measurement
 		for i := from; i < from+n; i++ {
-			ms = append(ms, Measurement{Time: int64(i) * 1e6, Meta: fmt.Sprint("s", i), Fields: []Field{{"v", Int(int64(i))}}})
+			ms = append(ms, model.Measurement{Time: int64(i) * 1e6, Meta: fmt.Sprint("s", i), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 		}
 		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 			t.Error(err)
@@ -118,10 +120,10 @@ func TestPlanRefusedBeforeWalk(t *testing.T) {
 	const series = 2000
 	db := openTest(t, t.TempDir(), func(o *Options) { o.QueryMemoryBytes = series / 2 * seriesSnapBytes })
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
-	var ms []Measurement
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	var ms []model.Measurement
 	for i := 0; i < series; i++ {
-		ms = append(ms, Measurement{Time: int64(i) * 1e6, Meta: fmt.Sprint("s", i), Fields: []Field{{"v", Int(1)}}})
+		ms = append(ms, model.Measurement{Time: int64(i) * 1e6, Meta: fmt.Sprint("s", i), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
 	}
 	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)
@@ -143,8 +145,8 @@ func TestPlanRefusedBeforeWalk(t *testing.T) {
 func TestQuerySlots(t *testing.T) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.QueryConcurrency = 1 })
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
-	if _, err := db.Insert(ctx, "m", []Measurement{{Time: 1e9, Meta: "a", Fields: []Field{{"v", Int(1)}}}}, InsertOptions{}); err != nil {
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cur, err := db.Find(ctx, "m", FindOptions{})
@@ -193,10 +195,10 @@ func TestPlanRetriesAfterMerge(t *testing.T) {
 	planYieldEvery = 4
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
-	var ms []Measurement
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	var ms []model.Measurement
 	for i := 0; i < 50; i++ {
-		ms = append(ms, Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprint("s", i), Fields: []Field{{"v", Int(int64(i))}}})
+		ms = append(ms, model.Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprint("s", i), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 	}
 	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)

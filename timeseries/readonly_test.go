@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
@@ -46,14 +48,14 @@ func TestReadOnlyOpenReplay(t *testing.T) {
 			dir := t.TempDir()
 			db := openTest(t, dir, func(o *Options) { o.CheckpointInterval = time.Hour })
 			defer db.Close()
-			mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+			mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 			if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			t0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-			var ms []Measurement
+			var ms []model.Measurement
 			for i := range 20 {
-				ms = append(ms, Measurement{Time: t0 + int64(i)*int64(time.Minute), Meta: sensor("a"), Fields: []Field{{Name: "v", Value: Int(int64(i))}}})
+				ms = append(ms, model.Measurement{Time: t0 + int64(i)*int64(time.Minute), Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 			}
 			if _, err := db.Insert(ctx, "m", ms[:10], InsertOptions{}); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // Log record kinds (docs/format/wal.md). Persisted: values never change.
@@ -15,7 +17,7 @@ const (
 // group is the measurements of one meta value within an insert.
 type group struct {
 	metaKey string
-	rows    []Measurement
+	rows    []model.Measurement
 	// s is the series of metaKey when the insert found it, for apply to
 	// skip a lookup; nil when new or not looked up.
 	s *series
@@ -55,7 +57,7 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 	// Field names are interned: a table first, then indexes. Rows of
 	// every group usually list the same names: each is looked up when it
 	// differs from the row before's (a fleet's batch has a row a group).
-	var prev []Field
+	var prev []model.Field
 	for gi := range groups {
 		for ri := range groups[gi].rows {
 			fs := groups[gi].rows[ri].Fields
@@ -106,13 +108,13 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 				dst = binary.AppendUvarint(dst, idx)
 				dst = append(dst, byte(f.Value.Kind))
 				switch f.Value.Kind {
-				case KindFloat:
+				case model.KindFloat:
 					dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f.Value.F))
-				case KindInt, KindDate:
+				case model.KindInt, model.KindDate:
 					dst = binary.AppendVarint(dst, f.Value.I)
-				case KindString:
+				case model.KindString:
 					dst = appendString(dst, f.Value.S)
-				case KindBool:
+				case model.KindBool:
 					b := byte(0)
 					if f.Value.B {
 						b = 1
@@ -229,13 +231,13 @@ func decodeInsert(b []byte) (coll uint32, groups []group, err error) {
 	for gi := range groups {
 		g := &groups[gi]
 		g.metaKey = d.str("meta")
-		g.rows = make([]Measurement, d.count("row count", 2))
+		g.rows = make([]model.Measurement, d.count("row count", 2))
 		var t int64
 		for ri := range g.rows {
 			m := &g.rows[ri]
 			t += d.varint("time")
 			m.Time = t
-			m.Fields = make([]Field, d.count("field count", 3))
+			m.Fields = make([]model.Field, d.count("field count", 3))
 			for fi := range m.Fields {
 				f := &m.Fields[fi]
 				idx := d.uvarint("name index")
@@ -244,20 +246,20 @@ func decodeInsert(b []byte) (coll uint32, groups []group, err error) {
 					return 0, nil, d.err
 				}
 				f.Name = names[idx]
-				f.Value.Kind = Kind(d.byte1("kind"))
+				f.Value.Kind = model.Kind(d.byte1("kind"))
 				switch f.Value.Kind {
-				case KindFloat:
+				case model.KindFloat:
 					if len(d.b) < 8 {
 						d.fail("float")
 						return 0, nil, d.err
 					}
 					f.Value.F = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
 					d.b = d.b[8:]
-				case KindInt, KindDate:
+				case model.KindInt, model.KindDate:
 					f.Value.I = d.varint("int")
-				case KindString:
+				case model.KindString:
 					f.Value.S = d.str("string")
-				case KindBool:
+				case model.KindBool:
 					f.Value.B = d.byte1("bool") != 0
 				default:
 					d.fail("kind")

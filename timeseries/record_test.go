@@ -6,21 +6,23 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
 	groups := []group{
-		{metaKey: `"a"`, rows: []Measurement{
-			{Time: math.MinInt64, Fields: []Field{{"f", Float(math.Copysign(0, -1))}, {"i", Int(math.MaxInt64)}}},
-			{Time: math.MaxInt64, Fields: []Field{{"i", Int(math.MinInt64)}, {"f", Float(math.Inf(1))}}},
-			{Time: 0, Fields: []Field{{"s", String("")}, {"b", Bool(true)}, {"d", Date(-5)}}},
+		{metaKey: `"a"`, rows: []model.Measurement{
+			{Time: math.MinInt64, Fields: []model.Field{{Name: "f", Value: model.Float(math.Copysign(0, -1))}, {Name: "i", Value: model.Int(math.MaxInt64)}}},
+			{Time: math.MaxInt64, Fields: []model.Field{{Name: "i", Value: model.Int(math.MinInt64)}, {Name: "f", Value: model.Float(math.Inf(1))}}},
+			{Time: 0, Fields: []model.Field{{Name: "s", Value: model.String("")}, {Name: "b", Value: model.Bool(true)}, {Name: "d", Value: model.Date(-5)}}},
 			{Time: 0},
 		}},
-		{metaKey: `null`, rows: []Measurement{{Time: 7, Fields: []Field{{"f", Float(1.5)}}}}},
+		{metaKey: `null`, rows: []model.Measurement{{Time: 7, Fields: []model.Field{{Name: "f", Value: model.Float(1.5)}}}}},
 		// Names shared with the previous group's last row, and not.
-		{metaKey: `"b"`, rows: []Measurement{{Time: 8, Fields: []Field{{"f", Float(2)}, {"i", Int(3)}}}}},
-		{metaKey: `"c"`, rows: []Measurement{{Time: 9, Fields: []Field{{"f", Float(4)}, {"s", String("x")}}}}},
-		{metaKey: `"d"`, rows: []Measurement{{Time: 9, Fields: []Field{{"i", Int(5)}, {"f", Float(6)}}}}},
+		{metaKey: `"b"`, rows: []model.Measurement{{Time: 8, Fields: []model.Field{{Name: "f", Value: model.Float(2)}, {Name: "i", Value: model.Int(3)}}}}},
+		{metaKey: `"c"`, rows: []model.Measurement{{Time: 9, Fields: []model.Field{{Name: "f", Value: model.Float(4)}, {Name: "s", Value: model.String("x")}}}}},
+		{metaKey: `"d"`, rows: []model.Measurement{{Time: 9, Fields: []model.Field{{Name: "i", Value: model.Int(5)}, {Name: "f", Value: model.Float(6)}}}}},
 	}
 	var e recordEncoder
 	rec := e.encodeInsert(nil, 42, groups)
@@ -34,7 +36,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	for gi := range groups {
 		for ri := range groups[gi].rows {
 			if groups[gi].rows[ri].Fields == nil {
-				groups[gi].rows[ri].Fields = []Field{}
+				groups[gi].rows[ri].Fields = []model.Field{}
 			}
 		}
 	}
@@ -54,14 +56,14 @@ func TestRecordRoundTrip(t *testing.T) {
 // bytes when encoded again.
 func FuzzDecodeRecord(f *testing.F) {
 	var e recordEncoder
-	f.Add(e.encodeInsert(nil, 1, []group{{metaKey: `"x"`, rows: []Measurement{{Time: 5, Fields: []Field{{"v", Float(1)}, {"s", String("abc")}}}}}})[1:])
+	f.Add(e.encodeInsert(nil, 1, []group{{metaKey: `"x"`, rows: []model.Measurement{{Time: 5, Fields: []model.Field{{Name: "v", Value: model.Float(1)}, {Name: "s", Value: model.String("abc")}}}}}})[1:])
 	f.Add(e.encodeInsert(nil, 9, []group{
-		{metaKey: `{"a":1}`, rows: []Measurement{
-			{Time: -3, Fields: []Field{{"i", Int(-7)}, {"b", Bool(true)}, {"d", Date(11)}, {"n", Float(math.NaN())}}},
-			{Time: 40, Fields: []Field{{"i", Int(8)}, {"s", String("")}}},
+		{metaKey: `{"a":1}`, rows: []model.Measurement{
+			{Time: -3, Fields: []model.Field{{Name: "i", Value: model.Int(-7)}, {Name: "b", Value: model.Bool(true)}, {Name: "d", Value: model.Date(11)}, {Name: "n", Value: model.Float(math.NaN())}}},
+			{Time: 40, Fields: []model.Field{{Name: "i", Value: model.Int(8)}, {Name: "s", Value: model.String("")}}},
 			{Time: 40},
 		}},
-		{metaKey: `null`, rows: []Measurement{{Time: math.MaxInt64, Fields: []Field{{"b", Bool(false)}}}}},
+		{metaKey: `null`, rows: []model.Measurement{{Time: math.MaxInt64, Fields: []model.Field{{Name: "b", Value: model.Bool(false)}}}}},
 	})[1:])
 	f.Add((&deleteRecord{coll: 1, metaKeys: []string{"k"}}).encode(nil)[1:])
 	f.Add((&deleteRecord{coll: 4, minTime: -9, maxTime: 12, metaKeys: []string{`"a"`, `{"x":1}`}}).encode(nil)[1:])

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -484,7 +486,7 @@ func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int, loose
 // first use. A snapshot belongs to one scan at a time.
 func (s *seriesSnap) metaValue() any {
 	if !s.metaDone {
-		s.meta, s.metaDone = metaOfKey(s.metaKey), true
+		s.meta, s.metaDone = model.MetaOfKey(s.metaKey), true
 	}
 	return s.meta
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // seriesMatches caches, per collection, the series a meta filter selects,
@@ -41,7 +43,7 @@ const (
 // matchingSeries returns the series of c whose meta value passes p's meta
 // conditions (all series when p has none). DB.mu is held, for reading at
 // least. The slice must not be changed.
-func (c *collection) matchingSeries(p *filterPlan, ts *TimeSeriesOptions) []*series {
+func (c *collection) matchingSeries(p *filterPlan, ts *model.TimeSeriesOptions) []*series {
 	if p.meta == nil {
 		return c.byID
 	}
@@ -87,7 +89,7 @@ func (p *filterPlan) requiredQuoted() [][]string {
 		for i, g := range groups {
 			p.quoted[i] = make([]string, len(g))
 			for j, s := range g {
-				p.quoted[i][j] = string(appendJSONString(nil, s))
+				p.quoted[i][j] = string(model.AppendMetaString(nil, s))
 			}
 		}
 	}

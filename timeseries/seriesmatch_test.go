@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/ttl"
 )
 
@@ -14,12 +16,12 @@ import (
 func TestSeriesMatchCache(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	put := func(meta string, n int) {
 		t.Helper()
-		var ms []Measurement
+		var ms []model.Measurement
 		for i := 0; i < n; i++ {
-			ms = append(ms, Measurement{Time: int64(i) * 1e9, Meta: meta, Fields: []Field{{"v", Int(int64(i))}}})
+			ms = append(ms, model.Measurement{Time: int64(i) * 1e9, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 		}
 		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)
@@ -88,13 +90,13 @@ func TestMatchingSeriesProperty(t *testing.T) {
 	}
 	for round := 0; round < 20; round++ {
 		db := openTest(t, t.TempDir(), nil)
-		mustCreate(t, db, "p", TimeSeriesOptions{TimeField: "ts", MetaField: "m"})
+		mustCreate(t, db, "p", model.TimeSeriesOptions{TimeField: "ts", MetaField: "m"})
 		c := db.collections["p"]
 		ts := c.opts.TimeSeries
 		for step := 0; step < 6; step++ {
-			var ms []Measurement
+			var ms []model.Measurement
 			for i := rng.IntN(40); i > 0; i-- {
-				ms = append(ms, Measurement{Time: int64(i) * 1e9, Meta: metaOf(), Fields: []Field{{"v", Int(1)}}})
+				ms = append(ms, model.Measurement{Time: int64(i) * 1e9, Meta: metaOf(), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
 			}
 			if len(ms) > 0 {
 				if _, err := db.Insert(ctx, "p", ms, InsertOptions{}); err != nil {

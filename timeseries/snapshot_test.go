@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble"
 )
 
@@ -44,10 +46,10 @@ func snapshotState(t *testing.T, db *DB) string {
 
 func insertSensors(t *testing.T, db *DB, name string, from, n int, meta string) {
 	t.Helper()
-	ms := make([]Measurement, n)
+	ms := make([]model.Measurement, n)
 	for i := range ms {
-		ms[i] = Measurement{Time: int64(from+i) * 1e9, Meta: fmt.Sprintf(`{"id":%q}`, fmt.Sprint(meta, i%7)),
-			Fields: []Field{{"v", Float(float64(from + i))}}}
+		ms[i] = model.Measurement{Time: int64(from+i) * 1e9, Meta: fmt.Sprintf(`{"id":%q}`, fmt.Sprint(meta, i%7)),
+			Fields: []model.Field{{Name: "v", Value: model.Float(float64(from + i))}}}
 	}
 	if res, err := db.Insert(ctx, name, ms, InsertOptions{}); err != nil || len(res.Errors) > 0 {
 		t.Fatal(err, res.Errors)
@@ -61,7 +63,7 @@ func insertSensors(t *testing.T, db *DB, name string, from, n int, meta string) 
 func TestCheckpointToReplaceFrom(t *testing.T) {
 	a := openTest(t, t.TempDir(), nil)
 	defer a.Close()
-	mustCreate(t, a, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, a, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	insertSensors(t, a, "m", 0, 500, "a")
 	if err := a.Checkpoint(); err != nil {
 		t.Fatal(err)
@@ -84,9 +86,9 @@ func TestCheckpointToReplaceFrom(t *testing.T) {
 
 	bdir := t.TempDir()
 	b := openTest(t, bdir, nil)
-	mustCreate(t, b, "m", TimeSeriesOptions{TimeField: "t", MetaField: "other"})
+	mustCreate(t, b, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "other"})
 	insertSensors(t, b, "m", 0, 50, "b")
-	mustCreate(t, b, "gone", TimeSeriesOptions{TimeField: "t"})
+	mustCreate(t, b, "gone", model.TimeSeriesOptions{TimeField: "t"})
 	if err := b.ReplaceFrom(snap); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func TestCheckpointToReplaceFrom(t *testing.T) {
 // refused at Open, and a ReplaceFrom over it completes it.
 func TestReplaceFromInterrupted(t *testing.T) {
 	a := openTest(t, t.TempDir(), nil)
-	mustCreate(t, a, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, a, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	insertSensors(t, a, "m", 0, 100, "a")
 	want := snapshotState(t, a)
 	snap := filepath.Join(t.TempDir(), "snap")
@@ -169,7 +171,7 @@ func TestExternalLog(t *testing.T) {
 	dir := t.TempDir()
 	ext := func(o *Options) { o.ExternalLog = true }
 	db := openTest(t, dir, ext)
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	insertSensors(t, db, "m", 0, 100, "a")
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
@@ -206,7 +208,7 @@ func TestExternalLog(t *testing.T) {
 func TestLookupsRaceReplaceFrom(t *testing.T) {
 	a := openTest(t, t.TempDir(), nil)
 	defer a.Close()
-	mustCreate(t, a, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, a, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	insertSensors(t, a, "m", 0, 100, "a")
 	snap := filepath.Join(t.TempDir(), "snap")
 	if err := a.CheckpointTo(snap); err != nil {
@@ -214,7 +216,7 @@ func TestLookupsRaceReplaceFrom(t *testing.T) {
 	}
 	b := openTest(t, t.TempDir(), nil)
 	defer b.Close()
-	mustCreate(t, b, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, b, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
@@ -229,7 +231,7 @@ func TestLookupsRaceReplaceFrom(t *testing.T) {
 				done <- err
 				return
 			}
-			ms := []Measurement{{Time: int64(i+1) * 1e9, Meta: sensor("w"), Fields: []Field{{"v", Int(int64(i))}}}}
+			ms := []model.Measurement{{Time: int64(i+1) * 1e9, Meta: sensor("w"), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}}
 			if res, err := b.Insert(ctx, "m", ms, InsertOptions{}); err != nil || res.Inserted != 1 {
 				done <- fmt.Errorf("insert %d: %v, %+v", i, err, res)
 				return

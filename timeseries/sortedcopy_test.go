@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // Reads share the sorted copy of an open bucket whose rows came out of
@@ -12,12 +14,12 @@ import (
 func TestSortedCopiesShared(t *testing.T) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.MemoryBudget = 1 << 20 })
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s", Granularity: GranularityHours})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s", Granularity: model.GranularityHours})
 	base := int64(1_700_000_000) * 1e9
 	insert1 := func(series, from, n int) {
-		var ms []Measurement
+		var ms []model.Measurement
 		for k := from; k < from+n; k++ {
-			ms = append(ms, Measurement{Time: base + int64(k)*1e9, Meta: fmt.Sprintf("s%d", series), Fields: []Field{{Name: "v", Value: Int(int64(k))}}})
+			ms = append(ms, model.Measurement{Time: base + int64(k)*1e9, Meta: fmt.Sprintf("s%d", series), Fields: []model.Field{{Name: "v", Value: model.Int(int64(k))}}})
 		}
 		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 			t.Fatal(err)

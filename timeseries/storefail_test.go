@@ -1,13 +1,16 @@
 package timeseries
 
 import (
-	"github.com/cockroachdb/pebble"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // The store's directory removed under a running DB: Pebble's flushes fail
@@ -19,8 +22,8 @@ func TestStoreFailuresPacedAndCloseGivesUp(t *testing.T) {
 	dir := t.TempDir()
 	var buf syncBuffer
 	db := openTest(t, dir, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&buf, nil)) })
-	mustCreate(t, db, "s", TimeSeriesOptions{TimeField: "t", MetaField: "sensor"})
-	ms := []Measurement{{Time: int64(time.Hour), Meta: "a", Fields: []Field{{"v", Int(1)}}}}
+	mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"})
+	ms := []model.Measurement{{Time: int64(time.Hour), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}
 	if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}

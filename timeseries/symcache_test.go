@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 func TestSymbolCacheLRU(t *testing.T) {
@@ -56,12 +58,12 @@ func TestSymbolCacheReads(t *testing.T) {
 	var results []string
 	for _, cacheBytes := range []int64{-1, 16 << 20} {
 		db := openTest(t, t.TempDir(), func(o *Options) { o.SymbolCacheBytes = cacheBytes })
-		mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
-		var ms []Measurement
+		mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+		var ms []model.Measurement
 		for i := 0; i < 3000; i++ {
-			m := Measurement{Time: int64(i) * 10e9, Meta: fmt.Sprint(i % 2)}
+			m := model.Measurement{Time: int64(i) * 10e9, Meta: fmt.Sprint(i % 2)}
 			for f := 0; f < 6; f++ {
-				m.Fields = append(m.Fields, Field{fmt.Sprint("f", f), Int(int64((i*7+f*13)%11 - 5))})
+				m.Fields = append(m.Fields, model.Field{Name: fmt.Sprint("f", f), Value: model.Int(int64((i*7+f*13)%11 - 5))})
 			}
 			ms = append(ms, m)
 		}

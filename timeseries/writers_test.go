@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -17,7 +19,7 @@ func insertWithin(t *testing.T, db *DB, name string, ts int64, d time.Duration, 
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.Insert(ctx, name, []Measurement{{Time: ts, Meta: sensor("a"), Fields: []Field{{"v", Int(1)}}}}, InsertOptions{})
+		_, err := db.Insert(ctx, name, []model.Measurement{{Time: ts, Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{})
 		done <- err
 	}()
 	select {
@@ -40,8 +42,8 @@ func TestDropDoesNotHoldWriters(t *testing.T) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.FS = fs })
 	defer db.Close()
 	defer fs.release()
-	mustCreate(t, db, "a", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
-	mustCreate(t, db, "b", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, db, "a", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, db, "b", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	insertWithin(t, db, "a", t0, 5*time.Second, func() {})
 	if err := db.Checkpoint(); err != nil {
@@ -81,16 +83,16 @@ func TestDropDoesNotHoldWriters(t *testing.T) {
 func TestDeleteFieldTypesWithWriters(t *testing.T) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.BucketMaxCount = 10 })
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(i int) int64 { return t0.Add(time.Duration(i) * time.Minute).UnixNano() }
-	var ms []Measurement
+	var ms []model.Measurement
 	for i := range 50 {
-		v := Int(int64(i))
+		v := model.Int(int64(i))
 		if i == 17 {
-			v = String("oops")
+			v = model.String("oops")
 		}
-		ms = append(ms, Measurement{Time: at(i), Meta: sensor("a"), Fields: []Field{{"v", v}}})
+		ms = append(ms, model.Measurement{Time: at(i), Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: v}}})
 	}
 	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)
@@ -126,7 +128,7 @@ func TestDeleteFieldTypesWithWriters(t *testing.T) {
 	// A string value of v, inserted while the recomputation runs.
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.Insert(ctx, "m", []Measurement{{Time: at(61), Meta: sensor("b"), Fields: []Field{{"v", String("late")}}}}, InsertOptions{})
+		_, err := db.Insert(ctx, "m", []model.Measurement{{Time: at(61), Meta: sensor("b"), Fields: []model.Field{{Name: "v", Value: model.String("late")}}}}, InsertOptions{})
 		done <- err
 	}()
 	select {
@@ -154,7 +156,7 @@ func TestCloseSkipsMergeAfterAbandonedFlush(t *testing.T) {
 	fs := newBlockFS(vfs.Default)
 	db := openTest(t, t.TempDir(), func(o *Options) { o.FS = fs })
 	defer fs.release()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	for _, ts := range []int64{0, 1, 2, int64(5 * time.Hour)} { // the last seals a small bucket
 		insertWithin(t, db, "m", t0+ts, 5*time.Second, func() {})
@@ -188,12 +190,12 @@ func TestCloseSkipsMergeAfterAbandonedFlush(t *testing.T) {
 func TestMemoryWaitNoFalseDiskFull(t *testing.T) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.MemoryBudget = 1 << 20 })
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	var ms []Measurement
+	var ms []model.Measurement
 	for i := range 20000 {
-		ms = append(ms, Measurement{Time: t0 + int64(i)*1e9, Meta: sensor(fmt.Sprint(i % 500)),
-			Fields: []Field{{"v", Float(float64(i))}, {"pad", String(fmt.Sprintf("%0100d", i))}}})
+		ms = append(ms, model.Measurement{Time: t0 + int64(i)*1e9, Meta: sensor(fmt.Sprint(i % 500)),
+			Fields: []model.Field{{Name: "v", Value: model.Float(float64(i))}, {Name: "pad", Value: model.String(fmt.Sprintf("%0100d", i))}}})
 	}
 	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
 		t.Fatal(err)
@@ -231,7 +233,7 @@ func TestMemoryWaitNoFalseDiskFull(t *testing.T) {
 func TestInsertsRaceDDL(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	mustCreate(t, db, "m", TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	const writers, batches = 3, 40
 	errs := make(chan error, writers+2)
@@ -239,9 +241,9 @@ func TestInsertsRaceDDL(t *testing.T) {
 	for w := 0; w < writers; w++ {
 		go func() {
 			for b := 0; b < batches; b++ {
-				var ms []Measurement
+				var ms []model.Measurement
 				for i := 0; i < 50; i++ { // new series in every batch
-					ms = append(ms, Measurement{Time: t0 + int64(b*50+i)*1e9, Meta: sensor(fmt.Sprint(w, "-", b, "-", i%7)), Fields: []Field{{"v", Int(int64(i))}}})
+					ms = append(ms, model.Measurement{Time: t0 + int64(b*50+i)*1e9, Meta: sensor(fmt.Sprint(w, "-", b, "-", i%7)), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 				}
 				res, err := db.Insert(ctx, "m", ms, InsertOptions{})
 				if err == nil && res.Inserted != len(ms) {
@@ -282,7 +284,7 @@ func TestInsertsRaceDDL(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := db.CreateCollection(ctx, "other", CollectionOptions{TimeSeries: &TimeSeriesOptions{TimeField: "t", MetaField: "s"}}); err != nil {
+			if _, err := db.CreateCollection(ctx, "other", CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "s"}}); err != nil {
 				errs <- err
 				return
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/hourglassdb/hourglass/model"
 )
 
 var testNow = time.Date(2024, 5, 1, 12, 0, 0, 123456789, time.UTC)
@@ -24,36 +24,36 @@ func decode(t testing.TB, body string, prec Precision) *Result {
 }
 
 // meta returns the meta value of a series: the measurement and the tags.
-func meta(t testing.TB, kv ...string) timeseries.MetaKey {
+func meta(t testing.TB, kv ...string) model.MetaKey {
 	t.Helper()
 	m := map[string]any{}
 	for i := 0; i < len(kv); i += 2 {
 		m[kv[i]] = kv[i+1]
 	}
-	c, err := timeseries.CanonicalMeta(m)
+	c, err := model.CanonicalMeta(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return timeseries.MetaKey(c)
+	return model.MetaKey(c)
 }
 
 func TestDocumentedExample(t *testing.T) {
 	res := decode(t, `cpu,host=a,region=eu usage_user=1.5,usage_idle=90i,ok=true,note="x" 1714564800000000000`, Nanosecond)
-	want := timeseries.Measurement{
+	want := model.Measurement{
 		Time: 1714564800000000000,
 		Meta: meta(t, "_measurement", "cpu", "host", "a", "region", "eu"),
-		Fields: []timeseries.Field{
-			{Name: "usage_user", Value: timeseries.Float(1.5)},
-			{Name: "usage_idle", Value: timeseries.Int(90)},
-			{Name: "ok", Value: timeseries.Bool(true)},
-			{Name: "note", Value: timeseries.String("x")},
+		Fields: []model.Field{
+			{Name: "usage_user", Value: model.Float(1.5)},
+			{Name: "usage_idle", Value: model.Int(90)},
+			{Name: "ok", Value: model.Bool(true)},
+			{Name: "note", Value: model.String("x")},
 		},
 	}
 	if len(res.Measurements) != 1 || !reflect.DeepEqual(res.Measurements[0], want) || res.Lines != 1 || res.Dropped != 0 || res.LineOf(0) != 1 {
 		t.Fatalf("got %+v", res)
 	}
 	// The meta value decodes to the map the store keeps.
-	v, err := timeseries.DecodeMeta(string(res.Measurements[0].Meta.(timeseries.MetaKey)))
+	v, err := model.DecodeMeta(string(res.Measurements[0].Meta.(model.MetaKey)))
 	if err != nil || !reflect.DeepEqual(v, map[string]any{"_measurement": "cpu", "host": "a", "region": "eu"}) {
 		t.Fatalf("meta %v, %v", v, err)
 	}
@@ -62,33 +62,33 @@ func TestDocumentedExample(t *testing.T) {
 func TestValues(t *testing.T) {
 	for _, c := range []struct {
 		line string
-		want timeseries.Value
+		want model.Value
 	}{
-		{"m v=1", timeseries.Float(1)},
-		{"m v=-0", timeseries.Float(math.Copysign(0, -1))},
-		{"m v=.5", timeseries.Float(0.5)},
-		{"m v=5.", timeseries.Float(5)},
-		{"m v=1e-3", timeseries.Float(0.001)},
-		{"m v=-1.5E+2", timeseries.Float(-150)},
-		{"m v=1.7976931348623157e308", timeseries.Float(math.MaxFloat64)},
-		{"m v=4.9e-324", timeseries.Float(math.SmallestNonzeroFloat64)},
-		{"m v=0x1p-2", timeseries.Float(0.25)}, // the reference parser takes hex floats
-		{"m v=0.1", timeseries.Float(0.1)},
-		{"m v=007i", timeseries.Int(7)},
-		{"m v=-9223372036854775808i", timeseries.Int(math.MinInt64)},
-		{"m v=9223372036854775807i", timeseries.Int(math.MaxInt64)},
-		{"m v=9223372036854775807u", timeseries.Int(math.MaxInt64)},
-		{"m v=0u", timeseries.Int(0)},
-		{"m v=t", timeseries.Bool(true)},
-		{"m v=T", timeseries.Bool(true)},
-		{"m v=True", timeseries.Bool(true)},
-		{"m v=FALSE", timeseries.Bool(false)},
-		{"m v=f", timeseries.Bool(false)},
-		{`m v=""`, timeseries.String("")},
-		{`m v="a b,c=d"`, timeseries.String("a b,c=d")},
-		{`m v="say \"hi\" \\ ok"`, timeseries.String(`say "hi" \ ok`)},
-		{`m v="tab\tnew\nline"`, timeseries.String("tab\tnew\nline")},
-		{`m v="é"`, timeseries.String("é")},
+		{"m v=1", model.Float(1)},
+		{"m v=-0", model.Float(math.Copysign(0, -1))},
+		{"m v=.5", model.Float(0.5)},
+		{"m v=5.", model.Float(5)},
+		{"m v=1e-3", model.Float(0.001)},
+		{"m v=-1.5E+2", model.Float(-150)},
+		{"m v=1.7976931348623157e308", model.Float(math.MaxFloat64)},
+		{"m v=4.9e-324", model.Float(math.SmallestNonzeroFloat64)},
+		{"m v=0x1p-2", model.Float(0.25)}, // the reference parser takes hex floats
+		{"m v=0.1", model.Float(0.1)},
+		{"m v=007i", model.Int(7)},
+		{"m v=-9223372036854775808i", model.Int(math.MinInt64)},
+		{"m v=9223372036854775807i", model.Int(math.MaxInt64)},
+		{"m v=9223372036854775807u", model.Int(math.MaxInt64)},
+		{"m v=0u", model.Int(0)},
+		{"m v=t", model.Bool(true)},
+		{"m v=T", model.Bool(true)},
+		{"m v=True", model.Bool(true)},
+		{"m v=FALSE", model.Bool(false)},
+		{"m v=f", model.Bool(false)},
+		{`m v=""`, model.String("")},
+		{`m v="a b,c=d"`, model.String("a b,c=d")},
+		{`m v="say \"hi\" \\ ok"`, model.String(`say "hi" \ ok`)},
+		{`m v="tab\tnew\nline"`, model.String("tab\tnew\nline")},
+		{`m v="é"`, model.String("é")},
 	} {
 		res := decode(t, c.line, Nanosecond)
 		if len(res.Measurements) != 1 || res.Measurements[0].Fields[0].Value != c.want {
@@ -241,11 +241,11 @@ func TestBadLinesKeepTheRest(t *testing.T) {
 	}
 	esc := res.Measurements[2]
 	if esc.Meta != meta(t, "_measurement", "my cpu", "ho,st", "a=b") || len(esc.Fields) != 1 ||
-		esc.Fields[0] != (timeseries.Field{Name: "f", Value: timeseries.String(`say "hi"`)}) || esc.Time != 4 {
+		esc.Fields[0] != (model.Field{Name: "f", Value: model.String(`say "hi"`)}) || esc.Time != 4 {
 		t.Fatalf("escapes: %+v", esc)
 	}
 	dup := res.Measurements[3]
-	want := []timeseries.Field{{Name: "v", Value: timeseries.Int(2)}, {Name: "w", Value: timeseries.Bool(true)}}
+	want := []model.Field{{Name: "v", Value: model.Int(2)}, {Name: "w", Value: model.Bool(true)}}
 	if !reflect.DeepEqual(dup.Fields, want) {
 		t.Fatalf("duplicate key: %+v", dup.Fields)
 	}
@@ -293,11 +293,11 @@ func TestDuplicateFieldsNeverReachTheStore(t *testing.T) {
 	if len(res.Measurements) != 4 {
 		t.Fatalf("%d measurements, %v", len(res.Measurements), res.First)
 	}
-	want := [][]timeseries.Field{
-		{{Name: "a", Value: timeseries.Float(1)}, {Name: "b", Value: timeseries.Float(2)}},
-		{{Name: "a", Value: timeseries.Float(3)}, {Name: "b", Value: timeseries.Float(2)}},
-		{{Name: "a", Value: timeseries.String("s")}},
-		{{Name: "a", Value: timeseries.Float(1)}, {Name: "b", Value: timeseries.Float(2)}},
+	want := [][]model.Field{
+		{{Name: "a", Value: model.Float(1)}, {Name: "b", Value: model.Float(2)}},
+		{{Name: "a", Value: model.Float(3)}, {Name: "b", Value: model.Float(2)}},
+		{{Name: "a", Value: model.String("s")}},
+		{{Name: "a", Value: model.Float(1)}, {Name: "b", Value: model.Float(2)}},
 	}
 	for i := range want {
 		if !reflect.DeepEqual(res.Measurements[i].Fields, want[i]) {
@@ -312,7 +312,7 @@ func TestMultiLineString(t *testing.T) {
 	if len(res.Measurements) != 4 || res.Dropped != 1 || res.First.Line != 5 || res.Lines != 5 {
 		t.Fatalf("%+v %+v", res.Measurements, res.First)
 	}
-	if res.Measurements[1].Fields[0].Value != timeseries.String("two\nlines") {
+	if res.Measurements[1].Fields[0].Value != model.String("two\nlines") {
 		t.Fatalf("string: %+v", res.Measurements[1])
 	}
 	for i, want := range []int{1, 2, 4, 6} {
@@ -404,7 +404,7 @@ func TestCachesAreBounded(t *testing.T) {
 	// Values decoded after the caches were emptied are still right.
 	for _, i := range []int{0, maxSeries - 1, maxSeries, n - 1} {
 		m := res.Measurements[i]
-		want := []timeseries.Field{{Name: fmt.Sprint("f", i), Value: timeseries.Float(1)}, {Name: "g", Value: timeseries.Float(2)}}
+		want := []model.Field{{Name: fmt.Sprint("f", i), Value: model.Float(1)}, {Name: "g", Value: model.Float(2)}}
 		if m.Meta != meta(t, "_measurement", "m", "host", fmt.Sprint("h", i)) || !reflect.DeepEqual(m.Fields, want) {
 			t.Fatalf("measurement %d: %+v", i, m)
 		}
@@ -426,7 +426,7 @@ func TestSeriesCacheThrash(t *testing.T) {
 		t.Helper()
 		for j, m := range res.Measurements {
 			i := from + j
-			if m.Meta != meta(t, "_measurement", "m", "host", fmt.Sprint("h", i)) || m.Fields[0].Value != timeseries.Float(float64(i)) {
+			if m.Meta != meta(t, "_measurement", "m", "host", fmt.Sprint("h", i)) || m.Fields[0].Value != model.Float(float64(i)) {
 				t.Fatalf("line %d: %+v", i, m)
 			}
 		}

@@ -2,7 +2,7 @@
 // measurements.
 //
 // Each entry (one line, unless a string value spans lines) becomes one
-// timeseries.Measurement:
+// model.Measurement:
 //
 //	cpu,host=a,region=eu usage_user=1.5,usage_idle=90i,ok=true,note="x" 1714564800000000000
 //
@@ -22,7 +22,7 @@
 // The tag key _measurement is reserved.
 //
 // The meta value is handed over in its canonical encoding, a
-// timeseries.MetaKey, made once per series and cached, so that the store
+// model.MetaKey, made once per series and cached, so that the store
 // neither encodes nor allocates it again for every entry.
 //
 // Blank lines and comment lines ('#' after optional spaces) are skipped and

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/hourglassdb/hourglass/model"
 )
 
 var fuzzSeeds = []string{
@@ -221,7 +221,7 @@ func genBody(rng *rand.Rand) string {
 	return b.String()
 }
 
-func sameMeasurement(a, b timeseries.Measurement) bool {
+func sameMeasurement(a, b model.Measurement) bool {
 	if a.Time != b.Time || a.Meta != b.Meta || len(a.Fields) != len(b.Fields) {
 		return false
 	}
@@ -237,16 +237,16 @@ func sameMeasurement(a, b timeseries.Measurement) bool {
 
 // validMeasurement checks what the store relies on: a canonical meta value
 // holding the measurement, unique field names, values of known kinds.
-func validMeasurement(m timeseries.Measurement) error {
-	k, ok := m.Meta.(timeseries.MetaKey)
+func validMeasurement(m model.Measurement) error {
+	k, ok := m.Meta.(model.MetaKey)
 	if !ok {
 		return errString("meta is not a MetaKey")
 	}
-	v, err := timeseries.DecodeMeta(string(k))
+	v, err := model.DecodeMeta(string(k))
 	if err != nil {
 		return err
 	}
-	if c, err := timeseries.CanonicalMeta(v); err != nil || c != string(k) {
+	if c, err := model.CanonicalMeta(v); err != nil || c != string(k) {
 		return errString("meta not canonical")
 	}
 	tags, ok := v.(map[string]any)
@@ -271,7 +271,7 @@ func validMeasurement(m timeseries.Measurement) error {
 		}
 		seen[f.Name] = true
 		switch f.Value.Kind {
-		case timeseries.KindFloat, timeseries.KindInt, timeseries.KindString, timeseries.KindBool:
+		case model.KindFloat, model.KindInt, model.KindString, model.KindBool:
 		default:
 			return errString("field " + f.Name + " of unknown kind")
 		}
@@ -300,7 +300,7 @@ func FuzzCanonicalTags(f *testing.F) {
 			tags = append(tags, tag{k: []byte(parts[i]), v: []byte(parts[i+1])})
 			doc[parts[i]] = parts[i+1]
 		}
-		want, err := timeseries.CanonicalMeta(doc)
+		want, err := model.CanonicalMeta(doc)
 		if err != nil {
 			return
 		}

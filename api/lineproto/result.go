@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // LineError is an entry the decoder refused.
@@ -31,7 +31,7 @@ const maxErrorText = 256
 // Result is what Decode made of a body. A Result can be reused after Reset.
 type Result struct {
 	// Measurements are the decoded entries, in body order.
-	Measurements []timeseries.Measurement
+	Measurements []model.Measurement
 	// Lines is the number of entries: lines that are neither blank nor
 	// comments (a string value running over several lines makes one
 	// entry).
@@ -41,8 +41,8 @@ type Result struct {
 	// First is the first entry refused, nil when none was.
 	First *LineError
 
-	lines  []int32            // body line of each measurement
-	fields []timeseries.Field // backing store of the measurements' fields
+	lines  []int32       // body line of each measurement
+	fields []model.Field // backing store of the measurements' fields
 
 	// from is the offset in the body of the chunk being decoded, on the
 	// line after fromLine: where the text of a refused line is looked for.
@@ -95,7 +95,7 @@ func (r *Result) rollback(m mark) {
 }
 
 // add appends a decoded measurement found on body line line.
-func (r *Result) add(m timeseries.Measurement, line int) {
+func (r *Result) add(m model.Measurement, line int) {
 	r.Measurements = append(r.Measurements, m)
 	r.lines = append(r.lines, int32(line))
 }

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
+	"github.com/hourglassdb/hourglass/model"
 
-	"github.com/hourglassdb/hourglass/timeseries"
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 )
 
 // Cache bounds. A full cache is emptied and refilled; what is too large to
@@ -24,7 +24,7 @@ const (
 	maxSetFields   = 128      // longest field-name list cached
 	maxSetBytes    = 4 << 10  // longest field-name list cached, in bytes
 	maxFieldNames  = 4096     // field names
-	maxNameBytes   = timeseries.MaxFieldNameBytes
+	maxNameBytes   = model.MaxFieldNameBytes
 	// missesPerHit: a full series cache that answered fewer than one
 	// lookup in missesPerHit of its size since it was filled is not
 	// refilled for a while (lookupSeries).
@@ -34,7 +34,7 @@ const (
 // series is a cached series: its meta value and the field names of its
 // last entry, which the next entry most likely repeats.
 type series struct {
-	meta   any // a timeseries.MetaKey, boxed once
+	meta   any // a model.MetaKey, boxed once
 	fields *fieldSet
 }
 
@@ -58,7 +58,7 @@ func (fs *fieldSet) matches(fields []field, src []byte) bool {
 
 var (
 	errReserved  = errors.New("the tag key _measurement is reserved for the measurement name")
-	errTooMany   = fmt.Errorf("more than %d fields", timeseries.MaxFieldsPerMeasurement)
+	errTooMany   = fmt.Errorf("more than %d fields", model.MaxFieldsPerMeasurement)
 	errTimeRange = errors.New("invalid timestamp: out of range for the precision")
 )
 
@@ -72,8 +72,8 @@ func (d *Decoder) emit(res *Result, body []byte, line int, unit time.Duration, d
 	res.add(m, line)
 }
 
-func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (timeseries.Measurement, error) {
-	m := timeseries.Measurement{Time: def}
+func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (model.Measurement, error) {
+	m := model.Measurement{Time: def}
 	if d.ts != nil {
 		x, err := parseInt(d.ts)
 		if err != nil {
@@ -90,7 +90,7 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (tim
 		}
 		m.Time = x
 	}
-	if len(d.fields) > timeseries.MaxFieldsPerMeasurement {
+	if len(d.fields) > model.MaxFieldsPerMeasurement {
 		return m, errTooMany
 	}
 	s, err := d.lookupSeries()
@@ -122,7 +122,7 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (tim
 	}
 	for i := range d.fields {
 		f := &d.fields[i]
-		var v timeseries.Value
+		var v model.Value
 		if err := f.valueTo(&v, d.src); err != nil {
 			clear(res.fields[start:])
 			res.fields = res.fields[:start]
@@ -137,7 +137,7 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (tim
 			}
 		}
 		if !dup {
-			res.fields = append(res.fields, timeseries.Field{Name: d.name(f.key(d.src)), Value: v})
+			res.fields = append(res.fields, model.Field{Name: d.name(f.key(d.src)), Value: v})
 		}
 	}
 	m.Fields = res.fields[start:len(res.fields):len(res.fields)]
@@ -145,21 +145,21 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (tim
 }
 
 // valueTo sets *v to the field's value.
-func (f *field) valueTo(v *timeseries.Value, src []byte) error {
+func (f *field) valueTo(v *model.Value, src []byte) error {
 	switch f.kind {
 	case lineprotocol.Float:
-		*v = timeseries.Float(math.Float64frombits(f.num))
+		*v = model.Float(math.Float64frombits(f.num))
 	case lineprotocol.Int:
-		*v = timeseries.Int(int64(f.num))
+		*v = model.Int(int64(f.num))
 	case lineprotocol.Uint:
 		if f.num > math.MaxInt64 {
 			return fmt.Errorf("field %q: unsigned value %d overflows int64", f.key(src), f.num)
 		}
-		*v = timeseries.Int(int64(f.num))
+		*v = model.Int(int64(f.num))
 	case lineprotocol.Bool:
-		*v = timeseries.Bool(f.num == 1)
+		*v = model.Bool(f.num == 1)
 	case lineprotocol.String:
-		*v = timeseries.String(string(src[f.s0:f.s1]))
+		*v = model.String(string(src[f.s0:f.s1]))
 	default:
 		return fmt.Errorf("field %q: value of unknown kind %v", f.key(src), f.kind)
 	}
@@ -202,7 +202,7 @@ func (d *Decoder) lookupSeries() (*series, error) {
 	}
 	var c string
 	d.metaBuf = canonicalTags(d.metaBuf[:0], &d.sorted, d.measurement, d.tags)
-	if len(d.metaBuf) <= timeseries.MaxMetaBytes {
+	if len(d.metaBuf) <= model.MaxMetaBytes {
 		c = string(d.metaBuf)
 	} else {
 		// CanonicalMeta refuses it with its message.
@@ -212,11 +212,11 @@ func (d *Decoder) lookupSeries() (*series, error) {
 			d.meta[string(t.k)] = string(t.v)
 		}
 		var err error
-		if c, err = timeseries.CanonicalMeta(d.meta); err != nil {
+		if c, err = model.CanonicalMeta(d.meta); err != nil {
 			return nil, err
 		}
 	}
-	s := &series{meta: timeseries.MetaKey(c)}
+	s := &series{meta: model.MetaKey(c)}
 	size := len(d.key) + len(c)
 	if size > maxSeriesEntry {
 		return s, nil
@@ -297,7 +297,7 @@ func (d *Decoder) name(b []byte) string {
 // measurementTag is the name the measurement takes in a meta document.
 var measurementTag = []byte("_measurement")
 
-// canonicalTags appends the canonical meta key (timeseries.CanonicalMeta)
+// canonicalTags appends the canonical meta key (model.CanonicalMeta)
 // of the document {_measurement: measurement, tag keys: tag values}: names
 // in byte order, a key given twice keeping its last value. It builds the
 // key without the document: with a million sensors, most lines name a
@@ -318,9 +318,9 @@ func canonicalTags(dst []byte, sorted *[]tag, measurement []byte, tags []tag) []
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = timeseries.AppendMetaString(dst, unsafeString(s[i].k))
+		dst = model.AppendMetaString(dst, unsafeString(s[i].k))
 		dst = append(dst, ':')
-		dst = timeseries.AppendMetaString(dst, unsafeString(s[i].v))
+		dst = model.AppendMetaString(dst, unsafeString(s[i].v))
 	}
 	return append(dst, '}')
 }

@@ -11,12 +11,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 var tsType = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
@@ -25,14 +25,14 @@ func testSchema() *arrow.Schema {
 	return arrow.NewSchema([]arrow.Field{
 		{Name: "ts", Type: tsType},
 		{Name: "sensor", Type: arrow.BinaryTypes.String, Nullable: true,
-			Metadata: arrow.NewMetadata([]string{timeseries.MetaColumnMetadataKey}, []string{"json"})},
+			Metadata: arrow.NewMetadata([]string{model.MetaColumnMetadataKey}, []string{"json"})},
 		{Name: "temp", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 		{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 		{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "when", Type: tsType, Nullable: true},
 		{Name: "mix", Type: arrow.BinaryTypes.String, Nullable: true,
-			Metadata: arrow.NewMetadata([]string{timeseries.MixedColumnMetadataKey}, []string{"json"})},
+			Metadata: arrow.NewMetadata([]string{model.MixedColumnMetadataKey}, []string{"json"})},
 	}, nil)
 }
 
@@ -429,7 +429,7 @@ func bigRecord(n int) arrow.Record {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "time", Type: tsType},
 		{Name: "tags", Type: arrow.BinaryTypes.String, Nullable: true,
-			Metadata: arrow.NewMetadata([]string{timeseries.MetaColumnMetadataKey}, []string{"json"})},
+			Metadata: arrow.NewMetadata([]string{model.MetaColumnMetadataKey}, []string{"json"})},
 		{Name: "usage_user", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 		{Name: "usage_system", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 		{Name: "count", Type: arrow.PrimitiveTypes.Int64, Nullable: true},

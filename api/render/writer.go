@@ -11,13 +11,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 
 	"github.com/hourglassdb/hourglass/document"
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // Options tune a Writer.
@@ -104,7 +105,7 @@ func kindOf(f arrow.Field) (kind, error) {
 	case *arrow.BooleanType:
 		return kindBool, nil
 	case *arrow.StringType:
-		if f.Metadata.FindKey(timeseries.MetaColumnMetadataKey) >= 0 || f.Metadata.FindKey(timeseries.MixedColumnMetadataKey) >= 0 {
+		if f.Metadata.FindKey(model.MetaColumnMetadataKey) >= 0 || f.Metadata.FindKey(model.MixedColumnMetadataKey) >= 0 {
 			return kindJSON, nil
 		}
 		return kindString, nil

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -91,7 +93,7 @@ func truth(v any) (on, ok bool) {
 // time-series options ts: OmitTime, OmitMeta and Fields, sorted. fields
 // are the collection's measurement fields (the keys matter), which an
 // exclusion needs to list what remains. A zero Spec leaves opts as it is.
-func (s Spec) Apply(opts *timeseries.FindOptions, ts *timeseries.TimeSeriesOptions, fields map[string][]string) {
+func (s Spec) Apply(opts *timeseries.FindOptions, ts *model.TimeSeriesOptions, fields map[string][]string) {
 	if len(s.fields) == 0 {
 		return
 	}

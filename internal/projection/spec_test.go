@@ -6,12 +6,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hourglassdb/hourglass/model"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 func TestApply(t *testing.T) {
-	ts := &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
 	fields := map[string][]string{"a": nil, "b": nil, "c": nil}
 	for _, c := range []struct {
 		name string

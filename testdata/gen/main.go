@@ -32,6 +32,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/timeseries/wal"
@@ -446,9 +447,9 @@ func writeBuckets(dir string) {
 // passes in.
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// model is what a store holds, kept beside the writes to it.
-type model struct {
-	rows []timeseries.Measurement
+// storeModel is what a store holds, kept beside the writes to it.
+type storeModel struct {
+	rows []model.Measurement
 	docs map[string]document.Doc
 }
 
@@ -462,28 +463,28 @@ func sensorMeta(i int) map[string]any {
 
 // measurements returns n measurements of sensor i from minute start, two
 // minutes apart, with a late one (an hour before start) last.
-func measurements(i, start, n int, extra bool) []timeseries.Measurement {
-	var ms []timeseries.Measurement
+func measurements(i, start, n int, extra bool) []model.Measurement {
+	var ms []model.Measurement
 	for k := start; k < start+n; k++ {
 		t := t0.Add(time.Duration(2*k) * time.Minute)
 		if k == start+n-1 {
 			t = t0.Add(time.Duration(2*start-60) * time.Minute) // late
 		}
-		fs := []timeseries.Field{
-			{Name: "temp", Value: timeseries.Float(float64(150+i*10+k%17) / 10)},
-			{Name: "hum", Value: timeseries.Int(int64(40 + (k*7+i)%30))},
-			{Name: "status", Value: timeseries.String([]string{"ok", "ok", "warn", "ok", "fail"}[(k+i)%5])},
-			{Name: "on", Value: timeseries.Bool((k+i)%3 != 0)},
-			{Name: "seen", Value: timeseries.Date(t.Add(-time.Duration(k%4) * time.Second).UnixNano())},
-			{Name: "phase", Value: timeseries.Float(math.Sin(float64(k)) * 1e3)},
+		fs := []model.Field{
+			{Name: "temp", Value: model.Float(float64(150+i*10+k%17) / 10)},
+			{Name: "hum", Value: model.Int(int64(40 + (k*7+i)%30))},
+			{Name: "status", Value: model.String([]string{"ok", "ok", "warn", "ok", "fail"}[(k+i)%5])},
+			{Name: "on", Value: model.Bool((k+i)%3 != 0)},
+			{Name: "seen", Value: model.Date(t.Add(-time.Duration(k%4) * time.Second).UnixNano())},
+			{Name: "phase", Value: model.Float(math.Sin(float64(k)) * 1e3)},
 		}
 		if k%7 == 0 {
-			fs = append(fs, timeseries.Field{Name: "err", Value: timeseries.Int(int64(k))})
+			fs = append(fs, model.Field{Name: "err", Value: model.Int(int64(k))})
 		}
 		if extra {
-			fs = append(fs, timeseries.Field{Name: "volt", Value: timeseries.Float(3.3 - float64(k%5)/100)})
+			fs = append(fs, model.Field{Name: "volt", Value: model.Float(3.3 - float64(k%5)/100)})
 		}
-		ms = append(ms, timeseries.Measurement{Time: t.UnixNano(), Meta: sensorMeta(i), Fields: fs})
+		ms = append(ms, model.Measurement{Time: t.UnixNano(), Meta: sensorMeta(i), Fields: fs})
 	}
 	return ms
 }
@@ -514,11 +515,11 @@ func openDB(dir string) *timeseries.DB {
 }
 
 // phaseA creates the collections and writes the first data.
-func phaseA(db *timeseries.DB, m *model) {
+func phaseA(db *timeseries.DB, m *storeModel) {
 	ctx := context.Background()
 	exp := int64(30 * 86400)
 	_, err := db.CreateCollection(ctx, "weather", timeseries.CollectionOptions{
-		TimeSeries:         &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: timeseries.GranularitySeconds},
+		TimeSeries:         &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds},
 		ExpireAfterSeconds: &exp,
 	})
 	must(err)
@@ -541,7 +542,7 @@ func phaseA(db *timeseries.DB, m *model) {
 	must(err)
 	_, err = db.Delete(ctx, "weather", f)
 	must(err)
-	m.deleteRows(func(r timeseries.Measurement) bool {
+	m.deleteRows(func(r model.Measurement) bool {
 		return r.Meta.(map[string]any)["sensor"] == "s3" && r.Time < t0.Add(30*time.Minute).UnixNano()
 	})
 
@@ -574,7 +575,7 @@ func phaseA(db *timeseries.DB, m *model) {
 
 // phaseB writes after the first checkpoint: a new sensor with a new field,
 // a whole series deleted, documents added, updated and deleted, an index.
-func phaseB(db *timeseries.DB, m *model) {
+func phaseB(db *timeseries.DB, m *storeModel) {
 	ctx := context.Background()
 	for i := 1; i <= 4; i++ {
 		ms := measurements(i, 30, 10, i == 4)
@@ -586,7 +587,7 @@ func phaseB(db *timeseries.DB, m *model) {
 	must(err)
 	_, err = db.Delete(ctx, "weather", f)
 	must(err)
-	m.deleteRows(func(r timeseries.Measurement) bool { return r.Meta.(map[string]any)["sensor"] == "s2" })
+	m.deleteRows(func(r model.Measurement) bool { return r.Meta.(map[string]any)["sensor"] == "s2" })
 
 	var docs []document.Doc
 	for k := 30; k < 35; k++ {
@@ -605,7 +606,7 @@ func phaseB(db *timeseries.DB, m *model) {
 	must(err)
 }
 
-func (m *model) deleteRows(match func(timeseries.Measurement) bool) {
+func (m *storeModel) deleteRows(match func(model.Measurement) bool) {
 	kept := m.rows[:0]
 	for _, r := range m.rows {
 		if !match(r) {
@@ -618,7 +619,7 @@ func (m *model) deleteRows(match func(timeseries.Measurement) bool) {
 // expRow is one measurement as the expected file holds it.
 type expRow struct {
 	T int64             `json:"t"`
-	M string            `json:"m"` // timeseries.CanonicalMeta
+	M string            `json:"m"` // model.CanonicalMeta
 	F map[string]expVal `json:"f"`
 }
 
@@ -675,7 +676,7 @@ func tag(v any) any {
 	}
 }
 
-func expected(db *timeseries.DB, m *model) expStore {
+func expected(db *timeseries.DB, m *storeModel) expStore {
 	ctx := context.Background()
 	var out expStore
 	out.Now = t0
@@ -694,7 +695,7 @@ func expected(db *timeseries.DB, m *model) expStore {
 			must(err)
 			c.TTL = st
 			for _, r := range m.rows {
-				meta, err := timeseries.CanonicalMeta(r.Meta)
+				meta, err := model.CanonicalMeta(r.Meta)
 				must(err)
 				e := expRow{T: r.Time, M: meta, F: map[string]expVal{}}
 				for _, f := range r.Fields {
@@ -737,7 +738,7 @@ func expected(db *timeseries.DB, m *model) expStore {
 func writeStore(dir string) {
 	must(os.RemoveAll(dir))
 	db := openDB(dir)
-	m := &model{docs: map[string]document.Doc{}}
+	m := &storeModel{docs: map[string]document.Doc{}}
 	phaseA(db, m)
 	must(db.Checkpoint())
 	phaseB(db, m)
@@ -753,7 +754,7 @@ func writeStore(dir string) {
 func writeLogOnly(dir string) {
 	must(os.RemoveAll(dir))
 	db := openDB(dir)
-	m := &model{docs: map[string]document.Doc{}}
+	m := &storeModel{docs: map[string]document.Doc{}}
 	phaseA(db, m)
 	must(db.Checkpoint())
 	phaseB(db, m)

@@ -1,4 +1,4 @@
-package timeseries
+package model
 
 import (
 	"bytes"
@@ -168,7 +168,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 	if d.prevTS == ts {
 		prev = &d.prev
 	}
-	if err := m.validate(ts, prev); err != nil {
+	if err := m.ValidateAfter(ts, prev); err != nil {
 		d.fields = d.fields[:start]
 		return Measurement{}, err
 	}

@@ -1,9 +1,11 @@
-package timeseries
+package model
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,14 +108,14 @@ const (
 // Validate checks m against the collection's options as Insert does,
 // without storing anything: the refusals MeasurementFromDocument makes
 // after converting the fields.
-func (m *Measurement) Validate(ts *TimeSeriesOptions) error { return m.validate(ts, nil) }
+func (m *Measurement) Validate(ts *TimeSeriesOptions) error { return m.ValidateAfter(ts, nil) }
 
 // validate checks m against the collection's options without storing
 // anything. The index in errors is filled in by the caller. prev, when not
 // nil, is a measurement validated before against the same options: if m
 // has the same field names in the same order (the rows of a batch mostly
 // do, often as the very same strings), the names are not checked again.
-func (m *Measurement) validate(ts *TimeSeriesOptions, prev *Measurement) error {
+func (m *Measurement) ValidateAfter(ts *TimeSeriesOptions, prev *Measurement) error {
 	if len(m.Fields) > MaxFieldsPerMeasurement {
 		return mongoerr.New(mongoerr.BadValue, "a measurement may have at most %d fields; got %d", MaxFieldsPerMeasurement, len(m.Fields))
 	}
@@ -178,25 +180,6 @@ func SameFieldNames(a, b []Field) bool {
 	return true
 }
 
-// rowBytes estimates the size a measurement adds to a bucket the way MongoDB
-// counts it (the BSON size of the measurement), for the 128000-byte rule.
-func (m *Measurement) rowBytes(timeField string) int {
-	n := 5 + len(timeField) + 2 + 8
-	for i := range m.Fields {
-		f := &m.Fields[i]
-		n += len(f.Name) + 2
-		switch f.Value.Kind {
-		case KindString:
-			n += 5 + len(f.Value.S)
-		case KindBool:
-			n++
-		default:
-			n += 8
-		}
-	}
-	return n
-}
-
 // MetaKey is a meta value already in its canonical encoding
 // (CanonicalMeta). A Measurement whose Meta is a MetaKey skips the encoding;
 // writers that see the same meta value many times (one per line-protocol tag
@@ -204,8 +187,8 @@ func (m *Measurement) rowBytes(timeField string) int {
 type MetaKey string
 
 // validMetaKey checks that k is a canonical encoding.
-func validMetaKey(k MetaKey) error {
-	v, err := decodeMetaKey(string(k))
+func ValidMetaKey(k MetaKey) error {
+	v, err := DecodeMetaKey(string(k))
 	if err != nil {
 		return mongoerr.New(mongoerr.BadValue, "invalid meta key: %v", err)
 	}
@@ -411,7 +394,7 @@ func normalizeJSON(v any) (any, error) {
 			n, err := normalizeJSON(e)
 			if err != nil {
 				// Report the first refusal in name order, not the map's.
-				for _, k := range sortedKeys(x) {
+				for _, k := range slices.Sorted(maps.Keys(x)) {
 					if _, err := normalizeJSON(x[k]); err != nil {
 						return nil, err
 					}
@@ -516,7 +499,7 @@ func validMetaValue(v any, depth int) error {
 		for k, e := range x {
 			if validMetaName(k) != nil || validMetaValue(e, depth+1) != nil {
 				// Report the first refusal in name order, not the map's.
-				for _, k := range sortedKeys(x) {
+				for _, k := range slices.Sorted(maps.Keys(x)) {
 					if err := validMetaName(k); err != nil {
 						return err
 					}

@@ -1,4 +1,4 @@
-package timeseries
+package model
 
 import (
 	"math"
@@ -38,7 +38,7 @@ func FuzzDecodeMetaKey(f *testing.F) {
 		if err != nil {
 			t.Fatalf("DecodeMeta(%q): %v", key, err)
 		}
-		got, err := decodeMetaKey(key)
+		got, err := DecodeMetaKey(key)
 		if err != nil {
 			t.Fatalf("decodeMetaKey(%q): %v", key, err)
 		}
@@ -96,7 +96,7 @@ func TestDecodeMetaKeyShares(t *testing.T) {
 	}
 	// The map (header and one group) and a box per string value; the
 	// strings themselves are the key's.
-	if n := testing.AllocsPerRun(100, func() { _, _ = decodeMetaKey(key) }); n > 5 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = DecodeMetaKey(key) }); n > 5 {
 		t.Fatalf("decodeMetaKey allocates %v times, want 5 at most", n)
 	}
 }
@@ -108,7 +108,7 @@ func BenchmarkDecodeMetaKey(b *testing.B) {
 	key := `{"kind":"temperature","sensor":"s000001","site":"site-3"}`
 	b.Run("decodeMetaKey", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := decodeMetaKey(key); err != nil {
+			if _, err := DecodeMetaKey(key); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -118,48 +118,6 @@ func BenchmarkDecodeMetaKey(b *testing.B) {
 			if _, err := DecodeMeta(key); err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
-}
-
-// FuzzMetaKeyField checks that a group cut from a canonical meta key is
-// what decoding the key and encoding the value at the path gives.
-func FuzzMetaKeyField(f *testing.F) {
-	for _, v := range []any{
-		nil, "bare", int64(7),
-		map[string]any{"sensor": "s000001", "site": "site-3", "kind": "temperature"},
-		map[string]any{"a": map[string]any{"b": []any{int64(1), "x"}, "c": 2.5}, "b": "a\"b", "d": true},
-		map[string]any{"a": map[string]any{"b": time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)}, "z": nil},
-		map[string]any{"a": map[string]any{}, "b": []any{}, "c": math.Inf(1), "e": -1e-300},
-	} {
-		k, err := CanonicalMeta(v)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, p := range []string{"m.a", "m.b", "m.a.b", "m.a.c", "m.sensor", "m.sensors", "m.ab", "m.z", "m.a.b.c", "m.e"} {
-			f.Add(k, p)
-		}
-	}
-	f.Fuzz(func(t *testing.T, s, groupBy string) {
-		v, err := DecodeMeta(s)
-		if err != nil {
-			return
-		}
-		key, err := CanonicalMeta(v)
-		if err != nil {
-			return
-		}
-		opts := AggregateOptions{GroupBy: groupBy}
-		path := groupPath("m", opts)
-		if path == nil {
-			return
-		}
-		got, ok := metaKeyField(key, path)
-		if !ok {
-			return // decoded instead
-		}
-		if want := groupOf(metaOfKey(key), "m", opts); got != want {
-			t.Fatalf("metaKeyField(%q, %q) = %s, want %s", key, path, got, want)
 		}
 	})
 }

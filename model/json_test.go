@@ -1,6 +1,7 @@
-package timeseries
+package model
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -95,4 +96,15 @@ func TestCanonicalMeta(t *testing.T) {
 	if one, _ := CanonicalMeta(int64(1)); one == func() string { s, _ := CanonicalMeta(1.0); return s }() {
 		t.Fatalf("int 1 and float 1.0 share the key %s", one)
 	}
+}
+
+func decodeJSON(t testing.TB, s string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("bad test JSON %s: %v", s, err)
+	}
+	return m
 }

@@ -1,9 +1,11 @@
-package timeseries
+package model
 
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +35,7 @@ func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measure
 	}
 	m.Time = t
 	m.Fields = make([]Field, 0, len(doc))
-	for _, k := range sortedKeys(doc) {
+	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		v := doc[k]
 		switch {
 		case k == ts.TimeField:
@@ -58,7 +60,7 @@ func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measure
 			m.Fields = append(m.Fields, Field{Name: k, Value: fv})
 		}
 	}
-	if err := m.validate(ts, nil); err != nil {
+	if err := m.ValidateAfter(ts, nil); err != nil {
 		return m, err
 	}
 	return m, nil

@@ -1,4 +1,4 @@
-package timeseries
+package model
 
 import (
 	"strconv"
@@ -12,7 +12,7 @@ import (
 // result share the key's memory. The common shapes (objects, arrays,
 // plain strings, numbers, booleans, null) are parsed here in one pass;
 // escapes and Extended JSON wrappers go to DecodeMeta.
-func decodeMetaKey(key string) (any, error) {
+func DecodeMetaKey(key string) (any, error) {
 	d := metaKeyDecoder{s: key}
 	v, ok := d.value(0)
 	if ok && d.i == len(key) {
@@ -21,17 +21,13 @@ func decodeMetaKey(key string) (any, error) {
 	return DecodeMeta(key)
 }
 
-// seriesMeta is the decoded meta value of s: nil when the collection has
-// no meta field or the series was written without one.
-func seriesMeta(s *series) any { return metaOfKey(s.metaKey) }
-
 // metaOfKey is the value a series' canonical meta key encodes, nil for
 // none.
-func metaOfKey(key string) any {
+func MetaOfKey(key string) any {
 	if key == "" {
 		return nil
 	}
-	v, err := decodeMetaKey(key)
+	v, err := DecodeMetaKey(key)
 	if err != nil {
 		return nil // keys are validated before a series is made
 	}
@@ -174,7 +170,7 @@ func (d *metaKeyDecoder) number() (any, bool) {
 // key is its own canonical form): "null" when a step of the path is not
 // an object or lacks the field, as groupOf answers. ok is false for a key
 // this does not read (escapes, Extended JSON), which the caller decodes.
-func metaKeyField(key string, path []string) (raw string, ok bool) {
+func MetaKeyField(key string, path []string) (raw string, ok bool) {
 	d := metaKeyDecoder{s: key}
 	for _, part := range path {
 		if d.i >= len(d.s) || d.s[d.i] != '{' {

@@ -1,57 +1,56 @@
-package mongowire
+package model
 
 import (
 	"bytes"
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-// Bounds of a measurementConverter's meta cache. A full cache is emptied
+// Bounds of a BSONDecoder's meta cache. A full cache is emptied
 // and refilled; a meta value longer than maxCachedMeta is converted afresh
 // for every document.
 const (
-	maxCachedMetas     = 1 << 16
-	maxCachedMetaBytes = 16 << 20
-	maxCachedMeta      = 4 << 10
-	maxFastFields      = 64 // more fields: the general conversion
-	maxCachedNames     = 4096
+	maxCachedBSONMetas     = 1 << 16
+	maxCachedBSONMetaBytes = 16 << 20
+	maxCachedBSONMeta      = 4 << 10
+	maxFastFields          = 64 // more fields: the general conversion
+	maxCachedBSONNames     = 4096
 )
 
 // The dates the engine stores: years timeseries.MinDateYear to
 // timeseries.MaxDateYear, in BSON's milliseconds.
 var (
-	minDateMillis = time.Date(timeseries.MinDateYear, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	endDateMillis = time.Date(timeseries.MaxDateYear+1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	minBSONDateMillis = time.Date(MinDateYear, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	endBSONDateMillis = time.Date(MaxDateYear+1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 )
 
-// measurementConverter converts BSON documents into measurements. The
+// BSONDecoder converts BSON documents into measurements. The
 // documents sensors send (a date, a meta value seen before, numbers,
 // strings, booleans) are read element by element with the meta value
 // looked up in a bounded cache of canonical keys; anything else (a meta
 // value not cached, a sub-document or array field, a name twice, a date
-// out of range) goes through toMap and timeseries.MeasurementFromDocument,
+// out of range) goes through FromBSON and MeasurementFromDocument,
 // so that the result and the refusals are theirs. It is not safe for
-// concurrent use; Server.converters keeps a few with their caches.
-type measurementConverter struct {
-	metas     map[string]cachedMeta // a meta value's bytes to its key
+// concurrent use; keep a few with their caches (the MongoDB door keeps
+// two per processor).
+type BSONDecoder struct {
+	metas     map[string]cachedBSONMeta // a meta value's bytes to its key
 	metaBytes int
 	names     map[string]string
-	fields    []timeseries.Field // slab the measurements' fields are cut from
+	fields    []Field // slab the measurements' fields are cut from
 }
 
-func newMeasurementConverter() *measurementConverter {
-	return &measurementConverter{metas: make(map[string]cachedMeta), names: make(map[string]string)}
+// NewBSONDecoder returns a BSONDecoder with empty caches.
+func NewBSONDecoder() *BSONDecoder {
+	return &BSONDecoder{metas: make(map[string]cachedBSONMeta), names: make(map[string]string)}
 }
 
-// reset lets the converter reuse its field memory: call it once the
+// Reset lets the decoder reuse its field memory: call it once the
 // measurements it returned are stored.
-func (c *measurementConverter) reset() {
+func (c *BSONDecoder) Reset() {
 	if cap(c.fields) > 1<<16 {
 		c.fields = nil
 		return
@@ -60,25 +59,25 @@ func (c *measurementConverter) reset() {
 	c.fields = c.fields[:0]
 }
 
-// convert is timeseries.MeasurementFromDocument on toMap(d), whose time
+// Decode is MeasurementFromDocument on FromBSON(d), whose time
 // field the caller checked is a BSON date.
-func (c *measurementConverter) convert(ts *timeseries.TimeSeriesOptions, d bsoncore.Document) (timeseries.Measurement, error) {
+func (c *BSONDecoder) Decode(ts *TimeSeriesOptions, d bsoncore.Document) (Measurement, error) {
 	if m, ok := c.fast(ts, d); ok {
 		if err := m.Validate(ts); err != nil {
-			return timeseries.Measurement{}, err
+			return Measurement{}, err
 		}
 		return m, nil
 	}
-	doc, err := toMap(d)
+	doc, err := FromBSON(d)
 	if err != nil {
-		return timeseries.Measurement{}, err
+		return Measurement{}, err
 	}
-	m, err := timeseries.MeasurementFromDocument(ts, doc)
+	m, err := MeasurementFromDocument(ts, doc)
 	if err != nil || m.Meta == nil {
 		return m, err
 	}
-	if key, err := timeseries.CanonicalMeta(m.Meta); err == nil {
-		m.Meta = timeseries.MetaKey(key)
+	if key, err := CanonicalMeta(m.Meta); err == nil {
+		m.Meta = MetaKey(key)
 		if meta, ok := onlyElement(d, ts.MetaField); ok {
 			c.cacheMeta(meta, m.Meta)
 		}
@@ -87,7 +86,7 @@ func (c *measurementConverter) convert(ts *timeseries.TimeSeriesOptions, d bsonc
 }
 
 // onlyElement returns the value of the element of d named key when d has
-// exactly one (toMap keeps the last of several).
+// exactly one (FromBSON keeps the last of several).
 func onlyElement(d bsoncore.Document, key string) (v bsoncore.Value, ok bool) {
 	elems, err := d.Elements()
 	if err != nil {
@@ -106,7 +105,7 @@ func onlyElement(d bsoncore.Document, key string) (v bsoncore.Value, ok bool) {
 
 // fast converts d when every element is of the common kinds and its meta
 // value is cached; ok is false otherwise, with nothing kept.
-func (c *measurementConverter) fast(ts *timeseries.TimeSeriesOptions, d bsoncore.Document) (m timeseries.Measurement, ok bool) {
+func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measurement, ok bool) {
 	if len(d) < 5 {
 		return m, false
 	}
@@ -134,7 +133,7 @@ func (c *measurementConverter) fast(ts *timeseries.TimeSeriesOptions, d bsoncore
 		switch {
 		case string(key) == ts.TimeField:
 			ms, isDate := v.DateTimeOK()
-			if !isDate || ms < minDateMillis || ms >= endDateMillis || haveTime {
+			if !isDate || ms < minBSONDateMillis || ms >= endBSONDateMillis || haveTime {
 				return m, false
 			}
 			m.Time, haveTime = ms*int64(time.Millisecond), true
@@ -158,24 +157,24 @@ func (c *measurementConverter) fast(ts *timeseries.TimeSeriesOptions, d bsoncore
 				return m, false
 			}
 		default:
-			f := timeseries.Field{Name: c.name(key)}
+			f := Field{Name: c.name(key)}
 			switch v.Type {
 			case bsoncore.TypeDouble:
-				f.Value = timeseries.Float(v.Double())
+				f.Value = Float(v.Double())
 			case bsoncore.TypeInt32:
-				f.Value = timeseries.Int(int64(v.Int32()))
+				f.Value = Int(int64(v.Int32()))
 			case bsoncore.TypeInt64:
-				f.Value = timeseries.Int(v.Int64())
+				f.Value = Int(v.Int64())
 			case bsoncore.TypeString:
-				f.Value = timeseries.String(v.StringValue())
+				f.Value = String(v.StringValue())
 			case bsoncore.TypeBoolean:
-				f.Value = timeseries.Bool(v.Boolean())
+				f.Value = Bool(v.Boolean())
 			case bsoncore.TypeDateTime:
 				ms := v.DateTime()
-				if ms < minDateMillis || ms >= endDateMillis {
+				if ms < minBSONDateMillis || ms >= endBSONDateMillis {
 					return m, false
 				}
-				f.Value = timeseries.Date(ms * int64(time.Millisecond))
+				f.Value = Date(ms * int64(time.Millisecond))
 			default: // null (absent) among them: rare, and a name twice with it is subtle
 				return m, false
 			}
@@ -200,41 +199,36 @@ func (c *measurementConverter) fast(ts *timeseries.TimeSeriesOptions, d bsoncore
 	return m, true
 }
 
-func compareFields(a, b timeseries.Field) int { return strings.Compare(a.Name, b.Name) }
+func compareFields(a, b Field) int { return strings.Compare(a.Name, b.Name) }
 
 // cachedMeta is a meta value's canonical key, boxed once, and the BSON
 // type of the bytes it was made from.
-type cachedMeta struct {
+type cachedBSONMeta struct {
 	typ bsoncore.Type
 	key any
 }
 
-func (c *measurementConverter) cacheMeta(v bsoncore.Value, k any) {
-	if len(v.Data) > maxCachedMeta {
+func (c *BSONDecoder) cacheMeta(v bsoncore.Value, k any) {
+	if len(v.Data) > maxCachedBSONMeta {
 		return
 	}
-	if len(c.metas) >= maxCachedMetas || c.metaBytes+2*len(v.Data)+64 > maxCachedMetaBytes {
+	if len(c.metas) >= maxCachedBSONMetas || c.metaBytes+2*len(v.Data)+64 > maxCachedBSONMetaBytes {
 		clear(c.metas)
 		c.metaBytes = 0
 	}
-	c.metas[string(v.Data)] = cachedMeta{typ: v.Type, key: k}
+	c.metas[string(v.Data)] = cachedBSONMeta{typ: v.Type, key: k}
 	c.metaBytes += 2*len(v.Data) + 64
 }
 
 // name returns key as a string, interned.
-func (c *measurementConverter) name(key []byte) string {
+func (c *BSONDecoder) name(key []byte) string {
 	if s, ok := c.names[unsafeString(key)]; ok {
 		return s
 	}
 	s := string(key)
-	if len(c.names) >= maxCachedNames {
+	if len(c.names) >= maxCachedBSONNames {
 		clear(c.names)
 	}
 	c.names[s] = s
 	return s
-}
-
-// unsafeString views b as a string for a lookup that does not keep it.
-func unsafeString(b []byte) string {
-	return unsafe.String(unsafe.SliceData(b), len(b))
 }

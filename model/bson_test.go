@@ -1,4 +1,4 @@
-package mongowire
+package model
 
 import (
 	"fmt"
@@ -9,35 +9,33 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-var convOptions = []*timeseries.TimeSeriesOptions{
-	{TimeField: "ts", MetaField: "sensor", Granularity: timeseries.GranularitySeconds},
-	{TimeField: "ts", Granularity: timeseries.GranularitySeconds},
-	{TimeField: "ts", MetaField: "v", Granularity: timeseries.GranularitySeconds},
+var convOptions = []*TimeSeriesOptions{
+	{TimeField: "ts", MetaField: "sensor", Granularity: GranularitySeconds},
+	{TimeField: "ts", Granularity: GranularitySeconds},
+	{TimeField: "ts", MetaField: "v", Granularity: GranularitySeconds},
 }
 
-// checkConverterAgrees checks that measurementConverter.convert of d gives
+// checkConverterAgrees checks that BSONDecoder.Decode of d gives
 // what MeasurementFromDocument gives on toMap(d), for each of convOptions,
 // three times (the later ones from the converter's cache).
-func checkConverterAgrees(t *testing.T, c *measurementConverter, d bsoncore.Document) {
+func checkConverterAgrees(t *testing.T, c *BSONDecoder, d bsoncore.Document) {
 	t.Helper()
-	if validateDocument(d, 0) != nil {
+	if ValidateBSON(d) != nil {
 		return // refused when the message is read
 	}
 	for _, ts := range convOptions {
 		if v, err := d.LookupErr(ts.TimeField); err != nil || v.Type != bsoncore.TypeDateTime {
 			continue // refused before conversion
 		}
-		var want timeseries.Measurement
-		doc, wantErr := toMap(d)
+		var want Measurement
+		doc, wantErr := FromBSON(d)
 		if wantErr == nil {
-			want, wantErr = timeseries.MeasurementFromDocument(ts, doc)
+			want, wantErr = MeasurementFromDocument(ts, doc)
 		}
 		for round := range 3 {
-			got, gotErr := c.convert(ts, d)
+			got, gotErr := c.Decode(ts, d)
 			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 				t.Fatalf("%v, meta %q, round %d: error %v, want %v", d, ts.MetaField, round, gotErr, wantErr)
 			}
@@ -49,7 +47,7 @@ func checkConverterAgrees(t *testing.T, c *measurementConverter, d bsoncore.Docu
 			}
 		}
 	}
-	c.reset()
+	c.Reset()
 }
 
 // sameMeta compares a meta value with its key: a key stands for the value
@@ -58,29 +56,15 @@ func sameMeta(got, want any) bool {
 	if want == nil || got == nil {
 		return want == nil && got == nil
 	}
-	k, err := timeseries.CanonicalMeta(want)
+	k, err := CanonicalMeta(want)
 	if err != nil {
-		_, isKey := got.(timeseries.MetaKey)
+		_, isKey := got.(MetaKey)
 		return !isKey
 	}
-	return got == timeseries.MetaKey(k)
+	return got == MetaKey(k)
 }
 
-func sameFields(a, b []timeseries.Field) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i].Value, b[i].Value
-		if a[i].Name != b[i].Name || x.Kind != y.Kind || x.S != y.S || x.I != y.I || x.B != y.B ||
-			math.Float64bits(x.F) != math.Float64bits(y.F) {
-			return false
-		}
-	}
-	return true
-}
-
-func TestMeasurementConverterAgrees(t *testing.T) {
+func TestBSONDecoderAgrees(t *testing.T) {
 	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	metas := []any{"s1", bson.D{{Key: "id", Value: "s1"}, {Key: "site", Value: "a"}}, bson.D{{Key: "site", Value: "a"}, {Key: "id", Value: "s1"}},
 		bson.D{{Key: "id", Value: int32(7)}}, nil, int32(7), int64(7), 7.0, bson.A{1, "a"}, bson.D{{Key: "$bad", Value: 1}},
@@ -94,7 +78,7 @@ func TestMeasurementConverterAgrees(t *testing.T) {
 	ids := []any{bson.NewObjectID(), "a", int32(1), bson.D{{Key: "k", Value: 1}}, bson.Decimal128{}, nil}
 	names := []string{"v", "b", "a", "temp", "$x", "sensor", "ts", "_id"}
 	r := rand.New(rand.NewPCG(3, 4))
-	c := newMeasurementConverter()
+	c := NewBSONDecoder()
 	for range 5000 {
 		var d bson.D
 		if r.IntN(10) > 0 {
@@ -124,7 +108,7 @@ func TestMeasurementConverterAgrees(t *testing.T) {
 	}
 }
 
-func FuzzMeasurementConverter(f *testing.F) {
+func FuzzBSONDecoder(f *testing.F) {
 	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, d := range []bson.D{
 		{{Key: "ts", Value: at}, {Key: "sensor", Value: bson.D{{Key: "id", Value: "s1"}}}, {Key: "temp", Value: 21.5}, {Key: "n", Value: int32(3)}},
@@ -137,7 +121,7 @@ func FuzzMeasurementConverter(f *testing.F) {
 		}
 		f.Add(raw)
 	}
-	c := newMeasurementConverter()
+	c := NewBSONDecoder()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkConverterAgrees(t, c, raw)
 	})
