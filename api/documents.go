@@ -105,7 +105,7 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 	if ts == nil {
 		reply, err = insertInChunks(newDocumentDecoder(buf.b, ndjson), ordered, o, document.FromJSON,
 			func(docs []document.Doc) (timeseries.InsertResult, error) {
-				return s.w.InsertDocuments(r.Context(), name, docs, timeseries.InsertOptions{Unordered: !ordered})
+				return s.w.Insert(r.Context(), name, timeseries.Batch{Documents: docs}, timeseries.InsertOptions{Unordered: !ordered})
 			})
 	} else {
 		// Measurements are converted from the documents' text, without a
@@ -121,7 +121,7 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 			},
 			func(ms []model.Measurement) (timeseries.InsertResult, error) {
 				defer md.Reset()
-				return s.w.Insert(r.Context(), name, ms, timeseries.InsertOptions{Unordered: !ordered})
+				return s.w.Insert(r.Context(), name, timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{Unordered: !ordered})
 			})
 	}
 	s.writeInsertReply(w, r, &reply, err)

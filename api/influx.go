@@ -141,7 +141,7 @@ func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string,
 		var ins timeseries.InsertResult
 		if len(res.Measurements) > 0 || first {
 			var err error
-			ins, err = s.w.Insert(r.Context(), name, res.Measurements, timeseries.InsertOptions{Unordered: true})
+			ins, err = s.w.Insert(r.Context(), name, timeseries.Batch{Measurements: res.Measurements}, timeseries.InsertOptions{Unordered: true})
 			if err != nil {
 				if wrote == 0 {
 					s.writeInfluxError(w, r, err, 0) // nothing stored: the error alone

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // metrics are the server's counters: Prometheus metrics for /metrics and

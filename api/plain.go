@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -181,19 +180,6 @@ func filterString(f *partialfilter.Filter) string {
 	return f.String()
 }
 
-// filterText is a request's filter as JSON for the replica set's log; an
-// absent filter matches every document.
-func filterText(v any) ([]byte, error) {
-	if v == nil {
-		return []byte("{}"), nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, badRequest("'filter' cannot be encoded: %v", err)
-	}
-	return b, nil
-}
-
 // handleUpdate is POST .../update: {"filter": {...}, "update": {"$set":
 // ...}, "multi": false} on a plain collection. Reply {"matched": N,
 // "modified": N}.
@@ -221,18 +207,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	o := s.ops.begin("update", name, r, fmt.Sprintf("update %s", f))
 	defer s.ops.end(o)
-	var res timeseries.UpdateResult
-	if rs := s.opts.ReplicaSet; rs != nil {
-		var fj, uj []byte
-		if fj, err = filterText(raw["filter"]); err == nil {
-			uj, err = json.Marshal(um)
-		}
-		if err == nil {
-			res, err = rs.Node.UpdateDocuments(r.Context(), name, fj, uj, multi)
-		}
-	} else {
-		res, err = s.db.UpdateDocuments(r.Context(), name, f, u, multi)
-	}
+	res, err := s.w.Update(r.Context(), name, timeseries.Update{Filter: f, Operators: u, Multi: multi})
 	o.docs.Store(res.Modified)
 	if err != nil {
 		s.writeUpdateError(w, r, res, err)
@@ -261,15 +236,7 @@ func (s *Server) handleReplace(w http.ResponseWriter, r *http.Request) {
 	}
 	o := s.ops.begin("update", name, r, fmt.Sprintf("replace %s", f))
 	defer s.ops.end(o)
-	var res timeseries.UpdateResult
-	if rs := s.opts.ReplicaSet; rs != nil {
-		var fj []byte
-		if fj, err = filterText(raw["filter"]); err == nil {
-			res, err = rs.Node.ReplaceDocument(r.Context(), name, fj, repl)
-		}
-	} else {
-		res, err = s.db.ReplaceDocument(r.Context(), name, f, repl)
-	}
+	res, err := s.w.Update(r.Context(), name, timeseries.Update{Filter: f, Replacement: repl})
 	if err != nil {
 		s.writeUpdateError(w, r, res, err)
 		return

@@ -449,23 +449,14 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("'filter' must be a JSON object; {} deletes everything"))
 		return
 	}
-	info, err := s.db.DescribeShallow(r.Context(), name)
-	if err != nil {
+	if _, err := s.db.DescribeShallow(r.Context(), name); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.metrics.opDelete.Add(1)
 	o := s.ops.begin("remove", name, r, fmt.Sprintf("delete %s", f))
 	defer s.ops.end(o)
-	var n int64
-	switch {
-	case s.opts.ReplicaSet != nil:
-		n, err = s.deleteReplicated(r.Context(), name, info.Options.TimeSeries == nil, fv)
-	case info.Options.TimeSeries == nil:
-		n, err = s.db.DeleteDocuments(r.Context(), name, f)
-	default:
-		n, err = s.db.Delete(r.Context(), name, f)
-	}
+	n, err := s.w.Delete(r.Context(), name, f, timeseries.DeleteOptions{})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -13,13 +13,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/replset"
 )
 
-// Writer is what the server writes through (replset.Writer): the engine,
+// Writer is what the server writes through (command.Writer): the engine,
 // or on a replica set the member.
-type Writer = replset.Writer
+type Writer = command.Writer
 
 // ReplicaSet makes the server a member of a replica set
 // (docs/replication.md): writes go through Node, reads to Node.DB (which
@@ -149,19 +150,6 @@ func (s *Server) waitAfterIndex(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
-}
-
-// deleteReplicated deletes what filter (the request's JSON object)
-// matches, through the member's Node.
-func (s *Server) deleteReplicated(ctx context.Context, name string, plain bool, filter any) (int64, error) {
-	b, err := filterText(filter)
-	if err != nil {
-		return 0, err
-	}
-	if plain {
-		return s.opts.ReplicaSet.Node.DeleteDocuments(ctx, name, b)
-	}
-	return s.opts.ReplicaSet.Node.Delete(ctx, name, b)
 }
 
 // primaryHeader names the leader's HTTP address on a follower's refusal.

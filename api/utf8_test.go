@@ -26,8 +26,8 @@ func TestInvalidUTF8StoredReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	if _, err := s.db.Insert(ctx, "u", []model.Measurement{{Time: at, Meta: "s\xff",
-		Fields: []model.Field{{Name: "s", Value: model.String("caf\xe9")}}}}, timeseries.InsertOptions{}); err != nil {
+	if _, err := s.db.Insert(ctx, "u", timeseries.Batch{Measurements: []model.Measurement{{Time: at, Meta: "s\xff",
+		Fields: []model.Field{{Name: "s", Value: model.String("caf\xe9")}}}}}, timeseries.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, accept := range []string{"application/json", "application/x-ndjson", "text/csv"} {

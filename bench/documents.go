@@ -104,7 +104,7 @@ func Documents(ctx context.Context, cfg DocConfig) (DocResult, error) {
 		for j := i; j < min(i+cfg.Batch, cfg.Docs); j++ {
 			batch = append(batch, sessionDoc(j, cfg.documentsPerUser, cfg.documentsPerDevice, t0))
 		}
-		r, err := db.InsertDocuments(ctx, "sessions", batch, timeseries.InsertOptions{})
+		r, err := db.Insert(ctx, "sessions", timeseries.Batch{Documents: batch}, timeseries.InsertOptions{})
 		if err != nil {
 			return res, err
 		}
@@ -228,7 +228,7 @@ func SessionTTL(ctx context.Context, cfg SessionTTLConfig) (SessionTTLResult, er
 			at := t0.Add(-time.Hour + time.Duration(j)*time.Hour/time.Duration(cfg.Sessions))
 			batch = append(batch, sessionDoc(j, 4, 16, at))
 		}
-		r, err := db.InsertDocuments(ctx, "sessions", batch, timeseries.InsertOptions{})
+		r, err := db.Insert(ctx, "sessions", timeseries.Batch{Documents: batch}, timeseries.InsertOptions{})
 		if err != nil {
 			return res, err
 		}
@@ -249,7 +249,7 @@ func SessionTTL(ctx context.Context, cfg SessionTTLConfig) (SessionTTLResult, er
 			for i := range docs {
 				docs[i] = sessionDoc(int(seq.Add(1)), 4, 16, clock())
 			}
-			_, err := db.InsertDocuments(ctx, "sessions", docs, timeseries.InsertOptions{})
+			_, err := db.Insert(ctx, "sessions", timeseries.Batch{Documents: docs}, timeseries.InsertOptions{})
 			return err
 		}
 	}

@@ -134,7 +134,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 					}
 					ms[j] = model.Measurement{Time: row.Time, Meta: metas[row.Host], Fields: fs}
 				}
-				ir, err := db.Insert(ctx, Collection, ms, timeseries.InsertOptions{})
+				ir, err := db.Insert(ctx, Collection, timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{})
 				if err == nil && ir.Inserted != len(ms) {
 					err = fmt.Errorf("bench: %d of %d measurements refused: %v", len(ms)-ir.Inserted, len(ms), ir.Errors[0].Err)
 				}

@@ -119,7 +119,7 @@ func TTLSweep(ctx context.Context, cfg TTLConfig) (TTLResult, error) {
 					Fields: []model.Field{{Name: "v", Value: model.Float(v)}}})
 			}
 		}
-		r, err := db.Insert(ctx, "ttl", ms, timeseries.InsertOptions{})
+		r, err := db.Insert(ctx, "ttl", timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{})
 		if err != nil {
 			return res, err
 		}
@@ -232,7 +232,7 @@ func writeLive(ctx context.Context, db *timeseries.DB, cfg TTLConfig, clock func
 				ms[i] = model.Measurement{Time: base + int64(i), Meta: fmt.Sprintf("live-%d-%d", w, i%100),
 					Fields: []model.Field{{Name: "v", Value: model.Float(float64(n))}}}
 			}
-			_, err := db.Insert(ctx, "live", ms, timeseries.InsertOptions{})
+			_, err := db.Insert(ctx, "live", timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{})
 			return err
 		}
 	}, during)

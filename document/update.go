@@ -124,6 +124,35 @@ func ParseUpdate(raw map[string]any) (*Update, error) {
 	return u, nil
 }
 
+// AppendJSON appends u as an update document that ParseUpdate, given it
+// decoded by encoding/json with UseNumber, reads back into the same
+// update: the operators with their paths, the values as AppendJSON writes
+// them (relaxed Extended JSON: dates and exact integers kept). A replica
+// set's log carries updates in this form.
+func (u *Update) AppendJSON(dst []byte) []byte {
+	doc := Doc{}
+	for _, op := range u.ops {
+		name, val := "", any(nil)
+		switch op.kind {
+		case opSet:
+			name, val = "$set", op.val
+		case opUnset:
+			name, val = "$unset", ""
+		case opInc:
+			name, val = "$inc", op.val
+		case opCurrentDate:
+			name, val = "$currentDate", true
+		}
+		m, _ := doc[name].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+			doc[name] = m
+		}
+		m[strings.Join(op.path, ".")] = val
+	}
+	return AppendJSON(dst, doc)
+}
+
 func mapsKeys(m map[string]any) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {

@@ -158,7 +158,7 @@ func (s *Server) insertMeasurements(cmd *wireCommand, name string, ts *model.Tim
 	if len(ms) == 0 {
 		return 0, wes, nil
 	}
-	res, err := s.w.Insert(cmd.ctx, name, ms, timeseries.InsertOptions{Unordered: !ordered})
+	res, err := s.w.Insert(cmd.ctx, name, timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{Unordered: !ordered})
 	if err != nil {
 		return 0, wes, err
 	}
@@ -176,7 +176,7 @@ func (s *Server) insertPlain(cmd *wireCommand, name string, raw []bsoncore.Docum
 	if len(docs) == 0 {
 		return 0, wes, nil
 	}
-	res, err := s.w.InsertDocuments(cmd.ctx, name, docs, timeseries.InsertOptions{Unordered: !ordered})
+	res, err := s.w.Insert(cmd.ctx, name, timeseries.Batch{Documents: docs}, timeseries.InsertOptions{Unordered: !ordered})
 	if err != nil {
 		return 0, wes, err
 	}

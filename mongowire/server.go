@@ -19,7 +19,6 @@ import (
 
 	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/internal/keep"
-	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -97,7 +96,7 @@ const (
 type Server struct {
 	opts    Options
 	db      *timeseries.DB
-	w       replset.Writer // db, or the replica set's member
+	w       command.Writer // db, or the replica set's member
 	log     *slog.Logger
 	cursors *cursorSet
 	ops     *opRegistry

@@ -124,12 +124,11 @@ func TestInvalidUTF8StoredReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := db.Insert(ctx, "ts", []model.Measurement{{Time: at.UnixNano(), Meta: map[string]any{"id": "s\xff"},
-		Fields: []model.Field{{Name: "s", Value: model.String("caf\xe9")}}}}, timeseries.InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "ts", timeseries.Batch{Measurements: []model.Measurement{{Time: at.UnixNano(), Meta: map[string]any{"id": "s\xff"},
+		Fields: []model.Field{{Name: "s", Value: model.String("caf\xe9")}}}}}, timeseries.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.InsertDocuments(ctx, "plain", []document.Doc{{"_id": int64(1), "k\xc3": "v\xff", "sub": map[string]any{"x\xfe": []any{"\xed\xa0\x80"}}}},
-		timeseries.InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "plain", timeseries.Batch{Documents: []document.Doc{{"_id": int64(1), "k\xc3": "v\xff", "sub": map[string]any{"x\xfe": []any{"\xed\xa0\x80"}}}}}, timeseries.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"ts": `"s\ufffd"`, "plain": `"k\ufffd"`}

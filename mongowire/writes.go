@@ -275,7 +275,7 @@ func cmdDelete(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := s.db.DescribeShallow(cmd.ctx, name)
+	_, err = s.db.DescribeShallow(cmd.ctx, name)
 	if isNotFound(err) {
 		return bson.D{{Key: "n", Value: int32(0)}}, nil
 	}
@@ -285,7 +285,7 @@ func cmdDelete(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	var n int64
 	var wes []writeError
 	for i, st := range stmts {
-		d, err := s.deleteOne(cmd, name, info, st)
+		d, err := s.deleteOne(cmd, name, st)
 		n += d
 		if err != nil {
 			if classifyInternal(err) {
@@ -307,7 +307,7 @@ func classifyInternal(err error) bool {
 	return !errors.As(err, &me) && !timeseries.IsCorrupt(err)
 }
 
-func (s *Server) deleteOne(cmd *wireCommand, name string, info timeseries.CollectionInfo, st map[string]any) (int64, error) {
+func (s *Server) deleteOne(cmd *wireCommand, name string, st map[string]any) (int64, error) {
 	limit := int64(0)
 	for k, v := range st {
 		switch k {
@@ -331,44 +331,8 @@ func (s *Server) deleteOne(cmd *wireCommand, name string, info timeseries.Collec
 	if err != nil {
 		return 0, err
 	}
-	if info.Options.TimeSeries != nil {
-		if limit == 1 {
-			return 0, mongoerr.New(mongoerr.IllegalOperation,
-				"collection %q is a time-series collection: deletes remove the measurements of series and time ranges (limit 0, deleteMany), not one measurement", name)
-		}
-		if rs := s.opts.ReplicaSet; rs != nil {
-			n, err := rs.Node.Delete(cmd.ctx, name, filterJSON(q))
-			return n, s.replicaError(err)
-		}
-		return s.db.Delete(cmd.ctx, name, f)
-	}
-	if limit == 1 {
-		var id any
-		_, err := s.db.FindDocuments(cmd.ctx, name, timeseries.DocQuery{Filter: f, Limit: 1}, func(d document.Doc) error {
-			id = d["_id"]
-			return nil
-		})
-		if err != nil || id == nil {
-			return 0, err
-		}
-		q = map[string]any{"_id": id}
-		if f, err = partialfilter.Parse(q); err != nil {
-			return 0, err
-		}
-	}
-	if rs := s.opts.ReplicaSet; rs != nil {
-		n, err := rs.Node.DeleteDocuments(cmd.ctx, name, filterJSON(q))
-		return n, s.replicaError(err)
-	}
-	return s.db.DeleteDocuments(cmd.ctx, name, f)
-}
-
-// filterJSON encodes a filter, as the wire protocol decoded it, in the
-// Extended JSON the replica set's log carries (dates as $date, ObjectIds as
-// $oid, regular expressions as $regularExpression), for every member to
-// parse alike.
-func filterJSON(q map[string]any) []byte {
-	return document.AppendJSON(nil, extJSONMap(q))
+	n, err := s.w.Delete(cmd.ctx, name, f, timeseries.DeleteOptions{Limit: limit})
+	return n, s.replicaError(err)
 }
 
 // cmdUpdate is update on plain collections: u with the update operators
@@ -464,21 +428,13 @@ func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any) (ti
 		if err != nil {
 			return none, err
 		}
-		if rs := s.opts.ReplicaSet; rs != nil {
-			return rs.Node.ReplaceDocument(cmd.ctx, name, filterJSON(q), repl)
-		}
-		return s.db.ReplaceDocument(cmd.ctx, name, f, repl)
+		return s.w.Update(cmd.ctx, name, timeseries.Update{Filter: f, Replacement: repl})
 	}
 	up, err := document.ParseUpdate(u)
 	if err != nil {
 		return none, err
 	}
-	if rs := s.opts.ReplicaSet; rs != nil {
-		// The operators as the HTTP API takes them: Extended JSON keeps
-		// dates and exact numbers.
-		return rs.Node.UpdateDocuments(cmd.ctx, name, filterJSON(q), filterJSON(u), multi)
-	}
-	return s.db.UpdateDocuments(cmd.ctx, name, f, up, multi)
+	return s.w.Update(cmd.ctx, name, timeseries.Update{Filter: f, Operators: up, Multi: multi})
 }
 
 // countMatching counts the documents of a collection that match filter

@@ -143,7 +143,7 @@ func BenchmarkInsert(b *testing.B) {
 			b.Fatal(err)
 		}
 		parallel(b, 0, points, func() error {
-			_, err := db.Insert(ctx, "cpu", cmd.Measurements, timeseries.InsertOptions{})
+			_, err := db.Insert(ctx, "cpu", timeseries.Batch{Measurements: cmd.Measurements}, timeseries.InsertOptions{})
 			return err
 		})
 	})
@@ -181,7 +181,7 @@ func BenchmarkInsert(b *testing.B) {
 				b.Fatal(err)
 			}
 			parallel(b, 0, points, func() error {
-				_, err := l.Insert(ctx, "cpu", cmd.Measurements, timeseries.InsertOptions{})
+				_, err := l.Insert(ctx, "cpu", timeseries.Batch{Measurements: cmd.Measurements}, timeseries.InsertOptions{})
 				return err
 			})
 		})
@@ -270,7 +270,7 @@ func BenchmarkApply(b *testing.B) {
 				for w := range v.writers {
 					wg.Go(func() {
 						for i := w; i < entries; i += v.writers {
-							if _, err := db.Insert(ctx, "cpu", cmds[i].Measurements, timeseries.InsertOptions{}); err != nil {
+							if _, err := db.Insert(ctx, "cpu", timeseries.Batch{Measurements: cmds[i].Measurements}, timeseries.InsertOptions{}); err != nil {
 								b.Error(err)
 							}
 						}

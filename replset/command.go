@@ -41,6 +41,10 @@ const (
 	// OpReplaceDocument replaces the first match with Replacement.
 	OpUpdateDocuments Op = 14
 	OpReplaceDocument Op = 15
+	// OpDeleteOne deletes the first document Filter matches in _id order
+	// (a plain collection's deleteOne), chosen where it is applied, so
+	// that finding and deleting it is one step on every member.
+	OpDeleteOne Op = 16
 )
 
 func (o Op) String() string {
@@ -57,6 +61,8 @@ func (o Op) String() string {
 		return "delete"
 	case OpDeleteDocuments:
 		return "deleteDocuments"
+	case OpDeleteOne:
+		return "deleteOne"
 	case OpCreateIndex:
 		return "createIndex"
 	case OpExpireDocuments:
@@ -98,8 +104,9 @@ type Command struct {
 	Measurements []model.Measurement
 	// Documents of OpInsertDocuments.
 	Documents []document.Doc
-	// Filter of OpDelete and OpDeleteDocuments: a MongoDB filter in JSON,
-	// parsed by partialfilter.ParseJSON when the command is applied.
+	// Filter of OpDelete, OpDeleteDocuments and OpDeleteOne: a MongoDB
+	// filter in JSON, parsed by partialfilter.ParseJSON when the command is
+	// applied.
 	Filter []byte
 	// Index of OpCreateIndex; of OpExpireDocuments and OpDropIndex, only
 	// its Name.
@@ -214,7 +221,7 @@ func (c *Command) encodeOwn(dst []byte, own bool) ([]byte, *Command, error) {
 			}
 			dst = appendBytes(dst, buf)
 		}
-	case OpDelete, OpDeleteDocuments:
+	case OpDelete, OpDeleteDocuments, OpDeleteOne:
 		dst = appendBytes(dst, c.Filter)
 	case OpDropIndex:
 		dst = appendBytes(dst, []byte(c.Index.Name))
@@ -492,7 +499,7 @@ func decodeCommand(b []byte) (*Command, error) {
 			}
 			c.Documents[i] = doc
 		}
-	case OpDelete, OpDeleteDocuments:
+	case OpDelete, OpDeleteDocuments, OpDeleteOne:
 		c.Filter = d.bytes()
 	case OpDropIndex:
 		c.Index.Name = string(d.bytes())

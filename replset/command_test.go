@@ -208,7 +208,7 @@ func TestInsertKeyedSameAsValues(t *testing.T) {
 		if _, err := db.CreateCollection(ctx, "m", sensorOpts); err != nil {
 			t.Fatal(err)
 		}
-		res, err := db.Insert(ctx, "m", ms, timeseries.InsertOptions{Unordered: true})
+		res, err := db.Insert(ctx, "m", timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{Unordered: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ func TestExpireReplicated(t *testing.T) {
 				Fields: []model.Field{{Name: "v", Value: model.Float(1)}}})
 		}
 	}
-	if _, err := l.Insert(ctx, "cpu", ms, timeseries.InsertOptions{}); err != nil {
+	if _, err := l.Insert(ctx, "cpu", timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.CreateCollection(ctx, "events", timeseries.CollectionOptions{}); err != nil {
@@ -51,7 +51,7 @@ func TestExpireReplicated(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := []document.Doc{{"at": now.Add(-2 * time.Hour)}, {"at": now.Add(-time.Minute)}, {"at": "not a date"}}
-	if _, err := l.InsertDocuments(ctx, "events", docs, timeseries.InsertOptions{}); err != nil {
+	if _, err := l.Insert(ctx, "events", timeseries.Batch{Documents: docs}, timeseries.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.waitStored("cpu", 6)

@@ -40,7 +40,8 @@ type Result struct {
 	// Insert is the result of OpInsert and OpInsertDocuments: refusals of
 	// single measurements or documents are here, not in the error.
 	Insert timeseries.InsertResult
-	// Deleted counts what OpDelete and OpDeleteDocuments removed.
+	// Deleted counts what OpDelete, OpDeleteDocuments and OpDeleteOne
+	// removed.
 	Deleted int64
 	// IndexName is the name of the index OpCreateIndex made or found.
 	IndexName string
@@ -316,9 +317,9 @@ func (f *fsm) apply(c *Command) *applyResult {
 	case OpDropCollection:
 		r.err = f.db.DropCollection(ctx, c.Collection)
 	case OpInsert, OpInsertKeyed:
-		r.res.Insert, r.err = f.db.Insert(ctx, c.Collection, c.Measurements, timeseries.InsertOptions{Unordered: c.Unordered})
+		r.res.Insert, r.err = f.db.Insert(ctx, c.Collection, timeseries.Batch{Measurements: c.Measurements}, timeseries.InsertOptions{Unordered: c.Unordered})
 	case OpInsertDocuments:
-		r.res.Insert, r.err = f.db.InsertDocuments(ctx, c.Collection, c.Documents, timeseries.InsertOptions{Unordered: c.Unordered})
+		r.res.Insert, r.err = f.db.Insert(ctx, c.Collection, timeseries.Batch{Documents: c.Documents}, timeseries.InsertOptions{Unordered: c.Unordered})
 	case OpCreateIndex:
 		r.res.Created, r.res.IndexName, r.err = f.db.CreateIndex(ctx, c.Collection, c.Index)
 	case OpDropIndex:
@@ -341,25 +342,26 @@ func (f *fsm) apply(c *Command) *applyResult {
 		if flt, r.err = partialfilter.ParseJSON(c.Filter); r.err != nil {
 			break
 		}
-		if c.Op == OpReplaceDocument {
-			r.res.Update, r.err = f.db.ReplaceDocument(ctx, c.Collection, flt, c.Replacement)
-			break
+		u := timeseries.Update{Filter: flt, Replacement: c.Replacement}
+		if c.Op == OpUpdateDocuments {
+			if u.Operators, r.err = parseUpdateJSON(c.Update); r.err != nil {
+				break
+			}
+			u.Multi, u.Now = c.Multi, time.Unix(0, c.Now)
 		}
-		var u *document.Update
-		if u, r.err = parseUpdateJSON(c.Update); r.err != nil {
-			break
-		}
-		r.res.Update, r.err = f.db.UpdateDocumentsAt(ctx, c.Collection, flt, u, c.Multi, time.Unix(0, c.Now))
-	case OpDelete, OpDeleteDocuments:
+		r.res.Update, r.err = f.db.Update(ctx, c.Collection, u)
+	case OpDelete, OpDeleteDocuments, OpDeleteOne:
+		// OpDelete and OpDeleteDocuments both delete every match, of a
+		// collection of either kind (DB.Delete serves both).
 		var flt *partialfilter.Filter
 		if flt, r.err = partialfilter.ParseJSON(c.Filter); r.err != nil {
 			break
 		}
-		if c.Op == OpDelete {
-			r.res.Deleted, r.err = f.db.Delete(ctx, c.Collection, flt)
-		} else {
-			r.res.Deleted, r.err = f.db.DeleteDocuments(ctx, c.Collection, flt)
+		var opts timeseries.DeleteOptions
+		if c.Op == OpDeleteOne {
+			opts.Limit = 1
 		}
+		r.res.Deleted, r.err = f.db.Delete(ctx, c.Collection, flt, opts)
 	}
 	return &r
 }

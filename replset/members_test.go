@@ -69,7 +69,7 @@ func TestMembershipChanges(t *testing.T) {
 				continue
 			}
 			start := 300 + int(acked.Load())
-			res, err := ld.Insert(ctx, "cpu", batch(start, 5), timeseries.InsertOptions{})
+			res, err := ld.Insert(ctx, "cpu", timeseries.Batch{Measurements: batch(start, 5)}, timeseries.InsertOptions{})
 			if err == nil && res.Inserted == 5 {
 				acked.Add(5)
 			} else if err == nil || !(errors.Is(err, ErrNotLeader) || errors.Is(err, ErrClosed) || errors.Is(err, ErrLeadershipLost)) {

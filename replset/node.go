@@ -13,12 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hourglassdb/hourglass/model"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -552,20 +552,18 @@ func (n *Node) DropCollection(ctx context.Context, name string) error {
 	return err
 }
 
-// Insert inserts measurements on every member (timeseries.DB.Insert). The
-// result is the leader's; every member refuses the same measurements.
-func (n *Node) Insert(ctx context.Context, name string, ms []model.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
-	r, err := n.Apply(ctx, &Command{Op: OpInsertKeyed, Collection: name, Measurements: ms, Unordered: opts.Unordered})
-	return r.Insert, err
-}
-
-// InsertDocuments inserts documents into a plain collection on every
-// member (timeseries.DB.InsertDocuments). Documents without _id get one
-// here, before replication, so that every member stores the same _id.
-func (n *Node) InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
-	withID := make([]document.Doc, len(docs))
+// Insert inserts a batch on every member (timeseries.DB.Insert). The
+// result is the leader's; every member refuses the same rows. Documents
+// without _id get one here, before replication, so that every member
+// stores the same _id; the caller's documents are not changed.
+func (n *Node) Insert(ctx context.Context, name string, b timeseries.Batch, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
+	if b.Documents == nil {
+		r, err := n.Apply(ctx, &Command{Op: OpInsertKeyed, Collection: name, Measurements: b.Measurements, Unordered: opts.Unordered})
+		return r.Insert, err
+	}
+	withID := make([]document.Doc, len(b.Documents))
 	now := time.Now()
-	for i, d := range docs {
+	for i, d := range b.Documents {
 		if _, ok := d["_id"]; ok {
 			withID[i] = d
 			continue
@@ -581,60 +579,53 @@ func (n *Node) InsertDocuments(ctx context.Context, name string, docs []document
 	return r.Insert, err
 }
 
-// Delete removes measurements matching filter, a MongoDB filter in JSON on
-// the metaField and a timeField range, on every member
-// (timeseries.DB.Delete).
-func (n *Node) Delete(ctx context.Context, name string, filter []byte) (int64, error) {
-	r, err := n.Apply(ctx, &Command{Op: OpDelete, Collection: name, Filter: bytes.Clone(filter)})
+// Delete removes what f matches on every member (timeseries.DB.Delete).
+// The filter travels as the text of f.String(), which parses back into a
+// filter matching the same measurements and documents; with opts.Limit 1
+// each member deletes the first match in _id order, the same document on
+// every member.
+func (n *Node) Delete(ctx context.Context, name string, f *partialfilter.Filter, opts timeseries.DeleteOptions) (int64, error) {
+	op := OpDelete
+	switch opts.Limit {
+	case 0:
+	case 1:
+		op = OpDeleteOne
+	default:
+		return 0, mongoerr.New(mongoerr.BadValue, "a delete's limit must be 0 (all) or 1 (one); got %d", opts.Limit)
+	}
+	r, err := n.Apply(ctx, &Command{Op: op, Collection: name, Filter: filterText(f)})
 	return r.Deleted, err
 }
 
-// DeleteDocuments removes documents matching filter (JSON) from a plain
-// collection on every member (timeseries.DB.DeleteDocuments).
-func (n *Node) DeleteDocuments(ctx context.Context, name string, filter []byte) (int64, error) {
-	r, err := n.Apply(ctx, &Command{Op: OpDeleteDocuments, Collection: name, Filter: bytes.Clone(filter)})
-	return r.Deleted, err
-}
-
-// UpdateDocuments applies update operators (JSON, as document.ParseUpdate
-// takes them) to the first document filter (JSON) matches, or to every one
-// with multi, in a plain collection on every member
-// (timeseries.DB.UpdateDocumentsAt), at a time the leader chooses now: a
-// $currentDate sets the same date everywhere. With an error, the result
+// Update changes documents of a plain collection on every member
+// (timeseries.DB.Update), at a time the leader chooses when u.Now is zero:
+// a $currentDate sets the same date everywhere. With an error, the result
 // counts what was done before it, the same on every member.
-func (n *Node) UpdateDocuments(ctx context.Context, name string, filter, update []byte, multi bool) (timeseries.UpdateResult, error) {
-	r, err := n.Apply(ctx, &Command{Op: OpUpdateDocuments, Collection: name, Filter: bytes.Clone(filter), Update: bytes.Clone(update),
-		Multi: multi, Now: time.Now().UnixNano()})
+func (n *Node) Update(ctx context.Context, name string, u timeseries.Update) (timeseries.UpdateResult, error) {
+	if (u.Operators == nil) == (u.Replacement == nil) {
+		return timeseries.UpdateResult{}, mongoerr.New(mongoerr.BadValue, "an update holds either update operators or a replacement document")
+	}
+	c := &Command{Op: OpReplaceDocument, Collection: name, Filter: filterText(u.Filter), Replacement: u.Replacement}
+	if u.Operators != nil {
+		now := u.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		c.Op, c.Update, c.Multi, c.Now = OpUpdateDocuments, u.Operators.AppendJSON(nil), u.Multi, now.UnixNano()
+	}
+	r, err := n.Apply(ctx, c)
 	return r.Update, err
 }
 
-// ReplaceDocument replaces the first document filter (JSON) matches in a
-// plain collection, keeping its _id, on every member
-// (timeseries.DB.ReplaceDocument).
-func (n *Node) ReplaceDocument(ctx context.Context, name string, filter []byte, repl document.Doc) (timeseries.UpdateResult, error) {
-	r, err := n.Apply(ctx, &Command{Op: OpReplaceDocument, Collection: name, Filter: bytes.Clone(filter), Replacement: repl})
-	return r.Update, err
+// filterText is the text a replicated command carries for f: what
+// partialfilter.ParseJSON reads back into an equivalent filter; {} for
+// none.
+func filterText(f *partialfilter.Filter) []byte {
+	if f == nil {
+		return []byte("{}")
+	}
+	return []byte(f.String())
 }
-
-// Writer is what a front door (the HTTP API, the MongoDB wire protocol)
-// writes through, other than deletes: the engine itself (*timeseries.DB)
-// on a server of its own, the member's *Node on a replica set, where the
-// leader replicates each write and every member applies it to its engine.
-type Writer interface {
-	CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error)
-	DropCollection(ctx context.Context, name string) error
-	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
-	Insert(ctx context.Context, name string, ms []model.Measurement, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
-	InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
-	CollMod(ctx context.Context, name string, m timeseries.CollModOptions) (timeseries.CollModResult, error)
-	CollModIndex(ctx context.Context, name string, m timeseries.IndexMod) (timeseries.IndexModResult, error)
-	DropIndex(ctx context.Context, name, index string) error
-}
-
-var (
-	_ Writer = (*timeseries.DB)(nil)
-	_ Writer = (*Node)(nil)
-)
 
 // halt stops raft on this member after an engine failure, so that it
 // neither applies further entries nor stays leader.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/partialfilter"
 
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -181,7 +182,7 @@ func batch(start, n int) []model.Measurement {
 
 func insert(t *testing.T, n *Node, start, count int) {
 	t.Helper()
-	res, err := n.Insert(context.Background(), "cpu", batch(start, count), timeseries.InsertOptions{})
+	res, err := n.Insert(context.Background(), "cpu", timeseries.Batch{Measurements: batch(start, count)}, timeseries.InsertOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,13 +205,13 @@ func TestReplicatesWrites(t *testing.T) {
 	s.waitCount("cpu", 100)
 
 	// A refusal is the same answer on every member: nothing stored.
-	res, err := l.Insert(ctx, "cpu", []model.Measurement{{Time: t0, Meta: "s0",
-		Fields: []model.Field{{Name: "t", Value: model.Float(1)}}}}, timeseries.InsertOptions{})
+	res, err := l.Insert(ctx, "cpu", timeseries.Batch{Measurements: []model.Measurement{{Time: t0, Meta: "s0",
+		Fields: []model.Field{{Name: "t", Value: model.Float(1)}}}}}, timeseries.InsertOptions{})
 	if err != nil || len(res.Errors) != 1 || res.Inserted != 0 {
 		t.Fatalf("a measurement with a field named as the timeField: %+v, %v", res, err)
 	}
 
-	n, err := l.Delete(ctx, "cpu", []byte(`{"sensor": "s0", "t": {"$lt": {"$date": "2026-01-01T00:00:50Z"}}}`))
+	n, err := l.Delete(ctx, "cpu", mustFilter(t, `{"sensor": "s0", "t": {"$lt": {"$date": "2026-01-01T00:00:50Z"}}}`), timeseries.DeleteOptions{})
 	if err != nil || n != 25 {
 		t.Fatalf("delete: %d, %v; want 25", n, err)
 	}
@@ -220,7 +221,7 @@ func TestReplicatesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := []document.Doc{{"k": int64(1)}, {"k": int64(2)}, {"_id": "x", "k": int64(3)}}
-	if r, err := l.InsertDocuments(ctx, "events", docs, timeseries.InsertOptions{}); err != nil || r.Inserted != 3 {
+	if r, err := l.Insert(ctx, "events", timeseries.Batch{Documents: docs}, timeseries.InsertOptions{}); err != nil || r.Inserted != 3 {
 		t.Fatalf("insert documents: %+v, %v", r, err)
 	}
 	s.waitCount("events", 3)
@@ -241,7 +242,12 @@ func TestReplicatesWrites(t *testing.T) {
 			t.Fatalf("member %s holds _ids %v, another %v", m.ID(), got, ids)
 		}
 	}
-	if n, err := l.DeleteDocuments(ctx, "events", []byte(`{"k": {"$gte": 2}}`)); err != nil || n != 2 {
+	// deleteOne: the first match in _id order, the same on every member.
+	if n, err := l.Delete(ctx, "events", mustFilter(t, `{"k": {"$gte": 2}}`), timeseries.DeleteOptions{Limit: 1}); err != nil || n != 1 {
+		t.Fatalf("delete one document: %d, %v", n, err)
+	}
+	s.waitCount("events", 2)
+	if n, err := l.Delete(ctx, "events", mustFilter(t, `{"k": {"$gte": 2}}`), timeseries.DeleteOptions{}); err != nil || n != 1 {
 		t.Fatalf("delete documents: %d, %v", n, err)
 	}
 	s.waitCount("events", 1)
@@ -310,7 +316,7 @@ func TestFailover(t *testing.T) {
 			}
 		}
 		if ni >= 0 {
-			_, err := s.nodes[ni].Insert(ctx, "cpu", batch(50, 50), timeseries.InsertOptions{})
+			_, err := s.nodes[ni].Insert(ctx, "cpu", timeseries.Batch{Measurements: batch(50, 50)}, timeseries.InsertOptions{})
 			if err == nil {
 				took = time.Since(start)
 				break
@@ -367,7 +373,7 @@ func TestHaltOnFailure(t *testing.T) {
 	s := startSet(t, 1)
 	n := s.nodes[s.leader()]
 	ctx := context.Background()
-	if _, err := n.Insert(ctx, "missing", batch(0, 1), timeseries.InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+	if _, err := n.Insert(ctx, "missing", timeseries.Batch{Measurements: batch(0, 1)}, timeseries.InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
 		t.Fatalf("insert into a missing collection: %v, want NamespaceNotFound", err)
 	}
 	if _, err := n.CreateCollection(ctx, "cpu", timeseries.CollectionOptions{Capped: true}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
@@ -391,7 +397,7 @@ func TestHaltOnFailure(t *testing.T) {
 	if !errors.Is(n.Halted(), ErrCorrupt) {
 		t.Fatalf("Halted() = %v, want the decoding error", n.Halted())
 	}
-	if _, err := n.Insert(ctx, "cpu", batch(0, 1), timeseries.InsertOptions{}); !errors.Is(err, ErrHalted) {
+	if _, err := n.Insert(ctx, "cpu", timeseries.Batch{Measurements: batch(0, 1)}, timeseries.InsertOptions{}); !errors.Is(err, ErrHalted) {
 		t.Fatalf("write on a halted member: %v, want ErrHalted", err)
 	}
 	if got := n.AppliedIndex(); got != applied {
@@ -466,22 +472,20 @@ func TestReplicatesUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := []document.Doc{{"_id": int64(1), "k": int64(1)}, {"_id": int64(2), "k": int64(1)}, {"_id": int64(3), "k": int64(2), "s": "x"}}
-	if _, err := l.InsertDocuments(ctx, "p", docs, timeseries.InsertOptions{}); err != nil {
+	if _, err := l.Insert(ctx, "p", timeseries.Batch{Documents: docs}, timeseries.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := l.UpdateDocuments(ctx, "p", []byte(`{"k": 1}`), []byte(`{"$inc": {"n": 5}, "$currentDate": {"at": true}}`), true)
+	res, err := l.Update(ctx, "p", timeseries.Update{Filter: mustFilter(t, `{"k": 1}`),
+		Operators: mustUpdate(t, `{"$inc": {"n": 5}, "$set": {"d": {"$date": "2026-01-02T03:04:05.006Z"}, "big": 9007199254740993}, "$currentDate": {"at": true}}`), Multi: true})
 	if err != nil || res.Matched != 2 || res.Modified != 2 {
 		t.Fatalf("update: %+v, %v", res, err)
 	}
-	if res, err = l.ReplaceDocument(ctx, "p", []byte(`{"_id": 3}`), document.Doc{"k": int64(9)}); err != nil || res.Modified != 1 {
+	if res, err = l.Update(ctx, "p", timeseries.Update{Filter: mustFilter(t, `{"_id": 3}`), Replacement: document.Doc{"k": int64(9)}}); err != nil || res.Modified != 1 {
 		t.Fatalf("replace: %+v, %v", res, err)
 	}
 	// A refusal: a path through a number, the same on every member.
-	if res, err = l.UpdateDocuments(ctx, "p", []byte(`{}`), []byte(`{"$set": {"k.x": 1}}`), true); err == nil {
+	if res, err = l.Update(ctx, "p", timeseries.Update{Filter: mustFilter(t, `{}`), Operators: mustUpdate(t, `{"$set": {"k.x": 1}}`), Multi: true}); err == nil {
 		t.Fatalf("a path through a number: %+v", res)
-	}
-	if _, err := l.UpdateDocuments(ctx, "p", []byte(`{}`), []byte(`{"$bad": {}}`), true); err == nil {
-		t.Fatal("an unknown update operator was applied")
 	}
 	dump := func(n *Node) string {
 		var out []string
@@ -495,7 +499,8 @@ func TestReplicatesUpdates(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 	want := dump(l)
-	if !strings.Contains(want, `"n":5`) || !strings.Contains(want, `"at"`) || !strings.Contains(want, `"k":9`) {
+	if !strings.Contains(want, `"n":5`) || !strings.Contains(want, `"at"`) || !strings.Contains(want, `"k":9`) ||
+		!strings.Contains(want, `"d":{"$date":"2026-01-02T03:04:05.006Z"}`) || !strings.Contains(want, `"big":9007199254740993`) {
 		t.Fatalf("on the leader:\n%s", want)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -525,15 +530,15 @@ func TestRetryableWrites(t *testing.T) {
 	write := func(n *Node, txn int64) (timeseries.InsertResult, timeseries.UpdateResult, timeseries.InsertResult) {
 		t.Helper()
 		ctx := WithSession(bg, "9f1c", txn)
-		docs, err := n.InsertDocuments(ctx, "p", []document.Doc{{"k": int64(1)}, {"k": int64(2)}}, timeseries.InsertOptions{})
+		docs, err := n.Insert(ctx, "p", timeseries.Batch{Documents: []document.Doc{{"k": int64(1)}, {"k": int64(2)}}}, timeseries.InsertOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		up, err := n.UpdateDocuments(ctx, "p", []byte(`{}`), []byte(`{"$inc": {"n": 1}}`), true)
+		up, err := n.Update(ctx, "p", timeseries.Update{Filter: mustFilter(t, `{}`), Operators: mustUpdate(t, `{"$inc": {"n": 1}}`), Multi: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms, err := n.Insert(ctx, "cpu", batch(int(txn)*100, 10), timeseries.InsertOptions{})
+		ms, err := n.Insert(ctx, "cpu", timeseries.Batch{Measurements: batch(int(txn)*100, 10)}, timeseries.InsertOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -599,7 +604,7 @@ func TestPartition(t *testing.T) {
 	if l.Role() == RoleLeader {
 		t.Fatal("the cut-off leader still leads")
 	}
-	if _, err := l.Insert(ctx, "cpu", batch(10, 10), timeseries.InsertOptions{}); err == nil {
+	if _, err := l.Insert(ctx, "cpu", timeseries.Batch{Measurements: batch(10, 10)}, timeseries.InsertOptions{}); err == nil {
 		t.Fatal("the cut-off member took a write")
 	}
 	insert(t, nl, 20, 10)
@@ -634,4 +639,24 @@ func TestReadBarrier(t *testing.T) {
 	if err := l.ReadBarrier(cctx); err == nil {
 		t.Fatal("a leader cut off from the others passed a read barrier")
 	}
+}
+
+// mustFilter parses a filter given as JSON.
+func mustFilter(t testing.TB, s string) *partialfilter.Filter {
+	t.Helper()
+	f, err := partialfilter.ParseJSON([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// mustUpdate parses update operators given as JSON.
+func mustUpdate(t testing.TB, s string) *document.Update {
+	t.Helper()
+	u, err := parseUpdateJSON([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

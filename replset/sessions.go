@@ -52,7 +52,7 @@ func WithSession(ctx context.Context, id string, txn int64) context.Context {
 // twice (the others are idempotent, or refused the second time).
 func retryable(op Op) bool {
 	switch op {
-	case OpInsert, OpInsertKeyed, OpInsertDocuments, OpDelete, OpDeleteDocuments, OpUpdateDocuments, OpReplaceDocument:
+	case OpInsert, OpInsertKeyed, OpInsertDocuments, OpDelete, OpDeleteDocuments, OpDeleteOne, OpUpdateDocuments, OpReplaceDocument:
 		return true
 	}
 	return false

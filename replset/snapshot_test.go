@@ -217,10 +217,10 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 	for i := range 40 {
 		insert(t, l, 10+i*10, 10)
 	}
-	if _, err := l.InsertDocuments(ctx, "events", []document.Doc{{"k": int64(1)}, {"k": int64(2)}}, timeseries.InsertOptions{}); err != nil {
+	if _, err := l.Insert(ctx, "events", timeseries.Batch{Documents: []document.Doc{{"k": int64(1)}, {"k": int64(2)}}}, timeseries.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Delete(ctx, "cpu", []byte(`{"sensor": "s0", "t": {"$lt": {"$date": "2026-01-01T00:00:20Z"}}}`)); err != nil {
+	if _, err := l.Delete(ctx, "cpu", mustFilter(t, `{"sensor": "s0", "t": {"$lt": {"$date": "2026-01-01T00:00:20Z"}}}`), timeseries.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Every running member compacts its log, so that whichever leads when

@@ -177,7 +177,7 @@ func TestAggregateOracle(t *testing.T) {
 			}
 			ms = append(ms, model.Measurement{Time: tm, Meta: metas[rng.Intn(len(metas))], Fields: fs})
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, ms...)
@@ -393,7 +393,7 @@ func TestAggregateUnorderedOpenBuckets(t *testing.T) {
 	}
 	for len(ms) > 0 {
 		n := min(1+rng.Intn(50), len(ms))
-		if _, err := db.Insert(ctx, "m", ms[:n], InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms[:n]}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		ms = ms[n:]

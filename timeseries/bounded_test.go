@@ -35,13 +35,13 @@ func openSeries(t testing.TB, n, rows int, mod func(*Options)) *DB {
 				Fields: []model.Field{{Name: "v", Value: model.Int(int64(s*rows + r))}}})
 		}
 	}
-	if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Insert(ctx, "s", []model.Measurement{{Time: t0 + 5e9, Meta: int64(n - 1), Fields: []model.Field{{Name: "v", Value: model.Int(-1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: []model.Measurement{{Time: t0 + 5e9, Meta: int64(n - 1), Fields: []model.Field{{Name: "v", Value: model.Int(-1)}}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -217,7 +217,7 @@ func TestQueryMemoryLimit(t *testing.T) {
 		for s := 0; s < series; s++ {
 			ms = append(ms, model.Measurement{Time: int64(s) * 1e9, Meta: int64(s), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
 		}
-		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := planCharge(db, "s"); got != need {
@@ -263,7 +263,7 @@ func TestAggregateCellLimit(t *testing.T) {
 				ms = append(ms, model.Measurement{Time: int64(i) * 60e9, Meta: int64(s), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
 			}
 		}
-		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		rec, err := db.Aggregate(ctx, "s", AggregateOptions{Window: time.Minute})
@@ -286,11 +286,11 @@ func TestAggregateLongSpan(t *testing.T) {
 	defer db.Close()
 	mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 	t0 := time.Date(1990, 3, 4, 10, 0, 30, 0, time.UTC)
-	if _, err := db.Insert(ctx, "s", []model.Measurement{
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: []model.Measurement{
 		{Time: t0.UnixNano(), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
 		{Time: time.Date(1680, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(2)}}},
 		{Time: time.Date(2260, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(3)}}},
-	}, InsertOptions{}); err != nil {
+	}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f := mustFilter(t, `{"t": {"$gte": {"$date": "1700-01-01T00:00:00Z"}, "$lt": {"$date": "2000-01-01T00:00:00Z"}}}`)

@@ -57,7 +57,7 @@ func damagedStore(t *testing.T) string {
 	for i := range ms {
 		ms[i] = model.Measurement{Time: int64(i) * 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
 	}
-	if _, err := db.Insert(ctx, "c", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "c", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -140,7 +140,7 @@ func TestDeleteFailureKeepsCount(t *testing.T) {
 	for i := range more {
 		more[i] = model.Measurement{Time: int64(5000+i) * 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}
 	}
-	if _, err := db.Insert(ctx, "c", more, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "c", Batch{Measurements: more}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// From the middle of the damaged bucket's span to after the new rows:
@@ -149,7 +149,7 @@ func TestDeleteFailureKeepsCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Delete(ctx, "c", f); err == nil {
+	if _, err := db.Delete(ctx, "c", f, DeleteOptions{}); err == nil {
 		t.Fatal("a delete over a damaged bucket succeeded")
 	}
 	after, err := db.Describe(ctx, "c")

@@ -54,7 +54,7 @@ func crashChild(dir string) {
 			ms[i] = model.Measurement{Time: int64((b*7+i)%5000) * 1e9, Meta: int64(i % 7),
 				Fields: []model.Field{{Name: "batch", Value: model.Int(int64(b))}, {Name: "i", Value: model.Int(int64(i))}}}
 		}
-		if _, err := db.Insert(ctx, "c", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "c", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}

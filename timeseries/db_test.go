@@ -129,7 +129,7 @@ func TestInsertFindRoundTrip(t *testing.T) {
 		ms = append(ms, model.Measurement{Time: base + int64(i)*10e9, Meta: sensor(fmt.Sprint("s", i%3)),
 			Fields: []model.Field{{Name: "v", Value: model.Float(float64(i) / 4)}, {Name: "n", Value: model.Int(int64(i))}}})
 	}
-	res, err := db.Insert(ctx, "m", ms, InsertOptions{})
+	res, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{})
 	if err != nil || res.Inserted != 3000 || len(res.Errors) != 0 {
 		t.Fatalf("insert: %+v %v", res, err)
 	}
@@ -181,7 +181,7 @@ func TestRecoveryWithoutCheckpoint(t *testing.T) {
 	db := openTest(t, dir, nil)
 	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	for i := 0; i < 50; i++ {
-		if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: int64(i) * 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}}, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: int64(i) * 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}}}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -207,7 +207,7 @@ func TestFindFilters(t *testing.T) {
 		}
 		ms = append(ms, m)
 	}
-	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -252,11 +252,11 @@ func TestInsertOrderedUnordered(t *testing.T) {
 	good := func(t int64) model.Measurement {
 		return model.Measurement{Time: t, Fields: []model.Field{{Name: "v", Value: model.Int(t)}}}
 	}
-	res, err := db.Insert(ctx, "m", []model.Measurement{good(1), bad, good(3)}, InsertOptions{})
+	res, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{good(1), bad, good(3)}}, InsertOptions{})
 	if err != nil || res.Inserted != 1 || len(res.Errors) != 1 || res.Errors[0].Index != 1 || mongoerr.CodeOf(res.Errors[0].Err) != mongoerr.BadValue {
 		t.Fatalf("ordered: %+v %v", res, err)
 	}
-	res, err = db.Insert(ctx, "m", []model.Measurement{good(4), bad, good(5), {Time: 6, Meta: "x"}}, InsertOptions{Unordered: true})
+	res, err = db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{good(4), bad, good(5), {Time: 6, Meta: "x"}}}, InsertOptions{Unordered: true})
 	if err != nil || res.Inserted != 2 || len(res.Errors) != 2 || res.Errors[1].Index != 3 {
 		t.Fatalf("unordered: %+v %v", res, err)
 	}
@@ -268,7 +268,7 @@ func TestInsertOrderedUnordered(t *testing.T) {
 	if fmt.Sprint(ts) != "[1 4 5]" {
 		t.Fatalf("stored %v, want [1 4 5]", ts)
 	}
-	if _, err := db.Insert(ctx, "nope", []model.Measurement{good(1)}, InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+	if _, err := db.Insert(ctx, "nope", Batch{Measurements: []model.Measurement{good(1)}}, InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
 		t.Fatalf("missing collection: %v", err)
 	}
 }
@@ -286,8 +286,7 @@ func TestInsertValidatesEveryRow(t *testing.T) {
 		}
 		return model.Measurement{Time: 1, Fields: fs}
 	}
-	res, err := db.Insert(ctx, "m", []model.Measurement{m("a", "b"), m("a", "a"), m("a", "$b"), m("a", "ts"), m("a", ""), m("a", "b")},
-		InsertOptions{Unordered: true})
+	res, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{m("a", "b"), m("a", "a"), m("a", "$b"), m("a", "ts"), m("a", ""), m("a", "b")}}, InsertOptions{Unordered: true})
 	var refused []int
 	for _, e := range res.Errors {
 		refused = append(refused, e.Index)
@@ -330,7 +329,7 @@ func TestRollover(t *testing.T) {
 			defer db.Close()
 			mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 			for _, s := range tc.steps {
-				if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: s.t, Meta: "a", Fields: s.fields}}, InsertOptions{}); err != nil {
+				if _, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: s.t, Meta: "a", Fields: s.fields}}}, InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -373,7 +372,7 @@ func TestRollover(t *testing.T) {
 		for i := 0; i < 5; i++ {
 			ms = append(ms, model.Measurement{Time: int64(i), Meta: "size", Fields: []model.Field{{Name: "big", Value: model.String(big)}}})
 		}
-		if res, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil || res.Inserted != len(ms) {
+		if res, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil || res.Inserted != len(ms) {
 			t.Fatal(res, err)
 		}
 		db.mu.RLock()
@@ -402,20 +401,20 @@ func TestDelete(t *testing.T) {
 		ms = append(ms, model.Measurement{Time: base.Add(time.Duration(i) * time.Minute).UnixNano(), Meta: fmt.Sprint("s", i%2),
 			Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 	}
-	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Checkpoint(); err != nil { // part in Pebble, part in memory
 		t.Fatal(err)
 	}
-	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"v": 3}`)); mongoerr.CodeOf(err) != mongoerr.BadValue {
+	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"v": 3}`), DeleteOptions{}); mongoerr.CodeOf(err) != mongoerr.BadValue {
 		t.Fatalf("delete by a field: %v, want BadValue", err)
 	}
-	n, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s0", "ts": {"$gte": {"$date": "2024-01-01T05:00:00Z"}, "$lt": {"$date": "2024-01-01T10:30:00Z"}}}`))
+	n, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s0", "ts": {"$gte": {"$date": "2024-01-01T05:00:00Z"}, "$lt": {"$date": "2024-01-01T10:30:00Z"}}}`), DeleteOptions{})
 	if err != nil || n != 165 {
 		t.Fatalf("deleted %d, %v; want 165", n, err)
 	}
-	n, err = db.Delete(ctx, "m", mustFilter(t, `{"s": "s1"}`))
+	n, err = db.Delete(ctx, "m", mustFilter(t, `{"s": "s1"}`), DeleteOptions{})
 	if err != nil || n != 1000 {
 		t.Fatalf("deleted %d, %v; want 1000", n, err)
 	}
@@ -464,7 +463,7 @@ func TestAggregate(t *testing.T) {
 		k := key{fmt.Sprintf(`"%s"`, s), tm / 600e9 * 600e9}
 		want[k] = append(want[k], v)
 	}
-	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := db.Aggregate(ctx, "m", AggregateOptions{Window: 10 * time.Minute, GroupBy: "s.host", Funcs: []AggFunc{AggCount, AggSum, AggMin, AggMax}})
@@ -525,7 +524,7 @@ func TestMemoryBudgetSealsEarly(t *testing.T) {
 		for s := 0; s < 2000; s++ {
 			ms = append(ms, model.Measurement{Time: int64(round) * 1e9, Meta: int64(s), Fields: []model.Field{{Name: "a", Value: model.Float(1)}, {Name: "b", Value: model.Float(2)}, {Name: "c", Value: model.Int(3)}}})
 		}
-		res, err := db.Insert(ctx, "m", ms, InsertOptions{})
+		res, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -564,7 +563,7 @@ func testSealForBudget(t *testing.T, rows int, keep int64) {
 		for i := 0; i < rows; i++ {
 			ms = append(ms, model.Measurement{Time: int64(i+1) * 1e9, Meta: int64(s), Fields: []model.Field{{Name: "a", Value: model.Float(float64(i))}}})
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -626,7 +625,7 @@ func TestCreateDropCollection(t *testing.T) {
 	if _, err := db.CreateCollection(ctx, "m", CollectionOptions{TimeSeries: &other}); mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
 		t.Fatalf("different options: %v", err)
 	}
-	if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: 1, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: 1, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := db.CollMod(ctx, "m", CollModOptions{TimeSeries: &model.TimeSeriesOptions{Granularity: model.GranularityMinutes}})
@@ -690,7 +689,7 @@ func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 		// order, so small buckets come from out-of-order batches.
 		for len(ms) > 0 {
 			n := min(10, len(ms))
-			if _, err := db.Insert(ctx, "m", ms[:n], InsertOptions{}); err != nil {
+			if _, err := db.Insert(ctx, "m", Batch{Measurements: ms[:n]}, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			ms = ms[n:]
@@ -780,7 +779,7 @@ func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 					Fields: []model.Field{{Name: "a", Value: model.Float(float64(i) + 0.5)}, {Name: "b", Value: model.Int(int64(i))}}})
 			}
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,11 +13,22 @@ import (
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
-// Delete removes the measurements of collection name that match f, which
-// may hold conditions on the metaField and a range of the timeField only. It
-// returns the number of measurements removed. The delete is logged before it
-// is applied, so it survives a crash once Delete returns.
-func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) (int64, error) {
+// DeleteOptions tune a delete.
+type DeleteOptions struct {
+	// Limit 1 deletes the first matching document in _id order (a plain
+	// collection's deleteOne); 0 deletes every match. Measurements are
+	// deleted by series and time range, so a time-series collection takes
+	// 0 only (IllegalOperation otherwise).
+	Limit int64
+}
+
+// Delete removes what matches f from collection name and returns how many
+// measurements or documents it removed. A time-series collection's filter
+// may hold conditions on the metaField and a range of the timeField only;
+// a plain collection's any condition (every document for an empty one).
+// The delete is logged before it is applied, so it survives a crash once
+// Delete returns.
+func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter, opts DeleteOptions) (int64, error) {
 	if err := db.checkWritable(); err != nil {
 		return 0, err
 	}
@@ -25,6 +36,22 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter) 
 	if err != nil {
 		return 0, err
 	}
+	if opts.Limit < 0 || opts.Limit > 1 {
+		return 0, mongoerr.New(mongoerr.BadValue, "a delete's limit must be 0 (all) or 1 (one); got %d", opts.Limit)
+	}
+	if c.plain != nil {
+		return db.deleteDocuments(ctx, c, f, int(opts.Limit))
+	}
+	if opts.Limit != 0 {
+		return 0, mongoerr.New(mongoerr.IllegalOperation,
+			"collection %q is a time-series collection: deletes remove the measurements of series and time ranges (limit 0, deleteMany), not one measurement", name)
+	}
+	return db.deleteMeasurements(ctx, c, f)
+}
+
+// deleteMeasurements is Delete on a time-series collection.
+func (db *DB) deleteMeasurements(ctx context.Context, c *collection, f *partialfilter.Filter) (int64, error) {
+	name := c.name
 	db.mu.RLock()
 	ts := c.opts.TimeSeries
 	db.mu.RUnlock()

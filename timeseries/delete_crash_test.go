@@ -57,13 +57,13 @@ func TestDeleteCountAfterCrash(t *testing.T) {
 		ms[i] = model.Measurement{Time: t0.Add(time.Duration(i) * 36 * time.Second).UnixNano(), Meta: "s",
 			Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
 	}
-	if _, err := db.Insert(ctx, "a", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "a", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Flush(); err != nil { // what compact does
 		t.Fatal(err)
 	}
-	n, err := db.Delete(ctx, "a", mustFilter(t, `{"t": {"$lt": {"$date": "2024-01-01T03:00:00Z"}}}`))
+	n, err := db.Delete(ctx, "a", mustFilter(t, `{"t": {"$lt": {"$date": "2024-01-01T03:00:00Z"}}}`), DeleteOptions{})
 	if err != nil || n != 300 {
 		t.Fatalf("deleted %d, %v; want 300", n, err)
 	}
@@ -116,7 +116,7 @@ func TestDeleteCountRandomCrashes(t *testing.T) {
 					ms = append(ms, model.Measurement{Time: tm, Meta: s, Fields: []model.Field{{Name: "v", Value: model.Int(tm)}}})
 					expect[coll][s] = append(expect[coll][s], tm)
 				}
-				if _, err := db.Insert(ctx, coll, ms, InsertOptions{}); err != nil {
+				if _, err := db.Insert(ctx, coll, Batch{Measurements: ms}, InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			case op < 7:
@@ -145,7 +145,7 @@ func TestDeleteCountRandomCrashes(t *testing.T) {
 					}
 					expect[coll][s] = kept
 				}
-				n, err := db.Delete(ctx, coll, mustFilter(t, f))
+				n, err := db.Delete(ctx, coll, mustFilter(t, f), DeleteOptions{})
 				if err != nil || n != want {
 					t.Fatalf("cycle %d: delete %s on %s: %d, %v; want %d", cycle, f, coll, n, err, want)
 				}
@@ -200,7 +200,7 @@ func TestFailedCheckpointKeepsCount(t *testing.T) {
 			ms[i] = model.Measurement{Time: t0.Add(time.Duration(from+i) * 36 * time.Second).UnixNano(), Meta: "s",
 				Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
 		}
-		if _, err := db.Insert(ctx, "a", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "a", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -215,7 +215,7 @@ func TestFailedCheckpointKeepsCount(t *testing.T) {
 		t.Fatalf("checkpoint: %v, want the write's failure", err)
 	}
 	db.checkpointWrite = nil
-	n, err := db.Delete(ctx, "a", mustFilter(t, `{"t": {"$lt": {"$date": "2024-01-01T03:00:00Z"}}}`))
+	n, err := db.Delete(ctx, "a", mustFilter(t, `{"t": {"$lt": {"$date": "2024-01-01T03:00:00Z"}}}`), DeleteOptions{})
 	if err != nil || n != 300 {
 		t.Fatalf("deleted %d, %v; want 300", n, err)
 	}

@@ -105,11 +105,11 @@ func (f *diskFullFixture) write(n int) (tsErr, docErr error) {
 		f.nextID++
 		ds = append(ds, document.Doc{"_id": f.nextID, "pad": fmt.Sprintf("%0200d", f.nextID)})
 	}
-	res, tsErr := f.db.Insert(ctx, "m", ms, InsertOptions{})
+	res, tsErr := f.db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{})
 	if tsErr == nil {
 		f.rows += int(res.Inserted)
 	}
-	dres, docErr := f.db.InsertDocuments(ctx, "p", ds, InsertOptions{})
+	dres, docErr := f.db.Insert(ctx, "p", Batch{Documents: ds}, InsertOptions{})
 	if docErr == nil {
 		f.docs += int(dres.Inserted)
 	}
@@ -159,7 +159,7 @@ func TestDiskFullReserve(t *testing.T) {
 		t.Fatalf("writes below the reserve: %v; %v; want OutOfDiskSpace", tsErr, docErr)
 	}
 	t.Logf("refused: %v", tsErr)
-	if _, err := f.db.Delete(ctx, "m", mustFilter(t, `{}`)); !isOutOfDiskSpace(err) {
+	if _, err := f.db.Delete(ctx, "m", mustFilter(t, `{}`), DeleteOptions{}); !isOutOfDiskSpace(err) {
 		t.Fatalf("delete below the reserve: %v, want OutOfDiskSpace", err)
 	}
 	if _, err := f.db.CreateCollection(ctx, "q", CollectionOptions{}); !isOutOfDiskSpace(err) {
@@ -242,7 +242,7 @@ func TestDiskFullLog(t *testing.T) {
 	if err := f.db.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.Insert(ctx, "m", []model.Measurement{{Time: 1e18, Meta: sensor("x"), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := f.db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: 1e18, Meta: sensor("x"), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.rows++

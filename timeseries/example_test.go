@@ -31,10 +31,10 @@ func Example() {
 		panic(err)
 	}
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano()
-	_, err = db.Insert(ctx, "weather", []model.Measurement{
+	_, err = db.Insert(ctx, "weather", timeseries.Batch{Measurements: []model.Measurement{
 		{Time: t0 + int64(time.Minute), Meta: "south", Fields: []model.Field{{Name: "temp", Value: model.Float(14.2)}}},
 		{Time: t0, Meta: "north", Fields: []model.Field{{Name: "temp", Value: model.Float(20.5)}}},
-	}, timeseries.InsertOptions{})
+	}}, timeseries.InsertOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -58,7 +58,7 @@ func insertMinutes(t *testing.T, db *DB, from time.Time, n int, sensors ...strin
 				Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 		}
 	}
-	res, err := db.Insert(ctx, "s", ms, InsertOptions{})
+	res, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{})
 	if err != nil || len(res.Errors) > 0 {
 		t.Fatalf("insert: %v %v", err, res.Errors)
 	}
@@ -204,7 +204,7 @@ func TestOutOfRangeSuspendsExpiry(t *testing.T) {
 	clock := newTestClock(t0)
 	db := openTTL(t, dir, clock, int64p(60))
 	insertMinutes(t, db, t0, 60, "a")
-	if _, err := db.Insert(ctx, "s", []model.Measurement{{Time: ttl.MaxTimeNanos + 1, Meta: "z", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: []model.Measurement{{Time: ttl.MaxTimeNanos + 1, Meta: "z", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Set(t0.Add(24 * time.Hour))
@@ -238,7 +238,7 @@ func TestOutOfRangeSuspendsExpiry(t *testing.T) {
 	defer func() { db.Close() }()
 	check("after restart", true, 1)
 	// Deleting the out-of-range data resumes expiry without a restart.
-	if _, err := db.Delete(ctx, "s", mustFilter(t, `{"sensor": "z"}`)); err != nil {
+	if _, err := db.Delete(ctx, "s", mustFilter(t, `{"sensor": "z"}`), DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	check("after delete", false, 0)
@@ -249,7 +249,7 @@ func TestOutOfRangeSuspendsExpiry(t *testing.T) {
 		t.Fatalf("resumed expire: %+v", b)
 	}
 	// Before 1970 too.
-	if _, err := db.Insert(ctx, "s", []model.Measurement{{Time: -1, Meta: "old", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: []model.Measurement{{Time: -1, Meta: "old", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	check("before 1970", true, 1)
@@ -418,7 +418,7 @@ func TestIngestRacesExpiry(t *testing.T) {
 				now := clock.Now().UnixNano()
 				clock.Advance(time.Second)
 				m := model.Measurement{Time: now, Meta: "s" + string(rune('0'+w)), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
-				if _, err := db.Insert(ctx, "s", []model.Measurement{m}, InsertOptions{}); err != nil {
+				if _, err := db.Insert(ctx, "s", Batch{Measurements: []model.Measurement{m}}, InsertOptions{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -502,7 +502,7 @@ func TestSuspensionWarnsOnce(t *testing.T) {
 	mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"})
 	for i := 0; i < 3; i++ {
 		ms := []model.Measurement{{Time: -int64(i+1) * int64(time.Hour), Meta: "old", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}
-		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -624,7 +624,7 @@ func TestRecountOutOfRangeOnOpen(t *testing.T) {
 		{Time: ttl.MaxTimeNanos + 10e9, Meta: "across", Fields: []model.Field{{Name: "v", Value: model.Int(2)}}},
 		{Time: ttl.MaxTimeNanos - 20e9, Meta: "near", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
 	} {
-		if _, err := db.Insert(ctx, "s", []model.Measurement{m}, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "s", Batch{Measurements: []model.Measurement{m}}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -678,7 +678,7 @@ func TestExpireNothingDueVisitsNoSeries(t *testing.T) {
 	}
 	pass("young data", true, 0)
 	// A late measurement an hour older than the rest: due an hour sooner.
-	if _, err := db.Insert(ctx, "s", []model.Measurement{{Time: t0.Add(-2 * time.Hour).UnixNano(), Meta: "late", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: []model.Measurement{{Time: t0.Add(-2 * time.Hour).UnixNano(), Meta: "late", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Set(t0.Add(-30 * time.Minute).Add(time.Hour))

@@ -54,7 +54,7 @@ func TestFieldTypesAfterDelete(t *testing.T) {
 			ms = append(ms, model.Measurement{Time: t0.Add(90 * time.Minute).UnixNano(), Meta: "b", Fields: []model.Field{{Name: "w", Value: model.Bool(true)}}},
 				// Seals a's buckets, so that a checkpoint stores them all.
 				model.Measurement{Time: t0.Add(5 * time.Hour).UnixNano(), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(99)}}})
-			if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+			if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if stored {
@@ -65,10 +65,10 @@ func TestFieldTypesAfterDelete(t *testing.T) {
 			if err := aggregateV(t, db, "m"); mongoerr.CodeOf(err) != mongoerr.TypeMismatch {
 				t.Fatalf("before the delete: %v, want TypeMismatch", err)
 			}
-			if n, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$gte": {"$date": "2024-01-01T00:17:00Z"}, "$lt": {"$date": "2024-01-01T00:18:00Z"}}}`)); err != nil || n != 1 {
+			if n, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$gte": {"$date": "2024-01-01T00:17:00Z"}, "$lt": {"$date": "2024-01-01T00:18:00Z"}}}`), DeleteOptions{}); err != nil || n != 1 {
 				t.Fatalf("delete: %d, %v", n, err)
 			}
-			if n, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "b"}`)); err != nil || n != 1 {
+			if n, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "b"}`), DeleteOptions{}); err != nil || n != 1 {
 				t.Fatalf("delete b: %d, %v", n, err)
 			}
 			want := map[string][]string{"v": {"long"}}
@@ -86,11 +86,11 @@ func TestFieldTypesAfterDelete(t *testing.T) {
 				t.Fatalf("reopened: fields %v, want %v", got, want)
 			}
 			// A type that is still held elsewhere stays.
-			if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: t0.Add(3 * time.Hour).UnixNano(), Meta: "c", Fields: []model.Field{{Name: "v", Value: model.String("x")}}},
-				{Time: t0.Add(4 * time.Hour).UnixNano(), Meta: "c", Fields: []model.Field{{Name: "v", Value: model.String("y")}}}}, InsertOptions{}); err != nil {
+			if _, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: t0.Add(3 * time.Hour).UnixNano(), Meta: "c", Fields: []model.Field{{Name: "v", Value: model.String("x")}}},
+				{Time: t0.Add(4 * time.Hour).UnixNano(), Meta: "c", Fields: []model.Field{{Name: "v", Value: model.String("y")}}}}}, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$gte": {"$date": "2024-01-01T03:00:00Z"}, "$lt": {"$date": "2024-01-01T03:30:00Z"}}}`)); err != nil || n != 1 {
+			if n, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$gte": {"$date": "2024-01-01T03:00:00Z"}, "$lt": {"$date": "2024-01-01T03:30:00Z"}}}`), DeleteOptions{}); err != nil || n != 1 {
 				t.Fatalf("delete x: %d, %v", n, err)
 			}
 			if err := aggregateV(t, db, "m"); mongoerr.CodeOf(err) != mongoerr.TypeMismatch {
@@ -110,7 +110,7 @@ func TestFieldTypesAfterExpiry(t *testing.T) {
 			defer db.Close()
 			ms := []model.Measurement{{Time: t0.UnixNano(), Meta: "s0", Fields: []model.Field{{Name: "v", Value: model.String("old")}}},
 				{Time: t0.Add(3 * time.Hour).UnixNano(), Meta: "s0", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}
-			if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+			if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if stored {

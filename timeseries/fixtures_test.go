@@ -297,10 +297,10 @@ func TestFormatFixtures(t *testing.T) {
 				m := model.Measurement{Time: exp.Now.Add(-time.Hour).UnixNano(),
 					Meta:   map[string]any{"sensor": "s1", "site": "north"},
 					Fields: []model.Field{{Name: "temp", Value: model.Float(-1.5)}, {Name: "added", Value: model.Int(7)}}}
-				if _, err := db.Insert(ctx, "weather", []model.Measurement{m}, timeseries.InsertOptions{}); err != nil {
+				if _, err := db.Insert(ctx, "weather", timeseries.Batch{Measurements: []model.Measurement{m}}, timeseries.InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := db.InsertDocuments(ctx, "devices", []document.Doc{{"_id": "new", "n": int64(99)}}, timeseries.InsertOptions{}); err != nil {
+				if _, err := db.Insert(ctx, "devices", timeseries.Batch{Documents: []document.Doc{{"_id": "new", "n": int64(99)}}}, timeseries.InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				if err := db.Close(); err != nil {

@@ -47,7 +47,7 @@ func loadFleet(tb testing.TB, db *DB, n, points int, profile string) fleetHeap {
 	batch := make([]model.Measurement, 0, 5000)
 	fields := make([]model.Field, 0, 2*cap(batch))
 	flush := func() {
-		if _, err := db.Insert(ctx, "iot", batch, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "iot", Batch{Measurements: batch}, InsertOptions{}); err != nil {
 			tb.Fatal(err)
 		}
 		batch, fields = batch[:0], fields[:0]
@@ -293,7 +293,7 @@ func BenchmarkCheckpointIdleFleet(b *testing.B) {
 			}
 			ms[j] = model.Measurement{Time: t0 + int64(i)*1e9, Meta: model.MetaKey(meta), Fields: []model.Field{{Name: "value", Value: model.Float(1)}}}
 		}
-		if _, err := db.Insert(ctx, "iot", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "iot", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		advance(time.Minute)
@@ -330,7 +330,7 @@ func TestIdleBucketsSealedLoseNothing(t *testing.T) {
 			ms = append(ms, model.Measurement{Time: int64(k) * 10e9, Meta: fmt.Sprintf("s%03d", i),
 				Fields: []model.Field{{Name: "v", Value: model.Int(int64(i*1000 + k))}}})
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		inserted += len(ms)

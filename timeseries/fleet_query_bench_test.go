@@ -52,14 +52,14 @@ func iotFleet(tb testing.TB, db *DB, n int, span time.Duration) time.Time {
 			batch = append(batch, model.Measurement{Time: t, Meta: metas[s], Fields: []model.Field{
 				{Name: "value", Value: model.Float(20 + float64(s%10) + rng.Float64())}, {Name: "battery", Value: model.Int(int64(100 - tick*50/ticks))}}})
 			if len(batch) == cap(batch) {
-				if _, err := db.Insert(ctx, "iot", batch, InsertOptions{}); err != nil {
+				if _, err := db.Insert(ctx, "iot", Batch{Measurements: batch}, InsertOptions{}); err != nil {
 					tb.Fatal(err)
 				}
 				batch = batch[:0]
 			}
 		}
 	}
-	if _, err := db.Insert(ctx, "iot", batch, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "iot", Batch{Measurements: batch}, InsertOptions{}); err != nil {
 		tb.Fatal(err)
 	}
 	return start.Add(span)

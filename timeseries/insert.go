@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -34,21 +35,53 @@ type InsertResult struct {
 	Errors   []WriteError
 }
 
-// Insert validates ms and stores the valid ones in collection name. When it
-// returns, the stored measurements are durable and visible. A measurement
+// Batch holds the rows of one insert: measurements for a time-series
+// collection, documents for a plain one. Exactly one of the two is used,
+// as the collection's kind says; rows of the other kind are refused with
+// IllegalOperation.
+type Batch struct {
+	Measurements []model.Measurement
+	// Documents without _id get a new ObjectId, set in the document.
+	Documents []document.Doc
+}
+
+// Insert validates the rows of b and stores the valid ones in collection
+// name. When it returns, the stored rows are durable and visible. A row
 // that is refused stores nothing of itself; with ordered inserts nothing
-// after it is stored either. The error is non-nil only when nothing could be
-// attempted (unknown collection, closed DB, I/O failure): refusals of single
-// measurements are in the result.
-func (db *DB) Insert(ctx context.Context, name string, ms []model.Measurement, opts InsertOptions) (InsertResult, error) {
-	var res InsertResult
+// after it is stored either. The error is non-nil only when nothing could
+// be attempted (unknown collection, rows of the other kind of collection,
+// closed DB, I/O failure): refusals of single rows are in the result.
+//
+// A time-series batch is grouped by meta value, put in time order and
+// applied to the series' open buckets (docs/architecture.md, "Write
+// path"); a plain batch is checked against the collection's unique
+// indexes (a duplicate _id is DuplicateKey, 11000) and written as one
+// durable log record.
+func (db *DB) Insert(ctx context.Context, name string, b Batch, opts InsertOptions) (InsertResult, error) {
 	if err := db.checkWritable(); err != nil {
-		return res, err
+		return InsertResult{}, err
 	}
 	c, err := db.lookup(name)
 	if err != nil {
-		return res, err
+		return InsertResult{}, err
 	}
+	if c.plain != nil {
+		if len(b.Measurements) > 0 {
+			return InsertResult{}, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+		}
+		return db.insertDocuments(ctx, c, b.Documents, opts)
+	}
+	if len(b.Documents) > 0 {
+		return InsertResult{}, mongoerr.New(mongoerr.IllegalOperation, "collection %q is a time-series collection; this operation serves plain collections", name)
+	}
+	return db.insertMeasurements(ctx, c, b.Measurements, opts)
+}
+
+// insertMeasurements is Insert of measurements into a time-series
+// collection.
+func (db *DB) insertMeasurements(ctx context.Context, c *collection, ms []model.Measurement, opts InsertOptions) (InsertResult, error) {
+	var res InsertResult
+	name := c.name
 	c.lookupMu.RLock()
 	ts := c.opts.TimeSeries
 	c.lookupMu.RUnlock()

@@ -25,7 +25,7 @@ func TestInsertRefusesBadNames(t *testing.T) {
 		{Time: 1, Meta: model.MetaKey(`{"$site":"x"}`), Fields: ok},
 		{Time: 1, Meta: model.MetaKey(`{"a":{"$b":1}}`), Fields: ok},
 	} {
-		res, err := db.Insert(ctx, "m", []model.Measurement{m}, InsertOptions{})
+		res, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{m}}, InsertOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestInsertBadKeyInBatch(t *testing.T) {
 	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "meta"})
 	ok := []model.Field{{Name: "v", Value: model.Int(1)}}
 	known := model.MetaKey(`{"s":"known"}`)
-	if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: 1, Meta: known, Fields: ok}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: 1, Meta: known, Fields: ok}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	batch := []model.Measurement{
@@ -64,7 +64,7 @@ func TestInsertBadKeyInBatch(t *testing.T) {
 		inserted  int
 		count     int
 	}{{false, 2, 3}, {true, 4, 7}} {
-		res, err := db.Insert(ctx, "m", batch, InsertOptions{Unordered: c.unordered})
+		res, err := db.Insert(ctx, "m", Batch{Measurements: batch}, InsertOptions{Unordered: c.unordered})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ func loadBatches(t *testing.T, batches [][]model.Measurement, live model.Measure
 	db := openTest(t, t.TempDir(), nil)
 	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
 	for _, b := range append(batches, []model.Measurement{live}) {
-		res, err := db.Insert(ctx, "m", b, InsertOptions{})
+		res, err := db.Insert(ctx, "m", Batch{Measurements: b}, InsertOptions{})
 		if err != nil || res.Inserted != len(b) {
 			t.Fatalf("insert: %+v %v", res, err)
 		}
@@ -183,7 +183,7 @@ func TestMergeProperty(t *testing.T) {
 				if len(b) == 0 {
 					continue
 				}
-				res, err := db.Insert(ctx, "m", b, InsertOptions{})
+				res, err := db.Insert(ctx, "m", Batch{Measurements: b}, InsertOptions{})
 				if err != nil || res.Inserted != len(b) {
 					t.Fatalf("insert: %+v %v", res, err)
 				}
@@ -353,7 +353,7 @@ func BenchmarkMergeIdle(b *testing.B) {
 	db := openTest(b, b.TempDir(), nil)
 	defer db.Close()
 	mustCreate(b, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
-	if _, err := db.Insert(ctx, "m", oooSeries(5000), InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: oooSeries(5000)}, InsertOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := db.Checkpoint(); err != nil {
@@ -463,7 +463,7 @@ func TestMergeWaitsForRipeMarks(t *testing.T) {
 	defer db.Close()
 	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
 	for _, b := range oooOrders(ms)["backfill"] {
-		if _, err := db.Insert(ctx, "m", b, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: b}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Checkpoint(); err != nil {

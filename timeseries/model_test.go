@@ -285,7 +285,7 @@ func (r *modelRun) newRows() ([]model.Measurement, []int64) {
 
 func (r *modelRun) insertRows() {
 	ms, ids := r.newRows()
-	res, err := r.db.Insert(ctx, modelTS, ms, InsertOptions{})
+	res, err := r.db.Insert(ctx, modelTS, Batch{Measurements: ms}, InsertOptions{})
 	r.note("insert %d rows n=%d..%d: %v", len(ms), ids[0], ids[len(ids)-1], err)
 	if err != nil || len(res.Errors) > 0 {
 		return // not acknowledged: the rows stay "maybe"
@@ -314,7 +314,7 @@ func (r *modelRun) newDocs() ([]document.Doc, []int64) {
 
 func (r *modelRun) insertDocs() {
 	docs, ids := r.newDocs()
-	res, err := r.db.InsertDocuments(ctx, modelDocs, docs, InsertOptions{})
+	res, err := r.db.Insert(ctx, modelDocs, Batch{Documents: docs}, InsertOptions{})
 	r.note("insert %d docs d%d..d%d: %v", len(docs), ids[0], ids[len(ids)-1], err)
 	if err != nil || len(res.Errors) > 0 {
 		return
@@ -335,7 +335,7 @@ func (r *modelRun) deleteRows() {
 		filter = fmt.Sprintf(`{"sensor": "s%d", "t": {"$gte": {"$date": %q}, "$lt": {"$date": %q}}}`, s,
 			time.Unix(0, lo).UTC().Format(time.RFC3339), time.Unix(0, hi).UTC().Format(time.RFC3339))
 	}
-	n, err := r.db.Delete(ctx, modelTS, mustFilter(r.t, filter))
+	n, err := r.db.Delete(ctx, modelTS, mustFilter(r.t, filter), DeleteOptions{})
 	r.note("delete rows %s: %d %v", filter, n, err)
 	if err != nil {
 		r.fatalf("delete rows %s: %v", filter, err)
@@ -350,7 +350,7 @@ func (r *modelRun) deleteRows() {
 func (r *modelRun) deleteDocs() {
 	g := r.rng.IntN(5)
 	filter := fmt.Sprintf(`{"g": %d}`, g)
-	n, err := r.db.DeleteDocuments(ctx, modelDocs, mustFilter(r.t, filter))
+	n, err := r.db.Delete(ctx, modelDocs, mustFilter(r.t, filter), DeleteOptions{})
 	r.note("delete docs %s: %d %v", filter, n, err)
 	if err != nil {
 		r.fatalf("delete docs %s: %v", filter, err)
@@ -517,11 +517,11 @@ func (r *modelRun) crash(duringInsert bool) {
 		if r.rng.IntN(2) == 0 {
 			ms, ids := r.newRows()
 			r.note("insert %d rows n=%d..%d across the crash", len(ms), ids[0], ids[len(ids)-1])
-			go func() { db.Insert(ctx, modelTS, ms, InsertOptions{}); close(done) }()
+			go func() { db.Insert(ctx, modelTS, Batch{Measurements: ms}, InsertOptions{}); close(done) }()
 		} else {
 			docs, ids := r.newDocs()
 			r.note("insert %d docs d%d..d%d across the crash", len(docs), ids[0], ids[len(ids)-1])
-			go func() { db.InsertDocuments(ctx, modelDocs, docs, InsertOptions{}); close(done) }()
+			go func() { db.Insert(ctx, modelDocs, Batch{Documents: docs}, InsertOptions{}); close(done) }()
 		}
 		time.Sleep(time.Duration(r.rng.IntN(200)) * time.Microsecond)
 	}

@@ -31,7 +31,7 @@ func TestNameTable(t *testing.T) {
 			}
 			ms = append(ms, m)
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -140,7 +140,7 @@ func TestNameTable(t *testing.T) {
 		t.Fatalf("old rows changed after new data")
 	}
 	// Deletes that rewrite part of a bucket keep it readable.
-	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"ts": {"$gte": {"$date": "1970-01-01T02:00:00Z"}, "$lt": {"$date": "1970-01-01T02:10:00Z"}}}`)); err != nil {
+	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"ts": {"$gte": {"$date": "1970-01-01T02:00:00Z"}, "$lt": {"$date": "1970-01-01T02:10:00Z"}}}`), DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := findRows(t, db, "m", FindOptions{}); len(got) != 1500-60 {

@@ -60,7 +60,7 @@ func loadOrder(t *testing.T, batches [][]model.Measurement) (buckets, storage in
 	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
 	n := 0
 	for _, b := range batches {
-		res, err := db.Insert(ctx, "m", b, InsertOptions{})
+		res, err := db.Insert(ctx, "m", Batch{Measurements: b}, InsertOptions{})
 		if err != nil || res.Inserted != len(b) {
 			t.Fatalf("insert: %+v %v", res, err)
 		}
@@ -203,7 +203,7 @@ func TestOutOfOrderProperty(t *testing.T) {
 				if split > 1 {
 					j = min(len(ms), i+1+rng.Intn(len(ms)/split+1))
 				}
-				res, err := db.Insert(ctx, "m", ms[i:j], InsertOptions{})
+				res, err := db.Insert(ctx, "m", Batch{Measurements: ms[i:j]}, InsertOptions{})
 				if err != nil || res.Inserted != j-i {
 					t.Fatalf("insert: %+v %v", res, err)
 				}
@@ -216,7 +216,7 @@ func TestOutOfOrderProperty(t *testing.T) {
 				slices.SortStableFunc(sorted, func(a, b model.Measurement) int { return cmp.Compare(a.Time, b.Time) })
 				ref := openTest(t, t.TempDir(), nil)
 				mustCreate(t, ref, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s", Granularity: "seconds"})
-				if _, err := ref.Insert(ctx, "m", sorted, InsertOptions{}); err != nil {
+				if _, err := ref.Insert(ctx, "m", Batch{Measurements: sorted}, InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				a, _ := db.Describe(ctx, "m")
@@ -294,7 +294,7 @@ func BenchmarkInsertOrder(b *testing.B) {
 					rng.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
 				}
 				b.StartTimer()
-				if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+				if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}

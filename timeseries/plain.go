@@ -329,20 +329,13 @@ func (db *DB) initPlain() error {
 	return nil
 }
 
-// InsertDocuments inserts documents into a plain collection. A document
-// without _id gets a new ObjectId (set in the document). A duplicate _id
-// is DuplicateKey (11000). Invalid documents are refused one by one: with
-// ordered options the insert stops at the first, else it skips each. The
-// valid documents are written as one durable batch.
-func (db *DB) InsertDocuments(ctx context.Context, name string, docs []document.Doc, opts InsertOptions) (InsertResult, error) {
+// insertDocuments is Insert of documents into a plain collection. Invalid
+// documents are refused one by one: with ordered options the insert stops
+// at the first, else it skips each. The valid documents are written as one
+// durable batch.
+func (db *DB) insertDocuments(ctx context.Context, c *collection, docs []document.Doc, opts InsertOptions) (InsertResult, error) {
 	var res InsertResult
-	if err := db.checkWritable(); err != nil {
-		return res, err
-	}
-	c, err := db.plainCollection(name)
-	if err != nil {
-		return res, err
-	}
+	name := c.name
 	p := c.plain
 	p.mu.Lock()
 	defer p.mu.Unlock()

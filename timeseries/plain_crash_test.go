@@ -52,13 +52,13 @@ func crashPlainChild(dir string) {
 			docs[i] = document.Doc{"_id": fmt.Sprintf("%d-%d", b, i), "batch": int64(b), "k": int64(i % 7),
 				"tags": []any{int64(i), int64(i + 1)}}
 		}
-		res, err := db.InsertDocuments(ctx, "p", docs, InsertOptions{})
+		res, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{})
 		if err != nil || len(res.Errors) > 0 {
 			fail(fmt.Errorf("insert: %v %v", err, res.Errors))
 		}
 		if b > start {
 			f := partialfilter.MustParseJSON(fmt.Sprintf(`{"batch": %d}`, b-1))
-			if _, err := db.UpdateDocuments(ctx, "p", f, done, true); err != nil {
+			if _, err := db.Update(ctx, "p", Update{Filter: f, Operators: done, Multi: true}); err != nil {
 				fail(err)
 			}
 		}

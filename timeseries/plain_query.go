@@ -337,23 +337,16 @@ func (db *DB) matchingDocs(ctx context.Context, c *collection, f *partialfilter.
 // changes: each batch is one durable log record.
 const docChunk = 1000
 
-// DeleteDocuments deletes the documents of a plain collection matching f
-// (all for an empty filter) and returns how many it deleted.
-func (db *DB) DeleteDocuments(ctx context.Context, name string, f *partialfilter.Filter) (int64, error) {
-	if err := db.checkWritable(); err != nil {
-		return 0, err
-	}
-	c, err := db.plainCollection(name)
-	if err != nil {
-		return 0, err
-	}
+// deleteDocuments is Delete on a plain collection: the first match in _id
+// order with limit 1, every match with 0.
+func (db *DB) deleteDocuments(ctx context.Context, c *collection, f *partialfilter.Filter, limit int) (int64, error) {
 	p := c.plain
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c.dropped {
-		return 0, notFound(name)
+		return 0, notFound(c.name)
 	}
-	ids, err := db.matchingDocs(ctx, c, f, 0)
+	ids, err := db.matchingDocs(ctx, c, f, limit)
 	if err != nil {
 		return 0, err
 	}
@@ -388,35 +381,49 @@ type UpdateResult struct {
 	Modified int64 `json:"modified"`
 }
 
-// UpdateDocuments applies u to the first document matching f (in _id
-// order), or to every one with multi. A document the update would make
-// invalid (a path through a non-document, $inc of a string, too large)
-// stops the update with that error; documents updated before it stay
-// updated, as in MongoDB.
-func (db *DB) UpdateDocuments(ctx context.Context, name string, f *partialfilter.Filter, u *document.Update, multi bool) (UpdateResult, error) {
-	return db.UpdateDocumentsAt(ctx, name, f, u, multi, db.opts.Now())
+// Update describes a change of a plain collection's documents: update
+// operators, or a replacement that keeps the document's _id. It applies
+// to the first document Filter matches in _id order, or to every match
+// with Multi (operators only).
+type Update struct {
+	Filter *partialfilter.Filter
+	// Exactly one of Operators and Replacement is set. A replacement may
+	// hold the document's own _id but no other (ImmutableField, 66).
+	Operators   *document.Update
+	Replacement document.Doc
+	Multi       bool
+	// Now is the time $currentDate sets; zero means the DB's clock. The
+	// members of a replica set apply an update at the time its leader
+	// chose, so that every member stores the same documents.
+	Now time.Time
 }
 
-// UpdateDocumentsAt is UpdateDocuments with the time $currentDate sets
-// given: the members of a replica set apply an update at the time its
-// leader chose, so that every member stores the same documents.
-func (db *DB) UpdateDocumentsAt(ctx context.Context, name string, f *partialfilter.Filter, u *document.Update, multi bool, now time.Time) (UpdateResult, error) {
+// Update changes the documents of a plain collection that u's filter
+// matches. A document the change would make invalid (a path through a
+// non-document, $inc of a string, too large) stops the update with that
+// error; documents updated before it stay updated, as in MongoDB, and the
+// result counts them.
+func (db *DB) Update(ctx context.Context, name string, u Update) (UpdateResult, error) {
 	if err := db.checkWritable(); err != nil {
 		return UpdateResult{}, err
 	}
-	return db.rewriteDocs(ctx, name, f, multi, now, func(doc document.Doc, now time.Time) (bool, error) {
-		return u.Apply(doc, now)
-	})
-}
-
-// ReplaceDocument replaces the first document matching f with repl,
-// keeping its _id; repl may hold the same _id but no other
-// (ImmutableField, 66).
-func (db *DB) ReplaceDocument(ctx context.Context, name string, f *partialfilter.Filter, repl document.Doc) (UpdateResult, error) {
-	if err := db.checkWritable(); err != nil {
-		return UpdateResult{}, err
+	if (u.Operators == nil) == (u.Replacement == nil) {
+		return UpdateResult{}, mongoerr.New(mongoerr.BadValue, "an update holds either update operators or a replacement document")
 	}
-	return db.rewriteDocs(ctx, name, f, false, db.opts.Now(), func(doc document.Doc, _ time.Time) (bool, error) {
+	if u.Replacement != nil && u.Multi {
+		return UpdateResult{}, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
+	}
+	now := u.Now
+	if now.IsZero() {
+		now = db.opts.Now()
+	}
+	if u.Operators != nil {
+		return db.rewriteDocs(ctx, name, u.Filter, u.Multi, now, func(doc document.Doc, now time.Time) (bool, error) {
+			return u.Operators.Apply(doc, now)
+		})
+	}
+	repl := u.Replacement
+	return db.rewriteDocs(ctx, name, u.Filter, false, now, func(doc document.Doc, _ time.Time) (bool, error) {
 		id := doc["_id"]
 		if rid, ok := repl["_id"]; ok && partialfilter.Compare(rid, id) != 0 {
 			return false, mongoerr.New(mongoerr.ImmutableField,

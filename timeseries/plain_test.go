@@ -46,7 +46,7 @@ func insertDocs(t testing.TB, db *DB, name string, docs ...string) {
 	for i, s := range docs {
 		ds[i] = jsonDoc(t, s)
 	}
-	res, err := db.InsertDocuments(ctx, name, ds, InsertOptions{})
+	res, err := db.Insert(ctx, name, Batch{Documents: ds}, InsertOptions{})
 	if err != nil || len(res.Errors) > 0 {
 		t.Fatalf("insert: %v %+v", err, res.Errors)
 	}
@@ -74,12 +74,12 @@ func TestPlainInsertFindDuplicate(t *testing.T) {
 	mustPlain(t, db, "p", CollectionOptions{})
 	insertDocs(t, db, "p", `{"_id": 1, "a": "x"}`, `{"_id": 2, "a": "y"}`, `{"a": "z"}`)
 	ds := []document.Doc{jsonDoc(t, `{"_id": 3}`), jsonDoc(t, `{"_id": 1}`), jsonDoc(t, `{"_id": 4}`), jsonDoc(t, `{"_id": 4}`)}
-	res, err := db.InsertDocuments(ctx, "p", ds, InsertOptions{})
+	res, err := db.Insert(ctx, "p", Batch{Documents: ds}, InsertOptions{})
 	if err != nil || res.Inserted != 1 || len(res.Errors) != 1 || codeOf(res.Errors[0].Err) != mongoerr.DuplicateKey || res.Errors[0].Index != 1 {
 		t.Fatalf("ordered: %+v %v", res, err)
 	}
 	ds = []document.Doc{jsonDoc(t, `{"_id": 3}`), jsonDoc(t, `{"_id": 4}`), jsonDoc(t, `{"_id": 4}`), jsonDoc(t, `{"_id": 5}`)}
-	res, err = db.InsertDocuments(ctx, "p", ds, InsertOptions{Unordered: true})
+	res, err = db.Insert(ctx, "p", Batch{Documents: ds}, InsertOptions{Unordered: true})
 	if err != nil || res.Inserted != 2 || len(res.Errors) != 2 || res.Errors[0].Index != 0 || res.Errors[1].Index != 2 {
 		t.Fatalf("unordered: %+v %v", res, err)
 	}
@@ -149,7 +149,7 @@ func TestPlainIndexesMatchFullScan(t *testing.T) {
 			all = append(all, d)
 			batch = append(batch, d)
 		}
-		res, err := db.InsertDocuments(ctx, "p", batch, InsertOptions{})
+		res, err := db.Insert(ctx, "p", Batch{Documents: batch}, InsertOptions{})
 		if err != nil || len(res.Errors) > 0 {
 			t.Fatalf("%v %+v", err, res.Errors)
 		}
@@ -172,10 +172,10 @@ func TestPlainIndexesMatchFullScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.UpdateDocuments(ctx, "p", mustFilter(t, `{"a": {"$lt": 3}}`), u, true); err != nil {
+	if _, err := db.Update(ctx, "p", Update{Filter: mustFilter(t, `{"a": {"$lt": 3}}`), Operators: u, Multi: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.DeleteDocuments(ctx, "p", mustFilter(t, `{"b": "s1"}`)); err != nil {
+	if _, err := db.Delete(ctx, "p", mustFilter(t, `{"b": "s1"}`), DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The oracle: the store's documents, read whole.
@@ -257,7 +257,7 @@ func TestPlainUpdateReplace(t *testing.T) {
 		if err != nil {
 			return UpdateResult{}, err
 		}
-		return db.UpdateDocuments(ctx, "s", mustFilter(t, filter), u, multi)
+		return db.Update(ctx, "s", Update{Filter: mustFilter(t, filter), Operators: u, Multi: multi})
 	}
 	if res, err := upd(`{}`, `{"$inc": {"n": 1}, "$currentDate": {"lastModifiedDate": true}, "$set": {"user.age": 3}, "$unset": {"s": ""}}`, false); err != nil || res != (UpdateResult{1, 1}) {
 		t.Fatalf("%+v %v", res, err)
@@ -288,18 +288,18 @@ func TestPlainUpdateReplace(t *testing.T) {
 	if _, err := upd(`{}`, `{"x": 1}`, false); codeOf(err) != mongoerr.FailedToParse {
 		t.Fatalf("replacement as update: %v", err)
 	}
-	res, err := db.ReplaceDocument(ctx, "s", mustFilter(t, `{"_id": "b"}`), jsonDoc(t, `{"z": true}`))
+	res, err := db.Update(ctx, "s", Update{Filter: mustFilter(t, `{"_id": "b"}`), Replacement: jsonDoc(t, `{"z": true}`)})
 	if err != nil || res != (UpdateResult{1, 1}) {
 		t.Fatalf("replace: %+v %v", res, err)
 	}
-	if _, err := db.ReplaceDocument(ctx, "s", mustFilter(t, `{"_id": "b"}`), jsonDoc(t, `{"_id": "other"}`)); codeOf(err) != mongoerr.ImmutableField {
+	if _, err := db.Update(ctx, "s", Update{Filter: mustFilter(t, `{"_id": "b"}`), Replacement: jsonDoc(t, `{"_id": "other"}`)}); codeOf(err) != mongoerr.ImmutableField {
 		t.Fatalf("replace with another _id: %v", err)
 	}
 	ids, _ := findIDs(t, db, "s", DocQuery{Filter: mustFilter(t, `{"z": true}`)})
 	if !slices.Equal(ids, []string{`"b"`}) {
 		t.Fatalf("replaced: %v", ids)
 	}
-	if n, err := db.DeleteDocuments(ctx, "s", mustFilter(t, `{"_id": {"$in": ["a", "c"]}}`)); n != 2 || err != nil {
+	if n, err := db.Delete(ctx, "s", mustFilter(t, `{"_id": {"$in": ["a", "c"]}}`), DeleteOptions{}); n != 2 || err != nil {
 		t.Fatalf("delete: %d %v", n, err)
 	}
 	if info, _ := db.Describe(ctx, "s"); info.Count != 1 {
@@ -486,7 +486,7 @@ func TestPlainIndexRefusesParallelArrays(t *testing.T) {
 	if _, _, err := db.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{"a", 1}, {"b", 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := db.InsertDocuments(ctx, "p", []document.Doc{jsonDoc(t, `{"a": [1], "b": [2]}`)}, InsertOptions{})
+	res, err := db.Insert(ctx, "p", Batch{Documents: []document.Doc{jsonDoc(t, `{"a": [1], "b": [2]}`)}}, InsertOptions{})
 	if err != nil || res.Inserted != 0 || len(res.Errors) != 1 || codeOf(res.Errors[0].Err) != mongoerr.CannotIndexParallelArrays {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -542,7 +542,7 @@ func (g *buildGate) Err() error {
 // insertDuringBuild is the write buildGate starts; its name marks it in
 // goroutine stacks.
 func insertDuringBuild(db *DB, doc document.Doc) error {
-	_, err := db.InsertDocuments(ctx, "p", []document.Doc{doc}, InsertOptions{})
+	_, err := db.Insert(ctx, "p", Batch{Documents: []document.Doc{doc}}, InsertOptions{})
 	return err
 }
 
@@ -554,7 +554,7 @@ func TestPlainIndexBuildDuringWrites(t *testing.T) {
 	for i := 0; i < 5000; i++ {
 		batch = append(batch, document.Doc{"_id": int64(i), "k": int64(i % 13)})
 	}
-	if _, err := db.InsertDocuments(ctx, "p", batch, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "p", Batch{Documents: batch}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	overlapped := make(chan error, 1)
@@ -583,14 +583,14 @@ func TestPlainIndexBuildDuringWrites(t *testing.T) {
 	errc := make(chan error, 2)
 	go func() {
 		errc <- writer(func(i int) error {
-			_, err := db.InsertDocuments(ctx, "p", []document.Doc{{"_id": int64(5000 + i), "k": int64(i % 13)}}, InsertOptions{})
+			_, err := db.Insert(ctx, "p", Batch{Documents: []document.Doc{{"_id": int64(5000 + i), "k": int64(i % 13)}}}, InsertOptions{})
 			return err
 		})
 	}()
 	go func() {
 		errc <- writer(func(i int) error {
 			f := partialfilter.MustParseJSON(fmt.Sprintf(`{"_id": %d}`, i%5000))
-			_, err := db.UpdateDocuments(ctx, "p", f, inc, false)
+			_, err := db.Update(ctx, "p", Update{Filter: f, Operators: inc, Multi: false})
 			return err
 		})
 	}()

@@ -26,7 +26,7 @@ func BenchmarkFindResidual(b *testing.B) {
 				Fields: []model.Field{{Name: "v", Value: model.Int(int64(i % 100))}, {Name: "w", Value: model.Float(float64(i))}}})
 		}
 	}
-	if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := db.Flush(); err != nil {
@@ -69,7 +69,7 @@ func BenchmarkAggregateLast(b *testing.B) {
 			ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(i) * 10 * time.Second).UnixNano(), Meta: int64(s),
 				Fields: []model.Field{{Name: "usage_user", Value: model.Int(int64(i % 100))}, {Name: "usage_system", Value: model.Int(int64(i % 7))}}})
 		}
-		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func BenchmarkAggregateWindows(b *testing.B) {
 			}
 			ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(i) * 10 * time.Second).UnixNano(), Meta: fmt.Sprintf("host_%d", s), Fields: fs})
 		}
-		if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -159,7 +159,7 @@ func BenchmarkFindOneSeries(b *testing.B) {
 			ms = append(ms, model.Measurement{Time: int64(i) * 10e9, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 		}
 	}
-	if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := db.Flush(); err != nil {

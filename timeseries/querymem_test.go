@@ -29,7 +29,7 @@ func TestQueryMemoryTotal(t *testing.T) {
 	for i := 0; i < series; i++ {
 		ms = append(ms, model.Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprint("s", i), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 	}
-	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	one := planCharge(db, "m")
@@ -81,7 +81,7 @@ func TestPlanYieldsToWriters(t *testing.T) {
 		for i := from; i < from+n; i++ {
 			ms = append(ms, model.Measurement{Time: int64(i) * 1e6, Meta: fmt.Sprint("s", i), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -125,7 +125,7 @@ func TestPlanRefusedBeforeWalk(t *testing.T) {
 	for i := 0; i < series; i++ {
 		ms = append(ms, model.Measurement{Time: int64(i) * 1e6, Meta: fmt.Sprint("s", i), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
 	}
-	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	allocs := testing.AllocsPerRun(5, func() {
@@ -146,7 +146,7 @@ func TestQuerySlots(t *testing.T) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.QueryConcurrency = 1 })
 	defer db.Close()
 	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
-	if _, err := db.Insert(ctx, "m", []model.Measurement{{Time: 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: 1e9, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cur, err := db.Find(ctx, "m", FindOptions{})
@@ -200,7 +200,7 @@ func TestPlanRetriesAfterMerge(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		ms = append(ms, model.Measurement{Time: int64(i) * 1e9, Meta: fmt.Sprint("s", i), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 	}
-	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	merged := false

@@ -57,13 +57,13 @@ func TestReadOnlyOpenReplay(t *testing.T) {
 			for i := range 20 {
 				ms = append(ms, model.Measurement{Time: t0 + int64(i)*int64(time.Minute), Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 			}
-			if _, err := db.Insert(ctx, "m", ms[:10], InsertOptions{}); err != nil {
+			if _, err := db.Insert(ctx, "m", Batch{Measurements: ms[:10]}, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := db.Checkpoint(); err != nil { // the delete rewrites stored buckets
 				t.Fatal(err)
 			}
-			if _, err := db.Insert(ctx, "m", ms[10:], InsertOptions{}); err != nil {
+			if _, err := db.Insert(ctx, "m", Batch{Measurements: ms[10:]}, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			wantRows, wantDocs := 20, 3
@@ -71,14 +71,14 @@ func TestReadOnlyOpenReplay(t *testing.T) {
 			for i := range 3 {
 				docs = append(docs, document.Doc{"_id": int64(i), "x": int64(i)})
 			}
-			if _, err := db.InsertDocuments(ctx, "p", docs, InsertOptions{}); err != nil {
+			if _, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if withDelete {
-				if _, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$lt": {"$date": "2024-05-01T00:05:00Z"}}}`)); err != nil {
+				if _, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$lt": {"$date": "2024-05-01T00:05:00Z"}}}`), DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := db.DeleteDocuments(ctx, "p", mustFilter(t, `{"_id": 1}`)); err != nil {
+				if _, err := db.Delete(ctx, "p", mustFilter(t, `{"_id": 1}`), DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				wantRows, wantDocs = 15, 2
@@ -113,7 +113,7 @@ func TestReadOnlyOpenReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("read-only, flushed", ro)
-			if _, err := ro.Insert(ctx, "m", ms[:1], InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.OutOfDiskSpace {
+			if _, err := ro.Insert(ctx, "m", Batch{Measurements: ms[:1]}, InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.OutOfDiskSpace {
 				t.Errorf("insert into a read-only store: %v, want OutOfDiskSpace", err)
 			}
 			if err := ro.Close(); err != nil {

@@ -23,7 +23,7 @@ func TestSeriesMatchCache(t *testing.T) {
 		for i := 0; i < n; i++ {
 			ms = append(ms, model.Measurement{Time: int64(i) * 1e9, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,7 +99,7 @@ func TestMatchingSeriesProperty(t *testing.T) {
 				ms = append(ms, model.Measurement{Time: int64(i) * 1e9, Meta: metaOf(), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
 			}
 			if len(ms) > 0 {
-				if _, err := db.Insert(ctx, "p", ms, InsertOptions{}); err != nil {
+				if _, err := db.Insert(ctx, "p", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -51,7 +51,7 @@ func insertSensors(t *testing.T, db *DB, name string, from, n int, meta string) 
 		ms[i] = model.Measurement{Time: int64(from+i) * 1e9, Meta: fmt.Sprintf(`{"id":%q}`, fmt.Sprint(meta, i%7)),
 			Fields: []model.Field{{Name: "v", Value: model.Float(float64(from + i))}}}
 	}
-	if res, err := db.Insert(ctx, name, ms, InsertOptions{}); err != nil || len(res.Errors) > 0 {
+	if res, err := db.Insert(ctx, name, Batch{Measurements: ms}, InsertOptions{}); err != nil || len(res.Errors) > 0 {
 		t.Fatal(err, res.Errors)
 	}
 }
@@ -232,7 +232,7 @@ func TestLookupsRaceReplaceFrom(t *testing.T) {
 				return
 			}
 			ms := []model.Measurement{{Time: int64(i+1) * 1e9, Meta: sensor("w"), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}}
-			if res, err := b.Insert(ctx, "m", ms, InsertOptions{}); err != nil || res.Inserted != 1 {
+			if res, err := b.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil || res.Inserted != 1 {
 				done <- fmt.Errorf("insert %d: %v, %+v", i, err, res)
 				return
 			}

@@ -21,7 +21,7 @@ func TestSortedCopiesShared(t *testing.T) {
 		for k := from; k < from+n; k++ {
 			ms = append(ms, model.Measurement{Time: base + int64(k)*1e9, Meta: fmt.Sprintf("s%d", series), Fields: []model.Field{{Name: "v", Value: model.Int(int64(k))}}})
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +56,7 @@ func TestSortedCopiesShared(t *testing.T) {
 		t.Fatalf("%d bytes of sorted copies after a write", n)
 	}
 	check(0, 110)
-	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s0", "t": {"$lt": {"$date": "2023-11-14T22:14:00Z"}}}`)); err != nil {
+	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s0", "t": {"$lt": {"$date": "2023-11-14T22:14:00Z"}}}`), DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := db.sortedMem.Load(); n != 0 {

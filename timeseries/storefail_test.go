@@ -24,7 +24,7 @@ func TestStoreFailuresPacedAndCloseGivesUp(t *testing.T) {
 	db := openTest(t, dir, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&buf, nil)) })
 	mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"})
 	ms := []model.Measurement{{Time: int64(time.Hour), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}
-	if _, err := db.Insert(ctx, "s", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.pdb.Set([]byte("\xffprobe"), []byte("x"), pebble.NoSync); err != nil { // something for the flush to write

@@ -67,7 +67,7 @@ func TestSymbolCacheReads(t *testing.T) {
 			}
 			ms = append(ms, m)
 		}
-		if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Flush(); err != nil {

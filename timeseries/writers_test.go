@@ -19,7 +19,7 @@ func insertWithin(t *testing.T, db *DB, name string, ts int64, d time.Duration, 
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.Insert(ctx, name, []model.Measurement{{Time: ts, Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}, InsertOptions{})
+		_, err := db.Insert(ctx, name, Batch{Measurements: []model.Measurement{{Time: ts, Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}}, InsertOptions{})
 		done <- err
 	}()
 	select {
@@ -94,7 +94,7 @@ func TestDeleteFieldTypesWithWriters(t *testing.T) {
 		}
 		ms = append(ms, model.Measurement{Time: at(i), Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: v}}})
 	}
-	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Checkpoint(); err != nil {
@@ -108,7 +108,7 @@ func TestDeleteFieldTypesWithWriters(t *testing.T) {
 	}
 	deleted := make(chan error, 1)
 	go func() {
-		_, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$gte": {"$date": "2024-01-01T00:17:00Z"}, "$lt": {"$date": "2024-01-01T00:18:00Z"}}}`))
+		_, err := db.Delete(ctx, "m", mustFilter(t, `{"t": {"$gte": {"$date": "2024-01-01T00:17:00Z"}, "$lt": {"$date": "2024-01-01T00:18:00Z"}}}`), DeleteOptions{})
 		deleted <- err
 	}()
 	select {
@@ -128,7 +128,7 @@ func TestDeleteFieldTypesWithWriters(t *testing.T) {
 	// A string value of v, inserted while the recomputation runs.
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.Insert(ctx, "m", []model.Measurement{{Time: at(61), Meta: sensor("b"), Fields: []model.Field{{Name: "v", Value: model.String("late")}}}}, InsertOptions{})
+		_, err := db.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: at(61), Meta: sensor("b"), Fields: []model.Field{{Name: "v", Value: model.String("late")}}}}}, InsertOptions{})
 		done <- err
 	}()
 	select {
@@ -197,7 +197,7 @@ func TestMemoryWaitNoFalseDiskFull(t *testing.T) {
 		ms = append(ms, model.Measurement{Time: t0 + int64(i)*1e9, Meta: sensor(fmt.Sprint(i % 500)),
 			Fields: []model.Field{{Name: "v", Value: model.Float(float64(i))}, {Name: "pad", Value: model.String(fmt.Sprintf("%0100d", i))}}})
 	}
-	if _, err := db.Insert(ctx, "m", ms, InsertOptions{}); err != nil {
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if db.headMem.Load() <= db.opts.MemoryBudget {
@@ -209,7 +209,7 @@ func TestMemoryWaitNoFalseDiskFull(t *testing.T) {
 	db.noRoom.Store(true)
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.Insert(ctx, "m", ms[:1], InsertOptions{})
+		_, err := db.Insert(ctx, "m", Batch{Measurements: ms[:1]}, InsertOptions{})
 		done <- err
 	}()
 	select {
@@ -245,7 +245,7 @@ func TestInsertsRaceDDL(t *testing.T) {
 				for i := 0; i < 50; i++ { // new series in every batch
 					ms = append(ms, model.Measurement{Time: t0 + int64(b*50+i)*1e9, Meta: sensor(fmt.Sprint(w, "-", b, "-", i%7)), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
 				}
-				res, err := db.Insert(ctx, "m", ms, InsertOptions{})
+				res, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{})
 				if err == nil && res.Inserted != len(ms) {
 					err = fmt.Errorf("%d of %d inserted: %v", res.Inserted, len(ms), res.Errors)
 				}
@@ -253,7 +253,7 @@ func TestInsertsRaceDDL(t *testing.T) {
 					errs <- err
 					return
 				}
-				if _, err := db.Insert(ctx, "other", ms[:1], InsertOptions{}); err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+				if _, err := db.Insert(ctx, "other", Batch{Measurements: ms[:1]}, InsertOptions{}); err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
 					errs <- err
 					return
 				}

@@ -1,0 +1,31 @@
+package command
+
+import (
+	"context"
+
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Writer is what every write goes through: the engine itself
+// (*timeseries.DB) on a server of its own, the member's *replset.Node on a
+// replica set, where the leader logs each write and every member applies
+// it to its engine. Its requests are values (filters, update operators,
+// batches, options) that a replica set serialises into its log, so that a
+// front door writes the same way whether or not it runs in a replica set.
+// Both implementations answer the same refusals with the same errors; a
+// replica set adds its own (not the leader, leadership lost) that the
+// error table maps (Classify).
+type Writer interface {
+	CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error)
+	DropCollection(ctx context.Context, name string) error
+	CollMod(ctx context.Context, name string, m timeseries.CollModOptions) (timeseries.CollModResult, error)
+	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
+	DropIndex(ctx context.Context, name, index string) error
+	CollModIndex(ctx context.Context, name string, m timeseries.IndexMod) (timeseries.IndexModResult, error)
+	Insert(ctx context.Context, name string, b timeseries.Batch, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
+	Delete(ctx context.Context, name string, f *partialfilter.Filter, opts timeseries.DeleteOptions) (int64, error)
+	Update(ctx context.Context, name string, u timeseries.Update) (timeseries.UpdateResult, error)
+}
+
+var _ Writer = (*timeseries.DB)(nil)
