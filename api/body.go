@@ -104,7 +104,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 		hint = r.ContentLength
 	}
 	buf := bodyPool.Get().(*body) // with no buffer: the first chunk comes as bytes arrive
-	buf.budget = s.bodies
+	buf.budget = s.cmd.Bodies()
 	err := buf.readAll(io.LimitReader(src, limit+1), hint, limit)
 	if err != nil {
 		putBody(buf)

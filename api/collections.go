@@ -183,8 +183,8 @@ func (s *Server) handleDropCollection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.opCommand.Add(1)
-	o := s.ops.begin("command", name, r, "drop")
-	defer s.ops.end(o)
+	o := s.beginOp("command", name, r, "drop")
+	defer s.endOp(o)
 	if err := s.w.DropCollection(r.Context(), name); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -317,8 +317,8 @@ func (s *Server) handleCompact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.opCommand.Add(1)
-	o := s.ops.begin("command", name, r, "compact")
-	defer s.ops.end(o)
+	o := s.beginOp("command", name, r, "compact")
+	defer s.endOp(o)
 	start := time.Now()
 	if err := s.db.Flush(); err != nil {
 		s.writeError(w, r, err)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/hourglassdb/hourglass/document"
@@ -79,8 +80,8 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ts := info.Options.TimeSeries
-	o := s.ops.begin("insert", name, r, "")
-	defer s.ops.end(o)
+	o := s.beginOp("insert", name, r, "")
+	defer s.endOp(o)
 
 	// The body is read before a slot is taken: a slow client holds its
 	// connection and its bytes, never a slot others need.
@@ -91,11 +92,11 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 	}
 	defer putBody(buf)
 	s.metrics.bodyIn.Add(float64(len(buf.b)))
-	if err := s.writes.acquire(r.Context()); err != nil {
+	if err := s.cmd.Ingest().Acquire(r.Context()); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer s.writes.release()
+	defer s.cmd.Ingest().Release()
 	if err := validateDocuments(buf.b, ndjson); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -144,11 +145,11 @@ func (s *Server) writeInsertReply(w http.ResponseWriter, r *http.Request, reply 
 	}
 	switch {
 	case err != nil:
-		status, _, _, internal := classify(err)
-		if internal {
+		c := s.classify(err)
+		if c.Internal {
 			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
-		writeJSON(w, status, reply)
+		writeJSON(w, c.HTTPStatus, reply)
 	case len(reply.WriteErrors) > 0:
 		writeJSON(w, http.StatusBadRequest, reply)
 	default:
@@ -177,7 +178,7 @@ var chunkDecoded func()
 // only. A non-nil error is the storage's (nothing could be attempted for
 // that chunk); the reply then holds what earlier chunks stored, with a
 // write error at the first document of the chunk that failed.
-func insertInChunks[D, T any](dec chunkDecoder[D], ordered bool, o *op, conv func(D) (T, error),
+func insertInChunks[D, T any](dec chunkDecoder[D], ordered bool, o *command.Op, conv func(D) (T, error),
 	insert func([]T) (timeseries.InsertResult, error)) (insertReply, error) {
 	var reply insertReply
 	var docs []D
@@ -196,7 +197,7 @@ func insertInChunks[D, T any](dec chunkDecoder[D], ordered bool, o *op, conv fun
 			chunkDecoded()
 		}
 		clear(docs)
-		o.docs.Add(int64(len(vals)))
+		o.Docs.Add(int64(len(vals)))
 		var res timeseries.InsertResult
 		if len(vals) > 0 || base == 0 {
 			if res, err = insert(vals); err != nil {
@@ -252,9 +253,11 @@ func convertDocuments[D, T any](docs []D, ordered bool, reply *insertReply, conv
 	return out, idx
 }
 
+// writeErrorOf is the write error of document i, refused with err (a
+// refusal of the document itself: its class needs no replica set).
 func writeErrorOf(i int, err error) writeErrorReply {
-	_, code, msg, _ := classify(err)
-	return writeErrorReply{Index: i, Code: int(code), CodeName: code.Name(), Message: msg}
+	c := command.Classify(err, command.HTTP)
+	return writeErrorReply{Index: i, Code: int(c.Code), CodeName: c.CodeName, Message: c.Message}
 }
 
 // maxDocuments bounds the documents of one request, whatever their size.

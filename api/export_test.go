@@ -1,24 +1,29 @@
 package api
 
+import "context"
+
 // HoldWriteSlots takes every ingest slot, as requests being decoded and
 // stored would, until release is called.
 func (s *Server) HoldWriteSlots() (release func()) {
-	n := cap(s.writes.slots)
+	in := s.cmd.Ingest()
+	n := in.Slots()
 	for range n {
-		s.writes.slots <- struct{}{}
+		if err := in.Acquire(context.Background()); err != nil {
+			panic(err)
+		}
 	}
 	return func() {
 		for range n {
-			s.writes.release()
+			in.Release()
 		}
 	}
 }
 
 // WriteSlotsInUse is the number of ingest slots taken.
-func (s *Server) WriteSlotsInUse() int { return s.writes.inUse() }
+func (s *Server) WriteSlotsInUse() int { return s.cmd.Ingest().InUse() }
 
 // BodyMemoryInUse is the number of bytes of request bodies held.
-func (s *Server) BodyMemoryInUse() int64 { return s.bodies.InUse() }
+func (s *Server) BodyMemoryInUse() int64 { return s.cmd.Bodies().InUse() }
 
 // OnChunkDecoded sets a function called after each chunk of a JSON insert
 // is decoded and converted, before it is stored; nil removes it.

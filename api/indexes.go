@@ -271,8 +271,8 @@ func (s *Server) handleTTLRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, newHTTPError(http.StatusServiceUnavailable, mongoerr.IllegalOperation, "this server has no TTL monitor"))
 		return
 	}
-	o := s.ops.begin("command", "admin", r, "ttl pass")
-	defer s.ops.end(o)
+	o := s.beginOp("command", "admin", r, "ttl pass")
+	defer s.endOp(o)
 	res, err := s.opts.TTL.RunPass(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
@@ -340,8 +340,8 @@ func (s *Server) handleTTLPreview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	o := s.ops.begin("command", name, r, "ttl preview")
-	defer s.ops.end(o)
+	o := s.beginOp("command", name, r, "ttl preview")
+	defer s.endOp(o)
 	res, err := s.db.PreviewTTL(r.Context(), name, p)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/hourglassdb/hourglass/api/lineproto"
@@ -50,17 +51,13 @@ func influxCode(status int) string {
 }
 
 func (s *Server) writeInfluxError(w http.ResponseWriter, r *http.Request, err error, line int) {
-	err = s.replicaError(err)
-	setPrimary(w, err)
-	status, _, msg, internal := classify(err)
-	if internal {
+	c := s.classify(err)
+	if c.Internal {
 		s.log.Error("write failed", "path", r.URL.Path, "err", err)
 	}
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests || status == http.StatusInsufficientStorage {
-		w.Header().Set("Retry-After", "1")
-	}
-	w.Header().Set("X-Influxdb-Error", msg)
-	writeJSON(w, status, influxError{Code: influxCode(status), Message: msg, Line: line, Error: msg})
+	setHeaders(w, c)
+	w.Header().Set("X-Influxdb-Error", c.Message)
+	writeJSON(w, c.HTTPStatus, influxError{Code: influxCode(c.HTTPStatus), Message: c.Message, Line: line, Error: c.Message})
 }
 
 // results recycles decode results (measurement and field slices).
@@ -90,8 +87,8 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 			s.writeInfluxError(w, r, err, 0)
 			return
 		}
-		o := s.ops.begin("insert", name, r, "line protocol")
-		defer s.ops.end(o)
+		o := s.beginOp("insert", name, r, "line protocol")
+		defer s.endOp(o)
 
 		// The body is read before a slot is taken (see handleInsert).
 		buf, err := s.readBody(w, r, s.opts.MaxBody)
@@ -101,11 +98,11 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 		}
 		defer putBody(buf)
 		s.metrics.bodyIn.Add(float64(len(buf.b)))
-		if err := s.writes.acquire(r.Context()); err != nil {
+		if err := s.cmd.Ingest().Acquire(r.Context()); err != nil {
 			s.writeInfluxError(w, r, err, 0)
 			return
 		}
-		defer s.writes.release()
+		defer s.cmd.Ingest().Release()
 		s.metrics.opInsert.Add(1)
 
 		dec := s.lineDecoders.Get()
@@ -126,7 +123,7 @@ func (s *Server) handleInfluxWrite(v2 bool) http.HandlerFunc {
 // and the counts. A storage error after some chunks were stored answers
 // with its status and a message saying which lines were written.
 func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string, body []byte, prec lineproto.Precision,
-	dec *lineproto.Decoder, res *lineproto.Result, o *op) {
+	dec *lineproto.Decoder, res *lineproto.Result, o *command.Op) {
 	now := s.opts.Now() // one clock for the lines of the body without a timestamp
 	var lines, dropped, wrote, bad int
 	var msg string
@@ -137,7 +134,7 @@ func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string,
 		if chunkDecoded != nil {
 			chunkDecoded()
 		}
-		o.docs.Add(int64(len(res.Measurements)))
+		o.Docs.Add(int64(len(res.Measurements)))
 		var ins timeseries.InsertResult
 		if len(res.Measurements) > 0 || first {
 			var err error
@@ -149,7 +146,7 @@ func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string,
 				}
 				s.metrics.docsInserted.Add(int64(wrote))
 				s.metrics.inserted.WithLabelValues("line").Add(float64(wrote))
-				s.writeInfluxError(w, r, partialStore(s, r, s.replicaError(err), from, wrote), from+1)
+				s.writeInfluxError(w, r, partialStore(s, r, err, from, wrote), from+1)
 				return
 			}
 		}
@@ -185,12 +182,12 @@ func (s *Server) writeLines(w http.ResponseWriter, r *http.Request, name string,
 // line from+1 were stored (wrote measurements), with its status and a
 // message that says so.
 func partialStore(s *Server, r *http.Request, err error, from, wrote int) error {
-	status, code, msg, internal := classify(err)
-	if internal {
+	c := s.classify(err)
+	if c.Internal {
 		s.log.Error("write failed", "path", r.URL.Path, "err", err)
 	}
-	return &httpError{status: status, code: code, msg: fmt.Sprintf(
-		"%s; lines 1 to %d of the body were written (%d measurements), the lines from %d on were not", msg, from, wrote, from+1)}
+	return &httpError{status: c.HTTPStatus, code: c.Code, msg: fmt.Sprintf(
+		"%s; lines 1 to %d of the body were written (%d measurements), the lines from %d on were not", c.Message, from, wrote, from+1)}
 }
 
 // influxCollection checks that the collection a line-protocol write goes
@@ -258,7 +255,7 @@ func (s *Server) handleInfluxQuery(w http.ResponseWriter, r *http.Request) {
 			}
 			_, err := s.w.CreateCollection(r.Context(), name, influxCollectionOptions())
 			if err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
-				res["error"] = s.replicaError(err).Error()
+				res["error"] = s.classify(err).Message
 			}
 		case showDatabasesRE.MatchString(stmt):
 			infos, err := s.db.ListCollections(r.Context())

@@ -64,13 +64,13 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	cs := []prometheus.Collector{m.requests, m.latency, m.inserted, m.refused, m.deleted, m.returned, m.bodyIn,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_ingest_requests_in_progress", Help: "Ingest requests holding a slot.",
-		}, func() float64 { return float64(s.writes.inUse()) }),
+		}, func() float64 { return float64(s.cmd.Ingest().InUse()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_ingest_requests_queued", Help: "Ingest requests waiting for a slot.",
-		}, func() float64 { return float64(s.writes.waiting.Load()) }),
+		}, func() float64 { return float64(s.cmd.Ingest().Waiting()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_operations_in_progress", Help: "Operations listed by /v1/currentop.",
-		}, func() float64 { return float64(len(s.ops.list())) }),
+		}, func() float64 { return float64(s.cmd.Ops().Len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hourglass_uptime_seconds", Help: "Seconds since the server started.",
 		}, func() float64 { return s.opts.Now().Sub(s.started).Seconds() }),

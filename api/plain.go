@@ -95,8 +95,8 @@ func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryReques
 		return
 	}
 	s.metrics.opQuery.Add(1)
-	o := s.ops.begin("query", q.name, r, "find")
-	defer s.ops.end(o)
+	o := s.beginOp("query", q.name, r, "find")
+	defer s.endOp(o)
 	if explain {
 		plan, err := s.db.FindDocuments(r.Context(), q.name, dq, func(document.Doc) error { return nil })
 		if err != nil {
@@ -144,7 +144,7 @@ func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryReques
 			buf = append(buf, '\n')
 		}
 		n++
-		o.docs.Store(n)
+		o.Docs.Store(n)
 		if len(buf) >= flushAt {
 			start()
 			if _, err := w.Write(buf); err != nil {
@@ -205,10 +205,10 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	o := s.ops.begin("update", name, r, fmt.Sprintf("update %s", f))
-	defer s.ops.end(o)
+	o := s.beginOp("update", name, r, fmt.Sprintf("update %s", f))
+	defer s.endOp(o)
 	res, err := s.w.Update(r.Context(), name, timeseries.Update{Filter: f, Operators: u, Multi: multi})
-	o.docs.Store(res.Modified)
+	o.Docs.Store(res.Modified)
 	if err != nil {
 		s.writeUpdateError(w, r, res, err)
 		return
@@ -234,8 +234,8 @@ func (s *Server) handleReplace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	o := s.ops.begin("update", name, r, fmt.Sprintf("replace %s", f))
-	defer s.ops.end(o)
+	o := s.beginOp("update", name, r, fmt.Sprintf("replace %s", f))
+	defer s.endOp(o)
 	res, err := s.w.Update(r.Context(), name, timeseries.Update{Filter: f, Replacement: repl})
 	if err != nil {
 		s.writeUpdateError(w, r, res, err)
@@ -247,13 +247,13 @@ func (s *Server) handleReplace(w http.ResponseWriter, r *http.Request) {
 // writeUpdateError answers a refused update with the counts of what was
 // done before it, as MongoDB's writeErrors do.
 func (s *Server) writeUpdateError(w http.ResponseWriter, r *http.Request, res timeseries.UpdateResult, err error) {
-	status, code, msg, internal := classify(err)
-	if internal || res.Matched == 0 {
+	c := s.classify(err)
+	if c.Internal || res.Matched == 0 {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, status, map[string]any{"matched": res.Matched, "modified": res.Modified,
-		"writeErrors": []writeErrorReply{{Index: 0, Code: int(code), CodeName: code.Name(), Message: msg}}})
+	writeJSON(w, c.HTTPStatus, map[string]any{"matched": res.Matched, "modified": res.Modified,
+		"writeErrors": []writeErrorReply{{Index: 0, Code: int(c.Code), CodeName: c.CodeName, Message: c.Message}}})
 }
 
 // readPlainWrite reads what an update or replace starts with: a JSON

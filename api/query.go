@@ -191,8 +191,8 @@ func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.opQuery.Add(1)
-	o := s.ops.begin("query", name, r, "find")
-	defer s.ops.end(o)
+	o := s.beginOp("query", name, r, "find")
+	defer s.endOp(o)
 	cur, err := s.db.Find(r.Context(), name, req.findOptions(ts, info.Fields))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -209,7 +209,7 @@ func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
 	n, err := s.stream(w, format, cur.Schema(), render.Options{}, func(yield func(arrow.Record) error) error {
 		for ; more; more = cur.Next() {
 			rec := cur.Record()
-			o.docs.Add(rec.NumRows())
+			o.Docs.Add(rec.NumRows())
 			if err := yield(rec); err != nil {
 				return err
 			}
@@ -408,8 +408,8 @@ func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.opQuery.Add(1)
-	o := s.ops.begin("query", name, r, "aggregate")
-	defer s.ops.end(o)
+	o := s.beginOp("query", name, r, "aggregate")
+	defer s.endOp(o)
 	rec, err := s.db.Aggregate(r.Context(), name, opts)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -454,14 +454,14 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.opDelete.Add(1)
-	o := s.ops.begin("remove", name, r, fmt.Sprintf("delete %s", f))
-	defer s.ops.end(o)
+	o := s.beginOp("remove", name, r, fmt.Sprintf("delete %s", f))
+	defer s.endOp(o)
 	n, err := s.w.Delete(r.Context(), name, f, timeseries.DeleteOptions{})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	o.docs.Store(n)
+	o.Docs.Store(n)
 	s.metrics.docsDeleted.Add(n)
 	s.metrics.deleted.Add(float64(n))
 	writeJSON(w, http.StatusOK, map[string]int64{"deleted": n})

@@ -58,12 +58,7 @@ func (s *Server) primaryOnlyInflux(next http.Handler) http.Handler { return s.le
 
 func (s *Server) leaderOnly(next http.Handler, influx bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rs := s.opts.ReplicaSet
-		if rs == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if err := rs.Node.CheckLeader(); err != nil {
+		if err := s.cmd.CheckWrite(); err != nil {
 			if influx {
 				s.writeInfluxError(w, r, err, 0)
 			} else {
@@ -71,21 +66,26 @@ func (s *Server) leaderOnly(next http.Handler, influx bool) http.Handler {
 			}
 			return
 		}
-		next.ServeHTTP(&appliedIndexWriter{ResponseWriter: w, node: rs.Node}, r)
+		if _, _, ok := s.cmd.AppliedIndex(); !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(&appliedIndexWriter{ResponseWriter: w, cmd: s.cmd}, r)
 	})
 }
 
 // appliedIndexWriter sets Hourglass-Applied-Index as the answer starts.
 type appliedIndexWriter struct {
 	http.ResponseWriter
-	node    *replset.Node
+	cmd     *command.Service
 	started bool
 }
 
 func (a *appliedIndexWriter) WriteHeader(code int) {
 	if !a.started {
 		a.started = true
-		a.Header().Set(appliedHeader, strconv.FormatUint(a.node.AppliedIndex(), 10))
+		index, _, _ := a.cmd.AppliedIndex()
+		a.Header().Set(appliedHeader, strconv.FormatUint(index, 10))
 	}
 	a.ResponseWriter.WriteHeader(code)
 }
@@ -106,89 +106,8 @@ const (
 	maxAfterIndexWait     = time.Minute
 )
 
-// waitAfterIndex makes a read with afterIndex=N wait until this member
-// has applied the log up to N (at most waitMS milliseconds, default 5 s),
-// so that it sees the write whose answer carried that index. It reports
-// whether the read goes on; otherwise it answered 400 or 503.
-func (s *Server) waitAfterIndex(w http.ResponseWriter, r *http.Request) bool {
-	rs := s.opts.ReplicaSet
-	q := r.URL.Query()
-	after := q.Get("afterIndex")
-	if after == "" {
-		return true
-	}
-	if rs == nil {
-		s.writeError(w, r, badRequest("afterIndex is for replica set members (serve --replica-set)"))
-		return false
-	}
-	index, err := strconv.ParseUint(after, 10, 64)
-	if err != nil {
-		s.writeError(w, r, badRequest("afterIndex must be a log index (a non-negative integer), as Hourglass-Applied-Index gives it: %q", after))
-		return false
-	}
-	wait := defaultAfterIndexWait
-	if v := q.Get("waitMS"); v != "" {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > maxAfterIndexWait {
-			s.writeError(w, r, badRequest("waitMS must be milliseconds from 0 to %d: %q", maxAfterIndexWait.Milliseconds(), v))
-			return false
-		}
-		wait = time.Duration(ms) * time.Millisecond
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), wait)
-	defer cancel()
-	if err := rs.Node.WaitApplied(ctx, index); err != nil {
-		if r.Context().Err() != nil {
-			return false // the client went away
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = &httpError{status: http.StatusServiceUnavailable, code: mongoerr.MaxTimeMSExpired,
-				msg: fmt.Sprintf("member %s has applied the log up to %d, not yet to afterIndex %d, within %s; retry, or read from the primary",
-					rs.Node.ID(), rs.Node.AppliedIndex(), index, wait)}
-		}
-		s.writeError(w, r, err)
-		return false
-	}
-	return true
-}
-
 // primaryHeader names the leader's HTTP address on a follower's refusal.
 const primaryHeader = "Hourglass-Primary"
-
-// replicaError turns the errors of a replicated write into the API's:
-// a follower's refusal is 421 naming the leader's HTTP address (503 while
-// no leader is known), a write not committed in time or a halted or closed
-// member 503. Other errors are returned as they are.
-func (s *Server) replicaError(err error) error {
-	rs := s.opts.ReplicaSet
-	if rs == nil || err == nil {
-		return err
-	}
-	var nl *replset.NotLeaderError
-	switch {
-	case errors.As(err, &nl):
-		if nl.LeaderID == "" {
-			return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.NotWritablePrimary,
-				msg: fmt.Sprintf("member %s of replica set %s is not the primary and knows none (an election may be running); retry", rs.Node.ID(), rs.Name)}
-		}
-		addr := rs.httpAddr(nl.LeaderID)
-		if addr == "" {
-			return &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotWritablePrimary,
-				msg: fmt.Sprintf("member %s of replica set %s is not the primary; the primary is %s (raft %s), whose HTTP address this member does not know", rs.Node.ID(), rs.Name, nl.LeaderID, nl.Leader)}
-		}
-		return &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotWritablePrimary, primary: addr,
-			msg: fmt.Sprintf("member %s of replica set %s is not the primary; write to the primary %s at %s", rs.Node.ID(), rs.Name, nl.LeaderID, addr)}
-	case errors.Is(err, replset.ErrLeadershipLost):
-		return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.InterruptedDueToReplStateChange,
-			msg: err.Error() + ": the set is electing a primary; retry (a retry may apply it twice)"}
-	case errors.Is(err, replset.ErrTimeout):
-		return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.InternalError,
-			msg: err.Error() + " (it may still be applied: a retry may apply it twice)"}
-	case errors.Is(err, replset.ErrHalted), errors.Is(err, replset.ErrClosed):
-		return &httpError{status: http.StatusServiceUnavailable, code: mongoerr.ShutdownInProgress, msg: err.Error()}
-	}
-	return err
-}
 
 // replSetMember is one member in /v1/replset.
 type replSetMember struct {
@@ -335,37 +254,56 @@ const (
 	lastContactHeader = "Hourglass-Last-Contact"
 )
 
-// secondaryRead lets a find or aggregate through on a replica set member:
-// the primary answers every read; a secondary only one that asks for it
-// with readPreference=secondary (or secondaryPreferred, primaryPreferred,
+// secondaryRead lets a find or aggregate through on a replica set member
+// as the command layer rules (command.Service.BeforeRead): the primary
+// answers every read; a secondary only one that asks for it with
+// readPreference=secondary (or secondaryPreferred, primaryPreferred,
 // nearest), as MongoDB's drivers do, and says in headers how far behind
-// it may be. Others are refused 421 NotPrimaryNoSecondaryOk (13435),
-// naming the primary. It reports whether the read goes on.
+// it may be; others are refused 421 NotPrimaryNoSecondaryOk (13435),
+// naming the primary. With afterIndex=N (a write's Hourglass-Applied-Index)
+// the read waits until this member has applied the log up to N, at most
+// waitMS milliseconds (default 5 s), then 503 MaxTimeMSExpired. It
+// reports whether the read goes on.
 func (s *Server) secondaryRead(w http.ResponseWriter, r *http.Request) bool {
-	rs := s.opts.ReplicaSet
-	if rs == nil || rs.Node.Role() == replset.RoleLeader {
-		return s.waitAfterIndex(w, r)
-	}
-	switch r.URL.Query().Get("readPreference") {
+	q := r.URL.Query()
+	rc := command.ReadConcern{Wait: defaultAfterIndexWait, AfterName: "afterIndex"}
+	switch q.Get("readPreference") {
 	case "secondary", "secondaryPreferred", "primaryPreferred", "nearest":
-		if !s.waitAfterIndex(w, r) {
+		rc.SecondaryOK = true
+	}
+	if after := q.Get("afterIndex"); after != "" {
+		if _, _, member := s.cmd.AppliedIndex(); !member {
+			s.writeError(w, r, badRequest("afterIndex is for replica set members (serve --replica-set)"))
 			return false
 		}
-		st := rs.Node.Status()
-		w.Header().Set(appliedHeader, strconv.FormatUint(st.AppliedIndex, 10))
-		if !st.LastContact.IsZero() {
-			w.Header().Set(lastContactHeader, st.LastContact.UTC().Format(time.RFC3339Nano))
+		index, err := strconv.ParseUint(after, 10, 64)
+		if err != nil {
+			s.writeError(w, r, badRequest("afterIndex must be a log index (a non-negative integer), as Hourglass-Applied-Index gives it: %q", after))
+			return false
 		}
-		return true
+		rc.AfterIndex = index
+		if v := q.Get("waitMS"); v != "" {
+			ms, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > maxAfterIndexWait {
+				s.writeError(w, r, badRequest("waitMS must be milliseconds from 0 to %d: %q", maxAfterIndexWait.Milliseconds(), v))
+				return false
+			}
+			rc.Wait = max(time.Duration(ms)*time.Millisecond, time.Nanosecond)
+		}
 	}
-	_, id := rs.Node.Leader()
-	e := &httpError{status: http.StatusMisdirectedRequest, code: mongoerr.NotPrimaryNoSecondaryOk, primary: rs.httpAddr(id),
-		msg: fmt.Sprintf("member %s of replica set %s is a secondary: add readPreference=secondary to read here (its data may be behind the primary's)", rs.Node.ID(), rs.Name)}
-	if e.primary != "" {
-		e.msg += ", or read from the primary at " + e.primary
+	if err := s.cmd.BeforeRead(r.Context(), rc); err != nil {
+		if r.Context().Err() == nil { // else the client went away
+			s.writeError(w, r, err)
+		}
+		return false
 	}
-	s.writeError(w, r, e)
-	return false
+	if index, lastContact, member := s.cmd.AppliedIndex(); member && rc.SecondaryOK && !s.cmd.Primary() {
+		w.Header().Set(appliedHeader, strconv.FormatUint(index, 10))
+		if !lastContact.IsZero() {
+			w.Header().Set(lastContactHeader, lastContact.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return true
 }
 
 // handleAddMember serves POST /v1/replset/members on the leader: adds a

@@ -105,6 +105,13 @@ type Options struct {
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 
+	// Commands is the command layer the server runs requests through,
+	// shared with the other front doors (its operations, admission,
+	// request memory, writer). Default: one of its own over DB, with
+	// ReplicaSet's member, TTL, Bodies, MaxConcurrentWrites and
+	// MaxQueuedWrites.
+	Commands *command.Service
+
 	// ReplicaSet, when set, makes the server a member of a replica set:
 	// writes go through its Node (DB must be the Node's) and are the
 	// leader's to answer, and /v1/replset reports and changes the set.
@@ -113,6 +120,14 @@ type Options struct {
 
 // EnsureDefaults fills in the zero fields.
 func (o *Options) EnsureDefaults() {
+	if o.Commands != nil {
+		if o.DB == nil {
+			o.DB = o.Commands.DB()
+		}
+		if o.Bodies == nil {
+			o.Bodies = o.Commands.Bodies()
+		}
+	}
 	if o.MaxBody == 0 {
 		o.MaxBody = 64 << 20
 	}
@@ -158,6 +173,9 @@ func (o *Options) Validate() error {
 	if o.DB == nil {
 		errs = append(errs, errors.New("api: Options.DB is required"))
 	}
+	if o.Commands != nil && o.Commands.DB() != o.DB {
+		errs = append(errs, errors.New("api: Options.Commands must be the command layer of Options.DB"))
+	}
 	if o.ReplicaSet != nil && (o.ReplicaSet.Node == nil || o.ReplicaSet.Node.DB() != o.DB) {
 		errs = append(errs, errors.New("api: Options.ReplicaSet.Node is required and its DB must be Options.DB"))
 	}
@@ -189,9 +207,7 @@ type Server struct {
 	peers   *http.Client // asks the other members of a replica set for their state
 	log     *slog.Logger
 	router  chi.Router
-	ops     *opRegistry
-	writes  *admission
-	bodies  *command.Budget
+	cmd     *command.Service
 	metrics *metrics
 	started time.Time
 
@@ -206,12 +222,21 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	cmd := opts.Commands
+	if cmd == nil {
+		co := command.Options{DB: opts.DB, TTL: opts.TTL, Bodies: opts.Bodies, MaxConcurrentWrites: opts.MaxConcurrentWrites,
+			MaxQueuedWrites: opts.MaxQueuedWrites, Now: opts.Now, Logger: opts.Logger}
+		if rs := opts.ReplicaSet; rs != nil {
+			co.Node, co.SetName = rs.Node, rs.Name
+		}
+		var err error
+		if cmd, err = command.New(co); err != nil {
+			return nil, err
+		}
+	}
 	s := &Server{
-		opts: opts, db: opts.DB, w: opts.DB, log: opts.Logger,
+		opts: opts, db: opts.DB, w: cmd.Writer(), log: opts.Logger, cmd: cmd,
 		peers:   &http.Client{Timeout: peerTimeout},
-		ops:     newOpRegistry(opts.Now),
-		writes:  newAdmission(opts.MaxConcurrentWrites, opts.MaxQueuedWrites),
-		bodies:  opts.Bodies,
 		started: opts.Now(),
 
 		lineDecoders: keep.New(opts.MaxConcurrentWrites, lineproto.NewDecoder),
@@ -222,9 +247,6 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	if opts.ReplicaSet != nil {
-		s.w = opts.ReplicaSet.Node
-	}
 	s.router = s.routes()
 	return s, nil
 }

@@ -46,10 +46,10 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		},
 		"mem": memStatus(&ms),
 		"ingest": map[string]any{
-			"inProgress": s.writes.inUse(),
-			"queued":     s.writes.waiting.Load(),
-			"slots":      cap(s.writes.slots),
-			"queueLimit": s.writes.maxWait,
+			"inProgress": s.cmd.Ingest().InUse(),
+			"queued":     s.cmd.Ingest().Waiting(),
+			"slots":      s.cmd.Ingest().Slots(),
+			"queueLimit": s.cmd.Ingest().QueueLimit(),
 		},
 		"storageEngine": map[string]any{
 			"name":         "hourglass",

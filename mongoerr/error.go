@@ -65,12 +65,25 @@ const (
 	// InterruptedDueToReplStateChange is a write its member stopped
 	// leading before it was committed: it may or may not be applied.
 	InterruptedDueToReplStateChange Code = 11602
+	// Codes of the wire protocol's own answers.
+	CursorNotFound            Code = 43
+	CommandNotFound           Code = 59
+	AmbiguousIndexKeyPattern  Code = 181
+	NotImplemented            Code = 238
+	MechanismUnavailable      Code = 334
+	UnsupportedOpQueryCommand Code = 352
 )
 
 var names = map[Code]string{
 	NotWritablePrimary:              "NotWritablePrimary",
 	NotPrimaryNoSecondaryOk:         "NotPrimaryNoSecondaryOk",
 	InterruptedDueToReplStateChange: "InterruptedDueToReplStateChange",
+	CursorNotFound:                  "CursorNotFound",
+	CommandNotFound:                 "CommandNotFound",
+	AmbiguousIndexKeyPattern:        "AmbiguousIndexKeyPattern",
+	NotImplemented:                  "NotImplemented",
+	MechanismUnavailable:            "MechanismUnavailable",
+	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",
 	InternalError:                   "InternalError",
 	BadValue:                        "BadValue",
 	FailedToParse:                   "FailedToParse",

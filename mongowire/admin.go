@@ -4,11 +4,10 @@ import (
 	"errors"
 	"os"
 	"runtime"
-	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/prometheus/procfs"
@@ -18,80 +17,68 @@ import (
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
-// op is a command in progress, listed by currentOp.
-type op struct {
-	id     int64
-	conn   *conn
-	kind   string // MongoDB's op: command, query, getmore, insert, update, remove
-	ns     string
-	cmd    bsoncore.Document // the request's body, which the request owns while op is listed
-	start  time.Time
-	client string
-}
-
-// opRegistry holds the commands in progress of a server's connections.
-type opRegistry struct {
-	next atomic.Int64
-	mu   sync.Mutex // guards ops
-	ops  map[int64]*op
-}
-
-func newOpRegistry() *opRegistry { return &opRegistry{ops: map[int64]*op{}} }
-
 // opKinds are currentOp's op of the commands that are not "command".
 var opKinds = map[string]string{"find": "query", "getMore": "getmore", "insert": "insert",
 	"update": "update", "delete": "remove", "count": "command", "distinct": "command"}
 
-func (r *opRegistry) begin(c *conn, cmd *wireCommand) *op {
+// beginOp lists cmd, which c runs, with the operations of every door.
+func (s *Server) beginOp(c *conn, cmd *wireCommand) *command.Op {
 	kind := opKinds[cmd.name]
 	if kind == "" {
 		kind = "command"
 	}
-	ns := cmd.db + ".$cmd"
+	o := &command.Op{Kind: kind, DB: cmd.db, Door: command.MongoDB, Client: c.nc.RemoteAddr().String(), ConnID: c.id, Desc: cmd.name}
 	if v, err := cmd.body.LookupErr(cmd.name); err == nil {
 		if coll, ok := v.StringValueOK(); ok {
-			ns = cmd.db + "." + coll
+			o.Collection = coll
 		}
 	}
-	o := &op{id: r.next.Add(1), conn: c, kind: kind, ns: ns, cmd: cmd.body, start: time.Now(), client: c.nc.RemoteAddr().String()}
-	r.mu.Lock()
-	r.ops[o.id] = o
-	r.mu.Unlock()
-	return o
-}
-
-func (r *opRegistry) end(o *op) {
-	r.mu.Lock()
-	delete(r.ops, o.id)
-	r.mu.Unlock()
-}
-
-// entries describes the ops in progress as currentOp's inprog does, by
-// opid.
-func (r *opRegistry) entries(host string, now time.Time) []map[string]any {
-	r.mu.Lock()
-	out := make([]map[string]any, 0, len(r.ops))
-	for _, o := range r.ops {
-		// The command as sent, but for values the engine's value set lacks
-		// (the session id is a binary UUID).
-		cmd := map[string]any{}
-		model.EachBSONElement(o.cmd, func(k string, v bsoncore.Value) error {
+	body := cmd.body // the request's, which it owns until the op ends
+	o.Command = func() map[string]any {
+		// The command as sent, but for values the engine's value set
+		// lacks (the session id is a binary UUID).
+		m := map[string]any{}
+		model.EachBSONElement(body, func(k string, v bsoncore.Value) error {
 			if x, err := model.ValueFromBSON(k, v, 0); err == nil {
-				cmd[k] = x
+				m[k] = x
 			}
 			return nil
 		})
-		age := now.Sub(o.start)
-		out = append(out, map[string]any{
-			"type": "op", "host": host, "desc": "conn" + string(itoa(nil, int(o.conn.id))),
-			"connectionId": o.conn.id, "client": o.client, "active": true, "opid": o.id,
-			"secs_running": int64(age / time.Second), "microsecs_running": int64(age / time.Microsecond),
-			"op": o.kind, "ns": o.ns, "command": cmd, "currentOpTime": o.start.UTC().Format(time.RFC3339Nano),
-		})
+		return m
 	}
-	r.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i]["opid"].(int64) < out[j]["opid"].(int64) })
-	return out
+	return s.cmd.Ops().Begin(o)
+}
+
+// opEntry describes an operation in progress, from any door, as
+// currentOp's inprog does.
+func opEntry(host string, o command.OpInfo) map[string]any {
+	e := map[string]any{
+		"type": "op", "host": host, "client": o.Client, "active": true, "opid": o.ID,
+		"secs_running": int64(o.Age / time.Second), "microsecs_running": int64(o.Age / time.Microsecond),
+		"op": o.Kind, "currentOpTime": o.Start.UTC().Format(time.RFC3339Nano),
+	}
+	if o.Door == command.MongoDB {
+		e["desc"] = "conn" + string(itoa(nil, int(o.ConnID)))
+		e["connectionId"] = o.ConnID
+		e["ns"] = o.DB + ".$cmd"
+		if o.Collection != "" {
+			e["ns"] = o.DB + "." + o.Collection
+		}
+		if o.CommandDoc != nil {
+			e["command"] = o.CommandDoc
+		}
+		return e
+	}
+	// Another door's request: its description, and the database every
+	// collection is listed in.
+	e["desc"] = o.Desc
+	e["ns"] = DatabaseName + ".$cmd"
+	if o.Collection != "" {
+		e["ns"] = DatabaseName + "." + o.Collection
+	}
+	e["command"] = map[string]any{"http": o.Desc}
+	e["documentsHandled"] = o.Docs.Load()
+	return e
 }
 
 // errAdminOnly is MongoDB's refusal of an admin command run elsewhere.
@@ -334,7 +321,10 @@ func cmdCurrentOp(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 func (s *Server) currentOps() []map[string]any {
 	host, _ := os.Hostname()
 	now := time.Now()
-	entries := s.ops.entries(host, now)
+	var entries []map[string]any
+	for _, o := range s.cmd.Ops().List() {
+		entries = append(entries, opEntry(host, o))
+	}
 	if s.opts.TTL != nil {
 		if cur := s.opts.TTL.Current(); cur != nil {
 			age := now.Sub(cur.Started)

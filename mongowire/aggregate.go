@@ -19,18 +19,12 @@ import (
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-// MongoDB's codes of the aggregation framework.
+// MongoDB's codes of the aggregation framework (named Location<code>).
 const (
 	codeUnrecognizedStage mongoerr.Code = 40324
 	codeUnknownGroupOp    mongoerr.Code = 15952
-	codeNotImplemented    mongoerr.Code = 238
+	codeNotImplemented                  = mongoerr.NotImplemented
 )
-
-func init() {
-	wireCodeNames[codeNotImplemented] = "NotImplemented"
-	wireCodeNames[codeUnrecognizedStage] = "Location40324"
-	wireCodeNames[codeUnknownGroupOp] = "Location15952"
-}
 
 // knownStages are MongoDB's stage names that Hourglass does not run: they
 // are refused as not supported rather than as unknown.

@@ -26,9 +26,7 @@ const scramIterations = 15000
 
 // codeMechanismUnavailable is MongoDB's answer to a SASL mechanism it does
 // not offer.
-const codeMechanismUnavailable mongoerr.Code = 334
-
-func init() { wireCodeNames[codeMechanismUnavailable] = "MechanismUnavailable" }
+const codeMechanismUnavailable = mongoerr.MechanismUnavailable
 
 // newSCRAM returns the SCRAM-SHA-256 server that checks AuthUser's
 // password against token, with a credential salted afresh at every start.

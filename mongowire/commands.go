@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -21,26 +22,12 @@ import (
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-// Codes of the wire protocol that mongoerr does not hold, with MongoDB's
-// values and names.
+// Codes of the wire protocol's own answers.
 const (
-	codeCursorNotFound            mongoerr.Code = 43
-	codeCommandNotFound           mongoerr.Code = 59
-	codeUnsupportedOpQueryCommand mongoerr.Code = 352
+	codeCursorNotFound            = mongoerr.CursorNotFound
+	codeCommandNotFound           = mongoerr.CommandNotFound
+	codeUnsupportedOpQueryCommand = mongoerr.UnsupportedOpQueryCommand
 )
-
-var wireCodeNames = map[mongoerr.Code]string{
-	codeCursorNotFound:            "CursorNotFound",
-	codeCommandNotFound:           "CommandNotFound",
-	codeUnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
-}
-
-func codeName(c mongoerr.Code) string {
-	if n, ok := wireCodeNames[c]; ok {
-		return n
-	}
-	return c.Name()
-}
 
 // The server's identity in hello and buildInfo: MongoDB 7.0's wire version
 // (time-series collections with custom bucketing, expireAfterSeconds on
@@ -136,14 +123,14 @@ func (c *conn) handle(req *request) []byte {
 		cmd.ctx = ctx
 	}
 	if err := s.readConcern(cmd, first); err != nil {
-		return s.errorDoc(s.replicaError(err))
+		return s.errorDoc(err)
 	}
 	s.opcounters.count(first)
-	o := s.ops.begin(c, cmd)
+	o := s.beginOp(c, cmd)
 	reply, err := h(s, c, cmd)
-	s.ops.end(o)
+	s.cmd.Ops().End(o)
 	if err != nil {
-		return s.errorDoc(s.replicaError(err))
+		return s.errorDoc(err)
 	}
 	if len(reply) == 1 && reply[0].Key == rawReplyKey {
 		return s.withOperationTime(reply[0].Value.(bson.Raw))
@@ -173,93 +160,69 @@ func (s *Server) withOperationTime(doc []byte) []byte {
 	return out
 }
 
-// Bounds of a read's wait for afterClusterTime or a linearizable read,
-// when the command gives no maxTimeMS.
-const afterClusterTimeWait = 10 * time.Second
-
-// readConcern applies a read's readConcern before it reads:
+// readConcern decodes a read's readConcern, $readPreference and
+// maxTimeMS into the command layer's ReadConcern and applies it before
+// the read (command.Service.BeforeRead):
 //
+//   - a secondary serves the read only when $readPreference allows it
+//     (a mode other than primary), else NotPrimaryNoSecondaryOk;
 //   - level local, available or majority (or none) reads what this member
 //     has applied: only committed entries are applied, so it is majority
 //     committed whatever the level;
 //   - linearizable, on a replica set, reads on the primary only, once a
 //     majority has confirmed it still leads and it has applied everything
-//     committed when the read arrived (replset.Node.ReadBarrier);
-//     elsewhere it is NotWritablePrimary, as in MongoDB;
+//     committed when the read arrived;
 //   - snapshot is refused (InvalidOptions): there are no point-in-time
 //     reads;
-//   - afterClusterTime makes the read wait until this member has applied
-//     the log up to it.
+//   - afterClusterTime (a BSON timestamp of operationTime's form) makes the
+//     read wait until this member has applied the log up to it.
 //
 // The waits are bounded by the command's maxTimeMS, else 10 s, and then
-// fail with MaxTimeMSExpired (50).
+// fail with MaxTimeMSExpired (50). Outside a replica set nothing is
+// waited for.
 func (s *Server) readConcern(cmd *wireCommand, name string) error {
 	if !secondaryReads[name] {
 		return nil
 	}
-	rc, err := cmd.body.LookupErr("readConcern")
-	if err != nil {
-		return nil
-	}
-	doc, ok := rc.DocumentOK()
-	if !ok {
-		return mongoerr.New(mongoerr.TypeMismatch, "readConcern must be a document")
-	}
-	var level string
-	if v, err := doc.LookupErr("level"); err == nil {
-		if level, ok = v.StringValueOK(); !ok {
-			return mongoerr.New(mongoerr.TypeMismatch, "readConcern.level must be a string")
-		}
-	}
-	after, hasAfter := bsoncore.Value{}, false
-	if v, err := doc.LookupErr("afterClusterTime"); err == nil {
-		after, hasAfter = v, true
-	}
-	switch level {
-	case "", "local", "available", "majority":
-	case "linearizable":
-		if hasAfter {
-			return mongoerr.New(mongoerr.InvalidOptions, "readConcern level linearizable does not take afterClusterTime")
-		}
-	case "snapshot":
-		return mongoerr.New(mongoerr.InvalidOptions, "readConcern level snapshot is not supported: Hourglass has no point-in-time reads; use local or majority")
-	default:
-		return mongoerr.New(mongoerr.BadValue, "readConcern level %q is not one of local, available, majority, linearizable, snapshot", level)
-	}
-	rs := s.opts.ReplicaSet
-	if rs == nil || (level != "linearizable" && !hasAfter) {
-		return nil
-	}
-	wait := afterClusterTimeWait
+	rc := command.ReadConcern{SecondaryOK: secondaryOk(cmd), AfterName: "afterClusterTime"}
 	if mt, err := cmd.body.LookupErr("maxTimeMS"); err == nil {
 		if ms, ok := mt.AsInt64OK(); ok && ms > 0 {
-			wait = time.Duration(ms) * time.Millisecond
+			rc.Wait = time.Duration(ms) * time.Millisecond
 		}
 	}
-	ctx, cancel := context.WithTimeout(cmd.ctx, wait)
-	defer cancel()
-	if level == "linearizable" {
-		err := rs.Node.ReadBarrier(ctx)
-		if errors.Is(err, context.DeadlineExceeded) {
-			return mongoerr.New(mongoerr.MaxTimeMSExpired,
-				"operation exceeded time limit: member %s could not confirm within %s that it still leads and has applied every acknowledged write (linearizable read)", rs.Node.ID(), wait)
+	if v, err := cmd.body.LookupErr("readConcern"); err == nil {
+		doc, ok := v.DocumentOK()
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "readConcern must be a document")
 		}
-		return err
-	}
-	t, inc, ok := after.TimestampOK()
-	if !ok {
-		return mongoerr.New(mongoerr.TypeMismatch, "readConcern.afterClusterTime must be a timestamp")
-	}
-	index := uint64(t)<<32 | uint64(inc)
-	if err := rs.Node.WaitApplied(ctx, index); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return mongoerr.New(mongoerr.MaxTimeMSExpired,
-				"operation exceeded time limit: member %s has applied the log up to %d, not yet to the afterClusterTime %d, within %s",
-				rs.Node.ID(), rs.Node.AppliedIndex(), index, wait)
+		var level string
+		if v, err := doc.LookupErr("level"); err == nil {
+			if level, ok = v.StringValueOK(); !ok {
+				return mongoerr.New(mongoerr.TypeMismatch, "readConcern.level must be a string")
+			}
 		}
-		return err
+		after, hasAfter := doc.LookupErr("afterClusterTime")
+		switch level {
+		case "", "local", "available", "majority":
+		case "linearizable":
+			if hasAfter == nil {
+				return mongoerr.New(mongoerr.InvalidOptions, "readConcern level linearizable does not take afterClusterTime")
+			}
+			rc.Linearizable = true
+		case "snapshot":
+			return mongoerr.New(mongoerr.InvalidOptions, "readConcern level snapshot is not supported: Hourglass has no point-in-time reads; use local or majority")
+		default:
+			return mongoerr.New(mongoerr.BadValue, "readConcern level %q is not one of local, available, majority, linearizable, snapshot", level)
+		}
+		if hasAfter == nil {
+			t, inc, ok := after.TimestampOK()
+			if !ok {
+				return mongoerr.New(mongoerr.TypeMismatch, "readConcern.afterClusterTime must be a timestamp")
+			}
+			rc.AfterIndex = uint64(t)<<32 | uint64(inc)
+		}
 	}
-	return nil
+	return s.cmd.BeforeRead(cmd.ctx, rc)
 }
 
 // retryableWrites are the commands a session's txnNumber makes retryable.
@@ -310,31 +273,19 @@ var errStop = errors.New("stop")
 // internal faults: the client sees a generic message and the log the
 // details.
 func (s *Server) errorDoc(err error) []byte {
-	code, msg := s.classify(err)
-	return marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: validUTF8(msg)},
-		{Key: "code", Value: int32(code)}, {Key: "codeName", Value: codeName(code)}})
+	c := s.classify(err)
+	return marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: validUTF8(c.Message)},
+		{Key: "code", Value: int32(c.Code)}, {Key: "codeName", Value: c.CodeName}})
 }
 
-// classify maps an error to a MongoDB code and message, logging internal
-// faults.
-func (s *Server) classify(err error) (mongoerr.Code, string) {
-	code, msg := mongoerr.InternalError, "internal error; see the server log"
-	var me *mongoerr.Error
-	switch {
-	case timeseries.IsCorrupt(err):
-		code, msg = mongoerr.DataCorruptionDetected, err.Error()
-		s.log.Error("command failed", "err", err)
-	case errors.As(err, &me):
-		code, msg = me.Code, me.Message
-		if code == mongoerr.InternalError {
-			s.log.Error("command failed", "err", err)
-		}
-	case errors.Is(err, timeseries.ErrClosed):
-		code, msg = mongoerr.ShutdownInProgress, "the server is shutting down"
-	default:
+// classify is the command layer's classification of err at this door,
+// with internal faults logged.
+func (s *Server) classify(err error) command.Class {
+	c := s.cmd.Classify(err, command.MongoDB)
+	if c.Internal {
 		s.log.Error("command failed", "err", err)
 	}
-	return code, msg
+	return c
 }
 
 // collectionName reads the collection a command names as its first value,

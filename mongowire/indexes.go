@@ -18,11 +18,7 @@ import (
 
 // codeAmbiguousIndexKeyPattern is MongoDB's code for a dropIndexes key
 // pattern that several indexes (with different partial filters) share.
-const codeAmbiguousIndexKeyPattern mongoerr.Code = 181
-
-func init() {
-	wireCodeNames[codeAmbiguousIndexKeyPattern] = "AmbiguousIndexKeyPattern"
-}
+const codeAmbiguousIndexKeyPattern = mongoerr.AmbiguousIndexKeyPattern
 
 // keyPattern reads an index key pattern ({field: 1 | -1, ...}) in order;
 // refusals carry code, as the HTTP API's do.

@@ -1,6 +1,7 @@
 package mongowire
 
 import (
+	"context"
 	"errors"
 	"slices"
 
@@ -93,16 +94,7 @@ func cmdInsert(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 		// The engine stored nothing (unknown collection, closed, I/O).
 		return nil, err
 	}
-	reply := bson.D{{Key: "n", Value: int32(n)}}
-	if len(wes) > 0 {
-		arr := make(bson.A, len(wes))
-		for i, we := range wes {
-			code, msg := s.classify(we.err)
-			arr[i] = bson.D{{Key: "index", Value: int32(we.index)}, {Key: "code", Value: int32(code)}, {Key: "errmsg", Value: msg}}
-		}
-		reply = append(reply, bson.E{Key: "writeErrors", Value: arr})
-	}
-	return reply, nil
+	return s.writeErrorsReply(bson.D{{Key: "n", Value: int32(n)}}, wes), nil
 }
 
 // convertBatch converts raw documents with conv; with ordered, conversion
@@ -158,7 +150,7 @@ func (s *Server) insertMeasurements(cmd *wireCommand, name string, ts *model.Tim
 	if len(ms) == 0 {
 		return 0, wes, nil
 	}
-	res, err := s.w.Insert(cmd.ctx, name, timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{Unordered: !ordered})
+	res, err := s.insert(cmd.ctx, name, timeseries.Batch{Measurements: ms}, ordered)
 	if err != nil {
 		return 0, wes, err
 	}
@@ -176,9 +168,21 @@ func (s *Server) insertPlain(cmd *wireCommand, name string, raw []bsoncore.Docum
 	if len(docs) == 0 {
 		return 0, wes, nil
 	}
-	res, err := s.w.Insert(cmd.ctx, name, timeseries.Batch{Documents: docs}, timeseries.InsertOptions{Unordered: !ordered})
+	res, err := s.insert(cmd.ctx, name, timeseries.Batch{Documents: docs}, ordered)
 	if err != nil {
 		return 0, wes, err
 	}
 	return res.Inserted, mergeErrors(wes, res.Errors, idx, ordered), nil
+}
+
+// insert stores a batch in one of the ingest slots every door's writes
+// share (command.Ingest): when they are all taken it waits in the bounded
+// queue, or is refused with IngressRequestRateLimitExceeded.
+func (s *Server) insert(ctx context.Context, name string, b timeseries.Batch, ordered bool) (timeseries.InsertResult, error) {
+	in := s.cmd.Ingest()
+	if err := in.Acquire(ctx); err != nil {
+		return timeseries.InsertResult{}, err
+	}
+	defer in.Release()
+	return s.w.Insert(ctx, name, b, timeseries.InsertOptions{Unordered: !ordered})
 }

@@ -1,7 +1,6 @@
 package mongowire
 
 import (
-	"errors"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -37,34 +36,14 @@ var (
 	secondaryReads = map[string]bool{"find": true, "aggregate": true, "count": true, "distinct": true}
 )
 
-// replicaCheck refuses cmd when this member of a replica set cannot serve
-// it: a write on a secondary, a read on a secondary that asked for the
-// primary.
+// replicaCheck refuses a write the command layer refuses: one sent to a
+// secondary of a replica set (NotWritablePrimary, naming the primary).
+// Reads are checked with their read concern (readConcern).
 func (s *Server) replicaCheck(cmd *wireCommand) error {
-	rs := s.opts.ReplicaSet
-	if rs == nil {
-		return nil
-	}
-	primary := rs.Node.Role() == replset.RoleLeader
-	switch {
-	case replicatedWrites[cmd.name] && !primary:
-		return s.notPrimary()
-	case secondaryReads[cmd.name] && !primary && !secondaryOk(cmd):
-		return mongoerr.New(mongoerr.NotPrimaryNoSecondaryOk,
-			"not primary and secondaryOk=false: member %s of replica set %s is a secondary; ask for readPreference secondary or primaryPreferred to read here", rs.Node.ID(), rs.Name)
+	if replicatedWrites[cmd.name] {
+		return s.cmd.CheckWrite()
 	}
 	return nil
-}
-
-// notPrimary is the refusal of a write on a member that is not the
-// primary, naming the primary when one is known.
-func (s *Server) notPrimary() error {
-	rs := s.opts.ReplicaSet
-	_, id := rs.Node.Leader()
-	if addr := rs.mongoAddr(id); addr != "" {
-		return mongoerr.New(mongoerr.NotWritablePrimary, "not primary: the primary of replica set %s is %s", rs.Name, addr)
-	}
-	return mongoerr.New(mongoerr.NotWritablePrimary, "not primary: replica set %s has no primary now (an election may be running); retry", rs.Name)
 }
 
 // secondaryOk reports whether cmd's $readPreference lets a secondary
@@ -80,23 +59,6 @@ func secondaryOk(cmd *wireCommand) bool {
 	}
 	mode, _ := doc.Lookup("mode").StringValueOK()
 	return mode != "" && mode != "primary"
-}
-
-// replicaError turns the errors of a replicated write into the wire
-// protocol's: a member that lost the lead is NotWritablePrimary, so that
-// drivers look for the new primary and retry.
-func (s *Server) replicaError(err error) error {
-	if s.opts.ReplicaSet == nil || err == nil {
-		return err
-	}
-	var nl *replset.NotLeaderError
-	switch {
-	case errors.As(err, &nl):
-		return s.notPrimary()
-	case errors.Is(err, replset.ErrLeadershipLost):
-		return mongoerr.New(mongoerr.InterruptedDueToReplStateChange, "%v: the set is electing a primary", err)
-	}
-	return err
 }
 
 // helloReplica adds to a hello reply what a replica set member reports:

@@ -56,6 +56,11 @@ type Options struct {
 	Logger *slog.Logger
 	// ReplicaSet, when set, makes the server a member of a replica set.
 	ReplicaSet *ReplicaSet
+	// Commands is the command layer commands run through, shared with the
+	// other front doors (its operations, admission, request memory,
+	// writer). Default: one of its own over DB, with ReplicaSet's member,
+	// TTL and Messages.
+	Commands *command.Service
 
 	// Messages is the request memory budget the messages being received
 	// take from, shared with the other front doors (HTTP bodies). Default:
@@ -99,7 +104,7 @@ type Server struct {
 	w       command.Writer // db, or the replica set's member
 	log     *slog.Logger
 	cursors *cursorSet
-	ops     *opRegistry
+	cmd     *command.Service
 	started time.Time
 	// scram checks MongoDB clients' passwords; nil without AuthToken.
 	scram  *scram.Server
@@ -136,8 +141,17 @@ type Server struct {
 
 // New returns a Server over opts.DB.
 func New(opts Options) (*Server, error) {
+	if opts.DB == nil && opts.Commands != nil {
+		opts.DB = opts.Commands.DB()
+	}
 	if opts.DB == nil {
 		return nil, errors.New("mongowire: Options.DB is required")
+	}
+	if opts.Commands != nil && opts.Commands.DB() != opts.DB {
+		return nil, errors.New("mongowire: Options.Commands must be the command layer of Options.DB")
+	}
+	if opts.Messages == nil && opts.Commands != nil {
+		opts.Messages = opts.Commands.Bodies()
 	}
 	if opts.CursorTimeout <= 0 {
 		opts.CursorTimeout = DefaultCursorTimeout
@@ -172,19 +186,27 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{
-		scram: sc, opts: opts, db: opts.DB, log: opts.Logger, ops: newOpRegistry(), started: time.Now(),
+		scram: sc, opts: opts, db: opts.DB, log: opts.Logger, started: time.Now(),
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, stop: make(chan struct{}),
 		converters: keep.New(2*runtime.GOMAXPROCS(0), model.NewBSONDecoder),
 		replyBufs:  keep.New(runtime.GOMAXPROCS(0), func() []byte { return nil }),
 	}
 	s.cursors = newCursorSet(s.replyBufs.Put)
-	s.w = opts.DB
-	if rs := opts.ReplicaSet; rs != nil {
-		if rs.Node == nil || rs.Node.DB() != opts.DB {
-			return nil, errors.New("mongowire: Options.ReplicaSet.Node must be the member whose engine is Options.DB")
-		}
-		s.w = rs.Node
+	if rs := opts.ReplicaSet; rs != nil && (rs.Node == nil || rs.Node.DB() != opts.DB) {
+		return nil, errors.New("mongowire: Options.ReplicaSet.Node must be the member whose engine is Options.DB")
 	}
+	s.cmd = opts.Commands
+	if s.cmd == nil {
+		co := command.Options{DB: opts.DB, TTL: opts.TTL, Bodies: opts.Messages, Logger: opts.Logger}
+		if rs := opts.ReplicaSet; rs != nil {
+			co.Node, co.SetName = rs.Node, rs.Name
+		}
+		var err error
+		if s.cmd, err = command.New(co); err != nil {
+			return nil, err
+		}
+	}
+	s.w = s.cmd.Writer()
 	s.prefetches = make(chan struct{}, runtime.GOMAXPROCS(0))
 	return s, nil
 }

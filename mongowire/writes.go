@@ -257,9 +257,9 @@ func (s *Server) writeErrorsReply(reply bson.D, wes []writeError) bson.D {
 	}
 	arr := make(bson.A, len(wes))
 	for i, we := range wes {
-		code, msg := s.classify(we.err)
-		arr[i] = bson.D{{Key: "index", Value: int32(we.index)}, {Key: "code", Value: int32(code)},
-			{Key: "codeName", Value: codeName(code)}, {Key: "errmsg", Value: msg}}
+		c := s.classify(we.err)
+		arr[i] = bson.D{{Key: "index", Value: int32(we.index)}, {Key: "code", Value: int32(c.Code)},
+			{Key: "codeName", Value: c.CodeName}, {Key: "errmsg", Value: validUTF8(c.Message)}}
 	}
 	return append(reply, bson.E{Key: "writeErrors", Value: arr})
 }
@@ -331,8 +331,7 @@ func (s *Server) deleteOne(cmd *wireCommand, name string, st map[string]any) (in
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.w.Delete(cmd.ctx, name, f, timeseries.DeleteOptions{Limit: limit})
-	return n, s.replicaError(err)
+	return s.w.Delete(cmd.ctx, name, f, timeseries.DeleteOptions{Limit: limit})
 }
 
 // cmdUpdate is update on plain collections: u with the update operators

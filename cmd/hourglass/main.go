@@ -17,13 +17,13 @@ import (
 	"strings"
 )
 
-type command struct {
+type subcommand struct {
 	name, summary string
 	run           func(args []string, stdout, stderr io.Writer) error
 }
 
-func commands() []command {
-	return []command{
+func subcommands() []subcommand {
+	return []subcommand{
 		{"serve", "run the server: HTTP API, storage, background work", runServe},
 		{"bench", "benchmarks against Hourglass and other line-protocol databases; the crash loop and the soak", runBench},
 		{"version", "print the version, the commit it was built from and the Go toolchain", runVersion},
@@ -40,7 +40,7 @@ Usage:
 
 Commands:
 `)
-	for _, c := range commands() {
+	for _, c := range subcommands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, `
@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return 0
 	}
-	for _, c := range commands() {
+	for _, c := range subcommands() {
 		if c.name == args[0] {
 			err := c.run(args[1:], stdout, stderr)
 			switch {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/mongowire"
 	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -85,8 +86,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(&cfg.queryMemory, "query-memory", "memory one find or aggregate may hold: series matched, buckets open or sorted, groups and cells (`size`); past it, 400 code 292")
 	fs.Var(&cfg.diskReserve, "disk-reserve", "free space kept on the data directory's filesystem (`size`, 0: no check); below it writes get 507 and a restart opens read-only")
 	fs.IntVar(&cfg.aggregateMaxCells, "aggregate-max-cells", timeseries.MaxAggregateCells, "(group, window) cells one aggregate may make (`n`); past it, 400 code 146")
-	fs.IntVar(&cfg.maxConcurrentWrites, "max-concurrent-writes", 0, "ingest requests processed at once (`n`, 0: 2 x CPUs)")
-	fs.IntVar(&cfg.maxQueuedWrites, "max-queued-writes", 64, "ingest requests that may wait for a slot before 429 (`n`, -1: none)")
+	fs.IntVar(&cfg.maxConcurrentWrites, "max-concurrent-writes", 0, "writes stored at once, HTTP ingest requests and MongoDB inserts alike (`n`, 0: 2 x CPUs)")
+	fs.IntVar(&cfg.maxQueuedWrites, "max-queued-writes", 64, "writes that may wait for a slot before 429 (HTTP) or IngressRequestRateLimitExceeded (MongoDB) (`n`, -1: none)")
 	fs.DurationVar(&cfg.checkpointInterval, "checkpoint-interval", time.Minute, "how often buckets are written to disk and the log truncated (`duration`)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress (`duration`)")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
@@ -290,9 +291,23 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites,
 		Version: versionString(), Build: thisBuild(), Logger: log.With("component", "api"), ReplicaSet: replica,
 	}
-	// One request memory budget for both doors: HTTP bodies and MongoDB
-	// messages take from it, at the same minimum rate.
+	// One command layer for both doors: their operations are listed
+	// together, their writes share the ingest slots, HTTP bodies and
+	// MongoDB messages one request memory budget (at the same minimum
+	// rate), and writes go through one writer (the member on a replica
+	// set).
 	apiOpts.EnsureDefaults()
+	co := command.Options{DB: db, TTL: monitor, Bodies: command.NewBudget(apiOpts.MaxBodyMemory),
+		MaxConcurrentWrites: apiOpts.MaxConcurrentWrites, MaxQueuedWrites: apiOpts.MaxQueuedWrites, Logger: log.With("component", "command")}
+	if node != nil {
+		co.Node, co.SetName = node, cfg.replica.name
+	}
+	cmdLayer, err := command.New(co)
+	if err != nil {
+		closeAll()
+		return err
+	}
+	apiOpts.Commands, apiOpts.Bodies = cmdLayer, cmdLayer.Bodies()
 	srv, err := api.New(apiOpts)
 	if err != nil {
 		closeAll()
@@ -310,14 +325,18 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Signals are caught before the first request is served: a client
+	// that sees the server answer may stop it cleanly at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	served := make(chan error, 2)
 	go func() { served <- hs.Serve(ln) }()
 	var ms *mongowire.Server
 	mongoAddr := ""
 	if mln != nil {
 		ms, err = mongowire.New(mongowire.Options{DB: db, TTL: monitor, AuthToken: cfg.authToken, Version: versionString(),
-			Logger: log.With("component", "mongowire"), ReplicaSet: mongoReplica,
-			Messages: apiOpts.Bodies, MinMessageRate: apiOpts.MinBodyRate, MessageRateGrace: apiOpts.BodyRateGrace,
+			Logger: log.With("component", "mongowire"), ReplicaSet: mongoReplica, Commands: cmdLayer,
+			MinMessageRate: apiOpts.MinBodyRate, MessageRateGrace: apiOpts.BodyRateGrace,
 			MaxConnections: cfg.mongoMaxConnections})
 		if err != nil {
 			closeAll()
@@ -329,8 +348,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	log.Info("hourglass serving", "version", versionString(), "commit", commitString(thisBuild()),
 		"listen", ln.Addr().String(), "mongo_listen", mongoAddr, "auth", cfg.authToken != "")
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	var serveErr error
 	select {
