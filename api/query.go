@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/apache/arrow/go/v15/arrow"
 
 	"github.com/hourglassdb/hourglass/api/render"
-	"github.com/hourglassdb/hourglass/internal/projection"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -25,7 +25,7 @@ import (
 // findRequest is the body of POST .../find.
 type findRequest struct {
 	filter     *partialfilter.Filter
-	projection projection.Spec
+	projection command.Projection
 	sort       int
 	limit      int64
 }
@@ -77,7 +77,7 @@ func parseFindRequest(raw map[string]any, ts *model.TimeSeriesOptions) (findRequ
 			if !ok {
 				return req, badRequest("'projection' must be a JSON object")
 			}
-			if req.projection, err = projection.Parse(m); err != nil {
+			if req.projection, err = command.ParseProjection(m); err != nil {
 				return req, err
 			}
 		case "sort":

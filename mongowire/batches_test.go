@@ -3,6 +3,7 @@ package mongowire
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,4 +112,50 @@ func batch(r bson.Raw, key string) string {
 		s += "+"
 	}
 	return s
+}
+
+// TestFindProjection: a find's projection on a time series is the command
+// layer's (command.Projection), as over HTTP: top-level fields, all
+// included or all excluded; a sub-field is refused with BadValue rather
+// than answered as a column that does not exist.
+func TestFindProjection(t *testing.T) {
+	_, _, addr := startServer(t, Options{})
+	ctx := context.Background()
+	mdb := connect(t, addr, "").Database("test")
+	if err := mdb.RunCommand(ctx, bson.D{{Key: "create", Value: "ts"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}, {Key: "metaField", Value: "m"}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mdb.RunCommand(ctx, bson.D{{Key: "insert", Value: "ts"}, {Key: "documents", Value: bson.A{
+		bson.D{{Key: "t", Value: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, {Key: "m", Value: bson.D{{Key: "site", Value: "x"}}}, {Key: "a", Value: 1.5}, {Key: "b", Value: "s"}}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		proj bson.D
+		want string // the first document's keys, or the error's code
+	}{
+		{bson.D{{Key: "a", Value: 1}}, "[a]"},
+		{bson.D{{Key: "a", Value: 0}, {Key: "_id", Value: 0}}, "[b m t]"},
+		{bson.D{{Key: "_id", Value: 0}}, "[a b m t]"},
+		{bson.D{{Key: "m.site", Value: 1}}, "code 2"},
+		{bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 0}}, "code 2"},
+		{bson.D{{Key: "a", Value: "x"}}, "code 2"},
+	} {
+		r, err := mdb.RunCommand(ctx, bson.D{{Key: "find", Value: "ts"}, {Key: "projection", Value: c.proj}}).Raw()
+		got := ""
+		if code, _ := errCode(err); err != nil {
+			got = fmt.Sprintf("code %d", code)
+		} else {
+			vals, _ := r.Lookup("cursor", "firstBatch").Array().Values()
+			elems, _ := vals[0].Document().Elements()
+			var keys []string
+			for _, e := range elems {
+				keys = append(keys, e.Key())
+			}
+			slices.Sort(keys)
+			got = fmt.Sprint(keys)
+		}
+		if got != c.want {
+			t.Errorf("projection %v: %s, want %s", c.proj, got, c.want)
+		}
+	}
 }

@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"time"
 	"unsafe"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -384,9 +384,11 @@ func (s *Server) findMeasurements(name string, ts *model.TimeSeriesOptions, fiel
 	if a.limit > 0 {
 		opts.Limit = a.limit + a.skip
 	}
-	if err := projectMeasurements(a.projection, ts, fields, &opts); err != nil {
+	p, err := command.ParseProjection(a.projection)
+	if err != nil {
 		return nil, err
 	}
+	p.Apply(&opts, ts, fields)
 	ctx, cancel := context.WithCancel(context.Background())
 	cur, err := s.db.Find(ctx, name, opts)
 	if err != nil {
@@ -394,58 +396,6 @@ func (s *Server) findMeasurements(name string, ts *model.TimeSeriesOptions, fiel
 		return nil, err
 	}
 	return &measurementSource{cur: cur, cancel: cancel, skip: a.skip}, nil
-}
-
-// projectMeasurements turns a top-level projection into the columns a
-// find returns: all inclusions or all exclusions (_id, which measurements
-// do not carry, aside).
-func projectMeasurements(p map[string]any, ts *model.TimeSeriesOptions, fields map[string][]string, opts *timeseries.FindOptions) error {
-	if len(p) == 0 {
-		return nil
-	}
-	in, out := map[string]bool{}, map[string]bool{}
-	for f, v := range p {
-		on := false
-		switch x := v.(type) {
-		case bool:
-			on = x
-		case int64:
-			on = x != 0
-		case float64:
-			on = x != 0
-		default:
-			return mongoerr.New(mongoerr.BadValue, "projection of '%s' must be 0, 1, true or false; expressions are not supported", f)
-		}
-		if f == "_id" {
-			continue
-		}
-		if on {
-			in[f] = true
-		} else {
-			out[f] = true
-		}
-	}
-	if len(in) > 0 && len(out) > 0 {
-		return mongoerr.New(mongoerr.BadValue, "a projection cannot mix inclusion and exclusion")
-	}
-	opts.Fields = []string{}
-	if len(in) > 0 {
-		opts.OmitTime, opts.OmitMeta = !in[ts.TimeField], ts.MetaField == "" || !in[ts.MetaField]
-		for f := range in {
-			if f != ts.TimeField && f != ts.MetaField {
-				opts.Fields = append(opts.Fields, f)
-			}
-		}
-	} else {
-		opts.OmitTime, opts.OmitMeta = out[ts.TimeField], out[ts.MetaField]
-		for f := range fields {
-			if !out[f] {
-				opts.Fields = append(opts.Fields, f)
-			}
-		}
-	}
-	slices.Sort(opts.Fields)
-	return nil
 }
 
 // measurementSource turns the Arrow records of a time-series find into

@@ -1,19 +1,4 @@
-// Package projection reads the MongoDB projection of a find on a
-// time-series collection and turns it into the columns the find returns
-// (timeseries.FindOptions). The HTTP API and the MongoDB wire protocol
-// share it, so that one projection selects the same columns through both.
-//
-// A projection names top-level fields only, all included or all excluded;
-// _id, which measurements do not carry, may be excluded (or included) in
-// either and is otherwise ignored:
-//
-//	spec, err := projection.Parse(map[string]any{"temp": 1, "timestamp": true})
-//	if err != nil {
-//		return err // a *mongoerr.Error, BadValue
-//	}
-//	opts := timeseries.FindOptions{Filter: f}
-//	spec.Apply(&opts, info.Options.TimeSeries, fields)
-package projection
+package command
 
 import (
 	"encoding/json"
@@ -26,29 +11,44 @@ import (
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-// Spec is a parsed projection. The zero Spec projects nothing: every
-// column is returned.
-type Spec struct {
+// Projection is the projection of a find on a time-series collection:
+// the columns the find returns (timeseries.FindOptions). Every door reads
+// its clients' projection into one, so that one projection selects the
+// same columns through each.
+//
+// A projection names top-level fields only, all included or all excluded;
+// _id, which measurements do not carry, may be excluded (or included) in
+// either and is otherwise ignored:
+//
+//	p, err := command.ParseProjection(map[string]any{"temp": 1, "timestamp": true})
+//	if err != nil {
+//		return err // a *mongoerr.Error, BadValue
+//	}
+//	opts := timeseries.FindOptions{Filter: f}
+//	p.Apply(&opts, info.Options.TimeSeries, fields)
+//
+// The zero Projection projects nothing: every column is returned.
+type Projection struct {
 	fields    map[string]bool // field -> included; _id left out
 	inclusion bool
 }
 
-// Parse reads a projection whose values are booleans or numbers (0 is an
+// ParseProjection reads a projection whose values are booleans or numbers (0 is an
 // exclusion, any other number an inclusion), as decoded from JSON
 // (json.Number, float64) or BSON (int32, int64, float64). It refuses, with
 // a *mongoerr.Error of code BadValue naming the field, any other value, a
 // dotted or $-prefixed field and a mix of inclusions and exclusions. m is
 // not retained.
-func Parse(m map[string]any) (Spec, error) {
-	var s Spec
+func ParseProjection(m map[string]any) (Projection, error) {
+	var s Projection
 	var excl bool
 	for f, v := range m {
 		on, ok := truth(v)
 		if !ok {
-			return Spec{}, mongoerr.New(mongoerr.BadValue, "'projection.%s' must be 0, 1, true or false", f)
+			return Projection{}, mongoerr.New(mongoerr.BadValue, "'projection.%s' must be 0, 1, true or false", f)
 		}
 		if strings.Contains(f, ".") || strings.HasPrefix(f, "$") {
-			return Spec{}, mongoerr.New(mongoerr.BadValue, "projection of %q is not supported: project top-level fields only", f)
+			return Projection{}, mongoerr.New(mongoerr.BadValue, "projection of %q is not supported: project top-level fields only", f)
 		}
 		if f == "_id" {
 			continue
@@ -59,7 +59,7 @@ func Parse(m map[string]any) (Spec, error) {
 			excl = true
 		}
 		if s.inclusion && excl {
-			return Spec{}, mongoerr.New(mongoerr.BadValue, "a projection cannot mix inclusion and exclusion (at %q)", f)
+			return Projection{}, mongoerr.New(mongoerr.BadValue, "a projection cannot mix inclusion and exclusion (at %q)", f)
 		}
 		if s.fields == nil {
 			s.fields = make(map[string]bool, len(m))
@@ -92,8 +92,8 @@ func truth(v any) (on, ok bool) {
 // Apply sets the columns of opts that s selects in a collection with the
 // time-series options ts: OmitTime, OmitMeta and Fields, sorted. fields
 // are the collection's measurement fields (the keys matter), which an
-// exclusion needs to list what remains. A zero Spec leaves opts as it is.
-func (s Spec) Apply(opts *timeseries.FindOptions, ts *model.TimeSeriesOptions, fields map[string][]string) {
+// exclusion needs to list what remains. A zero Projection leaves opts as it is.
+func (s Projection) Apply(opts *timeseries.FindOptions, ts *model.TimeSeriesOptions, fields map[string][]string) {
 	if len(s.fields) == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package projection
+package command
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestApply(t *testing.T) {
 		{"exclusion", map[string]any{"b": 0.0, "m": false}, timeseries.FindOptions{Fields: []string{"a", "c"}, OmitMeta: true}},
 		{"exclusion of the time", map[string]any{"t": json.Number("0"), "_id": 1}, timeseries.FindOptions{Fields: []string{"a", "b", "c"}, OmitTime: true}},
 	} {
-		s, err := Parse(c.p)
+		s, err := ParseProjection(c.p)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -49,10 +49,10 @@ func TestParseRefuses(t *testing.T) {
 		{"a.b": 1},
 		{"$a": 1},
 	} {
-		_, err := Parse(p)
+		_, err := ParseProjection(p)
 		var me *mongoerr.Error
 		if !errors.As(err, &me) || me.Code != mongoerr.BadValue {
-			t.Errorf("Parse(%v) = %v, want BadValue", p, err)
+			t.Errorf("ParseProjection(%v) = %v, want BadValue", p, err)
 		}
 	}
 }
