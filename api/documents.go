@@ -278,13 +278,13 @@ func validateDocuments(body []byte, ndjson bool) error {
 	if !fast && !json.Valid(body) {
 		return arraySyntaxError(body)
 	}
-	i := skipJSONSpace(body, 0)
+	i := model.SkipJSONSpace(body, 0)
 	if body[i] != '[' {
 		return errNotArray()
 	}
 	n := 0
 	for i++; ; {
-		i = skipJSONSpace(body, i)
+		i = model.SkipJSONSpace(body, i)
 		if body[i] == ']' {
 			break
 		}
@@ -299,7 +299,7 @@ func validateDocuments(body []byte, ndjson bool) error {
 			return errTooManyDocuments()
 		}
 		n++
-		i = skipJSONObject(body, i)
+		i = model.SkipJSONValue(body, i)
 	}
 	if n == 0 {
 		return badRequest("the array holds no documents")
@@ -363,7 +363,7 @@ func validateNDJSON(body []byte) error {
 		} else {
 			l, body = body, nil
 		}
-		i := skipJSONSpace(l, 0)
+		i := model.SkipJSONSpace(l, 0)
 		if i == len(l) {
 			continue
 		}
@@ -397,43 +397,6 @@ func validateNDJSON(body []byte) error {
 	return nil
 }
 
-// skipJSONSpace returns the index of the first byte at or after i that is
-// not JSON white space, or len(b).
-func skipJSONSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipJSONObject returns the index just past the object or array that
-// starts at b[i]; b must be valid JSON.
-func skipJSONObject(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return i
-}
-
 // chunkDecoder hands out the documents of a body that validateDocuments
 // accepted, a chunk at a time: next appends to dst the documents of the
 // next maxBytes of body text (at least one document, unless none is left).
@@ -452,7 +415,7 @@ type rawDocuments struct {
 func newRawDocuments(body []byte, ndjson bool) *rawDocuments {
 	d := &rawDocuments{body: body, ndjson: ndjson}
 	if !ndjson {
-		d.i = skipJSONSpace(body, 0) + 1 // past '['
+		d.i = model.SkipJSONSpace(body, 0) + 1 // past '['
 	}
 	return d
 }
@@ -467,21 +430,21 @@ func (d *rawDocuments) next(dst [][]byte, maxBytes int64) ([][]byte, error) {
 				line = line[:j]
 			}
 			d.i += len(line) + 1
-			if k := skipJSONSpace(line, 0); k < len(line) {
+			if k := model.SkipJSONSpace(line, 0); k < len(line) {
 				dst = append(dst, line[k:])
 			}
 		}
 		return dst, nil
 	}
 	for int64(d.i-start) < maxBytes {
-		d.i = skipJSONSpace(d.body, d.i)
+		d.i = model.SkipJSONSpace(d.body, d.i)
 		if !d.ndjson && d.i < len(d.body) && d.body[d.i] == ',' {
-			d.i = skipJSONSpace(d.body, d.i+1)
+			d.i = model.SkipJSONSpace(d.body, d.i+1)
 		}
 		if d.i >= len(d.body) || d.body[d.i] != '{' {
 			break // the end of the body, or of the array
 		}
-		end := skipJSONObject(d.body, d.i)
+		end := model.SkipJSONValue(d.body, d.i)
 		dst = append(dst, d.body[d.i:end])
 		d.i = end
 	}

@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // Limits of the one-pass check; text past them is checked by the full path.
@@ -22,12 +24,12 @@ func fastValid(b []byte, top byte) bool {
 	if !utf8.Valid(b) {
 		return false
 	}
-	i := skipJSONSpace(b, 0)
+	i := model.SkipJSONSpace(b, 0)
 	if i >= len(b) || b[i] != top {
 		return false
 	}
 	i, ok := fastValue(b, i, 0)
-	return ok && skipJSONSpace(b, i) == len(b)
+	return ok && model.SkipJSONSpace(b, i) == len(b)
 }
 
 // fastValue checks the value at b[i] and returns the index past it.
@@ -60,7 +62,7 @@ func fastObject(b []byte, i, depth int) (int, bool) {
 	}
 	var names [fastMaxMembers][]byte
 	n := 0
-	i = skipJSONSpace(b, i+1)
+	i = model.SkipJSONSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
 	}
@@ -83,14 +85,14 @@ func fastObject(b []byte, i, depth int) (int, bool) {
 		}
 		names[n] = name
 		n++
-		i = skipJSONSpace(b, end)
+		i = model.SkipJSONSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return i, false
 		}
-		if i, ok = fastValue(b, skipJSONSpace(b, i+1), depth); !ok {
+		if i, ok = fastValue(b, model.SkipJSONSpace(b, i+1), depth); !ok {
 			return i, false
 		}
-		i = skipJSONSpace(b, i)
+		i = model.SkipJSONSpace(b, i)
 		if i >= len(b) {
 			return i, false
 		}
@@ -98,7 +100,7 @@ func fastObject(b []byte, i, depth int) (int, bool) {
 		case '}':
 			return i + 1, true
 		case ',':
-			i = skipJSONSpace(b, i+1)
+			i = model.SkipJSONSpace(b, i+1)
 		default:
 			return i, false
 		}
@@ -109,7 +111,7 @@ func fastArray(b []byte, i, depth int) (int, bool) {
 	if depth > fastMaxDepth {
 		return i, false
 	}
-	i = skipJSONSpace(b, i+1)
+	i = model.SkipJSONSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, true
 	}
@@ -118,7 +120,7 @@ func fastArray(b []byte, i, depth int) (int, bool) {
 		if i, ok = fastValue(b, i, depth); !ok {
 			return i, false
 		}
-		i = skipJSONSpace(b, i)
+		i = model.SkipJSONSpace(b, i)
 		if i >= len(b) {
 			return i, false
 		}
@@ -126,7 +128,7 @@ func fastArray(b []byte, i, depth int) (int, bool) {
 		case ']':
 			return i + 1, true
 		case ',':
-			i = skipJSONSpace(b, i+1)
+			i = model.SkipJSONSpace(b, i+1)
 		default:
 			return i, false
 		}

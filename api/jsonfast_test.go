@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 var fastSeeds = []string{
@@ -29,7 +31,7 @@ func checkFastValid(t *testing.T, b []byte) {
 		if err := checkJSONText(b, 0); err != nil {
 			t.Fatalf("fastValid(%q, %c) accepts text checkJSONText refuses: %v", b, top, err)
 		}
-		if b[skipJSONSpace(b, 0)] != top {
+		if b[model.SkipJSONSpace(b, 0)] != top {
 			t.Fatalf("fastValid(%q, %c) accepts another kind of value", b, top)
 		}
 	}
@@ -40,7 +42,7 @@ func TestFastValid(t *testing.T) {
 		checkFastValid(t, []byte(s))
 		want := i < 8 // the first eight are accepted by the one-pass check
 		top := byte('{')
-		if s[skipJSONSpace([]byte(s), 0)] == '[' {
+		if s[model.SkipJSONSpace([]byte(s), 0)] == '[' {
 			top = '['
 		}
 		if got := fastValid([]byte(s), top); got != want {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/internal/ttltest"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -210,20 +211,6 @@ func TestTTLOverHTTP(t *testing.T) {
 	}
 }
 
-// blockingStore is the real store with Expire held until released, so that
-// a TTL batch can be seen in progress.
-type blockingStore struct {
-	*timeseries.DB
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (b *blockingStore) Expire(ctx context.Context, t ttl.Target, now time.Time, budget ttl.Budget) (ttl.Batch, error) {
-	b.entered <- struct{}{}
-	<-b.release
-	return b.DB.Expire(ctx, t, now, budget)
-}
-
 // SPEC 4.2: TTL deletes in progress appear in currentop.
 func TestTTLInCurrentOp(t *testing.T) {
 	clk := &clock{}
@@ -233,7 +220,7 @@ func TestTTLInCurrentOp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	bs := &blockingStore{DB: db, entered: make(chan struct{}), release: make(chan struct{})}
+	bs := ttltest.NewBlockingStore(db)
 	mon, err := ttl.New(ttl.Options{Store: bs, Clock: clk, Disabled: true})
 	if err != nil {
 		t.Fatal(err)
@@ -252,12 +239,12 @@ func TestTTLInCurrentOp(t *testing.T) {
 		defer close(done)
 		mon.RunPass(context.Background())
 	}()
-	<-bs.entered
+	<-bs.Entered
 	r := s.mustDo(200, "GET", "/v1/currentop", "")
 	if !strings.Contains(string(r.body), `"op":"remove","ns":"s","client":"TTLMonitor"`) {
 		t.Fatalf("currentop during a TTL batch: %s", r.body)
 	}
-	close(bs.release)
+	close(bs.Release)
 	<-done
 	r = s.mustDo(200, "GET", "/v1/currentop", "")
 	if strings.Contains(string(r.body), "TTLMonitor") {

@@ -80,9 +80,9 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 	)
 	start := len(d.fields)
 	named := 0                     // members named through memberName
-	i := skipSpaceJSON(raw, 0) + 1 // past '{'
+	i := SkipJSONSpace(raw, 0) + 1 // past '{'
 	for {
-		i = skipSpaceJSON(raw, i)
+		i = SkipJSONSpace(raw, i)
 		if i >= len(raw) || raw[i] == '}' {
 			break
 		}
@@ -90,7 +90,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 			i++
 			continue
 		}
-		kend := skipJSONValue(raw, i)
+		kend := SkipJSONValue(raw, i)
 		q := raw[i:kend]
 		var name string
 		switch body := unsafeString(q[1 : len(q)-1]); body {
@@ -113,9 +113,9 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 			}
 			named++
 		}
-		i = skipSpaceJSON(raw, kend) // at ':'
-		vstart := skipSpaceJSON(raw, i+1)
-		i = skipJSONValue(raw, vstart)
+		i = SkipJSONSpace(raw, kend) // at ':'
+		vstart := SkipJSONSpace(raw, i+1)
+		i = SkipJSONValue(raw, vstart)
 		val := raw[vstart:i]
 		switch {
 		case name == ts.TimeField:
@@ -328,25 +328,25 @@ func scanTimeValue(v []byte) (int64, error) {
 // dateString returns s of the text {"$date":"s"} (white space allowed
 // between tokens) when s holds no escape.
 func dateString(v []byte) (string, bool) {
-	i := skipSpaceJSON(v, 1)
+	i := SkipJSONSpace(v, 1)
 	const key = `"$date"`
 	if !bytes.HasPrefix(v[i:], []byte(key)) {
 		return "", false
 	}
-	i = skipSpaceJSON(v, i+len(key))
+	i = SkipJSONSpace(v, i+len(key))
 	if i >= len(v) || v[i] != ':' {
 		return "", false
 	}
-	i = skipSpaceJSON(v, i+1)
+	i = SkipJSONSpace(v, i+1)
 	if i >= len(v) || v[i] != '"' {
 		return "", false
 	}
-	end := skipJSONValue(v, i)
+	end := SkipJSONValue(v, i)
 	s := v[i+1 : end-1]
 	if bytes.IndexByte(s, '\\') >= 0 {
 		return "", false
 	}
-	if j := skipSpaceJSON(v, end); j != len(v)-1 || v[j] != '}' {
+	if j := SkipJSONSpace(v, end); j != len(v)-1 || v[j] != '}' {
 		return "", false
 	}
 	return unsafeString(s), true
@@ -364,9 +364,9 @@ func decodeJSONValue(v []byte) (any, error) {
 	return x, nil
 }
 
-// skipSpaceJSON returns the index of the first byte at or after i that is
+// SkipJSONSpace returns the index of the first byte at or after i that is
 // not JSON white space, or len(b).
-func skipSpaceJSON(b []byte, i int) int {
+func SkipJSONSpace(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
@@ -378,9 +378,9 @@ func skipSpaceJSON(b []byte, i int) int {
 	return i
 }
 
-// skipJSONValue returns the index just past the value that starts at
+// SkipJSONValue returns the index just past the value that starts at
 // b[i]; b must be valid JSON text.
-func skipJSONValue(b []byte, i int) int {
+func SkipJSONValue(b []byte, i int) int {
 	switch b[i] {
 	case '"':
 		for i++; i < len(b); i++ {

@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/internal/ttltest"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -443,26 +444,12 @@ func TestDropDatabase(t *testing.T) {
 	}
 }
 
-// blockingStore holds the TTL monitor's batches until released, so that
-// currentOp can see one running.
-type blockingStore struct {
-	*timeseries.DB
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (b *blockingStore) Expire(ctx context.Context, t ttl.Target, now time.Time, budget ttl.Budget) (ttl.Batch, error) {
-	b.entered <- struct{}{}
-	<-b.release
-	return b.DB.Expire(ctx, t, now, budget)
-}
-
 // TestServerAdmin checks getParameter, setParameter, serverStatus and
 // currentOp, against the TTL monitor the HTTP API serves.
 func TestServerAdmin(t *testing.T) {
-	var bs *blockingStore
+	var bs *ttltest.BlockingStore
 	f := newFixture(t, func(db *timeseries.DB) ttl.Store {
-		bs = &blockingStore{DB: db, entered: make(chan struct{}), release: make(chan struct{})}
+		bs = ttltest.NewBlockingStore(db)
 		return bs
 	})
 	ctx := context.Background()
@@ -508,9 +495,9 @@ func TestServerAdmin(t *testing.T) {
 	}
 	passed := make(chan error, 1)
 	go func() { _, err := f.mon.RunPass(ctx); passed <- err }()
-	<-bs.entered
+	<-bs.Entered
 	r = f.must(t, "admin", bson.D{{Key: "currentOp", Value: 1}})
-	close(bs.release)
+	close(bs.Release)
 	if err := <-passed; err != nil {
 		t.Fatal(err)
 	}
