@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -219,39 +220,31 @@ func (s *Server) handleCollMod(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.metrics.opCommand.Add(1)
-	reply := map[string]any{}
-	if idx != nil {
-		// The index change goes first: it is the one more likely refused.
-		res, err := s.w.CollModIndex(r.Context(), name, *idx)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		reply["index"] = map[string]any{"name": res.Name}
-		reply["expireAfterSeconds_old"] = expireValue(res.OldExpireAfterSeconds)
-		reply["expireAfterSeconds_new"] = res.NewExpireAfterSeconds
-		s.log.Info("index modified", "collection", name, "index", res.Name, "expireAfterSeconds", res.NewExpireAfterSeconds)
-		if len(raw) == 0 {
-			s.wakeTTL()
-			writeJSON(w, http.StatusOK, reply)
-			return
-		}
+	mod := command.CollMod{Index: idx}
+	if idx == nil || len(raw) > 0 {
+		mod.Collection = &m
 	}
-	res, err := s.w.CollMod(r.Context(), name, m)
+	res, err := s.cmd.CollMod(r.Context(), name, mod)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.wakeTTL()
-	if m.ExpireAfterSeconds != nil || m.ExpireOff {
-		reply["expireAfterSeconds_old"] = expireValue(res.OldExpireAfterSeconds)
-		reply["expireAfterSeconds_new"] = expireValue(res.NewExpireAfterSeconds)
+	reply := map[string]any{}
+	if res.Index != nil {
+		reply["index"] = map[string]any{"name": res.Index.Name}
+		reply["expireAfterSeconds_old"] = expireValue(res.Index.OldExpireAfterSeconds)
+		reply["expireAfterSeconds_new"] = res.Index.NewExpireAfterSeconds
 	}
-	if m.TimeSeries != nil {
-		reply["timeseries_old"] = res.OldTimeSeries
-		reply["timeseries_new"] = res.NewTimeSeries
+	if c := res.Collection; c != nil {
+		if m.ExpireAfterSeconds != nil || m.ExpireOff {
+			reply["expireAfterSeconds_old"] = expireValue(c.OldExpireAfterSeconds)
+			reply["expireAfterSeconds_new"] = expireValue(c.NewExpireAfterSeconds)
+		}
+		if m.TimeSeries != nil {
+			reply["timeseries_old"] = c.OldTimeSeries
+			reply["timeseries_new"] = c.NewTimeSeries
+		}
 	}
-	s.log.Info("collection modified", "collection", name, "change", raw)
 	writeJSON(w, http.StatusOK, reply)
 }
 

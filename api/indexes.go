@@ -132,7 +132,7 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.opCommand.Add(1)
-	created, idx, err := s.w.CreateIndex(r.Context(), name, spec)
+	created, idx, err := s.cmd.CreateIndex(r.Context(), name, spec)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -140,8 +140,6 @@ func (s *Server) handleCreateIndex(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		s.log.Info("index created", "collection", name, "index", idx)
-		s.wakeTTL()
 	}
 	writeJSON(w, status, map[string]any{"name": idx, "created": created})
 }
@@ -348,13 +346,6 @@ func (s *Server) handleTTLPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
-}
-
-// wakeTTL asks the monitor for a pass after a rule change.
-func (s *Server) wakeTTL() {
-	if s.opts.TTL != nil {
-		s.opts.TTL.Wake()
-	}
 }
 
 // ttlReply is the "ttl" member of a collection description.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -212,17 +213,13 @@ func cmdCreateIndexes(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	}
 	created := 0
 	for _, spec := range specs {
-		ok, idx, err := s.w.CreateIndex(cmd.ctx, name, spec)
+		ok, _, err := s.cmd.CreateIndex(cmd.ctx, name, spec)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
 			created++
-			s.log.Info("index created", "collection", name, "index", idx)
 		}
-	}
-	if created > 0 {
-		s.wakeTTL()
 	}
 	reply := bson.D{
 		{Key: "numIndexesBefore", Value: int32(len(before))},
@@ -462,33 +459,26 @@ func cmdCollMod(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if idx == nil && changes == 0 {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "collMod needs at least one of 'expireAfterSeconds', 'index', 'timeseries'")
 	}
-	var reply bson.D
-	if idx != nil {
-		// The index change goes first, as over HTTP: it is the one more
-		// likely refused.
-		res, err := s.w.CollModIndex(cmd.ctx, name, *idx)
-		if err != nil {
-			return nil, err
-		}
-		s.log.Info("index modified", "collection", name, "index", res.Name, "expireAfterSeconds", res.NewExpireAfterSeconds)
-		// An index made a TTL index has no old value, as in MongoDB.
-		if res.OldExpireAfterSeconds != nil {
-			reply = append(reply, bson.E{Key: "expireAfterSeconds_old", Value: *res.OldExpireAfterSeconds})
-		}
-		reply = append(reply, bson.E{Key: "expireAfterSeconds_new", Value: res.NewExpireAfterSeconds})
-	}
+	mod := command.CollMod{Index: idx}
 	if changes > 0 {
-		res, err := s.w.CollMod(cmd.ctx, name, m)
-		if err != nil {
-			return nil, err
-		}
-		s.log.Info("collection modified", "collection", name)
-		if m.ExpireAfterSeconds != nil || m.ExpireOff {
-			reply = append(reply, bson.E{Key: "expireAfterSeconds_old", Value: expireValue(res.OldExpireAfterSeconds)},
-				bson.E{Key: "expireAfterSeconds_new", Value: expireValue(res.NewExpireAfterSeconds)})
-		}
+		mod.Collection = &m
 	}
-	s.wakeTTL()
+	res, err := s.cmd.CollMod(cmd.ctx, name, mod)
+	if err != nil {
+		return nil, err
+	}
+	var reply bson.D
+	if ix := res.Index; ix != nil {
+		// An index made a TTL index has no old value, as in MongoDB.
+		if ix.OldExpireAfterSeconds != nil {
+			reply = append(reply, bson.E{Key: "expireAfterSeconds_old", Value: *ix.OldExpireAfterSeconds})
+		}
+		reply = append(reply, bson.E{Key: "expireAfterSeconds_new", Value: ix.NewExpireAfterSeconds})
+	}
+	if c := res.Collection; c != nil && (m.ExpireAfterSeconds != nil || m.ExpireOff) {
+		reply = append(reply, bson.E{Key: "expireAfterSeconds_old", Value: expireValue(c.OldExpireAfterSeconds)},
+			bson.E{Key: "expireAfterSeconds_new", Value: expireValue(c.NewExpireAfterSeconds)})
+	}
 	return reply, nil
 }
 

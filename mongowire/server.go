@@ -341,13 +341,6 @@ func (s *Server) reapLoop() {
 	}
 }
 
-// wakeTTL asks the monitor for a pass after a rule change.
-func (s *Server) wakeTTL() {
-	if s.opts.TTL != nil {
-		s.opts.TTL.Wake()
-	}
-}
-
 // frame wraps a reply document in the message type the request expects.
 func (c *conn) frame(dst []byte, req *request, doc []byte) []byte {
 	id := c.s.reqID.Add(1)
