@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/big"
 	"slices"
 	"sort"
 	"strings"
@@ -40,6 +39,12 @@ const (
 // AllAggFuncs lists every aggregate function in output order.
 var AllAggFuncs = []AggFunc{AggCount, AggSum, AggAvg, AggMin, AggMax, AggFirst, AggLast}
 
+// AggregateDocsColumn names the column of the measurements counted per
+// (group, window) (AggregateOptions.CountDocs). No other column can take
+// the name: field names, the timeField and the metaField do not start
+// with '$'.
+const AggregateDocsColumn = "$docs"
+
 // MaxAggregateCells is the default of Options.AggregateMaxCells: the
 // (group, window) cells one aggregate may hold, so that a query with a tiny
 // window over a long range cannot exhaust memory.
@@ -49,11 +54,27 @@ const MaxAggregateCells = 1 << 20
 type AggregateOptions struct {
 	// Filter selects measurements; nil matches all.
 	Filter *partialfilter.Filter
-	// Window is the width of the time windows. Required.
+	// Window is the width of the time windows. Required, but for
+	// calendar windows (Months) and a window over the whole range
+	// (WholeRange), which take none.
 	Window time.Duration
-	// Origin aligns windows: they start at Origin + k*Window. Zero: the
+	// Origin aligns windows: they start at Origin + k*Window, or, for
+	// calendar windows, at the month of Origin + k*Months. Zero: the
 	// epoch.
 	Origin time.Time
+	// Months, above zero, makes the windows calendar months in UTC,
+	// Months months long each (1 a month, 3 a quarter, 12 a year),
+	// counted from the month of Origin, which must then be the first
+	// instant of a month: with Origin 2000-01-01 they are the bins of
+	// MongoDB's $dateTrunc with unit month and binSize Months. A window's
+	// time in the result is its first instant (math.MinInt64 when that
+	// lies before 1677, the range of int64 nanoseconds). Window must be
+	// zero. Zero: fixed windows of Window.
+	Months int
+	// WholeRange makes one window per group over all time, which the
+	// result gives the time 0 (the epoch): it has no start. Window must
+	// be zero. False: windows of Window or Months.
+	WholeRange bool
 	// GroupBy is a path into the meta value ("" groups by the whole meta
 	// value, "sensor.region" by that sub-field). Ignored when Ungrouped.
 	GroupBy string
@@ -64,6 +85,14 @@ type AggregateOptions struct {
 	Fields []string
 	// Funcs are the functions to compute for every field; nil: all.
 	Funcs []AggFunc
+	// CountDocs adds, after the group column, the int64 column
+	// AggregateDocsColumn: the number of measurements of each (group,
+	// window) that the filter matched, whichever fields they hold. Every
+	// (group, window) holding such a measurement has a row, also when
+	// none of them holds one of Fields; Fields may then be empty (a
+	// non-nil empty slice): a count of documents per group and window.
+	// False: no such column.
+	CountDocs bool
 	// Allocator allocates the records' memory; nil means the Go allocator.
 	Allocator memory.Allocator
 }
@@ -113,8 +142,8 @@ type aggCells struct {
 	keys   []aggKey
 	rows   [][]aggCell // the cells of keys[i]
 	slab   []aggCell
-	n      int      // cells in a row: the fields
-	width  int64    // window width
+	n      int      // cells in a row: the fields, and the documents (CountDocs)
+	step   int64    // between the keys of consecutive windows (windowing.step)
 	groups []string // group values (canonical JSON) by index
 	gids   map[string]int32
 	dense  []denseWindows // by group
@@ -124,7 +153,7 @@ type aggCells struct {
 	maxCells int        // Options.AggregateMaxCells
 }
 
-// denseWindows indexes the windows of one group: idx[(w - base) / width]
+// denseWindows indexes the windows of one group: idx[(w - base) / step]
 // is the index of window w in keys and rows, -1 for none. sparse groups
 // use the map instead.
 type denseWindows struct {
@@ -153,11 +182,12 @@ func (a *aggCells) groupID(g string) (int32, error) {
 	return id, nil
 }
 
-// newAggCells makes the cells of an aggregate of fields fields over windows
-// of width, with room for hint rows; guard is charged their memory and
-// maxCells bounds them.
-func newAggCells(fields, hint int, width int64, guard *scanGuard, maxCells int) *aggCells {
-	return &aggCells{keys: make([]aggKey, 0, hint), rows: make([][]aggCell, 0, hint), n: fields, width: width,
+// newAggCells makes the cells of an aggregate of n cells a row (a field
+// each, and the documents) over windows whose keys are step apart, with
+// room for hint rows; guard is charged their memory and maxCells bounds
+// them.
+func newAggCells(n, hint int, step int64, guard *scanGuard, maxCells int) *aggCells {
+	return &aggCells{keys: make([]aggKey, 0, hint), rows: make([][]aggCell, 0, hint), n: n, step: step,
 		gids: map[string]int32{}, m: map[aggKey]int32{}, guard: guard, maxCells: maxCells}
 }
 
@@ -172,7 +202,7 @@ func (a *aggCells) slot(k aggKey) *int32 {
 		d.base = k.window
 	}
 	diff, ok := subInt64(k.window, d.base)
-	off := diff / a.width
+	off := diff / a.step
 	if !ok {
 		off = math.MaxInt64 // centuries apart: sparse
 	}
@@ -193,7 +223,7 @@ func (a *aggCells) slot(k aggKey) *int32 {
 		// Spread out: move the group to the map.
 		for i, x := range d.idx {
 			if x >= 0 {
-				a.m[aggKey{group: k.group, window: d.base + int64(i)*a.width}] = x
+				a.m[aggKey{group: k.group, window: d.base + int64(i)*a.step}] = x
 			}
 		}
 		d.idx, d.sparse = nil, true
@@ -208,48 +238,12 @@ func subInt64(x, y int64) (int64, bool) {
 	return d, (x^y)&(x^d) >= 0
 }
 
-// windowing places windows of a width at origin + k*width for every integer
-// k. off is the origin modulo the width, computed from the origin's seconds
-// and nanoseconds: an origin outside the range of int64 nanoseconds (before
-// 1678 or after 2262) aligns windows exactly.
-type windowing struct {
-	width int64
-	off   int64 // in [0, width)
-}
-
-func newWindowing(origin time.Time, width int64) windowing {
-	w := windowing{width: width}
-	if !origin.IsZero() {
-		ns := new(big.Int).Mul(big.NewInt(origin.Unix()), big.NewInt(1e9))
-		ns.Add(ns, big.NewInt(int64(origin.Nanosecond())))
-		w.off = ns.Mod(ns, big.NewInt(width)).Int64() // Euclidean: in [0, width)
-	}
-	return w
-}
-
-// start returns the start of the window holding t; math.MinInt64 when that
-// start lies before int64's range.
-func (w windowing) start(t int64) int64 {
-	m := t % w.width
-	if m < 0 {
-		m += w.width
-	}
-	r := m - w.off // in (-width, width)
-	if r < 0 {
-		r += w.width
-	}
-	if t < math.MinInt64+r {
-		return math.MinInt64
-	}
-	return t - r
-}
-
 // get returns the cells of k, nil when it has none.
 func (a *aggCells) get(k aggKey) []aggCell {
 	d := &a.dense[k.group]
 	if !d.sparse {
 		diff, ok := subInt64(k.window, d.base)
-		off := diff / a.width
+		off := diff / a.step
 		if d.idx == nil || !ok || off < 0 || off >= int64(len(d.idx)) || d.idx[off] < 0 {
 			return nil
 		}
@@ -327,24 +321,22 @@ func (a *aggCells) sort() {
 // Aggregate computes windowed aggregates over a time-series collection. The
 // result is one row per (group, window) that holds data, sorted by group and
 // then window start: the window start in the time column, the group value
-// (Extended JSON text) in the meta column, then <field>_<func> columns.
+// (Extended JSON text) in the meta column, the documents counted
+// (AggregateDocsColumn, with CountDocs), then <field>_<func> columns.
 // count columns are int64, the others float64.
 func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions) (arrow.Record, error) {
-	if opts.Window <= 0 {
-		return nil, mongoerr.New(mongoerr.BadValue, "'window' must be a positive duration; got %v", opts.Window)
-	}
 	funcs := opts.Funcs
 	if funcs == nil {
 		funcs = AllAggFuncs
 	}
 	for _, f := range funcs {
-		ok := false
-		for _, g := range AllAggFuncs {
-			ok = ok || f == g
-		}
-		if !ok {
+		if !slices.Contains(AllAggFuncs, f) {
 			return nil, mongoerr.New(mongoerr.BadValue, "unknown aggregate function %q; want one of count, sum, avg, min, max, first, last", string(f))
 		}
+	}
+	win, err := aggWindowing(&opts)
+	if err != nil {
+		return nil, err
 	}
 	c, err := db.lookup(name)
 	if err != nil {
@@ -354,11 +346,21 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 		return nil, err
 	}
 	defer db.releaseQuery()
-	// Cells fold rows in any order: open buckets are read unsorted.
-	plan := scanPlan{unordered: true}
 	guard := db.newQueryGuard(ctx)
 	defer guard.finish() // also when planning fails
-	fields, err := db.planAggregate(&plan, c, name, opts, guard)
+	a, err := db.aggregate(ctx, c, name, opts, funcs, win, guard)
+	if err != nil {
+		return nil, err
+	}
+	return buildAggRecord(opts.Allocator, a.plan.ts, a.fields, funcs, a.cells, a.win, opts.Ungrouped, opts.CountDocs), nil
+}
+
+// aggregate folds the rows of an aggregate of collection c into cells,
+// which it returns in the aggregator; its plan is closed.
+func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts AggregateOptions, funcs []AggFunc, win windowing, guard *scanGuard) (*aggregator, error) {
+	// Cells fold rows in any order: open buckets are read unsorted.
+	plan := &scanPlan{unordered: true}
+	fields, err := db.planAggregate(plan, c, name, opts, guard)
 	if err != nil {
 		return nil, err
 	}
@@ -366,104 +368,146 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	ts := plan.ts
 	// Counts alone, and no filter on values: which rows hold a field is
 	// all an aggregate reads.
-	countOnly := len(funcs) > 0 && plan.filter.residual == nil
+	countOnly := plan.filter.residual == nil && (len(funcs) > 0 || len(fields) == 0)
 	for _, f := range funcs {
-		countOnly = countOnly && f == AggCount
+		countOnly = countOnly && (f == AggCount || len(fields) == 0)
 	}
 	plan.presenceOnly = countOnly
 
-	win := newWindowing(opts.Origin, int64(opts.Window))
 	hint := 16
 	if p := &plan.filter; p.minTime > math.MinInt64 && p.maxTime < math.MaxInt64 {
-		// The span in unsigned arithmetic: it may exceed int64's range.
-		if n := (uint64(p.maxTime) - uint64(p.minTime)) / uint64(win.width); n < 4096 {
+		// The windows in unsigned arithmetic: they may exceed int64's range.
+		if n := (uint64(win.key(p.maxTime)) - uint64(win.key(p.minTime))) / uint64(win.step()); n < 4096 {
 			hint = int(n) + 1
 		}
 	}
-	cells := newAggCells(len(fields), hint, win.width, guard, db.opts.AggregateMaxCells)
-	a := &aggregator{plan: &plan, guard: guard, cells: cells, win: win, fieldIdx: map[string]int{}, countOnly: countOnly}
+	n, docs := len(fields), -1
+	if opts.CountDocs {
+		n, docs = n+1, n
+	}
+	a := &aggregator{db: db, plan: plan, guard: guard, fields: fields, cells: newAggCells(n, hint, win.step(), guard, db.opts.AggregateMaxCells),
+		win: win, fieldIdx: map[string]int{}, countOnly: countOnly, docs: docs}
 	for i, f := range fields {
 		a.fieldIdx[f] = i
 	}
 	// Only first and/or last of every field, and no per-row filter: a
 	// bucket wholly inside one window whose cell already holds values at
 	// or beyond both its time bounds cannot change the result, and is
-	// passed over without decoding. Scanning newest first (last only) or
-	// oldest first (first only) makes that the common case: lastpoint
-	// reads one bucket per series.
+	// passed over without decoding (unless its rows are counted).
+	// Scanning newest first (last only) or oldest first (first only)
+	// makes that the common case: lastpoint reads one bucket per series.
 	a.wantFirst, a.wantLast = slices.Contains(funcs, AggFirst), slices.Contains(funcs, AggLast)
 	a.endsOnly = plan.filter.residual == nil && len(fields) > 0
 	for _, f := range funcs {
 		a.endsOnly = a.endsOnly && (f == AggFirst || f == AggLast)
 	}
 	desc := a.endsOnly && a.wantLast && !a.wantFirst
-	skip := a.skip
-	groupKey := map[uint64]int32{}
 	path := groupPath(ts.MetaField, opts)
 	// Walk each series' buckets, row runs at a time: folding is order-
 	// insensitive, so no merge of overlapping buckets is needed.
 	for _, s := range plan.series {
-		g, ok := groupKey[s.id]
-		if !ok {
-			if g, err = a.cells.groupID(snapGroup(s, ts.MetaField, opts, path)); err != nil {
-				return nil, err
-			}
-			groupKey[s.id] = g
-		}
-		sc, err := plan.seriesScan(s, desc)
+		g, err := a.cells.groupID(snapGroup(s, ts.MetaField, opts, path))
 		if err != nil {
 			return nil, err
 		}
-		if a.endsOnly {
-			a.group, sc.skip = g, skip
-		}
-		err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
-			db.stats.aggBuckets.Add(1)
-			if loose != nil {
-				return a.foldUnordered(s, g, loose)
-			}
-			return a.fold(s, g, cols, lo, hi)
-		})
-		if cerr := sc.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := a.series(s, g, desc); err != nil {
 			return nil, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return buildAggRecord(opts.Allocator, ts, fields, funcs, a.cells, opts.Ungrouped), nil
+	return a, nil
+}
+
+// series folds the buckets of series s, of group g, into the cells.
+func (a *aggregator) series(s *seriesSnap, g int32, desc bool) error {
+	sc, err := a.plan.seriesScan(s, desc)
+	if err != nil {
+		return err
+	}
+	a.group = g
+	if a.endsOnly && a.docs < 0 {
+		sc.skip = a.skip
+	}
+	if a.countOnly && a.plan.filter.residual == nil {
+		sc.whole = a.wholeBucket
+	}
+	err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
+		a.db.stats.aggBuckets.Add(1)
+		if loose != nil {
+			return a.foldUnordered(s, g, loose)
+		}
+		return a.fold(s, g, cols, lo, hi)
+	})
+	if cerr := sc.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // aggregator folds the buckets of an aggregate's scan into its cells.
 type aggregator struct {
+	db       *DB
 	plan     *scanPlan
 	guard    *scanGuard
+	fields   []string // the fields aggregated, in cell order
 	cells    *aggCells
 	win      windowing
 	fieldIdx map[string]int // aggregated field -> index in a cell row
+	// docs is the index in a cell row of the documents counted
+	// (CountDocs), -1 for none.
+	docs int
 	// endsOnly: only first and/or last are asked for, and no residual
 	// filter (see Aggregate).
 	endsOnly, wantFirst, wantLast bool
-	// countOnly: count is the only function; stored columns hold no
-	// values (scanPlan.presenceOnly) and rows are only counted.
+	// countOnly: count is the only function (or no field is
+	// aggregated); stored columns hold no values (scanPlan.presenceOnly)
+	// and rows are only counted.
 	countOnly bool
-	group     int32 // the group of the series skip is asked about
+	group     int32 // the group of the series being folded
 
 	lastKey        aggKey
 	lastRow        []aggCell
-	lastLo, lastHi int64     // the window of lastKey: [lastLo, lastHi)
+	lastLo, lastHi int64     // the window of lastKey: [lastLo, lastHi]
 	colField       []int     // aggregated field of each column of the bucket folded, -1 for none
 	rc             rowCursor // the current row, for the residual filter
+}
+
+// wholeBucket folds, when the aggregate only counts, a stored bucket
+// whose rows all lie in the scan's range from its header alone when they
+// lie in one window: its rows are the documents, and each field's count
+// of rows present its count. It reports whether it did.
+func (a *aggregator) wholeBucket(r *bucket.Reader) (bool, error) {
+	k := a.win.key(r.MinTime())
+	if a.win.key(r.MaxTime()) != k {
+		return false, nil
+	}
+	if err := a.guard.rowsN(r.Rows()); err != nil {
+		return false, err
+	}
+	row, err := a.cells.row(aggKey{group: a.group, window: k})
+	if err != nil {
+		return false, err
+	}
+	if a.docs >= 0 {
+		row[a.docs].count += int64(r.Rows())
+	}
+	for i := 0; i < r.NumFields() && len(a.fields) > 0; i++ {
+		f := r.Field(i)
+		if fi, ok := a.fieldIdx[f.Name]; ok {
+			row[fi].count += int64(f.Count)
+		}
+	}
+	readStats.wholeBuckets.Add(1)
+	return true, nil
 }
 
 // skip reports whether a bucket of the current group with rows from minT
 // to maxT cannot change the first and last the cells hold.
 func (a *aggregator) skip(minT, maxT int64) bool {
-	w := a.win.start(minT)
-	if a.win.start(maxT) != w {
+	w := a.win.key(minT)
+	if a.win.key(maxT) != w {
 		return false
 	}
 	row := a.cells.get(aggKey{group: a.group, window: w})
@@ -483,16 +527,22 @@ func (a *aggregator) skip(minT, maxT int64) bool {
 // the cells.
 func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi int) error {
 	a.mapColumns(cols)
-	win := a.win
-	if a.endsOnly && win.start(cols.Times[lo]) == win.start(cols.Times[hi-1]) {
+	win := &a.win
+	if a.endsOnly && win.key(cols.Times[lo]) == win.key(cols.Times[hi-1]) {
 		// One window: only the rows at its ends can matter.
-		return foldEnds(cols, lo, hi, a.colField, a.wantFirst, a.wantLast, func() ([]aggCell, error) {
-			return a.cells.row(aggKey{group: g, window: win.start(cols.Times[lo])})
-		})
+		row, err := a.cells.row(aggKey{group: g, window: win.key(cols.Times[lo])})
+		if err != nil {
+			return err
+		}
+		if a.docs >= 0 {
+			row[a.docs].count += int64(hi - lo)
+		}
+		foldEnds(cols, lo, hi, a.colField, a.wantFirst, a.wantLast, row)
+		return nil
 	}
 	residual := a.plan.filter.residual
 	if residual == nil {
-		if w := win.start(cols.Times[lo]); w == win.start(cols.Times[hi-1]) {
+		if w := win.key(cols.Times[lo]); w == win.key(cols.Times[hi-1]) {
 			return a.foldWindow(g, cols, lo, hi, math.MinInt64, math.MaxInt64, w)
 		}
 		return a.foldRuns(g, cols, lo, hi, math.MinInt64, math.MaxInt64)
@@ -511,18 +561,17 @@ func (a *aggregator) fold(s *seriesSnap, g int32, cols *bucket.Columns, lo, hi i
 // run of rows in one window, as rows in time order make them, at once
 // (foldWindow); the rows of short runs one by one.
 func (a *aggregator) foldRuns(g int32, cols *bucket.Columns, lo, hi int, tlo, thi int64) error {
-	win := a.win
+	win := &a.win
 	for r := lo; r < hi; {
 		t := cols.Times[r]
 		if t < tlo || t > thi {
 			r++
 			continue
 		}
-		w := win.start(t)
+		w, wlo, whi := win.window(t)
 		e := r + 1
-		if w != math.MinInt64 && w <= math.MaxInt64-win.width {
-			for end := w + win.width; e < hi && cols.Times[e] >= w && cols.Times[e] < end; e++ {
-			}
+		for e < hi && cols.Times[e] >= wlo && cols.Times[e] <= whi {
+			e++
 		}
 		if e-r < minWindowRun {
 			if err := a.guard.rowsN(e - r); err != nil {
@@ -585,19 +634,19 @@ func (a *aggregator) mapColumns(cols *bucket.Columns) {
 func (a *aggregator) addRow(g int32, cols *bucket.Columns, r int) error {
 	t := cols.Times[r]
 	// Rows of a bucket are mostly in time order: most fall in the cell
-	// of the row before, whose window [lastLo, lastHi) is known.
+	// of the row before, whose window [lastLo, lastHi] is known.
 	row := a.lastRow
-	if row == nil || g != a.lastKey.group || t < a.lastLo || t >= a.lastHi {
-		k := aggKey{group: g, window: a.win.start(t)}
+	if row == nil || g != a.lastKey.group || t < a.lastLo || t > a.lastHi {
+		w, lo, hi := a.win.window(t) // lo > hi: no shortcut
+		k := aggKey{group: g, window: w}
 		var err error
 		if row, err = a.cells.row(k); err != nil {
 			return err
 		}
-		a.lastKey, a.lastRow = k, row
-		a.lastLo, a.lastHi = k.window, k.window+a.win.width
-		if k.window == math.MinInt64 || k.window > math.MaxInt64-a.win.width {
-			a.lastLo, a.lastHi = 1, 0 // at the ends of int64: no shortcut
-		}
+		a.lastKey, a.lastRow, a.lastLo, a.lastHi = k, row, lo, hi
+	}
+	if a.docs >= 0 {
+		row[a.docs].count++
 	}
 	for i := range cols.Fields {
 		fi := a.colField[i]
@@ -626,10 +675,13 @@ func (a *aggregator) foldUnordered(s *seriesSnap, g int32, l *looseCols) error {
 	if a.endsOnly {
 		// All in one window (the common case of a last point): only the
 		// rows at its ends can matter.
-		if w := a.win.start(max(l.minT, lo)); w == a.win.start(min(l.maxT, hi)) {
+		if w := a.win.key(max(l.minT, lo)); w == a.win.key(min(l.maxT, hi)) {
 			row, err := a.cells.row(aggKey{group: g, window: w})
 			if err != nil {
 				return err
+			}
+			if a.docs >= 0 {
+				row[a.docs].count += countIn(cols.Times, lo, hi)
 			}
 			foldEndsUnordered(cols, lo, hi, a.colField, a.wantFirst, a.wantLast, row)
 			return nil
@@ -637,7 +689,7 @@ func (a *aggregator) foldUnordered(s *seriesSnap, g int32, l *looseCols) error {
 	}
 	residual := a.plan.filter.residual
 	if residual == nil {
-		if w := a.win.start(max(l.minT, lo)); w == a.win.start(min(l.maxT, hi)) {
+		if w := a.win.key(max(l.minT, lo)); w == a.win.key(min(l.maxT, hi)) {
 			return a.foldWindow(g, cols, 0, len(cols.Times), lo, hi, w)
 		}
 		return a.foldRuns(g, cols, 0, len(cols.Times), lo, hi)
@@ -666,6 +718,13 @@ func (a *aggregator) foldWindow(g int32, cols *bucket.Columns, lo, hi int, tlo, 
 		return err
 	}
 	times := cols.Times[lo:hi]
+	if a.docs >= 0 {
+		if tlo == math.MinInt64 && thi == math.MaxInt64 {
+			row[a.docs].count += int64(hi - lo)
+		} else {
+			row[a.docs].count += countIn(times, tlo, thi)
+		}
+	}
 	for i := range cols.Fields {
 		fi := a.colField[i]
 		if fi < 0 {
@@ -830,7 +889,10 @@ func groupOf(meta any, metaField string, opts AggregateOptions) string {
 	return s
 }
 
-func buildAggRecord(mem memory.Allocator, ts *model.TimeSeriesOptions, fields []string, funcs []AggFunc, cells *aggCells, ungrouped bool) arrow.Record {
+// buildAggRecord makes the result of an aggregate from its cells (see
+// Aggregate), windows named by win's keys; docs adds the documents
+// counted, the last cell of each row.
+func buildAggRecord(mem memory.Allocator, ts *model.TimeSeriesOptions, fields []string, funcs []AggFunc, cells *aggCells, win windowing, ungrouped, docs bool) arrow.Record {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -842,6 +904,9 @@ func buildAggRecord(mem memory.Allocator, ts *model.TimeSeriesOptions, fields []
 	if !ungrouped {
 		fs = append(fs, arrow.Field{Name: groupName, Type: arrow.BinaryTypes.String, Nullable: true,
 			Metadata: arrow.NewMetadata([]string{model.MetaColumnMetadataKey}, []string{"json"})})
+	}
+	if docs {
+		fs = append(fs, arrow.Field{Name: AggregateDocsColumn, Type: arrow.PrimitiveTypes.Int64})
 	}
 	for _, f := range fields {
 		for _, fn := range funcs {
@@ -860,13 +925,18 @@ func buildAggRecord(mem memory.Allocator, ts *model.TimeSeriesOptions, fields []
 	b.Reserve(len(keys))
 	for ki, k := range keys {
 		col := 0
-		b.Field(col).(*array.TimestampBuilder).Append(arrow.Timestamp(k.window))
+		b.Field(col).(*array.TimestampBuilder).Append(arrow.Timestamp(win.startTime(k.window)))
 		col++
 		if !ungrouped {
 			b.Field(col).(*array.StringBuilder).Append(cells.groups[k.group])
 			col++
 		}
-		for _, cell := range cells.rows[ki] {
+		row := cells.rows[ki]
+		if docs {
+			b.Field(col).(*array.Int64Builder).Append(row[len(fields)].count)
+			col++
+		}
+		for _, cell := range row[:len(fields)] {
 			for _, fn := range funcs {
 				fb := b.Field(col)
 				col++
@@ -906,14 +976,21 @@ func buildAggRecord(mem memory.Allocator, ts *model.TimeSeriesOptions, fields []
 	return b.NewRecord()
 }
 
-// foldEnds adds to the cells of one window, from rows [lo, hi) of cols, the
-// first row (wantFirst) and the last row (wantLast) that hold each field:
-// all first and last need. Rows are in time order.
-func foldEnds(cols *bucket.Columns, lo, hi int, colField []int, wantFirst, wantLast bool, cellsOf func() ([]aggCell, error)) error {
-	row, err := cellsOf()
-	if err != nil {
-		return err
+// countIn returns how many of times lie in [lo, hi].
+func countIn(times []int64, lo, hi int64) int64 {
+	n := int64(0)
+	for _, t := range times {
+		if t >= lo && t <= hi {
+			n++
+		}
 	}
+	return n
+}
+
+// foldEnds adds to row, the cells of one window, from rows [lo, hi) of
+// cols, the first row (wantFirst) and the last row (wantLast) that hold
+// each field: all first and last need. Rows are in time order.
+func foldEnds(cols *bucket.Columns, lo, hi int, colField []int, wantFirst, wantLast bool, row []aggCell) {
 	for i := range cols.Fields {
 		fi := colField[i]
 		col := &cols.Fields[i]
@@ -941,5 +1018,4 @@ func foldEnds(cols *bucket.Columns, lo, hi int, colField []int, wantFirst, wantL
 			}
 		}
 	}
-	return nil
 }

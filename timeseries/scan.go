@@ -37,6 +37,11 @@ type seriesScan struct {
 	// decoded, with the bounds of its rows inside the scan's range; a
 	// bucket it answers true for is passed over (eachBucket only).
 	skip func(minT, maxT int64) bool
+	// whole, if set, is given every stored bucket whose rows all lie in
+	// the scan's range before its columns are decoded; a bucket it
+	// answers true for (it took the bucket from its header) is passed
+	// over (eachBucket only).
+	whole func(r *bucket.Reader) (bool, error)
 	// plan, when the scan is one of a plan's, takes its iterator back at
 	// Close for the next series.
 	plan *scanPlan
@@ -336,6 +341,11 @@ func (sc *seriesScan) decode(v []byte, dst *bucket.Columns) (*bucket.Columns, er
 	}
 	if len(sc.s.ranges) > 0 && pruned(sc.s.ranges, r) {
 		return nil, nil
+	}
+	if sc.whole != nil && r.MinTime() >= sc.minTime && r.MaxTime() <= sc.maxTime {
+		if done, err := sc.whole(r); done || err != nil {
+			return nil, err
+		}
 	}
 	cols := dst
 	if cols == nil {

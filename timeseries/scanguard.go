@@ -164,6 +164,14 @@ func capturedBytes(cols *bucket.Columns) int64 {
 	return n
 }
 
+// readStats counts the fast paths reads took since the process started,
+// for tests to see them taken.
+var readStats struct {
+	// wholeBuckets counts the stored buckets an aggregate took from their
+	// headers alone (aggregator.wholeBucket).
+	wholeBuckets atomic.Int64
+}
+
 // Estimates of what a query holds, for its memory account.
 const (
 	// seriesSnapBytes is a series in a scan plan: the seriesSnap and its
