@@ -643,7 +643,6 @@ func parseDateTrunc(d bsoncore.Document, ts *model.TimeSeriesOptions, g *groupSp
 			return mongoerr.New(mongoerr.BadValue, "$dateTrunc binSize %d %s exceeds the range of dates", bin, unit)
 		}
 		g.months = bin * per
-		g.window = 24 * time.Hour
 		g.origin = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 		return nil
 	case !ok:
@@ -675,62 +674,38 @@ type group struct {
 	docs   int64
 }
 
-// groupMeasurements runs a $group on the engine's Aggregate: one row per
-// (window, group), the rows of one output key (all windows, when _id has
-// no $dateTrunc) merged. The groups' documents are counted on a find of
-// the same filter that reads the time and meta fields only: the engine
-// counts values per field, and leaves out a group none of whose documents
-// holds one of the fields.
+// groupMeasurements runs a $group as one engine Aggregate: one row per
+// (window, group), with the windows $dateTrunc names (fixed, or calendar
+// months, quarters and years), or one over the whole range when _id has no
+// $dateTrunc, and every group's documents counted in the same pass
+// (CountDocs), also a group none of whose documents holds one of the
+// fields.
 func (s *Server) groupMeasurements(ctx context.Context, name string, ts *model.TimeSeriesOptions, filter *partialfilter.Filter, st stage) ([]map[string]any, error) {
 	g, err := parseGroup(st, ts)
 	if err != nil {
 		return nil, err
 	}
-	width := int64(g.window)
-	if !g.hasWin {
-		width = 1 << 62 // every date in at most four windows, merged
+	opts := timeseries.AggregateOptions{Filter: filter, Origin: g.origin, GroupBy: g.groupBy, Ungrouped: !g.hasMeta,
+		Fields: append([]string{}, g.fields...), Funcs: g.funcs(), CountDocs: true}
+	switch {
+	case !g.hasWin:
+		opts.WholeRange = true
+	case g.months > 0:
+		opts.Months = int(g.months)
+	default:
+		opts.Window = g.window
 	}
-	var order []string
-	groups := map[string]*group{}
-	get := func(win int64, meta string) *group {
-		switch {
-		case !g.hasWin:
-			win = 0
-		case g.months > 0:
-			win = monthWindow(win, g.months)
-		}
-		if !g.hasMeta {
-			meta = ""
-		}
-		key := string(appendInt(nil, "", win)) + meta
-		gr := groups[key]
-		if gr == nil {
-			gr = &group{window: win, meta: meta, cells: make([]groupCell, len(g.fields))}
-			groups[key] = gr
-			order = append(order, key)
-		}
-		return gr
-	}
-	if len(g.fields) > 0 {
-		rec, err := s.db.Aggregate(ctx, name, timeseries.AggregateOptions{Filter: filter, Window: time.Duration(width),
-			Origin: g.origin, GroupBy: g.groupBy, Ungrouped: !g.hasMeta, Fields: g.fields, Funcs: timeseries.AllAggFuncs})
-		if err != nil {
-			return nil, err
-		}
-		err = foldAggregate(rec, g, get)
-		rec.Release()
-		if err != nil {
-			return nil, err
-		}
-	}
-	// Always: a group whose documents hold none of the fields is still a
-	// group, with null values.
-	if err := s.countGroups(ctx, name, ts, filter, g, width, get); err != nil {
+	rec, err := s.db.Aggregate(ctx, name, opts)
+	if err != nil {
 		return nil, err
 	}
-	docs := make([]map[string]any, 0, len(order))
-	for _, key := range order {
-		gr := groups[key]
+	defer rec.Release()
+	groups, err := foldAggregate(rec, g)
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]map[string]any, 0, len(groups))
+	for _, gr := range groups {
 		doc, err := g.document(gr)
 		if err != nil {
 			return nil, err
@@ -740,33 +715,54 @@ func (s *Server) groupMeasurements(ctx context.Context, name string, ts *model.T
 	return docs, nil
 }
 
-// monthWindow returns the start of the window of months months that
-// holds the time ns (UTC), counted from January 2000 as $dateTrunc counts
-// its bins.
-func monthWindow(ns int64, months int64) int64 {
-	t := time.Unix(0, ns).UTC()
-	m := int64(t.Year()-2000)*12 + int64(t.Month()-1)
-	m -= floorMod(m, months)
-	return time.Date(2000+int(floorDiv(m, 12)), time.Month(floorMod(m, 12)+1), 1, 0, 0, 0, 0, time.UTC).UnixNano()
+// funcs are the engine's functions g's accumulators need, count always
+// (a field with no value is null).
+func (g *groupSpec) funcs() []timeseries.AggFunc {
+	need := map[timeseries.AggFunc]bool{timeseries.AggCount: true}
+	for _, a := range g.accs {
+		switch a.op {
+		case "$sum":
+			need[timeseries.AggSum] = true
+		case "$avg":
+			need[timeseries.AggSum] = true
+		case "$min":
+			need[timeseries.AggMin] = true
+		case "$max":
+			need[timeseries.AggMax] = true
+		case "$first":
+			need[timeseries.AggFirst] = true
+		case "$last":
+			need[timeseries.AggLast] = true
+		}
+	}
+	var out []timeseries.AggFunc
+	for _, f := range timeseries.AllAggFuncs {
+		if need[f] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
-func floorDiv(a, b int64) int64 { return (a - floorMod(a, b)) / b }
-
-// foldAggregate merges the rows of the engine's aggregate into groups.
-func foldAggregate(rec arrow.Record, g *groupSpec, get func(int64, string) *group) error {
+// foldAggregate reads the engine's rows, one group each.
+func foldAggregate(rec arrow.Record, g *groupSpec) ([]*group, error) {
 	cols := map[string]arrow.Array{}
 	for i, f := range rec.Schema().Fields() {
 		cols[f.Name] = rec.Column(i)
 	}
 	times, ok := rec.Column(0).(*array.Timestamp)
 	if !ok {
-		return mongoerr.New(mongoerr.InternalError, "aggregate: the first column is %s, not the window", rec.Column(0).DataType())
+		return nil, mongoerr.New(mongoerr.InternalError, "aggregate: the first column is %s, not the window", rec.Column(0).DataType())
 	}
 	var metas *array.String
 	if g.hasMeta {
 		if metas, ok = rec.Column(1).(*array.String); !ok {
-			return mongoerr.New(mongoerr.InternalError, "aggregate: the second column is %s, not the group", rec.Column(1).DataType())
+			return nil, mongoerr.New(mongoerr.InternalError, "aggregate: the second column is %s, not the group", rec.Column(1).DataType())
 		}
+	}
+	docs, ok := cols[timeseries.AggregateDocsColumn].(*array.Int64)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.InternalError, "aggregate: the documents counted are missing")
 	}
 	type fieldCols struct {
 		count                      *array.Int64
@@ -777,16 +773,16 @@ func foldAggregate(rec arrow.Record, g *groupSpec, get func(int64, string) *grou
 		c, _ := cols[f+"_count"].(*array.Int64)
 		fl := func(fn string) *array.Float64 { a, _ := cols[f+"_"+fn].(*array.Float64); return a }
 		fc[i] = fieldCols{c, fl("sum"), fl("min"), fl("max"), fl("first"), fl("last")}
-		if c == nil || fc[i].sum == nil || fc[i].min == nil || fc[i].max == nil || fc[i].first == nil || fc[i].last == nil {
-			return mongoerr.New(mongoerr.InternalError, "aggregate: the columns of field %q are missing", f)
+		if c == nil {
+			return nil, mongoerr.New(mongoerr.InternalError, "aggregate: the columns of field %q are missing", f)
 		}
 	}
-	for row := 0; row < int(rec.NumRows()); row++ {
-		meta := ""
+	groups := make([]*group, rec.NumRows())
+	for row := range groups {
+		gr := &group{window: int64(times.Value(row)), docs: docs.Value(row), cells: make([]groupCell, len(g.fields))}
 		if metas != nil {
-			meta = metas.Value(row)
+			gr.meta = metas.Value(row)
 		}
-		gr := get(int64(times.Value(row)), meta)
 		for i := range g.fields {
 			c := &fc[i]
 			n := c.count.Value(row)
@@ -794,111 +790,26 @@ func foldAggregate(rec arrow.Record, g *groupSpec, get func(int64, string) *grou
 				continue
 			}
 			cell := &gr.cells[i]
-			cell.count += n
-			cell.sum += c.sum.Value(row)
-			if mn, mx := c.min.Value(row), c.max.Value(row); !math.IsNaN(mn) {
-				if !cell.hasMinMax || mn < cell.min {
-					cell.min = mn
-				}
-				if !cell.hasMinMax || mx > cell.max {
-					cell.max = mx
-				}
-				cell.hasMinMax = true
+			cell.count = n
+			if c.sum != nil {
+				cell.sum = c.sum.Value(row)
 			}
-			// Rows of one group come in window order: the first row's
-			// first, the last row's last.
-			if !cell.hasEnds {
+			if c.min != nil && !math.IsNaN(c.min.Value(row)) {
+				cell.min, cell.hasMinMax = c.min.Value(row), true
+			}
+			if c.max != nil && !math.IsNaN(c.max.Value(row)) {
+				cell.max, cell.hasMinMax = c.max.Value(row), true
+			}
+			if c.first != nil {
 				cell.first = c.first.Value(row)
 			}
-			cell.last, cell.hasEnds = c.last.Value(row), true
-		}
-	}
-	return nil
-}
-
-// countGroups counts the documents of each group on a find that reads the
-// time and meta fields only.
-func (s *Server) countGroups(ctx context.Context, name string, ts *model.TimeSeriesOptions, filter *partialfilter.Filter, g *groupSpec, width int64, get func(int64, string) *group) error {
-	opts := timeseries.FindOptions{Filter: filter, Fields: []string{}, OmitMeta: !g.hasMeta}
-	cur, err := s.db.Find(ctx, name, opts)
-	if err != nil {
-		return err
-	}
-	defer cur.Close()
-	off := int64(0)
-	if g.hasWin {
-		off = floorMod(g.origin.UnixNano(), width)
-	}
-	memo := map[string]string{}
-	for cur.Next() {
-		rec := cur.Record()
-		var times *array.Timestamp
-		var metas *array.String
-		for i, f := range rec.Schema().Fields() {
-			switch {
-			case f.Name == ts.TimeField:
-				times, _ = rec.Column(i).(*array.Timestamp)
-			case g.hasMeta && f.Name == ts.MetaField:
-				metas, _ = rec.Column(i).(*array.String)
+			if c.last != nil {
+				cell.last = c.last.Value(row)
 			}
 		}
-		if times == nil {
-			return mongoerr.New(mongoerr.InternalError, "find returned no time column")
-		}
-		for row := 0; row < int(rec.NumRows()); row++ {
-			t := int64(times.Value(row))
-			win := t - floorMod(t-off, width)
-			meta := ""
-			if g.hasMeta {
-				raw := "null"
-				if metas != nil && !metas.IsNull(row) {
-					raw = metas.Value(row)
-				}
-				var ok bool
-				if meta, ok = memo[raw]; !ok {
-					if meta, err = groupKeyOf(raw, ts.MetaField, g.groupBy); err != nil {
-						return err
-					}
-					memo[raw] = meta
-				}
-			}
-			get(win, meta).docs++
-		}
+		groups[row] = gr
 	}
-	return cur.Err()
-}
-
-func floorMod(a, b int64) int64 {
-	m := a % b
-	if m < 0 {
-		m += b
-	}
-	return m
-}
-
-// groupKeyOf is the engine's group of a meta value: the canonical text of
-// the value at path (the meta field or one of its sub-fields), "null" when
-// it is missing.
-func groupKeyOf(metaJSON, metaField, path string) (string, error) {
-	v, err := model.DecodeMeta(metaJSON)
-	if err != nil {
-		return "", err
-	}
-	if path != metaField {
-		for _, part := range strings.Split(strings.TrimPrefix(path, metaField+"."), ".") {
-			m, ok := v.(map[string]any)
-			if !ok {
-				v = nil
-				break
-			}
-			v = m[part]
-		}
-	}
-	s, err := model.CanonicalMeta(v)
-	if err != nil {
-		return "null", nil
-	}
-	return s, nil
+	return groups, nil
 }
 
 // document is the output of one group.
@@ -1003,7 +914,7 @@ func runInMemory(docs []map[string]any, pipeline []stage) ([]map[string]any, err
 			}
 			slices.SortStableFunc(docs, func(a, b map[string]any) int {
 				for _, k := range keys {
-					c := compareValues(lookupPath(a, k.Field), lookupPath(b, k.Field))
+					c := partialfilter.Compare(lookupPath(a, k.Field), lookupPath(b, k.Field))
 					if k.Desc {
 						c = -c
 					}
@@ -1101,82 +1012,4 @@ func lookupPath(d map[string]any, path string) any {
 		v = m[part]
 	}
 	return v
-}
-
-// compareValues orders values as MongoDB's sort does for the types a
-// group holds: null, numbers, strings, documents, booleans, dates.
-func compareValues(a, b any) int {
-	ra, rb := typeRank(a), typeRank(b)
-	if ra != rb {
-		return ra - rb
-	}
-	switch x := a.(type) {
-	case string:
-		return strings.Compare(x, b.(string))
-	case bool:
-		switch y := b.(bool); {
-		case x == y:
-			return 0
-		case !x:
-			return -1
-		}
-		return 1
-	case time.Time:
-		return x.Compare(b.(time.Time))
-	case map[string]any:
-		y := b.(map[string]any)
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if c := compareValues(x[k], y[k]); c != 0 {
-				return c
-			}
-		}
-		return len(x) - len(y)
-	}
-	fa, fb := number(a), number(b)
-	switch {
-	case fa < fb:
-		return -1
-	case fa > fb:
-		return 1
-	}
-	return 0
-}
-
-func typeRank(v any) int {
-	switch v.(type) {
-	case nil:
-		return 0
-	case int32, int64, float64:
-		return 1
-	case string:
-		return 2
-	case map[string]any:
-		return 3
-	case []any:
-		return 4
-	case partialfilter.ObjectID:
-		return 5
-	case bool:
-		return 6
-	case time.Time:
-		return 7
-	}
-	return 8
-}
-
-func number(v any) float64 {
-	switch x := v.(type) {
-	case int32:
-		return float64(x)
-	case int64:
-		return float64(x)
-	case float64:
-		return x
-	}
-	return 0
 }

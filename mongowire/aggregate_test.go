@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -555,6 +556,49 @@ func TestAggregateCalendarUnits(t *testing.T) {
 				g.Min != e.min || g.Max != e.max || g.First != e.fst || g.Last != e.lst {
 				t.Errorf("%s x%d, %s: got %+v, want %+v", c.unit, c.bin, k, g, *e)
 			}
+		}
+	}
+}
+
+// TestSortAfterGroup: stages after a $group order values as MongoDB does
+// (partialfilter.Compare): integers exactly beyond 2^53, objects by their
+// first field's name where their values tie.
+func TestSortAfterGroup(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if err := f.mdb.CreateCollection(ctx, "g", options.CreateCollection().SetTimeSeriesOptions(
+		options.TimeSeries().SetTimeField("ts").SetMetaField("m"))); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var docs []any
+	for i, m := range []any{int64(9007199254740993), int64(9007199254740992), bson.D{{Key: "b", Value: 1}}, bson.D{{Key: "a", Value: 1}}} {
+		docs = append(docs, bson.D{{Key: "ts", Value: t0.Add(time.Duration(i) * time.Second)}, {Key: "m", Value: m}, {Key: "v", Value: 1.0}})
+	}
+	if _, err := f.mdb.Collection("g").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []int{1, -1} {
+		cur, err := f.mdb.Collection("g").Aggregate(ctx, bson.A{
+			bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$m"}, {Key: "n", Value: bson.D{{Key: "$count", Value: bson.D{}}}}}}},
+			bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: dir}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []bson.M
+		if err := cur.All(ctx, &out); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, d := range out {
+			ids = append(ids, fmt.Sprint(d["_id"]))
+		}
+		want := []string{"9007199254740992", "9007199254740993", `{"a":{"$numberLong":"1"}}`, `{"b":{"$numberLong":"1"}}`}
+		if dir < 0 {
+			slices.Reverse(want)
+		}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("$sort of _id %d: %v, want %v", dir, ids, want)
 		}
 	}
 }
