@@ -69,6 +69,7 @@ const (
 	CursorNotFound            Code = 43
 	CommandNotFound           Code = 59
 	AmbiguousIndexKeyPattern  Code = 181
+	CursorKilled              Code = 237
 	NotImplemented            Code = 238
 	MechanismUnavailable      Code = 334
 	UnsupportedOpQueryCommand Code = 352
@@ -81,6 +82,7 @@ var names = map[Code]string{
 	CursorNotFound:                  "CursorNotFound",
 	CommandNotFound:                 "CommandNotFound",
 	AmbiguousIndexKeyPattern:        "AmbiguousIndexKeyPattern",
+	CursorKilled:                    "CursorKilled",
 	NotImplemented:                  "NotImplemented",
 	MechanismUnavailable:            "MechanismUnavailable",
 	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",

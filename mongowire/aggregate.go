@@ -149,7 +149,7 @@ func cmdAggregate(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.firstBatch(ns, src, batchSize, false)
+	return s.firstBatch(cmd.conn, ns, src, batchSize, false)
 }
 
 // aggregateDatabase answers aggregate: 1 and aggregates on admin: the
@@ -174,12 +174,12 @@ func (s *Server) aggregateDatabase(cmd *wireCommand, pipeline []stage, batchSize
 	if err != nil {
 		return nil, err
 	}
-	return s.firstBatch(ns, &sliceSource{docs: docs}, batchSize, false)
+	return s.firstBatch(cmd.conn, ns, &sliceSource{docs: docs}, batchSize, false)
 }
 
 // firstBatch answers the first batch of src, keeping a cursor open for
 // the rest.
-func (s *Server) firstBatch(ns string, src source, n int64, single bool) (bson.D, error) {
+func (s *Server) firstBatch(conn int64, ns string, src source, n int64, single bool) (bson.D, error) {
 	if n < 0 {
 		n = defaultFirstBatch
 	}
@@ -191,7 +191,12 @@ func (s *Server) firstBatch(ns string, src source, n int64, single bool) (bson.D
 			src.close()
 			return rawReply(b.finish(0, ns)), nil
 		}
-		return rawReply(b.finish(s.cursors.add(ns, src, nil), ns)), nil
+		id, err := s.cursors.add(ns, src, nil, conn)
+		if err != nil {
+			src.close()
+			return nil, err
+		}
+		return rawReply(b.finish(id, ns)), nil
 	}
 	pending, done, err := b.fill(src, nil, n)
 	if err != nil {
@@ -202,7 +207,11 @@ func (s *Server) firstBatch(ns string, src source, n int64, single bool) (bson.D
 		src.close()
 		return rawReply(b.finish(0, ns)), nil
 	}
-	id := s.cursors.add(ns, src, pending)
+	id, err := s.cursors.add(ns, src, pending, conn)
+	if err != nil {
+		src.close()
+		return nil, err
+	}
 	return rawReply(b.finish(id, ns)), nil
 }
 

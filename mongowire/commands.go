@@ -50,6 +50,8 @@ type wireCommand struct {
 	seqs []sequence
 	// legacy is an OP_QUERY handshake.
 	legacy bool
+	// conn is the id of the connection it came on.
+	conn int64
 }
 
 type handler func(s *Server, c *conn, cmd *wireCommand) (bson.D, error)
@@ -79,7 +81,7 @@ var preAuth = map[string]bool{"hello": true, "isMaster": true, "ismaster": true,
 // handle runs a request and returns the reply document.
 func (c *conn) handle(req *request) []byte {
 	s := c.s
-	cmd := &wireCommand{ctx: context.Background(), body: req.body, seqs: req.seqs}
+	cmd := &wireCommand{ctx: context.Background(), body: req.body, seqs: req.seqs, conn: c.id}
 	first, ok := firstElement(req.body)
 	if !ok {
 		return s.errorDoc(mongoerr.New(mongoerr.BadValue, "empty command document"))

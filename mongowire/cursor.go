@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -21,9 +23,10 @@ type source interface {
 
 // cursor is a query left open between find and getMore.
 type cursor struct {
-	id  int64
-	ns  string // "db.collection", as getMore must name it
-	src source
+	id   int64
+	conn int64  // the connection that opened it
+	ns   string // "db.collection", as getMore must name it
+	src  source
 	// pending is a document read but not sent: it did not fit the last
 	// batch.
 	pending bsoncore.Document
@@ -64,30 +67,126 @@ func (c *cursor) closeSource(put func([]byte)) {
 
 // cursorSet holds the open cursors of a server, across connections.
 type cursorSet struct {
-	mu sync.Mutex // guards m and each cursor's used and busy
+	mu sync.Mutex // guards the fields below and each cursor's used and busy
 	m  map[int64]*cursor
+	// perConn counts the open cursors each connection opened.
+	perConn map[int64]int
+	// killed remembers why cursors were closed by the server before they
+	// were exhausted, so that their getMore says so (CursorKilled)
+	// instead of not finding them; killedOrder bounds it, oldest first.
+	killed      map[int64]string
+	killedOrder []int64
+	// limits: open cursors in all and of one connection.
+	maxTotal, maxPerConn int
 	// put gives a prefetched batch's buffer back when its cursor closes
 	// unread.
 	put func([]byte)
 }
 
-func newCursorSet(put func([]byte)) *cursorSet { return &cursorSet{m: map[int64]*cursor{}, put: put} }
+// maxKilled bounds the cursors whose killing is remembered.
+const maxKilled = 4096
 
-// add registers a cursor and returns its id: random, positive, never 0
-// (which means "exhausted" on the wire).
-func (cs *cursorSet) add(ns string, src source, pending bsoncore.Document) int64 {
+func newCursorSet(put func([]byte), maxTotal, maxPerConn int) *cursorSet {
+	return &cursorSet{m: map[int64]*cursor{}, perConn: map[int64]int{}, killed: map[int64]string{},
+		maxTotal: maxTotal, maxPerConn: maxPerConn, put: put}
+}
+
+// add registers a cursor that connection conn opened and returns its id:
+// random, positive, never 0 (which means "exhausted" on the wire). A
+// connection holding maxPerConn cursors is refused another; past maxTotal
+// the least recently used idle cursor is killed to make room, so that
+// clients leaving cursors open cannot lock others out.
+func (cs *cursorSet) add(ns string, src source, pending bsoncore.Document, conn int64) (int64, error) {
 	cs.mu.Lock()
-	defer cs.mu.Unlock()
+	if cs.perConn[conn] >= cs.maxPerConn {
+		cs.mu.Unlock()
+		return 0, mongoerr.New(mongoerr.IngressRequestRateLimitExceeded,
+			"this connection holds %d open cursors, the most one may (Options.MaxCursorsPerConnection); exhaust or close some (killCursors)", cs.maxPerConn)
+	}
+	var victim *cursor
+	if len(cs.m) >= cs.maxTotal {
+		if victim = cs.lruIdleLocked(); victim == nil {
+			cs.mu.Unlock()
+			return 0, mongoerr.New(mongoerr.IngressRequestRateLimitExceeded,
+				"the server holds %d open cursors, all in use; retry when some are exhausted or closed", cs.maxTotal)
+		}
+		cs.killLocked(victim, fmt.Sprintf("the server held %d open cursors, the most it may, and this one was the least recently used", cs.maxTotal))
+	}
+	var id int64
 	for {
 		var b [8]byte
 		rand.Read(b[:])
-		id := int64(binary.LittleEndian.Uint64(b[:]) &^ (1 << 63))
-		if _, taken := cs.m[id]; id == 0 || taken {
-			continue
+		id = int64(binary.LittleEndian.Uint64(b[:]) &^ (1 << 63))
+		if _, taken := cs.m[id]; id != 0 && !taken {
+			break
 		}
-		cs.m[id] = &cursor{id: id, ns: ns, src: src, pending: pending, used: time.Now()}
-		return id
 	}
+	cs.m[id] = &cursor{id: id, conn: conn, ns: ns, src: src, pending: pending, used: time.Now()}
+	cs.perConn[conn]++
+	cs.mu.Unlock()
+	if victim != nil {
+		victim.closeSource(cs.put)
+	}
+	return id, nil
+}
+
+// lruIdleLocked returns the least recently used cursor no getMore is
+// using, nil when every one is busy.
+func (cs *cursorSet) lruIdleLocked() *cursor {
+	var lru *cursor
+	for _, c := range cs.m {
+		if !c.busy && (lru == nil || c.used.Before(lru.used)) {
+			lru = c
+		}
+	}
+	return lru
+}
+
+// removeLocked forgets c.
+func (cs *cursorSet) removeLocked(c *cursor) {
+	delete(cs.m, c.id)
+	if cs.perConn[c.conn]--; cs.perConn[c.conn] <= 0 {
+		delete(cs.perConn, c.conn)
+	}
+}
+
+// killLocked removes c, remembering why; the caller closes its source.
+func (cs *cursorSet) killLocked(c *cursor, why string) {
+	cs.removeLocked(c)
+	if len(cs.killedOrder) >= maxKilled {
+		delete(cs.killed, cs.killedOrder[0])
+		cs.killedOrder = cs.killedOrder[1:]
+	}
+	cs.killed[c.id] = why
+	cs.killedOrder = append(cs.killedOrder, c.id)
+}
+
+// evictIdle kills up to n of the least recently used idle cursors, for
+// why, and returns how many it killed.
+func (cs *cursorSet) evictIdle(n int, why string) int {
+	var victims []*cursor
+	cs.mu.Lock()
+	for len(victims) < n {
+		c := cs.lruIdleLocked()
+		if c == nil {
+			break
+		}
+		cs.killLocked(c, why)
+		victims = append(victims, c)
+	}
+	cs.mu.Unlock()
+	for _, c := range victims {
+		c.closeSource(cs.put)
+	}
+	return len(victims)
+}
+
+// whyKilled returns why the server killed cursor id, if it did.
+func (cs *cursorSet) whyKilled(id int64) (string, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	why, ok := cs.killed[id]
+	return why, ok
 }
 
 // acquire takes a cursor for a getMore; release gives it back. A cursor
@@ -109,7 +208,7 @@ func (cs *cursorSet) release(c *cursor, done bool) {
 	c.busy = false
 	c.used = time.Now()
 	if done {
-		delete(cs.m, c.id)
+		cs.removeLocked(c)
 	}
 	cs.mu.Unlock()
 	if done {
@@ -122,7 +221,7 @@ func (cs *cursorSet) kill(id int64) bool {
 	cs.mu.Lock()
 	c, ok := cs.m[id]
 	if ok && !c.busy {
-		delete(cs.m, id)
+		cs.removeLocked(c)
 	}
 	cs.mu.Unlock()
 	if !ok || c.busy {
@@ -137,10 +236,10 @@ func (cs *cursorSet) kill(id int64) bool {
 func (cs *cursorSet) reapIdle(now time.Time, timeout time.Duration) int {
 	var idle []*cursor
 	cs.mu.Lock()
-	for id, c := range cs.m {
+	for _, c := range cs.m {
 		if !c.busy && now.Sub(c.used) >= timeout {
 			idle = append(idle, c)
-			delete(cs.m, id)
+			cs.removeLocked(c)
 		}
 	}
 	cs.mu.Unlock()

@@ -169,7 +169,7 @@ func cmdFind(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.firstBatch(ns, src, a.batchSize, a.single)
+	return s.firstBatch(cmd.conn, ns, src, a.batchSize, a.single)
 }
 
 // batchBytes is maxBatchBytes, lowered by tests to make many batches of a
@@ -258,6 +258,9 @@ func cmdGetMore(s *Server, conn *conn, cmd *wireCommand) (bson.D, error) {
 	}
 	c, ok := s.cursors.acquire(id)
 	if !ok {
+		if why, killed := s.cursors.whyKilled(id); killed {
+			return nil, mongoerr.New(mongoerr.CursorKilled, "cursor id %d was killed: %s", id, why)
+		}
 		return nil, mongoerr.New(codeCursorNotFound, "cursor id %d not found", id)
 	}
 	ns := cmd.db + "." + coll

@@ -30,6 +30,14 @@ var ErrServerClosed = errors.New("mongowire: server closed")
 // closed: MongoDB's cursorTimeoutMillis default (10 minutes).
 const DefaultCursorTimeout = 10 * time.Minute
 
+// Defaults of the cursor limits: a connection of a driver's pool holds a
+// few cursors at a time, and the server's open cursors, each holding
+// what its query planned until it is exhausted, are bounded.
+const (
+	DefaultMaxCursors              = 10000
+	DefaultMaxCursorsPerConnection = 1000
+)
+
 // Options configure a Server. The zero value of each field means its
 // default.
 type Options struct {
@@ -50,6 +58,14 @@ type Options struct {
 	// CursorTimeout closes cursors unused for this long; default
 	// DefaultCursorTimeout.
 	CursorTimeout time.Duration
+	// MaxCursors bounds the open cursors of the server: past it the least
+	// recently used idle one is killed (its getMore answers CursorKilled)
+	// to make room. Default DefaultMaxCursors.
+	MaxCursors int
+	// MaxCursorsPerConnection bounds the open cursors one connection
+	// opened: past it a find or aggregate that would leave one open is
+	// refused. Default DefaultMaxCursorsPerConnection.
+	MaxCursorsPerConnection int
 	// Version is Hourglass's version, reported by buildInfo.
 	Version string
 	// Logger receives connection and error logs; default slog.Default().
@@ -156,6 +172,12 @@ func New(opts Options) (*Server, error) {
 	if opts.CursorTimeout <= 0 {
 		opts.CursorTimeout = DefaultCursorTimeout
 	}
+	if opts.MaxCursors <= 0 {
+		opts.MaxCursors = DefaultMaxCursors
+	}
+	if opts.MaxCursorsPerConnection <= 0 {
+		opts.MaxCursorsPerConnection = DefaultMaxCursorsPerConnection
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -191,7 +213,7 @@ func New(opts Options) (*Server, error) {
 		converters: keep.New(2*runtime.GOMAXPROCS(0), model.NewBSONDecoder),
 		replyBufs:  keep.New(runtime.GOMAXPROCS(0), func() []byte { return nil }),
 	}
-	s.cursors = newCursorSet(s.replyBufs.Put)
+	s.cursors = newCursorSet(s.replyBufs.Put, opts.MaxCursors, opts.MaxCursorsPerConnection)
 	if rs := opts.ReplicaSet; rs != nil && (rs.Node == nil || rs.Node.DB() != opts.DB) {
 		return nil, errors.New("mongowire: Options.ReplicaSet.Node must be the member whose engine is Options.DB")
 	}
