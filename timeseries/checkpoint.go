@@ -193,13 +193,12 @@ func (pe *parallelEncoder) encode(ws []ckptBucket) error {
 
 // checkpoint writes a checkpoint; it gives up waiting for the store's
 // flush when abort is closed (nil: never). It is skipped with errNoRoom,
-// before anything is captured, when the filesystem has less free space
-// than it may write: the log's bytes (what the buckets and documents
-// written since the last checkpoint amount to) plus the buckets in memory
-// (open ones are written whole), plus checkpointMargin. A Pebble flush
-// that meets a full disk retries forever and a failed manifest write
-// stops the process, so the checkpoint must not start one it cannot
-// finish; the log keeps every write until a later checkpoint succeeds.
+// before anything is written, when the filesystem has less free space than
+// it will write: its batch, measured once encoded, plus a quarter and
+// checkpointMargin (batchNeed). The room measured is remembered, so that
+// writers waiting for memory know when space enough is free again
+// (roomForCheckpoint), and the next checkpoint captures nothing until it
+// is.
 func (db *DB) checkpoint(abort <-chan struct{}) error {
 	if db.readOnly {
 		return nil
@@ -234,20 +233,31 @@ func (db *DB) idleSeq() uint64 {
 	return seq
 }
 
-// checkpointNeed is the free space a checkpoint needs now (see
-// checkpoint).
+// checkpointNeed is the free space the next checkpoint needs, as far as
+// it is known before it runs: what the last one skipped for lack of room
+// measured it would write (roomNeed), else nothing beyond
+// checkpointMargin (the checkpoint measures what it writes before it
+// writes it).
 func (db *DB) checkpointNeed() int64 {
-	return db.wal.Size() + db.headMem.Load() + checkpointMargin
+	return max(db.roomNeed.Load(), checkpointMargin)
 }
 
-// roomForCheckpoint reports whether the filesystem has the space a
-// checkpoint needs now (true when it cannot tell).
+// roomForCheckpoint reports whether the filesystem has the space the next
+// checkpoint needs (true when it cannot tell).
 func (db *DB) roomForCheckpoint() bool {
 	free := db.freeSpace()
 	return free < 0 || free >= db.checkpointNeed()
 }
 
-// checkpointLocked is checkpoint with maintMu held by the caller.
+// batchNeed is the free space writing a checkpoint batch of n bytes
+// needs: the table its flush writes (level 0 is not compressed, so about
+// the batch), a quarter more for the table's index and what the first
+// compaction writes before it deletes, and checkpointMargin.
+func batchNeed(n int) int64 { return int64(n) + int64(n)/4 + checkpointMargin }
+
+// checkpointLocked is checkpoint with maintMu held by the caller: capture
+// (writers excluded), encode into one Pebble batch, check the room for
+// it, write it, flush it, and let go of what it made durable.
 func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	if db.readOnly {
 		return nil
@@ -260,10 +270,12 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 			db.expiredUnflushed.Store(true)
 		}
 	}()
-
+	// Nothing is captured (the log is not even cut) without
+	// checkpointMargin free, nor, after one was skipped for lack of room,
+	// until the room it measured is free.
 	if free, need := db.freeSpace(), db.checkpointNeed(); free >= 0 && free < need {
 		db.noRoom.Store(true)
-		return fmt.Errorf("%w in %s: %s free, it may write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
+		return fmt.Errorf("%w in %s: %s free, it will write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
 	}
 	// A store that keeps failing is not given the checkpoint's writes: its
 	// memtables cannot be flushed, and once they are full a write to it
@@ -271,57 +283,94 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	if err := db.storeFailure(); err != nil {
 		return err
 	}
-
-	// Capture, with writers excluded, everything the log before the cut
-	// holds.
-	db.cutMu.Lock()
-	seg, err := db.wal.Cut()
+	run, err := db.captureCheckpoint()
 	if err != nil {
-		db.cutMu.Unlock()
 		return err
 	}
-	var work []ckptBucket
-	type seriesRec struct {
-		key  []byte
-		meta string
-		s    *series
+	// Until the batch is applied, a failure leaves what was captured dirty
+	// again, for the next checkpoint, and the catalog counts those of the
+	// stored buckets (a delete or TTL batch writes them before the next
+	// checkpoint); once applied, it is in Pebble's memtable, which the next
+	// successful flush makes durable.
+	applied := false
+	defer func() {
+		if !applied {
+			db.uncapture(run)
+		}
+	}()
+	batch, err := db.encodeCheckpoint(run)
+	if err != nil {
+		return err
 	}
-	var newSeries []seriesRec
-	var catalog [][2][]byte
-	var catalogColls []*collection
-	var catalogCounts [][2]int64 // their ckptCount and ckptBuckets before
-	db.mu.Lock()
-	db.sealedSince.Store(0) // what is sealed now, the capture takes
-	idle := db.idleSeq()
-	// A bucket or so per hot series: sized once, not grown by doubling
-	// (a fleet's checkpoint captures a million buckets).
-	// The capture's slices too: they stay in place, so that the slices
-	// of them taken for each bucket need no copy.
-	// Only open buckets' headers are captured (sealed ones are taken as
-	// they are); every bucket's fields get name references.
-	hot, fields, openFields, present := 0, 0, 0, 0
-	for _, c := range db.byID {
-		hot += len(c.hot)
-		for _, s := range c.hot {
-			for _, b := range s.buckets {
-				fields += len(b.cols.Fields)
-				if !b.sealed {
-					openFields += len(b.cols.Fields)
-					present += b.presenceWords()
-				}
-			}
+	defer batch.Close()
+	// What the checkpoint writes is measured, not guessed: a Pebble flush
+	// that meets a full disk retries forever and a failed manifest write
+	// stops the process, so the checkpoint must not start one it cannot
+	// finish; the log keeps every write until a later checkpoint succeeds.
+	if free, need := db.freeSpace(), batchNeed(batch.Len()); free >= 0 && free < need {
+		db.roomNeed.Store(need)
+		db.noRoom.Store(true)
+		return fmt.Errorf("%w in %s: %s free, it will write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
+	}
+	if db.checkpointWrite != nil {
+		if err := db.checkpointWrite(); err != nil {
+			return err
 		}
 	}
-	work = make([]ckptBucket, 0, hot)
-	cp := ckptCapture{
-		fields:  make([]bucket.Column, 0, openFields),
-		refs:    make([]uint32, 0, fields),
-		present: make([]uint64, 0, present),
+	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
+		return db.diskErr(err)
 	}
+	applied = true
+	if err := db.flushStore(abort); err != nil {
+		return err
+	}
+	db.roomNeed.Store(0)
+	db.noRoom.Store(false)
+	db.releaseCheckpoint(run)
+	db.stats.checkpoints.Add(1)
+	return db.wal.Truncate(run.st.segment)
+}
+
+// ckptRun is what a checkpoint captured, from the capture to the release.
+type ckptRun struct {
+	st            checkpointState
+	work          []ckptBucket
+	cp            ckptCapture // backs work's open columns and name references
+	newSeries     []seriesRec
+	catalog       [][2][]byte
+	catalogColls  []*collection
+	catalogCounts [][2]int64 // their ckptCount and ckptBuckets before
+}
+
+// seriesRec is a series a checkpoint writes for the first time.
+type seriesRec struct {
+	key  []byte
+	meta string
+	s    *series
+}
+
+// captureCheckpoint cuts the log and captures, with writers excluded,
+// everything the log before the cut holds: every sealed bucket, every open
+// bucket that changed (a prefix of its columns that later appends cannot
+// touch), new series and changed catalog records. No encoding happens
+// under the locks.
+func (db *DB) captureCheckpoint() (*ckptRun, error) {
+	db.cutMu.Lock()
+	defer db.cutMu.Unlock()
+	seg, err := db.wal.Cut()
+	if err != nil {
+		return nil, err
+	}
+	run := &ckptRun{}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.sealedSince.Store(0) // what is sealed now, the capture takes
+	idle := db.idleSeq()
+	db.sizeCapture(run)
 	for _, c := range db.byID {
 		for _, s := range c.hot {
 			if !s.persisted {
-				newSeries = append(newSeries, seriesRec{seriesKey(c.id, s.id), s.metaKey, s})
+				run.newSeries = append(run.newSeries, seriesRec{seriesKey(c.id, s.id), s.metaKey, s})
 			}
 			for _, b := range s.buckets {
 				if !b.sealed && !b.dirty && b.snapshot {
@@ -336,70 +385,112 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 					db.seal(b)
 					db.stats.sealedIdle.Add(1)
 				}
-				w := ckptBucket{b: b, coll: c.id, series: s.id, sealed: b.sealed}
-				if b.sealed {
-					w.cols = b.captureSealed()
-				} else {
-					at := len(cp.fields)
-					w.cols.Times, cp.fields, cp.present = b.appendCapture(cp.fields, cp.present)
-					w.cols.Fields = cp.fields[at:len(cp.fields):len(cp.fields)]
-				}
-				at := len(cp.refs)
-				cp.refs = c.nameRefs(cp.refs, &w.cols)
-				w.refs = cp.refs[at:len(cp.refs):len(cp.refs)]
-				work = append(work, w)
+				run.work = append(run.work, run.cp.capture(c, s, b))
 				b.dirty = false
 			}
 		}
 		if c.dirty {
-			catalogCounts = append(catalogCounts, [2]int64{c.ckptCount, c.ckptBuckets})
+			run.catalogCounts = append(run.catalogCounts, [2]int64{c.ckptCount, c.ckptBuckets})
 			c.ckptCount, c.ckptBuckets = c.count, c.buckets
 			rec, err := c.record()
 			if err != nil {
-				db.mu.Unlock()
-				db.cutMu.Unlock()
-				return err
+				c.ckptCount, c.ckptBuckets = run.catalogCounts[len(run.catalogCounts)-1][0], run.catalogCounts[len(run.catalogCounts)-1][1]
+				run.catalogCounts = run.catalogCounts[:len(run.catalogCounts)-1]
+				db.uncaptureLocked(run)
+				return nil, err
 			}
-			catalog = append(catalog, [2][]byte{catalogKey(c.name), rec})
-			catalogColls = append(catalogColls, c)
+			run.catalog = append(run.catalog, [2][]byte{catalogKey(c.name), rec})
+			run.catalogColls = append(run.catalogColls, c)
 			c.dirty = false
 		}
 	}
-	st := checkpointState{segment: seg, nextColl: db.nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}
-	db.mu.Unlock()
-	db.cutMu.Unlock()
+	run.st = checkpointState{segment: seg, nextColl: db.nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}
+	return run, nil
+}
 
-	// Encode and write outside the locks. Until the batch is applied, a
-	// failure leaves what was captured dirty again, for the next
-	// checkpoint, and the catalog counts those of the stored buckets (a
-	// delete or TTL batch writes them before the next checkpoint); once
-	// applied, it is in Pebble's memtable, which the next successful flush
-	// makes durable.
-	applied := false
-	defer func() {
-		if applied {
-			return
-		}
-		db.mu.Lock()
-		for i := range work {
-			work[i].b.dirty = true
-		}
-		for i, c := range catalogColls {
-			c.dirty = true
-			c.ckptCount, c.ckptBuckets = catalogCounts[i][0], catalogCounts[i][1]
-		}
-		db.mu.Unlock()
-	}()
-	batch := db.pdb.NewBatch()
-	defer batch.Close()
-	var enc bucket.Encoder
-	var buf []byte
-	for _, sr := range newSeries {
-		if err := batch.Set(sr.key, []byte(sr.meta), nil); err != nil {
-			return err
+// sizeCapture sizes run's slices once, not by doubling (a fleet's
+// checkpoint captures a million buckets): a bucket or so per hot series.
+// The capture's slices stay in place, so that the slices of them taken
+// for each bucket need no copy. Only open buckets' headers are captured
+// (sealed ones are taken as they are); every bucket's fields get name
+// references. DB.mu is held.
+func (db *DB) sizeCapture(run *ckptRun) {
+	hot, fields, openFields, present := 0, 0, 0, 0
+	for _, c := range db.byID {
+		hot += len(c.hot)
+		for _, s := range c.hot {
+			for _, b := range s.buckets {
+				fields += len(b.cols.Fields)
+				if !b.sealed {
+					openFields += len(b.cols.Fields)
+					present += b.presenceWords()
+				}
+			}
 		}
 	}
+	run.work = make([]ckptBucket, 0, hot)
+	run.cp = ckptCapture{
+		fields:  make([]bucket.Column, 0, openFields),
+		refs:    make([]uint32, 0, fields),
+		present: make([]uint64, 0, present),
+	}
+}
+
+// capture takes bucket b of series s of collection c into the checkpoint:
+// a sealed bucket's own columns, an open one's headers into cp.
+func (cp *ckptCapture) capture(c *collection, s *series, b *memBucket) ckptBucket {
+	w := ckptBucket{b: b, coll: c.id, series: s.id, sealed: b.sealed}
+	if b.sealed {
+		w.cols = b.captureSealed()
+	} else {
+		at := len(cp.fields)
+		w.cols.Times, cp.fields, cp.present = b.appendCapture(cp.fields, cp.present)
+		w.cols.Fields = cp.fields[at:len(cp.fields):len(cp.fields)]
+	}
+	at := len(cp.refs)
+	cp.refs = c.nameRefs(cp.refs, &w.cols)
+	w.refs = cp.refs[at:len(cp.refs):len(cp.refs)]
+	return w
+}
+
+// uncapture makes what run captured dirty again, for the next checkpoint,
+// and gives the catalog records their counts before.
+func (db *DB) uncapture(run *ckptRun) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.uncaptureLocked(run)
+}
+
+func (db *DB) uncaptureLocked(run *ckptRun) {
+	for i := range run.work {
+		run.work[i].b.dirty = true
+	}
+	for i, c := range run.catalogColls {
+		c.dirty = true
+		c.ckptCount, c.ckptBuckets = run.catalogCounts[i][0], run.catalogCounts[i][1]
+	}
+}
+
+// encodeCheckpoint encodes what run captured into one Pebble batch, in
+// order: series, sealed buckets under 0x03, open-bucket snapshots under
+// 0x04, catalog records, and the checkpoint record naming the log segment
+// of the cut. The caller closes the batch.
+func (db *DB) encodeCheckpoint(run *ckptRun) (_ *pebble.Batch, err error) {
+	batch := db.pdb.NewBatch()
+	defer func() {
+		if err != nil {
+			batch.Close()
+		}
+	}()
+	for _, sr := range run.newSeries {
+		if err := batch.Set(sr.key, []byte(sr.meta), nil); err != nil {
+			return nil, err
+		}
+	}
+	var enc bucket.Encoder
+	var buf []byte
 	var pe *parallelEncoder
+	work := run.work
 	if len(work) >= minParallelEncode && runtime.GOMAXPROCS(0) > 1 {
 		pe = newParallelEncoder(min(runtime.GOMAXPROCS(0), maxEncoders))
 	}
@@ -409,57 +500,51 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		if pe != nil {
 			if i%encodeWindow == 0 {
 				if err := pe.encode(work[i:min(i+encodeWindow, len(work))]); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			buf = pe.out[i%encodeWindow]
 		} else if buf, err = enc.EncodeRefs(buf[:0], &w.cols, w.refs); err != nil {
-			return fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
+			return nil, fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
 		}
 		if w.sealed {
 			if err := batch.Set(bucketKey(spaceBucket, w.coll, w.series, b.minTime, b.id), buf, nil); err != nil {
-				return err
+				return nil, err
 			}
 			if b.snapshot {
 				if err := batch.Delete(bucketKey(spaceOpen, w.coll, w.series, b.minTime, b.id), nil); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		} else if err := batch.Set(bucketKey(spaceOpen, w.coll, w.series, b.minTime, b.id), buf, nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	for _, kv := range catalog {
+	for _, kv := range run.catalog {
 		if err := batch.Set(kv[0], kv[1], nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if err := batch.Set(keyCheckpoint, st.encode(), nil); err != nil {
-		return err
+	if err := batch.Set(keyCheckpoint, run.st.encode(), nil); err != nil {
+		return nil, err
 	}
-	if db.checkpointWrite != nil {
-		if err := db.checkpointWrite(); err != nil {
-			return err
-		}
-	}
-	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
-		return db.diskErr(err)
-	}
-	applied = true
-	if err := db.flushStore(abort); err != nil {
-		return err
-	}
-	db.noRoom.Store(false)
+	return batch, nil
+}
 
-	// The checkpoint is durable: drop sealed buckets from memory.
+// releaseCheckpoint lets go of what a durable checkpoint wrote: new
+// series are persisted, open buckets have their snapshot, sealed buckets
+// leave memory (reads see their stored copies from now on) and small ones
+// are marked for the merge pass.
+func (db *DB) releaseCheckpoint(run *ckptRun) {
 	now := db.opts.Now()
 	db.mu.Lock()
-	for _, sr := range newSeries {
+	defer db.mu.Unlock()
+	for _, sr := range run.newSeries {
 		sr.s.persisted = true
 	}
 	var freed int64
-	for i := range work {
-		w := &work[i]
+	for i := range run.work {
+		w := &run.work[i]
 		b := w.b
 		if !w.sealed {
 			b.snapshot, b.snapRows = true, len(w.cols.Times)
@@ -473,8 +558,6 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		if s == nil {
 			continue
 		}
-		// Reads see the stored copy from now on (the bucket leaves
-		// memory below, under the same lock).
 		s.storedMax = max(s.storedMax, b.maxT)
 		if db.smallBucket(b) {
 			if !c.markMerge(s.id, b.minTime, now) && db.stats.marksDropped.Add(1) == 1 {
@@ -494,7 +577,4 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	for _, c := range db.byID {
 		c.coolHot()
 	}
-	db.mu.Unlock()
-	db.stats.checkpoints.Add(1)
-	return db.wal.Truncate(seg)
 }

@@ -414,3 +414,45 @@ func jsonString(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestDiskFullCheckpointMeasured: a checkpoint needs the room of what it
+// writes, measured once encoded, not of the buckets' memory: data that
+// compresses well checkpoints with much less free than it holds in memory.
+// One that lacks room remembers what it measured, and writers waiting for
+// memory resume, without a reopen, once that much is free.
+func TestDiskFullCheckpointMeasured(t *testing.T) {
+	root := tmpfs.Mount(t, 16<<20)
+	db, err := Open(Options{Dir: filepath.Join(root, "data"), CheckpointInterval: time.Hour, DiskReserve: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for b := range 40 {
+		ms := make([]model.Measurement, 10000)
+		for i := range ms {
+			n := b*len(ms) + i
+			ms[i] = model.Measurement{Time: base + int64(n)*1e9, Meta: sensor("s"),
+				Fields: []model.Field{{Name: "v", Value: model.Float(1)}, {Name: "on", Value: model.Bool(true)}}}
+		}
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fillDisk(t, filepath.Join(root, "fill"), 3<<20)
+	free := db.freeSpace()
+	if old := db.wal.Size() + db.headMem.Load() + checkpointMargin; old <= free {
+		t.Fatalf("the data in memory (%s, log %s) fits the %s free: the test proves nothing", mib(db.headMem.Load()), mib(db.wal.Size()), mib(free))
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatalf("checkpoint of %s in memory with %s free: %v", mib(db.headMem.Load()), mib(free), err)
+	}
+	if db.roomNeed.Load() != 0 || db.noRoom.Load() {
+		t.Fatal("a checkpoint that succeeded left the room it needs set")
+	}
+	rows := findRows(t, db, "m", FindOptions{})
+	if len(rows) != 400000 {
+		t.Fatalf("%d rows after the checkpoint", len(rows))
+	}
+}
