@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/hourglassdb/hourglass/replset"
@@ -50,6 +51,9 @@ type Service struct {
 	w      Writer
 	ops    *Registry
 	ingest *Ingest
+
+	mu         sync.Mutex // guards reclaimers
+	reclaimers []func(need int64) bool
 }
 
 // New returns the Service of opts.DB.
@@ -83,7 +87,34 @@ func New(opts Options) (*Service, error) {
 	if opts.Node != nil {
 		s.w = opts.Node
 	}
+	opts.DB.OnQueryMemoryFull(s.reclaim)
 	return s, nil
+}
+
+// AddReclaimer registers f, which lets go of query memory that queries
+// not running hold (a door's idle cursors) and reports whether it let go
+// of any. When the memory all queries may hold together is taken, a query
+// calls the reclaimers before it is refused, so that clients that leave
+// queries open cannot make the queries of others fail. f is called from a
+// query's goroutine, with the engine's locks possibly held: it may close
+// cursors no other goroutine uses, and must not call the engine.
+func (s *Service) AddReclaimer(f func(need int64) bool) {
+	s.mu.Lock()
+	s.reclaimers = append(s.reclaimers, f)
+	s.mu.Unlock()
+}
+
+// reclaim asks every reclaimer in turn, until one lets go of memory.
+func (s *Service) reclaim(need int64) bool {
+	s.mu.Lock()
+	rs := s.reclaimers
+	s.mu.Unlock()
+	for _, f := range rs {
+		if f(need) {
+			return true
+		}
+	}
+	return false
 }
 
 // DB returns the engine, which reads go to.

@@ -105,7 +105,7 @@ func (cs *cursorSet) add(ns string, src source, pending bsoncore.Document, conn 
 	}
 	var victim *cursor
 	if len(cs.m) >= cs.maxTotal {
-		if victim = cs.lruIdleLocked(); victim == nil {
+		if victim = cs.lruIdleLocked(nil); victim == nil {
 			cs.mu.Unlock()
 			return 0, mongoerr.New(mongoerr.IngressRequestRateLimitExceeded,
 				"the server holds %d open cursors, all in use; retry when some are exhausted or closed", cs.maxTotal)
@@ -130,12 +130,13 @@ func (cs *cursorSet) add(ns string, src source, pending bsoncore.Document, conn 
 	return id, nil
 }
 
-// lruIdleLocked returns the least recently used cursor no getMore is
-// using, nil when every one is busy.
-func (cs *cursorSet) lruIdleLocked() *cursor {
+// lruIdleLocked returns the least recently used cursor that neither a
+// getMore nor a batch built ahead is using and that ok accepts (nil: any),
+// nil when there is none.
+func (cs *cursorSet) lruIdleLocked(ok func(*cursor) bool) *cursor {
 	var lru *cursor
 	for _, c := range cs.m {
-		if !c.busy && (lru == nil || c.used.Before(lru.used)) {
+		if !c.busy && c.ahead == nil && (ok == nil || ok(c)) && (lru == nil || c.used.Before(lru.used)) {
 			lru = c
 		}
 	}
@@ -161,13 +162,13 @@ func (cs *cursorSet) killLocked(c *cursor, why string) {
 	cs.killedOrder = append(cs.killedOrder, c.id)
 }
 
-// evictIdle kills up to n of the least recently used idle cursors, for
-// why, and returns how many it killed.
-func (cs *cursorSet) evictIdle(n int, why string) int {
+// evictIdle kills up to n of the least recently used idle cursors that
+// ok accepts, for why, and returns how many it killed.
+func (cs *cursorSet) evictIdle(n int, ok func(*cursor) bool, why string) int {
 	var victims []*cursor
 	cs.mu.Lock()
 	for len(victims) < n {
-		c := cs.lruIdleLocked()
+		c := cs.lruIdleLocked(ok)
 		if c == nil {
 			break
 		}

@@ -2,10 +2,13 @@ package mongowire
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/timeseries"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -72,5 +75,52 @@ func TestCursorLimits(t *testing.T) {
 	}
 	if err := one.RunCommand(ctx, bson.D{{Key: "getMore", Value: ids[1]}, {Key: "collection", Value: "p"}}).Err(); err != nil {
 		t.Fatalf("getMore of a cursor kept: %v", err)
+	}
+}
+
+// TestIdleCursorsYieldMemory: cursors left open hold their queries' memory
+// only while no other query needs it: once the memory all queries may hold
+// is taken, a query closes idle cursors (least recently used first) rather
+// than fail, and their getMore answers CursorKilled saying why.
+func TestIdleCursorsYieldMemory(t *testing.T) {
+	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir(), QueryMemoryBytes: 1 << 20, QueryMemoryTotalBytes: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr := serveDB(t, db, Options{})
+	ctx := context.Background()
+	if _, err := db.CreateCollection(ctx, "ts", timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ms []model.Measurement
+	for i := range 1500 {
+		ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(i) * time.Second).UnixNano(), Meta: fmt.Sprintf("s%04d", i),
+			Fields: []model.Field{{Name: "v", Value: model.Float(1)}}})
+	}
+	if _, err := db.Insert(ctx, "ts", timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hog := connect(t, addr, "&maxPoolSize=1").Database("test")
+	var ids []int64
+	for range 40 {
+		r, err := hog.RunCommand(ctx, bson.D{{Key: "find", Value: "ts"}, {Key: "batchSize", Value: 1}}).Raw()
+		if err != nil {
+			t.Fatalf("cursor %d of the hog: %v", len(ids)+1, err)
+		}
+		ids = append(ids, r.Lookup("cursor", "id").Int64())
+	}
+	// Another client's query runs, whatever the hog holds.
+	other := connect(t, addr, "&maxPoolSize=1").Database("test")
+	n, err := other.Collection("ts").CountDocuments(ctx, bson.D{})
+	if err != nil || n != 1500 {
+		t.Fatalf("another client's count: %d, %v", n, err)
+	}
+	err = hog.RunCommand(ctx, bson.D{{Key: "getMore", Value: ids[0]}, {Key: "collection", Value: "ts"}}).Err()
+	if code, _ := errCode(err); code != 237 || !strings.Contains(err.Error(), "query memory") {
+		t.Fatalf("getMore of the hog's first cursor: %v", err)
+	}
+	if err := hog.RunCommand(ctx, bson.D{{Key: "getMore", Value: ids[len(ids)-1]}, {Key: "collection", Value: "ts"}}).Err(); err != nil {
+		t.Fatalf("getMore of the hog's last cursor: %v", err)
 	}
 }

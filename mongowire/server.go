@@ -30,6 +30,17 @@ var ErrServerClosed = errors.New("mongowire: server closed")
 // closed: MongoDB's cursorTimeoutMillis default (10 minutes).
 const DefaultCursorTimeout = 10 * time.Minute
 
+// reclaimCursors is how many idle cursors a query short of memory closes
+// at a time (the engine asks again while it is short).
+const reclaimCursors = 8
+
+// holdsQueryMemory reports whether c's query holds engine memory (a find on
+// a time series holds its plan and open scans until it is exhausted).
+func holdsQueryMemory(c *cursor) bool {
+	_, ok := c.src.(*measurementSource)
+	return ok
+}
+
 // Defaults of the cursor limits: a connection of a driver's pool holds a
 // few cursors at a time, and the server's open cursors, each holding
 // what its query planned until it is exhausted, are bounded.
@@ -229,6 +240,10 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.w = s.cmd.Writer()
+	s.cmd.AddReclaimer(func(int64) bool {
+		return s.cursors.evictIdle(reclaimCursors, holdsQueryMemory,
+			"the server needed the query memory it held for other queries while it was idle") > 0
+	})
 	s.prefetches = make(chan struct{}, runtime.GOMAXPROCS(0))
 	return s, nil
 }

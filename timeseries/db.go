@@ -91,6 +91,9 @@ type DB struct {
 	// noRoom is set while checkpoints are skipped for lack of disk space
 	// (errNoRoom), so that writers waiting for memory give up.
 	noRoom atomic.Bool
+	// reclaim is what queries call when the total of query memory is
+	// taken (OnQueryMemoryFull).
+	reclaim atomic.Pointer[func(need int64) bool]
 	// roomNeed is the free space the last checkpoint skipped for lack of
 	// room measured it would take (0: none skipped since one succeeded).
 	roomNeed atomic.Int64

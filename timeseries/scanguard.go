@@ -24,6 +24,9 @@ type scanGuard struct {
 	total      *atomic.Int64
 	totalLimit int64
 	done       bool
+	// reclaim asks for memory held by idle queries back when the total is
+	// taken (DB.OnQueryMemoryFull); nil: none.
+	reclaim func(need int64) bool
 
 	buckets int64 // buckets decoded or visited, and headers read
 	headers int64 // headers read (to bound a series' first row)
@@ -96,7 +99,29 @@ func (db *DB) releaseQuery() { <-db.querySlots }
 func (db *DB) newQueryGuard(ctx context.Context) *scanGuard {
 	g := newScanGuard(ctx, db.opts.QueryMemoryBytes)
 	g.total, g.totalLimit = &db.queryMem, db.opts.QueryMemoryTotalBytes
+	if f := db.reclaim.Load(); f != nil {
+		g.reclaim = *f
+	}
 	return g
+}
+
+// maxReclaims bounds how often one charge asks for memory back.
+const maxReclaims = 64
+
+// OnQueryMemoryFull sets what a query calls when the memory all queries
+// may hold together (Options.QueryMemoryTotalBytes) is taken: reclaim may
+// let go of memory held by queries that are not running (the idle cursors
+// of a front door) and reports whether it did, in which case the query
+// tries again, up to 64 times, before it is refused. reclaim is called
+// from a query's goroutine, possibly with the DB's locks held: it must not
+// call the DB but to close cursors no other goroutine uses. nil removes
+// it. Queries already running keep the one they started with.
+func (db *DB) OnQueryMemoryFull(reclaim func(need int64) bool) {
+	if reclaim == nil {
+		db.reclaim.Store(nil)
+		return
+	}
+	db.reclaim.Store(&reclaim)
 }
 
 // charge adds n bytes to the query's memory; past the limit it charges
@@ -110,13 +135,18 @@ func (g *scanGuard) charge(n int64, what string) error {
 			"query exceeded its memory limit of %d bytes (QueryMemoryBytes) holding %s; add a limit, a narrower time range, "+
 				"a more selective filter on the metaField, or a larger window", g.limit, what)
 	}
-	if g.total != nil && !g.done {
-		if t := g.total.Add(n); t > g.totalLimit {
-			g.total.Add(-n)
-			return mongoerr.New(mongoerr.IngressRequestRateLimitExceeded,
-				"the queries running hold %d of the %d bytes all queries may hold (QueryMemoryTotalBytes), "+
-					"and this one needs more for %s; retry it when fewer run", t-n, g.totalLimit, what)
+	for attempt := 0; g.total != nil && !g.done; attempt++ {
+		t := g.total.Add(n)
+		if t <= g.totalLimit {
+			break
 		}
+		g.total.Add(-n)
+		if attempt < maxReclaims && g.reclaim != nil && g.reclaim(n) {
+			continue
+		}
+		return mongoerr.New(mongoerr.IngressRequestRateLimitExceeded,
+			"the queries running hold %d of the %d bytes all queries may hold (QueryMemoryTotalBytes), "+
+				"and this one needs more for %s; retry it when fewer run", t-n, g.totalLimit, what)
 	}
 	g.used += n
 	return nil
