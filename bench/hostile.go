@@ -69,6 +69,10 @@ var hostileScenarios = []hostileScenario{
 		flags: []string{"--auth-token", "hostile-token"}, run: hostilePreAuth},
 	{name: "connections", what: "5,000 clients connect, say hello and stay idle against --mongo-max-connections 4000: the 1,000 past the limit must be closed at once, the server's resident memory per idle connection must stay under 32 KiB, and a new client must be served once idle ones leave",
 		flags: []string{"--mongo-max-connections", "4000"}, run: hostileConnections},
+	{name: "cursors", what: "a client opens 1,500 find cursors with batchSize 1 over 4 connections on a collection of 20,000 series and leaves them open, holding the query memory (--query-memory-total 256MiB); another client's find over HTTP and count over the wire must still answer, and the hog's cursors past a connection's limit are refused",
+		flags: []string{"--query-memory-total", "256MiB"}, run: hostileCursors},
+	{name: "batchsize0", what: "find with batchSize 0 must answer an empty first batch and an open cursor, whose getMore reads the rest, as MongoDB does",
+		run: hostileBatchSize0},
 	{name: "utf8", what: "strings and field names that are not UTF-8 sent over the wire (a time-series value, a meta value, a plain collection's field name, a command name) and JSON with lone surrogate escapes over HTTP: each refused (InvalidBSON 22, HTTP 400) with a reply that is valid BSON or JSON, and nothing stored",
 		run: hostileUTF8},
 }
@@ -296,6 +300,122 @@ func loggedInPing(ctx context.Context, addr, token string) error {
 	defer cl.Disconnect(context.Background())
 	_, err = cl.Database("test").ListCollectionNames(ctx, bson.D{})
 	return err
+}
+
+// seriesLines loads n series of one point each as line protocol into db.
+func seriesLines(url, db string, n int) error {
+	var b strings.Builder
+	t0 := time.Now().Add(-time.Hour).UnixNano()
+	for i := range n {
+		fmt.Fprintf(&b, "cpu,host=h%06d v=1 %d\n", i, t0+int64(i))
+	}
+	resp, err := http.Post(url+"/write?db="+db, "text/plain", strings.NewReader(b.String()))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		body, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("line protocol: %d %s", resp.StatusCode, body)
+	}
+	return nil
+}
+
+// hostileCursors: a client leaves many cursors open.
+func hostileCursors(ctx context.Context, h *hostileRun) (HostileOutcome, error) {
+	const series, conns, perConn = 20000, 4, 375
+	if err := seriesLines(h.srv.URL, "cur", series); err != nil {
+		return HostileOutcome{}, err
+	}
+	opened, refused := 0, 0
+	var firstRefusal string
+	for range conns {
+		cl, err := mongoConnect(ctx, "mongodb://"+h.srv.Mongo+"/?directConnection=true&maxPoolSize=1")
+		if err != nil {
+			return HostileOutcome{}, err
+		}
+		defer cl.Disconnect(context.Background())
+		db := cl.Database("hourglass")
+		for range perConn {
+			err := db.RunCommand(ctx, bson.D{{Key: "find", Value: "cur"}, {Key: "batchSize", Value: 1}}).Err()
+			if err != nil {
+				refused++
+				if firstRefusal == "" {
+					firstRefusal = err.Error()
+				}
+				continue
+			}
+			opened++
+		}
+	}
+	h.say("cursors: the hog opened %d cursors, %d refused (%s)", opened, refused, firstRefusal)
+	start := time.Now()
+	resp, err := http.Post(h.srv.URL+"/v1/collections/cur/find", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	httpTook := time.Since(start)
+	cl, err := mongoConnect(ctx, "mongodb://"+h.srv.Mongo+"/?directConnection=true")
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	defer cl.Disconnect(context.Background())
+	start = time.Now()
+	n, cerr := cl.Database("hourglass").Collection("cur").CountDocuments(ctx, bson.D{})
+	wireTook := time.Since(start)
+	o := HostileOutcome{Figures: map[string]float64{"opened": float64(opened), "refused": float64(refused),
+		"httpFindMillis": float64(httpTook.Milliseconds()), "wireCountMillis": float64(wireTook.Milliseconds())}}
+	switch {
+	case resp.StatusCode != 200:
+		o.Detail = fmt.Sprintf("another client's HTTP find: %d %.200s", resp.StatusCode, body)
+	case cerr != nil || n != series:
+		o.Detail = fmt.Sprintf("another client's count: %d, %v", n, cerr)
+	default:
+		o.Held = true
+		o.Detail = fmt.Sprintf("%d cursors left open (%d refused); another client's find took %s, its count %s", opened, refused,
+			httpTook.Round(time.Millisecond), wireTook.Round(time.Millisecond))
+	}
+	h.say("cursors: %s", o.Detail)
+	return o, nil
+}
+
+// hostileBatchSize0: find with batchSize 0.
+func hostileBatchSize0(ctx context.Context, h *hostileRun) (HostileOutcome, error) {
+	if err := seriesLines(h.srv.URL, "b0", 10); err != nil {
+		return HostileOutcome{}, err
+	}
+	cl, err := mongoConnect(ctx, "mongodb://"+h.srv.Mongo+"/?directConnection=true")
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	defer cl.Disconnect(context.Background())
+	db := cl.Database("hourglass")
+	r, err := db.RunCommand(ctx, bson.D{{Key: "find", Value: "b0"}, {Key: "batchSize", Value: 0}}).Raw()
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	first, _ := r.Lookup("cursor", "firstBatch").Array().Values()
+	id := r.Lookup("cursor", "id").Int64()
+	o := HostileOutcome{Figures: map[string]float64{"firstBatch": float64(len(first))}}
+	if len(first) != 0 || id == 0 {
+		o.Detail = fmt.Sprintf("batchSize 0 answered %d documents with cursor id %d, want none and an open cursor", len(first), id)
+		return o, nil
+	}
+	r, err = db.RunCommand(ctx, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "b0"}}).Raw()
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	next, _ := r.Lookup("cursor", "nextBatch").Array().Values()
+	o.Figures["nextBatch"] = float64(len(next))
+	if len(next) != 10 {
+		o.Detail = fmt.Sprintf("the getMore after batchSize 0 answered %d documents of 10", len(next))
+		return o, nil
+	}
+	o.Held, o.Detail = true, "an empty first batch and an open cursor, whose getMore read the 10 documents"
+	h.say("batchsize0: %s", o.Detail)
+	return o, nil
 }
 
 // hostileUTF8: invalid UTF-8 on both doors.
