@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -73,6 +76,8 @@ var hostileScenarios = []hostileScenario{
 		flags: []string{"--query-memory-total", "256MiB"}, run: hostileCursors},
 	{name: "batchsize0", what: "find with batchSize 0 must answer an empty first batch and an open cursor, whose getMore reads the rest, as MongoDB does",
 		run: hostileBatchSize0},
+	{name: "memory", what: "1,000,000 series loaded over line protocol, then 200 clients at once send gzip line-protocol bodies of 8 MB each: the server's peak resident memory must stay within its documented total (docs/api.md: --memory-budget 256MiB + --max-body-memory + 256 MiB, plus 100 MiB per million series)",
+		run: hostileMemory},
 	{name: "utf8", what: "strings and field names that are not UTF-8 sent over the wire (a time-series value, a meta value, a plain collection's field name, a command name) and JSON with lone surrogate escapes over HTTP: each refused (InvalidBSON 22, HTTP 400) with a reply that is valid BSON or JSON, and nothing stored",
 		run: hostileUTF8},
 }
@@ -379,6 +384,97 @@ func hostileCursors(ctx context.Context, h *hostileRun) (HostileOutcome, error) 
 	}
 	h.say("cursors: %s", o.Detail)
 	return o, nil
+}
+
+// hostileMemory: a million series, then a flood of gzip bodies.
+func hostileMemory(ctx context.Context, h *hostileRun) (HostileOutcome, error) {
+	const series, batch, flood, floodBytes = 1000000, 50000, 200, 8 << 20
+	watch := WatchRSS(h.srv.PID, 100*time.Millisecond)
+	for from := 0; from < series; from += batch {
+		var b strings.Builder
+		t0 := time.Now().Add(-time.Hour).UnixNano()
+		for i := from; i < from+batch; i++ {
+			fmt.Fprintf(&b, "m,sensor=s%07d,site=site%03d v=%d %d\n", i, i%1000, i, t0+int64(i))
+		}
+		if err := postGzip(ctx, h.srv.URL+"/write?db=fleet", []byte(b.String())); err != nil {
+			return HostileOutcome{}, fmt.Errorf("series %d: %w", from, err)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	seriesRSS, _, err := ProcessMemory(h.srv.PID)
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	h.say("memory: %d series loaded, RSS %d MiB", series, seriesRSS/mib)
+	// The flood: each body 8 MB of line protocol once decompressed.
+	var body strings.Builder
+	t0 := time.Now().Add(-30 * time.Minute).UnixNano()
+	for i := 0; body.Len() < floodBytes; i++ {
+		fmt.Fprintf(&body, "flood,host=h%03d usage=%d.5,idle=%di %d\n", i%100, i%97, i%89, t0+int64(i))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for range flood {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, _ := postGzipStatus(ctx, h.srv.URL+"/write?db=flood", []byte(body.String()))
+			mu.Lock()
+			statuses[st]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	peak, hwm, err := watch.Stop()
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	total := int64(256<<20) + bodyMemoryDefault() + 256<<20 + series/1000000*seriesOverheadPerMillion
+	o := HostileOutcome{Figures: map[string]float64{"seriesRSSMiB": float64(seriesRSS) / mib, "peakRSSMiB": float64(peak) / mib,
+		"vmHWMMiB": float64(hwm) / mib, "documentedTotalMiB": float64(total) / mib}}
+	h.say("memory: flood answers %v; peak RSS %d MiB (VmHWM %d MiB), documented total %d MiB", statuses, peak/mib, hwm/mib, total/mib)
+	o.Detail = fmt.Sprintf("1M series: RSS %d MiB; with the flood (answers %v): peak %d MiB, VmHWM %d MiB; documented total %d MiB",
+		seriesRSS/mib, statuses, peak/mib, hwm/mib, total/mib)
+	o.Held = hwm <= total
+	return o, nil
+}
+
+// seriesOverheadPerMillion is what docs/api.md adds to the process's total
+// per million series: their own memory beyond what --memory-budget can
+// shed (series stay in memory) and the line-protocol decoders' caches.
+const seriesOverheadPerMillion = 100 << 20
+
+// bodyMemoryDefault is serve's default --max-body-memory on this machine:
+// --max-concurrent-writes (2 x CPUs) x --max-body (64 MiB).
+func bodyMemoryDefault() int64 { return int64(2*runtime.GOMAXPROCS(0)) * 64 << 20 }
+
+// postGzip posts body gzip-compressed and wants a 2xx.
+func postGzip(ctx context.Context, url string, body []byte) error {
+	st, err := postGzipStatus(ctx, url, body)
+	if err == nil && st/100 != 2 {
+		err = fmt.Errorf("status %d", st)
+	}
+	return err
+}
+
+func postGzipStatus(ctx context.Context, url string, body []byte) (int, error) {
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write(body)
+	zw.Close()
+	req, err := http.NewRequestWithContext(ctx, "POST", url, &zb)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Encoding", "gzip")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // hostileBatchSize0: find with batchSize 0.
