@@ -139,3 +139,39 @@ func ignored(groups []*ast.CommentGroup) bool {
 	}
 	return false
 }
+
+// maxFuncLines bounds a function of the engine, the command layer, the
+// front doors and the replica set, signature to closing brace: a function
+// past it does several things, each of which deserves a name.
+const maxFuncLines = 150
+
+// TestFunctionLength holds the packages that carry the server's logic to
+// maxFuncLines a function (tests aside).
+func TestFunctionLength(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, dir := range []string{"timeseries", "command", "api", "api/lineproto", "api/render", "mongowire", "replset", "model"} {
+		paths, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil {
+					continue
+				}
+				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLines {
+					t.Errorf("%s: %s is %d lines, over %d: split it", path, fd.Name.Name, n, maxFuncLines)
+				}
+			}
+		}
+	}
+}
