@@ -18,6 +18,7 @@ type scanGuard struct {
 	ctx   context.Context
 	limit int64 // bytes; Options.QueryMemoryBytes
 	used  int64 // bytes charged and not released
+	peak  int64 // the most used held at once
 	// total is what every query of the DB holds, bounded by totalLimit
 	// (Options.QueryMemoryTotalBytes); nil for none. done is set once
 	// the query gave its memory back (finish).
@@ -119,6 +120,7 @@ func (g *scanGuard) charge(n int64, what string) error {
 		}
 	}
 	g.used += n
+	g.peak = max(g.peak, g.used)
 	return nil
 }
 
@@ -152,6 +154,8 @@ func (g *scanGuard) finish() {
 		g.total.Add(-g.used)
 	}
 	g.done = true
+	for held := readStats.maxHeld.Load(); g.peak > held && !readStats.maxHeld.CompareAndSwap(held, g.peak); held = readStats.maxHeld.Load() {
+	}
 }
 
 // capturedBytes is what a capture of a bucket's columns holds beside the
@@ -170,6 +174,11 @@ var readStats struct {
 	// wholeBuckets counts the stored buckets an aggregate took from their
 	// headers alone (aggregator.wholeBucket).
 	wholeBuckets atomic.Int64
+	// chunks counts the chunks of series streams took (seriesStream).
+	chunks atomic.Int64
+	// maxHeld is the most query memory one query held at once (a
+	// guard's peak, recorded when it finishes).
+	maxHeld atomic.Int64
 }
 
 // Estimates of what a query holds, for its memory account.
