@@ -334,9 +334,9 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 		}
 		var cols bucket.Columns
 		if b.sealed {
-			cols = b.capture().cols
+			cols = captureFor(p, b)
 		} else if p.unordered && b.sorted.Load() == nil {
-			cols = b.capture().cols
+			cols = captureFor(p, b)
 			if b.unordered {
 				if err := charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
 					return nil, err
@@ -364,6 +364,16 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 		snap.memIDs = append(snap.memIDs, b.id)
 	}
 	return snap, nil
+}
+
+// captureFor captures bucket b for a read of p: its times alone when the
+// read decodes no field (a count), else every column.
+func captureFor(p *scanPlan, b *memBucket) bucket.Columns {
+	if p.fields != nil && len(p.fields) == 0 {
+		n := b.rows()
+		return bucket.Columns{Times: b.cols.Times[:n:n]}
+	}
+	return b.capture().cols
 }
 
 // seriesScan starts a scan of series s of the plan, in descending time

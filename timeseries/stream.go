@@ -246,7 +246,7 @@ func (st *seriesStream) selectBatch() error {
 	}
 	st.batchCharge = 8 * int64(n)
 	h := selectHeap(st.batch[:0])
-	cands := 0 // the candidates after the last selected
+	cands := 0 // the candidates after the last selected, at most
 	st.db.mu.RLock()
 	for i, s := range st.list {
 		if i > 0 && i%maxStreamBatch == 0 {
@@ -260,10 +260,16 @@ func (st *seriesStream) selectBatch() error {
 				return mongoerr.New(mongoerr.QueryPlanKilled, "the series index of %q changed during the query; retry it", c.name)
 			}
 		}
-		if st.started && s.metaKey <= st.after || st.empty(s, max(p.filter.minTime, c.visibleFrom(s, st.now))) {
+		if st.started && s.metaKey <= st.after {
 			continue
 		}
+		// A candidate past the batch counts even if it holds nothing:
+		// at worst one more pass finds that.
 		if cands++; len(h) == n && s.metaKey >= h[0].metaKey {
+			continue
+		}
+		if st.empty(s, max(p.filter.minTime, c.visibleFrom(s, st.now))) {
+			cands--
 			continue
 		}
 		h = h.add(s, n)
