@@ -360,11 +360,12 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts AggregateOptions, funcs []AggFunc, win windowing, guard *scanGuard) (*aggregator, error) {
 	// Cells fold rows in any order: open buckets are read unsorted.
 	plan := &scanPlan{unordered: true}
-	fields, err := db.planAggregate(plan, c, name, opts, guard)
+	defer plan.close()
+	fields, st, err := db.planAggregate(plan, c, name, opts, guard)
 	if err != nil {
 		return nil, err
 	}
-	defer plan.close()
+	defer st.close()
 	ts := plan.ts
 	// Counts alone, and no filter on values: which rows hold a field is
 	// all an aggregate reads.
@@ -404,14 +405,24 @@ func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts Ag
 	desc := a.endsOnly && a.wantLast && !a.wantFirst
 	path := groupPath(ts.MetaField, opts)
 	// Walk each series' buckets, row runs at a time: folding is order-
-	// insensitive, so no merge of overlapping buckets is needed.
-	for _, s := range plan.series {
-		g, err := a.cells.groupID(snapGroup(s, ts.MetaField, opts, path))
+	// insensitive, so no merge of overlapping buckets is needed. The
+	// series come a chunk at a time.
+	for {
+		more, err := st.next()
 		if err != nil {
 			return nil, err
 		}
-		if err := a.series(s, g, desc); err != nil {
-			return nil, err
+		if !more {
+			break
+		}
+		for _, s := range plan.series {
+			g, err := a.cells.groupID(snapGroup(s, ts.MetaField, opts, path))
+			if err != nil {
+				return nil, err
+			}
+			if err := a.series(s, g, desc); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -802,14 +813,15 @@ func foldEndsUnordered(cols *bucket.Columns, lo, hi int64, colField []int, wantF
 }
 
 // planAggregate checks an aggregate's fields and grouping against
-// collection c and plans its scan into plan. It returns the fields to
-// aggregate: opts.Fields, or every field that holds only numbers.
-func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts AggregateOptions, guard *scanGuard) ([]string, error) {
+// collection c and sets its scan up in plan. It returns the fields to
+// aggregate (opts.Fields, or every field that holds only numbers) and the
+// stream of the series to read.
+func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts AggregateOptions, guard *scanGuard) ([]string, *seriesStream, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	ts := c.opts.TimeSeries
 	if ts == nil {
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+		return nil, nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
 	}
 	fields := opts.Fields
 	if fields == nil {
@@ -822,19 +834,21 @@ func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts Agg
 	}
 	for _, f := range fields {
 		if t := c.fieldTypes[f]; t&^(1<<model.KindInt|1<<model.KindFloat) != 0 {
-			return nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
+			return nil, nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
 		}
 	}
 	if opts.GroupBy != "" && ts.MetaField != "" && opts.GroupBy != ts.MetaField && !strings.HasPrefix(opts.GroupBy, ts.MetaField+".") {
-		return nil, mongoerr.New(mongoerr.BadValue, "'groupBy' must be the metaField %q or a path inside it; got %q", ts.MetaField, opts.GroupBy)
+		return nil, nil, mongoerr.New(mongoerr.BadValue, "'groupBy' must be the metaField %q or a path inside it; got %q", ts.MetaField, opts.GroupBy)
 	}
 	if c.dropped {
-		return nil, notFound(name)
+		return nil, nil, notFound(name)
 	}
-	if err := db.planScan(plan, c, opts.Filter, fields, guard); err != nil {
-		return nil, err
+	st, err := db.newSeriesStream(plan, c, opts.Filter, fields, guard, false)
+	if err != nil {
+		return nil, nil, err
 	}
-	return fields, nil
+	st.sortChunks = !opts.Ungrouped && groupPath(ts.MetaField, opts) == nil
+	return fields, st, nil
 }
 
 // snapGroup is groupOf for a scan's series: the whole meta value's group

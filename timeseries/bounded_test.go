@@ -200,9 +200,10 @@ func TestScanStopsOnCancel(t *testing.T) {
 	}
 }
 
-// TestQueryMemoryLimit checks the limit on the series a query matches,
-// just below and just above it, for a find and an aggregate, and that the
-// error names the limit.
+// TestQueryMemoryLimit checks the limit on the series a sorted find
+// matches, just below and just above it, and that the error names the
+// limit; a find by series and an aggregate, which take their series a
+// chunk at a time within half the memory left, run within both.
 func TestQueryMemoryLimit(t *testing.T) {
 	const series = 40
 	// Each series holds one open bucket of one column in memory.
@@ -223,15 +224,20 @@ func TestQueryMemoryLimit(t *testing.T) {
 		if got := planCharge(db, "s"); got != need {
 			t.Fatalf("the plan would charge %d bytes, want %d", got, need)
 		}
-		cur, err := db.Find(ctx, "s", FindOptions{})
+		cur, err := db.Find(ctx, "s", FindOptions{Sort: SortAscending})
 		if err == nil {
 			cur.Close()
 		}
-		checkLimitErr(t, "find", err, c.ok, mongoerr.QueryExceededMemoryLimit, c.limit)
-		// An aggregate charges the series, then its groups: at the
-		// series' limit, the groups go over.
-		_, err = db.Aggregate(ctx, "s", AggregateOptions{Window: time.Hour})
-		checkLimitErr(t, "aggregate", err, false, mongoerr.QueryExceededMemoryLimit, c.limit)
+		checkLimitErr(t, "sorted find", err, c.ok, mongoerr.QueryExceededMemoryLimit, c.limit)
+		if n := len(findRows(t, db, "s", FindOptions{})); n != series {
+			t.Errorf("find by series within %d bytes: %d rows, want %d", c.limit, n, series)
+		}
+		rec, err := db.Aggregate(ctx, "s", AggregateOptions{Window: time.Hour})
+		if err != nil {
+			t.Errorf("aggregate within %d bytes: %v", c.limit, err)
+		} else {
+			rec.Release()
+		}
 		db.Close()
 	}
 }

@@ -88,6 +88,15 @@ func seriesTimeKey(space byte, coll uint32, series uint64, t int64) []byte {
 	return k
 }
 
+// appendSeriesTimeKey appends seriesTimeKey(space, coll, series, t) to
+// dst.
+func appendSeriesTimeKey(dst []byte, space byte, coll uint32, series uint64, t int64) []byte {
+	dst = append(dst, space)
+	dst = binary.BigEndian.AppendUint32(dst, coll)
+	dst = binary.BigEndian.AppendUint64(dst, series)
+	return binary.BigEndian.AppendUint64(dst, flipTime(t))
+}
+
 type bucketKeyParts struct {
 	coll    uint32
 	series  uint64
@@ -108,6 +117,17 @@ func parseBucketKey(k []byte) (bucketKeyParts, error) {
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
+// prefixEndInPlace is prefixEnd changing p itself.
+func prefixEndInPlace(p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] < 0xff {
+			p[i]++
+			return p[:i+1]
+		}
+	}
+	return nil
+}
+
 func prefixEnd(p []byte) []byte {
 	end := append([]byte(nil), p...)
 	for i := len(end) - 1; i >= 0; i-- {

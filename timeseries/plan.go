@@ -3,6 +3,7 @@ package timeseries
 import (
 	"errors"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -164,6 +165,17 @@ type scanPlan struct {
 	// folding: one bucket at a time, its slices reused from bucket to
 	// bucket and series to series.
 	scratch bucket.Columns
+	// spareScan is the last closed scan of an unordered plan, whose
+	// slices the next reuses. lower and upper are the key bounds of the
+	// last scan made. seqKey is the upper key of the last scan that gave
+	// spare back, seqAt set when spare is at that key or before it
+	// (newSeriesScan).
+	spareScan    *seriesScan
+	lower, upper []byte
+	seqKey       []byte
+	seqAt        bool
+	// snaps is the slab the series of a stream's chunk are taken into.
+	snaps []seriesSnap
 
 	// doc is the row document the residual filter is evaluated on, reused
 	// row after row; docPaths are the top-level fields the filter names.
@@ -183,23 +195,11 @@ var planYieldEvery = 4096
 // copied to sort them are charged to guard, whose limit they must fit;
 // on an error p holds no snapshot.
 func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter, fields []string, guard *scanGuard) error {
-	ts := c.opts.TimeSeries
-	p.ts, p.coll, p.guard = ts, c.id, guard
-	p.maxSpan = max(c.maxSpan, ts.Span())
-	p.filter = planFilter(filter, ts)
-	p.fields = fields
-	if p.filter.residual != nil && p.fields != nil {
-		// The residual filter needs the fields it names.
-		for _, path := range p.filter.residual.Paths() {
-			if !contains(p.fields, path) {
-				p.fields = append(p.fields, path)
-			}
-		}
-	}
+	p.setup(c, filter, fields, guard)
 	if !p.filter.empty {
 		now := db.opts.Now()
 		ranges := pruneRanges(p.filter.residual)
-		list := c.matchingSeries(&p.filter, ts)
+		list := c.matchingSeries(&p.filter, p.ts)
 		// The least the walk will charge, checked before it allocates: a
 		// query over a fleet too large for its memory is refused at once,
 		// not after holding its limit.
@@ -236,6 +236,26 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 	p.snap = db.pdb.NewSnapshot()
 	sort.Slice(p.series, func(i, j int) bool { return p.series[i].metaKey < p.series[j].metaKey })
 	return nil
+}
+
+// setup fills what p holds for a read of collection c with filter and
+// the projection fields (nil: all), before it takes any series: the
+// filter's plan, the fields to decode. DB.mu is held for reading.
+func (p *scanPlan) setup(c *collection, filter *partialfilter.Filter, fields []string, guard *scanGuard) {
+	ts := c.opts.TimeSeries
+	p.ts, p.coll, p.guard = ts, c.id, guard
+	p.maxSpan = max(c.maxSpan, ts.Span())
+	p.filter = planFilter(filter, ts)
+	p.fields = fields
+	if p.filter.residual != nil && p.fields != nil {
+		// The residual filter needs the fields it names.
+		p.fields = slices.Clip(p.fields)
+		for _, path := range p.filter.residual.Paths() {
+			if !contains(p.fields, path) {
+				p.fields = append(p.fields, path)
+			}
+		}
+	}
 }
 
 // planWalk takes, for planScan, the series of list into p.series with
@@ -276,54 +296,84 @@ func (db *DB) planWalk(p *scanPlan, c *collection, list []*series, now time.Time
 		if lo > p.filter.maxTime {
 			continue
 		}
-		if err := charge(seriesSnapBytes+8*int64(len(s.buckets)), "the series it matches"); err != nil {
+		snap, err := db.captureSeries(p, c, s, lo, ranges, charge)
+		if err != nil {
 			return charged, err
-		}
-		snap := &seriesSnap{id: s.id, metaKey: s.metaKey, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges,
-			noStore: s.storedMax < lo}
-		if len(s.buckets) > 0 {
-			snap.memIDs = make([]uint64, 0, len(s.buckets))
-		}
-		for _, b := range s.buckets {
-			if b.rows() == 0 || b.maxT < lo || b.minT > p.filter.maxTime {
-				// Not in range, but Pebble may hold an older copy.
-				snap.memIDs = append(snap.memIDs, b.id)
-				continue
-			}
-			var cols bucket.Columns
-			if b.sealed {
-				cols = b.capture().cols
-			} else if p.unordered && b.sorted.Load() == nil {
-				cols = b.capture().cols
-				if b.unordered {
-					if err := charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
-						return charged, err
-					}
-					snap.loose = append(snap.loose, looseCols{cols: &cols, minT: b.minT, maxT: b.maxT})
-					snap.memIDs = append(snap.memIDs, b.id)
-					continue
-				}
-			} else {
-				sorted, copied := b.sortedCapture(&db.sortedMem, db.opts.MemoryBudget/8)
-				if copied {
-					// The bucket's rows were out of order.
-					if err := charge(columnsBytes(&sorted), "buckets sorted in memory"); err != nil {
-						return charged, err
-					}
-				}
-				cols = sorted
-			}
-			// A capture copies the column headers and bitmaps; the
-			// values are shared (a sorted copy is charged whole above).
-			if err := charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
-				return charged, err
-			}
-			snap.mem = append(snap.mem, &cols)
-			snap.memIDs = append(snap.memIDs, b.id)
 		}
 		p.series = append(p.series, snap)
 	}
 	return charged, nil
+}
+
+// captureSeries takes series s of collection c for a read of p from time
+// lo: its buckets in memory that hold rows in range, captured (sorted
+// unless p is unordered), what they hold charged with charge. DB.mu is
+// held for reading.
+func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ranges []columnRange, charge func(int64, string) error) (*seriesSnap, error) {
+	if err := charge(seriesSnapBytes+8*int64(len(s.buckets)), "the series it matches"); err != nil {
+		return nil, err
+	}
+	var snap *seriesSnap
+	if n := len(p.snaps); n < cap(p.snaps) {
+		// A stream's chunk: into the slab, which the next chunk reuses.
+		p.snaps = p.snaps[:n+1]
+		snap = &p.snaps[n]
+	} else {
+		snap = new(seriesSnap)
+	}
+	*snap = seriesSnap{id: s.id, metaKey: s.metaKey, minTime: lo, names: c.names, symbols: db.symbols, ranges: ranges,
+		noStore: s.storedMax < lo}
+	if len(s.buckets) > 0 {
+		snap.memIDs = make([]uint64, 0, len(s.buckets))
+	}
+	for _, b := range s.buckets {
+		if b.rows() == 0 || b.maxT < lo || b.minT > p.filter.maxTime {
+			// Not in range, but Pebble may hold an older copy.
+			snap.memIDs = append(snap.memIDs, b.id)
+			continue
+		}
+		var cols bucket.Columns
+		if b.sealed {
+			cols = captureFor(p, b)
+		} else if p.unordered && b.sorted.Load() == nil {
+			cols = captureFor(p, b)
+			if b.unordered {
+				if err := charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
+					return nil, err
+				}
+				snap.loose = append(snap.loose, looseCols{cols: &cols, minT: b.minT, maxT: b.maxT})
+				snap.memIDs = append(snap.memIDs, b.id)
+				continue
+			}
+		} else {
+			sorted, copied := b.sortedCapture(&db.sortedMem, db.opts.MemoryBudget/8)
+			if copied {
+				// The bucket's rows were out of order.
+				if err := charge(columnsBytes(&sorted), "buckets sorted in memory"); err != nil {
+					return nil, err
+				}
+			}
+			cols = sorted
+		}
+		// A capture copies the column headers and bitmaps; the values
+		// are shared (a sorted copy is charged whole above).
+		if err := charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
+			return nil, err
+		}
+		snap.mem = append(snap.mem, &cols)
+		snap.memIDs = append(snap.memIDs, b.id)
+	}
+	return snap, nil
+}
+
+// captureFor captures bucket b for a read of p: its times alone when the
+// read decodes no field (a count), else every column.
+func captureFor(p *scanPlan, b *memBucket) bucket.Columns {
+	if p.fields != nil && len(p.fields) == 0 {
+		n := b.rows()
+		return bucket.Columns{Times: b.cols.Times[:n:n]}
+	}
+	return b.capture().cols
 }
 
 // seriesScan starts a scan of series s of the plan, in descending time
@@ -333,11 +383,9 @@ func (p *scanPlan) seriesScan(s *seriesSnap, desc bool) (*seriesScan, error) {
 	if !s.noStore {
 		it, p.spare = p.spare, nil
 	}
-	sc, err := newSeriesScan(p.snap, it, p.coll, s, p.fields, s.minTime, p.filter.maxTime, p.maxSpan, desc, p.guard)
-	if sc != nil {
-		sc.plan = p
-	}
-	return sc, err
+	sc := p.spareScan
+	p.spareScan = nil
+	return newSeriesScan(p, sc, it, s, desc)
 }
 
 // keep takes back the iterator of a closed series scan; it reports
@@ -359,6 +407,7 @@ func (p *scanPlan) close() error {
 		err = p.spare.Close()
 		p.spare = nil
 	}
+	p.seqAt = false
 	if p.snap == nil {
 		return err
 	}

@@ -58,7 +58,12 @@ type FindOptions struct {
 // concurrent use and must be closed.
 type Cursor struct {
 	// scan is what the find reads; its snapshot is released by Close.
-	scan   scanPlan
+	scan scanPlan
+	// stream, for a find by series, hands scan its series a chunk at a
+	// time; streamDone once it has no more.
+	stream     *seriesStream
+	streamDone bool
+
 	db     *DB
 	ctx    context.Context
 	schema *arrow.Schema
@@ -88,8 +93,15 @@ type outColumn struct {
 	mixed bool
 }
 
-// Find runs a query on a time-series collection. The result is a snapshot:
-// measurements inserted after Find returns are not in it.
+// Find runs a query on a time-series collection. A sorted find's result is
+// a snapshot: measurements inserted after Find returns are not in it. A
+// find by series (SortSeries) reads its series in chunks, in meta order,
+// each taken when the cursor reaches it (the first by Find): each series
+// is read as one state of the store, and every measurement stored before
+// Find and not deleted is returned, but a chunk taken after Find returned
+// may hold measurements written since, as MongoDB's cursors, which yield
+// between batches, may; what it holds does not grow with the number of
+// series it reads.
 func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor, error) {
 	c, err := db.lookup(name)
 	if err != nil {
@@ -131,8 +143,20 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	for _, f := range fieldNames {
 		cur.out = append(cur.out, outputColumn(f, c.fieldTypes[f]))
 	}
-	err = db.planScan(&cur.scan, c, opts.Filter, opts.Fields, db.newQueryGuard(ctx))
+	guard := db.newQueryGuard(ctx)
+	if opts.Sort == SortSeries {
+		cur.stream, err = db.newSeriesStream(&cur.scan, c, opts.Filter, opts.Fields, guard, true)
+	} else {
+		err = db.planScan(&cur.scan, c, opts.Filter, opts.Fields, guard)
+	}
 	db.mu.RUnlock()
+	if err == nil && cur.stream != nil {
+		// The first chunk now: a find of fewer series than a chunk reads
+		// them all as of its start.
+		var more bool
+		more, err = cur.stream.next()
+		cur.streamDone = !more
+	}
 	if err != nil {
 		cur.Close()
 		return nil, err
@@ -253,6 +277,10 @@ func (c *Cursor) Close() error {
 		errs = append(errs, c.merge.close())
 		c.merge = nil
 	}
+	if c.stream != nil {
+		c.stream.close()
+		c.stream = nil
+	}
 	if c.bld != nil {
 		c.bld.Release()
 		c.bld = nil
@@ -270,7 +298,15 @@ func (c *Cursor) nextRow() (*seriesScan, *rowCursor, error) {
 	for {
 		if c.cur == nil {
 			if c.nextSer >= len(c.scan.series) {
-				return nil, nil, nil
+				if c.stream == nil || c.streamDone {
+					return nil, nil, nil
+				}
+				more, err := c.stream.next()
+				if err != nil {
+					return nil, nil, err
+				}
+				c.nextSer, c.streamDone = 0, !more
+				continue
 			}
 			s := c.scan.series[c.nextSer]
 			c.nextSer++

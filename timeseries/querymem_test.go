@@ -67,9 +67,10 @@ func TestQueryMemoryTotal(t *testing.T) {
 	}
 }
 
-// TestPlanYieldsToWriters runs finds and aggregates whose plans release
-// DB.mu every few series while writers add series and rows: each read
-// returns every row written before it started, and each series once.
+// TestPlanYieldsToWriters runs finds whose plans release DB.mu every few
+// series (sorted finds), or which take their series a few at a time (finds
+// by series), while writers add series and rows: each read returns every
+// row written before it started, and each series once.
 func TestPlanYieldsToWriters(t *testing.T) {
 	defer func(n int) { planYieldEvery = n }(planYieldEvery)
 	planYieldEvery = 8
@@ -94,7 +95,7 @@ func TestPlanYieldsToWriters(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 20; i++ {
-		rows := findRows(t, db, "m", FindOptions{Fields: []string{"v"}})
+		rows := findRows(t, db, "m", FindOptions{Fields: []string{"v"}, Sort: []int{SortSeries, SortAscending}[i%2]})
 		seen := map[string]bool{}
 		for _, r := range rows {
 			k := r.meta
@@ -113,8 +114,8 @@ func TestPlanYieldsToWriters(t *testing.T) {
 	}
 }
 
-// TestPlanRefusedBeforeWalk checks that a query whose series alone pass
-// its memory limit is refused before the plan allocates for them: the
+// TestPlanRefusedBeforeWalk checks that a sorted find whose series alone
+// pass its memory limit is refused before the plan allocates for them: the
 // refusal costs the same few allocations whatever the number of series.
 func TestPlanRefusedBeforeWalk(t *testing.T) {
 	const series = 2000
@@ -129,7 +130,7 @@ func TestPlanRefusedBeforeWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	allocs := testing.AllocsPerRun(5, func() {
-		if _, err := db.Find(ctx, "m", FindOptions{}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimit {
+		if _, err := db.Find(ctx, "m", FindOptions{Sort: SortDescending}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimit {
 			t.Fatalf("find over the limit: %v", err)
 		}
 	})
@@ -187,9 +188,10 @@ func TestQuerySlots(t *testing.T) {
 	}
 }
 
-// TestPlanRetriesAfterMerge checks that a plan whose walk let go of
-// DB.mu while a merge batch was applied walks again without letting go,
-// releasing what the first walk charged, and reads every row once.
+// TestPlanRetriesAfterMerge checks that a sorted find's plan whose walk
+// let go of DB.mu while a merge batch was applied walks again without
+// letting go, releasing what the first walk charged, and reads every row
+// once.
 func TestPlanRetriesAfterMerge(t *testing.T) {
 	defer func(n int) { planYieldEvery = n }(planYieldEvery)
 	planYieldEvery = 4
@@ -210,7 +212,7 @@ func TestPlanRetriesAfterMerge(t *testing.T) {
 			db.mergeGen.Add(1) // as commitMerge does
 		}
 	}
-	rows := findRows(t, db, "m", FindOptions{})
+	rows := findRows(t, db, "m", FindOptions{Sort: SortAscending})
 	db.planYielded = nil
 	if db.stats.planRetries.Load() != 1 {
 		t.Fatalf("%d plan retries, want 1", db.stats.planRetries.Load())

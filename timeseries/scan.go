@@ -1,6 +1,8 @@
 package timeseries
 
 import (
+	"bytes"
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math"
@@ -45,6 +47,10 @@ type seriesScan struct {
 	// plan, when the scan is one of a plan's, takes its iterator back at
 	// Close for the next series.
 	plan *scanPlan
+	// upper, if set, is the key the scan stops at: its iterator spans
+	// the collection (newSeriesScan). It is the plan's buffer, valid
+	// until the plan's next scan.
+	upper []byte
 }
 
 // seriesSnap is a series as a scan sees it: captured under DB.mu.
@@ -126,12 +132,26 @@ func (h *cursorHeap) Pop() any {
 // decoders' tables, buffers) for scans to reuse.
 var readerPool = sync.Pool{New: func() any { return new(bucket.Reader) }}
 
-// newSeriesScan prepares a scan of s over [minTime, maxTime]. maxSpan
-// bounds how far before minTime a bucket may start. The scan must be closed.
-// it, if not nil, is an iterator of snap to reuse with the scan's bounds.
-func newSeriesScan(snap *pebble.Snapshot, it *pebble.Iterator, coll uint32, s *seriesSnap, fields []string, minTime, maxTime, maxSpan int64, desc bool, guard *scanGuard) (*seriesScan, error) {
-	sc := &seriesScan{s: s, fields: fields, desc: desc, minTime: minTime, maxTime: maxTime, maxSpan: maxSpan, guard: guard}
-	sc.active.desc = desc
+// newSeriesScan prepares a scan of s over [s.minTime, p's maxTime] for
+// plan p, in descending time order when desc. sc, if not nil, is a closed
+// scan to reuse; it, if not nil, an iterator of p's snapshot to reuse.
+// The scan must be closed.
+//
+// An ascending scan of an unordered plan (an aggregate's, a count's, a
+// distinct's, which read one series after another to the end of their
+// keys, in id order mostly) keeps an iterator over the whole collection
+// and stops at the series' upper key itself (seriesScan.upper): when the
+// previous scan left the iterator at its own upper key or before, and
+// this series' keys come after that, the iterator is at this series'
+// first key or before it, and a seek is made only when before, where
+// new bounds for each series would make every series seek from the top.
+func newSeriesScan(p *scanPlan, sc *seriesScan, it *pebble.Iterator, s *seriesSnap, desc bool) (*seriesScan, error) {
+	if sc == nil {
+		sc = &seriesScan{}
+	}
+	minTime, maxTime := s.minTime, p.filter.maxTime
+	*sc = seriesScan{s: s, fields: p.fields, desc: desc, minTime: minTime, maxTime: maxTime, maxSpan: p.maxSpan, guard: p.guard, plan: p,
+		mem: sc.mem[:0], active: cursorHeap{cs: sc.active.cs[:0], desc: desc}}
 	for _, cols := range s.mem {
 		n := len(cols.Times)
 		if n == 0 || cols.Times[n-1] < minTime || cols.Times[0] > maxTime {
@@ -139,20 +159,40 @@ func newSeriesScan(snap *pebble.Snapshot, it *pebble.Iterator, coll uint32, s *s
 		}
 		sc.mem = append(sc.mem, cols)
 	}
-	if desc {
-		sort.Slice(sc.mem, func(i, j int) bool { return last(sc.mem[i]) > last(sc.mem[j]) })
-	} else {
-		sort.Slice(sc.mem, func(i, j int) bool { return sc.mem[i].Times[0] < sc.mem[j].Times[0] })
+	if len(sc.mem) > 1 {
+		if desc {
+			slices.SortFunc(sc.mem, func(a, b *bucket.Columns) int { return cmp.Compare(last(b), last(a)) })
+		} else {
+			slices.SortFunc(sc.mem, func(a, b *bucket.Columns) int { return cmp.Compare(a.Times[0], b.Times[0]) })
+		}
 	}
 	if s.noStore {
 		return sc, nil
 	}
-	lower, upper := scanKeyBounds(coll, s.id, minTime, maxTime, maxSpan)
+	p.lower, p.upper = appendScanKeyBounds(p.lower[:0], p.upper[:0], p.coll, s.id, minTime, maxTime, p.maxSpan)
+	if p.unordered && !desc {
+		if it == nil {
+			cp := collPrefix(spaceBucket, p.coll)
+			var err error
+			if it, err = p.snap.NewIter(&pebble.IterOptions{LowerBound: cp, UpperBound: prefixEnd(cp)}); err != nil {
+				return nil, err
+			}
+			p.seqAt = false
+		}
+		if !p.seqAt || bytes.Compare(p.lower, p.seqKey) < 0 || it.Valid() && bytes.Compare(it.Key(), p.lower) < 0 {
+			it.SeekGE(p.lower)
+		}
+		sc.it, sc.upper = it, p.upper
+		p.seqAt = false // until this scan gives the iterator back
+		sc.skipInMemory()
+		return sc, nil
+	}
+	// Pebble copies the bounds.
 	if it != nil {
-		it.SetBounds(lower, upper)
+		it.SetBounds(p.lower, p.upper)
 	} else {
 		var err error
-		if it, err = snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}); err != nil {
+		if it, err = p.snap.NewIter(&pebble.IterOptions{LowerBound: p.lower, UpperBound: p.upper}); err != nil {
 			return nil, err
 		}
 	}
@@ -166,21 +206,36 @@ func newSeriesScan(snap *pebble.Snapshot, it *pebble.Iterator, coll uint32, s *s
 	return sc, nil
 }
 
+// valid reports whether the scan's iterator is on one of its keys.
+func (sc *seriesScan) valid() bool {
+	if sc.it == nil || !sc.it.Valid() {
+		return false
+	}
+	return sc.upper == nil || bytes.Compare(sc.it.Key(), sc.upper) < 0
+}
+
 // scanKeyBounds returns the keys between which the stored buckets of series
 // id that may hold rows in [minTime, maxTime] lie: a bucket starts at most
 // maxSpan before its first row.
 func scanKeyBounds(coll uint32, id uint64, minTime, maxTime, maxSpan int64) (lower, upper []byte) {
+	return appendScanKeyBounds(nil, nil, coll, id, minTime, maxTime, maxSpan)
+}
+
+// appendScanKeyBounds is scanKeyBounds appending the keys to lower and
+// upper.
+func appendScanKeyBounds(lower, upper []byte, coll uint32, id uint64, minTime, maxTime, maxSpan int64) ([]byte, []byte) {
 	lo := minTime
 	if lo > math.MinInt64+maxSpan {
 		lo -= maxSpan
 	} else {
 		lo = math.MinInt64
 	}
-	lower = seriesTimeKey(spaceBucket, coll, id, lo)
+	lower = appendSeriesTimeKey(lower, spaceBucket, coll, id, lo)
 	if maxTime == math.MaxInt64 {
-		upper = prefixEnd(seriesPrefix(spaceBucket, coll, id))
+		// The end of the series' prefix: the next series' prefix.
+		upper = prefixEndInPlace(appendSeriesTimeKey(upper, spaceBucket, coll, id, math.MinInt64)[:1+4+8])
 	} else {
-		upper = seriesTimeKey(spaceBucket, coll, id, maxTime+1)
+		upper = appendSeriesTimeKey(upper, spaceBucket, coll, id, maxTime+1)
 	}
 	return lower, upper
 }
@@ -190,7 +245,7 @@ func last(c *bucket.Columns) int64 { return c.Times[len(c.Times)-1] }
 // skipInMemory moves the iterator past buckets that are also in memory
 // (newer there).
 func (sc *seriesScan) skipInMemory() {
-	for sc.it != nil && sc.it.Valid() {
+	for sc.valid() {
 		kp, err := parseBucketKey(sc.it.Key())
 		if err != nil {
 			sc.err = err
@@ -223,10 +278,20 @@ func (sc *seriesScan) Close() error {
 		readerPool.Put(sc.reader)
 		sc.reader = nil
 	}
+	p := sc.plan
+	if p != nil && p.unordered && p.spareScan == nil {
+		// The next scan of the plan takes this one's slices; nothing
+		// holds a scan of an unordered plan once it is closed.
+		defer func() { p.spareScan = sc }()
+	}
 	if sc.it == nil {
 		return nil
 	}
-	if sc.plan != nil && sc.plan.keep(sc.it) {
+	if p != nil && p.keep(sc.it) {
+		if sc.upper != nil {
+			// Left at its upper key or before (see newSeriesScan).
+			p.seqKey, p.seqAt = append(p.seqKey[:0], sc.upper...), true
+		}
 		sc.it = nil
 		return nil
 	}
@@ -238,7 +303,7 @@ func (sc *seriesScan) Close() error {
 // bound returns, for the next unread Pebble bucket, the earliest time it may
 // hold (ascending) or the latest (descending); ok is false when none is left.
 func (sc *seriesScan) pebbleBound() (t int64, ok bool) {
-	if sc.it == nil || !sc.it.Valid() {
+	if !sc.valid() {
 		return 0, false
 	}
 	kp, err := parseBucketKey(sc.it.Key())
@@ -473,7 +538,7 @@ func (sc *seriesScan) eachBucket(fn func(cols *bucket.Columns, lo, hi int, loose
 	if sc.plan != nil {
 		scratch = &sc.plan.scratch // fn keeps nothing of a bucket
 	}
-	for sc.it != nil && sc.it.Valid() {
+	for sc.valid() {
 		cols, err := sc.decode(sc.it.Value(), scratch)
 		if err != nil {
 			return err

@@ -18,6 +18,7 @@ type scanGuard struct {
 	ctx   context.Context
 	limit int64 // bytes; Options.QueryMemoryBytes
 	used  int64 // bytes charged and not released
+	peak  int64 // the most used held at once
 	// total is what every query of the DB holds, bounded by totalLimit
 	// (Options.QueryMemoryTotalBytes); nil for none. done is set once
 	// the query gave its memory back (finish).
@@ -149,6 +150,7 @@ func (g *scanGuard) charge(n int64, what string) error {
 				"and this one needs more for %s; retry it when fewer run", t-n, g.totalLimit, what)
 	}
 	g.used += n
+	g.peak = max(g.peak, g.used)
 	return nil
 }
 
@@ -182,6 +184,8 @@ func (g *scanGuard) finish() {
 		g.total.Add(-g.used)
 	}
 	g.done = true
+	for held := readStats.maxHeld.Load(); g.peak > held && !readStats.maxHeld.CompareAndSwap(held, g.peak); held = readStats.maxHeld.Load() {
+	}
 }
 
 // capturedBytes is what a capture of a bucket's columns holds beside the
@@ -200,6 +204,15 @@ var readStats struct {
 	// wholeBuckets counts the stored buckets an aggregate took from their
 	// headers alone (aggregator.wholeBucket).
 	wholeBuckets atomic.Int64
+	// chunks counts the chunks of series streams took (seriesStream).
+	chunks atomic.Int64
+	// catalogCounts counts the counts answered from the catalog
+	// (catalogCount); existChecks the series DistinctMeta read to learn
+	// whether they hold a row (seriesHasRow).
+	catalogCounts, existChecks atomic.Int64
+	// maxHeld is the most query memory one query held at once (a
+	// guard's peak, recorded when it finishes).
+	maxHeld atomic.Int64
 }
 
 // Estimates of what a query holds, for its memory account.

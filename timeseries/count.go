@@ -1,0 +1,78 @@
+package timeseries
+
+import (
+	"context"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// Count returns the number of measurements of time-series collection name
+// that f matches (nil: all), as a find of f would return them: expired
+// measurements are not counted. With no filter it is the collection's
+// count of measurements (CollectionInfo.Count) when nothing in the
+// collection can have expired at the read's time (no TTL rule, expiry
+// suspended by out-of-range data, or every rule's cutoff at or before the
+// oldest bucket's start); otherwise the measurements are counted a chunk
+// of series at a time (seriesStream), stored buckets whose rows all lie in
+// the range from their headers, others from their times alone (and the
+// fields f names, when it has conditions on them): what it holds does not
+// grow with the number of series.
+func (db *DB) Count(ctx context.Context, name string, f *partialfilter.Filter) (int64, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return 0, err
+	}
+	if n, ok, err := db.catalogCount(c, name, f); ok || err != nil {
+		if ok {
+			readStats.catalogCounts.Add(1)
+		}
+		return n, err
+	}
+	if err := db.acquireQuery(ctx); err != nil {
+		return 0, err
+	}
+	defer db.releaseQuery()
+	guard := db.newQueryGuard(ctx)
+	defer guard.finish()
+	opts := AggregateOptions{Filter: f, WholeRange: true, Ungrouped: true, CountDocs: true, Fields: []string{}}
+	a, err := db.aggregate(ctx, c, name, opts, []AggFunc{AggCount}, windowing{whole: true}, guard)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, row := range a.cells.rows {
+		n += row[a.docs].count
+	}
+	return n, nil
+}
+
+// catalogCount answers Count from the collection's count when f matches
+// every measurement and none can have expired at the read's time; ok
+// reports whether it did.
+func (db *DB) catalogCount(c *collection, name string, f *partialfilter.Filter) (n int64, ok bool, err error) {
+	if f != nil && !f.IsEmpty() {
+		return 0, false, nil
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	switch {
+	case c.dropped:
+		return 0, false, notFound(name)
+	case c.opts.TimeSeries == nil:
+		return 0, false, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	}
+	if c.oorBuckets == 0 {
+		// Nothing is expired while every rule's cutoff is at or before
+		// the oldest bucket's start (as in DB.Expire); oldestMin is
+		// math.MinInt64 until it is known.
+		now := db.opts.Now()
+		for i := range c.rules {
+			if ttl.Cutoff(now, c.rules[i].ExpireAfterSeconds) > c.oldestMin {
+				return 0, false, nil
+			}
+		}
+	}
+	return c.count, true, nil
+}

@@ -1,0 +1,293 @@
+package timeseries
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/hourglassdb/hourglass/model"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// distinctValueBytes is what a distinct value holds beside its text: its
+// entry in the set and its decoded value in the result.
+const distinctValueBytes = 96
+
+// DistinctMeta returns the distinct values of path, the metaField or a
+// dotted path inside it, among the measurements of time-series collection
+// name that f matches (nil: all), as MongoDB's distinct gives them:
+// arrays unwound (at the end of the path and on the way), nothing for a
+// series whose meta value lacks the path or is null, numbers of equal
+// value (1 and 1.0) once, in MongoDB's order of values
+// (partialfilter.Compare). Values are as model.DecodeMeta gives them; the
+// caller owns the slice.
+//
+// The values come from the series index (each series' canonical meta
+// key), not from the measurements, and are exact with respect to expiry
+// and deletes: a series counts only if it holds a row f matches that has
+// not expired, which is learnt for the series whose values are not known
+// yet only, cheapest first: the series' bounds in memory (its buckets'
+// times, the latest time it has stored), then its buckets in memory, then
+// its stored buckets in time order, the first whose rows all lie in the
+// range settling it from its header. The series are read a chunk at a
+// time (seriesStream); the values are de-duplicated as they come and
+// charged to the query's memory: past Options.QueryMemoryBytes the read
+// fails with QueryExceededMemoryLimitNoDiskUseAllowed (292).
+func (db *DB) DistinctMeta(ctx context.Context, name, path string, f *partialfilter.Filter) ([]any, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.acquireQuery(ctx); err != nil {
+		return nil, err
+	}
+	defer db.releaseQuery()
+	guard := db.newQueryGuard(ctx)
+	defer guard.finish()
+	plan := &scanPlan{unordered: true}
+	defer plan.close()
+	d := &distinct{seen: map[string]struct{}{}, pending: map[uint64][]string{}}
+	st, err := db.planDistinct(plan, c, name, path, f, guard, d)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+	for {
+		more, err := st.next()
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+		if err := d.chunk(plan); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return d.values(guard)
+}
+
+// distinct gathers the values of a DistinctMeta.
+type distinct struct {
+	path  []string // inside the meta value; nil: the whole value
+	seen  map[string]struct{}
+	texts []string // the keys of seen, in the order found
+	// pending holds, for the series of the chunk being taken, the texts
+	// of their values (stream.want).
+	pending map[uint64][]string
+	scratch []string
+}
+
+// planDistinct checks a DistinctMeta's path against collection c and
+// sets its scan up in plan: the series come in id order, those whose
+// values are all known left out.
+func (db *DB) planDistinct(plan *scanPlan, c *collection, name, path string, f *partialfilter.Filter, guard *scanGuard, d *distinct) (*seriesStream, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	ts := c.opts.TimeSeries
+	switch {
+	case c.dropped:
+		return nil, notFound(name)
+	case ts == nil:
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	case ts.MetaField == "":
+		return nil, mongoerr.New(mongoerr.BadValue, "collection %q has no metaField: there are no meta values to list", name)
+	case path != ts.MetaField && !strings.HasPrefix(path, ts.MetaField+"."):
+		return nil, mongoerr.New(mongoerr.BadValue, "the path of a distinct over the series must be the metaField %q or a path inside it; got %q", ts.MetaField, path)
+	}
+	if path != ts.MetaField {
+		d.path = strings.Split(strings.TrimPrefix(path, ts.MetaField+"."), ".")
+		if slices.Contains(d.path, "") {
+			return nil, mongoerr.New(mongoerr.BadValue, "the path %q has an empty field name", path)
+		}
+	}
+	// Only the fields the residual filter names are decoded.
+	st, err := db.newSeriesStream(plan, c, f, []string{}, guard, false)
+	if err != nil {
+		return nil, err
+	}
+	plan.presenceOnly = plan.filter.residual == nil
+	clear(d.pending)
+	st.want = func(s *series) bool {
+		texts := d.textsOf(s.metaKey)
+		for _, t := range texts {
+			if _, ok := d.seen[t]; !ok {
+				d.pending[s.id] = texts
+				return true
+			}
+		}
+		return false
+	}
+	return st, nil
+}
+
+// chunk adds the values of the series of the chunk in plan that hold a
+// row the read may return.
+func (d *distinct) chunk(plan *scanPlan) error {
+	defer clear(d.pending)
+	for _, s := range plan.series {
+		texts := d.pending[s.id]
+		known := true
+		for _, t := range texts {
+			_, ok := d.seen[t]
+			known = known && ok
+		}
+		if known {
+			continue // a series before it in the chunk brought them
+		}
+		ok, err := seriesHasRow(plan, s)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		for _, t := range texts {
+			if _, ok := d.seen[t]; ok {
+				continue
+			}
+			if err := plan.guard.charge(int64(len(t))+distinctValueBytes, "the distinct values"); err != nil {
+				return err
+			}
+			d.seen[t] = struct{}{}
+			d.texts = append(d.texts, t)
+		}
+	}
+	return nil
+}
+
+// textsOf returns the canonical texts of the values at d.path in the meta
+// value of key, in a slice of its own (none: the series gives none).
+func (d *distinct) textsOf(key string) []string {
+	if key == "" || key == "null" {
+		return nil
+	}
+	if d.path == nil {
+		if key[0] != '[' {
+			return []string{key}
+		}
+	} else if raw, ok := model.MetaKeyField(key, d.path); ok && raw != "null" && raw[0] != '[' {
+		return []string{raw}
+	}
+	// An array on the way or at the end, a null or missing value: the
+	// value decoded and walked as MongoDB's distinct walks it.
+	d.scratch = d.scratch[:0]
+	collectMeta(model.MetaOfKey(key), d.path, func(v any) {
+		if t, err := model.CanonicalMeta(v); err == nil && !slices.Contains(d.scratch, t) {
+			d.scratch = append(d.scratch, t)
+		}
+	})
+	if len(d.scratch) == 0 {
+		return nil
+	}
+	return slices.Clone(d.scratch)
+}
+
+// collectMeta calls add with the values at path in v, unwinding arrays on
+// the way and at the end, as MongoDB's distinct does.
+func collectMeta(v any, path []string, add func(any)) {
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			collectMeta(e, path, add)
+		}
+		return
+	case map[string]any:
+		if len(path) == 0 {
+			add(x)
+			return
+		}
+		if e, ok := x[path[0]]; ok {
+			collectMeta(e, path[1:], add)
+		}
+		return
+	}
+	if len(path) == 0 {
+		add(v)
+	}
+}
+
+// values decodes the distinct texts into values, numbers of equal value
+// once, in MongoDB's order of values.
+func (d *distinct) values(guard *scanGuard) ([]any, error) {
+	out := make([]any, 0, len(d.texts))
+	numbers := map[float64]bool{}
+	for _, t := range d.texts {
+		v, err := model.DecodeMeta(t)
+		if err != nil {
+			return nil, err
+		}
+		// 1 and 1.0 are one value to distinct; integers past 2^53 keep
+		// their own.
+		x, isNum := v.(float64)
+		if i, ok := v.(int64); ok && math.Abs(float64(i)) < 1<<53 {
+			x, isNum = float64(i), true
+		}
+		if isNum && !math.IsNaN(x) {
+			if numbers[x] {
+				continue
+			}
+			numbers[x] = true
+		}
+		out = append(out, v)
+	}
+	slices.SortStableFunc(out, partialfilter.Compare)
+	return out, guard.ctx.Err()
+}
+
+// errFound stops a scan at its first row.
+var errFound = errors.New("timeseries: a row was found")
+
+// seriesHasRow reports whether series s of plan (an unordered plan that
+// decodes no field but those its residual filter names) holds a row the
+// plan's filter matches in its range: its buckets in memory first, then
+// its stored buckets, a stored bucket whose rows all lie in the range
+// settling it from its header when no residual filter applies.
+func seriesHasRow(plan *scanPlan, s *seriesSnap) (bool, error) {
+	readStats.existChecks.Add(1)
+	sc, err := plan.seriesScan(s, false)
+	if err != nil {
+		return false, err
+	}
+	residual := plan.filter.residual
+	if residual == nil {
+		sc.whole = func(*bucket.Reader) (bool, error) { return true, errFound }
+	}
+	var rc rowCursor
+	err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
+		if loose != nil {
+			lo, hi = 0, len(cols.Times)
+		}
+		rc.cols = cols
+		for r := lo; r < hi; r++ {
+			if t := cols.Times[r]; t < s.minTime || t > plan.filter.maxTime {
+				continue
+			}
+			if residual == nil {
+				return errFound
+			}
+			if err := plan.guard.row(); err != nil {
+				return err
+			}
+			if rc.i = r; residual.Match(plan.rowDoc(s, &rc)) {
+				return errFound
+			}
+		}
+		return nil
+	})
+	if cerr := sc.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	return false, err
+}
