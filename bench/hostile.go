@@ -72,12 +72,14 @@ var hostileScenarios = []hostileScenario{
 		flags: []string{"--auth-token", "hostile-token"}, run: hostilePreAuth},
 	{name: "connections", what: "5,000 clients connect, say hello and stay idle against --mongo-max-connections 4000: the 1,000 past the limit must be closed at once, the server's resident memory per idle connection must stay under 32 KiB, and a new client must be served once idle ones leave",
 		flags: []string{"--mongo-max-connections", "4000"}, run: hostileConnections},
-	{name: "cursors", what: "a client opens 1,500 find cursors with batchSize 1 over 4 connections on a collection of 20,000 series and leaves them open, holding the query memory (--query-memory-total 256MiB); another client's find over HTTP and count over the wire must still answer, and the hog's cursors past a connection's limit are refused",
+	{name: "cursors", what: "a client opens 1,500 find cursors in time order with batchSize 1 over 4 connections on a collection of 20,000 series and leaves them open, holding the query memory (--query-memory-total 256MiB); another client's find over HTTP and count over the wire must still answer, and the hog's cursors past a connection's limit are refused",
 		flags: []string{"--query-memory-total", "256MiB"}, run: hostileCursors},
 	{name: "batchsize0", what: "find with batchSize 0 must answer an empty first batch and an open cursor, whose getMore reads the rest, as MongoDB does",
 		run: hostileBatchSize0},
 	{name: "memory", what: "1,000,000 series loaded over line protocol, then 200 clients at once send gzip line-protocol bodies of 8 MB each: the server's peak resident memory must stay within its documented total (docs/api.md: --memory-budget 256MiB + --max-body-memory + 256 MiB, plus 100 MiB per million series)",
 		run: hostileMemory},
+	{name: "million", what: "on a collection of 1,000,000 series: find with limit 1 (HTTP and wire), findOne, countDocuments({}) and distinct of a meta sub-field must each answer within the default query memory and under a second",
+		run: hostileMillion},
 	{name: "utf8", what: "strings and field names that are not UTF-8 sent over the wire (a time-series value, a meta value, a plain collection's field name, a command name) and JSON with lone surrogate escapes over HTTP: each refused (InvalidBSON 22, HTTP 400) with a reply that is valid BSON or JSON, and nothing stored",
 		run: hostileUTF8},
 }
@@ -342,7 +344,9 @@ func hostileCursors(ctx context.Context, h *hostileRun) (HostileOutcome, error) 
 		defer cl.Disconnect(context.Background())
 		db := cl.Database("hourglass")
 		for range perConn {
-			err := db.RunCommand(ctx, bson.D{{Key: "find", Value: "cur"}, {Key: "batchSize", Value: 1}}).Err()
+			// In time order: each cursor holds the plan of every series.
+			err := db.RunCommand(ctx, bson.D{{Key: "find", Value: "cur"}, {Key: "sort", Value: bson.D{{Key: "time", Value: 1}}},
+				{Key: "batchSize", Value: 1}}).Err()
 			if err != nil {
 				refused++
 				if firstRefusal == "" {
@@ -388,17 +392,10 @@ func hostileCursors(ctx context.Context, h *hostileRun) (HostileOutcome, error) 
 
 // hostileMemory: a million series, then a flood of gzip bodies.
 func hostileMemory(ctx context.Context, h *hostileRun) (HostileOutcome, error) {
-	const series, batch, flood, floodBytes = 1000000, 50000, 200, 8 << 20
+	const series, flood, floodBytes = 1000000, 200, 8 << 20
 	watch := WatchRSS(h.srv.PID, 100*time.Millisecond)
-	for from := 0; from < series; from += batch {
-		var b strings.Builder
-		t0 := time.Now().Add(-time.Hour).UnixNano()
-		for i := from; i < from+batch; i++ {
-			fmt.Fprintf(&b, "m,sensor=s%07d,site=site%03d v=%d %d\n", i, i%1000, i, t0+int64(i))
-		}
-		if err := postGzip(ctx, h.srv.URL+"/write?db=fleet", []byte(b.String())); err != nil {
-			return HostileOutcome{}, fmt.Errorf("series %d: %w", from, err)
-		}
+	if err := loadFleet(ctx, h.srv.URL, "fleet", series); err != nil {
+		return HostileOutcome{}, err
 	}
 	time.Sleep(2 * time.Second)
 	seriesRSS, _, err := ProcessMemory(h.srv.PID)
@@ -475,6 +472,102 @@ func postGzipStatus(ctx context.Context, url string, body []byte) (int, error) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// loadFleet loads series series of one point each into db over line
+// protocol, 50,000 lines a body, gzip-compressed; tags sensor (one per
+// series) and site (1,000 values).
+func loadFleet(ctx context.Context, url, db string, series int) error {
+	const batch = 50000
+	t0 := time.Now().Add(-time.Hour).UnixNano()
+	for from := 0; from < series; from += batch {
+		var b strings.Builder
+		for i := from; i < min(from+batch, series); i++ {
+			fmt.Fprintf(&b, "m,sensor=s%07d,site=site%03d v=%d %d\n", i, i%1000, i, t0+int64(i))
+		}
+		if err := postGzip(ctx, url+"/write?db="+db, []byte(b.String())); err != nil {
+			return fmt.Errorf("series %d: %w", from, err)
+		}
+	}
+	return nil
+}
+
+// hostileMillion: reads on a million series.
+func hostileMillion(ctx context.Context, h *hostileRun) (HostileOutcome, error) {
+	const series = 1000000
+	if err := loadFleet(ctx, h.srv.URL, "card", series); err != nil {
+		return HostileOutcome{}, err
+	}
+	cl, err := mongoConnect(ctx, "mongodb://"+h.srv.Mongo+"/?directConnection=true")
+	if err != nil {
+		return HostileOutcome{}, err
+	}
+	defer cl.Disconnect(context.Background())
+	coll := cl.Database("hourglass").Collection("card")
+	o := HostileOutcome{Held: true, Figures: map[string]float64{}}
+	var failures []string
+	try := func(name string, f func() error) {
+		start := time.Now()
+		err := f()
+		took := time.Since(start)
+		o.Figures[name+"Millis"] = float64(took.Microseconds()) / 1000
+		h.say("million: %s took %s: %v", name, took.Round(time.Millisecond), err)
+		switch {
+		case err != nil:
+			failures = append(failures, fmt.Sprintf("%s: %v", name, err))
+		case took > time.Second:
+			failures = append(failures, fmt.Sprintf("%s took %s", name, took.Round(time.Millisecond)))
+		}
+	}
+	try("httpFindLimit1", func() error {
+		resp, err := http.Post(h.srv.URL+"/v1/collections/card/find", "application/json", strings.NewReader(`{"limit": 1}`))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || bytes.Count(b, []byte(`"time"`)) != 1 {
+			return fmt.Errorf("%d %.200s", resp.StatusCode, b)
+		}
+		return nil
+	})
+	try("wireFindLimit1", func() error {
+		cur, err := coll.Find(ctx, bson.D{}, options.Find().SetLimit(1))
+		if err != nil {
+			return err
+		}
+		var docs []bson.M
+		if err := cur.All(ctx, &docs); err != nil {
+			return err
+		}
+		if len(docs) != 1 {
+			return fmt.Errorf("%d documents", len(docs))
+		}
+		return nil
+	})
+	try("findOne", func() error { return coll.FindOne(ctx, bson.D{}).Err() })
+	try("countDocuments", func() error {
+		n, err := coll.CountDocuments(ctx, bson.D{})
+		if err == nil && n != series {
+			err = fmt.Errorf("counted %d", n)
+		}
+		return err
+	})
+	try("distinctSite", func() error {
+		var sites []string
+		err := coll.Distinct(ctx, "tags.site", bson.D{}).Decode(&sites)
+		if err == nil && len(sites) != 1000 {
+			err = fmt.Errorf("%d sites", len(sites))
+		}
+		return err
+	})
+	if len(failures) > 0 {
+		o.Held, o.Detail = false, strings.Join(failures, "; ")
+	} else {
+		o.Detail = fmt.Sprintf("find limit 1 %.0f ms (HTTP) / %.0f ms (wire), findOne %.0f ms, countDocuments %.0f ms, distinct %.0f ms",
+			o.Figures["httpFindLimit1Millis"], o.Figures["wireFindLimit1Millis"], o.Figures["findOneMillis"], o.Figures["countDocumentsMillis"], o.Figures["distinctSiteMillis"])
+	}
+	return o, nil
 }
 
 // hostileBatchSize0: find with batchSize 0.

@@ -10,6 +10,7 @@ import (
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // TestCursorLimits: a connection may hold MaxCursorsPerConnection open
@@ -104,17 +105,23 @@ func TestIdleCursorsYieldMemory(t *testing.T) {
 	hog := connect(t, addr, "&maxPoolSize=1").Database("test")
 	var ids []int64
 	for range 40 {
-		r, err := hog.RunCommand(ctx, bson.D{{Key: "find", Value: "ts"}, {Key: "batchSize", Value: 1}}).Raw()
+		// In time order: the cursor holds the plan of every series.
+		r, err := hog.RunCommand(ctx, bson.D{{Key: "find", Value: "ts"}, {Key: "sort", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "batchSize", Value: 1}}).Raw()
 		if err != nil {
 			t.Fatalf("cursor %d of the hog: %v", len(ids)+1, err)
 		}
 		ids = append(ids, r.Lookup("cursor", "id").Int64())
 	}
-	// Another client's query runs, whatever the hog holds.
+	// Another client's query runs, whatever the hog holds: a find in time
+	// order, which plans every series at once.
 	other := connect(t, addr, "&maxPoolSize=1").Database("test")
-	n, err := other.Collection("ts").CountDocuments(ctx, bson.D{})
-	if err != nil || n != 1500 {
-		t.Fatalf("another client's count: %d, %v", n, err)
+	cur, err := other.Collection("ts").Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "t", Value: 1}}))
+	if err != nil {
+		t.Fatalf("another client's find: %v", err)
+	}
+	var all []bson.M
+	if err := cur.All(ctx, &all); err != nil || len(all) != 1500 {
+		t.Fatalf("another client's find: %d documents, %v", len(all), err)
 	}
 	err = hog.RunCommand(ctx, bson.D{{Key: "getMore", Value: ids[0]}, {Key: "collection", Value: "ts"}}).Err()
 	if code, _ := errCode(err); code != 237 || !strings.Contains(err.Error(), "query memory") {
@@ -122,5 +129,56 @@ func TestIdleCursorsYieldMemory(t *testing.T) {
 	}
 	if err := hog.RunCommand(ctx, bson.D{{Key: "getMore", Value: ids[len(ids)-1]}, {Key: "collection", Value: "ts"}}).Err(); err != nil {
 		t.Fatalf("getMore of the hog's last cursor: %v", err)
+	}
+}
+
+// TestReadsOfManySeries: on a collection of many series, a find with a
+// small limit, a count and a distinct of a meta sub-field answer within a
+// query memory far below what holding every series takes: the find visits
+// series in order and lets them go, the count comes from the catalog, the
+// distinct from the series index.
+func TestReadsOfManySeries(t *testing.T) {
+	const n = 20000
+	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir(), QueryMemoryBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr := serveDB(t, db, Options{})
+	ctx := context.Background()
+	if _, err := db.CreateCollection(ctx, "card", timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "tags"}}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := make([]model.Measurement, n)
+	for i := range ms {
+		ms[i] = model.Measurement{Time: t0.Add(time.Duration(i) * time.Millisecond).UnixNano(),
+			Meta:   map[string]any{"sensor": fmt.Sprintf("s%05d", i), "site": fmt.Sprintf("site%02d", i%50)},
+			Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}
+	}
+	if _, err := db.Insert(ctx, "card", timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	coll := connect(t, addr, "").Database("test").Collection("card")
+	before := db.Stats()
+	var one bson.M
+	if err := coll.FindOne(ctx, bson.D{}).Decode(&one); err != nil {
+		t.Fatalf("findOne: %v", err)
+	}
+	if c, err := coll.CountDocuments(ctx, bson.D{}); err != nil || c != n {
+		t.Fatalf("countDocuments: %d, %v", c, err)
+	}
+	r, err := coll.Database().RunCommand(ctx, bson.D{{Key: "count", Value: "card"}}).Raw()
+	if err != nil || r.Lookup("n").AsInt64() != n {
+		t.Fatalf("count: %v, %v", r, err)
+	}
+	var sites []string
+	if err := coll.Distinct(ctx, "tags.site", bson.D{}).Decode(&sites); err != nil || len(sites) != 50 || sites[0] != "site00" {
+		t.Fatalf("distinct: %d sites (%v), %v", len(sites), sites[:min(3, len(sites))], err)
+	}
+	// Neither read the measurements: the counts came from the catalog,
+	// the distinct from the series index.
+	if after := db.Stats(); after.CountsFromCatalog != before.CountsFromCatalog+2 || after.DistinctsFromSeries != before.DistinctsFromSeries+1 {
+		t.Fatalf("counts from the catalog %d, distincts from the series %d; want 2 and 1",
+			after.CountsFromCatalog-before.CountsFromCatalog, after.DistinctsFromSeries-before.DistinctsFromSeries)
 	}
 }

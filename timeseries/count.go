@@ -26,7 +26,7 @@ func (db *DB) Count(ctx context.Context, name string, f *partialfilter.Filter) (
 	}
 	if n, ok, err := db.catalogCount(c, name, f); ok || err != nil {
 		if ok {
-			readStats.catalogCounts.Add(1)
+			db.stats.catalogCounts.Add(1)
 		}
 		return n, err
 	}

@@ -123,8 +123,12 @@ type DB struct {
 	querySlots chan struct{}
 
 	stats struct {
-		checkpoints atomic.Int64
-		sealedEarly atomic.Int64
+		// catalogCounts counts the counts answered from the catalog
+		// (Count's catalogCount); distincts the distincts answered from
+		// the series index (DistinctMeta).
+		catalogCounts, distincts atomic.Int64
+		checkpoints              atomic.Int64
+		sealedEarly              atomic.Int64
 		// sealedIdle counts the open buckets checkpoints sealed as idle.
 		sealedIdle atomic.Int64
 		// aggBuckets counts the buckets whose rows an aggregate read:
@@ -160,16 +164,22 @@ type EngineStats struct {
 	// their neighbours; MergeMarksDropped the small buckets left unmerged
 	// because a collection's merge marks were full.
 	Merged, MergeMarksDropped int64
+	// CountsFromCatalog counts the counts answered from the catalog, with
+	// no measurement read (Count); DistinctsFromSeries the distincts of a
+	// meta path answered from the series index (DistinctMeta).
+	CountsFromCatalog, DistinctsFromSeries int64
 }
 
 // Stats returns the engine's counters.
 func (db *DB) Stats() EngineStats {
 	return EngineStats{
-		Checkpoints:       db.stats.checkpoints.Load(),
-		SealedForMemory:   db.stats.sealedEarly.Load(),
-		SealedIdle:        db.stats.sealedIdle.Load(),
-		Merged:            db.stats.merged.Load(),
-		MergeMarksDropped: db.stats.marksDropped.Load(),
+		Checkpoints:         db.stats.checkpoints.Load(),
+		SealedForMemory:     db.stats.sealedEarly.Load(),
+		SealedIdle:          db.stats.sealedIdle.Load(),
+		Merged:              db.stats.merged.Load(),
+		MergeMarksDropped:   db.stats.marksDropped.Load(),
+		CountsFromCatalog:   db.stats.catalogCounts.Load(),
+		DistinctsFromSeries: db.stats.distincts.Load(),
 	}
 }
 

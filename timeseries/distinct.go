@@ -47,6 +47,7 @@ func (db *DB) DistinctMeta(ctx context.Context, name, path string, f *partialfil
 		return nil, err
 	}
 	defer db.releaseQuery()
+	db.stats.distincts.Add(1)
 	guard := db.newQueryGuard(ctx)
 	defer guard.finish()
 	plan := &scanPlan{unordered: true}

@@ -206,10 +206,9 @@ var readStats struct {
 	wholeBuckets atomic.Int64
 	// chunks counts the chunks of series streams took (seriesStream).
 	chunks atomic.Int64
-	// catalogCounts counts the counts answered from the catalog
-	// (catalogCount); existChecks the series DistinctMeta read to learn
-	// whether they hold a row (seriesHasRow).
-	catalogCounts, existChecks atomic.Int64
+	// existChecks counts the series DistinctMeta read to learn whether
+	// they hold a row (seriesHasRow).
+	existChecks atomic.Int64
 	// maxHeld is the most query memory one query held at once (a
 	// guard's peak, recorded when it finishes).
 	maxHeld atomic.Int64

@@ -297,9 +297,9 @@ func TestSeriesReadsOracle(t *testing.T) {
 			t.Fatalf("%s: %d bytes of query memory held after the reads", pass, db.queryMem.Load())
 		}
 	}
-	before := readStats.catalogCounts.Load()
+	before := db.stats.catalogCounts.Load()
 	check("no TTL")
-	if readStats.catalogCounts.Load() == before {
+	if db.stats.catalogCounts.Load() == before {
 		t.Error("a count of everything with nothing expired was not answered from the catalog")
 	}
 	// A partial TTL index of an hour on kind k1: its series whose rows
@@ -315,9 +315,9 @@ func TestSeriesReadsOracle(t *testing.T) {
 		}
 		return -1
 	}
-	before = readStats.catalogCounts.Load()
+	before = db.stats.catalogCounts.Load()
 	check("partial TTL")
-	if readStats.catalogCounts.Load() != before {
+	if db.stats.catalogCounts.Load() != before {
 		t.Error("a count with rows expired was answered from the catalog")
 	}
 }
@@ -408,9 +408,9 @@ func TestReadsOfManySeries(t *testing.T) {
 		t.Fatalf("find by series: %d rows, want %d", got, rows)
 	}
 
-	before := readStats.catalogCounts.Load()
-	if c, err := db.Count(ctx, "iot", nil); err != nil || c != rows || readStats.catalogCounts.Load() != before+1 {
-		t.Fatalf("count: %d, %v, from the catalog %v; want %d from it", c, err, readStats.catalogCounts.Load() != before, rows)
+	before := db.stats.catalogCounts.Load()
+	if c, err := db.Count(ctx, "iot", nil); err != nil || c != rows || db.stats.catalogCounts.Load() != before+1 {
+		t.Fatalf("count: %d, %v, from the catalog %v; want %d from it", c, err, db.stats.catalogCounts.Load() != before, rows)
 	}
 	site7 := mustFilter(t, `{"sensor.site": "site-7"}`)
 	wantSite7 := int64(0)
@@ -544,16 +544,16 @@ func TestCountSuspendedExpiry(t *testing.T) {
 	insertMinutes(t, db, t0.Add(-3*time.Hour), 180, "a", "b") // the first two hours have expired
 	insertMeasurements(t, db, "s", []model.Measurement{{Time: time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), Meta: "old",
 		Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}})
-	before := readStats.catalogCounts.Load()
-	if n, err := db.Count(ctx, "s", nil); err != nil || n != 361 || readStats.catalogCounts.Load() != before+1 {
-		t.Fatalf("count while expiry is suspended: %d, %v, from the catalog %v; want 361 from it", n, err, readStats.catalogCounts.Load() != before)
+	before := db.stats.catalogCounts.Load()
+	if n, err := db.Count(ctx, "s", nil); err != nil || n != 361 || db.stats.catalogCounts.Load() != before+1 {
+		t.Fatalf("count while expiry is suspended: %d, %v, from the catalog %v; want 361 from it", n, err, db.stats.catalogCounts.Load() != before)
 	}
 	if _, err := db.Delete(ctx, "s", mustFilter(t, `{"sensor": "old"}`), DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before = readStats.catalogCounts.Load()
-	if n, err := db.Count(ctx, "s", nil); err != nil || n != 120 || readStats.catalogCounts.Load() != before {
-		t.Fatalf("count with expiry on: %d, %v, from the catalog %v; want 120 by reading", n, err, readStats.catalogCounts.Load() != before)
+	before = db.stats.catalogCounts.Load()
+	if n, err := db.Count(ctx, "s", nil); err != nil || n != 120 || db.stats.catalogCounts.Load() != before {
+		t.Fatalf("count with expiry on: %d, %v, from the catalog %v; want 120 by reading", n, err, db.stats.catalogCounts.Load() != before)
 	}
 	if n := len(findRows(t, db, "s", FindOptions{})); n != 120 {
 		t.Fatalf("find with expiry on: %d rows, want 120", n)
