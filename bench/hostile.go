@@ -54,7 +54,10 @@ type HostileOutcome struct {
 type hostileScenario struct {
 	name, what string
 	flags      []string
-	run        func(ctx context.Context, h *hostileRun) (HostileOutcome, error)
+	// tmpfs, if set, is the size of a tmpfs mounted on the scenario's
+	// directory, which holds the data directory: a filesystem to fill.
+	tmpfs int64
+	run   func(ctx context.Context, h *hostileRun) (HostileOutcome, error)
 }
 
 // HostileScenarios names the scenarios RunHostile knows, with what each
@@ -80,13 +83,17 @@ var hostileScenarios = []hostileScenario{
 		run: hostileMemory},
 	{name: "million", what: "on a collection of 1,000,000 series: find with limit 1 (HTTP and wire), findOne, countDocuments({}) and distinct of a meta sub-field must each answer within the default query memory and under a second",
 		run: hostileMillion},
+	{name: "diskfull", what: "on a 96 MiB filesystem with a 40 MiB file on it (--memory-budget 48MiB, --disk-reserve 8MiB, --query-memory 8MiB), line protocol for 20,000 series is written until writes get 507; then a find of everything (HTTP, NDJSON) and countDocuments must answer with every acknowledged row, and once the 40 MiB file is removed writes must resume within 30 s without a restart and keep going for 20 more bodies",
+		flags: []string{"--memory-budget", "48MiB", "--disk-reserve", "8MiB", "--query-memory", "8MiB"}, tmpfs: 96 << 20, run: hostileDiskFull},
 	{name: "utf8", what: "strings and field names that are not UTF-8 sent over the wire (a time-series value, a meta value, a plain collection's field name, a command name) and JSON with lone surrogate escapes over HTTP: each refused (InvalidBSON 22, HTTP 400) with a reply that is valid BSON or JSON, and nothing stored",
 		run: hostileUTF8},
 }
 
 // hostileRun is the server a scenario attacks.
 type hostileRun struct {
-	srv      *ServerProcess
+	srv *ServerProcess
+	// dir is the scenario's directory, which holds the data directory.
+	dir      string
 	progress func(string)
 }
 
@@ -125,6 +132,13 @@ func runHostileScenario(ctx context.Context, cfg HostileConfig, sc hostileScenar
 		return HostileOutcome{}, err
 	}
 	defer os.RemoveAll(dir)
+	if sc.tmpfs > 0 {
+		unmount, err := mountTmpfs(dir, sc.tmpfs)
+		if err != nil {
+			return HostileOutcome{}, err
+		}
+		defer unmount()
+	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	srv, err := StartServer(sctx, cfg.Binary, filepath.Join(dir, "data"), sc.flags...)
 	cancel()
@@ -132,7 +146,7 @@ func runHostileScenario(ctx context.Context, cfg HostileConfig, sc hostileScenar
 		return HostileOutcome{}, err
 	}
 	defer srv.Kill()
-	h := &hostileRun{srv: srv, progress: cfg.Progress}
+	h := &hostileRun{srv: srv, dir: dir, progress: cfg.Progress}
 	h.say("%s: server pid %d, HTTP %s, MongoDB %s", sc.name, srv.PID, srv.URL, srv.Mongo)
 	o, err := sc.run(ctx, h)
 	o.Name = sc.name

@@ -1,9 +1,11 @@
 package timeseries
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -454,5 +456,91 @@ func TestDiskFullCheckpointMeasured(t *testing.T) {
 	rows := findRows(t, db, "m", FindOptions{})
 	if len(rows) != 400000 {
 		t.Fatalf("%d rows after the checkpoint", len(rows))
+	}
+}
+
+// TestDiskFullStillReads: a store whose checkpoint does not fit the free
+// space answers reads of what it holds in memory, within a query memory
+// smaller than that data; writes past the memory budget are refused with
+// OutOfDiskSpace; once the room the checkpoint measured is free, writes
+// resume without a reopen.
+func TestDiskFullStillReads(t *testing.T) {
+	root := tmpfs.Mount(t, 32<<20)
+	fill := filepath.Join(root, "fill")
+	// Open buckets of many series hold the data: nothing seals, so no
+	// checkpoint runs before the memory budget is reached.
+	db, err := Open(Options{Dir: filepath.Join(root, "data"), CheckpointInterval: time.Hour, DiskReserve: -1,
+		CheckpointLogBytes: 1 << 30, MemoryBudget: 4 << 20, QueryMemoryBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows := 0
+	insert := func(n int) error {
+		ms := make([]model.Measurement, n)
+		for i := range ms {
+			pad := make([]byte, 48)
+			for j := range pad {
+				pad[j] = 'a' + byte(rng.IntN(26))
+			}
+			ms[i] = model.Measurement{Time: base + int64(rows+i)*1e9, Meta: sensor(fmt.Sprint("s", (rows+i)%2000)),
+				Fields: []model.Field{{Name: "v", Value: model.Float(rng.Float64())}, {Name: "pad", Value: model.String(string(pad))}}}
+		}
+		// A write waiting for memory no checkpoint can free is a failure.
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{})
+		rows += int(res.Inserted)
+		return err
+	}
+	for db.headMem.Load() < 3<<20 {
+		if err := insert(500); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fillDisk(t, fill, 2<<20)
+	var refused error
+	for range 1000 {
+		if refused = insert(500); refused != nil {
+			break
+		}
+	}
+	if !isOutOfDiskSpace(refused) {
+		t.Fatalf("writes with no room to checkpoint: %v (%s in memory, %s free)", refused, mib(db.headMem.Load()), mib(db.freeSpace()))
+	}
+	if need, free := db.roomNeed.Load(), db.freeSpace(); need <= free || !db.noRoom.Load() {
+		t.Fatalf("refused (%v) with %s in memory: the checkpoint measured it needs %s with %s free", refused, mib(db.headMem.Load()), mib(need), mib(free))
+	}
+	if db.headMem.Load() <= 1<<20 {
+		t.Fatalf("%s in memory: the reads below prove nothing about query memory", mib(db.headMem.Load()))
+	}
+	if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
+		t.Fatalf("find with the checkpoint out of room: %d rows, %d written", len(got), rows)
+	}
+	if got := findRows(t, db, "m", FindOptions{Sort: SortSeries, Limit: 10}); len(got) != 10 {
+		t.Fatalf("find by series with a limit: %d rows", len(got))
+	}
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	// Writes go on past the memory budget: the checkpoints they wake now
+	// have room.
+	ckpts := db.stats.checkpoints.Load()
+	for i := 0; db.stats.checkpoints.Load() == ckpts; i++ {
+		if err := insert(500); err != nil {
+			t.Fatalf("a write once space is freed: %v", err)
+		}
+		if i == 200 {
+			t.Fatalf("%d writes once space is freed and no checkpoint (%s in memory)", i, mib(db.headMem.Load()))
+		}
+	}
+	if db.roomNeed.Load() != 0 || db.noRoom.Load() {
+		t.Fatal("the room a checkpoint needed stays set after one succeeded")
+	}
+	if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
+		t.Fatalf("find after space is freed: %d rows, %d written", len(got), rows)
 	}
 }
