@@ -53,3 +53,35 @@ func EarliestDate(doc Doc, path []string) (t time.Time, ok bool) {
 	}
 	return t, ok
 }
+
+// DistinctValues calls add with the values at path in v as MongoDB's
+// distinct sees them: an array met on the way is crossed (the path goes on
+// in each of its documents), an array at the end gives each element (an
+// array of arrays gives its arrays: [1, [1]] is 1 and [1]), nothing where
+// the path is missing; an empty path is v itself.
+func DistinctValues(v any, path []string, add func(any)) {
+	if len(path) == 0 {
+		if arr, ok := v.([]any); ok {
+			for _, e := range arr {
+				add(e)
+			}
+			return
+		}
+		add(v)
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if e, ok := x[path[0]]; ok {
+			DistinctValues(e, path[1:], add)
+		}
+	case []any:
+		for _, e := range x {
+			if m, ok := e.(map[string]any); ok {
+				if e, ok := m[path[0]]; ok {
+					DistinctValues(e, path[1:], add)
+				}
+			}
+		}
+	}
+}

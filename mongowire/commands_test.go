@@ -668,6 +668,14 @@ func TestQueryAndWriteCommands(t *testing.T) {
 	if got := distinct("p", "o.k", bson.D{{Key: "n", Value: bson.D{{Key: "$lt", Value: 2}}}}); got != `["x"]` {
 		t.Errorf("distinct o.k of n < 2 = %s", got)
 	}
+	// An array of arrays gives its arrays: MongoDB counts [1, [1]] as 1
+	// and [1].
+	if _, err := f.mdb.Collection("nested").InsertOne(ctx, bson.D{{Key: "tags", Value: bson.A{bson.A{"a"}, "e", "a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := distinct("nested", "tags", bson.D{}); got != `["a","e",["a"]]` {
+		t.Errorf("distinct of an array holding an array = %s", got)
+	}
 	if n := count("p", bson.E{Key: "query", Value: bson.D{{Key: "n", Value: 2}}}); n != 2 {
 		t.Errorf("count n 2 = %d", n)
 	}

@@ -162,7 +162,7 @@ func cmdDistinct(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 		if err != nil {
 			return nil, err
 		}
-		collectPath(m, path, add)
+		document.DistinctValues(m, path, add)
 	}
 	slices.SortStableFunc(values, partialfilter.Compare)
 	return distinctReply(values), nil
@@ -175,30 +175,6 @@ func distinctReply(values []any) bson.D {
 		out[i] = rawValue(v)
 	}
 	return bson.D{{Key: "values", Value: out}}
-}
-
-// collectPath calls add with the values at path in v, unwinding arrays
-// on the way and at the end, as distinct does.
-func collectPath(v any, path []string, add func(any)) {
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			collectPath(e, path, add)
-		}
-		return
-	case map[string]any:
-		if len(path) == 0 {
-			add(x)
-			return
-		}
-		if e, ok := x[path[0]]; ok {
-			collectPath(e, path[1:], add)
-		}
-		return
-	}
-	if len(path) == 0 {
-		add(v)
-	}
 }
 
 // distinctKey identifies a value for distinct: numbers of equal value are

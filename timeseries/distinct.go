@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -181,7 +182,7 @@ func (d *distinct) textsOf(key string) []string {
 	// An array on the way or at the end, a null or missing value: the
 	// value decoded and walked as MongoDB's distinct walks it.
 	d.scratch = d.scratch[:0]
-	collectMeta(model.MetaOfKey(key), d.path, func(v any) {
+	document.DistinctValues(model.MetaOfKey(key), d.path, func(v any) {
 		if t, err := model.CanonicalMeta(v); err == nil && !slices.Contains(d.scratch, t) {
 			d.scratch = append(d.scratch, t)
 		}
@@ -190,30 +191,6 @@ func (d *distinct) textsOf(key string) []string {
 		return nil
 	}
 	return slices.Clone(d.scratch)
-}
-
-// collectMeta calls add with the values at path in v, unwinding arrays on
-// the way and at the end, as MongoDB's distinct does.
-func collectMeta(v any, path []string, add func(any)) {
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			collectMeta(e, path, add)
-		}
-		return
-	case map[string]any:
-		if len(path) == 0 {
-			add(x)
-			return
-		}
-		if e, ok := x[path[0]]; ok {
-			collectMeta(e, path[1:], add)
-		}
-		return
-	}
-	if len(path) == 0 {
-		add(v)
-	}
 }
 
 // values decodes the distinct texts into values, numbers of equal value

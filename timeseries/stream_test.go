@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -100,7 +101,7 @@ func distinctOracle(rows []model.Measurement, ts model.TimeSeriesOptions, path s
 		if m.Meta == nil {
 			continue
 		}
-		collectMeta(m.Meta, sub, func(v any) { seen[numberKey(v)] = true })
+		document.DistinctValues(m.Meta, sub, func(v any) { seen[numberKey(v)] = true })
 	}
 	out := make([]string, 0, len(seen))
 	for k := range seen {

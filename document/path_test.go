@@ -1,0 +1,42 @@
+package document
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestDistinctValues: the values distinct sees at a path: arrays crossed
+// on the way, an array at the end unwound one level (MongoDB's distinct
+// counts [1, [1], 1] as 1, [1] and 1).
+func TestDistinctValues(t *testing.T) {
+	doc := map[string]any{
+		"a": int64(1),
+		"b": []any{int64(2), []any{int64(3)}, map[string]any{"c": "x"}},
+		"d": []any{map[string]any{"c": "y"}, map[string]any{"c": []any{"z", nil}}, map[string]any{"e": 1}},
+		"f": map[string]any{"g": map[string]any{"h": true}},
+		"n": []any{int64(1), []any{int64(1)}, int64(1)},
+		"k": []any{[]any{map[string]any{"c": "deep"}}},
+	}
+	for _, tc := range []struct {
+		path string
+		want []any
+	}{
+		{"a", []any{int64(1)}},
+		{"b", []any{int64(2), []any{int64(3)}, map[string]any{"c": "x"}}},
+		{"n", []any{int64(1), []any{int64(1)}, int64(1)}},
+		{"k.c", nil},
+		{"b.c", []any{"x"}},
+		{"d.c", []any{"y", "z", nil}},
+		{"f.g.h", []any{true}},
+		{"f.g", []any{map[string]any{"h": true}}},
+		{"missing", nil},
+		{"a.b", nil},
+	} {
+		var got []any
+		DistinctValues(doc, strings.Split(tc.path, "."), func(v any) { got = append(got, v) })
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %#v, want %#v", tc.path, got, tc.want)
+		}
+	}
+}
