@@ -4,8 +4,18 @@ import (
 	"context"
 
 	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
+
+// Retryable returns the context under which the writes of one command of
+// a MongoDB session (its id, as text, and transaction number) are
+// retryable through the Writer: on a replica set, a retry of the command
+// after a failover, with the same id and number, gets the first attempt's
+// results instead of writing again; a server of its own ignores it.
+func Retryable(ctx context.Context, session string, txn int64) context.Context {
+	return replset.WithSession(ctx, session, txn)
+}
 
 // Writer is what every write goes through: the engine itself
 // (*timeseries.DB) on a server of its own, the member's *replset.Node on a

@@ -18,7 +18,6 @@ import (
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
-	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -234,7 +233,7 @@ var retryableWrites = map[string]bool{"insert": true, "update": true, "delete": 
 // on a replica set: its statements carry the session and transaction
 // number through the log, and a retry (the same lsid and txnNumber, as a
 // driver sends after a failover) gets the first attempt's results
-// instead of writing again (replset.WithSession). Transactions are
+// instead of writing again (command.Retryable). Transactions are
 // refused.
 func retryableWrite(cmd *wireCommand, name string, txn bsoncore.Value) (context.Context, error) {
 	for _, k := range []string{"autocommit", "startTransaction"} {
@@ -257,7 +256,7 @@ func retryableWrite(cmd *wireCommand, name string, txn bsoncore.Value) (context.
 	if !ok || len(id) == 0 {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "'lsid.id' must be a UUID")
 	}
-	return replset.WithSession(cmd.ctx, hex.EncodeToString(id), n), nil
+	return command.Retryable(cmd.ctx, hex.EncodeToString(id), n), nil
 }
 
 func firstElement(doc bsoncore.Document) (string, bool) {

@@ -4,12 +4,15 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/tools/go/packages"
 )
 
 const modulePath = "github.com/hourglassdb/hourglass"
@@ -171,6 +174,95 @@ func TestFunctionLength(t *testing.T) {
 				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLines {
 					t.Errorf("%s: %s is %d lines, over %d: split it", path, fd.Name.Name, n, maxFuncLines)
 				}
+			}
+		}
+	}
+}
+
+// doorPackages are the front doors: codecs over the command layer.
+var doorPackages = []string{"api", "api/lineproto", "api/render", "mongowire"}
+
+// TestDoorsGoThroughCommands fails when a front door reaches into the
+// engine or the replica set for what the command layer owns: a call, from
+// a door's non-test code, of a method of command.Writer (every write and
+// DDL) on a *timeseries.DB or a *replset.Node, which would bypass the
+// routing to the replica set; a call of a function of package replset
+// (the doors read a member's state, they do not drive it); and an import
+// of the engine by the packages that stand on model alone.
+func TestDoorsGoThroughCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("type-checks the doors")
+	}
+	pkgs := []string{modulePath + "/command"}
+	for _, d := range doorPackages {
+		pkgs = append(pkgs, modulePath+"/"+d)
+	}
+	loaded, err := packages.Load(&packages.Config{
+		Mode: packages.NeedName | packages.NeedTypes | packages.NeedSyntax | packages.NeedTypesInfo | packages.NeedImports,
+		Dir:  filepath.Join("..", ".."),
+	}, pkgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writer *types.Interface
+	for _, p := range loaded {
+		for _, e := range p.Errors {
+			t.Fatalf("%s: %v", p.PkgPath, e)
+		}
+		if p.PkgPath == modulePath+"/command" {
+			writer = p.Types.Scope().Lookup("Writer").Type().Underlying().(*types.Interface)
+		}
+	}
+	owned := map[string]bool{}
+	for i := range writer.NumMethods() {
+		owned[writer.Method(i).Name()] = true
+	}
+	engines := map[string]bool{modulePath + "/timeseries.DB": true, modulePath + "/replset.Node": true}
+	for _, p := range loaded {
+		if p.PkgPath == modulePath+"/command" {
+			continue
+		}
+		for _, f := range p.Syntax {
+			name := p.Fset.Position(f.Pos()).Filename
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if fn, ok := p.TypesInfo.Uses[sel.Sel].(*types.Func); ok && fn.Pkg() != nil &&
+					fn.Pkg().Path() == modulePath+"/replset" && fn.Type().(*types.Signature).Recv() == nil {
+					t.Errorf("%s: the door calls replset.%s: what it does belongs in the command layer", p.Fset.Position(sel.Pos()), fn.Name())
+				}
+				if !owned[sel.Sel.Name] {
+					return true
+				}
+				s := p.TypesInfo.Selections[sel]
+				if s == nil || s.Kind() != types.MethodVal {
+					return true
+				}
+				recv := s.Recv()
+				if ptr, ok := recv.(*types.Pointer); ok {
+					recv = ptr.Elem()
+				}
+				if named, ok := recv.(*types.Named); ok && named.Obj().Pkg() != nil &&
+					engines[named.Obj().Pkg().Path()+"."+named.Obj().Name()] {
+					t.Errorf("%s: the door calls %s.%s, which the command layer's Writer owns: write through command.Service.Writer",
+						p.Fset.Position(sel.Pos()), named.Obj().Name(), sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+	for _, p := range loaded {
+		if p.PkgPath != modulePath+"/api/lineproto" && p.PkgPath != modulePath+"/api/render" {
+			continue
+		}
+		for imp := range p.Imports {
+			if imp == modulePath+"/timeseries" || imp == modulePath+"/replset" {
+				t.Errorf("%s imports %s: it stands on model alone", p.PkgPath, imp)
 			}
 		}
 	}
