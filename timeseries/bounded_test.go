@@ -340,7 +340,7 @@ func planCharge(db *DB, coll string) int64 {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	var n int64
-	for _, s := range db.collections[coll].byID {
+	for _, s := range db.coll.byName[coll].byID {
 		n += seriesSnapBytes + 8*int64(len(s.buckets))
 		for _, b := range s.buckets {
 			cols := b.capture().cols

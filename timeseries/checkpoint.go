@@ -223,13 +223,13 @@ func (db *DB) idleSeq() uint64 {
 	now := db.opts.Now()
 	var seq uint64
 	keep := 0
-	for i, p := range db.captures {
+	for i, p := range db.mu.captures {
 		if now.Sub(p.at) >= db.opts.CheckpointInterval {
 			seq, keep = p.seq, i
 		}
 	}
-	db.captures = append(db.captures[:0], db.captures[keep:]...)
-	db.captures = append(db.captures, capturePoint{at: now, seq: db.writeSeq})
+	db.mu.captures = append(db.mu.captures[:0], db.mu.captures[keep:]...)
+	db.mu.captures = append(db.mu.captures, capturePoint{at: now, seq: db.mu.writeSeq})
 	return seq
 }
 
@@ -312,8 +312,8 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		db.noRoom.Store(true)
 		return fmt.Errorf("%w in %s: %s free, it will write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
 	}
-	if db.checkpointWrite != nil {
-		if err := db.checkpointWrite(); err != nil {
+	if db.hooks.checkpointWrite != nil {
+		if err := db.hooks.checkpointWrite(); err != nil {
 			return err
 		}
 	}
@@ -367,7 +367,7 @@ func (db *DB) captureCheckpoint() (*ckptRun, error) {
 	db.sealedSince.Store(0) // what is sealed now, the capture takes
 	idle := db.idleSeq()
 	db.sizeCapture(run)
-	for _, c := range db.byID {
+	for _, c := range db.mu.byID {
 		for _, s := range c.hot {
 			if !s.persisted {
 				run.newSeries = append(run.newSeries, seriesRec{seriesKey(c.id, s.id), s.metaKey, s})
@@ -404,7 +404,7 @@ func (db *DB) captureCheckpoint() (*ckptRun, error) {
 			c.dirty = false
 		}
 	}
-	run.st = checkpointState{segment: seg, nextColl: db.nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}
+	run.st = checkpointState{segment: seg, nextColl: db.mu.nextColl, nextSeries: db.mu.nextSeries, nextBucket: db.mu.nextBucket}
 	return run, nil
 }
 
@@ -416,7 +416,7 @@ func (db *DB) captureCheckpoint() (*ckptRun, error) {
 // references. DB.mu is held.
 func (db *DB) sizeCapture(run *ckptRun) {
 	hot, fields, openFields, present := 0, 0, 0, 0
-	for _, c := range db.byID {
+	for _, c := range db.mu.byID {
 		hot += len(c.hot)
 		for _, s := range c.hot {
 			for _, b := range s.buckets {
@@ -550,7 +550,7 @@ func (db *DB) releaseCheckpoint(run *ckptRun) {
 			b.snapshot, b.snapRows = true, len(w.cols.Times)
 			continue
 		}
-		c := db.byID[w.coll]
+		c := db.mu.byID[w.coll]
 		if c == nil {
 			continue
 		}
@@ -574,7 +574,7 @@ func (db *DB) releaseCheckpoint(run *ckptRun) {
 		}
 	}
 	db.headMem.Add(-freed)
-	for _, c := range db.byID {
+	for _, c := range db.mu.byID {
 		c.coolHot()
 	}
 }

@@ -17,6 +17,8 @@ import (
 // memory; a checkpoint writes buckets to Pebble and truncates the log.
 // docs/architecture.md describes the write, read and recovery paths.
 type DB struct {
+	// Set by Open and not changed after it (recovering: only while Open
+	// replays the log).
 	opts Options
 	lim  limits
 	log  *slog.Logger
@@ -25,8 +27,41 @@ type DB struct {
 	// storeFail watches the store's flushes and compactions for failures.
 	storeFail *storeFailures
 	// symbols caches decoded shared symbol blocks for reads; nil when off.
-	symbols *symbolCache
+	symbols    *symbolCache
+	recovering bool
+	// readOnly is set by Open on a full disk: Pebble writes to memory only
+	// (overlayFS), no checkpoint runs and every write is refused
+	// (checkWritable).
+	readOnly bool
+	encPool  sync.Pool // *recordEncoder
+	// querySlots holds a token per find or aggregate working now, at most
+	// Options.QueryConcurrency (acquireQuery).
+	querySlots chan struct{}
+	wake       chan struct{} // buffered(1): asks the checkpointer to run
+	stop       chan struct{}
+	done       chan struct{}
 
+	// The locks, in the order they are taken: a goroutine holding one
+	// takes only locks below it.
+	//
+	//	closing.Mutex          Close
+	//	maintMu                checkpoints, deletes, TTL and merge passes, DDL
+	//	plainState.mu          a plain collection's writers
+	//	cutMu                  writers (shared) against a checkpoint's cut
+	//	mu                     the catalog and the buckets in memory
+	//	coll, collection.lookupMu   lookups without mu (never held together)
+	//	leaf locks             seriesMatches.mu, symbolCache.mu,
+	//	                       storeFailures.mu, overlayFS.mu: nothing is
+	//	                       taken under them
+	//
+	// Fields below a lock are guarded by it; the atomics after them are
+	// read and written without one.
+
+	// closing serializes Close; err is what it returned.
+	closing struct {
+		sync.Mutex
+		err error
+	}
 	// maintMu serializes checkpoints, deletes, TTL passes, merge passes
 	// and catalog changes.
 	maintMu sync.Mutex
@@ -36,24 +71,32 @@ type DB struct {
 	// records before the cut.
 	cutMu sync.RWMutex
 	// mu guards the catalog and every bucket in memory (collection, series
-	// and memBucket fields).
-	mu sync.RWMutex
-	// collMu guards collections for lookup, which does not take mu: an
-	// insert finds its collection while another applies its batch.
-	// Writers of collections hold mu for writing, then collMu.
-	collMu      sync.RWMutex
-	collections map[string]*collection
-	byID        map[uint32]*collection
-	nextColl    uint32
-	nextSeries  uint64
-	nextBucket  uint64
-	writeSeq    uint64
-	// captures are the times and writeSeq of the recent checkpoint
-	// captures, oldest first, back to the newest one at least a
-	// CheckpointInterval old: an open bucket not written since that one is
-	// idle (idleSeq).
-	captures []capturePoint
-	headMem  atomic.Int64 // bytes held by buckets in memory
+	// and memBucket fields) and these.
+	mu struct {
+		sync.RWMutex
+		byID       map[uint32]*collection
+		nextColl   uint32
+		nextSeries uint64
+		nextBucket uint64
+		writeSeq   uint64
+		// captures are the times and writeSeq of the recent checkpoint
+		// captures, oldest first, back to the newest one at least a
+		// CheckpointInterval old: an open bucket not written since that
+		// one is idle (idleSeq).
+		captures []capturePoint
+		// sealScratch is sealForBudget's list of open buckets, kept
+		// between calls without its pointers.
+		sealScratch []*memBucket
+	}
+	// coll guards byName for lookup, which does not take mu: an insert
+	// finds its collection while another applies its batch. Writers of
+	// byName hold mu for writing, then coll.
+	coll struct {
+		sync.RWMutex
+		byName map[string]*collection
+	}
+
+	headMem atomic.Int64 // bytes held by buckets in memory
 	// sortedMem is the bytes of the sorted copies of open buckets that
 	// reads share (memBucket.sorted), bounded by MemoryBudget/8.
 	sortedMem atomic.Int64
@@ -66,6 +109,9 @@ type DB struct {
 	// checkpointer, so that the buckets are written while writers go on
 	// rather than when they must wait for memory (waitForMemory).
 	sealedSince atomic.Int64
+	// queryMem is the memory every find and aggregate holds, charged by
+	// their guards (scanGuard) against Options.QueryMemoryTotalBytes.
+	queryMem atomic.Int64
 	// expiredUnflushed is set when a TTL pass removed data since the last
 	// checkpoint (see persistCollection).
 	expiredUnflushed atomic.Bool
@@ -73,54 +119,34 @@ type DB struct {
 	// (collection.mergeMarks), so that a pass with nothing to do costs a
 	// load.
 	mergePending atomic.Bool
-	// mergeApplied, when set (tests), runs after a merge batch is applied
-	// and before the flush that makes it durable.
-	mergeApplied func()
-	// checkpointWrite, when set (tests), runs before a checkpoint applies
-	// its batch; an error fails the checkpoint there.
-	checkpointWrite func() error
-	// fieldTypesScan, when set (tests), runs before refreshFieldTypes reads
-	// the stored buckets.
-	fieldTypesScan func()
-	closed         atomic.Bool
-	recovering     bool // replaying the log in Open
-	// readOnly is set by Open on a full disk: Pebble writes to memory only
-	// (overlayFS), no checkpoint runs and every write is refused
-	// (checkWritable).
-	readOnly bool
-	// noRoom is set while checkpoints are skipped for lack of disk space
-	// (errNoRoom), so that writers waiting for memory give up.
-	noRoom atomic.Bool
-	// reclaim is what queries call when the total of query memory is
-	// taken (OnQueryMemoryFull).
-	reclaim atomic.Pointer[func(need int64) bool]
-	// roomNeed is the free space the last checkpoint skipped for lack of
-	// room measured it would take (0: none skipped since one succeeded).
-	roomNeed atomic.Int64
-
-	encPool sync.Pool // *recordEncoder
-	// sealScratch is sealForBudget's list of open buckets, kept between
-	// calls (under mu) without its pointers.
-	sealScratch []*memBucket
-
-	wake     chan struct{} // buffered(1): asks the checkpointer to run
-	stop     chan struct{}
-	done     chan struct{}
-	closeErr error
-	closeMu  sync.Mutex
-
-	// queryMem is the memory every find and aggregate holds, charged by
-	// their guards (scanGuard) against Options.QueryMemoryTotalBytes.
-	queryMem atomic.Int64
 	// mergeGen counts the merge batches applied (commitMerge): a plan
 	// that let go of DB.mu during its walk checks it (planScan).
 	mergeGen atomic.Uint64
-	// planYielded, when set (tests), runs each time a plan's walk has let
-	// go of DB.mu.
-	planYielded func()
-	// querySlots holds a token per find or aggregate working now, at most
-	// Options.QueryConcurrency (acquireQuery).
-	querySlots chan struct{}
+	closed   atomic.Bool
+	// noRoom is set while checkpoints are skipped for lack of disk space
+	// (errNoRoom), so that writers waiting for memory give up.
+	noRoom atomic.Bool
+	// roomNeed is the free space the last checkpoint skipped for lack of
+	// room measured it would take (0: none skipped since one succeeded).
+	roomNeed atomic.Int64
+	// reclaim is what queries call when the total of query memory is
+	// taken (OnQueryMemoryFull).
+	reclaim atomic.Pointer[func(need int64) bool]
+
+	// hooks are set by tests before the DB is used.
+	hooks struct {
+		// mergeApplied runs after a merge batch is applied and before
+		// the flush that makes it durable.
+		mergeApplied func()
+		// checkpointWrite runs before a checkpoint applies its batch; an
+		// error fails the checkpoint there.
+		checkpointWrite func() error
+		// fieldTypesScan runs before refreshFieldTypes reads the stored
+		// buckets.
+		fieldTypesScan func()
+		// planYielded runs each time a plan's walk has let go of DB.mu.
+		planYielded func()
+	}
 
 	stats struct {
 		// catalogCounts counts the counts answered from the catalog
@@ -186,10 +212,10 @@ func (db *DB) Stats() EngineStats {
 // Close writes a final checkpoint, stops the background work and closes the
 // store. Calling Close more than once is harmless.
 func (db *DB) Close() error {
-	db.closeMu.Lock()
-	defer db.closeMu.Unlock()
+	db.closing.Lock()
+	defer db.closing.Unlock()
 	if db.closed.Load() {
-		return db.closeErr
+		return db.closing.err
 	}
 	close(db.stop)
 	if !db.readOnly {
@@ -209,8 +235,8 @@ func (db *DB) Close() error {
 		db.log.Warn("store closed on a full disk", "err", perr)
 		perr = nil
 	}
-	db.closeErr = errors.Join(err, db.wal.Close(), perr)
-	return db.closeErr
+	db.closing.err = errors.Join(err, db.wal.Close(), perr)
+	return db.closing.err
 }
 
 // lookup returns the live collection called name.
@@ -218,9 +244,9 @@ func (db *DB) lookup(name string) (*collection, error) {
 	if db.closed.Load() {
 		return nil, ErrClosed
 	}
-	db.collMu.RLock()
-	c := db.collections[name]
-	db.collMu.RUnlock()
+	db.coll.RLock()
+	c := db.coll.byName[name]
+	db.coll.RUnlock()
 	if c == nil {
 		return nil, notFound(name)
 	}

@@ -334,7 +334,7 @@ func TestRollover(t *testing.T) {
 				}
 			}
 			db.mu.RLock()
-			s := db.collections["m"].series[`"a"`]
+			s := db.coll.byName["m"].series[`"a"`]
 			n := len(s.buckets)
 			open := 0
 			for _, b := range s.buckets {
@@ -378,14 +378,14 @@ func TestRollover(t *testing.T) {
 		db.mu.RLock()
 		defer db.mu.RUnlock()
 		var counts []int
-		for _, b := range db.collections["m"].series[`"count"`].buckets {
+		for _, b := range db.coll.byName["m"].series[`"count"`].buckets {
 			counts = append(counts, b.rows())
 		}
 		sort.Ints(counts)
 		if fmt.Sprint(counts) != "[500 1000 1000]" {
 			t.Fatalf("bucket sizes %v, want [500 1000 1000]", counts)
 		}
-		if n := len(db.collections["m"].series[`"size"`].buckets); n != 3 {
+		if n := len(db.coll.byName["m"].series[`"size"`].buckets); n != 3 {
 			t.Fatalf("50 kB rows: %d buckets, want 3 (two per 128000-byte bucket)", n)
 		}
 	})
@@ -569,7 +569,7 @@ func testSealForBudget(t *testing.T, rows int, keep int64) {
 	}
 	db.mu.Lock()
 	var held int64
-	for _, c := range db.byID {
+	for _, c := range db.mu.byID {
 		for _, s := range c.hot {
 			for _, b := range s.buckets {
 				held += b.mem
@@ -587,7 +587,7 @@ func testSealForBudget(t *testing.T, rows int, keep int64) {
 	var openMem, maxMem int64
 	var newestSealed, oldestOpen uint64 = 0, math.MaxUint64
 	open := 0
-	for _, c := range db.byID {
+	for _, c := range db.mu.byID {
 		for _, s := range c.hot {
 			for _, b := range s.buckets {
 				maxMem = max(maxMem, b.mem)

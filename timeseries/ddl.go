@@ -34,7 +34,7 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	db.mu.RLock()
-	old := db.collections[name]
+	old := db.coll.byName[name]
 	db.mu.RUnlock()
 	if old != nil {
 		if old.opts.Equal(opts) {
@@ -43,7 +43,7 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 		return false, mongoerr.New(mongoerr.NamespaceExists, "collection %q already exists with different options", name)
 	}
 	c := &collection{
-		id: db.nextColl, name: name, opts: opts,
+		id: db.mu.nextColl, name: name, opts: opts,
 		series:    make(map[string]*series),
 		oldestMin: math.MaxInt64, newMin: math.MaxInt64, // no bucket yet
 		fieldTypes: make(map[string]typeSet), created: db.opts.Now().UTC(),
@@ -55,15 +55,15 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 		c.nextIndexID = 1
 	}
 	c.compileRules()
-	if _, err := db.persistCollection(c, db.nextColl+1, nil); err != nil {
+	if _, err := db.persistCollection(c, db.mu.nextColl+1, nil); err != nil {
 		return false, err
 	}
 	db.mu.Lock()
-	db.nextColl++
-	db.collMu.Lock()
-	db.collections[name] = c
-	db.collMu.Unlock()
-	db.byID[c.id] = c
+	db.mu.nextColl++
+	db.coll.Lock()
+	db.coll.byName[name] = c
+	db.coll.Unlock()
+	db.mu.byID[c.id] = c
 	db.mu.Unlock()
 	return true, nil
 }
@@ -92,7 +92,7 @@ func (db *DB) persistCollection(c *collection, nextColl uint32, ch *catalogChang
 	}
 	db.mu.RLock()
 	rec, err := c.recordWith(ch)
-	st := checkpointState{nextColl: nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}
+	st := checkpointState{nextColl: nextColl, nextSeries: db.mu.nextSeries, nextBucket: db.mu.nextBucket}
 	db.mu.RUnlock()
 	if err != nil {
 		return false, err
@@ -233,10 +233,10 @@ func (db *DB) unlinkCollection(c *collection) bool {
 		}
 	}
 	c.dropped = true
-	db.collMu.Lock()
-	delete(db.collections, c.name)
-	db.collMu.Unlock()
-	delete(db.byID, c.id)
+	db.coll.Lock()
+	delete(db.coll.byName, c.name)
+	db.coll.Unlock()
+	delete(db.mu.byID, c.id)
 	db.headMem.Add(-mem)
 	db.seriesMem.Add(-smem)
 	return true
@@ -248,8 +248,8 @@ func (db *DB) ListCollections(ctx context.Context) ([]CollectionInfo, error) {
 		return nil, ErrClosed
 	}
 	db.mu.RLock()
-	names := make([]string, 0, len(db.collections))
-	for n := range db.collections {
+	names := make([]string, 0, len(db.coll.byName))
+	for n := range db.coll.byName {
 		names = append(names, n)
 	}
 	db.mu.RUnlock()
@@ -384,5 +384,5 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 func (db *DB) nextCollSnapshot() uint32 {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	return db.nextColl
+	return db.mu.nextColl
 }

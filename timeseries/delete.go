@@ -282,8 +282,8 @@ func (db *DB) refreshFieldTypes(c *collection, gone fieldTypeSet) error {
 	names := c.names
 	db.mu.RUnlock()
 	if len(gone) > 0 {
-		if db.fieldTypesScan != nil {
-			db.fieldTypesScan()
+		if db.hooks.fieldTypesScan != nil {
+			db.hooks.fieldTypesScan()
 		}
 		// Open-bucket snapshots are in memory: sealed buckets only.
 		p := collPrefix(spaceBucket, c.id)

@@ -210,11 +210,11 @@ func TestFailedCheckpointKeepsCount(t *testing.T) {
 	}
 	insert(800, 100) // in memory, from 8 h
 	failed := errors.New("store write failed")
-	db.checkpointWrite = func() error { return failed }
+	db.hooks.checkpointWrite = func() error { return failed }
 	if err := db.Checkpoint(); !errors.Is(err, failed) {
 		t.Fatalf("checkpoint: %v, want the write's failure", err)
 	}
-	db.checkpointWrite = nil
+	db.hooks.checkpointWrite = nil
 	n, err := db.Delete(ctx, "a", mustFilter(t, `{"t": {"$lt": {"$date": "2024-01-01T03:00:00Z"}}}`), DeleteOptions{})
 	if err != nil || n != 300 {
 		t.Fatalf("deleted %d, %v; want 300", n, err)

@@ -341,7 +341,7 @@ func TestCatalogChangeNeedsRoomForCheckpoint(t *testing.T) {
 			fmt.Fprintf(&b, "%s: %s %s\n", name, jsonString(t, info.Options), jsonString(t, ix))
 		}
 		f.db.mu.RLock()
-		fmt.Fprintf(&b, "rules %d, next index id %d", len(f.db.collections["m"].rules), f.db.collections["p"].nextIndexID)
+		fmt.Fprintf(&b, "rules %d, next index id %d", len(f.db.coll.byName["m"].rules), f.db.coll.byName["p"].nextIndexID)
 		f.db.mu.RUnlock()
 		return b.String()
 	}

@@ -33,7 +33,7 @@ func (db *DB) Targets(ctx context.Context) ([]ttl.Target, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	var out []ttl.Target
-	for _, c := range db.collections {
+	for _, c := range db.coll.byName {
 		for _, r := range c.plainRules {
 			out = append(out, ttl.Target{Collection: c.name, Index: r.index.spec.Name})
 		}

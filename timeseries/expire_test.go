@@ -568,7 +568,7 @@ func testExpireCountAfterCrash(t *testing.T, reopen bool) {
 		db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
 		db.mu.RLock()
 		snaps := 0
-		for _, s := range db.collections["s"].byID {
+		for _, s := range db.coll.byName["s"].byID {
 			for _, b := range s.buckets {
 				if b.snapshot {
 					snaps++
@@ -637,7 +637,7 @@ func TestRecountOutOfRangeOnOpen(t *testing.T) {
 		clock.Advance(time.Hour)
 	}
 	db.mu.RLock()
-	for _, s := range db.collections["s"].series {
+	for _, s := range db.coll.byName["s"].series {
 		if len(s.buckets) > 0 {
 			t.Fatalf("series %s keeps %d buckets in memory", s.metaKey, len(s.buckets))
 		}

@@ -227,7 +227,7 @@ func checkColumnRoom(t *testing.T, db *DB, n int) {
 	t.Helper()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	c := db.collections["iot"]
+	c := db.coll.byName["iot"]
 	rows, room := 0, 0
 	for _, s := range c.series {
 		for _, b := range s.buckets {
@@ -305,7 +305,7 @@ func BenchmarkCheckpointIdleFleet(b *testing.B) {
 	}
 	b.ReportMetric(float64(spent.Microseconds())/1000/float64(b.N), "ms/checkpoint")
 	db.mu.RLock()
-	b.ReportMetric(float64(len(db.collections["iot"].hot)), "hot-series")
+	b.ReportMetric(float64(len(db.coll.byName["iot"].hot)), "hot-series")
 	db.mu.RUnlock()
 }
 
@@ -344,7 +344,7 @@ func TestIdleBucketsSealedLoseNothing(t *testing.T) {
 	inMemory := func() (series, buckets, hot int) {
 		db.mu.RLock()
 		defer db.mu.RUnlock()
-		c := db.collections["m"]
+		c := db.coll.byName["m"]
 		for _, s := range c.series {
 			if len(s.buckets) > 0 {
 				series++

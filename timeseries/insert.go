@@ -383,10 +383,10 @@ func (db *DB) sealForBudget() {
 	defer db.mu.Unlock()
 	// The list is kept for the next call (a fleet's holds a few hundred
 	// thousand buckets), emptied of its pointers after each.
-	open := db.sealScratch[:0]
+	open := db.mu.sealScratch[:0]
 	var openMem int64
 	budget := db.bucketBudget()
-	for _, c := range db.byID {
+	for _, c := range db.mu.byID {
 		for _, s := range c.hot {
 			for _, b := range s.buckets {
 				if !b.sealed {
@@ -419,7 +419,7 @@ func (db *DB) sealForBudget() {
 		db.stats.sealedEarly.Add(1)
 	}
 	clear(open)
-	db.sealScratch = open[:0]
+	db.mu.sealScratch = open[:0]
 }
 
 // Under memory pressure the most recently written open buckets keep half
@@ -445,8 +445,8 @@ func (db *DB) apply(c *collection, groups []group) {
 		c.maxSpan = span
 		c.dirty = true
 	}
-	db.writeSeq++
-	seq := db.writeSeq
+	db.mu.writeSeq++
+	seq := db.mu.writeSeq
 	var added int64
 	for gi := range groups {
 		g := &groups[gi]
@@ -455,9 +455,9 @@ func (db *DB) apply(c *collection, groups []group) {
 			s = c.series[g.metaKey]
 		}
 		if s == nil {
-			s = &series{id: db.nextSeries, coll: c, metaKey: g.metaKey, storedMax: math.MinInt64}
+			s = &series{id: db.mu.nextSeries, coll: c, metaKey: g.metaKey, storedMax: math.MinInt64}
 			c.setSeriesTTL(s)
-			db.nextSeries++
+			db.mu.nextSeries++
 			c.addSeries(s)
 			c.markHot(s)
 			db.seriesMem.Add(seriesMem(s))
@@ -552,10 +552,10 @@ func (db *DB) bucketFor(c *collection, s *series, m *model.Measurement, sz int, 
 	if newest != nil {
 		s.rowsHint = int32(min(max(int(s.rowsHint), newest.rows()), db.lim.maxCount))
 	}
-	b := &memBucket{id: db.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: int(s.rowsHint), mem: memBucketMem}
+	b := &memBucket{id: db.mu.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: int(s.rowsHint), mem: memBucketMem}
 	c.oldestMin, c.newMin = min(c.oldestMin, b.minTime), min(c.newMin, b.minTime)
 	db.headMem.Add(memBucketMem)
-	db.nextBucket++
+	db.mu.nextBucket++
 	s.buckets = append(s.buckets, b)
 	c.markHot(s)
 	c.buckets++

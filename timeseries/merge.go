@@ -193,7 +193,7 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 	now := db.opts.Now()
 	db.mu.Lock()
 	db.mergePending.Store(false)
-	for _, c := range db.byID {
+	for _, c := range db.mu.byID {
 		if len(c.mergeMarks) == 0 {
 			continue
 		}
@@ -321,8 +321,8 @@ func (db *DB) commitMerge(c *collection, m *merger) (bool, error) {
 	// The new buckets' ids are taken now and persisted with the batch, so
 	// that no bucket made after a crash reuses one.
 	db.mu.Lock()
-	first := db.nextBucket
-	db.nextBucket += uint64(len(m.out))
+	first := db.mu.nextBucket
+	db.mu.nextBucket += uint64(len(m.out))
 	db.mu.Unlock()
 	for i, o := range m.out {
 		if err := batch.Set(bucketKey(spaceBucket, c.id, o.series, o.minTime, first+uint64(i)), o.data, nil); err != nil {
@@ -358,8 +358,8 @@ func (db *DB) commitMerge(c *collection, m *merger) (bool, error) {
 	c.dirty = true
 	db.mu.Unlock()
 	db.stats.merged.Add(m.removed)
-	if db.mergeApplied != nil {
-		db.mergeApplied()
+	if db.hooks.mergeApplied != nil {
+		db.hooks.mergeApplied()
 	}
 	return true, nil
 }
@@ -370,7 +370,7 @@ func (db *DB) storedState() (checkpointState, error) {
 	if errors.Is(err, pebble.ErrNotFound) {
 		db.mu.RLock()
 		defer db.mu.RUnlock()
-		return checkpointState{nextColl: db.nextColl, nextSeries: db.nextSeries, nextBucket: db.nextBucket}, nil
+		return checkpointState{nextColl: db.mu.nextColl, nextSeries: db.mu.nextSeries, nextBucket: db.mu.nextBucket}, nil
 	}
 	if err != nil {
 		return checkpointState{}, err

@@ -256,7 +256,7 @@ func TestMergeProperty(t *testing.T) {
 			}
 			inMem := 0
 			db.mu.RLock()
-			for _, s := range db.collections["m"].series {
+			for _, s := range db.coll.byName["m"].series {
 				for _, b := range s.buckets {
 					for _, tm := range b.cols.Times {
 						if tm >= cutoff {
@@ -316,7 +316,7 @@ type storedInfo struct {
 func storedBuckets(t *testing.T, db *DB) []storedInfo {
 	t.Helper()
 	db.mu.RLock()
-	c := db.collections["m"]
+	c := db.coll.byName["m"]
 	id, names := c.id, c.names
 	db.mu.RUnlock()
 	p := collPrefix(spaceBucket, id)
@@ -474,7 +474,7 @@ func TestMergeWaitsForRipeMarks(t *testing.T) {
 	marks := func() (n, young int) {
 		db.mu.RLock()
 		defer db.mu.RUnlock()
-		c := db.collections["m"]
+		c := db.coll.byName["m"]
 		for _, m := range c.mergeMarks {
 			if satAdd(m.hi, 2*c.opts.TimeSeries.Span()) >= c.newest {
 				young++
@@ -492,7 +492,7 @@ func TestMergeWaitsForRipeMarks(t *testing.T) {
 			t.Fatal(err)
 		}
 		left, _ := marks()
-		switch done := clock.Now().Sub(db.collections["m"].created) >= mergeWait; {
+		switch done := clock.Now().Sub(db.coll.byName["m"].created) >= mergeWait; {
 		case !done && left != young:
 			t.Fatalf("before mergeWait: %d marks left, want the %d young ones", left, young)
 		case done && left != 0:

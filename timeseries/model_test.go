@@ -544,7 +544,7 @@ func (r *modelRun) mergeCrash() {
 	db := r.db
 	if r.rng.IntN(2) == 0 {
 		r.note("checkpoint, merge, power cut between its batch and the flush")
-		db.mergeApplied = func() { r.fs.SetIgnoreSyncs(true) }
+		db.hooks.mergeApplied = func() { r.fs.SetIgnoreSyncs(true) }
 		db.MergeBuckets(ctx) // the error does not matter
 		r.fs.SetIgnoreSyncs(true)
 	} else {

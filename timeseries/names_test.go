@@ -42,7 +42,7 @@ func TestNameTable(t *testing.T) {
 	ab := FindOptions{Fields: []string{"a", "b"}, Filter: mustFilter(t, `{"ts": {"$lt": {"$date": "1970-01-01T02:30:00Z"}}}`)}
 	want := findRows(t, db, "m", ab)
 	db.mu.RLock()
-	names := slices.Clone(db.collections["m"].names)
+	names := slices.Clone(db.coll.byName["m"].names)
 	db.mu.RUnlock()
 	if !slices.Equal(names, []string{"b", "a"}) {
 		t.Fatalf("name table %q, want [b a] (first seen first)", names)
@@ -128,7 +128,7 @@ func TestNameTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.mu.RLock()
-	names = slices.Clone(db.collections["m"].names)
+	names = slices.Clone(db.coll.byName["m"].names)
 	db.mu.RUnlock()
 	if !slices.Equal(names, []string{"a", "b", "c"}) {
 		t.Fatalf("name table %q, want [a b c]", names)

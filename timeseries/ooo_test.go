@@ -106,7 +106,7 @@ func TestOutOfOrderBatchTable(t *testing.T) {
 func checkBuckets(t *testing.T, db *DB, name string) int {
 	t.Helper()
 	db.mu.RLock()
-	c := db.collections[name]
+	c := db.coll.byName[name]
 	span, rounding := c.opts.TimeSeries.Span(), c.opts.TimeSeries.Rounding()
 	n := 0
 	for _, s := range c.series {

@@ -39,23 +39,21 @@ func Open(opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{
-		opts:        opts,
-		lim:         limits{maxCount: opts.BucketMaxCount, maxBytes: opts.BucketMaxBytes, maxOpen: opts.MaxOpenBucketsPerSeries},
-		symbols:     newSymbolCacheOrNil(opts.SymbolCacheBytes),
-		log:         opts.Logger,
-		collections: make(map[string]*collection),
-		querySlots:  make(chan struct{}, opts.QueryConcurrency),
-		byID:        make(map[uint32]*collection),
-		nextColl:    1,
-		nextSeries:  1,
-		nextBucket:  1,
-		// Buckets loaded from snapshots have lastWrite 0: older than
-		// any capture (idleSeq).
-		writeSeq: 1,
-		wake:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		opts:       opts,
+		lim:        limits{maxCount: opts.BucketMaxCount, maxBytes: opts.BucketMaxBytes, maxOpen: opts.MaxOpenBucketsPerSeries},
+		symbols:    newSymbolCacheOrNil(opts.SymbolCacheBytes),
+		log:        opts.Logger,
+		querySlots: make(chan struct{}, opts.QueryConcurrency),
+		wake:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
 	}
+	db.coll.byName = make(map[string]*collection)
+	db.mu.byID = make(map[uint32]*collection)
+	db.mu.nextColl, db.mu.nextSeries, db.mu.nextBucket = 1, 1, 1
+	// Buckets loaded from snapshots have lastWrite 0: older than any
+	// capture (idleSeq).
+	db.mu.writeSeq = 1
 	db.encPool.New = func() any { return &recordEncoder{} }
 	if free := db.freeSpace(); opts.DiskReserve >= 0 && free >= 0 && free < opts.DiskReserve {
 		db.readOnly = true
@@ -244,7 +242,7 @@ func (db *DB) load() error {
 		if derr != nil {
 			return derr
 		}
-		db.nextColl, db.nextSeries, db.nextBucket = max(st.nextColl, 1), max(st.nextSeries, 1), max(st.nextBucket, 1)
+		db.mu.nextColl, db.mu.nextSeries, db.mu.nextBucket = max(st.nextColl, 1), max(st.nextSeries, 1), max(st.nextBucket, 1)
 	} else if !errors.Is(err, pebble.ErrNotFound) {
 		return err
 	}
@@ -262,11 +260,11 @@ func (db *DB) load() error {
 		if !r.CountExact && c.opts.TimeSeries != nil {
 			recount = append(recount, c)
 		}
-		db.collMu.Lock()
-		db.collections[c.name] = c
-		db.collMu.Unlock()
-		db.byID[c.id] = c
-		db.nextColl = max(db.nextColl, c.id+1)
+		db.coll.Lock()
+		db.coll.byName[c.name] = c
+		db.coll.Unlock()
+		db.mu.byID[c.id] = c
+		db.mu.nextColl = max(db.mu.nextColl, c.id+1)
 		return nil
 	}); err != nil {
 		return err
@@ -276,7 +274,7 @@ func (db *DB) load() error {
 		if len(k) != 13 {
 			return fmt.Errorf("%w: series key of %d bytes", ErrCorrupt, len(k))
 		}
-		c := db.byID[binary.BigEndian.Uint32(k[1:])]
+		c := db.mu.byID[binary.BigEndian.Uint32(k[1:])]
 		if c == nil {
 			return nil // left over from a dropped collection
 		}
@@ -286,7 +284,7 @@ func (db *DB) load() error {
 		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true, storedMax: math.MaxInt64}
 		c.addSeries(s)
 		db.seriesMem.Add(seriesMem(s))
-		db.nextSeries = max(db.nextSeries, s.id+1)
+		db.mu.nextSeries = max(db.mu.nextSeries, s.id+1)
 		return nil
 	}); err != nil {
 		return err
@@ -303,7 +301,7 @@ func (db *DB) load() error {
 		if err != nil {
 			return err
 		}
-		c := db.byID[kp.coll]
+		c := db.mu.byID[kp.coll]
 		if c == nil {
 			return nil
 		}
@@ -319,7 +317,7 @@ func (db *DB) load() error {
 		s.buckets = append(s.buckets, b)
 		c.markHot(s)
 		db.headMem.Add(b.mem)
-		db.nextBucket = max(db.nextBucket, kp.id+1)
+		db.mu.nextBucket = max(db.mu.nextBucket, kp.id+1)
 		return nil
 	})
 }
@@ -441,7 +439,7 @@ func (db *DB) recover() error {
 			if err != nil {
 				return fmt.Errorf("log record at %v: %w", pos, err)
 			}
-			c := db.byID[coll]
+			c := db.mu.byID[coll]
 			if c == nil || c.opts.TimeSeries == nil {
 				return nil // collection dropped after the write
 			}
@@ -459,7 +457,7 @@ func (db *DB) recover() error {
 			if err != nil {
 				return fmt.Errorf("log record at %v: %w", pos, err)
 			}
-			c := db.byID[d.coll]
+			c := db.mu.byID[d.coll]
 			if c == nil {
 				return nil
 			}

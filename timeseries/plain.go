@@ -286,7 +286,7 @@ func (db *DB) replayDocBatch(rec []byte) error {
 	if len(rec) < 4 {
 		return fmt.Errorf("%w: short document batch record", ErrCorrupt)
 	}
-	c := db.byID[binary.BigEndian.Uint32(rec)]
+	c := db.mu.byID[binary.BigEndian.Uint32(rec)]
 	if c == nil || c.plain == nil {
 		return nil // dropped after the write
 	}
@@ -300,7 +300,7 @@ func (db *DB) replayDocBatch(rec []byte) error {
 
 // initPlain reads the statistics of every plain collection after recovery.
 func (db *DB) initPlain() error {
-	for _, c := range db.byID {
+	for _, c := range db.mu.byID {
 		if c.plain == nil {
 			continue
 		}

@@ -558,7 +558,7 @@ func TestPlainIndexBuildDuringWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	overlapped := make(chan error, 1)
-	gate := &buildGate{Context: ctx, mu: &db.collections["p"].plain.mu,
+	gate := &buildGate{Context: ctx, mu: &db.coll.byName["p"].plain.mu,
 		write: func() { overlapped <- insertDuringBuild(db, document.Doc{"_id": int64(-1), "k": int64(5)}) }}
 	// Writers insert and update all along; once the build is done, each
 	// makes afterBuild more writes, through the index, and stops.

@@ -280,8 +280,8 @@ func (db *DB) planWalk(p *scanPlan, c *collection, list []*series, now time.Time
 			// leaving memory meanwhile is read from the snapshot taken
 			// after the walk).
 			db.mu.RUnlock()
-			if db.planYielded != nil {
-				db.planYielded()
+			if db.hooks.planYielded != nil {
+				db.hooks.planYielded()
 			}
 			db.mu.RLock()
 			if c.dropped {

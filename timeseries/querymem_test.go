@@ -206,14 +206,14 @@ func TestPlanRetriesAfterMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	merged := false
-	db.planYielded = func() {
+	db.hooks.planYielded = func() {
 		if !merged {
 			merged = true
 			db.mergeGen.Add(1) // as commitMerge does
 		}
 	}
 	rows := findRows(t, db, "m", FindOptions{Sort: SortAscending})
-	db.planYielded = nil
+	db.hooks.planYielded = nil
 	if db.stats.planRetries.Load() != 1 {
 		t.Fatalf("%d plan retries, want 1", db.stats.planRetries.Load())
 	}

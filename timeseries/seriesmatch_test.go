@@ -43,7 +43,7 @@ func TestSeriesMatchCache(t *testing.T) {
 		}
 	}
 	db.mu.RLock()
-	entries := len(db.collections["m"].matches.entries)
+	entries := len(db.coll.byName["m"].matches.entries)
 	db.mu.RUnlock()
 	if entries != 2 {
 		t.Fatalf("%d cache entries, want 2", entries)
@@ -91,7 +91,7 @@ func TestMatchingSeriesProperty(t *testing.T) {
 	for round := 0; round < 20; round++ {
 		db := openTest(t, t.TempDir(), nil)
 		mustCreate(t, db, "p", model.TimeSeriesOptions{TimeField: "ts", MetaField: "m"})
-		c := db.collections["p"]
+		c := db.coll.byName["p"]
 		ts := c.opts.TimeSeries
 		for step := 0; step < 6; step++ {
 			var ms []model.Measurement

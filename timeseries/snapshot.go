@@ -52,7 +52,7 @@ func (db *DB) CheckpointTo(dir string) error {
 		// checkpoint captured the buckets, Pebble holds every write.
 		db.cutMu.Lock()
 		db.mu.RLock()
-		quiet := len(db.captures) > 0 && db.captures[len(db.captures)-1].seq == db.writeSeq
+		quiet := len(db.mu.captures) > 0 && db.mu.captures[len(db.mu.captures)-1].seq == db.mu.writeSeq
 		db.mu.RUnlock()
 		if !quiet {
 			db.cutMu.Unlock()
@@ -181,11 +181,11 @@ func (db *DB) ReplaceFrom(dir string) error {
 	// The store holds the new content; memory is rebuilt from it as Open
 	// builds it.
 	db.mu.Lock()
-	db.collMu.Lock()
-	db.collections = make(map[string]*collection)
-	db.collMu.Unlock()
-	db.byID = make(map[uint32]*collection)
-	db.nextColl, db.nextSeries, db.nextBucket = max(st.nextColl, 1), max(st.nextSeries, 1), max(st.nextBucket, 1)
+	db.coll.Lock()
+	db.coll.byName = make(map[string]*collection)
+	db.coll.Unlock()
+	db.mu.byID = make(map[uint32]*collection)
+	db.mu.nextColl, db.mu.nextSeries, db.mu.nextBucket = max(st.nextColl, 1), max(st.nextSeries, 1), max(st.nextBucket, 1)
 	db.headMem.Store(0)
 	db.seriesMem.Store(0)
 	db.sealedSince.Store(0)

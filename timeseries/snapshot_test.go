@@ -202,8 +202,8 @@ func TestExternalLog(t *testing.T) {
 }
 
 // TestLookupsRaceReplaceFrom: inserts and describes look collections up
-// without DB.mu (collMu) while ReplaceFrom swaps the collection map; under
-// the race detector a swap without collMu fails the test. Every insert
+// without DB.mu (DB.coll) while ReplaceFrom swaps the collection map; under
+// the race detector a swap without DB.coll fails the test. Every insert
 // stores its rows, before or after a restore.
 func TestLookupsRaceReplaceFrom(t *testing.T) {
 	a := openTest(t, t.TempDir(), nil)

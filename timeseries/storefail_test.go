@@ -81,13 +81,13 @@ func TestStoreFailuresPacedAndCloseGivesUp(t *testing.T) {
 	// memtables are full, a write would wait for ever): it captures
 	// nothing.
 	db.mu.RLock()
-	captures := len(db.captures)
+	captures := len(db.mu.captures)
 	db.mu.RUnlock()
 	if err := db.Checkpoint(); err == nil || !strings.Contains(err.Error(), "cannot write its files") {
 		t.Fatalf("Checkpoint = %v, want the store's failure", err)
 	}
 	db.mu.RLock()
-	captured := len(db.captures) - captures
+	captured := len(db.mu.captures) - captures
 	db.mu.RUnlock()
 	if captured != 0 {
 		t.Fatalf("a checkpoint on a failing store captured memory (%d captures)", captured)

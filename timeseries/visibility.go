@@ -20,8 +20,8 @@ import (
 // collection after recovery.
 func (db *DB) initExpiry() error {
 	db.mu.Lock()
-	colls := make([]*collection, 0, len(db.collections))
-	for _, c := range db.collections {
+	colls := make([]*collection, 0, len(db.coll.byName))
+	for _, c := range db.coll.byName {
 		c.compileRules()
 		colls = append(colls, c)
 	}

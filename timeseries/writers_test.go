@@ -102,7 +102,7 @@ func TestDeleteFieldTypesWithWriters(t *testing.T) {
 	}
 
 	scanning, resume := make(chan struct{}), make(chan struct{})
-	db.fieldTypesScan = func() {
+	db.hooks.fieldTypesScan = func() {
 		close(scanning)
 		<-resume
 	}
@@ -225,7 +225,7 @@ func TestMemoryWaitNoFalseDiskFull(t *testing.T) {
 }
 
 // TestInsertsRaceDDL: inserts look up their collection, options and series
-// without DB.mu (collMu, lookupMu) while collMod changes the options, new
+// without DB.mu (DB.coll, lookupMu) while collMod changes the options, new
 // series are added, and other collections are created and dropped. Under
 // the race detector a read of these without its lock fails the test; every
 // insert either stores all its rows or (the dropped collection) finds no
