@@ -342,12 +342,11 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 	if err != nil {
 		return nil, err
 	}
-	if err := db.acquireQuery(ctx); err != nil {
+	guard, end, err := db.startQuery(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer db.releaseQuery()
-	guard := db.newQueryGuard(ctx)
-	defer guard.finish() // also when planning fails
+	defer end() // also when planning fails
 	a, err := db.aggregate(ctx, c, name, opts, funcs, win, guard)
 	if err != nil {
 		return nil, err

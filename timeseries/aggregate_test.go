@@ -27,92 +27,13 @@ type oracleCell struct {
 }
 
 // aggregateOracle computes an aggregate with a plain loop over the raw
-// measurements: every row the filter matches, one cell per group, window
-// and field. The result maps "window group" to the cells of fields.
+// measurements (calendarOracle): every row the filter matches, one cell
+// per group, window and field. The result maps "window group" to the
+// cells of fields.
 func aggregateOracle(ms []model.Measurement, ts model.TimeSeriesOptions, o AggregateOptions, fields []string) map[string][]oracleCell {
 	out := map[string][]oracleCell{}
-	doc := map[string]any{}
-	width := int64(o.Window)
-	origin := int64(0)
-	if !o.Origin.IsZero() {
-		origin = o.Origin.UnixNano()
-	}
-	for _, m := range ms {
-		clear(doc)
-		doc[ts.TimeField] = time.Unix(0, m.Time).UTC()
-		if m.Meta != nil {
-			doc[ts.MetaField] = m.Meta
-		}
-		for _, f := range m.Fields {
-			doc[f.Name] = f.Value.Interface()
-		}
-		if o.Filter != nil && !o.Filter.Match(doc) {
-			continue
-		}
-		group := ""
-		if !o.Ungrouped {
-			var v any = m.Meta
-			if o.GroupBy != "" && o.GroupBy != ts.MetaField {
-				for _, part := range strings.Split(strings.TrimPrefix(o.GroupBy, ts.MetaField+"."), ".") {
-					mm, _ := v.(map[string]any)
-					v = mm[part]
-				}
-			}
-			s, err := model.CanonicalMeta(v)
-			if err != nil {
-				panic(err)
-			}
-			group = s
-		}
-		off := m.Time - origin
-		w := off / width
-		if off%width < 0 {
-			w--
-		}
-		key := fmt.Sprint(w*width+origin, " ", group)
-		cells := out[key]
-		if cells == nil {
-			cells = make([]oracleCell, len(fields))
-			for i := range cells {
-				cells[i].min, cells[i].max = math.NaN(), math.NaN()
-			}
-			out[key] = cells
-		}
-		for i, name := range fields {
-			var v float64
-			found := false
-			for _, f := range m.Fields {
-				if f.Name != name {
-					continue
-				}
-				switch f.Value.Kind {
-				case model.KindFloat:
-					v, found = f.Value.F, true
-				case model.KindInt:
-					v, found = float64(f.Value.I), true
-				}
-			}
-			if !found {
-				continue
-			}
-			c := &cells[i]
-			if c.count == 0 || m.Time < c.firstT {
-				c.firstT, c.first = m.Time, v
-			}
-			if c.count == 0 || m.Time > c.lastT {
-				c.lastT, c.last = m.Time, v
-			}
-			c.count++
-			c.sum += v
-			if !math.IsNaN(v) {
-				if math.IsNaN(c.min) || v < c.min {
-					c.min = v
-				}
-				if math.IsNaN(c.max) || v > c.max {
-					c.max = v
-				}
-			}
-		}
+	for k, row := range calendarOracle(ms, ts, o, fields) {
+		out[k] = row.cells
 	}
 	return out
 }
@@ -216,7 +137,7 @@ func TestAggregateOracle(t *testing.T) {
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
 			db.mu.Lock()
-			for _, s := range db.collections["m"].series {
+			for _, s := range db.coll.byName["m"].series {
 				for _, b := range s.buckets {
 					db.seal(b)
 				}
@@ -227,7 +148,7 @@ func TestAggregateOracle(t *testing.T) {
 			}
 			db.mu.RLock()
 			inMem := 0
-			for _, s := range db.collections["m"].series {
+			for _, s := range db.coll.byName["m"].series {
 				inMem += len(s.buckets)
 			}
 			db.mu.RUnlock()
@@ -402,7 +323,7 @@ func TestAggregateUnorderedOpenBuckets(t *testing.T) {
 	unordered := 0
 	db.mu.RLock()
 	buckets := 0
-	for _, s := range db.collections["m"].series {
+	for _, s := range db.coll.byName["m"].series {
 		buckets += len(s.buckets)
 		if b := s.buckets[0]; b.unordered && !b.sealed {
 			unordered++
@@ -459,7 +380,7 @@ func TestAggregateUnorderedOpenBuckets(t *testing.T) {
 	}
 	// Sealing sorts every bucket's rows, stably.
 	db.mu.Lock()
-	for _, s := range db.collections["m"].series {
+	for _, s := range db.coll.byName["m"].series {
 		for _, b := range s.buckets {
 			db.seal(b)
 		}

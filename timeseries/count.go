@@ -30,12 +30,11 @@ func (db *DB) Count(ctx context.Context, name string, f *partialfilter.Filter) (
 		}
 		return n, err
 	}
-	if err := db.acquireQuery(ctx); err != nil {
+	guard, end, err := db.startQuery(ctx)
+	if err != nil {
 		return 0, err
 	}
-	defer db.releaseQuery()
-	guard := db.newQueryGuard(ctx)
-	defer guard.finish()
+	defer end() // also when planning fails
 	opts := AggregateOptions{Filter: f, WholeRange: true, Ungrouped: true, CountDocs: true, Fields: []string{}}
 	a, err := db.aggregate(ctx, c, name, opts, []AggFunc{AggCount}, windowing{whole: true}, guard)
 	if err != nil {

@@ -44,13 +44,12 @@ func (db *DB) DistinctMeta(ctx context.Context, name, path string, f *partialfil
 	if err != nil {
 		return nil, err
 	}
-	if err := db.acquireQuery(ctx); err != nil {
+	guard, end, err := db.startQuery(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer db.releaseQuery()
+	defer end()
 	db.stats.distincts.Add(1)
-	guard := db.newQueryGuard(ctx)
-	defer guard.finish()
 	plan := &scanPlan{unordered: true}
 	defer plan.close()
 	d := &distinct{seen: map[string]struct{}{}, pending: map[uint64][]string{}}

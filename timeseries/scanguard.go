@@ -106,6 +106,20 @@ func (db *DB) newQueryGuard(ctx context.Context) *scanGuard {
 	return g
 }
 
+// startQuery takes a query slot (acquireQuery) and a guard of its memory
+// for a query answered within the call (an aggregate, a count, a
+// distinct); end gives both back.
+func (db *DB) startQuery(ctx context.Context) (guard *scanGuard, end func(), err error) {
+	if err := db.acquireQuery(ctx); err != nil {
+		return nil, nil, err
+	}
+	guard = db.newQueryGuard(ctx)
+	return guard, func() {
+		guard.finish()
+		db.releaseQuery()
+	}, nil
+}
+
 // maxReclaims bounds how often one charge asks for memory back.
 const maxReclaims = 64
 
