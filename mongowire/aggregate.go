@@ -316,7 +316,7 @@ func (s *Server) aggregateCollection(ctx context.Context, name string, info time
 		var n int64
 		if !empty {
 			var err error
-			if n, err = s.countMatching(ctx, name, info, filter, a.skip, a.limit); err != nil {
+			if n, err = s.db.Count(ctx, name, filter, timeseries.CountOptions{Skip: a.skip, Limit: a.limit}); err != nil {
 				return nil, err
 			}
 		}

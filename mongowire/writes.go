@@ -1,7 +1,6 @@
 package mongowire
 
 import (
-	"context"
 	"errors"
 	"math"
 	"slices"
@@ -73,14 +72,10 @@ func cmdCount(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := s.db.DescribeShallow(cmd.ctx, name)
+	n, err := s.db.Count(cmd.ctx, name, filter, timeseries.CountOptions{Skip: skip, Limit: limit})
 	if isNotFound(err) {
 		return bson.D{{Key: "n", Value: int32(0)}}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.countMatching(cmd.ctx, name, info, filter, skip, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -424,44 +419,4 @@ func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any) (ti
 		return none, err
 	}
 	return s.w.Update(cmd.ctx, name, timeseries.Update{Filter: f, Operators: up, Multi: multi})
-}
-
-// countMatching counts the documents of a collection that match filter
-// (nil: all), after skip, at most limit (0: no limit).
-func (s *Server) countMatching(ctx context.Context, name string, info timeseries.CollectionInfo, filter *partialfilter.Filter, skip, limit int64) (int64, error) {
-	var n int64
-	if info.Options.TimeSeries != nil && limit == 0 {
-		// The engine's count: from the catalog when nothing can have
-		// expired, else by reading times and headers only.
-		n, err := s.db.Count(ctx, name, filter)
-		return max(n-skip, 0), err
-	}
-	if info.Options.TimeSeries != nil {
-		opts := timeseries.FindOptions{Filter: filter, Fields: []string{}, OmitTime: true}
-		if limit > 0 {
-			opts.Limit = skip + limit
-		}
-		cur, err := s.db.Find(ctx, name, opts)
-		if err != nil {
-			return 0, err
-		}
-		for cur.Next() {
-			n += cur.Record().NumRows()
-		}
-		err = cur.Err()
-		cur.Close()
-		if err != nil {
-			return 0, err
-		}
-		n = max(n-skip, 0)
-		if limit > 0 {
-			n = min(n, limit)
-		}
-	} else {
-		q := timeseries.DocQuery{Filter: filter, Skip: skip, Limit: limit}
-		if _, err := s.db.FindDocuments(ctx, name, q, func(document.Doc) error { n++; return nil }); err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
 }

@@ -3,27 +3,79 @@ package timeseries
 import (
 	"context"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/ttl"
 )
 
-// Count returns the number of measurements of time-series collection name
-// that f matches (nil: all), as a find of f would return them: expired
-// measurements are not counted. With no filter it is the collection's
-// count of measurements (CollectionInfo.Count) when nothing in the
-// collection can have expired at the read's time (no TTL rule, expiry
-// suspended by out-of-range data, or every rule's cutoff at or before the
-// oldest bucket's start); otherwise the measurements are counted a chunk
-// of series at a time (seriesStream), stored buckets whose rows all lie in
+// CountOptions are a count's skip and limit, as MongoDB's count and
+// countDocuments take them.
+type CountOptions struct {
+	// Skip is the number of matching measurements or documents passed
+	// over before counting.
+	Skip int64
+	// Limit bounds the count; 0 means no limit.
+	Limit int64
+}
+
+// Count returns the number of measurements (a time-series collection) or
+// documents (a plain one) of collection name that f matches (nil: all), as
+// a find of f would return them, after o.Skip, at most o.Limit: expired
+// measurements and documents are not counted.
+//
+// On a time series, without a filter it is the collection's count of
+// measurements (CollectionInfo.Count) when nothing in the collection can
+// have expired at the read's time (no TTL rule, expiry suspended by
+// out-of-range data, or every rule's cutoff at or before the oldest
+// bucket's start); otherwise the measurements are counted a chunk of
+// series at a time (seriesStream), stored buckets whose rows all lie in
 // the range from their headers, others from their times alone (and the
 // fields f names, when it has conditions on them): what it holds does not
-// grow with the number of series.
-func (db *DB) Count(ctx context.Context, name string, f *partialfilter.Filter) (int64, error) {
+// grow with the number of series. With a limit, a find reads at most
+// Skip+Limit measurements instead.
+func (db *DB) Count(ctx context.Context, name string, f *partialfilter.Filter, o CountOptions) (int64, error) {
+	if o.Skip < 0 || o.Limit < 0 {
+		return 0, mongoerr.New(mongoerr.BadValue, "a count's skip and limit must not be negative")
+	}
 	c, err := db.lookup(name)
 	if err != nil {
 		return 0, err
 	}
+	var n int64
+	switch {
+	case c.plain != nil:
+		q := DocQuery{Filter: f, Skip: o.Skip, Limit: o.Limit}
+		_, err := db.FindDocuments(ctx, name, q, func(document.Doc) error { n++; return nil })
+		return n, err
+	case o.Limit > 0:
+		n, err = db.countFound(ctx, name, f, o.Skip+o.Limit)
+	default:
+		n, err = db.countAll(ctx, c, name, f)
+	}
+	n = max(n-o.Skip, 0)
+	if o.Limit > 0 {
+		n = min(n, o.Limit)
+	}
+	return n, err
+}
+
+// countFound counts the measurements a find of f returns, up to limit.
+func (db *DB) countFound(ctx context.Context, name string, f *partialfilter.Filter, limit int64) (int64, error) {
+	cur, err := db.Find(ctx, name, FindOptions{Filter: f, Fields: []string{}, OmitTime: true, Limit: limit})
+	if err != nil {
+		return 0, err
+	}
+	defer cur.Close()
+	var n int64
+	for cur.Next() {
+		n += cur.Record().NumRows()
+	}
+	return n, cur.Err()
+}
+
+// countAll is Count of a time series without a limit.
+func (db *DB) countAll(ctx context.Context, c *collection, name string, f *partialfilter.Filter) (int64, error) {
 	if n, ok, err := db.catalogCount(c, name, f); ok || err != nil {
 		if ok {
 			db.stats.catalogCounts.Add(1)

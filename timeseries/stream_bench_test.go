@@ -69,10 +69,10 @@ func benchmarkReadsManySeries(b *testing.B, n int, stored bool) {
 			}
 			return rows, cur.Err()
 		}, 1},
-		{"count-all", func() (int64, error) { return db.Count(ctx, "iot", nil) }, int64(2 * n)},
-		{"count-site", func() (int64, error) { return db.Count(ctx, "iot", site7) }, int64(2 * n / 100)},
+		{"count-all", func() (int64, error) { return db.Count(ctx, "iot", nil, CountOptions{}) }, int64(2 * n)},
+		{"count-site", func() (int64, error) { return db.Count(ctx, "iot", site7, CountOptions{}) }, int64(2 * n / 100)},
 		{"count-range", func() (int64, error) {
-			return db.Count(ctx, "iot", f(`{"time": {"$gte": {"$date": "2024-01-01T00:00:05Z"}}}`))
+			return db.Count(ctx, "iot", f(`{"time": {"$gte": {"$date": "2024-01-01T00:00:05Z"}}}`), CountOptions{})
 		}, int64(n)},
 		{"distinct-site", func() (int64, error) {
 			vs, err := db.DistinctMeta(ctx, "iot", "sensor.site", nil)

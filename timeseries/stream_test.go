@@ -271,7 +271,7 @@ func TestSeriesReadsOracle(t *testing.T) {
 			}
 			want := o.visible(f)
 			name := fmt.Sprintf("%s: filter %s", pass, src)
-			n, err := db.Count(ctx, "m", f)
+			n, err := db.Count(ctx, "m", f, CountOptions{})
 			if err != nil || n != int64(len(want)) {
 				t.Fatalf("%s: count %d, %v; want %d", name, n, err, len(want))
 			}
@@ -410,7 +410,7 @@ func TestReadsOfManySeries(t *testing.T) {
 	}
 
 	before := db.stats.catalogCounts.Load()
-	if c, err := db.Count(ctx, "iot", nil); err != nil || c != rows || db.stats.catalogCounts.Load() != before+1 {
+	if c, err := db.Count(ctx, "iot", nil, CountOptions{}); err != nil || c != rows || db.stats.catalogCounts.Load() != before+1 {
 		t.Fatalf("count: %d, %v, from the catalog %v; want %d from it", c, err, db.stats.catalogCounts.Load() != before, rows)
 	}
 	site7 := mustFilter(t, `{"sensor.site": "site-7"}`)
@@ -418,11 +418,11 @@ func TestReadsOfManySeries(t *testing.T) {
 	for i := 7; i < n; i += 100 {
 		wantSite7 += int64(rowsOf(i))
 	}
-	if c, err := db.Count(ctx, "iot", site7); err != nil || c != wantSite7 {
+	if c, err := db.Count(ctx, "iot", site7, CountOptions{}); err != nil || c != wantSite7 {
 		t.Fatalf("count of site-7: %d, %v; want %d", c, err, wantSite7)
 	}
 	late := mustFilter(t, `{"time": {"$gte": {"$date": "2024-01-01T00:00:10Z"}}}`)
-	if c, err := db.Count(ctx, "iot", late); err != nil || c != int64(n+n/10) {
+	if c, err := db.Count(ctx, "iot", late, CountOptions{}); err != nil || c != int64(n+n/10) {
 		t.Fatalf("count of the later points: %d, %v; want %d", c, err, n+n/10)
 	}
 	sites, err := db.DistinctMeta(ctx, "iot", "sensor.site", nil)
@@ -546,14 +546,14 @@ func TestCountSuspendedExpiry(t *testing.T) {
 	insertMeasurements(t, db, "s", []model.Measurement{{Time: time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), Meta: "old",
 		Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}})
 	before := db.stats.catalogCounts.Load()
-	if n, err := db.Count(ctx, "s", nil); err != nil || n != 361 || db.stats.catalogCounts.Load() != before+1 {
+	if n, err := db.Count(ctx, "s", nil, CountOptions{}); err != nil || n != 361 || db.stats.catalogCounts.Load() != before+1 {
 		t.Fatalf("count while expiry is suspended: %d, %v, from the catalog %v; want 361 from it", n, err, db.stats.catalogCounts.Load() != before)
 	}
 	if _, err := db.Delete(ctx, "s", mustFilter(t, `{"sensor": "old"}`), DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	before = db.stats.catalogCounts.Load()
-	if n, err := db.Count(ctx, "s", nil); err != nil || n != 120 || db.stats.catalogCounts.Load() != before {
+	if n, err := db.Count(ctx, "s", nil, CountOptions{}); err != nil || n != 120 || db.stats.catalogCounts.Load() != before {
 		t.Fatalf("count with expiry on: %d, %v, from the catalog %v; want 120 by reading", n, err, db.stats.catalogCounts.Load() != before)
 	}
 	if n := len(findRows(t, db, "s", FindOptions{})); n != 120 {
