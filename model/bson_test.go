@@ -108,12 +108,33 @@ func TestBSONDecoderAgrees(t *testing.T) {
 	}
 }
 
+// TestValidateBSONMalformed: elements whose inner lengths are wrong are
+// refused, not read (bsoncore's Value.Validate lets them through, and its
+// readers panic on them).
+func TestValidateBSONMalformed(t *testing.T) {
+	for name, doc := range map[string]string{
+		// A DBPointer whose namespace length runs past the element.
+		"dbpointer": ":\x00\x00\x00\x0e000\x00\x02\x00\x00\x0000\r00\x00\x02\x00\x00\x0000\f0000\x00\x00\x00\x00\x000000000000000000000000\x00",
+		// A regular expression whose options end at the document's end.
+		"regex": "\x0b\x00\x00\x00\x0br\x00a\x00i\x00",
+		// A string of length 0: not even its NUL.
+		"string": "\x0c\x00\x00\x00\x02s\x00\x00\x00\x00\x00\x00",
+	} {
+		if err := ValidateBSON(bsoncore.Document(doc)); err == nil {
+			t.Errorf("%s: %q accepted", name, doc)
+		}
+	}
+}
+
 func FuzzBSONDecoder(f *testing.F) {
 	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, d := range []bson.D{
 		{{Key: "ts", Value: at}, {Key: "sensor", Value: bson.D{{Key: "id", Value: "s1"}}}, {Key: "temp", Value: 21.5}, {Key: "n", Value: int32(3)}},
 		{{Key: "ts", Value: at}, {Key: "sensor", Value: "s"}, {Key: "a", Value: 1.0}, {Key: "a", Value: "x"}},
 		{{Key: "_id", Value: bson.NewObjectID()}, {Key: "ts", Value: at}, {Key: "v", Value: bson.D{{Key: "x", Value: true}}}},
+		// Every kind of string ValidateBSON reads.
+		{{Key: "ts", Value: at}, {Key: "r", Value: bson.Regex{Pattern: "a.*", Options: "i"}}, {Key: "c", Value: bson.CodeWithScope{Code: "f()", Scope: bson.D{{Key: "q", Value: "w"}}}}},
+		{{Key: "ts", Value: at}, {Key: "sym", Value: bson.Symbol("s")}, {Key: "js", Value: bson.JavaScript("x")}, {Key: "p", Value: bson.DBPointer{DB: "n.c", Pointer: bson.NewObjectID()}}},
 	} {
 		raw, err := bson.Marshal(d)
 		if err != nil {
@@ -125,4 +146,23 @@ func FuzzBSONDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkConverterAgrees(t, c, raw)
 	})
+}
+
+// BenchmarkValidateBSON: the check every document of a message gets, on
+// the iot shape of the MongoDB benchmarks ({ts, sensor: {id, region},
+// temp, hum, battery}).
+func BenchmarkValidateBSON(b *testing.B) {
+	d, err := bson.Marshal(bson.D{{Key: "ts", Value: bson.DateTime(1700000000000)},
+		{Key: "sensor", Value: bson.D{{Key: "id", Value: "s0042"}, {Key: "region", Value: "eu-west"}}},
+		{Key: "temp", Value: 21.5}, {Key: "hum", Value: 40.25}, {Key: "battery", Value: int32(87)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(d)))
+	for b.Loop() {
+		if err := ValidateBSON(d); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -114,6 +115,9 @@ func ValueFromBSON(key string, v bsoncore.Value, depth int) (any, error) {
 // InvalidBSON (22) naming the field; other faults are plain errors.
 func ValidateBSON(doc bsoncore.Document) error {
 	err := validateBSON(doc, 0)
+	if err == nil {
+		return nil
+	}
 	var bad *badUTF8
 	if errors.As(err, &bad) {
 		return mongoerr.New(mongoerr.InvalidBSON, "Invalid UTF-8 string in BSON document: %v", err)
@@ -143,16 +147,22 @@ func validateBSON(doc bsoncore.Document, depth int) error {
 	}
 	rem := doc[4 : len(doc)-1]
 	for len(rem) > 0 {
-		el, r, ok := bsoncore.ReadElement(rem)
+		// The element read in place: its key is not copied into a string
+		// (named only in an error) and its value is read once.
+		n := bytes.IndexByte(rem[1:], 0)
+		if n < 0 {
+			return errors.New("malformed element")
+		}
+		keyBytes := rem[1 : 1+n]
+		v, r, ok := bsoncore.ReadValue(rem[2+n:], bsoncore.Type(rem[0]))
 		if !ok {
 			return errors.New("malformed element")
 		}
 		rem = r
-		key := el.Key()
-		if !utf8.ValidString(key) {
-			return &badUTF8{what: fmt.Sprintf("field name %q", key)}
+		if !utf8.Valid(keyBytes) {
+			return &badUTF8{what: fmt.Sprintf("field name %q", keyBytes)}
 		}
-		v := el.Value()
+		key := unsafeString(keyBytes)
 		switch v.Type {
 		case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
 			if err := validateBSON(bsoncore.Document(v.Data), depth+1); err != nil {
@@ -174,12 +184,19 @@ func validateBSON(doc bsoncore.Document, depth int) error {
 				return &badUTF8{what: fmt.Sprintf("the string of field %q", key)}
 			}
 		case bsoncore.TypeRegex:
-			p, o := v.Regex()
+			p, o, ok := v.RegexOK()
+			if !ok {
+				return fmt.Errorf("element %q: invalid regular expression", key)
+			}
 			if !utf8.ValidString(p) || !utf8.ValidString(o) {
 				return &badUTF8{what: fmt.Sprintf("the regular expression of field %q", key)}
 			}
 		case bsoncore.TypeDBPointer:
-			if ns, _ := v.DBPointer(); !utf8.ValidString(ns) {
+			ns, _, ok := v.DBPointerOK()
+			if !ok {
+				return fmt.Errorf("element %q: invalid DBPointer", key)
+			}
+			if !utf8.ValidString(ns) {
 				return &badUTF8{what: fmt.Sprintf("the DBPointer namespace of field %q", key)}
 			}
 		case bsoncore.TypeCodeWithScope:

@@ -155,6 +155,14 @@ func FuzzReplies(f *testing.F) {
 	seed(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: "x"}}}, {Key: "$db", Value: "test"}})
 	seed(bson.D{{Key: "create", Value: "t"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}, {Key: "$db", Value: "test"}})
 	seed(bson.D{{Key: "nosuch", Value: 1}, {Key: "$db", Value: "test"}})
+	// Every BSON type a value can take.
+	seed(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{
+		{Key: "r", Value: bson.Regex{Pattern: "a", Options: "i"}}, {Key: "p", Value: bson.DBPointer{DB: "n.c", Pointer: bson.NewObjectID()}},
+		{Key: "c", Value: bson.CodeWithScope{Code: "f", Scope: bson.D{{Key: "q", Value: 1}}}}, {Key: "j", Value: bson.JavaScript("x")},
+		{Key: "s", Value: bson.Symbol("y")}, {Key: "b", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}},
+		{Key: "ts", Value: bson.Timestamp{T: 1, I: 2}}, {Key: "d", Value: bson.DateTime(5)}, {Key: "dec", Value: bson.NewDecimal128(1, 2)},
+		{Key: "u", Value: bson.Undefined{}}, {Key: "mn", Value: bson.MinKey{}}, {Key: "mx", Value: bson.MaxKey{}}, {Key: "n", Value: nil},
+	}}}, {Key: "$db", Value: "test"}})
 	f.Add(rawCommand(func(d []byte) []byte {
 		d = bsoncore.AppendInt32Element(d, "nosuch\xff", 1)
 		return bsoncore.AppendStringElement(d, "$db", "t\xffest")
@@ -187,4 +195,36 @@ func FuzzReplies(f *testing.F) {
 		}
 		checkReply(t, reply)
 	})
+}
+
+// TestMalformedInnerLength: a message holding an element whose own length
+// is right but whose inside is not (a DBPointer's namespace of length 0,
+// without even its NUL, which bsoncore's Validate lets through and its
+// reader panics on) is answered with an error, and the server goes on
+// serving.
+func TestMalformedInnerLength(t *testing.T) {
+	_, _, addr := startServer(t, Options{})
+	cmd := rawCommand(func(d []byte) []byte {
+		d = bsoncore.AppendStringElement(d, "insert", "plain")
+		aidx, d := bsoncore.AppendArrayElementStart(d, "documents")
+		didx, d := bsoncore.AppendDocumentElementStart(d, "0")
+		// A namespace of length 0: not even its NUL.
+		d = append(d, byte(bsoncore.TypeDBPointer), 'p', 0, 0, 0, 0, 0)
+		d = append(d, make([]byte, 12)...) // the ObjectID
+		d, _ = bsoncore.AppendDocumentEnd(d, didx)
+		d, _ = bsoncore.AppendArrayEnd(d, aidx)
+		return bsoncore.AppendStringElement(d, "$db", "test")
+	})
+	_, doc, full := roundTrip(t, addr, appendOpMsg(nil, 1, 0, cmd, false))
+	checkReply(t, full[headerLen+5:])
+	if ok, _ := doc.Lookup("ok").AsFloat64OK(); ok != 0 {
+		t.Fatalf("a malformed DBPointer inserted: %v", doc)
+	}
+	ping := rawCommand(func(d []byte) []byte {
+		d = bsoncore.AppendInt32Element(d, "ping", 1)
+		return bsoncore.AppendStringElement(d, "$db", "admin")
+	})
+	if _, doc, _ := roundTrip(t, addr, appendOpMsg(nil, 2, 0, ping, false)); doc.Lookup("ok").Double() != 1 {
+		t.Fatalf("ping after the malformed message: %v", doc)
+	}
 }
