@@ -411,7 +411,8 @@ type measurementSource struct {
 	row    int
 	skip   int64
 	kinds  []columnKind
-	buf    []byte // the last document
+	names  []string // the current record's field names, UTF-8
+	buf    []byte   // the last document
 	// metaText and metaElem are, by column, the last JSON text of a meta
 	// or mixed column and its BSON element.
 	metaText []string
@@ -434,6 +435,12 @@ func (m *measurementSource) next() (bsoncore.Document, error) {
 			m.rec, m.row = m.cur.Record(), 0
 			if m.kinds == nil {
 				m.kinds = kindsOf(m.rec.Schema())
+			}
+			// The field names of the record's columns, made UTF-8 once
+			// for all its rows.
+			m.names = m.names[:0]
+			for _, f := range m.rec.Schema().Fields() {
+				m.names = append(m.names, validUTF8(f.Name))
 			}
 		}
 		row := m.row
@@ -458,12 +465,11 @@ func kindsOf(sc *arrow.Schema) []columnKind {
 
 func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 	idx, dst := bsoncore.AppendDocumentStart(m.buf[:0])
-	sc := m.rec.Schema()
 	for i, col := range m.rec.Columns() {
 		if col.IsNull(row) {
 			continue
 		}
-		name := validUTF8(sc.Field(i).Name)
+		name := m.names[i]
 		switch c := col.(type) {
 		case *array.Timestamp:
 			dst = bsoncore.AppendDateTimeElement(dst, name, floorMillis(int64(c.Value(row))))
