@@ -194,7 +194,7 @@ func (z *fuzzServer) readAll(t *testing.T) contents {
 			t.Fatal(err)
 		}
 		if info.Options.TimeSeries == nil {
-			if _, err := z.db.FindDocuments(ctx, info.Name, timeseries.DocQuery{}, func(d document.Doc) error {
+			if _, err := timeseries.EachDoc(z.db.Find(ctx, info.Name, timeseries.FindOptions{}))(func(d document.Doc) error {
 				out[base+" "+fmt.Sprint(d)]++ // fmt sorts map keys
 				return nil
 			}); err != nil {

@@ -7,73 +7,87 @@ import (
 	"slices"
 
 	"github.com/hourglassdb/hourglass/api/render"
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-// parseDocQuery reads a find request on a plain collection:
+// parseFind reads the body of POST .../find, on a collection of either
+// kind:
 //
 //	{"filter": {...}, "projection": {...}, "sort": {"a": 1, "b": -1},
 //	 "skip": N, "limit": N, "explain": true}
-func parseDocQuery(raw map[string]any, text []byte) (q timeseries.DocQuery, explain bool, err error) {
+//
+// A time series sorts by its timeField alone; explain serves plain
+// collections. The command layer checks both.
+func parseFind(name string, raw map[string]any, text []byte) (f command.Find, explain bool, err error) {
+	f.Collection = name
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		v := raw[k]
 		switch k {
 		case "filter":
-			if q.Filter, err = parseFilter(v); err != nil {
-				return q, false, err
+			if f.Filter, err = parseFilter(v); err != nil {
+				return f, false, err
 			}
 		case "projection":
 			m, ok := v.(map[string]any)
 			if !ok && v != nil {
-				return q, false, badRequest("'projection' must be a JSON object")
+				return f, false, badRequest("'projection' must be a JSON object")
 			}
-			if q.Projection, err = document.ParseProjection(m); err != nil {
-				return q, false, err
-			}
+			f.Projection = m
 		case "sort":
-			if v == nil {
-				continue
-			}
-			if _, ok := v.(map[string]any); !ok {
-				return q, false, badRequest("'sort' must be a JSON object such as {\"field\": 1}")
-			}
-			keys, vals, _, err := orderedObject(text, "sort")
-			if err != nil {
-				return q, false, badRequest("malformed 'sort': %v", err)
-			}
-			for i, f := range keys {
-				d, err := intValue("sort."+f, vals[i])
-				if err != nil || d != 1 && d != -1 {
-					if n, isNeg := negativeOne(vals[i]); isNeg {
-						d, err = n, nil
-					} else {
-						return q, false, badRequest("'sort' of %q must be 1 or -1", f)
-					}
-				}
-				q.Sort = append(q.Sort, timeseries.DocSortKey{Field: f, Desc: d < 0})
+			if f.Sort, err = parseSort(v, text); err != nil {
+				return f, false, err
 			}
 		case "skip":
-			if q.Skip, err = intValue("skip", v); err != nil {
-				return q, false, err
+			if f.Skip, err = intValue("skip", v); err != nil {
+				return f, false, err
 			}
 		case "limit":
-			if q.Limit, err = intValue("limit", v); err != nil {
-				return q, false, err
+			if f.Limit, err = intValue("limit", v); err != nil {
+				return f, false, err
 			}
 		case "explain":
 			b, ok := v.(bool)
 			if !ok {
-				return q, false, badRequest("'explain' must be true or false")
+				return f, false, badRequest("'explain' must be true or false")
 			}
 			explain = b
 		default:
-			return q, false, badRequest("unknown find option %q; accepted: filter, projection, sort, skip, limit, explain", k)
+			return f, false, badRequest("unknown find option %q; accepted: filter, projection, sort, skip, limit, explain", k)
 		}
 	}
-	return q, explain, nil
+	return f, explain, nil
+}
+
+// parseSort reads a find's "sort" member, its keys in the order of the
+// request's text.
+func parseSort(v any, text []byte) ([]timeseries.SortKey, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, badRequest("'sort' must be a JSON object such as {\"field\": 1}")
+	}
+	keys, vals, _, err := orderedObject(text, "sort")
+	if err != nil {
+		return nil, badRequest("malformed 'sort': %v", err)
+	}
+	var out []timeseries.SortKey
+	for i, f := range keys {
+		d, err := intValue("sort."+f, vals[i])
+		if err != nil || d != 1 && d != -1 {
+			if n, isNeg := negativeOne(vals[i]); isNeg {
+				d = n
+			} else {
+				return nil, badRequest("'sort' of %q must be 1 or -1", f)
+			}
+		}
+		out = append(out, timeseries.SortKey{Field: f, Desc: d < 0})
+	}
+	return out, nil
 }
 
 // negativeOne reports whether v is the JSON number -1 (intValue reads
@@ -88,23 +102,17 @@ func negativeOne(v any) (int64, bool) {
 // findPlain answers a find on a plain collection as JSON or NDJSON:
 // documents are Extended JSON, _id first. With "explain": true it answers
 // the plan and its counters instead of the documents.
-func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryRequest) {
-	dq, explain, err := parseDocQuery(q.raw, q.text)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.metrics.opQuery.Add(1)
-	o := s.beginOp("query", q.name, r, "find")
-	defer s.endOp(o)
+func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryRequest, f command.Find,
+	cur *timeseries.Cursor, o *command.Op, explain bool) {
 	if explain {
-		plan, err := s.db.FindDocuments(r.Context(), q.name, dq, func(document.Doc) error { return nil })
-		if err != nil {
+		for cur.Next() {
+		}
+		if err := cur.Err(); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"queryPlanner": map[string]any{"namespace": q.name,
-			"filter": filterString(dq.Filter)}, "executionStats": plan})
+			"filter": filterString(f.Filter)}, "executionStats": cur.Plan()})
 		return
 	}
 	var sep []byte
@@ -133,7 +141,7 @@ func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryReques
 		}
 	}
 	var n int64
-	_, err = s.db.FindDocuments(r.Context(), q.name, dq, func(d document.Doc) error {
+	emit := func(d document.Doc) error {
 		if n == 0 {
 			buf = append(buf, open...)
 		} else {
@@ -153,7 +161,16 @@ func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryReques
 			buf = buf[:0]
 		}
 		return nil
-	})
+	}
+	var err error
+	for cur.Next() {
+		if err = emit(cur.Doc()); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = cur.Err()
+	}
 	if err != nil {
 		if !started {
 			s.writeError(w, r, err)
@@ -271,12 +288,6 @@ func (s *Server) readPlainWrite(w http.ResponseWriter, r *http.Request, noFilter
 		if !slices.Contains(allowed, k) {
 			err = badRequest("unknown option %q; accepted: %v", k, allowed)
 			break
-		}
-	}
-	if err == nil {
-		var info timeseries.CollectionInfo
-		if info, err = s.db.DescribeShallow(r.Context(), name); err == nil && info.Options.TimeSeries != nil {
-			err = mongoerr.New(mongoerr.IllegalOperation, "collection %q is a time-series collection; updates serve plain collections", name)
 		}
 	}
 	if err == nil {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -21,14 +20,6 @@ import (
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
-
-// findRequest is the body of POST .../find.
-type findRequest struct {
-	filter     *partialfilter.Filter
-	projection command.Projection
-	sort       int
-	limit      int64
-}
 
 // parseFilter parses the "filter" member of a request body.
 func parseFilter(v any) (*partialfilter.Filter, error) {
@@ -60,62 +51,6 @@ func intValue(name string, v any) (int64, error) {
 		return 0, badRequest("'%s' must not be negative; got %d", name, i)
 	}
 	return i, nil
-}
-
-func parseFindRequest(raw map[string]any, ts *model.TimeSeriesOptions) (findRequest, error) {
-	req := findRequest{sort: timeseries.SortSeries}
-	var err error
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		v := raw[k]
-		switch k {
-		case "filter":
-			if req.filter, err = parseFilter(v); err != nil {
-				return req, err
-			}
-		case "projection":
-			m, ok := v.(map[string]any)
-			if !ok {
-				return req, badRequest("'projection' must be a JSON object")
-			}
-			if req.projection, err = command.ParseProjection(m); err != nil {
-				return req, err
-			}
-		case "sort":
-			m, ok := v.(map[string]any)
-			if !ok {
-				return req, badRequest("'sort' must be a JSON object such as {%q: 1}", ts.TimeField)
-			}
-			for f, d := range m {
-				if f != ts.TimeField {
-					return req, badRequest("'sort' supports the timeField %q only; got %q", ts.TimeField, f)
-				}
-				n, _ := d.(json.Number)
-				switch n.String() {
-				case "1":
-					req.sort = timeseries.SortAscending
-				case "-1":
-					req.sort = timeseries.SortDescending
-				default:
-					return req, badRequest("'sort.%s' must be 1 or -1", f)
-				}
-			}
-		case "limit":
-			if req.limit, err = intValue("limit", v); err != nil {
-				return req, err
-			}
-		default:
-			return req, badRequest("unknown find option %q; accepted: filter, projection, sort, limit", k)
-		}
-	}
-	return req, nil
-}
-
-// findOptions turns a request into storage options. fields are the
-// collection's measurement fields, for exclusion projections.
-func (req *findRequest) findOptions(ts *model.TimeSeriesOptions, fields map[string][]string) timeseries.FindOptions {
-	opts := timeseries.FindOptions{Filter: req.filter, Sort: req.sort, Limit: req.limit}
-	req.projection.Apply(&opts, ts, fields)
-	return opts
 }
 
 // negotiate picks the output format from Accept, refusing with 406.
@@ -151,16 +86,13 @@ type queryRequest struct {
 
 // readQuery reads the parts of a find or aggregate request common to both,
 // answering the error itself when one is wrong.
-func (s *Server) readQuery(w http.ResponseWriter, r *http.Request, plainOK bool) (q queryRequest, ok bool) {
+// An aggregate (timeSeries) reads the collection's options too.
+func (s *Server) readQuery(w http.ResponseWriter, r *http.Request, timeSeries bool) (q queryRequest, ok bool) {
 	var err error
 	if q.name, err = collectionName(r); err == nil {
 		if q.format, err = negotiate(r); err == nil {
-			if q.text, err = s.readJSONRequest(w, r, maxCommandBody, &q.raw); err == nil {
-				if plainOK {
-					q.info, err = s.db.DescribeShallow(r.Context(), q.name)
-				} else {
-					q.info, err = s.timeSeriesCollection(r, q.name)
-				}
+			if q.text, err = s.readJSONRequest(w, r, maxCommandBody, &q.raw); err == nil && timeSeries {
+				q.info, err = s.timeSeriesCollection(r, q.name)
 			}
 		}
 	}
@@ -175,30 +107,33 @@ func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
 	if !s.secondaryRead(w, r) {
 		return
 	}
-	q, ok := s.readQuery(w, r, true)
+	q, ok := s.readQuery(w, r, false)
 	if !ok {
 		return
 	}
-	if q.info.Options.TimeSeries == nil {
-		s.findPlain(w, r, q)
-		return
-	}
-	name, format, raw, info := q.name, q.format, q.raw, q.info
-	ts := info.Options.TimeSeries
-	req, err := parseFindRequest(raw, ts)
+	f, explain, err := parseFind(q.name, q.raw, q.text)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.metrics.opQuery.Add(1)
-	o := s.beginOp("query", name, r, "find")
+	o := s.beginOp("query", q.name, r, "find")
 	defer s.endOp(o)
-	cur, err := s.db.Find(r.Context(), name, req.findOptions(ts, info.Fields))
+	cur, err := s.cmd.Find(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	defer cur.Close()
+	switch {
+	case cur.Documents():
+		s.findPlain(w, r, q, f, cur, o, explain)
+		return
+	case explain:
+		s.writeError(w, r, badRequest("'explain' serves plain collections; %q is a time-series collection", q.name))
+		return
+	}
+	format := q.format
 	// The first record is read before the status is sent, so that an error
 	// found there (a memory limit) is answered as one.
 	more := cur.Next()
@@ -397,7 +332,7 @@ func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
 	if !s.secondaryRead(w, r) {
 		return
 	}
-	q, ok := s.readQuery(w, r, false)
+	q, ok := s.readQuery(w, r, true)
 	if !ok {
 		return
 	}
@@ -410,7 +345,7 @@ func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
 	s.metrics.opQuery.Add(1)
 	o := s.beginOp("query", name, r, "aggregate")
 	defer s.endOp(o)
-	rec, err := s.db.Aggregate(r.Context(), name, opts)
+	rec, err := s.cmd.Aggregate(r.Context(), name, opts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

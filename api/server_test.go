@@ -270,6 +270,17 @@ func TestInsertAndFind(t *testing.T) {
 	if len(got) != 3 || got[0] != 4 || got[1] != 2 || got[2] != 3 {
 		t.Fatalf("descending n: %v (rows %v)", got, rows)
 	}
+	// Skip, as on a plain collection: the same order, the first left out.
+	rows = s.findRows("s", `{"filter": {"sensor": {"$in": ["a", "b"]}, "timestamp": {"$gte": {"$date": "2024-05-01T12:00:05Z"}, "$lt": {"$date": "2024-05-01T13:00:00Z"}}}, "sort": {"timestamp": -1}, "skip": 1, "limit": 3}`)
+	if len(rows) != 2 || rows[0]["n"].(float64) != 2 || rows[1]["n"].(float64) != 3 {
+		t.Fatalf("skip 1: %v", rows)
+	}
+	if r := s.mustDo(400, "POST", "/v1/collections/s/find", `{"sort": {"temp": 1}}`); r.errorCode(t) != 2 {
+		t.Fatalf("a time series sorted by a field: %s", r.body)
+	}
+	if r := s.mustDo(400, "POST", "/v1/collections/s/find", `{"explain": true}`); r.errorCode(t) != 2 {
+		t.Fatalf("explain on a time series: %s", r.body)
+	}
 	// Inclusion projection: only the named fields.
 	rows = s.findRows("s", `{"filter": {"sensor": {"$in": ["b"]}}, "projection": {"temp": 1, "timestamp": 1}}`)
 	if len(rows) != 2 || len(rows[0]) != 2 || rows[0]["temp"] == nil || rows[0]["timestamp"] == nil {

@@ -127,7 +127,7 @@ func Documents(ctx context.Context, cfg DocConfig) (DocResult, error) {
 			return err
 		}
 		n := 0
-		_, err = db.FindDocuments(ctx, "sessions", timeseries.DocQuery{Filter: f}, func(document.Doc) error {
+		_, err = timeseries.EachDoc(db.Find(ctx, "sessions", timeseries.FindOptions{Filter: f}))(func(document.Doc) error {
 			n++
 			return nil
 		})

@@ -122,7 +122,7 @@ func storedSessions(t *testing.T, dir string) []document.Doc {
 	}
 	defer db.Close()
 	var docs []document.Doc
-	if _, err := db.FindDocuments(context.Background(), "sessions", timeseries.DocQuery{}, func(d document.Doc) error {
+	if _, err := timeseries.EachDoc(db.Find(context.Background(), "sessions", timeseries.FindOptions{}))(func(d document.Doc) error {
 		docs = append(docs, d)
 		return nil
 	}); err != nil {

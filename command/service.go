@@ -87,6 +87,7 @@ func New(opts Options) (*Service, error) {
 	if opts.Node != nil {
 		s.w = opts.Node
 	}
+	s.w = kindChecked{Writer: s.w, db: opts.DB}
 	opts.DB.OnQueryMemoryFull(s.reclaim)
 	return s, nil
 }

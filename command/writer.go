@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -39,3 +40,21 @@ type Writer interface {
 }
 
 var _ Writer = (*timeseries.DB)(nil)
+
+// kindChecked is the Service's Writer: it refuses what the collection's
+// kind rules out before the write reaches the engine or a replica set's
+// log, with one message for every door.
+type kindChecked struct {
+	Writer
+	db *timeseries.DB
+}
+
+// Update refuses a time-series collection: its measurements are replaced
+// by inserting and deleted by filter, not updated in place.
+func (w kindChecked) Update(ctx context.Context, name string, u timeseries.Update) (timeseries.UpdateResult, error) {
+	if h, err := w.db.Collection(name); err == nil && h.TimeSeries() != nil {
+		return timeseries.UpdateResult{}, mongoerr.New(mongoerr.IllegalOperation,
+			"collection %q is a time-series collection; updates serve plain collections", name)
+	}
+	return w.Writer.Update(ctx, name, u)
+}

@@ -316,7 +316,7 @@ func (s *Server) aggregateCollection(ctx context.Context, name string, info time
 		var n int64
 		if !empty {
 			var err error
-			if n, err = s.db.Count(ctx, name, filter, timeseries.CountOptions{Skip: a.skip, Limit: a.limit}); err != nil {
+			if n, err = s.cmd.Count(ctx, name, filter, timeseries.CountOptions{Skip: a.skip, Limit: a.limit}); err != nil {
 				return nil, err
 			}
 		}
@@ -350,10 +350,7 @@ func (s *Server) aggregateCollection(ctx context.Context, name string, info time
 	if empty {
 		return &sliceSource{}, nil
 	}
-	if ts != nil {
-		return s.findMeasurements(name, ts, info.Fields, filter, &a)
-	}
-	return s.findDocuments(name, filter, &a)
+	return s.find(name, filter, &a)
 }
 
 func countValue(n int64) any {
@@ -373,18 +370,18 @@ func stageDocument(st stage) (map[string]any, error) {
 }
 
 // sortKeys reads a $sort in its order.
-func sortKeys(st stage) ([]timeseries.DocSortKey, error) {
+func sortKeys(st stage) ([]timeseries.SortKey, error) {
 	d, ok := st.arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
 	}
-	var keys []timeseries.DocSortKey
+	var keys []timeseries.SortKey
 	err := model.EachBSONElement(d, func(key string, e bsoncore.Value) error {
 		dir, ok := e.AsInt64OK()
 		if !ok || (dir != 1 && dir != -1) {
 			return mongoerr.New(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending); got '%s'", key)
 		}
-		keys = append(keys, timeseries.DocSortKey{Field: key, Desc: dir < 0})
+		keys = append(keys, timeseries.SortKey{Field: key, Desc: dir < 0})
 		return nil
 	})
 	if err == nil && len(keys) == 0 {
@@ -704,7 +701,7 @@ func (s *Server) groupMeasurements(ctx context.Context, name string, ts *model.T
 	default:
 		opts.Window = g.window
 	}
-	rec, err := s.db.Aggregate(ctx, name, opts)
+	rec, err := s.cmd.Aggregate(ctx, name, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -711,7 +711,7 @@ func TestQueryAndWriteCommands(t *testing.T) {
 	}
 	// The engine behind the HTTP API sees the updates.
 	var sum float64
-	if _, err := f.db.FindDocuments(ctx, "p", timeseries.DocQuery{}, func(d map[string]any) error {
+	if _, err := timeseries.EachDoc(f.db.Find(ctx, "p", timeseries.FindOptions{}))(func(d map[string]any) error {
 		if n, ok := d["n"].(int64); ok {
 			sum += float64(n)
 		} else if n, ok := d["n"].(float64); ok {

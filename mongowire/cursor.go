@@ -1,7 +1,6 @@
 package mongowire
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -266,57 +265,6 @@ func (cs *cursorSet) len() int {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	return len(cs.m)
-}
-
-// funcSource adapts a push-style scan (FindDocuments) to a source: the
-// scan runs in its own goroutine and hands over one document at a time.
-type funcSource struct {
-	docs   chan bsoncore.Document
-	done   chan error
-	cancel context.CancelFunc
-	err    error
-	ended  bool
-}
-
-// newFuncSource runs scan with a context that close cancels. scan calls
-// emit for each document and stops when emit returns an error.
-func newFuncSource(scan func(ctx context.Context, emit func(bsoncore.Document) error) error) *funcSource {
-	ctx, cancel := context.WithCancel(context.Background())
-	fs := &funcSource{docs: make(chan bsoncore.Document), done: make(chan error, 1), cancel: cancel}
-	go func() {
-		fs.done <- scan(ctx, func(d bsoncore.Document) error {
-			select {
-			case fs.docs <- d:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-		close(fs.docs)
-	}()
-	return fs
-}
-
-func (fs *funcSource) next() (bsoncore.Document, error) {
-	if fs.ended {
-		return nil, fs.err
-	}
-	if d, ok := <-fs.docs; ok {
-		return d, nil
-	}
-	fs.ended = true
-	fs.err = <-fs.done
-	return nil, fs.err
-}
-
-func (fs *funcSource) close() {
-	fs.cancel()
-	if !fs.ended {
-		for range fs.docs {
-		}
-		fs.ended = true
-		fs.err = <-fs.done
-	}
 }
 
 // queuedSource yields the documents of a batch built ahead for another

@@ -16,7 +16,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -35,7 +34,7 @@ const (
 type findArgs struct {
 	filter     map[string]any
 	projection map[string]any
-	sort       []timeseries.DocSortKey
+	sort       []timeseries.SortKey
 	skip       int64
 	limit      int64
 	batchSize  int64 // -1: default
@@ -109,7 +108,7 @@ func parseFind(cmd *wireCommand) (findArgs, error) {
 				if !ok || (dir != 1 && dir != -1) {
 					return mongoerr.New(mongoerr.BadValue, "'sort.%s' must be 1 or -1", key)
 				}
-				a.sort = append(a.sort, timeseries.DocSortKey{Field: key, Desc: dir < 0})
+				a.sort = append(a.sort, timeseries.SortKey{Field: key, Desc: dir < 0})
 				return nil
 			})
 			if err != nil {
@@ -146,12 +145,10 @@ func cmdFind(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 		return nil, err
 	}
 	ns := cmd.db + "." + name
-	info, err := s.db.DescribeShallow(cmd.ctx, name)
-	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
+	if _, err := s.db.Collection(name); errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
 		// MongoDB finds nothing in a missing collection.
 		return cursorReply(0, ns, "firstBatch", bson.A{}), nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return nil, err
 	}
 	var filter *partialfilter.Filter
@@ -160,12 +157,7 @@ func cmdFind(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 			return nil, err
 		}
 	}
-	var src source
-	if ts := info.Options.TimeSeries; ts != nil {
-		src, err = s.findMeasurements(name, ts, info.Fields, filter, &a)
-	} else {
-		src, err = s.findDocuments(name, filter, &a)
-	}
+	src, err := s.find(name, filter, &a)
 	if err != nil {
 		return nil, err
 	}
@@ -356,49 +348,40 @@ func cmdKillCursors(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 		{Key: "cursorsAlive", Value: bson.A{}}, {Key: "cursorsUnknown", Value: bson.A{}}}, nil
 }
 
-// findDocuments runs a find on a plain collection.
-func (s *Server) findDocuments(name string, filter *partialfilter.Filter, a *findArgs) (source, error) {
-	proj, err := document.ParseProjection(a.projection)
-	if err != nil {
-		return nil, err
-	}
-	q := timeseries.DocQuery{Filter: filter, Projection: proj, Sort: a.sort, Skip: a.skip, Limit: a.limit}
-	return newFuncSource(func(ctx context.Context, emit func(bsoncore.Document) error) error {
-		_, err := s.db.FindDocuments(ctx, name, q, func(d document.Doc) error {
-			return emit(mapDocument(d))
-		})
-		return err
-	}), nil
-}
-
-// findMeasurements runs a find on a time-series collection. fields are
-// the collection's measurement fields, for exclusion projections.
-func (s *Server) findMeasurements(name string, ts *model.TimeSeriesOptions, fields map[string][]string, filter *partialfilter.Filter, a *findArgs) (source, error) {
-	opts := timeseries.FindOptions{Filter: filter, Sort: timeseries.SortSeries}
-	for _, k := range a.sort {
-		if k.Field != ts.TimeField {
-			return nil, mongoerr.New(mongoerr.BadValue, "sort supports the timeField '%s' only; got '%s'", ts.TimeField, k.Field)
-		}
-		opts.Sort = timeseries.SortAscending
-		if k.Desc {
-			opts.Sort = timeseries.SortDescending
-		}
-	}
-	if a.limit > 0 {
-		opts.Limit = a.limit + a.skip
-	}
-	p, err := command.ParseProjection(a.projection)
-	if err != nil {
-		return nil, err
-	}
-	p.Apply(&opts, ts, fields)
+// find runs a find through the command layer. Its cursor reads under a
+// context of its own: it outlives the command, until the client reads
+// its last batch or kills it.
+func (s *Server) find(name string, filter *partialfilter.Filter, a *findArgs) (source, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	cur, err := s.db.Find(ctx, name, opts)
+	cur, err := s.cmd.Find(ctx, command.Find{Collection: name, Filter: filter, Projection: a.projection,
+		Sort: a.sort, Skip: a.skip, Limit: a.limit})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return &measurementSource{cur: cur, cancel: cancel, skip: a.skip}, nil
+	if cur.Documents() {
+		return &documentSource{cur: cur, cancel: cancel}, nil
+	}
+	return &measurementSource{cur: cur, cancel: cancel}, nil
+}
+
+// documentSource turns the documents of a find on a plain collection
+// into BSON.
+type documentSource struct {
+	cur    *timeseries.Cursor
+	cancel context.CancelFunc
+}
+
+func (d *documentSource) next() (bsoncore.Document, error) {
+	if !d.cur.Next() {
+		return nil, d.cur.Err()
+	}
+	return mapDocument(d.cur.Doc()), nil
+}
+
+func (d *documentSource) close() {
+	d.cur.Close()
+	d.cancel()
 }
 
 // measurementSource turns the Arrow records of a time-series find into
@@ -409,7 +392,6 @@ type measurementSource struct {
 	cancel context.CancelFunc
 	rec    arrow.Record
 	row    int
-	skip   int64
 	kinds  []columnKind
 	names  []string // the current record's field names, UTF-8
 	buf    []byte   // the last document
@@ -445,10 +427,6 @@ func (m *measurementSource) next() (bsoncore.Document, error) {
 		}
 		row := m.row
 		m.row++
-		if m.skip > 0 {
-			m.skip--
-			continue
-		}
 		return m.document(row)
 	}
 }

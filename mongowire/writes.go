@@ -72,7 +72,7 @@ func cmdCount(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.db.Count(cmd.ctx, name, filter, timeseries.CountOptions{Skip: skip, Limit: limit})
+	n, err := s.cmd.Count(cmd.ctx, name, filter, timeseries.CountOptions{Skip: skip, Limit: limit})
 	if isNotFound(err) {
 		return bson.D{{Key: "n", Value: int32(0)}}, nil
 	}
@@ -119,19 +119,14 @@ func cmdDistinct(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if ts := info.Options.TimeSeries; ts != nil && ts.MetaField != "" && path[0] == ts.MetaField {
 		// The meta value's, from the series index: a million series
 		// answer within the query memory, without reading measurements.
-		values, err := s.db.DistinctMeta(cmd.ctx, name, key, filter)
+		values, err := s.cmd.DistinctMeta(cmd.ctx, name, key, filter)
 		if err != nil {
 			return nil, err
 		}
 		return distinctReply(values), nil
 	}
 	a := findArgs{projection: map[string]any{path[0]: int64(1)}}
-	var src source
-	if ts := info.Options.TimeSeries; ts != nil {
-		src, err = s.findMeasurements(name, ts, info.Fields, filter, &a)
-	} else {
-		src, err = s.findDocuments(name, filter, &a)
-	}
+	src, err := s.find(name, filter, &a)
 	if err != nil {
 		return nil, err
 	}
@@ -390,15 +385,10 @@ func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any) (ti
 	default:
 		return none, mongoerr.New(mongoerr.FailedToParse, "BSON field 'update.updates.u' must be a document of update operators or a replacement document")
 	}
-	info, err := s.db.DescribeShallow(cmd.ctx, name)
-	if isNotFound(err) {
+	if _, err := s.db.Collection(name); isNotFound(err) {
 		return none, nil // MongoDB matches nothing in a missing collection
-	}
-	if err != nil {
+	} else if err != nil {
 		return none, err
-	}
-	if info.Options.TimeSeries != nil {
-		return none, mongoerr.New(mongoerr.IllegalOperation, "collection %q is a time-series collection; updates serve plain collections", name)
 	}
 	operators := false
 	for k := range u {

@@ -142,7 +142,7 @@ func count(t *testing.T, db *timeseries.DB, coll string) int64 {
 	}
 	var n int64
 	if info.Options.TimeSeries == nil {
-		_, err := db.FindDocuments(ctx, coll, timeseries.DocQuery{}, func(document.Doc) error { n++; return nil })
+		_, err := timeseries.EachDoc(db.Find(ctx, coll, timeseries.FindOptions{}))(func(document.Doc) error { n++; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +229,7 @@ func TestReplicatesWrites(t *testing.T) {
 	var ids []string
 	for _, m := range s.nodes {
 		var got []string
-		_, err := m.DB().FindDocuments(ctx, "events", timeseries.DocQuery{Sort: []timeseries.DocSortKey{{Field: "k"}}}, func(d document.Doc) error {
+		_, err := timeseries.EachDoc(m.DB().Find(ctx, "events", timeseries.FindOptions{Sort: []timeseries.SortKey{{Field: "k"}}}))(func(d document.Doc) error {
 			got = append(got, fmt.Sprint(d["_id"]))
 			return nil
 		})
@@ -489,7 +489,7 @@ func TestReplicatesUpdates(t *testing.T) {
 	}
 	dump := func(n *Node) string {
 		var out []string
-		_, err := n.DB().FindDocuments(ctx, "p", timeseries.DocQuery{Sort: []timeseries.DocSortKey{{Field: "_id"}}}, func(d document.Doc) error {
+		_, err := timeseries.EachDoc(n.DB().Find(ctx, "p", timeseries.FindOptions{Sort: []timeseries.SortKey{{Field: "_id"}}}))(func(d document.Doc) error {
 			out = append(out, string(document.AppendJSON(nil, d)))
 			return nil
 		})
@@ -569,7 +569,7 @@ func TestRetryableWrites(t *testing.T) {
 	s.waitCount("p", 4)
 	s.waitCount("cpu", 20)
 	var ns []int64
-	_, err := nl.DB().FindDocuments(bg, "p", timeseries.DocQuery{}, func(d document.Doc) error {
+	_, err := timeseries.EachDoc(nl.DB().Find(bg, "p", timeseries.FindOptions{}))(func(d document.Doc) error {
 		ns = append(ns, d["n"].(int64))
 		return nil
 	})

@@ -97,7 +97,7 @@ func TestSortedLimitStreams(t *testing.T) {
 			}
 			return want[i].meta < want[j].meta
 		})
-		got, buckets := findAll(t, db, FindOptions{Fields: []string{"v"}, Sort: sortOrder, Limit: 50})
+		got, buckets := findAll(t, db, FindOptions{Fields: []string{"v"}, Order: sortOrder, Limit: 50})
 		if !equalRows(got, want[:50]) {
 			t.Fatalf("sort %d limit 50: got %v, want %v", sortOrder, got[:3], want[:3])
 		}
@@ -132,7 +132,7 @@ func TestSortedLimitStreams(t *testing.T) {
 		if int64(len(want)) > limit {
 			want = want[:limit]
 		}
-		got, _ := findAll(t, db, FindOptions{Filter: f, Fields: []string{"v"}, Sort: sortOrder, Limit: limit})
+		got, _ := findAll(t, db, FindOptions{Filter: f, Fields: []string{"v"}, Order: sortOrder, Limit: limit})
 		if !equalRows(got, want) {
 			t.Fatalf("range [%d, %d) sort %d limit %d: %d rows, want %d", lo, hi, sortOrder, limit, len(got), len(want))
 		}
@@ -172,7 +172,7 @@ func TestScanStopsOnCancel(t *testing.T) {
 	f := mustFilter(t, `{"v": {"$lt": -5}}`)
 	for _, sortOrder := range []int{SortSeries, SortAscending} {
 		cctx := &armedCtx{Context: context.Background()}
-		cur, err := db.Find(cctx, "s", FindOptions{Filter: f, Sort: sortOrder, BatchRows: 1 << 20})
+		cur, err := db.Find(cctx, "s", FindOptions{Filter: f, Order: sortOrder, BatchRows: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +224,7 @@ func TestQueryMemoryLimit(t *testing.T) {
 		if got := planCharge(db, "s"); got != need {
 			t.Fatalf("the plan would charge %d bytes, want %d", got, need)
 		}
-		cur, err := db.Find(ctx, "s", FindOptions{Sort: SortAscending})
+		cur, err := db.Find(ctx, "s", FindOptions{Order: SortAscending})
 		if err == nil {
 			cur.Close()
 		}

@@ -3,7 +3,6 @@ package timeseries
 import (
 	"context"
 
-	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/ttl"
@@ -35,34 +34,16 @@ type CountOptions struct {
 // grow with the number of series. With a limit, a find reads at most
 // Skip+Limit measurements instead.
 func (db *DB) Count(ctx context.Context, name string, f *partialfilter.Filter, o CountOptions) (int64, error) {
-	if o.Skip < 0 || o.Limit < 0 {
-		return 0, mongoerr.New(mongoerr.BadValue, "a count's skip and limit must not be negative")
-	}
-	c, err := db.lookup(name)
+	h, err := db.Collection(name)
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	switch {
-	case c.plain != nil:
-		q := DocQuery{Filter: f, Skip: o.Skip, Limit: o.Limit}
-		_, err := db.FindDocuments(ctx, name, q, func(document.Doc) error { n++; return nil })
-		return n, err
-	case o.Limit > 0:
-		n, err = db.countFound(ctx, name, f, o.Skip+o.Limit)
-	default:
-		n, err = db.countAll(ctx, c, name, f)
-	}
-	n = max(n-o.Skip, 0)
-	if o.Limit > 0 {
-		n = min(n, o.Limit)
-	}
-	return n, err
+	return h.Count(ctx, f, o)
 }
 
 // countFound counts the measurements a find of f returns, up to limit.
-func (db *DB) countFound(ctx context.Context, name string, f *partialfilter.Filter, limit int64) (int64, error) {
-	cur, err := db.Find(ctx, name, FindOptions{Filter: f, Fields: []string{}, OmitTime: true, Limit: limit})
+func (db *DB) countFound(ctx context.Context, c *collection, f *partialfilter.Filter, limit int64) (int64, error) {
+	cur, err := timeSeriesKind{}.find(ctx, db, c, FindOptions{Filter: f, Fields: []string{}, OmitTime: true, Limit: limit})
 	if err != nil {
 		return 0, err
 	}

@@ -135,7 +135,7 @@ func TestInsertFindRoundTrip(t *testing.T) {
 	}
 	check := func(db *DB) {
 		t.Helper()
-		rows := findRows(t, db, "m", FindOptions{Sort: SortAscending})
+		rows := findRows(t, db, "m", FindOptions{Order: SortAscending})
 		if len(rows) != 3000 {
 			t.Fatalf("got %d rows, want 3000", len(rows))
 		}
@@ -145,7 +145,7 @@ func TestInsertFindRoundTrip(t *testing.T) {
 				t.Fatalf("row %d = %v, want t=%d %s", i, r, base+int64(i)*10e9, want)
 			}
 		}
-		desc := findRows(t, db, "m", FindOptions{Sort: SortDescending, Limit: 5})
+		desc := findRows(t, db, "m", FindOptions{Order: SortDescending, Limit: 5})
 		if len(desc) != 5 || desc[0].t != base+2999*10e9 || desc[4].t != base+2995*10e9 {
 			t.Fatalf("descending: %v", desc)
 		}
@@ -230,7 +230,7 @@ func TestFindFilters(t *testing.T) {
 	} {
 		t.Run(tc.filter, func(t *testing.T) {
 			for _, srt := range []int{SortSeries, SortAscending, SortDescending} {
-				rows := findRows(t, db, "m", FindOptions{Filter: mustFilter(t, tc.filter), Sort: srt})
+				rows := findRows(t, db, "m", FindOptions{Filter: mustFilter(t, tc.filter), Order: srt})
 				if len(rows) != tc.want {
 					t.Fatalf("sort %d: %d rows, want %d", srt, len(rows), tc.want)
 				}
@@ -238,7 +238,7 @@ func TestFindFilters(t *testing.T) {
 		})
 	}
 	// Projection.
-	rows := findRows(t, db, "m", FindOptions{Fields: []string{"tag"}, OmitMeta: true, Limit: 3, Sort: SortAscending})
+	rows := findRows(t, db, "m", FindOptions{Fields: []string{"tag"}, OmitMeta: true, Limit: 3, Order: SortAscending})
 	if len(rows) != 3 || rows[0].vals != `tag="ten" ` || rows[1].vals != "" {
 		t.Fatalf("projection: %v", rows)
 	}
@@ -260,7 +260,7 @@ func TestInsertOrderedUnordered(t *testing.T) {
 	if err != nil || res.Inserted != 2 || len(res.Errors) != 2 || res.Errors[1].Index != 3 {
 		t.Fatalf("unordered: %+v %v", res, err)
 	}
-	rows := findRows(t, db, "m", FindOptions{Sort: SortAscending})
+	rows := findRows(t, db, "m", FindOptions{Order: SortAscending})
 	var ts []int64
 	for _, r := range rows {
 		ts = append(ts, r.t)

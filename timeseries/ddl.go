@@ -303,10 +303,7 @@ func (db *DB) DescribeShallow(ctx context.Context, name string) (CollectionInfo,
 		OutOfRangeBuckets: c.oorBuckets,
 	}
 	db.mu.RUnlock()
-	if c.plain != nil {
-		info.Count = c.plain.count.Load()
-		info.DataBytes = c.plain.bytes.Load()
-	}
+	c.kind().stats(c, &info)
 	return info, nil
 }
 

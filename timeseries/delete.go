@@ -32,21 +32,11 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter, 
 	if err := db.checkWritable(); err != nil {
 		return 0, err
 	}
-	c, err := db.lookup(name)
+	h, err := db.Collection(name)
 	if err != nil {
 		return 0, err
 	}
-	if opts.Limit < 0 || opts.Limit > 1 {
-		return 0, mongoerr.New(mongoerr.BadValue, "a delete's limit must be 0 (all) or 1 (one); got %d", opts.Limit)
-	}
-	if c.plain != nil {
-		return db.deleteDocuments(ctx, c, f, int(opts.Limit))
-	}
-	if opts.Limit != 0 {
-		return 0, mongoerr.New(mongoerr.IllegalOperation,
-			"collection %q is a time-series collection: deletes remove the measurements of series and time ranges (limit 0, deleteMany), not one measurement", name)
-	}
-	return db.deleteMeasurements(ctx, c, f)
+	return h.Delete(ctx, f, opts)
 }
 
 // deleteMeasurements is Delete on a time-series collection.

@@ -129,7 +129,7 @@ func (f *diskFullFixture) checkReads(what string) {
 		f.t.Fatalf("%s: describe m: count %d, %v; want %d", what, info.Count, err, f.rows)
 	}
 	n := 0
-	if _, err := f.db.FindDocuments(ctx, "p", DocQuery{}, func(document.Doc) error { n++; return nil }); err != nil {
+	if _, err := EachDoc(f.db.Find(ctx, "p", FindOptions{}))(func(document.Doc) error { n++; return nil }); err != nil {
 		f.t.Fatalf("%s: find documents: %v", what, err)
 	}
 	info, err = f.db.Describe(ctx, "p")
@@ -520,7 +520,7 @@ func TestDiskFullStillReads(t *testing.T) {
 	if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
 		t.Fatalf("find with the checkpoint out of room: %d rows, %d written", len(got), rows)
 	}
-	if got := findRows(t, db, "m", FindOptions{Sort: SortSeries, Limit: 10}); len(got) != 10 {
+	if got := findRows(t, db, "m", FindOptions{Order: SortSeries, Limit: 10}); len(got) != 10 {
 		t.Fatalf("find by series with a limit: %d rows", len(got))
 	}
 	if err := os.Remove(fill); err != nil {

@@ -21,18 +21,18 @@
 //	}
 //	defer db.Close()
 //	_, err = db.CreateCollection(ctx, "weather", timeseries.CollectionOptions{
-//		TimeSeries: &timeseries.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"}})
+//		TimeSeries: &model.TimeSeriesOptions{TimeField: "time", MetaField: "sensor"}})
 //	if err != nil {
 //		return err
 //	}
 //	// Insert returns once the measurements are in the log (durable) and visible.
-//	_, err = db.Insert(ctx, "weather", []timeseries.Measurement{
-//		{Time: t0, Meta: "north", Fields: []timeseries.Field{{Name: "temp", Value: timeseries.Float(20.5)}}},
-//	}, timeseries.InsertOptions{})
+//	_, err = db.Insert(ctx, "weather", timeseries.Batch{Measurements: []model.Measurement{
+//		{Time: t0, Meta: "north", Fields: []model.Field{{Name: "temp", Value: model.Float(20.5)}}},
+//	}}, timeseries.InsertOptions{})
 //	if err != nil {
 //		return err
 //	}
-//	cur, err := db.Find(ctx, "weather", timeseries.FindOptions{Sort: timeseries.SortAscending})
+//	cur, err := db.Find(ctx, "weather", timeseries.FindOptions{Sort: []timeseries.SortKey{{Field: "time"}}})
 //	if err != nil {
 //		return err
 //	}
@@ -42,4 +42,8 @@
 //		_ = rec
 //	}
 //	return cur.Err()
+//
+// A plain collection's find is the same call; its cursor yields documents
+// (Cursor.Doc) instead of records. db.Collection(name) is a handle on a
+// collection of either kind: Find, Count, Insert and Delete through it.
 package timeseries

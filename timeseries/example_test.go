@@ -38,7 +38,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	cur, err := db.Find(ctx, "weather", timeseries.FindOptions{Sort: timeseries.SortAscending})
+	cur, err := db.Find(ctx, "weather", timeseries.FindOptions{Order: timeseries.SortAscending})
 	if err != nil {
 		panic(err)
 	}

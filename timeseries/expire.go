@@ -77,9 +77,12 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 		}
 		return out, err
 	}
-	if c.plain != nil {
-		return db.expirePlain(ctx, c, t.Index, now, budget)
-	}
+	return c.kind().expire(ctx, db, c, t.Index, now, budget)
+}
+
+// expire is DB.Expire on a time-series collection: the expired buckets of
+// the series the rule named index applies to.
+func (timeSeriesKind) expire(ctx context.Context, db *DB, c *collection, index string, now time.Time, budget ttl.Budget) (out ttl.Batch, err error) {
 	// Nothing expires before the cutoff of the shortest TTL passes the
 	// oldest bucket's min time: no series to visit.
 	db.mu.RLock()
@@ -92,12 +95,12 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 		db.stats.ttlIdle.Add(1)
 		return out, nil
 	}
-	ids, ok := db.ruleSeries(c, t.Index)
+	ids, ok := db.ruleSeries(c, index)
 	if !ok {
 		return out, nil
 	}
 	db.mu.RLock()
-	resume := c.ttlResume[t.Index]
+	resume := c.ttlResume[index]
 	db.mu.RUnlock()
 	// Start after the series the last batch stopped at, and wrap around.
 	start, _ := slices.BinarySearch(ids, resume+1)
@@ -187,7 +190,7 @@ func (db *DB) Expire(ctx context.Context, t ttl.Target, now time.Time, budget tt
 	if c.ttlResume == nil {
 		c.ttlResume = map[string]uint64{}
 	}
-	c.ttlResume[t.Index] = last
+	c.ttlResume[index] = last
 	db.mu.Unlock()
 	out.Docs, out.Buckets = x.docs, x.buckets
 	return out, nil

@@ -197,7 +197,7 @@ func sortFixtureRows(t *testing.T, rows []fixtureRow) {
 func findDocs(t *testing.T, db *timeseries.DB, name string) []any {
 	t.Helper()
 	var docs []document.Doc
-	_, err := db.FindDocuments(context.Background(), name, timeseries.DocQuery{}, func(d document.Doc) error {
+	_, err := timeseries.EachDoc(db.Find(context.Background(), name, timeseries.FindOptions{}))(func(d document.Doc) error {
 		docs = append(docs, d)
 		return nil
 	})

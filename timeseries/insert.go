@@ -61,20 +61,11 @@ func (db *DB) Insert(ctx context.Context, name string, b Batch, opts InsertOptio
 	if err := db.checkWritable(); err != nil {
 		return InsertResult{}, err
 	}
-	c, err := db.lookup(name)
+	h, err := db.Collection(name)
 	if err != nil {
 		return InsertResult{}, err
 	}
-	if c.plain != nil {
-		if len(b.Measurements) > 0 {
-			return InsertResult{}, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
-		}
-		return db.insertDocuments(ctx, c, b.Documents, opts)
-	}
-	if len(b.Documents) > 0 {
-		return InsertResult{}, mongoerr.New(mongoerr.IllegalOperation, "collection %q is a time-series collection; this operation serves plain collections", name)
-	}
-	return db.insertMeasurements(ctx, c, b.Measurements, opts)
+	return h.Insert(ctx, b, opts)
 }
 
 // insertMeasurements is Insert of measurements into a time-series

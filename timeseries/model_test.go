@@ -631,7 +631,7 @@ func (r *modelRun) check(counts bool) {
 
 	// Documents.
 	gotDocs := map[int64]bool{}
-	if _, err := r.db.FindDocuments(ctx, modelDocs, DocQuery{}, func(d document.Doc) error {
+	if _, err := EachDoc(r.db.Find(ctx, modelDocs, FindOptions{}))(func(d document.Doc) error {
 		v := renderValue(d["_id"])
 		id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(v, `"d`), `"`), 10, 64)
 		if err != nil {

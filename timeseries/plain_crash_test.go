@@ -96,7 +96,7 @@ func TestPlainCrashRecovery(t *testing.T) {
 		perBatch := map[int]int{}
 		doneBatch := map[int]int{}
 		var all []document.Doc
-		if _, err := db.FindDocuments(ctx, "p", DocQuery{}, func(d document.Doc) error {
+		if _, err := EachDoc(db.Find(ctx, "p", FindOptions{}))(func(d document.Doc) error {
 			all = append(all, d)
 			b := int(d["batch"].(int64))
 			perBatch[b]++
@@ -132,7 +132,7 @@ func TestPlainCrashRecovery(t *testing.T) {
 		for _, q := range []string{`{"k": %d}`, `{"tags": %d}`} {
 			for v := 0; v < 9; v++ {
 				f := mustFilter(t, fmt.Sprintf(q, v))
-				ids, plan := findIDs(t, db, "p", DocQuery{Filter: f, Sort: []DocSortKey{{Field: "_id"}}})
+				ids, plan := findIDs(t, db, "p", FindOptions{Filter: f, Sort: []SortKey{{Field: "_id"}}})
 				if plan.Stage != "IXSCAN" {
 					t.Fatalf("%s did not use an index: %+v", f, plan)
 				}

@@ -15,22 +15,10 @@ import (
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
-// DocSortKey is one field of a sort of documents.
-type DocSortKey struct {
+// SortKey is one field of a sort of documents.
+type SortKey struct {
 	Field string
 	Desc  bool
-}
-
-// DocQuery is a find on a plain collection.
-type DocQuery struct {
-	// Filter selects documents; nil selects all.
-	Filter *partialfilter.Filter
-	// Projection shapes returned documents; nil returns them whole.
-	Projection *document.Projection
-	// Sort orders the result; empty is the plan's order (_id order, or
-	// insertion order for a capped collection scanned whole).
-	Sort        []DocSortKey
-	Skip, Limit int64
 }
 
 // MaxSortBytes bounds the documents a sort without limit buffers
@@ -180,14 +168,10 @@ func (db *DB) scanDocs(ctx context.Context, r pebble.Reader, c *collection, plan
 	return plan.DocPlan, it.Error()
 }
 
-// FindDocuments runs q on a plain collection and calls fn with each
+// findDocuments runs q on a plain collection and calls fn with each
 // result, in order, on a consistent snapshot. Documents that have expired
 // under a TTL index are never returned. It returns the plan (explain).
-func (db *DB) FindDocuments(ctx context.Context, name string, q DocQuery, fn func(document.Doc) error) (DocPlan, error) {
-	c, err := db.plainCollection(name)
-	if err != nil {
-		return DocPlan{}, err
-	}
+func (db *DB) findDocuments(ctx context.Context, c *collection, q FindOptions, fn func(document.Doc) error) (DocPlan, error) {
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
 	now := db.opts.Now()
@@ -240,7 +224,7 @@ func (db *DB) FindDocuments(ctx context.Context, name string, q DocQuery, fn fun
 // docSorter sorts documents by keys; with keep > 0 it holds only the
 // first keep (a bounded heap), else every document up to MaxSortBytes.
 type docSorter struct {
-	keys  []DocSortKey
+	keys  []SortKey
 	keep  int64
 	docs  []*storedDoc
 	bytes int64
@@ -306,7 +290,7 @@ func (s *docSorter) less(a, b *storedDoc) bool {
 	return bytes.Compare(a.idKey, b.idKey) < 0
 }
 
-func sortValue(doc document.Doc, k DocSortKey) any {
+func sortValue(doc document.Doc, k SortKey) any {
 	vals, _ := document.IndexValues(doc, strings.Split(k.Field, "."))
 	best := vals[0]
 	for _, v := range vals[1:] {

@@ -53,10 +53,10 @@ func insertDocs(t testing.TB, db *DB, name string, docs ...string) {
 }
 
 // findIDs returns the _id values of a find, rendered, in result order.
-func findIDs(t testing.TB, db *DB, name string, q DocQuery) ([]string, DocPlan) {
+func findIDs(t testing.TB, db *DB, name string, q FindOptions) ([]string, DocPlan) {
 	t.Helper()
 	var ids []string
-	plan, err := db.FindDocuments(ctx, name, q, func(d document.Doc) error {
+	plan, err := EachDoc(db.Find(ctx, name, q))(func(d document.Doc) error {
 		ids = append(ids, renderValue(d["_id"]))
 		return nil
 	})
@@ -83,15 +83,15 @@ func TestPlainInsertFindDuplicate(t *testing.T) {
 	if err != nil || res.Inserted != 2 || len(res.Errors) != 2 || res.Errors[0].Index != 0 || res.Errors[1].Index != 2 {
 		t.Fatalf("unordered: %+v %v", res, err)
 	}
-	ids, plan := findIDs(t, db, "p", DocQuery{})
+	ids, plan := findIDs(t, db, "p", FindOptions{})
 	if len(ids) != 6 || ids[0] != "1" || plan.Stage != "COLLSCAN" {
 		t.Fatalf("all: %v %+v", ids, plan)
 	}
-	ids, plan = findIDs(t, db, "p", DocQuery{Filter: mustFilter(t, `{"_id": 2}`)})
+	ids, plan = findIDs(t, db, "p", FindOptions{Filter: mustFilter(t, `{"_id": 2}`)})
 	if !slices.Equal(ids, []string{"2"}) || plan.Stage != "IDHACK" || plan.DocsExamined != 1 {
 		t.Fatalf("by _id: %v %+v", ids, plan)
 	}
-	ids, _ = findIDs(t, db, "p", DocQuery{Sort: []DocSortKey{{Field: "_id", Desc: true}}, Skip: 1, Limit: 2})
+	ids, _ = findIDs(t, db, "p", FindOptions{Sort: []SortKey{{Field: "_id", Desc: true}}, Skip: 1, Limit: 2})
 	if !slices.Equal(ids, []string{"5", "4"}) { // the ObjectId sorts after numbers
 		t.Fatalf("sorted by _id descending, skip 1, limit 2: %v", ids)
 	}
@@ -180,7 +180,7 @@ func TestPlainIndexesMatchFullScan(t *testing.T) {
 	}
 	// The oracle: the store's documents, read whole.
 	var stored []document.Doc
-	if _, err := db.FindDocuments(ctx, "p", DocQuery{}, func(d document.Doc) error {
+	if _, err := EachDoc(db.Find(ctx, "p", FindOptions{}))(func(d document.Doc) error {
 		stored = append(stored, d)
 		return nil
 	}); err != nil {
@@ -227,7 +227,7 @@ func TestPlainIndexesMatchFullScan(t *testing.T) {
 				want = append(want, renderValue(d["_id"]))
 			}
 		}
-		got, plan := findIDs(t, db, "p", DocQuery{Filter: f, Sort: []DocSortKey{{Field: "_id"}}})
+		got, plan := findIDs(t, db, "p", FindOptions{Filter: f, Sort: []SortKey{{Field: "_id"}}})
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s (plan %+v):\n got %v\nwant %v", text, plan, got, want)
 		}
@@ -263,7 +263,7 @@ func TestPlainUpdateReplace(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	var got []string
-	db.FindDocuments(ctx, "s", DocQuery{}, func(d document.Doc) error {
+	EachDoc(db.Find(ctx, "s", FindOptions{}))(func(d document.Doc) error {
 		got = append(got, string(document.AppendJSON(nil, d)))
 		return nil
 	})
@@ -295,7 +295,7 @@ func TestPlainUpdateReplace(t *testing.T) {
 	if _, err := db.Update(ctx, "s", Update{Filter: mustFilter(t, `{"_id": "b"}`), Replacement: jsonDoc(t, `{"_id": "other"}`)}); codeOf(err) != mongoerr.ImmutableField {
 		t.Fatalf("replace with another _id: %v", err)
 	}
-	ids, _ := findIDs(t, db, "s", DocQuery{Filter: mustFilter(t, `{"z": true}`)})
+	ids, _ := findIDs(t, db, "s", FindOptions{Filter: mustFilter(t, `{"z": true}`)})
 	if !slices.Equal(ids, []string{`"b"`}) {
 		t.Fatalf("replaced: %v", ids)
 	}
@@ -328,7 +328,7 @@ func TestPlainTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := func() []string {
-		ids, _ := findIDs(t, db, "log", DocQuery{})
+		ids, _ := findIDs(t, db, "log", FindOptions{})
 		return ids
 	}
 	want := []string{`"missing"`, `"newer"`, `"nodate"`, `"number"`, `"string"`}
@@ -442,7 +442,7 @@ func TestCappedEviction(t *testing.T) {
 		// _id order differs from insertion order.
 		insertDocs(t, db, "c", fmt.Sprintf(`{"_id": %d, "i": %d}`, 100-i, i))
 	}
-	ids, _ := findIDs(t, db, "c", DocQuery{})
+	ids, _ := findIDs(t, db, "c", FindOptions{})
 	if !slices.Equal(ids, []string{"97", "96", "95", "94", "93"}) {
 		t.Fatalf("after max: %v", ids)
 	}
@@ -452,7 +452,7 @@ func TestCappedEviction(t *testing.T) {
 		batch = append(batch, fmt.Sprintf(`{"_id": %d}`, i))
 	}
 	insertDocs(t, db, "c", batch...)
-	ids, _ = findIDs(t, db, "c", DocQuery{})
+	ids, _ = findIDs(t, db, "c", FindOptions{})
 	if !slices.Equal(ids, []string{"2", "3", "4", "5", "6"}) {
 		t.Fatalf("after a large batch: %v", ids)
 	}
@@ -469,12 +469,12 @@ func TestCappedEviction(t *testing.T) {
 	db.Close()
 	db = openTest(t, dir, nil)
 	defer db.Close()
-	ids, _ = findIDs(t, db, "s", DocQuery{})
+	ids, _ = findIDs(t, db, "s", FindOptions{})
 	if !slices.Equal(ids, []string{"6", "7", "8", "9"}) {
 		t.Fatalf("after restart: %v", ids)
 	}
 	insertDocs(t, db, "s", fmt.Sprintf(`{"_id": 10, "pad": %q}`, big))
-	if ids, _ = findIDs(t, db, "s", DocQuery{}); !slices.Equal(ids, []string{"7", "8", "9", "10"}) {
+	if ids, _ = findIDs(t, db, "s", FindOptions{}); !slices.Equal(ids, []string{"7", "8", "9", "10"}) {
 		t.Fatalf("insertion order after restart: %v", ids)
 	}
 }
@@ -611,12 +611,12 @@ func TestPlainIndexBuildDuringWrites(t *testing.T) {
 		}
 	}
 	var all []document.Doc
-	if _, err := db.FindDocuments(ctx, "p", DocQuery{}, func(d document.Doc) error { all = append(all, d); return nil }); err != nil {
+	if _, err := EachDoc(db.Find(ctx, "p", FindOptions{}))(func(d document.Doc) error { all = append(all, d); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for k := 0; k < 20; k++ {
 		f := mustFilter(t, fmt.Sprintf(`{"k": %d}`, k))
-		got, plan := findIDs(t, db, "p", DocQuery{Filter: f, Sort: []DocSortKey{{Field: "_id"}}})
+		got, plan := findIDs(t, db, "p", FindOptions{Filter: f, Sort: []SortKey{{Field: "_id"}}})
 		var want []string
 		for _, d := range all {
 			if f.Match(d) {
@@ -654,7 +654,7 @@ func TestPlainIndexBuildRefusalAndTTLKinds(t *testing.T) {
 		PartialFilterExpression: map[string]any{"canDelete": true}}); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := findIDs(t, db, "t", DocQuery{}); !slices.Equal(ids, []string{`"new"`, `"old-kept"`}) {
+	if ids, _ := findIDs(t, db, "t", FindOptions{}); !slices.Equal(ids, []string{`"new"`, `"old-kept"`}) {
 		t.Fatalf("partial TTL: %v", ids)
 	}
 	// A plain index on another field, converted by collMod.
@@ -664,7 +664,7 @@ func TestPlainIndexBuildRefusalAndTTLKinds(t *testing.T) {
 	if _, err := db.CollModIndex(ctx, "t", IndexMod{Name: "at_-1", ExpireAfterSeconds: 30}); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := findIDs(t, db, "t", DocQuery{}); len(ids) != 0 {
+	if ids, _ := findIDs(t, db, "t", FindOptions{}); len(ids) != 0 {
 		t.Fatalf("after the conversion: %v", ids)
 	}
 	res, err := ttlPass(db, clock.Now())

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -35,18 +36,32 @@ const (
 	SortDescending = -1
 )
 
-// FindOptions describe a find on a time-series collection.
+// FindOptions describe a find on a collection of either kind. Filter,
+// Sort, Skip and Limit serve both; Fields, OmitTime, OmitMeta, Order,
+// BatchRows and Allocator shape a time-series collection's Arrow records,
+// Projection a plain collection's documents.
 type FindOptions struct {
-	// Filter selects measurements; nil matches all.
+	// Filter selects measurements or documents; nil matches all.
 	Filter *partialfilter.Filter
+	// Sort orders the result. A time-series collection sorts by its
+	// timeField alone (the same as Order); a plain collection by any
+	// fields, and without Sort in the plan's order (_id order, or
+	// insertion order for a capped collection scanned whole).
+	Sort []SortKey
+	// Skip leaves out the first Skip results.
+	Skip int64
+	// Projection shapes the documents of a plain collection; nil returns
+	// them whole.
+	Projection *document.Projection
 	// Fields lists the measurement fields to return, in order; nil returns
 	// every field the collection has seen, sorted by name.
 	Fields []string
 	// OmitTime and OmitMeta leave the time and meta columns out.
 	OmitTime, OmitMeta bool
-	// Sort is SortSeries, SortAscending or SortDescending.
-	Sort int
-	// Limit stops after this many measurements; 0 means no limit.
+	// Order is SortSeries, SortAscending or SortDescending.
+	Order int
+	// Limit stops after this many results (after Skip); 0 means no
+	// limit.
 	Limit int64
 	// BatchRows is the number of rows per record; 0 means 4096.
 	BatchRows int
@@ -73,9 +88,13 @@ type Cursor struct {
 	err    error
 	done   bool
 
-	batch    int
-	limit    int64
-	emitted  int64
+	batch   int
+	limit   int64
+	emitted int64
+	skip    int64 // rows to leave out first; skipped so far
+	skipped int64
+	// docs, on a plain collection, yields its documents (docCursor).
+	docs     *docCursor
 	omitTime bool
 	omitMeta bool
 	nextSer  int
@@ -102,21 +121,32 @@ type outColumn struct {
 // may hold measurements written since, as MongoDB's cursors, which yield
 // between batches, may; what it holds does not grow with the number of
 // series it reads.
+//
+// On a plain collection, Find reads one snapshot of the store, taken by
+// the cursor's first Next; the cursor yields documents (Cursor.Doc) and,
+// once exhausted, the plan (Cursor.Plan).
 func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor, error) {
-	c, err := db.lookup(name)
+	h, err := db.Collection(name)
 	if err != nil {
 		return nil, err
 	}
-	cur := &Cursor{db: db, ctx: ctx, batch: opts.BatchRows, limit: opts.Limit, omitTime: opts.OmitTime, omitMeta: opts.OmitMeta}
+	return h.Find(ctx, opts)
+}
+
+// find is Find on a time-series collection.
+func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts FindOptions) (*Cursor, error) {
+	name := c.name
+	if opts.Projection != nil {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is a time-series collection: a find projects its fields, not a document projection", name)
+	}
+	cur := &Cursor{db: db, ctx: ctx, batch: opts.BatchRows, limit: opts.Limit, skip: opts.Skip, omitTime: opts.OmitTime, omitMeta: opts.OmitMeta}
 	if cur.batch <= 0 {
 		cur.batch = 4096
 	}
-	if cur.limit < 0 {
-		return nil, mongoerr.New(mongoerr.BadValue, "limit must not be negative; got %d", cur.limit)
-	}
-	if opts.Sort < -1 || opts.Sort > 1 {
+	if opts.Order < -1 || opts.Order > 1 {
 		return nil, mongoerr.New(mongoerr.BadValue, "sort must be 1 (ascending), -1 (descending) or 0 (by series)")
 	}
+	var err error
 
 	// The plan runs in a query slot, and so does each batch (Next).
 	if err := db.acquireQuery(ctx); err != nil {
@@ -132,6 +162,11 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 		}
 		return nil, notFound(name)
 	}
+	order, err := sortOrder(ts, opts)
+	if err != nil {
+		db.mu.RUnlock()
+		return nil, err
+	}
 	// The schema: every field seen, or the projection.
 	fieldNames := opts.Fields
 	if fieldNames == nil {
@@ -144,7 +179,7 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 		cur.out = append(cur.out, outputColumn(f, c.fieldTypes[f]))
 	}
 	guard := db.newQueryGuard(ctx)
-	if opts.Sort == SortSeries {
+	if order == SortSeries {
 		cur.stream, err = db.newSeriesStream(&cur.scan, c, opts.Filter, opts.Fields, guard, true)
 	} else {
 		err = db.planScan(&cur.scan, c, opts.Filter, opts.Fields, guard)
@@ -187,14 +222,30 @@ func (db *DB) Find(ctx context.Context, name string, opts FindOptions) (*Cursor,
 	}
 	cur.bld = array.NewRecordBuilder(mem, cur.schema)
 	cur.colMap = make(map[*bucket.Columns][]int)
-	if opts.Sort != SortSeries {
-		cur.merge = &seriesMerge{plan: &cur.scan, desc: opts.Sort == SortDescending}
+	if order != SortSeries {
+		cur.merge = &seriesMerge{plan: &cur.scan, desc: order == SortDescending}
 		if err := cur.merge.init(); err != nil {
 			cur.Close()
 			return nil, err
 		}
 	}
 	return cur, nil
+}
+
+// sortOrder is the order of a time-series find: by series, or by time
+// when Sort names the timeField.
+func sortOrder(ts *model.TimeSeriesOptions, opts FindOptions) (int, error) {
+	order := opts.Order
+	for _, k := range opts.Sort {
+		if k.Field != ts.TimeField {
+			return 0, mongoerr.New(mongoerr.BadValue, "sort supports the timeField '%s' only; got '%s'", ts.TimeField, k.Field)
+		}
+		order = SortAscending
+		if k.Desc {
+			order = SortDescending
+		}
+	}
+	return order, nil
 }
 
 // outputColumn picks a field's result type from the types it was seen with.
@@ -225,11 +276,16 @@ func arrowType(k bucket.Type) arrow.DataType {
 	return arrow.PrimitiveTypes.Float64
 }
 
-// Schema returns the schema of every record of the cursor.
+// Schema returns the schema of every record of the cursor (nil on a plain
+// collection).
 func (c *Cursor) Schema() *arrow.Schema { return c.schema }
 
-// Next advances to the next record; false at the end or on error (see Err).
+// Next advances to the next record (or document, on a plain collection);
+// false at the end or on error (see Err).
 func (c *Cursor) Next() bool {
+	if c.docs != nil {
+		return c.nextDoc()
+	}
 	if c.rec != nil {
 		c.rec.Release()
 		c.rec = nil
@@ -264,6 +320,12 @@ func (c *Cursor) Err() error { return c.err }
 
 // Close releases the cursor's resources. It is safe to call more than once.
 func (c *Cursor) Close() error {
+	if c.docs != nil {
+		c.docs.stop()
+		c.docs.doc = nil
+		c.done = true
+		return nil
+	}
 	var errs []error
 	if c.rec != nil {
 		c.rec.Release()
@@ -355,7 +417,11 @@ func (c *Cursor) fill() (int, error) {
 		if err := c.scan.guard.row(); err != nil {
 			return n, err
 		}
-		if c.scan.filter.residual == nil || c.scan.filter.residual.Match(c.scan.rowDoc(sc.s, rc)) {
+		switch {
+		case c.scan.filter.residual != nil && !c.scan.filter.residual.Match(c.scan.rowDoc(sc.s, rc)):
+		case c.skipped < c.skip:
+			c.skipped++
+		default:
 			c.appendRow(sc.s, rc)
 			n++
 			c.emitted++

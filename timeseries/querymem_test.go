@@ -95,7 +95,7 @@ func TestPlanYieldsToWriters(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 20; i++ {
-		rows := findRows(t, db, "m", FindOptions{Fields: []string{"v"}, Sort: []int{SortSeries, SortAscending}[i%2]})
+		rows := findRows(t, db, "m", FindOptions{Fields: []string{"v"}, Order: []int{SortSeries, SortAscending}[i%2]})
 		seen := map[string]bool{}
 		for _, r := range rows {
 			k := r.meta
@@ -130,7 +130,7 @@ func TestPlanRefusedBeforeWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	allocs := testing.AllocsPerRun(5, func() {
-		if _, err := db.Find(ctx, "m", FindOptions{Sort: SortDescending}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimit {
+		if _, err := db.Find(ctx, "m", FindOptions{Order: SortDescending}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimit {
 			t.Fatalf("find over the limit: %v", err)
 		}
 	})
@@ -212,7 +212,7 @@ func TestPlanRetriesAfterMerge(t *testing.T) {
 			db.mergeGen.Add(1) // as commitMerge does
 		}
 	}
-	rows := findRows(t, db, "m", FindOptions{Sort: SortAscending})
+	rows := findRows(t, db, "m", FindOptions{Order: SortAscending})
 	db.hooks.planYielded = nil
 	if db.stats.planRetries.Load() != 1 {
 		t.Fatalf("%d plan retries, want 1", db.stats.planRetries.Load())

@@ -91,7 +91,7 @@ func TestReadOnlyOpenReplay(t *testing.T) {
 				}
 				checkCount(t, db, "m", wantRows)
 				n := 0
-				if _, err := db.FindDocuments(ctx, "p", DocQuery{}, func(document.Doc) error { n++; return nil }); err != nil {
+				if _, err := EachDoc(db.Find(ctx, "p", FindOptions{}))(func(document.Doc) error { n++; return nil }); err != nil {
 					t.Fatal(err)
 				}
 				if n != wantDocs {

@@ -37,7 +37,7 @@ func snapshotState(t *testing.T, db *DB) string {
 			}
 			continue
 		}
-		ids, _ := findIDs(t, db, info.Name, DocQuery{})
+		ids, _ := findIDs(t, db, info.Name, FindOptions{})
 		slices.Sort(ids)
 		out += fmt.Sprint(ids) + "\n"
 	}

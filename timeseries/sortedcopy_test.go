@@ -36,7 +36,7 @@ func TestSortedCopiesShared(t *testing.T) {
 	}
 	check := func(series, want int) {
 		t.Helper()
-		rows := findRows(t, db, "m", FindOptions{Filter: mustFilter(t, fmt.Sprintf(`{"s": "s%d"}`, series)), Sort: SortAscending})
+		rows := findRows(t, db, "m", FindOptions{Filter: mustFilter(t, fmt.Sprintf(`{"s": "s%d"}`, series)), Order: SortAscending})
 		if len(rows) != want || !slices.IsSortedFunc(rows, func(a, b row) int { return int(a.t - b.t) }) {
 			t.Fatalf("series %d: %d rows (want %d), sorted %v", series, len(rows), want, slices.IsSortedFunc(rows, func(a, b row) int { return int(a.t - b.t) }))
 		}

@@ -448,7 +448,7 @@ func TestReadsOfManySeries(t *testing.T) {
 		t.Fatalf("%d bytes of query memory held after the reads", db.queryMem.Load())
 	}
 	// A sorted find still holds every series: refused.
-	if _, err := db.Find(ctx, "iot", FindOptions{Sort: SortAscending, Limit: 1}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimit {
+	if _, err := db.Find(ctx, "iot", FindOptions{Order: SortAscending, Limit: 1}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimit {
 		t.Fatalf("sorted find over the limit: %v, want code 292", err)
 	}
 }

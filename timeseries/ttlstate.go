@@ -46,6 +46,11 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 		return nil, err
 	}
 	st := &TTLState{Indexes: []TTLIndex{}}
+	return st, c.kind().ttlState(ctx, db, c, st)
+}
+
+// ttlState is DB.TTLState on a time-series collection.
+func (timeSeriesKind) ttlState(ctx context.Context, db *DB, c *collection, st *TTLState) error {
 	type ser struct {
 		id     uint64
 		ttl    int64
@@ -53,9 +58,6 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 		inMem  bool
 	}
 	var list []ser
-	if c.plain != nil {
-		return st, db.plainTTLState(c, st)
-	}
 	db.mu.RLock()
 	st.ExpireAfterSeconds = c.opts.ExpireAfterSeconds
 	for _, spec := range c.indexes {
@@ -88,12 +90,12 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 	var next int64 = math.MaxInt64
 	it, err := db.pdb.NewIter(nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer it.Close()
 	for _, s := range list {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		it.SetBounds(seriesPrefix(spaceBucket, c.id, s.id), prefixEnd(seriesPrefix(spaceBucket, c.id, s.id)))
 		if it.First() {
@@ -104,7 +106,7 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 			}
 		}
 		if err := it.Error(); err != nil {
-			return nil, err
+			return err
 		}
 		if s.oldest == math.MaxInt64 {
 			continue
@@ -118,7 +120,7 @@ func (db *DB) TTLState(ctx context.Context, name string) (*TTLState, error) {
 		t := time.Unix(0, next).UTC()
 		st.NextExpiry = &t
 	}
-	return st, nil
+	return nil
 }
 
 // TTLProposal is a change of TTL values to preview: the collection's
@@ -204,12 +206,12 @@ func (db *DB) PreviewTTL(ctx context.Context, name string, p TTLProposal) (*TTLP
 			return nil, mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", n)
 		}
 	}
-	if c.plain != nil {
-		if p.NewIndex != nil {
-			return nil, invalid("'newIndex' is previewed on time-series collections; on %q, preview an existing index by name under 'indexes'", name)
-		}
-		return db.previewPlain(ctx, c, p, out)
-	}
+	return c.kind().preview(ctx, db, c, p, out)
+}
+
+// preview is DB.PreviewTTL on a time-series collection.
+func (timeSeriesKind) preview(ctx context.Context, db *DB, c *collection, p TTLProposal, out *TTLPreview) (*TTLPreview, error) {
+	now := out.Now
 	db.mu.RLock()
 	probe, err := proposedRules(c, p)
 	if err != nil {

@@ -118,7 +118,7 @@ func TestPyMongoSession(t *testing.T) {
 				t.Errorf("weather's options: %+v", info.Options)
 			}
 			n := 0
-			if _, err := db.FindDocuments(ctx, "eventlog", timeseries.DocQuery{}, func(document.Doc) error {
+			if _, err := timeseries.EachDoc(db.Find(ctx, "eventlog", timeseries.FindOptions{}))(func(document.Doc) error {
 				n++
 				return nil
 			}); err != nil {

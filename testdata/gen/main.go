@@ -722,7 +722,7 @@ func expected(db *timeseries.DB, m *storeModel) expStore {
 				c.Docs = append(c.Docs, tag(m.docs[id]))
 			}
 			n := 0
-			_, err := db.FindDocuments(ctx, name, timeseries.DocQuery{}, func(document.Doc) error { n++; return nil })
+			_, err := timeseries.EachDoc(db.Find(ctx, name, timeseries.FindOptions{}))(func(document.Doc) error { n++; return nil })
 			must(err)
 			if n != len(ids) || info.Count != int64(n) {
 				log.Fatalf("devices: %d found, Describe counts %d, %d written", n, info.Count, len(ids))

@@ -1,0 +1,72 @@
+package command
+
+import (
+	"context"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// Find is a find on one collection of either kind, as a door decodes it:
+// MongoDB's find (and distinct, and a pipeline that is a find), or the
+// HTTP find.
+type Find struct {
+	Collection string
+	// Filter selects; nil selects everything.
+	Filter *partialfilter.Filter
+	// Projection is a MongoDB projection document; nil or empty returns
+	// measurements and documents whole.
+	Projection map[string]any
+	// Sort orders the result: by the timeField alone on a time series,
+	// by any fields on a plain collection; empty is the collection's
+	// natural order (by series, or by _id).
+	Sort        []timeseries.SortKey
+	Skip, Limit int64
+}
+
+// Find runs f. The cursor yields Arrow records on a time-series
+// collection and documents on a plain one (Cursor.Documents); it reads
+// under ctx until it is closed, so a cursor that outlives the request
+// (a wire cursor's getMore) is given a context of its own.
+func (s *Service) Find(ctx context.Context, f Find) (*timeseries.Cursor, error) {
+	h, err := s.db.Collection(f.Collection)
+	if err != nil {
+		return nil, err
+	}
+	opts := timeseries.FindOptions{Filter: f.Filter, Sort: f.Sort, Skip: f.Skip, Limit: f.Limit}
+	if ts := h.TimeSeries(); ts != nil {
+		p, err := ParseProjection(f.Projection)
+		if err != nil {
+			return nil, err
+		}
+		p.Apply(&opts, ts, h.Fields())
+	} else if opts.Projection, err = document.ParseProjection(f.Projection); err != nil {
+		return nil, err
+	}
+	return h.Find(ctx, opts)
+}
+
+// Count counts what f matches in the collection name (see
+// timeseries.DB.Count): the wire door's count and countDocuments.
+func (s *Service) Count(ctx context.Context, name string, f *partialfilter.Filter, o timeseries.CountOptions) (int64, error) {
+	h, err := s.db.Collection(name)
+	if err != nil {
+		return 0, err
+	}
+	return h.Count(ctx, f, o)
+}
+
+// Aggregate runs a windowed aggregate on a time-series collection (see
+// timeseries.DB.Aggregate).
+func (s *Service) Aggregate(ctx context.Context, name string, opts timeseries.AggregateOptions) (arrow.Record, error) {
+	return s.db.Aggregate(ctx, name, opts)
+}
+
+// DistinctMeta returns the distinct values of a path inside the meta field
+// of a time-series collection from its series index (see
+// timeseries.DB.DistinctMeta).
+func (s *Service) DistinctMeta(ctx context.Context, name, path string, f *partialfilter.Filter) ([]any, error) {
+	return s.db.DistinctMeta(ctx, name, path, f)
+}

@@ -1,0 +1,207 @@
+package timeseries
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/array"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+// findRowIDs runs a find on a time-series collection whose field v numbers
+// its measurements and returns the v of each row, in order.
+func findRowIDs(t *testing.T, db *DB, name string, opts FindOptions) []int64 {
+	t.Helper()
+	cur, err := db.Find(ctx, name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	var out []int64
+	for cur.Next() {
+		rec := cur.Record()
+		col := rec.Column(int(rec.Schema().FieldIndices("v")[0])).(*array.Int64)
+		for i := range col.Len() {
+			out = append(out, col.Value(i))
+		}
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestFindSkip: a time-series find's skip leaves out the first rows of the
+// result in every order, across records and series, before its limit; a
+// sort names the timeField alone.
+func TestFindSkip(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var ms []model.Measurement
+	for i := range 300 {
+		ms = append(ms, model.Measurement{Time: base + int64(i)*1e9, Meta: sensor(fmt.Sprint(i % 3)),
+			Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
+	}
+	insertMeasurements(t, db, "m", ms)
+	for _, sort := range [][]SortKey{nil, {{Field: "ts"}}, {{Field: "ts", Desc: true}}} {
+		all := findRowIDs(t, db, "m", FindOptions{Sort: sort, BatchRows: 7})
+		if len(all) != 300 {
+			t.Fatalf("sort %v: %d rows, want 300", sort, len(all))
+		}
+		if sort != nil && sort[0].Desc && all[0] != 299 || sort != nil && !sort[0].Desc && all[0] != 0 {
+			t.Fatalf("sort %v: first row %d", sort, all[0])
+		}
+		for _, c := range []struct{ skip, limit int64 }{{1, 0}, {7, 0}, {100, 10}, {299, 5}, {300, 0}, {400, 1}, {0, 3}} {
+			got := findRowIDs(t, db, "m", FindOptions{Sort: sort, Skip: c.skip, Limit: c.limit, BatchRows: 7})
+			want := all[min(c.skip, 300):]
+			if c.limit > 0 {
+				want = want[:min(int64(len(want)), c.limit)]
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("sort %v skip %d limit %d: %v, want %v", sort, c.skip, c.limit, got, want)
+			}
+		}
+	}
+	if _, err := db.Find(ctx, "m", FindOptions{Sort: []SortKey{{Field: "v"}}}); mongoerr.CodeOf(err) != mongoerr.BadValue {
+		t.Errorf("a sort on a measurement field: %v, want BadValue", err)
+	}
+	if _, err := db.Find(ctx, "m", FindOptions{Skip: -1}); mongoerr.CodeOf(err) != mongoerr.BadValue {
+		t.Errorf("a negative skip: %v, want BadValue", err)
+	}
+}
+
+// TestCollectionHandle: one handle and one Find for both kinds; each kind
+// refuses what shapes the other's results; a handle outlives a drop.
+func TestCollectionHandle(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	insertMeasurements(t, db, "m", []model.Measurement{{Time: 1e9, Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}})
+	if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []document.Doc
+	for i := range 50 {
+		docs = append(docs, document.Doc{"_id": int64(i), "v": int64(i % 10)})
+	}
+	if _, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := db.Collection("m")
+	if err != nil || m.TimeSeries() == nil || m.TimeSeries().TimeField != "ts" || m.Name() != "m" {
+		t.Fatalf("handle on m: %v, %v", m, err)
+	}
+	p, err := db.Collection("p")
+	if err != nil || p.TimeSeries() != nil {
+		t.Fatalf("handle on p: %v", err)
+	}
+	if _, err := db.Collection("nosuch"); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Fatalf("handle on a missing collection: %v", err)
+	}
+
+	// A plain find yields documents, sorted, skipped, limited and
+	// projected, then its plan.
+	proj, err := document.ParseProjection(map[string]any{"v": int64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := p.Find(ctx, FindOptions{Sort: []SortKey{{Field: "v", Desc: true}, {Field: "_id"}}, Skip: 2, Limit: 3, Projection: proj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cur.Documents() || cur.Schema() != nil {
+		t.Fatal("a plain collection's cursor does not yield documents")
+	}
+	var got []string
+	for cur.Next() {
+		got = append(got, fmt.Sprint(cur.Doc()))
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"map[_id:29 v:9]", "map[_id:39 v:9]", "map[_id:49 v:9]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("plain find: %v, want %v", got, want)
+	}
+	if plan := cur.Plan(); plan.Stage != "COLLSCAN" || plan.Returned != 3 || !plan.SortInMemory {
+		t.Errorf("plan %+v", plan)
+	}
+	cur.Close()
+
+	if _, err := m.Find(ctx, FindOptions{Projection: proj}); mongoerr.CodeOf(err) != mongoerr.IllegalOperation {
+		t.Errorf("a document projection on a time series: %v", err)
+	}
+	if _, err := p.Find(ctx, FindOptions{Fields: []string{"v"}}); mongoerr.CodeOf(err) != mongoerr.IllegalOperation {
+		t.Errorf("time-series columns on a plain collection: %v", err)
+	}
+	if _, err := p.Find(ctx, FindOptions{Order: SortAscending}); mongoerr.CodeOf(err) != mongoerr.IllegalOperation {
+		t.Errorf("a time order on a plain collection: %v", err)
+	}
+	if n, err := p.Count(ctx, nil, CountOptions{Skip: 45, Limit: 10}); err != nil || n != 5 {
+		t.Errorf("count through the handle: %d, %v", n, err)
+	}
+	if n, err := m.Count(ctx, nil, CountOptions{}); err != nil || n != 1 {
+		t.Errorf("count through the handle: %d, %v", n, err)
+	}
+
+	if err := db.DropCollection(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Insert(ctx, Batch{Documents: []document.Doc{{"_id": int64(1)}}}, InsertOptions{}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Errorf("insert through a dropped collection's handle: %v", err)
+	}
+}
+
+// TestPlainCursorClosedEarly: a plain find closed before its end stops its
+// scan and lets go of it (the coroutine that holds its snapshot), and a
+// closed cursor yields nothing more.
+func TestPlainCursorClosedEarly(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []document.Doc
+	for i := range 1000 {
+		docs = append(docs, document.Doc{"_id": int64(i)})
+	}
+	if _, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	var open []*Cursor
+	for range 50 {
+		cur, err := db.Find(ctx, "p", FindOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if !cur.Next() {
+				t.Fatalf("a find of 1000 documents ended early: %v", cur.Err())
+			}
+		}
+		open = append(open, cur)
+	}
+	for _, cur := range open {
+		if err := cur.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if cur.Next() || cur.Doc() != nil {
+			t.Fatal("a closed cursor yields a document")
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before+5; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after closing 50 cursors, %d before: the scans were not stopped", runtime.NumGoroutine(), before)
+		}
+	}
+}

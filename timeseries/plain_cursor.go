@@ -1,0 +1,113 @@
+package timeseries
+
+import (
+	"context"
+	"errors"
+	"iter"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+// docCursor is the document side of a Cursor on a plain collection: the
+// snapshot scan of findDocuments, pulled one document at a time. The scan
+// runs as a coroutine (iter.Pull2) that starts at the first Next and holds
+// its snapshot until it ends or the cursor is closed.
+type docCursor struct {
+	next func() (document.Doc, error, bool)
+	stop func()
+	doc  document.Doc
+	plan DocPlan
+}
+
+// errStopScan ends a scan whose cursor was closed before its end.
+var errStopScan = errors.New("timeseries: scan stopped")
+
+// find is Find on a plain collection.
+func (plainKind) find(ctx context.Context, db *DB, c *collection, opts FindOptions) (*Cursor, error) {
+	if opts.Fields != nil || opts.OmitTime || opts.OmitMeta || opts.Order != SortSeries {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is a plain collection: a find takes a document projection and sort keys, not time-series columns", c.name)
+	}
+	d := &docCursor{}
+	seq := func(yield func(document.Doc, error) bool) {
+		plan, err := db.findDocuments(ctx, c, opts, func(doc document.Doc) error {
+			if !yield(doc, nil) {
+				return errStopScan
+			}
+			return nil
+		})
+		d.plan = plan
+		if err != nil && !errors.Is(err, errStopScan) {
+			yield(nil, err)
+		}
+	}
+	d.next, d.stop = iter.Pull2(seq)
+	return &Cursor{db: db, ctx: ctx, docs: d}, nil
+}
+
+// Doc returns the current document of a cursor on a plain collection. It
+// is valid until the next call of Next or Close.
+func (c *Cursor) Doc() document.Doc {
+	if c.docs == nil {
+		return nil
+	}
+	return c.docs.doc
+}
+
+// Documents reports whether the cursor yields documents (a plain
+// collection) rather than Arrow records (a time-series collection).
+func (c *Cursor) Documents() bool { return c.docs != nil }
+
+// Plan returns how a find on a plain collection ran (its explain), once
+// Next has returned false.
+func (c *Cursor) Plan() DocPlan {
+	if c.docs == nil {
+		return DocPlan{}
+	}
+	return c.docs.plan
+}
+
+// nextDoc is Next on a plain collection.
+func (c *Cursor) nextDoc() bool {
+	d := c.docs
+	d.doc = nil
+	if c.done || c.err != nil {
+		return false
+	}
+	doc, err, ok := d.next()
+	switch {
+	case !ok:
+		c.done = true
+		return false
+	case err != nil:
+		c.err = err
+		return false
+	}
+	d.doc = doc
+	return true
+}
+
+// EachDoc calls fn with every document of a find on a plain collection and
+// closes the cursor; it takes Find's two results as they come:
+//
+//	plan, err := timeseries.EachDoc(db.Find(ctx, name, opts))(fn)
+//
+// It returns the plan (explain) and the first error of Find, the scan or
+// fn.
+func EachDoc(cur *Cursor, err error) func(fn func(document.Doc) error) (DocPlan, error) {
+	return func(fn func(document.Doc) error) (DocPlan, error) {
+		if err != nil {
+			return DocPlan{}, err
+		}
+		defer cur.Close()
+		if !cur.Documents() {
+			return DocPlan{}, mongoerr.New(mongoerr.IllegalOperation, "a time-series collection's find yields records, not documents")
+		}
+		for cur.Next() {
+			if err := fn(cur.Doc()); err != nil {
+				return cur.Plan(), err
+			}
+		}
+		return cur.Plan(), cur.Err()
+	}
+}
