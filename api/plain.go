@@ -105,9 +105,7 @@ func negativeOne(v any) (int64, bool) {
 func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryRequest, f command.Find,
 	cur *timeseries.Cursor, o *command.Op, explain bool) {
 	if explain {
-		for cur.Next() {
-		}
-		if err := cur.Err(); err != nil {
+		if err := cur.ForEach(func(document.Doc) error { return nil }); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -162,16 +160,7 @@ func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryReques
 		}
 		return nil
 	}
-	var err error
-	for cur.Next() {
-		if err = emit(cur.Doc()); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = cur.Err()
-	}
-	if err != nil {
+	if err := cur.ForEach(emit); err != nil {
 		if !started {
 			s.writeError(w, r, err)
 			return

@@ -205,3 +205,63 @@ func TestPlainCursorClosedEarly(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainCursorForEach: ForEach hands over every remaining document,
+// whether the cursor was pulled before or not, and stops at fn's error.
+func TestPlainCursorForEach(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []document.Doc
+	for i := range 100 {
+		docs = append(docs, document.Doc{"_id": int64(i)})
+	}
+	if _, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(pulled int, stopAt int64) ([]int64, error) {
+		cur, err := db.Find(ctx, "p", FindOptions{Sort: []SortKey{{Field: "_id", Desc: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cur.Close()
+		var out []int64
+		for range pulled {
+			cur.Next()
+			out = append(out, cur.Doc()["_id"].(int64))
+		}
+		err = cur.ForEach(func(d document.Doc) error {
+			id := d["_id"].(int64)
+			if id == stopAt {
+				return fmt.Errorf("stop at %d", id)
+			}
+			out = append(out, id)
+			return nil
+		})
+		if cur.Next() {
+			t.Fatal("a cursor yields documents after ForEach")
+		}
+		return out, err
+	}
+	for _, pulled := range []int{0, 3} {
+		got, err := ids(pulled, -1)
+		if err != nil || len(got) != 100 || got[0] != 99 || got[99] != 0 {
+			t.Errorf("pulled %d, then ForEach: %d documents %v, %v", pulled, len(got), got, err)
+		}
+		got, err = ids(pulled, 50)
+		if err == nil || err.Error() != "stop at 50" || len(got) != 49 {
+			t.Errorf("pulled %d, ForEach stopped at 50: %d documents, %v", pulled, len(got), err)
+		}
+	}
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts"})
+	cur, err := db.Find(ctx, "m", FindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	if err := cur.ForEach(func(document.Doc) error { return nil }); mongoerr.CodeOf(err) != mongoerr.IllegalOperation {
+		t.Errorf("ForEach on a time series: %v", err)
+	}
+}

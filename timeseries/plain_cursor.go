@@ -10,10 +10,12 @@ import (
 )
 
 // docCursor is the document side of a Cursor on a plain collection: the
-// snapshot scan of findDocuments, pulled one document at a time. The scan
-// runs as a coroutine (iter.Pull2) that starts at the first Next and holds
-// its snapshot until it ends or the cursor is closed.
+// snapshot scan of findDocuments. Next pulls it one document at a time,
+// as a coroutine (iter.Pull2) that starts at the first Next and holds its
+// snapshot until it ends or the cursor is closed; ForEach on a cursor not
+// yet pulled runs it directly.
 type docCursor struct {
+	seq  iter.Seq2[document.Doc, error]
 	next func() (document.Doc, error, bool)
 	stop func()
 	doc  document.Doc
@@ -41,7 +43,7 @@ func (plainKind) find(ctx context.Context, db *DB, c *collection, opts FindOptio
 			yield(nil, err)
 		}
 	}
-	d.next, d.stop = iter.Pull2(seq)
+	d.seq = seq
 	return &Cursor{db: db, ctx: ctx, docs: d}, nil
 }
 
@@ -74,6 +76,9 @@ func (c *Cursor) nextDoc() bool {
 	if c.done || c.err != nil {
 		return false
 	}
+	if d.next == nil {
+		d.next, d.stop = iter.Pull2(d.seq)
+	}
 	doc, err, ok := d.next()
 	switch {
 	case !ok:
@@ -100,14 +105,39 @@ func EachDoc(cur *Cursor, err error) func(fn func(document.Doc) error) (DocPlan,
 			return DocPlan{}, err
 		}
 		defer cur.Close()
-		if !cur.Documents() {
-			return DocPlan{}, mongoerr.New(mongoerr.IllegalOperation, "a time-series collection's find yields records, not documents")
-		}
-		for cur.Next() {
-			if err := fn(cur.Doc()); err != nil {
-				return cur.Plan(), err
+		err := cur.ForEach(fn)
+		return cur.Plan(), err
+	}
+}
+
+// ForEach calls fn with each remaining document of a find on a plain
+// collection, in order, and returns the first error of the scan or fn;
+// the cursor is at its end then. On a cursor not yet read with Next the
+// scan calls fn itself, without the coroutine switch Next costs a
+// document: what a reply that takes the whole result uses.
+func (c *Cursor) ForEach(fn func(document.Doc) error) error {
+	d := c.docs
+	if d == nil {
+		return mongoerr.New(mongoerr.IllegalOperation, "a time-series collection's find yields records, not documents")
+	}
+	if d.next != nil || c.done || c.err != nil {
+		for c.Next() {
+			if err := fn(d.doc); err != nil {
+				c.err = err
+				return err
 			}
 		}
-		return cur.Plan(), cur.Err()
+		return c.Err()
 	}
+	c.done = true
+	for doc, err := range d.seq {
+		if err == nil {
+			err = fn(doc)
+		}
+		if err != nil {
+			c.err = err
+			return err
+		}
+	}
+	return nil
 }

@@ -321,7 +321,9 @@ func (c *Cursor) Err() error { return c.err }
 // Close releases the cursor's resources. It is safe to call more than once.
 func (c *Cursor) Close() error {
 	if c.docs != nil {
-		c.docs.stop()
+		if c.docs.stop != nil {
+			c.docs.stop()
+		}
 		c.docs.doc = nil
 		c.done = true
 		return nil
