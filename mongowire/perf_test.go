@@ -224,6 +224,34 @@ func findDriver(b *testing.B, coll *mongo.Collection, n int) {
 	reportDocs(b, b.N*n)
 }
 
+// findHTTP reads every document of the collection name as NDJSON, b.N
+// times.
+func findHTTP(b *testing.B, url, name string, n int) {
+	b.ResetTimer()
+	for range b.N {
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/collections/"+name+"/find", bytes.NewReader([]byte(`{}`)))
+		req.Header.Set("Accept", "application/x-ndjson")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		got := 0
+		for sc.Scan() {
+			if len(sc.Bytes()) > 0 {
+				got++
+			}
+		}
+		resp.Body.Close()
+		if err := sc.Err(); err != nil || got != n || resp.StatusCode != http.StatusOK {
+			b.Fatalf("read %d documents, want %d: %d %v", got, n, resp.StatusCode, err)
+		}
+	}
+	reportDocs(b, b.N*n)
+}
+
 // BenchmarkFind streams every measurement of a collection of the iot
 // documents (1M, or HG_BENCH_FIND_N) through a driver cursor (batches of
 // up to 16 MiB, getMore) and as NDJSON over HTTP, and from FerretDB
@@ -239,29 +267,20 @@ func BenchmarkFind(b *testing.B) {
 	b.Run("http-ndjson", func(b *testing.B) {
 		p := newPerfTargets(b)
 		fill(b, createIoT(b, p.mongo.Database("bench"), "iot", true), n)
-		b.ResetTimer()
-		for range b.N {
-			req, _ := http.NewRequest(http.MethodPost, p.http+"/v1/collections/iot/find", bytes.NewReader([]byte(`{}`)))
-			req.Header.Set("Accept", "application/x-ndjson")
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			got := 0
-			for sc.Scan() {
-				if len(sc.Bytes()) > 0 {
-					got++
-				}
-			}
-			resp.Body.Close()
-			if err := sc.Err(); err != nil || got != n || resp.StatusCode != http.StatusOK {
-				b.Fatalf("read %d documents, want %d: %d %v", got, n, resp.StatusCode, err)
-			}
-		}
-		reportDocs(b, b.N*n)
+		findHTTP(b, p.http, "iot", n)
+	})
+	// The same documents in a plain collection: the engine's document
+	// cursor, through the driver and over HTTP.
+	b.Run("driver-plain", func(b *testing.B) {
+		p := newPerfTargets(b)
+		coll := createIoT(b, p.mongo.Database("bench"), "plain", false)
+		fill(b, coll, n)
+		findDriver(b, coll, n)
+	})
+	b.Run("http-plain", func(b *testing.B) {
+		p := newPerfTargets(b)
+		fill(b, createIoT(b, p.mongo.Database("bench"), "plain", false), n)
+		findHTTP(b, p.http, "plain", n)
 	})
 	b.Run("ferretdb", func(b *testing.B) {
 		cl := ferretDB(b)
