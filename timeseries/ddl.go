@@ -211,12 +211,7 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 // its rows in memory. It reports false when c was dropped already. The
 // caller holds maintMu.
 func (db *DB) unlinkCollection(c *collection) bool {
-	if c.plain != nil {
-		// Writers of a plain collection hold its lock from their check
-		// that it exists to their commit.
-		c.plain.mu.Lock()
-		defer c.plain.mu.Unlock()
-	}
+	defer c.kind().lockWriters(c)()
 	db.cutMu.Lock()
 	defer db.cutMu.Unlock()
 	db.mu.Lock()

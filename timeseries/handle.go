@@ -110,6 +110,17 @@ type kind interface {
 	preview(ctx context.Context, db *DB, c *collection, p TTLProposal, out *TTLPreview) (*TTLPreview, error)
 	// stats sets what the kind keeps of its size in info.
 	stats(c *collection, info *CollectionInfo)
+	// builtinIndexes lists the indexes the kind has without creating them;
+	// builtinIndex answers a createIndex of one of them (done).
+	builtinIndexes() []IndexSpec
+	builtinIndex(spec IndexSpec) (done bool, name string, err error)
+	// addIndex adds a validated new index (maintMu held); indexDropped
+	// removes what a dropped one leaves beside its definition.
+	addIndex(ctx context.Context, db *DB, c *collection, spec IndexSpec) (bool, string, error)
+	indexDropped(db *DB, c *collection, id uint32) error
+	// lockWriters holds off the collection's writers for DDL; it returns
+	// the unlock.
+	lockWriters(c *collection) func()
 }
 
 type (
@@ -184,6 +195,16 @@ func (plainKind) preview(ctx context.Context, db *DB, c *collection, p TTLPropos
 }
 
 func (timeSeriesKind) stats(*collection, *CollectionInfo) {}
+
+// lockWriters holds off the writers of a plain collection, which hold its
+// lock from their check that it exists to their commit, and returns the
+// unlock. A time series' writers are held off by cutMu and DB.mu.
+func (plainKind) lockWriters(c *collection) func() {
+	c.plain.mu.Lock()
+	return c.plain.mu.Unlock
+}
+
+func (timeSeriesKind) lockWriters(*collection) func() { return func() {} }
 
 func (plainKind) stats(c *collection, info *CollectionInfo) {
 	info.Count = c.plain.count.Load()

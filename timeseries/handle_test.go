@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
@@ -263,5 +265,118 @@ func TestPlainCursorForEach(t *testing.T) {
 	defer cur.Close()
 	if err := cur.ForEach(func(document.Doc) error { return nil }); mongoerr.CodeOf(err) != mongoerr.IllegalOperation {
 		t.Errorf("ForEach on a time series: %v", err)
+	}
+}
+
+// TestDropIndexLeavesNoEntries: dropping a plain collection's index
+// removes its entries from the store (a time series' index has none).
+func TestDropIndexLeavesNoEntries(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []document.Doc
+	for i := range 50 {
+		docs = append(docs, document.Doc{"_id": int64(i), "a": int64(i % 7)})
+	}
+	if _, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{Field: "a", Direction: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.lookup("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.mu.RLock()
+	id := c.indexes[0].ID
+	db.mu.RUnlock()
+	entries := func() int {
+		p := indexPrefix(c.id, id)
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		n := 0
+		for it.First(); it.Valid(); it.Next() {
+			n++
+		}
+		return n
+	}
+	if n := entries(); n != 50 {
+		t.Fatalf("%d entries in the new index, want 50", n)
+	}
+	if err := db.DropIndex(ctx, "p", "a_1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := entries(); n != 0 {
+		t.Fatalf("%d entries left by the dropped index", n)
+	}
+	if err := db.DropIndex(ctx, "p", IDIndexName); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
+		t.Fatalf("dropping the _id index: %v", err)
+	}
+}
+
+// TestDropIndexDuringWrites: writers that insert while an index is
+// dropped never leave entries of it behind (DDL holds them off: the
+// kind's lockWriters).
+func TestDropIndexDuringWrites(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.lookup("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				d := document.Doc{"_id": int64(w*1_000_000 + i), "a": int64(i)}
+				if _, err := db.Insert(ctx, "p", Batch{Documents: []document.Doc{d}}, InsertOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var dropped []uint32
+	for range 30 {
+		if _, _, err := db.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{Field: "a", Direction: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		db.mu.RLock()
+		dropped = append(dropped, c.indexes[0].ID)
+		db.mu.RUnlock()
+		time.Sleep(time.Millisecond)
+		if err := db.DropIndex(ctx, "p", "a_1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for _, id := range dropped {
+		p := indexPrefix(c.id, id)
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.First() {
+			t.Errorf("dropped index %d has entries", id)
+		}
+		it.Close()
 	}
 }

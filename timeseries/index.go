@@ -152,16 +152,9 @@ func (db *DB) CreateIndex(ctx context.Context, name string, spec IndexSpec) (cre
 	if spec.Name == "" && len(spec.Key) > 0 {
 		spec.Name = DefaultIndexName(spec.Key)
 	}
-	if c.plain != nil && len(spec.Key) == 1 && spec.Key[0].Field == "_id" && spec.IsTTL() {
-		// MongoDB's code for a TTL option on the _id index.
-		return false, spec.Name, mongoerr.New(mongoerr.InvalidIndexSpecification, "the field '_id' cannot have a TTL index (expireAfterSeconds)")
-	}
-	if c.plain != nil && sameKey(spec.Key, idKeyPattern) && spec.PartialFilterExpression == nil &&
-		(spec.Name == IDIndexName || spec.Name == DefaultIndexName(idKeyPattern)) {
-		return false, IDIndexName, nil // the _id index exists always
-	}
-	if spec.Name == IDIndexName && c.plain != nil {
-		return false, spec.Name, mongoerr.New(mongoerr.IndexKeySpecsConflict, "the name %q belongs to the _id index", IDIndexName)
+	k := c.kind()
+	if done, name, err := k.builtinIndex(spec); done || err != nil {
+		return false, name, err
 	}
 	spec.ID = 0
 	db.maintMu.Lock()
@@ -200,15 +193,45 @@ func (db *DB) CreateIndex(ctx context.Context, name string, spec IndexSpec) (cre
 	if len(existing) >= MaxIndexes {
 		return false, spec.Name, mongoerr.New(mongoerr.CannotCreateIndex, "a collection holds at most %d indexes", MaxIndexes)
 	}
-	if c.plain != nil {
-		return db.createPlainIndex(ctx, c, spec)
+	return k.addIndex(ctx, db, c, spec)
+}
+
+// builtinIndex is createIndex of the _id index, which a plain collection
+// always has: it exists already, or the request is refused.
+func (plainKind) builtinIndex(spec IndexSpec) (done bool, name string, err error) {
+	switch {
+	case len(spec.Key) == 1 && spec.Key[0].Field == "_id" && spec.IsTTL():
+		// MongoDB's code for a TTL option on the _id index.
+		return true, spec.Name, mongoerr.New(mongoerr.InvalidIndexSpecification, "the field '_id' cannot have a TTL index (expireAfterSeconds)")
+	case sameKey(spec.Key, idKeyPattern) && spec.PartialFilterExpression == nil &&
+		(spec.Name == IDIndexName || spec.Name == DefaultIndexName(idKeyPattern)):
+		return true, IDIndexName, nil // the _id index exists always
+	case spec.Name == IDIndexName:
+		return true, spec.Name, mongoerr.New(mongoerr.IndexKeySpecsConflict, "the name %q belongs to the _id index", IDIndexName)
 	}
+	return false, spec.Name, nil
+}
+
+// builtinIndex: a time series has no index of its own.
+func (timeSeriesKind) builtinIndex(spec IndexSpec) (bool, string, error) {
+	return false, spec.Name, nil
+}
+
+// addIndex records a time series' index: a definition in its catalog
+// record (a TTL rule, or a hint), with no entries to build. maintMu is
+// held.
+func (timeSeriesKind) addIndex(ctx context.Context, db *DB, c *collection, spec IndexSpec) (bool, string, error) {
 	ch := db.catalogChangeOf(c)
 	ch.indexes = append(ch.indexes, spec)
 	if err := db.changeCatalog(c, ch); err != nil {
 		return false, spec.Name, err
 	}
 	return true, spec.Name, nil
+}
+
+// addIndex builds a plain collection's new index (createPlainIndex).
+func (plainKind) addIndex(ctx context.Context, db *DB, c *collection, spec IndexSpec) (bool, string, error) {
+	return db.createPlainIndex(ctx, c, spec)
 }
 
 // idKeyPattern is the key of the _id index.
@@ -261,11 +284,7 @@ func (db *DB) ListIndexes(ctx context.Context, name string) ([]IndexSpec, error)
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	var out []IndexSpec
-	if c.plain != nil {
-		out = append(out, IndexSpec{Name: IDIndexName, Key: idKeyPattern})
-	}
-	return append(out, c.indexes...), nil
+	return append(c.kind().builtinIndexes(), c.indexes...), nil
 }
 
 // DropIndex removes an index by name; IndexNotFound (27) when there is none.
@@ -277,15 +296,15 @@ func (db *DB) DropIndex(ctx context.Context, name, index string) error {
 	if err != nil {
 		return err
 	}
-	if c.plain != nil && index == IDIndexName {
-		return mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+	k := c.kind()
+	for _, b := range k.builtinIndexes() {
+		if b.Name == index {
+			return mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+		}
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
-	if c.plain != nil {
-		c.plain.mu.Lock()
-		defer c.plain.mu.Unlock()
-	}
+	defer k.lockWriters(c)()
 	ch := db.catalogChangeOf(c)
 	i := indexByName(ch.indexes, index)
 	if i < 0 {
@@ -296,11 +315,25 @@ func (db *DB) DropIndex(ctx context.Context, name, index string) error {
 	if err := db.changeCatalog(c, ch); err != nil {
 		return err
 	}
-	if c.plain != nil {
-		return db.dropIndexEntries(c, id)
-	}
-	return nil
+	return k.indexDropped(db, c, id)
 }
+
+// builtinIndexes lists the indexes a collection of the kind has without
+// creating them: a plain collection's _id index.
+func (plainKind) builtinIndexes() []IndexSpec {
+	return []IndexSpec{{Name: IDIndexName, Key: idKeyPattern}}
+}
+
+func (timeSeriesKind) builtinIndexes() []IndexSpec { return nil }
+
+// indexDropped removes the entries of a dropped index of a plain
+// collection; its writers are held off (lockWriters).
+func (plainKind) indexDropped(db *DB, c *collection, id uint32) error {
+	return db.dropIndexEntries(c, id)
+}
+
+// indexDropped: a time series' index has no entries.
+func (timeSeriesKind) indexDropped(*DB, *collection, uint32) error { return nil }
 
 func indexByName(specs []IndexSpec, name string) int {
 	for i := range specs {
@@ -365,10 +398,12 @@ func (db *DB) CollModIndex(ctx context.Context, name string, m IndexMod) (IndexM
 	default:
 		return res, invalid("the index to change needs a 'name' or a 'keyPattern'")
 	}
-	if c.plain != nil && i < 0 && (m.Name == IDIndexName || (m.KeyPattern != nil && sameKey(idKeyPattern, m.KeyPattern))) {
-		// The _id index is listed but cannot expire (MongoDB answers the
-		// same).
-		return res, mongoerr.New(mongoerr.InvalidOptions, "the _id field does not support TTL indexes")
+	for _, b := range c.kind().builtinIndexes() {
+		if i < 0 && (m.Name == b.Name || (m.KeyPattern != nil && sameKey(b.Key, m.KeyPattern))) {
+			// The _id index is listed but cannot expire (MongoDB answers
+			// the same).
+			return res, mongoerr.New(mongoerr.InvalidOptions, "the _id field does not support TTL indexes")
+		}
 	}
 	if i < 0 {
 		return res, mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for collection %q", indexDesc(m), name)
