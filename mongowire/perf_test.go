@@ -258,30 +258,29 @@ func findHTTP(b *testing.B, url, name string, n int) {
 // through the driver.
 func BenchmarkFind(b *testing.B) {
 	n := perfFindCount(b)
-	b.Run("driver", func(b *testing.B) {
-		p := newPerfTargets(b)
-		coll := createIoT(b, p.mongo.Database("bench"), "iot", true)
-		fill(b, coll, n)
-		findDriver(b, coll, n)
-	})
-	b.Run("http-ndjson", func(b *testing.B) {
-		p := newPerfTargets(b)
-		fill(b, createIoT(b, p.mongo.Database("bench"), "iot", true), n)
-		findHTTP(b, p.http, "iot", n)
-	})
-	// The same documents in a plain collection: the engine's document
-	// cursor, through the driver and over HTTP.
-	b.Run("driver-plain", func(b *testing.B) {
-		p := newPerfTargets(b)
-		coll := createIoT(b, p.mongo.Database("bench"), "plain", false)
-		fill(b, coll, n)
-		findDriver(b, coll, n)
-	})
-	b.Run("http-plain", func(b *testing.B) {
-		p := newPerfTargets(b)
-		fill(b, createIoT(b, p.mongo.Database("bench"), "plain", false), n)
-		findHTTP(b, p.http, "plain", n)
-	})
+	// The time series, then the same documents in a plain collection
+	// (the engine's document cursor), each through the driver and over
+	// HTTP.
+	for _, c := range []struct {
+		suffix, coll string
+		timeSeries   bool
+	}{{"", "iot", true}, {"-plain", "plain", false}} {
+		b.Run("driver"+c.suffix, func(b *testing.B) {
+			p := newPerfTargets(b)
+			coll := createIoT(b, p.mongo.Database("bench"), c.coll, c.timeSeries)
+			fill(b, coll, n)
+			findDriver(b, coll, n)
+		})
+		name := "http-ndjson"
+		if !c.timeSeries {
+			name = "http-plain"
+		}
+		b.Run(name, func(b *testing.B) {
+			p := newPerfTargets(b)
+			fill(b, createIoT(b, p.mongo.Database("bench"), c.coll, c.timeSeries), n)
+			findHTTP(b, p.http, c.coll, n)
+		})
+	}
 	b.Run("ferretdb", func(b *testing.B) {
 		cl := ferretDB(b)
 		coll := createIoT(b, cl.Database("bench"), "find", false)

@@ -16,6 +16,22 @@ import (
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
+// plainDocs creates the plain collection name and inserts n documents,
+// doc(i) each.
+func plainDocs(t *testing.T, db *DB, name string, n int, doc func(i int) document.Doc) {
+	t.Helper()
+	if _, err := db.CreateCollection(ctx, name, CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]document.Doc, n)
+	for i := range docs {
+		docs[i] = doc(i)
+	}
+	if _, err := db.Insert(ctx, name, Batch{Documents: docs}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // findRowIDs runs a find on a time-series collection whose field v numbers
 // its measurements and returns the v of each row, in order.
 func findRowIDs(t *testing.T, db *DB, name string, opts FindOptions) []int64 {
@@ -87,16 +103,7 @@ func TestCollectionHandle(t *testing.T) {
 	defer db.Close()
 	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	insertMeasurements(t, db, "m", []model.Measurement{{Time: 1e9, Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}})
-	if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var docs []document.Doc
-	for i := range 50 {
-		docs = append(docs, document.Doc{"_id": int64(i), "v": int64(i % 10)})
-	}
-	if _, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	plainDocs(t, db, "p", 50, func(i int) document.Doc { return document.Doc{"_id": int64(i), "v": int64(i % 10)} })
 
 	m, err := db.Collection("m")
 	if err != nil || m.TimeSeries() == nil || m.TimeSeries().TimeField != "ts" || m.Name() != "m" {
@@ -169,16 +176,7 @@ func TestCollectionHandle(t *testing.T) {
 func TestPlainCursorClosedEarly(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var docs []document.Doc
-	for i := range 1000 {
-		docs = append(docs, document.Doc{"_id": int64(i)})
-	}
-	if _, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	plainDocs(t, db, "p", 1000, func(i int) document.Doc { return document.Doc{"_id": int64(i)} })
 	before := runtime.NumGoroutine()
 	var open []*Cursor
 	for range 50 {
@@ -213,16 +211,7 @@ func TestPlainCursorClosedEarly(t *testing.T) {
 func TestPlainCursorForEach(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var docs []document.Doc
-	for i := range 100 {
-		docs = append(docs, document.Doc{"_id": int64(i)})
-	}
-	if _, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	plainDocs(t, db, "p", 100, func(i int) document.Doc { return document.Doc{"_id": int64(i)} })
 	ids := func(pulled int, stopAt int64) ([]int64, error) {
 		cur, err := db.Find(ctx, "p", FindOptions{Sort: []SortKey{{Field: "_id", Desc: true}}})
 		if err != nil {
@@ -273,16 +262,7 @@ func TestPlainCursorForEach(t *testing.T) {
 func TestDropIndexLeavesNoEntries(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
-	if _, err := db.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var docs []document.Doc
-	for i := range 50 {
-		docs = append(docs, document.Doc{"_id": int64(i), "a": int64(i % 7)})
-	}
-	if _, err := db.Insert(ctx, "p", Batch{Documents: docs}, InsertOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	plainDocs(t, db, "p", 50, func(i int) document.Doc { return document.Doc{"_id": int64(i), "a": int64(i % 7)} })
 	if _, _, err := db.CreateIndex(ctx, "p", IndexSpec{Key: []IndexKey{{Field: "a", Direction: 1}}}); err != nil {
 		t.Fatal(err)
 	}
