@@ -1,6 +1,7 @@
 package document
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -17,13 +18,16 @@ const (
 	tagNull   byte = 0
 	tagFalse  byte = 1
 	tagTrue   byte = 2
-	tagInt    byte = 3 // zig-zag varint
-	tagFloat  byte = 4 // 8 bytes, little endian IEEE 754
-	tagString byte = 5 // uvarint length, bytes
-	tagDate   byte = 6 // zig-zag varint seconds, uvarint nanoseconds
-	tagOID    byte = 7 // 12 bytes
-	tagObject byte = 8 // uvarint count, then (uvarint key length, key, value) in key order
-	tagArray  byte = 9 // uvarint count, then values
+	tagInt    byte = 3  // zig-zag varint
+	tagFloat  byte = 4  // 8 bytes, little endian IEEE 754
+	tagString byte = 5  // uvarint length, bytes
+	tagDate   byte = 6  // zig-zag varint seconds, uvarint nanoseconds
+	tagOID    byte = 7  // 12 bytes
+	tagObject byte = 8  // uvarint count, then (uvarint key length, key, value) in key order
+	tagArray  byte = 9  // uvarint count, then values
+	tagInt32  byte = 10 // zig-zag varint
+	tagDec128 byte = 11 // 16 bytes: low then high 64 bits, little endian
+	tagBinary byte = 12 // subtype, uvarint length, bytes
 )
 
 // ErrCorrupt reports bytes that are not an encoded document. It wraps
@@ -51,6 +55,14 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		return append(dst, tagFalse), nil
 	case int64:
 		return binary.AppendVarint(append(dst, tagInt), t), nil
+	case int32:
+		return binary.AppendVarint(append(dst, tagInt32), int64(t)), nil
+	case partialfilter.Decimal128:
+		dst = binary.LittleEndian.AppendUint64(append(dst, tagDec128), t.L)
+		return binary.LittleEndian.AppendUint64(dst, t.H), nil
+	case partialfilter.Binary:
+		dst = binary.AppendUvarint(append(dst, tagBinary, t.Subtype), uint64(len(t.Data)))
+		return append(dst, t.Data...), nil
 	case float64:
 		return binary.LittleEndian.AppendUint64(append(dst, tagFloat), math.Float64bits(t)), nil
 	case string:
@@ -178,6 +190,31 @@ func (d *decoder) value(depth int) any {
 		return true
 	case tagInt:
 		return d.varint("integer")
+	case tagInt32:
+		v := d.varint("int32")
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			d.fail("int32")
+			return nil
+		}
+		return int32(v)
+	case tagDec128:
+		b := d.bytes(16, "decimal")
+		if b == nil {
+			return nil
+		}
+		return partialfilter.Decimal128{L: binary.LittleEndian.Uint64(b), H: binary.LittleEndian.Uint64(b[8:])}
+	case tagBinary:
+		if d.i >= len(d.b) {
+			d.fail("binary subtype")
+			return nil
+		}
+		sub := d.b[d.i]
+		d.i++
+		data := d.bytes(d.uvarint("binary length"), "binary")
+		if d.err != nil {
+			return nil
+		}
+		return partialfilter.Binary{Subtype: sub, Data: bytes.Clone(data)}
 	case tagFloat:
 		b := d.bytes(8, "double")
 		if b == nil {

@@ -2,9 +2,10 @@
 // binary form for storage, an order-preserving key form for indexes, and
 // Extended JSON for output. It is pure: bytes in, values out.
 //
-// Values are those of package partialfilter: nil, bool, int64, float64,
-// string, time.Time (dates), partialfilter.ObjectID, []any and
-// map[string]any.
+// Values are those of package partialfilter: nil, bool, int32, int64,
+// float64, partialfilter.Decimal128, string, time.Time (dates),
+// partialfilter.ObjectID, partialfilter.Binary, []any and map[string]any;
+// each keeps its BSON type through storage and output.
 package document
 
 import (

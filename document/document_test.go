@@ -3,6 +3,7 @@ package document
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -18,12 +19,28 @@ import (
 // randValue makes a random value, biased to collide: small numbers that
 // are equal as int and double, strings with NUL bytes and shared prefixes,
 // dates in and around the epoch.
+// randDecimals are decimals beside the doubles and integers randValue
+// makes: equal to some, between others, and the special values.
+var randDecimals = []string{"0", "-0", "0.0", "1.5", "1.50", "-3", "0.1", "0.10", "-0.1", "2.25", "3E+2",
+	"9007199254740993", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
+	"1E+400", "-1E+400", "NaN", "Infinity", "-Infinity", "1E-400"}
+
 func randValue(r *rand.Rand, depth int) any {
-	k := r.IntN(11)
-	if depth > 2 && k >= 8 {
+	k := r.IntN(14)
+	if depth > 2 && k >= 8 && k <= 10 {
 		k = r.IntN(8)
 	}
 	switch k {
+	case 11:
+		return int32(r.IntN(7) - 3)
+	case 12:
+		d, err := partialfilter.ParseDecimal128(randDecimals[r.IntN(len(randDecimals))])
+		if err != nil {
+			panic(err)
+		}
+		return d
+	case 13:
+		return partialfilter.Binary{Subtype: byte(r.IntN(2)) * 4, Data: []byte("\x00\x01ab")[:r.IntN(5)]}
 	case 0:
 		return nil
 	case 1:
@@ -213,11 +230,32 @@ func unrepresentable(v any) bool {
 
 func TestJSONOutput(t *testing.T) {
 	id, _ := partialfilter.ParseObjectID("65a1b2c3d4e5f60718293a4b")
+	dec, _ := partialfilter.ParseDecimal128("1.10")
 	doc := map[string]any{"z": 1.0, "_id": id, "a": int64(2), "d": time.Date(2024, 5, 1, 12, 0, 0, 123e6, time.UTC),
-		"s": "<x>", "n": nil, "arr": []any{math.NaN(), false}, "sub": map[string]any{"b": 2.5}}
-	want := `{"_id":{"$oid":"65a1b2c3d4e5f60718293a4b"},"a":2,"arr":[{"$numberDouble":"NaN"},false],"d":{"$date":"2024-05-01T12:00:00.123Z"},"n":null,"s":"\u003cx\u003e","sub":{"b":2.5},"z":1.0}`
-	if got := string(AppendJSON(nil, doc)); got != want {
+		"s": "<x>", "n": nil, "arr": []any{math.NaN(), false}, "sub": map[string]any{"b": 2.5},
+		"i32": int32(-7), "l32": int64(5_000_000_000), "l53": int64(1<<53 + 1), "dec": dec,
+		"bin": partialfilter.Binary{Subtype: 4, Data: []byte{1, 2, 3}}}
+	want := `{"_id":{"$oid":"65a1b2c3d4e5f60718293a4b"},"a":{"$numberLong":"2"},"arr":[{"$numberDouble":"NaN"},false],` +
+		`"bin":{"$binary":{"base64":"AQID","subType":"04"}},"d":{"$date":"2024-05-01T12:00:00.123Z"},"dec":{"$numberDecimal":"1.10"},` +
+		`"i32":-7,"l32":5000000000,"l53":{"$numberLong":"9007199254740993"},"n":null,"s":"\u003cx\u003e","sub":{"b":2.5},"z":1.0}`
+	got := AppendJSON(nil, doc)
+	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	// It reads back to the same values and types.
+	var raw map[string]any
+	dj := json.NewDecoder(bytes.NewReader(got))
+	dj.UseNumber()
+	if err := dj.Decode(&raw); err != nil {
+		t.Fatal(err)
+	}
+	back, err := FromJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back["arr"].([]any)[0], doc["arr"].([]any)[0] = nil, nil // NaN is not equal to itself
+	if !reflect.DeepEqual(back, doc) {
+		t.Fatalf("read back\n%#v\nwant\n%#v", back, doc)
 	}
 }
 
@@ -420,4 +458,50 @@ func TestUpdateDepth(t *testing.T) {
 func encoded(d Doc) []byte {
 	b, _ := Encode(nil, d)
 	return b
+}
+
+// TestIncTypes: $inc keeps MongoDB's result types: int32 stays int32 until
+// it overflows, a decimal sum is exact.
+func TestIncTypes(t *testing.T) {
+	dec := func(s string) partialfilter.Decimal128 {
+		d, err := partialfilter.ParseDecimal128(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, c := range []struct {
+		old, inc, want any
+	}{
+		{int32(1), int32(2), int32(3)},
+		{int32(math.MaxInt32), int32(1), int64(math.MaxInt32) + 1},
+		{int32(1), int64(2), int64(3)},
+		{int64(1), int32(2), int64(3)},
+		{int32(1), 0.5, 1.5},
+		{dec("1.10"), int32(1), dec("2.10")},
+		{int32(2), dec("0.25"), dec("2.25")},
+		{dec("0.1"), 0.2, dec("0.300000000000000")},
+		{dec("1E+3"), dec("1"), dec("1001")},
+		{dec("NaN"), int32(1), dec("NaN")},
+		{nil, dec("5"), dec("5")},
+	} {
+		u, err := ParseUpdate(map[string]any{"$inc": map[string]any{"v": c.inc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := Doc{"v": c.old}
+		if c.old == nil {
+			delete(doc, "v")
+		}
+		if _, err := u.Apply(doc, time.Now()); err != nil {
+			t.Fatalf("%#v + %#v: %v", c.old, c.inc, err)
+		}
+		got := doc["v"]
+		if reflect.TypeOf(got) != reflect.TypeOf(c.want) || fmt.Sprint(got) != fmt.Sprint(c.want) {
+			if gd, ok := got.(partialfilter.Decimal128); ok {
+				got = gd.String()
+			}
+			t.Errorf("%#v + %#v = %#v (%T), want %v (%T)", c.old, c.inc, got, doc["v"], c.want, c.want)
+		}
+	}
 }

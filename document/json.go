@@ -63,10 +63,15 @@ func checkValue(v any, depth int) error {
 	return nil
 }
 
-// AppendJSON appends doc as relaxed Extended JSON: _id first, then the
-// other fields in name order; dates as {"$date": "<RFC 3339, UTC>"},
-// ObjectIds as {"$oid": "..."}, doubles with a fraction or exponent (1.0,
-// not 1) and NaN or infinities as {"$numberDouble": "..."}.
+// AppendJSON appends doc as relaxed Extended JSON that reads back (FromJSON)
+// to the same values and types: _id first, then the other fields in name
+// order; int32 values as plain numbers, int64 values as plain numbers
+// only where one reads back as an int64 (beyond 32 bits, within 53),
+// {"$numberLong": "..."} otherwise; doubles with a fraction or exponent
+// (1.0, not 1) and NaN or infinities as {"$numberDouble": "..."}; dates as
+// {"$date": "<RFC 3339, UTC>"}, ObjectIds as {"$oid": "..."}, decimals as
+// {"$numberDecimal": "..."}, binary as {"$binary": {"base64": "...",
+// "subType": "<hex>"}}.
 func AppendJSON(dst []byte, doc Doc) []byte {
 	dst = append(dst, '{')
 	first := true
@@ -94,8 +99,23 @@ func appendJSONValue(dst []byte, v any) []byte {
 		return append(dst, "null"...)
 	case bool:
 		return strconv.AppendBool(dst, t)
+	case int32:
+		return strconv.AppendInt(dst, int64(t), 10)
 	case int64:
+		// {"$numberLong": "..."} where a plain number would not read
+		// back as the same int64: within 32 bits (it would be an int32)
+		// and beyond 2^53 (JSON readers keep 53 bits).
+		if t > 1<<53 || t < -(1<<53) || (t >= math.MinInt32 && t <= math.MaxInt32) {
+			dst = strconv.AppendInt(append(dst, `{"$numberLong":"`...), t, 10)
+			return append(dst, `"}`...)
+		}
 		return strconv.AppendInt(dst, t, 10)
+	case partialfilter.Decimal128:
+		dst = strconv.AppendQuote(append(dst, `{"$numberDecimal":`...), t.String())
+		return append(dst, '}')
+	case partialfilter.Binary:
+		b, _ := t.MarshalJSON()
+		return append(dst, b...)
 	case float64:
 		switch {
 		case math.IsNaN(t):

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/big"
 	"slices"
 	"time"
 
@@ -55,6 +56,15 @@ func appendKey(dst []byte, v any, depth int) ([]byte, error) {
 	switch t := v.(type) {
 	case nil:
 		return append(dst, keyNull), nil
+	case int32:
+		return appendNumber(dst, float64(t), 0), nil
+	case partialfilter.Decimal128:
+		return appendDecimal(dst, t, depth)
+	case partialfilter.Binary:
+		// After every array (whose second byte is an element's bracket
+		// or keyEnd), before ObjectIds: length, subtype, bytes.
+		dst = binary.BigEndian.AppendUint32(append(dst, keyArray, 0xff), uint32(len(t.Data)))
+		return append(append(dst, t.Subtype), t.Data...), nil
 	case int64:
 		f := float64(t)
 		var delta int64
@@ -73,7 +83,7 @@ func appendKey(dst []byte, v any, depth int) ([]byte, error) {
 		var err error
 		for _, k := range slices.Sorted(maps.Keys(t)) {
 			// Fields compare by value bracket, then name, then value.
-			dst = appendEscaped(append(dst, bracket(t[k])), k)
+			dst = appendEscaped(appendBracket(dst, t[k]), k)
 			if dst, err = appendKey(dst, t[k], depth+1); err != nil {
 				return dst, err
 			}
@@ -139,12 +149,23 @@ func appendEscaped(dst []byte, s string) []byte {
 	return append(dst, 0, 1)
 }
 
+// appendBracket appends what orders a field of v among its document's
+// fields: the first byte of v's key form, and for binary data (which
+// keys after arrays, before ObjectIds) a second byte, 0xff, that no field
+// name begins with (names are UTF-8).
+func appendBracket(dst []byte, v any) []byte {
+	if _, ok := v.(partialfilter.Binary); ok {
+		return append(dst, keyArray, 0xff)
+	}
+	return append(dst, bracket(v))
+}
+
 // bracket is the first byte of v's key form.
 func bracket(v any) byte {
 	switch v.(type) {
 	case nil:
 		return keyNull
-	case int64, float64:
+	case int64, float64, int32, partialfilter.Decimal128:
 		return keyNumber
 	case string:
 		return keyString
@@ -160,4 +181,35 @@ func bracket(v any) byte {
 		return keyDate
 	}
 	return 0xff
+}
+
+// appendDecimal keys a decimal: a whole int64 as that integer; any other
+// as its nearest double f and, below 2^53 (where integers have no
+// delta), the sign of its difference from f as the delta, so that it
+// sorts between f and the doubles beside it. Two decimals on the same
+// side of one double share a key, as do two beyond 2^53 that differ by
+// less than one (docs/collections.md).
+func appendDecimal(dst []byte, d partialfilter.Decimal128, depth int) ([]byte, error) {
+	f := d.Float64()
+	r, finite := d.Rat()
+	if !finite {
+		return appendNumber(dst, f, 0), nil
+	}
+	if r.IsInt() && r.Num().IsInt64() {
+		return appendKey(dst, r.Num().Int64(), depth)
+	}
+	var delta int64
+	switch {
+	case math.IsInf(f, 0):
+		delta = -int64(math.Copysign(1, f)) // beyond every double, short of infinity
+	case math.Abs(f) < 1<<53:
+		delta = int64(r.Cmp(new(big.Rat).SetFloat64(f)))
+	default:
+		// Beyond 2^53 as an integer's delta: the whole part of d - f
+		// (a fraction there is 34 digits deep: it keys as its floor).
+		diff := new(big.Rat).Sub(r, new(big.Rat).SetFloat64(f))
+		q := new(big.Int).Div(diff.Num(), diff.Denom()) // floors for a positive divisor
+		delta = max(min(q.Int64(), 1<<14), -(1 << 14))
+	}
+	return appendNumber(dst, f, delta), nil
 }

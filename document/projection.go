@@ -3,6 +3,8 @@ package document
 import (
 	"strings"
 
+	"github.com/hourglassdb/hourglass/partialfilter"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -32,6 +34,10 @@ func ParseProjection(raw map[string]any) (*Projection, error) {
 			on = t != 0
 		case int64:
 			on = t != 0
+		case int32:
+			on = t != 0
+		case partialfilter.Decimal128:
+			on = t.Float64() != 0
 		default:
 			if n, ok := v.(interface{ Float64() (float64, error) }); ok {
 				f, err := n.Float64()

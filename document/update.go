@@ -2,12 +2,16 @@ package document
 
 import (
 	"math"
+	"math/big"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // Update is a parsed update document: $set, $unset, $inc and $currentDate,
@@ -87,9 +91,7 @@ func ParseUpdate(raw map[string]any) (*Update, error) {
 				if err != nil {
 					return nil, err
 				}
-				switch v.(type) {
-				case int64, float64:
-				default:
+				if !isNumber(v) {
 					return nil, mongoerr.New(mongoerr.TypeMismatch, "cannot increment %q with a non-numeric argument", p)
 				}
 				op.kind, op.val = opInc, v
@@ -182,13 +184,21 @@ func checkUpdatePath(op, p string) error {
 // A path through a non-document value is an error (PathNotViable in
 // MongoDB, BadValue here), and doc is then unchanged.
 func (u *Update) Apply(doc Doc, now time.Time) (changed bool, err error) {
-	// Check every op first, so that a failing update changes nothing.
-	for _, op := range u.ops {
+	// Check every op first, and make every sum, so that a failing update
+	// changes nothing. Paths do not overlap (ParseUpdate).
+	sums := make([]any, len(u.ops))
+	for i, op := range u.ops {
 		if err := checkPath(doc, op); err != nil {
 			return false, err
 		}
+		if op.kind == opInc {
+			var err error
+			if sums[i], err = add(lookupPath(doc, op.path), op.val); err != nil {
+				return false, err
+			}
+		}
 	}
-	for _, op := range u.ops {
+	for i, op := range u.ops {
 		parent := doc
 		for _, part := range op.path[:len(op.path)-1] {
 			next, ok := parent[part].(map[string]any)
@@ -220,8 +230,8 @@ func (u *Update) Apply(doc Doc, now time.Time) (changed bool, err error) {
 				changed = true
 			}
 		case opInc:
-			parent[leaf] = add(old, op.val)
-			changed = changed || !had || !isZero(op.val)
+			parent[leaf] = sums[i]
+			changed = changed || !had || !isZero(op.val) || !sameType(old, sums[i])
 		case opCurrentDate:
 			parent[leaf] = now.UTC().Truncate(time.Millisecond)
 			changed = true
@@ -230,26 +240,43 @@ func (u *Update) Apply(doc Doc, now time.Time) (changed bool, err error) {
 	return changed, nil
 }
 
+// sameType reports whether two numbers have one BSON type ($set of 1 over
+// 1.0 changes the document).
 func sameType(a, b any) bool {
-	switch a.(type) {
-	case int64:
-		_, ok := b.(int64)
-		return ok
-	case float64:
-		_, ok := b.(float64)
-		return ok
-	}
-	return true
+	return reflect.TypeOf(a) == reflect.TypeOf(b)
 }
 
 func isZero(v any) bool {
 	switch t := v.(type) {
+	case int32:
+		return t == 0
 	case int64:
 		return t == 0
 	case float64:
 		return t == 0
 	}
+	return false // a decimal zero changes 1.5 to 1.50: not "no change"
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int32, int64, float64, partialfilter.Decimal128:
+		return true
+	}
 	return false
+}
+
+// lookupPath returns the value at path in doc, nil when it is missing.
+func lookupPath(doc Doc, path []string) any {
+	var cur any = doc
+	for _, part := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[part]
+	}
+	return cur
 }
 
 // checkPath reports whether op can apply to doc: every parent on its path
@@ -262,12 +289,8 @@ func checkPath(doc Doc, op updateOp) error {
 			return nil
 		}
 		if i == len(op.path)-1 {
-			if op.kind == opInc {
-				switch v.(type) {
-				case int64, float64:
-				default:
-					return mongoerr.New(mongoerr.TypeMismatch, "cannot apply $inc to %q: it holds a non-numeric value", strings.Join(op.path, "."))
-				}
+			if op.kind == opInc && !isNumber(v) {
+				return mongoerr.New(mongoerr.TypeMismatch, "cannot apply $inc to %q: it holds a non-numeric value", strings.Join(op.path, "."))
 			}
 			return nil
 		}
@@ -283,28 +306,125 @@ func checkPath(doc Doc, op updateOp) error {
 	return nil
 }
 
-// add is MongoDB's $inc arithmetic: integers stay integers unless the sum
-// overflows, when it becomes a double; any double makes a double.
-func add(old, inc any) any {
+// add is MongoDB's $inc arithmetic: int32 plus int32 stays an int32
+// unless the sum overflows, when it is an int64; int64 with an integer is
+// an int64 unless the sum overflows, when it becomes a double; a double
+// makes a double, and a decimal a decimal (exactly).
+func add(old, inc any) (any, error) {
+	_, od := old.(partialfilter.Decimal128)
+	_, id := inc.(partialfilter.Decimal128)
+	switch {
+	case old == nil:
+		return inc, nil
+	case od || id:
+		return addDecimal(old, inc)
+	}
 	switch o := old.(type) {
-	case nil:
-		return inc
+	case int32:
+		if i, ok := inc.(int32); ok {
+			s := int64(o) + int64(i)
+			if s >= math.MinInt32 && s <= math.MaxInt32 {
+				return int32(s), nil
+			}
+			return s, nil
+		}
+		return add(int64(o), inc)
 	case int64:
-		if i, ok := inc.(int64); ok {
+		switch i := inc.(type) {
+		case int32:
+			return add(o, int64(i))
+		case int64:
 			s := o + i
 			if (s > o) == (i > 0) || i == 0 {
-				return s
+				return s, nil
 			}
-			return float64(o) + float64(i)
+			return float64(o) + float64(i), nil
 		}
-		return float64(o) + inc.(float64)
+		return float64(o) + inc.(float64), nil
 	case float64:
 		switch i := inc.(type) {
+		case int32:
+			return o + float64(i), nil
 		case int64:
-			return o + float64(i)
+			return o + float64(i), nil
 		case float64:
-			return o + i
+			return o + i, nil
 		}
 	}
-	return math.NaN() // unreachable: checkPath refused it
+	return nil, mongoerr.New(mongoerr.TypeMismatch, "cannot add %T to %T", inc, old) // checkPath refused it
+}
+
+// addDecimal adds two numbers, one of them a decimal, into a decimal: an
+// integer exactly, a double as its 15 significant digits (as MongoDB
+// converts one).
+func addDecimal(a, b any) (any, error) {
+	ac, ae, err := decimalParts(a)
+	if err != nil {
+		return nil, err
+	}
+	bc, be, err := decimalParts(b)
+	if err != nil {
+		return nil, err
+	}
+	if ac == nil || bc == nil { // NaN or an infinity: the double sum says which
+		switch f := toFloat(a) + toFloat(b); {
+		case math.IsInf(f, 1):
+			return partialfilter.ParseDecimal128("Infinity")
+		case math.IsInf(f, -1):
+			return partialfilter.ParseDecimal128("-Infinity")
+		}
+		return partialfilter.ParseDecimal128("NaN")
+	}
+	exp := min(ae, be)
+	scale := func(c *big.Int, e int) *big.Int {
+		return new(big.Int).Mul(c, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(e-exp)), nil))
+	}
+	sum := new(big.Int).Add(scale(ac, ae), scale(bc, be))
+	d, ok := bson.ParseDecimal128FromBigInt(sum, exp)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "$inc: the decimal sum needs more than 34 digits")
+	}
+	h, l := d.GetBytes()
+	return partialfilter.Decimal128{H: h, L: l}, nil
+}
+
+// decimalParts returns a number as coefficient and decimal exponent; nil
+// for NaN and the infinities.
+func decimalParts(v any) (*big.Int, int, error) {
+	switch t := v.(type) {
+	case int32:
+		return big.NewInt(int64(t)), 0, nil
+	case int64:
+		return big.NewInt(t), 0, nil
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return nil, 0, nil
+		}
+		d, err := partialfilter.ParseDecimal128(strconv.FormatFloat(t, 'e', 14, 64))
+		if err != nil {
+			return nil, 0, err
+		}
+		return decimalParts(d)
+	case partialfilter.Decimal128:
+		c, e, err := bson.NewDecimal128(t.H, t.L).BigInt()
+		if err != nil {
+			return nil, 0, nil // NaN or an infinity
+		}
+		return c, e, nil
+	}
+	return nil, 0, mongoerr.New(mongoerr.TypeMismatch, "cannot add a %T", v)
+}
+
+func toFloat(v any) float64 {
+	switch t := v.(type) {
+	case int32:
+		return float64(t)
+	case int64:
+		return float64(t)
+	case float64:
+		return t
+	case partialfilter.Decimal128:
+		return t.Float64()
+	}
+	return math.NaN()
 }

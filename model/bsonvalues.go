@@ -19,12 +19,12 @@ import (
 const MaxBSONDepth = 100
 
 // FromBSON converts a validated BSON document (ValidateBSON) into the value set the engine
-// and package partialfilter use: nil, bool, int64 (from int32 and int64),
-// float64, string, time.Time (UTC, from a BSON date), partialfilter.ObjectID,
-// partialfilter.Regex, []any and map[string]any. A later duplicate key
-// replaces an earlier one. Types without an engine counterpart (binary,
-// decimal128, timestamp, JavaScript, min and max keys) are BadValue
-// naming the field.
+// and package partialfilter use: nil, bool, int32, int64, float64,
+// partialfilter.Decimal128, string, time.Time (UTC, from a BSON date),
+// partialfilter.ObjectID, partialfilter.Binary, partialfilter.Regex, []any
+// and map[string]any. A later duplicate key replaces an earlier one. Types
+// without an engine counterpart (timestamp, JavaScript, symbol, DBPointer,
+// min and max keys) are BadValue naming the field.
 func FromBSON(doc bsoncore.Document) (map[string]any, error) {
 	return docToMap(doc, 0)
 }
@@ -101,9 +101,15 @@ func ValueFromBSON(key string, v bsoncore.Value, depth int) (any, error) {
 		p, o := v.Regex()
 		return partialfilter.Regex{Pattern: p, Options: o}, nil
 	case bsoncore.TypeInt32:
-		return int64(v.Int32()), nil
+		return v.Int32(), nil
 	case bsoncore.TypeInt64:
 		return v.Int64(), nil
+	case bsoncore.TypeDecimal128:
+		h, l := v.Decimal128()
+		return partialfilter.Decimal128{H: h, L: l}, nil
+	case bsoncore.TypeBinary:
+		sub, data := v.Binary()
+		return partialfilter.Binary{Subtype: sub, Data: bytes.Clone(data)}, nil
 	}
 	return nil, mongoerr.New(mongoerr.BadValue, "field %q: BSON type %s is not supported by Hourglass", key, v.Type)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
 // MeasurementFromDocument converts a JSON document (decoded with
@@ -130,8 +131,13 @@ func fieldValue(name string, v any) (Value, bool, error) {
 		return Float(x), true, nil
 	case int64:
 		return Int(x), true, nil
+	case int32:
+		return Int(int64(x)), true, nil
 	case int:
 		return Int(int64(x)), true, nil
+	case partialfilter.Decimal128, partialfilter.Binary:
+		return Value{}, false, mongoerr.New(mongoerr.BadValue,
+			"field %q: a time-series measurement holds numbers as int64 or double; %s values are stored in plain collections", name, bsonTypeName(x))
 	case json.Number:
 		s := x.String()
 		if !strings.ContainsAny(s, ".eE") {
@@ -173,4 +179,11 @@ func fieldValue(name string, v any) (Value, bool, error) {
 	}
 	return Value{}, false, mongoerr.New(mongoerr.BadValue,
 		"field %q: sub-documents and arrays are only supported in the metaField of a time-series collection", name)
+}
+
+func bsonTypeName(v any) string {
+	if _, ok := v.(partialfilter.Decimal128); ok {
+		return "decimal128"
+	}
+	return "binary"
 }

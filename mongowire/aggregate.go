@@ -972,6 +972,8 @@ func projectInMemory(docs []map[string]any, p map[string]any) ([]map[string]any,
 		switch x := v.(type) {
 		case bool:
 			on = x
+		case int32:
+			on = x != 0
 		case int64:
 			on = x != 0
 		case float64:

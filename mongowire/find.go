@@ -125,6 +125,8 @@ const unknownField mongoerr.Code = 40415
 // integer reads a whole number given as any BSON number type.
 func integer(name string, v any) (int64, error) {
 	switch x := v.(type) {
+	case int32:
+		return int64(x), nil
 	case int64:
 		return x, nil
 	case float64:

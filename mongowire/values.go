@@ -42,6 +42,10 @@ func appendValue(dst []byte, key string, v any) []byte {
 		return bsoncore.AppendObjectIDElement(dst, key, x)
 	case partialfilter.Regex:
 		return bsoncore.AppendRegexElement(dst, key, x.Pattern, x.Options)
+	case partialfilter.Decimal128:
+		return bsoncore.AppendDecimal128Element(dst, key, x.H, x.L)
+	case partialfilter.Binary:
+		return bsoncore.AppendBinaryElement(dst, key, x.Subtype, x.Data)
 	case []any:
 		idx, out := bsoncore.AppendArrayElementStart(dst, key)
 		var num [20]byte

@@ -168,10 +168,22 @@ func distinctReply(values []any) bson.D {
 }
 
 // distinctKey identifies a value for distinct: numbers of equal value are
-// one value, whatever their type.
+// one value, whatever their type (a double stands for each that one
+// holds exactly).
 func distinctKey(v any) []byte {
-	if i, ok := v.(int64); ok && float64(i) == math.Trunc(float64(i)) && math.Abs(float64(i)) < 1<<53 {
-		v = float64(i)
+	switch x := v.(type) {
+	case int32:
+		v = float64(x)
+	case int64:
+		if math.Abs(float64(x)) < 1<<53 {
+			v = float64(x)
+		}
+	case partialfilter.Decimal128:
+		if r, ok := x.Rat(); ok {
+			if f, exact := r.Float64(); exact {
+				v = f
+			}
+		}
 	}
 	return appendValue(nil, "", v)
 }

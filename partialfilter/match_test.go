@@ -140,7 +140,21 @@ func TestMatch(t *testing.T) {
 		{`{"a": {"$type": 2}}`, `{"a": "x"}`, true},
 		{`{"a": {"$type": "double"}}`, `{"a": 1.5}`, true},
 		{`{"a": {"$type": 1}}`, `{"a": 1}`, false},
-		{`{"a": {"$type": "long"}}`, `{"a": 1}`, true},
+		{`{"a": {"$type": "long"}}`, `{"a": 1}`, false}, // a JSON integer that fits 32 bits is an int
+		{`{"a": {"$type": "int"}}`, `{"a": 1}`, true},
+		{`{"a": {"$type": "long"}}`, `{"a": {"$numberLong": "1"}}`, true},
+		{`{"a": {"$type": "int"}}`, `{"a": {"$numberLong": "1"}}`, false},
+		{`{"a": {"$type": "decimal"}}`, `{"a": {"$numberDecimal": "1.10"}}`, true},
+		{`{"a": {"$type": "number"}}`, `{"a": {"$numberDecimal": "1.10"}}`, true},
+		{`{"a": {"$type": "binData"}}`, `{"a": {"$binary": {"base64": "AQI=", "subType": "00"}}}`, true},
+		{`{"a": 1.1}`, `{"a": {"$numberDecimal": "1.10"}}`, false}, // 1.1 as a double is not 1.10 exactly
+		{`{"a": {"$numberDecimal": "1.5"}}`, `{"a": 1.5}`, true},
+		{`{"a": {"$gt": {"$numberDecimal": "2.50"}}}`, `{"a": 3}`, true},
+		{`{"a": {"$lt": {"$numberDecimal": "9223372036854775807.5"}}}`, `{"a": {"$numberLong": "9223372036854775807"}}`, true},
+		{`{"a": {"$gte": {"$numberDecimal": "NaN"}}}`, `{"a": {"$numberDecimal": "NaN"}}`, true},
+		{`{"a": {"$binary": {"base64": "AQI=", "subType": "00"}}}`, `{"a": {"$binary": {"base64": "AQI=", "subType": "00"}}}`, true},
+		{`{"a": {"$gt": {"$binary": {"base64": "AQI=", "subType": "00"}}}}`, `{"a": {"$binary": {"base64": "AQID", "subType": "00"}}}`, true},
+		{`{"a": {"$gt": []}}`, `{"a": {"$binary": {"base64": "AQI=", "subType": "00"}}}`, false}, // brackets do not compare
 		{`{"a": {"$type": 18}}`, `{"a": 5000000000}`, true},
 		{`{"a": {"$type": "int"}}`, `{"a": 5000000000}`, false},
 		{`{"a": {"$type": 16}}`, `{"a": 7}`, true},

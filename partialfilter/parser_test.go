@@ -103,15 +103,17 @@ func TestFromExtJSON(t *testing.T) {
 		"d2":  "1969-12-31 23:59:59 +0000 UTC",
 		"d3":  "2024-05-01 12:00:00.123 +0000 UTC",
 		"l":   "int64 9223372036854775807",
-		"i":   "int64 7",
+		"i":   "int32 7",
 		"f":   "float64 -Inf",
-		"n":   "int64 3",
+		"n":   "int32 3",
 		"x":   "float64 3",
 		"big": "float64 +Inf",
 	}
 	for k, want := range checks {
 		var got string
 		switch v := d[k].(type) {
+		case int32:
+			got = "int32 " + fmtAny(v)
 		case int64:
 			got = "int64 " + fmtAny(v)
 		case float64:

@@ -183,7 +183,7 @@ func mergeOps(kids []*node) map[string]any {
 // Extended JSON that FromExtJSON reads back to the same value.
 func renderValue(v any) any {
 	switch t := v.(type) {
-	case nil, bool, string, int64, ObjectID:
+	case nil, bool, string, int32, int64, ObjectID, Decimal128, Binary:
 		return t
 	case time.Time:
 		return map[string]any{"$date": t.UTC().Format(time.RFC3339Nano)}

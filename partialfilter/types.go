@@ -58,9 +58,9 @@ func validTypeCode(c int64) bool {
 	return false
 }
 
-// hasType reports whether v is of BSON type t. Integers are stored as int64
-// ("long", 18); one that fits in 32 bits is also an "int" (16), as it would
-// be if a MongoDB driver had written it.
+// hasType reports whether v is of BSON type t: an int32 is an "int" (16),
+// an int64 a "long" (18), a Decimal128 a "decimal" (19); an integer of
+// another Go type is a "long", and an "int" too when it fits 32 bits.
 func hasType(v any, t typeCode) bool {
 	switch rank(v) {
 	case rankNull:
@@ -69,11 +69,21 @@ func hasType(v any, t typeCode) bool {
 		if t == typeNumber {
 			return true
 		}
+		switch v.(type) {
+		case int32:
+			return t == typeInt
+		case int64:
+			return t == typeLong
+		case Decimal128:
+			return t == typeDecimal
+		}
 		i, _, isInt := number(v)
 		if !isInt {
 			return t == typeDouble
 		}
 		return t == typeLong || (t == typeInt && i >= math.MinInt32 && i <= math.MaxInt32)
+	case rankBinary:
+		return t == typeBinData
 	case rankString:
 		return t == typeString
 	case rankObject:

@@ -56,18 +56,19 @@ const (
 	rankString = 3
 	rankObject = 4
 	rankArray  = 5
-	rankOID    = 6
-	rankBool   = 7
-	rankDate   = 8
-	rankRegex  = 9
-	rankOther  = 10 // a Go type outside the value set: sorts last, never matches
+	rankBinary = 6
+	rankOID    = 7
+	rankBool   = 8
+	rankDate   = 9
+	rankRegex  = 10
+	rankOther  = 11 // a Go type outside the value set: sorts last, never matches
 )
 
 func rank(v any) int {
 	switch v.(type) {
 	case nil:
 		return rankNull
-	case int64, float64, int, int32, int16, int8, uint8, uint16, uint32, uint, uint64, float32, json.Number:
+	case int64, float64, int, int32, int16, int8, uint8, uint16, uint32, uint, uint64, float32, json.Number, Decimal128:
 		return rankNumber
 	case string:
 		return rankString
@@ -75,6 +76,8 @@ func rank(v any) int {
 		return rankObject
 	case []any:
 		return rankArray
+	case Binary:
+		return rankBinary
 	case ObjectID:
 		return rankOID
 	case bool:
@@ -87,11 +90,15 @@ func rank(v any) int {
 	return rankOther
 }
 
-// number returns v as an int64 (isInt) or a float64. v must have rankNumber.
+// number returns v as an int64 (isInt) or a float64 (a Decimal128 as the
+// nearest double: compareNumbers compares decimals exactly). v must have
+// rankNumber.
 func number(v any) (i int64, f float64, isInt bool) {
 	switch t := v.(type) {
 	case int64:
 		return t, 0, true
+	case Decimal128:
+		return 0, t.Float64(), false
 	case float64:
 		return 0, t, false
 	case int:
@@ -136,6 +143,8 @@ func isNaN(v any) bool {
 		return t != t
 	case float32:
 		return t != t
+	case Decimal128:
+		return t.Float64() != t.Float64()
 	case json.Number:
 		if rank(v) == rankNumber {
 			_, f, isInt := number(v)
@@ -203,6 +212,11 @@ func compareFloats(a, b float64) int {
 }
 
 func compareNumbers(a, b any) int {
+	_, ad := a.(Decimal128)
+	_, bd := b.(Decimal128)
+	if ad || bd {
+		return compareExact(a, b)
+	}
 	ai, af, aInt := number(a)
 	bi, bf, bInt := number(b)
 	switch {
@@ -244,6 +258,8 @@ func Compare(a, b any) int {
 			}
 		}
 		return cmpInt(len(x), len(y))
+	case rankBinary:
+		return compareBinary(a.(Binary), b.(Binary))
 	case rankOID:
 		x, y := a.(ObjectID), b.(ObjectID)
 		return bytes.Compare(x[:], y[:])
@@ -299,12 +315,17 @@ const maxValueDepth = 4 * MaxDepth
 // JSON wrappers:
 //
 //	{"$date": "<RFC 3339>"}, {"$date": {"$numberLong": "<ms>"}}, {"$date": <ms>} -> time.Time (UTC)
-//	{"$numberLong": "<n>"}, {"$numberInt": "<n>"}                               -> int64
+//	{"$numberLong": "<n>"}                                                      -> int64
+//	{"$numberInt": "<n>"}                                                       -> int32
 //	{"$numberDouble": "<x>"} (also "NaN", "Infinity", "-Infinity")              -> float64
+//	{"$numberDecimal": "<x>"}                                                   -> Decimal128
+//	{"$binary": {"base64": "...", "subType": "<hex>"}}                          -> Binary
 //	{"$regularExpression": {"pattern": "...", "options": "..."}}                -> Regex
 //
-// Integers (json.Number without fraction or exponent, Go int types) become
-// int64, other numbers float64. Arrays and sub-documents are converted
+// JSON integers (json.Number without fraction or exponent) become int32
+// when they fit, int64 otherwise, as MongoDB's Extended JSON parser reads
+// them; Go int types other than int32 become int64; other numbers
+// float64. Arrays and sub-documents are converted
 // recursively into new values; v itself is not modified. Any other
 // $-prefixed object is returned as an object (the filter parser decides what
 // it means). A malformed wrapper or an unsupported Go type is a BadValue
@@ -318,13 +339,13 @@ func fromExtJSON(v any, depth int) (any, error) {
 		return nil, mongoerr.New(mongoerr.BadValue, "value nesting exceeds %d levels", maxValueDepth)
 	}
 	switch t := v.(type) {
-	case nil, bool, string, int64, time.Time, Regex, ObjectID:
+	case nil, bool, string, int32, int64, time.Time, Regex, ObjectID, Decimal128, Binary:
 		return v, nil
 	case float64:
 		return t, nil
 	case json.Number:
 		return parseNumber(string(t))
-	case int, int32, int16, int8, uint8, uint16, uint32, uint, uint64, float32:
+	case int, int16, int8, uint8, uint16, uint32, uint, uint64, float32:
 		i, f, isInt := number(v)
 		if isInt {
 			return i, nil
@@ -363,8 +384,14 @@ func fromExtJSON(v any, depth int) (any, error) {
 	return nil, mongoerr.New(mongoerr.BadValue, "unsupported value type %T", v)
 }
 
+// parseNumber reads a JSON number as MongoDB's Extended JSON parser does:
+// an integer that fits 32 bits is an int32, a larger one an int64, any
+// other number a double.
 func parseNumber(s string) (any, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n >= math.MinInt32 && n <= math.MaxInt32 {
+			return int32(n), nil
+		}
 		return n, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
@@ -395,7 +422,20 @@ func fromWrapper(k string, w any) (v any, ok bool, err error) {
 		if err != nil || (k == "$numberInt" && (n > math.MaxInt32 || n < math.MinInt32)) {
 			return nil, true, mongoerr.New(mongoerr.BadValue, "invalid %s %q", k, s)
 		}
+		if k == "$numberInt" {
+			return int32(n), true, nil
+		}
 		return n, true, nil
+	case "$numberDecimal":
+		s, isStr := w.(string)
+		if !isStr {
+			return nil, true, mongoerr.New(mongoerr.BadValue, "$numberDecimal must be a string")
+		}
+		d, err := ParseDecimal128(s)
+		return d, true, err
+	case "$binary":
+		b, err := parseBinary(w)
+		return b, true, err
 	case "$numberDouble":
 		s, isStr := w.(string)
 		if !isStr {
@@ -468,6 +508,8 @@ func parseDate(w any) (time.Time, error) {
 			return time.Time{}, err
 		}
 		switch x := n.(type) {
+		case int32:
+			return time.UnixMilli(int64(x)).UTC(), nil
 		case int64:
 			return time.UnixMilli(x).UTC(), nil
 		case float64:

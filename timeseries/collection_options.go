@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/partialfilter"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
@@ -290,6 +291,10 @@ func jsonNumber(v any) (float64, bool) {
 		return float64(n), true
 	case int64:
 		return float64(n), true
+	case int32:
+		return float64(n), true
+	case partialfilter.Decimal128:
+		return n.Float64(), true
 	case json.Number:
 		f, err := n.Float64()
 		return f, err == nil

@@ -1,0 +1,220 @@
+package mongowire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// everyType is a document with a value of every BSON type a plain
+// collection stores, nested too.
+func everyType(t *testing.T) bson.D {
+	t.Helper()
+	dec, err := bson.ParseDecimal128("1.10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, _ := bson.ParseDecimal128("-12345678901234567890123456789.0123")
+	oid, _ := bson.ObjectIDFromHex("65a1b2c3d4e5f60718293a4b")
+	return bson.D{
+		{Key: "_id", Value: int32(1)},
+		{Key: "i32", Value: int32(7)},
+		{Key: "i64", Value: int64(7)},
+		{Key: "i64big", Value: int64(1<<53 + 1)},
+		{Key: "dbl", Value: 2.0},
+		{Key: "frac", Value: 1.5},
+		{Key: "dec", Value: dec},
+		{Key: "decbig", Value: big},
+		{Key: "str", Value: "héllo"},
+		{Key: "yes", Value: true},
+		{Key: "nil", Value: nil},
+		{Key: "date", Value: bson.NewDateTimeFromTime(time.Date(2024, 5, 1, 12, 0, 0, 123e6, time.UTC))},
+		{Key: "oid", Value: oid},
+		{Key: "bin", Value: bson.Binary{Subtype: 0, Data: []byte{0, 1, 2, 255}}},
+		{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: bytes.Repeat([]byte{7}, 16)}},
+		{Key: "arr", Value: bson.A{int32(1), int64(2), 3.0, dec, "x", bson.D{{Key: "a", Value: int64(4)}}}},
+		{Key: "sub", Value: bson.D{{Key: "x", Value: dec}, {Key: "y", Value: bson.Binary{Subtype: 5, Data: []byte("md5")}}, {Key: "z", Value: int32(-3)}}},
+	}
+}
+
+// sameValues reports, for every field of want, whether got holds the same
+// BSON type and bytes (fields in any order, nested too).
+func sameValues(t *testing.T, got bson.Raw, want bson.D) {
+	t.Helper()
+	wb, err := bson.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := canonical(t, got), canonical(t, bson.Raw(wb)); g != w {
+		t.Errorf("read back:\n%s\nwant:\n%s", g, w)
+	}
+}
+
+// canonical renders a document as canonical Extended JSON with its
+// fields sorted at every level: types show ($numberInt, $numberLong,
+// $numberDecimal, ...), order does not.
+func canonical(t *testing.T, r bson.Raw) string {
+	t.Helper()
+	var sortDoc func(bson.Raw) bson.D
+	var sortVal func(bson.RawValue) any
+	sortVal = func(v bson.RawValue) any {
+		switch v.Type {
+		case bson.TypeEmbeddedDocument:
+			return sortDoc(v.Document())
+		case bson.TypeArray:
+			vals, _ := v.Array().Values()
+			out := bson.A{}
+			for _, e := range vals {
+				out = append(out, sortVal(e))
+			}
+			return out
+		}
+		return v
+	}
+	sortDoc = func(d bson.Raw) bson.D {
+		els, err := d.Elements()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bson.D
+		for _, e := range els {
+			out = append(out, bson.E{Key: e.Key(), Value: sortVal(e.Value())})
+		}
+		slices.SortFunc(out, func(a, b bson.E) int { return strings.Compare(a.Key, b.Key) })
+		return out
+	}
+	b, err := bson.MarshalExtJSON(sortDoc(r), true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestBSONTypesRoundTrip: a plain collection gives back every BSON type as
+// the driver wrote it, over the wire and through the HTTP API's Extended
+// JSON (read there, written back, read over the wire again); filters,
+// $type and $inc see the types as MongoDB does.
+func TestBSONTypesRoundTrip(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	c := f.mdb.Collection("p")
+	doc := everyType(t)
+	if _, err := c.InsertOne(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.FindOne(ctx, bson.D{}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameValues(t, got, doc)
+
+	// Through HTTP and back.
+	req := httptest.NewRequest(http.MethodPost, "/v1/collections/p/find", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/x-ndjson")
+	rec := httptest.NewRecorder()
+	f.http.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("HTTP find: %d %s", rec.Code, rec.Body)
+	}
+	js := strings.TrimSpace(rec.Body.String())
+	for _, want := range []string{`"i32":7`, `"i64":{"$numberLong":"7"}`, `"i64big":{"$numberLong":"9007199254740993"}`, `"dbl":2.0`,
+		`"dec":{"$numberDecimal":"1.10"}`, `"bin":{"$binary":{"base64":"AAEC/w==","subType":"00"}}`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("HTTP find lacks %s:\n%s", want, js)
+		}
+	}
+	// The HTTP write goes to another plain collection.
+	if code, mcode := f.httpCode(t, "PUT", "/v1/collections/q", `{}`); code >= 300 {
+		t.Fatalf("create q: %d %d", code, mcode)
+	}
+	req = httptest.NewRequest(http.MethodPost, "/v1/collections/q/documents", strings.NewReader(js))
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	rec = httptest.NewRecorder()
+	f.http.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("HTTP insert of what HTTP read: %d %s\n%s", rec.Code, rec.Body, js)
+	}
+	got, err = f.mdb.Collection("q").FindOne(ctx, bson.D{}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameValues(t, got, doc)
+
+	// Filters compare numbers by value across types, and $type tells them
+	// apart.
+	dec110, _ := bson.ParseDecimal128("1.1")
+	for _, q := range []bson.D{
+		{{Key: "dec", Value: dec110}},
+		{{Key: "dec", Value: bson.D{{Key: "$gt", Value: 1.0}, {Key: "$lt", Value: int32(2)}}}},
+		{{Key: "i32", Value: bson.D{{Key: "$type", Value: "int"}}}},
+		{{Key: "i64", Value: bson.D{{Key: "$type", Value: "long"}}}},
+		{{Key: "dec", Value: bson.D{{Key: "$type", Value: "decimal"}}}},
+		{{Key: "bin", Value: bson.Binary{Subtype: 0, Data: []byte{0, 1, 2, 255}}}},
+		{{Key: "uuid", Value: bson.D{{Key: "$type", Value: "binData"}}}},
+		{{Key: "i64", Value: int32(7)}},
+	} {
+		if n, err := c.CountDocuments(ctx, q); err != nil || n != 1 {
+			t.Errorf("count %v = %d, %v; want 1", q, n, err)
+		}
+	}
+	for _, q := range []bson.D{
+		{{Key: "i32", Value: bson.D{{Key: "$type", Value: "long"}}}},
+		{{Key: "dec", Value: 1.1}}, // the double 1.1 is not 1.10 exactly
+	} {
+		if n, err := c.CountDocuments(ctx, q); err != nil || n != 0 {
+			t.Errorf("count %v = %d, %v; want 0", q, n, err)
+		}
+	}
+
+	// $inc keeps an int32 an int32 and a decimal exact.
+	if _, err := c.UpdateOne(ctx, bson.D{}, bson.D{{Key: "$inc", Value: bson.D{{Key: "i32", Value: int32(1)}, {Key: "dec", Value: int32(1)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.FindOne(ctx, bson.D{}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got.Lookup("i32"); v.Type != bson.TypeInt32 || v.Int32() != 8 {
+		t.Errorf("$inc of an int32: %s", v)
+	}
+	if v := got.Lookup("dec"); v.Type != bson.TypeDecimal128 || v.Decimal128().String() != "2.10" {
+		t.Errorf("$inc of a decimal: %s", v)
+	}
+}
+
+// TestTimeSeriesRefusesDecimal: a time-series measurement's decimal or
+// binary field is refused by name (its columns hold int64 and double), and
+// the other measurements of the batch still go in.
+func TestTimeSeriesRefusesDecimal(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	f.must(t, "test", bson.D{{Key: "create", Value: "m"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}}}})
+	dec, _ := bson.ParseDecimal128("1.10")
+	now := time.Now()
+	_, err := f.mdb.Collection("m").InsertMany(ctx, []any{
+		bson.D{{Key: "ts", Value: now}, {Key: "v", Value: dec}},
+		bson.D{{Key: "ts", Value: now}, {Key: "v", Value: int32(1)}},
+	}, options.InsertMany().SetOrdered(false))
+	var bwe mongo.BulkWriteException
+	if !errors.As(err, &bwe) || len(bwe.WriteErrors) != 1 {
+		t.Fatalf("a decimal in a measurement: %v", err)
+	}
+	code, msg := bwe.WriteErrors[0].Code, bwe.WriteErrors[0].Message
+	if code != 2 || !strings.Contains(msg, `"v"`) || !strings.Contains(msg, "decimal128") {
+		t.Fatalf("a decimal in a measurement: code %d: %v", code, err)
+	}
+	if n := f.count(t, "m", bson.D{}); n != 1 {
+		t.Fatalf("%d measurements stored, want the other one", n)
+	}
+}
