@@ -104,9 +104,13 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 	s.metrics.opInsert.Add(1)
 	var reply insertReply
 	if ts == nil {
-		reply, err = insertInChunks(newDocumentDecoder(buf.b, ndjson), ordered, o, document.FromJSON,
-			func(docs []document.Doc) (timeseries.InsertResult, error) {
-				return s.w.Insert(r.Context(), name, timeseries.Batch{Documents: docs}, timeseries.InsertOptions{Unordered: !ordered})
+		reply, err = insertInChunks(newRawDocuments(buf.b, ndjson), ordered, o, plainDocument,
+			func(docs []orderedDoc) (timeseries.InsertResult, error) {
+				b := timeseries.Batch{Documents: make([]document.Doc, len(docs)), Orders: make([]*document.Order, len(docs))}
+				for i, d := range docs {
+					b.Documents[i], b.Orders[i] = d.doc, d.order
+				}
+				return s.w.Insert(r.Context(), name, b, timeseries.InsertOptions{Unordered: !ordered})
 			})
 	} else {
 		// Measurements are converted from the documents' text, without a
@@ -451,43 +455,26 @@ func (d *rawDocuments) next(dst [][]byte, maxBytes int64) ([][]byte, error) {
 	return dst, nil
 }
 
-// documentDecoder decodes the documents of a body that validateDocuments
-// accepted, a chunk at a time.
-type documentDecoder struct {
-	dec *json.Decoder
-	err error
+// orderedDoc is a document of a plain collection and the order its
+// fields were written in.
+type orderedDoc struct {
+	doc   document.Doc
+	order *document.Order
 }
 
-func newDocumentDecoder(body []byte, ndjson bool) *documentDecoder {
-	d := &documentDecoder{dec: json.NewDecoder(bytes.NewReader(body))}
-	d.dec.UseNumber()
-	if !ndjson {
-		if _, err := d.dec.Token(); err != nil { // '['
-			d.err = jsonError(err, d.dec.InputOffset())
-		}
+// plainDocument decodes the text of one document (validateDocuments
+// accepted the body) into a document and its field order.
+func plainDocument(text []byte) (orderedDoc, error) {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return orderedDoc{}, badRequest("a document must be a JSON object")
 	}
-	return d
-}
-
-// next appends to dst the documents of the next maxBytes of body text (at
-// least one document, unless none is left) and returns it.
-func (d *documentDecoder) next(dst []map[string]any, maxBytes int64) ([]map[string]any, error) {
-	if d.err != nil {
-		return dst, d.err
+	doc, err := document.FromJSON(m)
+	if err != nil {
+		return orderedDoc{}, err
 	}
-	start := d.dec.InputOffset()
-	for d.dec.More() && d.dec.InputOffset()-start < maxBytes {
-		var v any
-		if err := d.dec.Decode(&v); err != nil {
-			d.err = jsonError(err, d.dec.InputOffset())
-			return dst, d.err
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			d.err = badRequest("a document must be a JSON object")
-			return dst, d.err
-		}
-		dst = append(dst, m)
-	}
-	return dst, nil
+	order, err := document.JSONOrder(text)
+	return orderedDoc{doc: doc, order: order}, err
 }

@@ -145,7 +145,7 @@ func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryReques
 		} else {
 			buf = append(buf, sep...)
 		}
-		buf = document.AppendJSON(buf, d)
+		buf = document.AppendJSONOrdered(buf, d, cur.Order())
 		if sep == nil {
 			buf = append(buf, '\n')
 		}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -23,7 +21,7 @@ const (
 	tagString byte = 5  // uvarint length, bytes
 	tagDate   byte = 6  // zig-zag varint seconds, uvarint nanoseconds
 	tagOID    byte = 7  // 12 bytes
-	tagObject byte = 8  // uvarint count, then (uvarint key length, key, value) in key order
+	tagObject byte = 8  // uvarint count, then (uvarint key length, key, value) in the document's order
 	tagArray  byte = 9  // uvarint count, then values
 	tagInt32  byte = 10 // zig-zag varint
 	tagDec128 byte = 11 // 16 bytes: low then high 64 bits, little endian
@@ -35,13 +33,13 @@ const (
 var ErrCorrupt = mongoerr.Corrupt("document: corrupt encoding")
 
 // Encode appends the binary form of doc to dst. Keys are written in sorted
-// order, so equal documents encode to equal bytes. Values outside the value
-// set are an error.
+// order, so equal documents encode to equal bytes (EncodeOrdered writes
+// them in a given order). Values outside the value set are an error.
 func Encode(dst []byte, doc Doc) ([]byte, error) {
-	return appendValue(dst, doc, 0)
+	return appendValue(dst, doc, 0, nil)
 }
 
-func appendValue(dst []byte, v any, depth int) ([]byte, error) {
+func appendValue(dst []byte, v any, depth int, o *Order) ([]byte, error) {
 	if depth > MaxDepth {
 		return dst, fmt.Errorf("document nesting exceeds %d levels", MaxDepth)
 	}
@@ -76,10 +74,9 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	case map[string]any:
 		dst = binary.AppendUvarint(append(dst, tagObject), uint64(len(t)))
 		var err error
-		for _, k := range slices.Sorted(maps.Keys(t)) {
-			dst = binary.AppendUvarint(dst, uint64(len(k)))
-			dst = append(dst, k...)
-			if dst, err = appendValue(dst, t[k], depth+1); err != nil {
+		for _, k := range o.FieldsOf(t) {
+			dst = appendKeyName(dst, k)
+			if dst, err = appendValue(dst, t[k], depth+1, o.Child(k)); err != nil {
 				return dst, err
 			}
 		}
@@ -87,8 +84,8 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	case []any:
 		dst = binary.AppendUvarint(append(dst, tagArray), uint64(len(t)))
 		var err error
-		for _, e := range t {
-			if dst, err = appendValue(dst, e, depth+1); err != nil {
+		for i, e := range t {
+			if dst, err = appendValue(dst, e, depth+1, o.Elem(i)); err != nil {
 				return dst, err
 			}
 		}

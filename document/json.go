@@ -1,9 +1,7 @@
 package document
 
 import (
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,27 +71,32 @@ func checkValue(v any, depth int) error {
 // {"$numberDecimal": "..."}, binary as {"$binary": {"base64": "...",
 // "subType": "<hex>"}}.
 func AppendJSON(dst []byte, doc Doc) []byte {
-	dst = append(dst, '{')
-	first := true
-	if id, ok := doc["_id"]; ok {
-		dst = appendJSONValue(append(dst, `"_id":`...), id)
-		first = false
+	return AppendJSONOrdered(dst, doc, nil)
+}
+
+// AppendJSONOrdered is AppendJSON with the fields in order o (see Order),
+// at every depth; with a nil order, _id first, then the others in name
+// order.
+func AppendJSONOrdered(dst []byte, doc Doc, o *Order) []byte {
+	if o == nil {
+		o = &Order{Keys: []string{"_id"}}
 	}
-	for _, k := range slices.Sorted(maps.Keys(doc)) {
-		if k == "_id" {
-			continue
-		}
-		if !first {
+	return appendJSONObject(dst, doc, o)
+}
+
+func appendJSONObject(dst []byte, m map[string]any, o *Order) []byte {
+	dst = append(dst, '{')
+	for i, k := range o.FieldsOf(m) {
+		if i > 0 {
 			dst = append(dst, ',')
 		}
-		first = false
 		dst = appendJSONString(dst, k)
-		dst = appendJSONValue(append(dst, ':'), doc[k])
+		dst = appendJSONValue(append(dst, ':'), m[k], o.Child(k))
 	}
 	return append(dst, '}')
 }
 
-func appendJSONValue(dst []byte, v any) []byte {
+func appendJSONValue(dst []byte, v any, o *Order) []byte {
 	switch t := v.(type) {
 	case nil:
 		return append(dst, "null"...)
@@ -140,14 +143,14 @@ func appendJSONValue(dst []byte, v any) []byte {
 	case partialfilter.ObjectID:
 		return append(append(append(dst, `{"$oid":"`...), t.Hex()...), `"}`...)
 	case map[string]any:
-		return AppendJSON(dst, t)
+		return appendJSONObject(dst, t, o)
 	case []any:
 		dst = append(dst, '[')
 		for i, e := range t {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONValue(dst, e)
+			dst = appendJSONValue(dst, e, o.Elem(i))
 		}
 		return append(dst, ']')
 	}

@@ -378,7 +378,7 @@ func (d *documentSource) next() (bsoncore.Document, error) {
 	if !d.cur.Next() {
 		return nil, d.cur.Err()
 	}
-	return mapDocument(d.cur.Doc()), nil
+	return orderedDocument(d.cur.Doc(), d.cur.Order()), nil
 }
 
 func (d *documentSource) close() {

@@ -168,7 +168,12 @@ func (s *Server) insertPlain(cmd *wireCommand, name string, raw []bsoncore.Docum
 	if len(docs) == 0 {
 		return 0, wes, nil
 	}
-	res, err := s.insert(cmd.ctx, name, timeseries.Batch{Documents: docs}, ordered)
+	// Each document is stored in the order the driver wrote it.
+	orders := make([]*document.Order, len(docs))
+	for i, j := range idx {
+		orders[i] = bsonOrder(raw[j])
+	}
+	res, err := s.insert(cmd.ctx, name, timeseries.Batch{Documents: docs, Orders: orders}, ordered)
 	if err != nil {
 		return 0, wes, err
 	}

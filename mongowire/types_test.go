@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -216,5 +217,142 @@ func TestTimeSeriesRefusesDecimal(t *testing.T) {
 	}
 	if n := f.count(t, "m", bson.D{}); n != 1 {
 		t.Fatalf("%d measurements stored, want the other one", n)
+	}
+}
+
+// keysOf returns the field names of a document at path (top level when
+// path is empty), in order.
+func keysOf(t *testing.T, r bson.Raw, path ...string) string {
+	t.Helper()
+	d := r
+	if len(path) > 0 {
+		v, err := r.LookupErr(path...)
+		if err != nil {
+			t.Fatalf("%v missing in %s", path, r)
+		}
+		if v.Type == bson.TypeArray {
+			d = bson.Raw(v.Array())
+			vals, _ := d.Values()
+			d = vals[0].Document()
+		} else {
+			d = v.Document()
+		}
+	}
+	els, err := d.Elements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks []string
+	for _, e := range els {
+		ks = append(ks, e.Key())
+	}
+	return strings.Join(ks, ",")
+}
+
+// TestFieldOrderKept: a plain collection's documents come back in the
+// order they were written (_id first, as MongoDB stores it), at every
+// depth, through finds, projections, sorts, updates and replacements, and
+// over HTTP both ways.
+func TestFieldOrderKept(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	c := f.mdb.Collection("p")
+	docs := []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "zeta", Value: 1}, {Key: "alpha", Value: 2},
+			{Key: "mid", Value: bson.D{{Key: "z", Value: 1}, {Key: "a", Value: 2}}},
+			{Key: "beta", Value: bson.A{bson.D{{Key: "y", Value: 1}, {Key: "b", Value: 2}}}}},
+		bson.D{{Key: "zeta", Value: 1}, {Key: "_id", Value: 2}, {Key: "alpha", Value: 3}},
+	}
+	if _, err := c.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	one := func(filter bson.D, opts ...options.Lister[options.FindOneOptions]) bson.Raw {
+		t.Helper()
+		r, err := c.FindOne(ctx, filter, opts...).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	id1 := bson.D{{Key: "_id", Value: 1}}
+	for _, c := range []struct {
+		got, want string
+	}{
+		{keysOf(t, one(id1)), "_id,zeta,alpha,mid,beta"},
+		{keysOf(t, one(id1), "mid"), "z,a"},
+		{keysOf(t, one(id1), "beta"), "y,b"},
+		{keysOf(t, one(bson.D{{Key: "_id", Value: 2}})), "_id,zeta,alpha"}, // _id moves first
+		{keysOf(t, one(id1, options.FindOne().SetProjection(bson.D{{Key: "alpha", Value: 1}, {Key: "zeta", Value: 1}}))), "_id,zeta,alpha"},
+		{keysOf(t, one(bson.D{}, options.FindOne().SetSort(bson.D{{Key: "alpha", Value: -1}}))), "_id,zeta,alpha"}, // _id 2, through the sort
+	} {
+		if c.got != c.want {
+			t.Errorf("fields %s, want %s", c.got, c.want)
+		}
+	}
+
+	// An update keeps the fields where they are and adds new ones after.
+	if _, err := c.UpdateOne(ctx, id1, bson.D{{Key: "$set", Value: bson.D{{Key: "alpha", Value: 9}, {Key: "aaa", Value: 1}, {Key: "mid.new", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(t, one(id1)); got != "_id,zeta,alpha,mid,beta,aaa" {
+		t.Errorf("after $set: %s", got)
+	}
+	if got := keysOf(t, one(id1), "mid"); got != "z,a,new" {
+		t.Errorf("mid after $set: %s", got)
+	}
+	// A replacement is stored as written, _id first.
+	if _, err := c.ReplaceOne(ctx, id1, bson.D{{Key: "q", Value: 1}, {Key: "b", Value: bson.D{{Key: "y", Value: 1}, {Key: "x", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, sub := keysOf(t, one(id1)), keysOf(t, one(id1), "b"); got != "_id,q,b" || sub != "y,x" {
+		t.Errorf("after a replacement: %s; b: %s", got, sub)
+	}
+
+	// A sort buffers documents while the scan moves on: each keeps its
+	// order.
+	var many []any
+	for i := range 3000 {
+		many = append(many, bson.D{{Key: "_id", Value: 100 + i}, {Key: fmt.Sprintf("k%04d", 3000-i), Value: i}, {Key: "s", Value: i % 7}, {Key: "a", Value: strings.Repeat("x", 100)}})
+	}
+	if _, err := f.mdb.Collection("many").InsertMany(ctx, many); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.Flush(); err != nil { // read from the store's tables, whose blocks the scan lets go of
+		t.Fatal(err)
+	}
+	cur, err := f.mdb.Collection("many").Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "s", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for cur.Next(ctx) {
+		id := cur.Current.Lookup("_id").Int32()
+		if got, want := keysOf(t, cur.Current), fmt.Sprintf("_id,k%04d,s,a", 3000-(id-100)); got != want {
+			t.Fatalf("sorted find, document %d: %s, want %s", id, got, want)
+		}
+		n++
+	}
+	if err := cur.Err(); err != nil || n != 3000 {
+		t.Fatalf("sorted find: %d documents, %v", n, err)
+	}
+
+	// HTTP reads the same order, and writes in the order of its text.
+	req := httptest.NewRequest(http.MethodPost, "/v1/collections/p/find", strings.NewReader(`{"filter": {"_id": 1}}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	f.http.ServeHTTP(rec, req)
+	if want := `[{"_id":1,"q":1,"b":{"y":1,"x":2}}]`; strings.TrimSpace(rec.Body.String()) != want {
+		t.Errorf("HTTP find: %s, want %s", rec.Body, want)
+	}
+	req = httptest.NewRequest(http.MethodPost, "/v1/collections/p/documents", strings.NewReader(`[{"zz": 1, "_id": 3, "\u00e9": {"k": 1, "a": [{"w": 1, "v": 2}]}, "aa": 2}]`))
+	req.Header.Set("Content-Type", "application/json")
+	rec = httptest.NewRecorder()
+	f.http.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("HTTP insert: %d %s", rec.Code, rec.Body)
+	}
+	id3 := bson.D{{Key: "_id", Value: 3}}
+	if got, sub, arr := keysOf(t, one(id3)), keysOf(t, one(id3), "é"), keysOf(t, one(id3), "é", "a"); got != "_id,zz,é,aa" || sub != "k,a" || arr != "w,v" {
+		t.Errorf("written over HTTP: %s; é: %s; é.a[0]: %s", got, sub, arr)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
@@ -17,6 +19,12 @@ import (
 // an element named key. Maps are written with their keys sorted, _id first.
 // Dates lose what is below the millisecond: BSON dates are milliseconds.
 func appendValue(dst []byte, key string, v any) []byte {
+	return appendOrderedValue(dst, key, v, nil)
+}
+
+// appendOrderedValue is appendValue with the fields of documents in order
+// o (document.Order), at every depth.
+func appendOrderedValue(dst []byte, key string, v any, o *document.Order) []byte {
 	key = validUTF8(key)
 	switch x := v.(type) {
 	case nil:
@@ -50,13 +58,19 @@ func appendValue(dst []byte, key string, v any) []byte {
 		idx, out := bsoncore.AppendArrayElementStart(dst, key)
 		var num [20]byte
 		for i, e := range x {
-			out = appendValue(out, string(itoa(num[:0], i)), e)
+			out = appendOrderedValue(out, string(itoa(num[:0], i)), e, o.Elem(i))
 		}
 		out, _ = bsoncore.AppendArrayEnd(out, idx)
 		return out
 	case map[string]any:
 		idx, out := bsoncore.AppendDocumentElementStart(dst, key)
-		out = appendMapElements(out, x)
+		if o != nil {
+			for _, k := range o.FieldsOf(x) {
+				out = appendOrderedValue(out, k, x[k], o.Child(k))
+			}
+		} else {
+			out = appendMapElements(out, x)
+		}
 		out, _ = bsoncore.AppendDocumentEnd(out, idx)
 		return out
 	case bsoncore.Document:
@@ -98,8 +112,20 @@ func appendMapElements(dst []byte, m map[string]any) []byte {
 
 // mapDocument encodes m as a document (see appendMapElements).
 func mapDocument(m map[string]any) bsoncore.Document {
+	return orderedDocument(m, nil)
+}
+
+// orderedDocument encodes m with its fields in order o, at every depth; a
+// nil order is mapDocument's, _id first, then name order.
+func orderedDocument(m map[string]any, o *document.Order) bsoncore.Document {
 	idx, dst := bsoncore.AppendDocumentStart(nil)
-	dst = appendMapElements(dst, m)
+	if o == nil {
+		dst = appendMapElements(dst, m)
+	} else {
+		for _, k := range o.FieldsOf(m) {
+			dst = appendOrderedValue(dst, k, m[k], o.Child(k))
+		}
+	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
@@ -125,4 +151,76 @@ func marshal(d bson.D) bsoncore.Document {
 		panic("mongowire: marshal reply: " + err.Error())
 	}
 	return b
+}
+
+// bsonOrder returns the field order of a validated BSON document, at every
+// depth (the map model.FromBSON makes does not keep it). Of a key given
+// twice, the first place counts, as the map keeps the last value.
+func bsonOrder(d bsoncore.Document) *document.Order {
+	o := &document.Order{}
+	_ = model.EachBSONElement(d, func(key string, v bsoncore.Value) error {
+		o.Keys = append(o.Keys, key)
+		if so := valueOrder(v); so != nil {
+			if o.Sub == nil {
+				o.Sub = map[string]*document.Order{}
+			}
+			if _, dup := o.Sub[key]; !dup {
+				o.Sub[key] = so
+			}
+		}
+		return nil
+	})
+	return o
+}
+
+// valueOrder is the order of a sub-document, or of the documents in an
+// array; nil for any other value.
+func valueOrder(v bsoncore.Value) *document.Order {
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument:
+		return bsonOrder(v.Document())
+	case bsoncore.TypeArray:
+		var o *document.Order
+		i := 0
+		_ = model.EachBSONElement(bsoncore.Document(v.Array()), func(_ string, e bsoncore.Value) error {
+			if so := valueOrder(e); so != nil {
+				if o == nil {
+					o = &document.Order{}
+				}
+				for len(o.Elems) < i {
+					o.Elems = append(o.Elems, nil)
+				}
+				o.Elems = append(o.Elems, so)
+			}
+			i++
+			return nil
+		})
+		return o
+	}
+	return nil
+}
+
+// statement returns the i-th document of a write command's list (field:
+// "updates", "deletes"), given in the command or as a document sequence;
+// nil if there is none.
+func (cmd *wireCommand) statement(field string, i int) bsoncore.Document {
+	for _, sq := range cmd.seqs {
+		if sq.id == field && i < len(sq.docs) {
+			return sq.docs[i]
+		}
+	}
+	v, err := cmd.body.LookupErr(field)
+	if err != nil {
+		return nil
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	e, err := arr.IndexErr(uint(i))
+	if err != nil {
+		return nil
+	}
+	d, _ := e.DocumentOK()
+	return d
 }

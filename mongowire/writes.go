@@ -9,6 +9,7 @@ import (
 	"github.com/hourglassdb/hourglass/model"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -340,7 +341,7 @@ func cmdUpdate(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	var matched, modified int64
 	var wes []writeError
 	for i, st := range stmts {
-		res, err := s.updateOne(cmd, name, st)
+		res, err := s.updateOne(cmd, name, st, cmd.statement("updates", i))
 		matched += res.Matched
 		modified += res.Modified
 		if err != nil {
@@ -357,7 +358,7 @@ func cmdUpdate(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	return s.writeErrorsReply(reply, wes), nil
 }
 
-func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any) (timeseries.UpdateResult, error) {
+func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any, raw bsoncore.Document) (timeseries.UpdateResult, error) {
 	var none timeseries.UpdateResult
 	multi := false
 	for k, v := range st {
@@ -414,7 +415,13 @@ func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any) (ti
 		if err != nil {
 			return none, err
 		}
-		return s.w.Update(cmd.ctx, name, timeseries.Update{Filter: f, Replacement: repl})
+		var order *document.Order
+		if v, err := raw.LookupErr("u"); err == nil {
+			if d, ok := v.DocumentOK(); ok {
+				order = bsonOrder(d)
+			}
+		}
+		return s.w.Update(cmd.ctx, name, timeseries.Update{Filter: f, Replacement: repl, ReplacementOrder: order})
 	}
 	up, err := document.ParseUpdate(u)
 	if err != nil {

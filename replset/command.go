@@ -102,8 +102,10 @@ type Command struct {
 	Unordered bool
 	// Measurements of OpInsert and OpInsertKeyed.
 	Measurements []model.Measurement
-	// Documents of OpInsertDocuments.
+	// Documents of OpInsertDocuments, and their field orders (Orders may
+	// be shorter, or nil: name order); each travels encoded in its order.
 	Documents []document.Doc
+	Orders    []*document.Order
 	// Filter of OpDelete, OpDeleteDocuments and OpDeleteOne: a MongoDB
 	// filter in JSON, parsed by partialfilter.ParseJSON when the command is
 	// applied.
@@ -123,9 +125,10 @@ type Command struct {
 	// Update (JSON, as document.ParseUpdate takes it) and Multi of
 	// OpUpdateDocuments, with Filter and Now; Replacement of
 	// OpReplaceDocument, with Filter.
-	Update      []byte
-	Multi       bool
-	Replacement document.Doc
+	Update           []byte
+	Multi            bool
+	Replacement      document.Doc
+	ReplacementOrder *document.Order
 	// Session identifies a retryable write's statement (WithSession): a
 	// command whose session key was applied before is not applied again,
 	// and answers the result the first one had. Only the writes that are
@@ -216,7 +219,11 @@ func (c *Command) encodeOwn(dst []byte, own bool) ([]byte, *Command, error) {
 		var buf []byte
 		for i, d := range c.Documents {
 			var err error
-			if buf, err = document.Encode(buf[:0], d); err != nil {
+			var o *document.Order
+			if i < len(c.Orders) {
+				o = c.Orders[i]
+			}
+			if buf, err = document.EncodeOrdered(buf[:0], d, o); err != nil {
 				return nil, nil, fmt.Errorf("replset: encode document %d of %q: %w", i, c.Collection, err)
 			}
 			dst = appendBytes(dst, buf)
@@ -232,7 +239,7 @@ func (c *Command) encodeOwn(dst []byte, own bool) ([]byte, *Command, error) {
 		dst = binary.AppendVarint(dst, c.Now)
 	case OpReplaceDocument:
 		dst = appendBytes(dst, c.Filter)
-		repl, err := document.Encode(nil, c.Replacement)
+		repl, err := document.EncodeOrdered(nil, c.Replacement, c.ReplacementOrder)
 		if err != nil {
 			return nil, nil, fmt.Errorf("replset: encode the replacement in %q: %w", c.Collection, err)
 		}
@@ -486,18 +493,19 @@ func decodeCommand(b []byte) (*Command, error) {
 		n := d.count(2)
 		if n > 0 {
 			c.Documents = make([]document.Doc, n)
+			c.Orders = make([]*document.Order, n)
 		}
 		for i := range c.Documents {
 			raw := d.bytes()
 			if d.err != nil {
 				break
 			}
-			doc, err := document.Decode(raw)
+			doc, order, err := document.DecodeWithOrder(raw)
 			if err != nil {
 				d.err = fmt.Errorf("%w: document %d: %v", ErrCorrupt, i, err)
 				break
 			}
-			c.Documents[i] = doc
+			c.Documents[i], c.Orders[i] = doc, order
 		}
 	case OpDelete, OpDeleteDocuments, OpDeleteOne:
 		c.Filter = d.bytes()
@@ -513,12 +521,12 @@ func decodeCommand(b []byte) (*Command, error) {
 		if d.err != nil {
 			break
 		}
-		doc, err := document.Decode(raw)
+		doc, order, err := document.DecodeWithOrder(raw)
 		if err != nil {
 			d.err = fmt.Errorf("%w: replacement: %v", ErrCorrupt, err)
 			break
 		}
-		c.Replacement = doc
+		c.Replacement, c.ReplacementOrder = doc, order
 	case OpCollMod, OpCollModIndex, OpMember:
 		js := d.bytes()
 		if d.err != nil {

@@ -38,8 +38,11 @@ func TestCommandRoundTrip(t *testing.T) {
 			{Time: 0, Meta: time.Unix(5, 6).UTC(), Fields: []model.Field{{Name: "", Value: model.Bool(false)}}},
 		}},
 		{Op: OpInsert, Collection: "empty"},
+		// Documents travel in their field order.
 		{Op: OpInsertDocuments, Collection: "docs", Documents: []document.Doc{
-			{"_id": "a", "n": nil, "arr": []any{int64(1), map[string]any{"x": true}}}, {"_id": int64(2)}}},
+			{"_id": "a", "n": nil, "arr": []any{int64(1), map[string]any{"x": true, "b": false}}}, {"_id": int64(2)}},
+			Orders: []*document.Order{{Keys: []string{"_id", "n", "arr"}, Sub: map[string]*document.Order{
+				"arr": {Elems: []*document.Order{nil, {Keys: []string{"x", "b"}}}}}}, {Keys: []string{"_id"}}}},
 		{Op: OpCreateIndex, Collection: "w", Index: timeseries.IndexSpec{Name: "t_1", Key: []timeseries.IndexKey{{Field: "t", Direction: 1}},
 			ExpireAfterSeconds: &exp, PartialFilterExpression: map[string]any{"m.id": map[string]any{"$gt": int64(3)}, "m.at": time.Unix(7, 0).UTC()}}},
 		{Op: OpCreateIndex, Collection: "d", Index: timeseries.IndexSpec{Name: "k_-1", Key: []timeseries.IndexKey{{Field: "k", Direction: -1}}}},
@@ -52,7 +55,8 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Op: OpMember, Member: MemberAddrs{ID: "n4", Raft: "127.0.0.1:7804", HTTP: "127.0.0.1:7704", Mongo: "127.0.0.1:27104"}},
 		{Op: OpMember, Member: MemberAddrs{ID: "n2", Remove: true}},
 		{Op: OpUpdateDocuments, Collection: "docs", Filter: []byte(`{"k": 1}`), Update: []byte(`{"$set": {"x": 2}}`), Multi: true, Now: 1234},
-		{Op: OpReplaceDocument, Collection: "docs", Filter: []byte(`{"_id": 1}`), Replacement: document.Doc{"x": int64(3), "at": time.Unix(9, 0).UTC()}},
+		{Op: OpReplaceDocument, Collection: "docs", Filter: []byte(`{"_id": 1}`), Replacement: document.Doc{"x": int64(3), "at": time.Unix(9, 0).UTC()},
+			ReplacementOrder: &document.Order{Keys: []string{"x", "at"}}},
 		{Op: OpCollModIndex, Collection: "d", IndexMod: timeseries.IndexMod{Name: "at_1", KeyPattern: []timeseries.IndexKey{{Field: "at", Direction: 1}}, ExpireAfterSeconds: 30}},
 	}
 	for _, c := range cmds {

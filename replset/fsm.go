@@ -319,7 +319,7 @@ func (f *fsm) apply(c *Command) *applyResult {
 	case OpInsert, OpInsertKeyed:
 		r.res.Insert, r.err = f.db.Insert(ctx, c.Collection, timeseries.Batch{Measurements: c.Measurements}, timeseries.InsertOptions{Unordered: c.Unordered})
 	case OpInsertDocuments:
-		r.res.Insert, r.err = f.db.Insert(ctx, c.Collection, timeseries.Batch{Documents: c.Documents}, timeseries.InsertOptions{Unordered: c.Unordered})
+		r.res.Insert, r.err = f.db.Insert(ctx, c.Collection, timeseries.Batch{Documents: c.Documents, Orders: c.Orders}, timeseries.InsertOptions{Unordered: c.Unordered})
 	case OpCreateIndex:
 		r.res.Created, r.res.IndexName, r.err = f.db.CreateIndex(ctx, c.Collection, c.Index)
 	case OpDropIndex:
@@ -342,7 +342,7 @@ func (f *fsm) apply(c *Command) *applyResult {
 		if flt, r.err = partialfilter.ParseJSON(c.Filter); r.err != nil {
 			break
 		}
-		u := timeseries.Update{Filter: flt, Replacement: c.Replacement}
+		u := timeseries.Update{Filter: flt, Replacement: c.Replacement, ReplacementOrder: c.ReplacementOrder}
 		if c.Op == OpUpdateDocuments {
 			if u.Operators, r.err = parseUpdateJSON(c.Update); r.err != nil {
 				break

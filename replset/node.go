@@ -575,7 +575,7 @@ func (n *Node) Insert(ctx context.Context, name string, b timeseries.Batch, opts
 		c["_id"] = document.NewObjectID(now)
 		withID[i] = c
 	}
-	r, err := n.Apply(ctx, &Command{Op: OpInsertDocuments, Collection: name, Documents: withID, Unordered: opts.Unordered})
+	r, err := n.Apply(ctx, &Command{Op: OpInsertDocuments, Collection: name, Documents: withID, Orders: b.Orders, Unordered: opts.Unordered})
 	return r.Insert, err
 }
 
@@ -605,7 +605,7 @@ func (n *Node) Update(ctx context.Context, name string, u timeseries.Update) (ti
 	if (u.Operators == nil) == (u.Replacement == nil) {
 		return timeseries.UpdateResult{}, mongoerr.New(mongoerr.BadValue, "an update holds either update operators or a replacement document")
 	}
-	c := &Command{Op: OpReplaceDocument, Collection: name, Filter: filterText(u.Filter), Replacement: u.Replacement}
+	c := &Command{Op: OpReplaceDocument, Collection: name, Filter: filterText(u.Filter), Replacement: u.Replacement, ReplacementOrder: u.ReplacementOrder}
 	if u.Operators != nil {
 		now := u.Now
 		if now.IsZero() {

@@ -147,7 +147,7 @@ func (plainKind) insert(ctx context.Context, db *DB, c *collection, b Batch, opt
 	if len(b.Measurements) > 0 {
 		return InsertResult{}, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", c.name)
 	}
-	return db.insertDocuments(ctx, c, b.Documents, opts)
+	return db.insertDocuments(ctx, c, b.Documents, b.Orders, opts)
 }
 
 func (timeSeriesKind) delete(ctx context.Context, db *DB, c *collection, f *partialfilter.Filter, limit int64) (int64, error) {
@@ -175,7 +175,7 @@ func (plainKind) count(ctx context.Context, db *DB, c *collection, f *partialfil
 	if o.Limit > 0 {
 		q.Limit = o.Skip + o.Limit
 	}
-	_, err := db.findDocuments(ctx, c, q, func(document.Doc) error { n++; return nil })
+	_, err := db.findDocuments(ctx, c, q, func(document.Doc, []byte) error { n++; return nil })
 	return n, err
 }
 

@@ -43,6 +43,10 @@ type Batch struct {
 	Measurements []model.Measurement
 	// Documents without _id get a new ObjectId, set in the document.
 	Documents []document.Doc
+	// Orders, when set, holds the field order of each document (nil
+	// entries and a nil slice are name order). A document is stored, and
+	// read back, in its order with _id moved first, as MongoDB stores it.
+	Orders []*document.Order
 }
 
 // Insert validates the rows of b and stores the valid ones in collection

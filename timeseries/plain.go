@@ -82,6 +82,11 @@ type storedDoc struct {
 	seq   uint64
 	size  int64 // encoded size of the document
 	doc   document.Doc
+	// order is the document's field order, read by the writes that
+	// encode it again (getDocOrdered); enc is its encoding during a scan,
+	// valid until the scan moves on.
+	order *document.Order
+	enc   []byte
 }
 
 func decodeStored(idKey, v []byte) (storedDoc, error) {
@@ -93,7 +98,7 @@ func decodeStored(idKey, v []byte) (storedDoc, error) {
 	if err != nil {
 		return storedDoc{}, err
 	}
-	return storedDoc{idKey: idKey, seq: seq, size: int64(len(v) - n), doc: doc}, nil
+	return storedDoc{idKey: idKey, seq: seq, size: int64(len(v) - n), doc: doc, enc: v[n:]}, nil
 }
 
 // getDoc reads one document by _id key from r; ok is false when there is
@@ -108,7 +113,29 @@ func getDoc(r pebble.Reader, coll uint32, idKey []byte) (d storedDoc, ok bool, e
 	}
 	defer closer.Close()
 	d, err = decodeStored(append([]byte(nil), idKey...), v)
+	d.enc = nil // closer releases it
 	return d, err == nil, err
+}
+
+// getDocOrdered is getDoc with the document's field order.
+func getDocOrdered(r pebble.Reader, coll uint32, idKey []byte) (d storedDoc, ok bool, err error) {
+	v, closer, err := r.Get(docKey(coll, idKey))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return d, false, nil
+	}
+	if err != nil {
+		return d, false, err
+	}
+	defer closer.Close()
+	seq, n := binary.Uvarint(v)
+	if n <= 0 {
+		return d, false, fmt.Errorf("%w: document value", ErrCorrupt)
+	}
+	doc, order, err := document.DecodeWithOrder(v[n:])
+	if err != nil {
+		return d, false, err
+	}
+	return storedDoc{idKey: append([]byte(nil), idKey...), seq: seq, size: int64(len(v) - n), doc: doc, order: order}, true, nil
 }
 
 // plainCollection returns the collection name if it is a plain one.
@@ -333,7 +360,7 @@ func (db *DB) initPlain() error {
 // documents are refused one by one: with ordered options the insert stops
 // at the first, else it skips each. The valid documents are written as one
 // durable batch.
-func (db *DB) insertDocuments(ctx context.Context, c *collection, docs []document.Doc, opts InsertOptions) (InsertResult, error) {
+func (db *DB) insertDocuments(ctx context.Context, c *collection, docs []document.Doc, orders []*document.Order, opts InsertOptions) (InsertResult, error) {
 	var res InsertResult
 	name := c.name
 	p := c.plain
@@ -350,7 +377,11 @@ func (db *DB) insertDocuments(ctx context.Context, c *collection, docs []documen
 			w.b.Close()
 			return InsertResult{}, err
 		}
-		d, encoded, err := db.prepareInsert(c, w, doc, seen, enc[:0])
+		var order *document.Order
+		if i < len(orders) {
+			order = orders[i]
+		}
+		d, encoded, err := db.prepareInsert(c, w, doc, order, seen, enc[:0])
 		if err == nil {
 			err = w.put(&d, encoded, nil)
 		}
@@ -378,7 +409,7 @@ func (db *DB) insertDocuments(ctx context.Context, c *collection, docs []documen
 
 // prepareInsert validates doc, gives it an _id if it has none, and checks
 // that the _id is new.
-func (db *DB) prepareInsert(c *collection, w *docWriter, doc document.Doc, seen map[string]bool, enc []byte) (storedDoc, []byte, error) {
+func (db *DB) prepareInsert(c *collection, w *docWriter, doc document.Doc, order *document.Order, seen map[string]bool, enc []byte) (storedDoc, []byte, error) {
 	_, given := doc["_id"]
 	if !given {
 		doc["_id"] = document.NewObjectID(db.opts.Now())
@@ -387,7 +418,7 @@ func (db *DB) prepareInsert(c *collection, w *docWriter, doc document.Doc, seen 
 	if err != nil {
 		return storedDoc{}, nil, mongoerr.New(mongoerr.BadValue, "%v", err)
 	}
-	enc, err = document.Encode(enc, doc)
+	enc, err = document.EncodeOrdered(enc, doc, order.IDFirst())
 	if err != nil {
 		return storedDoc{}, nil, mongoerr.New(mongoerr.BadValue, "%v", err)
 	}

@@ -20,6 +20,9 @@ type docCursor struct {
 	stop func()
 	doc  document.Doc
 	plan DocPlan
+	// enc is the current document's stored encoding, valid while the
+	// scan waits on it (until the next document): Order reads it.
+	enc []byte
 }
 
 // errStopScan ends a scan whose cursor was closed before its end.
@@ -32,7 +35,8 @@ func (plainKind) find(ctx context.Context, db *DB, c *collection, opts FindOptio
 	}
 	d := &docCursor{}
 	seq := func(yield func(document.Doc, error) bool) {
-		plan, err := db.findDocuments(ctx, c, opts, func(doc document.Doc) error {
+		plan, err := db.findDocuments(ctx, c, opts, func(doc document.Doc, enc []byte) error {
+			d.enc = enc
 			if !yield(doc, nil) {
 				return errStopScan
 			}
@@ -54,6 +58,21 @@ func (c *Cursor) Doc() document.Doc {
 		return nil
 	}
 	return c.docs.doc
+}
+
+// Order returns the field order of the current document of a cursor on a
+// plain collection, as it is stored (_id first, then the order it was
+// written in; fields an update added after them, in name order). Valid
+// until the next call of Next or Close, or during ForEach's call.
+func (c *Cursor) Order() *document.Order {
+	if c.docs == nil || c.docs.enc == nil {
+		return nil
+	}
+	o, err := document.DecodeOrder(c.docs.enc)
+	if err != nil {
+		return nil // the document decoded; its order cannot fail
+	}
+	return o
 }
 
 // Documents reports whether the cursor yields documents (a plain

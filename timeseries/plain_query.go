@@ -169,19 +169,20 @@ func (db *DB) scanDocs(ctx context.Context, r pebble.Reader, c *collection, plan
 }
 
 // findDocuments runs q on a plain collection and calls fn with each
-// result, in order, on a consistent snapshot. Documents that have expired
+// result, in order, on a consistent snapshot, and its stored encoding
+// (valid during the call: the field order). Documents that have expired
 // under a TTL index are never returned. It returns the plan (explain).
-func (db *DB) findDocuments(ctx context.Context, c *collection, q FindOptions, fn func(document.Doc) error) (DocPlan, error) {
+func (db *DB) findDocuments(ctx context.Context, c *collection, q FindOptions, fn func(doc document.Doc, enc []byte) error) (DocPlan, error) {
 	snap := db.pdb.NewSnapshot()
 	defer snap.Close()
 	now := db.opts.Now()
 	skip := q.Skip
-	emit := func(doc document.Doc) error {
+	emit := func(d *storedDoc) error {
 		if skip > 0 {
 			skip--
 			return nil
 		}
-		return fn(q.Projection.Apply(doc))
+		return fn(q.Projection.Apply(d.doc), d.enc)
 	}
 	plan, err := db.planDocs(snap, c, q.Filter)
 	if err != nil {
@@ -195,7 +196,7 @@ func (db *DB) findDocuments(ctx context.Context, c *collection, q FindOptions, f
 				return false, nil
 			}
 			returned++
-			return true, emit(d.doc)
+			return true, emit(d)
 		})
 		out.Returned = max(returned-q.Skip, 0)
 		return out, err
@@ -212,7 +213,7 @@ func (db *DB) findDocuments(ctx context.Context, c *collection, q FindOptions, f
 		return out, err
 	}
 	for _, d := range s.sorted() {
-		if err := emit(d.doc); err != nil {
+		if err := emit(d); err != nil {
 			return out, err
 		}
 		returned++
@@ -232,6 +233,7 @@ type docSorter struct {
 
 func (s *docSorter) add(d *storedDoc) error {
 	dc := *d
+	dc.enc = bytes.Clone(d.enc) // the scan moves on
 	if s.keep > 0 {
 		if int64(len(s.docs)) < s.keep {
 			heap.Push(s, &dc)
@@ -375,7 +377,11 @@ type Update struct {
 	// hold the document's own _id but no other (ImmutableField, 66).
 	Operators   *document.Update
 	Replacement document.Doc
-	Multi       bool
+	// ReplacementOrder is the replacement's field order (nil: name
+	// order); _id stays first. An update by operators keeps the fields'
+	// order and adds new fields after them, in name order.
+	ReplacementOrder *document.Order
+	Multi            bool
 	// Now is the time $currentDate sets; zero means the DB's clock. The
 	// members of a replica set apply an update at the time its leader
 	// chose, so that every member stores the same documents.
@@ -402,30 +408,32 @@ func (db *DB) Update(ctx context.Context, name string, u Update) (UpdateResult, 
 		now = db.opts.Now()
 	}
 	if u.Operators != nil {
-		return db.rewriteDocs(ctx, name, u.Filter, u.Multi, now, func(doc document.Doc, now time.Time) (bool, error) {
-			return u.Operators.Apply(doc, now)
+		return db.rewriteDocs(ctx, name, u.Filter, u.Multi, now, func(d *storedDoc, now time.Time) (bool, error) {
+			return u.Operators.Apply(d.doc, now)
 		})
 	}
-	repl := u.Replacement
-	return db.rewriteDocs(ctx, name, u.Filter, false, now, func(doc document.Doc, _ time.Time) (bool, error) {
+	repl, replOrder := u.Replacement, u.ReplacementOrder.IDFirst()
+	return db.rewriteDocs(ctx, name, u.Filter, false, now, func(d *storedDoc, _ time.Time) (bool, error) {
+		doc := d.doc
 		id := doc["_id"]
 		if rid, ok := repl["_id"]; ok && partialfilter.Compare(rid, id) != 0 {
 			return false, mongoerr.New(mongoerr.ImmutableField,
 				"the _id of a replacement must be the document's own: %s, not %s", renderValue(id), renderValue(rid))
 		}
-		old, _ := document.Encode(nil, doc)
+		old, _ := document.EncodeOrdered(nil, doc, d.order)
 		clear(doc)
 		for k, v := range repl {
 			doc[k] = v
 		}
 		doc["_id"] = id
-		now, _ := document.Encode(nil, doc)
+		d.order = replOrder
+		now, _ := document.EncodeOrdered(nil, doc, d.order)
 		return !bytes.Equal(old, now), nil
 	})
 }
 
 // rewriteDocs changes the documents matching f with change, in batches.
-func (db *DB) rewriteDocs(ctx context.Context, name string, f *partialfilter.Filter, multi bool, now time.Time, change func(document.Doc, time.Time) (bool, error)) (UpdateResult, error) {
+func (db *DB) rewriteDocs(ctx context.Context, name string, f *partialfilter.Filter, multi bool, now time.Time, change func(*storedDoc, time.Time) (bool, error)) (UpdateResult, error) {
 	var res UpdateResult
 	c, err := db.plainCollection(name)
 	if err != nil {
@@ -463,15 +471,15 @@ func (db *DB) rewriteDocs(ctx context.Context, name string, f *partialfilter.Fil
 			matched++
 			// Decode a second copy to change: old keeps the entries to
 			// remove.
-			d, _, err := getDoc(w.b, c.id, idKey)
+			d, _, err := getDocOrdered(w.b, c.id, idKey)
 			if err != nil {
 				w.b.Close()
 				return res, err
 			}
-			changed, err := change(d.doc, now)
+			changed, err := change(&d, now)
 			if err == nil && changed {
 				var enc []byte
-				if enc, err = document.Encode(nil, d.doc); err == nil && len(enc) > document.MaxSize {
+				if enc, err = document.EncodeOrdered(nil, d.doc, d.order); err == nil && len(enc) > document.MaxSize {
 					err = mongoerr.New(mongoerr.BSONObjectTooLarge, "the updated document would be %d bytes, above the %d-byte limit", len(enc), document.MaxSize)
 				}
 				if err == nil {

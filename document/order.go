@@ -1,0 +1,369 @@
+package document
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/hourglassdb/hourglass/mongoerr"
+)
+
+// Order is the field order of a document and of the documents inside it:
+// what a Doc, a map, does not keep. Keys lists the fields in order; Sub
+// holds the order of a sub-document field, or of an array field's
+// elements (in its Elems). A nil *Order, or a field it does not name,
+// means name order; a field it names that the document lacks is skipped
+// (a projection took it out).
+type Order struct {
+	Keys  []string
+	Sub   map[string]*Order
+	Elems []*Order
+}
+
+// Child returns the order of the field k's sub-document or array.
+func (o *Order) Child(k string) *Order {
+	if o == nil || o.Sub == nil {
+		return nil
+	}
+	return o.Sub[k]
+}
+
+// Elem returns the order of an array's element i.
+func (o *Order) Elem(i int) *Order {
+	if o == nil || i >= len(o.Elems) {
+		return nil
+	}
+	return o.Elems[i]
+}
+
+// FieldsOf returns m's keys: those o names, in its order, then the
+// others in name order.
+func (o *Order) FieldsOf(m map[string]any) []string {
+	if o == nil || len(o.Keys) == 0 {
+		return slices.Sorted(maps.Keys(m))
+	}
+	out := make([]string, 0, len(m))
+	named := 0
+	for _, k := range o.Keys {
+		if _, ok := m[k]; ok && !slices.Contains(out, k) {
+			out = append(out, k)
+			named++
+		}
+	}
+	if named == len(m) {
+		return out
+	}
+	var rest []string
+	for k := range m {
+		if !slices.Contains(out, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// IDFirst returns o with _id moved to the front, as MongoDB stores a
+// document's _id first whatever the order it was written in; o itself is
+// not changed.
+func (o *Order) IDFirst() *Order {
+	if o == nil {
+		return &Order{Keys: []string{"_id"}}
+	}
+	if len(o.Keys) > 0 && o.Keys[0] == "_id" {
+		return o
+	}
+	c := *o
+	c.Keys = append([]string{"_id"}, slices.DeleteFunc(slices.Clone(o.Keys), func(k string) bool { return k == "_id" })...)
+	return &c
+}
+
+// EncodeOrdered appends the binary form of doc with its fields in order o
+// (see Order); Encode is EncodeOrdered with a nil order.
+func EncodeOrdered(dst []byte, doc Doc, o *Order) ([]byte, error) {
+	return appendValue(dst, doc, 0, o)
+}
+
+// DecodeOrder reads the field order of a document written by Encode or
+// EncodeOrdered, without its values.
+func DecodeOrder(b []byte) (*Order, error) {
+	if len(b) == 0 || b[0] != tagObject {
+		return nil, fmt.Errorf("%w: top level is not a document", ErrCorrupt)
+	}
+	d := decoder{b: b}
+	_, o := d.valueOrder(0, false)
+	if d.err == nil && d.i != len(b) {
+		d.err = fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(b)-d.i)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return o, nil
+}
+
+// valueOrder is value, also returning the order of a document or array;
+// without values it only skips them (and returns no value).
+func (d *decoder) valueOrder(depth int, values bool) (any, *Order) {
+	if d.err != nil || d.i >= len(d.b) {
+		return d.value(depth), nil
+	}
+	if !values && d.b[d.i] != tagObject && d.b[d.i] != tagArray {
+		d.skipValue()
+		return nil, nil
+	}
+	switch d.b[d.i] {
+	case tagObject:
+		if depth > MaxDepth {
+			return d.value(depth), nil
+		}
+		d.i++
+		n := d.count("document length")
+		var m map[string]any
+		if values {
+			m = make(map[string]any, n)
+		}
+		o := &Order{Keys: make([]string, 0, n)}
+		for j := 0; j < n && d.err == nil; j++ {
+			k := string(d.bytes(d.uvarint("key length"), "key"))
+			if _, dup := m[k]; dup {
+				d.fail("duplicate key")
+			}
+			v, so := d.valueOrder(depth+1, values)
+			if values {
+				m[k] = v
+			}
+			o.Keys = append(o.Keys, k)
+			if so != nil {
+				if o.Sub == nil {
+					o.Sub = map[string]*Order{}
+				}
+				o.Sub[k] = so
+			}
+		}
+		return m, o
+	case tagArray:
+		if depth > MaxDepth {
+			return d.value(depth), nil
+		}
+		d.i++
+		n := d.count("array length")
+		var a []any
+		if values {
+			a = make([]any, n)
+		}
+		var o *Order
+		for j := 0; j < n && d.err == nil; j++ {
+			v, so := d.valueOrder(depth+1, values)
+			if values {
+				a[j] = v
+			}
+			if so != nil {
+				if o == nil {
+					o = &Order{Elems: make([]*Order, n)}
+				}
+				o.Elems[j] = so
+			}
+		}
+		return a, o
+	}
+	return d.value(depth), nil
+}
+
+// DecodeWithOrder reads a document and its field order.
+func DecodeWithOrder(b []byte) (Doc, *Order, error) {
+	d := decoder{b: b}
+	v, o := d.valueOrder(0, true)
+	if d.err == nil && d.i != len(b) {
+		d.err = fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(b)-d.i)
+	}
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: top level is not a document", ErrCorrupt)
+	}
+	return doc, o, nil
+}
+
+// JSONOrder reads the field order of a JSON object, at every depth, from
+// its text (which encoding/json, decoding into a map, loses). The text
+// must be valid JSON; an Extended JSON wrapper's order is read like any
+// object's and ignored when the wrapper is a value.
+func JSONOrder(text []byte) (*Order, error) {
+	s := jsonScanner{b: text}
+	o := s.value(0)
+	if s.err != nil {
+		return nil, s.err
+	}
+	return o, nil
+}
+
+// jsonScanner walks valid JSON text for object keys.
+type jsonScanner struct {
+	b   []byte
+	i   int
+	err error
+}
+
+func (s *jsonScanner) fail(what string) {
+	if s.err == nil {
+		s.err = mongoerr.New(mongoerr.BadValue, "malformed JSON at byte %d: %s", s.i, what)
+	}
+}
+
+func (s *jsonScanner) space() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// value skips one value and returns the order of an object or array.
+func (s *jsonScanner) value(depth int) *Order {
+	s.space()
+	if s.err != nil || s.i >= len(s.b) {
+		s.fail("value expected")
+		return nil
+	}
+	if depth > 2*MaxDepth {
+		s.fail("nesting too deep")
+		return nil
+	}
+	switch s.b[s.i] {
+	case '{':
+		s.i++
+		o := &Order{}
+		for s.space(); s.err == nil && s.i < len(s.b) && s.b[s.i] != '}'; s.space() {
+			k := s.str()
+			s.space()
+			if s.i >= len(s.b) || s.b[s.i] != ':' {
+				s.fail("':' expected")
+				return nil
+			}
+			s.i++
+			so := s.value(depth + 1)
+			o.Keys = append(o.Keys, k)
+			if so != nil {
+				if o.Sub == nil {
+					o.Sub = map[string]*Order{}
+				}
+				o.Sub[k] = so
+			}
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == ',' {
+				s.i++
+			}
+		}
+		s.i++
+		return o
+	case '[':
+		s.i++
+		var o *Order
+		for j := 0; ; j++ {
+			s.space()
+			if s.err != nil || s.i >= len(s.b) || s.b[s.i] == ']' {
+				break
+			}
+			if so := s.value(depth + 1); so != nil {
+				if o == nil {
+					o = &Order{}
+				}
+				for len(o.Elems) < j {
+					o.Elems = append(o.Elems, nil)
+				}
+				o.Elems = append(o.Elems, so)
+			}
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == ',' {
+				s.i++
+			}
+		}
+		s.i++
+		return o
+	case '"':
+		s.str()
+		return nil
+	}
+	for s.i < len(s.b) && !isJSONDelim(s.b[s.i]) {
+		s.i++
+	}
+	return nil
+}
+
+func isJSONDelim(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+// str reads a string, unescaping it when it holds escapes.
+func (s *jsonScanner) str() string {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		s.fail("string expected")
+		return ""
+	}
+	start := s.i
+	s.i++
+	escaped := false
+	for s.i < len(s.b) && s.b[s.i] != '"' {
+		if s.b[s.i] == '\\' {
+			escaped = true
+			s.i++
+		}
+		s.i++
+	}
+	if s.i >= len(s.b) {
+		s.fail("unterminated string")
+		return ""
+	}
+	s.i++
+	raw := s.b[start:s.i]
+	if !escaped && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
+	}
+	// As encoding/json reads it: escapes resolved, invalid UTF-8 as U+FFFD.
+	var out string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		s.fail("bad string")
+	}
+	return out
+}
+
+// appendKeyName appends an object's key as the codec writes it: its
+// length, then its bytes.
+func appendKeyName(dst []byte, k string) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(k))), k...)
+}
+
+// skipValue moves past one value that is not a document or an array.
+func (d *decoder) skipValue() {
+	tag := d.b[d.i]
+	d.i++
+	switch tag {
+	case tagNull, tagFalse, tagTrue:
+	case tagInt, tagInt32:
+		d.varint("integer")
+	case tagFloat:
+		d.bytes(8, "double")
+	case tagString:
+		d.bytes(d.uvarint("string length"), "string")
+	case tagDate:
+		d.varint("date")
+		d.uvarint("date")
+	case tagOID:
+		d.bytes(12, "ObjectId")
+	case tagDec128:
+		d.bytes(16, "decimal")
+	case tagBinary:
+		d.bytes(1, "binary subtype")
+		d.bytes(d.uvarint("binary length"), "binary")
+	default:
+		d.i--
+		d.fail("tag")
+	}
+}

@@ -1,0 +1,132 @@
+package document
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// tokenOrder is JSONOrder done with encoding/json's tokens: the oracle.
+func tokenOrder(t testing.TB, dec *json.Decoder) *Order {
+	tok, err := dec.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch tok {
+	case json.Delim('{'):
+		o := &Order{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Keys = append(o.Keys, k.(string))
+			if so := tokenOrder(t, dec); so != nil {
+				if o.Sub == nil {
+					o.Sub = map[string]*Order{}
+				}
+				o.Sub[k.(string)] = so
+			}
+		}
+		dec.Token()
+		return o
+	case json.Delim('['):
+		var o *Order
+		for j := 0; dec.More(); j++ {
+			if so := tokenOrder(t, dec); so != nil {
+				if o == nil {
+					o = &Order{}
+				}
+				for len(o.Elems) < j {
+					o.Elems = append(o.Elems, nil)
+				}
+				o.Elems = append(o.Elems, so)
+			}
+		}
+		dec.Token()
+		return o
+	}
+	return nil
+}
+
+func FuzzJSONOrder(f *testing.F) {
+	for _, s := range []string{`{}`, `{"b": 1, "a": {"z": [1, {"y": 2, "x": "\""}], "c": null}}`, `{"\u00e9\\": [[{"k": true}], 1e5, -0.5]}`,
+		`{"a":"}","b":"\\\"{"}`, ` { "x" : [ ] , "w" : { } } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		if !json.Valid(text) || bytes.TrimSpace(text)[0] != '{' {
+			return
+		}
+		got, err := JSONOrder(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		want := tokenOrder(t, json.NewDecoder(bytes.NewReader(text)))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %+v, want %+v", text, got, want)
+		}
+	})
+}
+
+// TestEncodeOrdered: a document encoded in an order decodes in it, at every
+// depth, and DecodeOrder reads the same order without the values; keys the
+// order does not name follow in name order, and names it lacks are skipped.
+func TestEncodeOrdered(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		doc := map[string]any{"_id": randValue(r, 1), "x": randValue(r, 0), "y": randValue(r, 0), "b": randValue(r, 0)}
+		_, o, err := DecodeWithOrder(mustEncode(t, doc, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shuffle(r, o)
+		enc := mustEncode(t, doc, o)
+		back, bo, err := DecodeWithOrder(enc)
+		if err != nil || !equalValues(doc, back) {
+			t.Fatalf("%#v: %#v, %v", doc, back, err)
+		}
+		if !reflect.DeepEqual(bo, o) {
+			t.Fatalf("order %+v read back as %+v", o, bo)
+		}
+		if only, err := DecodeOrder(enc); err != nil || !reflect.DeepEqual(only, o) {
+			t.Fatalf("DecodeOrder: %+v, %v; want %+v", only, err, o)
+		}
+	}
+	doc := Doc{"a": int32(1), "b": int32(2), "c": int32(3)}
+	if got := string(AppendJSONOrdered(nil, doc, &Order{Keys: []string{"c", "gone", "a"}})); got != `{"c":3,"a":1,"b":2}` {
+		t.Fatalf("a partial order: %s", got)
+	}
+}
+
+func mustEncode(t *testing.T, doc Doc, o *Order) []byte {
+	t.Helper()
+	b, err := EncodeOrdered(nil, doc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// shuffle permutes the keys of o at every depth.
+func shuffle(r *rand.Rand, o *Order) {
+	if o == nil {
+		return
+	}
+	r.Shuffle(len(o.Keys), func(i, j int) { o.Keys[i], o.Keys[j] = o.Keys[j], o.Keys[i] })
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range o.Sub {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		shuffle(r, o.Sub[k])
+	}
+	for _, e := range o.Elems {
+		shuffle(r, e)
+	}
+}
