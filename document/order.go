@@ -12,7 +12,8 @@ import (
 )
 
 // Order is the field order of a document and of the documents inside it:
-// what a Doc, a map, does not keep. Keys lists the fields in order; Sub
+// what a Doc, a map, does not keep. Keys lists the fields in order, each
+// once (of a name given twice, the first place counts); Sub
 // holds the order of a sub-document field, or of an array field's
 // elements (in its Elems). A nil *Order, or a field it does not name,
 // means name order; a field it names that the document lacks is skipped
@@ -45,25 +46,33 @@ func (o *Order) FieldsOf(m map[string]any) []string {
 	if o == nil || len(o.Keys) == 0 {
 		return slices.Sorted(maps.Keys(m))
 	}
-	out := make([]string, 0, len(m))
-	named := 0
+	// Commonly the order names exactly the document's fields.
+	all := len(o.Keys) == len(m)
 	for _, k := range o.Keys {
-		if _, ok := m[k]; ok && !slices.Contains(out, k) {
+		if _, ok := m[k]; !ok {
+			all = false
+			break
+		}
+	}
+	if all { // Keys are distinct
+		return o.Keys
+	}
+	out := make([]string, 0, len(m))
+	taken := make(map[string]bool, len(m))
+	for _, k := range o.Keys {
+		if _, ok := m[k]; ok && !taken[k] {
 			out = append(out, k)
-			named++
+			taken[k] = true
 		}
 	}
-	if named == len(m) {
-		return out
-	}
-	var rest []string
+	n := len(out)
 	for k := range m {
-		if !slices.Contains(out, k) {
-			rest = append(rest, k)
+		if !taken[k] {
+			out = append(out, k)
 		}
 	}
-	slices.Sort(rest)
-	return append(out, rest...)
+	slices.Sort(out[n:])
+	return out
 }
 
 // IDFirst returns o with _id moved to the front, as MongoDB stores a
@@ -246,11 +255,14 @@ func (s *jsonScanner) value(depth int) *Order {
 			s.i++
 			so := s.value(depth + 1)
 			o.Keys = append(o.Keys, k)
-			if so != nil {
+			switch { // of a key given twice, the last value counts
+			case so != nil:
 				if o.Sub == nil {
 					o.Sub = map[string]*Order{}
 				}
 				o.Sub[k] = so
+			case o.Sub != nil:
+				delete(o.Sub, k)
 			}
 			s.space()
 			if s.i < len(s.b) && s.b[s.i] == ',' {
@@ -258,6 +270,10 @@ func (s *jsonScanner) value(depth int) *Order {
 			}
 		}
 		s.i++
+		o.Keys = DistinctKeys(o.Keys)
+		if len(o.Sub) == 0 {
+			o.Sub = nil
+		}
 		return o
 	case '[':
 		s.i++
@@ -366,4 +382,28 @@ func (d *decoder) skipValue() {
 		d.i--
 		d.fail("tag")
 	}
+}
+
+// DistinctKeys returns keys with each name once, in the place it first
+// has (of a key given twice, BSON and encoding/json keep the last value);
+// keys itself when no name repeats.
+func DistinctKeys(keys []string) []string {
+	seen := make(map[string]bool, len(keys))
+	var out []string
+	for i, k := range keys {
+		if seen[k] {
+			if out == nil {
+				out = slices.Clone(keys[:i])
+			}
+			continue
+		}
+		seen[k] = true
+		if out != nil {
+			out = append(out, k)
+		}
+	}
+	if out == nil {
+		return keys
+	}
+	return out
 }

@@ -29,9 +29,15 @@ func tokenOrder(t testing.TB, dec *json.Decoder) *Order {
 					o.Sub = map[string]*Order{}
 				}
 				o.Sub[k.(string)] = so
+			} else if o.Sub != nil {
+				delete(o.Sub, k.(string))
 			}
 		}
 		dec.Token()
+		if len(o.Sub) == 0 {
+			o.Sub = nil
+		}
+		o.Keys = DistinctKeys(o.Keys)
 		return o
 	case json.Delim('['):
 		var o *Order

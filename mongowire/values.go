@@ -170,6 +170,7 @@ func bsonOrder(d bsoncore.Document) *document.Order {
 		}
 		return nil
 	})
+	o.Keys = document.DistinctKeys(o.Keys)
 	return o
 }
 
