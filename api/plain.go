@@ -145,7 +145,15 @@ func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryReques
 		} else {
 			buf = append(buf, sep...)
 		}
-		buf = document.AppendJSONOrdered(buf, d, cur.Order())
+		if enc := cur.Encoded(); enc != nil {
+			// The stored bytes as JSON, in their order, without the map.
+			var err error
+			if buf, err = document.AppendJSONEncoded(buf, enc); err != nil {
+				return err
+			}
+		} else {
+			buf = document.AppendJSONOrdered(buf, d, cur.Order())
+		}
 		if sep == nil {
 			buf = append(buf, '\n')
 		}

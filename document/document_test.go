@@ -199,7 +199,7 @@ func TestCodecAndJSONRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %v", js, err)
 		}
 		if unrepresentable(doc) {
-			continue // empty names are refused on input; JSON has no invalid UTF-8
+			continue // empty names and NUL bytes in names are refused on input; JSON has no invalid UTF-8
 		}
 		fromJS, err := FromJSON(raw)
 		if err != nil || !equalValues(doc, fromJS) {
@@ -214,7 +214,7 @@ func unrepresentable(v any) bool {
 		return !utf8.ValidString(t)
 	case map[string]any:
 		for k, e := range t {
-			if k == "" || !utf8.ValidString(k) || unrepresentable(e) {
+			if k == "" || strings.IndexByte(k, 0) >= 0 || !utf8.ValidString(k) || unrepresentable(e) {
 				return true
 			}
 		}
@@ -263,7 +263,9 @@ func TestFromJSONRefusals(t *testing.T) {
 	for _, in := range []string{
 		`{"$set": 1}`, `{"a": {"$bad": 1, "x": 2}}`, `{"": 1}`, `{"_id": [1, 2]}`,
 		`{"a": {"$regularExpression": {"pattern": "x", "options": ""}}}`,
-		`{"d": {"$date": "yesterday"}}`, `{"o": {"$oid": "12"}}`,
+		`{"d": {"$date": "yesterday"}}`, `{"o": {"$oid": "12"}}`, `{"a": {"b\u0000": 1}}`,
+		`{"n": {"$numberDecimal": "1.2.3"}}`, `{"b": {"$binary": {"base64": "!", "subType": "00"}}}`,
+		`{"i": {"$numberInt": "4294967296"}}`,
 	} {
 		var raw map[string]any
 		if err := json.Unmarshal([]byte(in), &raw); err != nil {

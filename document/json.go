@@ -1,6 +1,7 @@
 package document
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -42,8 +43,8 @@ func checkValue(v any, depth int) error {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, e := range t {
-			if k == "" || strings.HasPrefix(k, "$") {
-				return mongoerr.New(mongoerr.BadValue, "field name %.40q is not allowed: names may not be empty or start with '$'", k)
+			if k == "" || strings.HasPrefix(k, "$") || strings.IndexByte(k, 0) >= 0 {
+				return mongoerr.New(mongoerr.BadValue, "field name %.40q is not allowed: names may not be empty, start with '$' or hold a NUL byte", k)
 			}
 			if err := checkValue(e, depth+1); err != nil {
 				return err
@@ -217,4 +218,55 @@ func AppendJSONString(dst []byte, s string, escapeHTML bool) []byte {
 		i += size
 	}
 	return append(append(dst, s[start:]...), '"')
+}
+
+// AppendJSONEncoded appends the stored encoding enc (Encode,
+// EncodeOrdered) of a document as AppendJSONOrdered writes it with its
+// stored order, without decoding it into a map: what a find without a
+// projection answers over HTTP.
+func AppendJSONEncoded(dst, enc []byte) ([]byte, error) {
+	if len(enc) == 0 || enc[0] != tagObject {
+		return dst, fmt.Errorf("%w: top level is not a document", ErrCorrupt)
+	}
+	d := decoder{b: enc}
+	dst = d.json(dst, 0)
+	if d.err == nil && d.i != len(enc) {
+		d.err = fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(enc)-d.i)
+	}
+	return dst, d.err
+}
+
+// json appends the next value as JSON: objects and arrays walked in place,
+// other values decoded and written as appendJSONValue writes them.
+func (d *decoder) json(dst []byte, depth int) []byte {
+	if d.err != nil || d.i >= len(d.b) || depth > MaxDepth {
+		d.fail("value")
+		return dst
+	}
+	switch d.b[d.i] {
+	case tagObject:
+		d.i++
+		n := d.count("document length")
+		dst = append(dst, '{')
+		for j := 0; j < n && d.err == nil; j++ {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, string(d.bytes(d.uvarint("key length"), "key")))
+			dst = d.json(append(dst, ':'), depth+1)
+		}
+		return append(dst, '}')
+	case tagArray:
+		d.i++
+		n := d.count("array length")
+		dst = append(dst, '[')
+		for j := 0; j < n && d.err == nil; j++ {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = d.json(dst, depth+1)
+		}
+		return append(dst, ']')
+	}
+	return appendJSONValue(dst, d.value(depth), nil)
 }

@@ -407,3 +407,18 @@ func DistinctKeys(keys []string) []string {
 	}
 	return out
 }
+
+// StartsWithID reports whether an encoded document's first field is _id,
+// as every document stored in its order is (documents stored in name
+// order by earlier versions may have fields before it).
+func StartsWithID(enc []byte) bool {
+	if len(enc) == 0 || enc[0] != tagObject {
+		return false
+	}
+	_, n := binary.Uvarint(enc[1:])
+	if n <= 0 {
+		return false
+	}
+	k, m := binary.Uvarint(enc[1+n:])
+	return m > 0 && k == 3 && len(enc) >= 1+n+m+3 && string(enc[1+n+m:1+n+m+3]) == "_id"
+}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // tokenOrder is JSONOrder done with encoding/json's tokens: the oracle.
@@ -135,4 +137,47 @@ func shuffle(r *rand.Rand, o *Order) {
 	for _, e := range o.Elems {
 		shuffle(r, e)
 	}
+}
+
+// TestAppendJSONEncoded: transcoding a stored document writes what
+// AppendJSONOrdered writes of it decoded, in its order.
+func TestAppendJSONEncoded(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 20000 {
+		doc := map[string]any{"_id": randValue(r, 1), "x": randValue(r, 0), "y": randValue(r, 0), "b": randValue(r, 0)}
+		_, o, err := DecodeWithOrder(mustEncode(t, doc, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shuffle(r, o)
+		enc := mustEncode(t, doc, o)
+		got, err := AppendJSONEncoded(nil, enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := AppendJSONOrdered(nil, doc, o); !bytes.Equal(got, want) {
+			t.Fatalf("transcoded %s\nwant       %s", got, want)
+		}
+	}
+}
+
+func FuzzTranscode(f *testing.F) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 20 {
+		b, _ := Encode(nil, map[string]any{"a": randValue(r, 0), "b": randValue(r, 0)})
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, decErr := Decode(b)
+		_, jsErr := AppendJSONEncoded(nil, b)
+		bs, bsErr := AppendBSON(nil, b)
+		if decErr == nil && (jsErr != nil || bsErr != nil) {
+			t.Fatalf("decodes, but transcoding fails: %v, %v", jsErr, bsErr)
+		}
+		if bsErr == nil {
+			if err := bsoncore.Document(bs).Validate(); err != nil {
+				t.Fatalf("invalid BSON %x: %v", bs, err)
+			}
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/hourglassdb/hourglass/command"
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -377,6 +378,10 @@ type documentSource struct {
 func (d *documentSource) next() (bsoncore.Document, error) {
 	if !d.cur.Next() {
 		return nil, d.cur.Err()
+	}
+	if enc := d.cur.Encoded(); enc != nil {
+		// The stored bytes as BSON, in their order, without the map.
+		return document.AppendBSON(nil, enc)
 	}
 	return orderedDocument(d.cur.Doc(), d.cur.Order()), nil
 }

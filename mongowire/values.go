@@ -25,7 +25,7 @@ func appendValue(dst []byte, key string, v any) []byte {
 // appendOrderedValue is appendValue with the fields of documents in order
 // o (document.Order), at every depth.
 func appendOrderedValue(dst []byte, key string, v any, o *document.Order) []byte {
-	key = validUTF8(key)
+	key = document.ValidKey(key)
 	switch x := v.(type) {
 	case nil:
 		return bsoncore.AppendNullElement(dst, key)

@@ -23,6 +23,8 @@ type docCursor struct {
 	// enc is the current document's stored encoding, valid while the
 	// scan waits on it (until the next document): Order reads it.
 	enc []byte
+	// projected: the documents are projected, and enc is more than Doc.
+	projected bool
 }
 
 // errStopScan ends a scan whose cursor was closed before its end.
@@ -33,7 +35,7 @@ func (plainKind) find(ctx context.Context, db *DB, c *collection, opts FindOptio
 	if opts.Fields != nil || opts.OmitTime || opts.OmitMeta || opts.Order != SortSeries {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is a plain collection: a find takes a document projection and sort keys, not time-series columns", c.name)
 	}
-	d := &docCursor{}
+	d := &docCursor{projected: opts.Projection != nil}
 	seq := func(yield func(document.Doc, error) bool) {
 		plan, err := db.findDocuments(ctx, c, opts, func(doc document.Doc, enc []byte) error {
 			d.enc = enc
@@ -72,7 +74,18 @@ func (c *Cursor) Order() *document.Order {
 	if err != nil {
 		return nil // the document decoded; its order cannot fail
 	}
-	return o
+	return o.IDFirst() // documents stored in name order by earlier versions
+}
+
+// Encoded returns the stored encoding (document.Encode) of the current
+// document of a cursor on a plain collection when it is the whole result
+// (the find has no projection), for a door to transcode without the map;
+// nil otherwise. Valid as Order's result is.
+func (c *Cursor) Encoded() []byte {
+	if c.docs == nil || c.docs.projected || !document.StartsWithID(c.docs.enc) {
+		return nil
+	}
+	return c.docs.enc
 }
 
 // Documents reports whether the cursor yields documents (a plain
