@@ -73,6 +73,10 @@ const (
 	NotImplemented            Code = 238
 	MechanismUnavailable      Code = 334
 	UnsupportedOpQueryCommand Code = 352
+	// UnknownField is MongoDB's code for a field its command parser does
+	// not know (IDLUnknownField, "Location40415": MongoDB gives it no
+	// name).
+	UnknownField Code = 40415
 )
 
 var names = map[Code]string{
