@@ -461,9 +461,6 @@ func ValidateTimeSeriesChange(old, next *model.TimeSeriesOptions) error {
 	if next.MetaField != "" && next.MetaField != old.MetaField {
 		return invalid("'timeseries.metaField' cannot be changed")
 	}
-	if c, ok := granularityDefaults(next); ok {
-		next = c
-	}
 	if err := validateBucketing(next); err != nil {
 		return err
 	}
