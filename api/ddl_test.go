@@ -33,6 +33,9 @@ func TestCreateCodesHTTP(t *testing.T) {
 		if r.status != 400 || r.errorCode(t) != c.code || !strings.Contains(string(r.body), c.msg) {
 			t.Errorf("PUT %s: %d %s; want 400, code %d, %q", c.body, r.status, r.body, c.code, c.msg)
 		}
+		if e, _ := r.json(t)["error"].(map[string]any); c.code == 40415 && e["codeName"] != "IDLUnknownField" {
+			t.Errorf("PUT %s: codeName %v, want IDLUnknownField", c.body, e["codeName"])
+		}
 		if r := s.do("GET", "/v1/collections/"+name, nil); r.status != 404 {
 			t.Errorf("PUT %s refused, yet the collection exists: %d", c.body, r.status)
 		}

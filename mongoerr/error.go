@@ -74,8 +74,7 @@ const (
 	MechanismUnavailable      Code = 334
 	UnsupportedOpQueryCommand Code = 352
 	// UnknownField is MongoDB's code for a field its command parser does
-	// not know (IDLUnknownField, "Location40415": MongoDB gives it no
-	// name).
+	// not know (IDLUnknownField).
 	UnknownField Code = 40415
 )
 
@@ -90,6 +89,7 @@ var names = map[Code]string{
 	NotImplemented:                  "NotImplemented",
 	MechanismUnavailable:            "MechanismUnavailable",
 	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",
+	UnknownField:                    "IDLUnknownField",
 	InternalError:                   "InternalError",
 	BadValue:                        "BadValue",
 	FailedToParse:                   "FailedToParse",
