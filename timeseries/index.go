@@ -320,8 +320,8 @@ var idKeyPattern = []IndexKey{{Field: "_id", Direction: 1}}
 // createPlainIndexes builds new indexes of a plain collection with writers
 // held off, then publishes them in one catalog record. maintMu is held.
 // Their ids are persisted before any entry is written, so that entries
-// left by a crash during the build, or by a build that failed, belong to
-// ids no later index gets.
+// left by a crash during the build, or by a build whose publishing record
+// could not be written, belong to ids no later index gets.
 func (db *DB) createPlainIndexes(ctx context.Context, c *collection, specs []IndexSpec) error {
 	p := c.plain
 	p.mu.Lock()
