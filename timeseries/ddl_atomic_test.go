@@ -296,3 +296,40 @@ func TestGranularityWithItsOwnSpan(t *testing.T) {
 		t.Fatalf("options: %+v", info.Options.TimeSeries)
 	}
 }
+
+// TestDDLOnDroppedCollection: a DDL that looked its collection up before
+// a drop took it out of the catalog answers NamespaceNotFound instead of
+// writing the dropped collection's catalog record again (which would bring
+// it back at the next open). The collection is marked dropped while still
+// in the name map, as a lookup made before the drop holds it.
+func TestDDLOnDroppedCollection(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	mustCreate(t, db, "ts", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
+	c, err := db.lookup("ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The drop's batch has removed its record; the drop has marked it.
+	if err := db.pdb.Delete(catalogKey("ts"), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	c.dropped = true
+	db.mu.Unlock()
+	day := int64(86400)
+	if _, err := db.CollMod(ctx, "ts", CollModOptions{ExpireAfterSeconds: &day}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Fatalf("collMod of a dropped collection: %v, want NamespaceNotFound", err)
+	}
+	if _, err := db.CreateIndexes(ctx, "ts", []IndexSpec{{Key: key1("x")}}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Fatalf("createIndexes on a dropped collection: %v, want NamespaceNotFound", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	re := openTest(t, dir, nil)
+	defer re.Close()
+	if _, err := re.Describe(ctx, "ts"); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Fatalf("the dropped collection came back: %v", err)
+	}
+}
