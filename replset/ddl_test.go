@@ -3,7 +3,9 @@ package replset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -20,8 +22,6 @@ import (
 // changes every member the same way.
 func TestMultiPartDDL(t *testing.T) {
 	s := startSet(t, 3)
-	li := s.leader()
-	l := s.nodes[li]
 	ctx := context.Background()
 	must := func(err error) {
 		t.Helper()
@@ -29,19 +29,43 @@ func TestMultiPartDDL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := l.CreateCollection(ctx, "p", timeseries.CollectionOptions{})
-	must(err)
-	_, err = l.Insert(ctx, "p", timeseries.Batch{Documents: []document.Doc{{"_id": int64(1), "a": int64(1), "b": int64(2)}}}, timeseries.InsertOptions{})
-	must(err)
-	_, err = l.CreateCollection(ctx, "m", timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "s"}})
-	must(err)
+	// l is the leader; onLeader runs f on it, again on the next leader
+	// when an election came first (a refusal before anything is logged).
+	l := s.nodes[s.leader()]
+	onLeader := func(f func() error) error {
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			err := f()
+			var nl *NotLeaderError
+			if !errors.As(err, &nl) || time.Now().After(deadline) {
+				return err
+			}
+			time.Sleep(50 * time.Millisecond)
+			l = s.nodes[s.leader()]
+		}
+	}
 	key := func(f string) []timeseries.IndexKey { return []timeseries.IndexKey{{Field: f, Direction: 1}} }
 	hour := int64(3600)
-	_, err = l.CreateIndexes(ctx, "p", []timeseries.IndexSpec{{Key: key("a")}})
-	must(err)
-	_, err = l.CreateIndexes(ctx, "m", []timeseries.IndexSpec{{Name: "ttl_a", Key: key("t"), ExpireAfterSeconds: &hour,
-		PartialFilterExpression: map[string]any{"s": "a"}}})
-	must(err)
+	must(onLeader(func() error {
+		_, err := l.CreateCollection(ctx, "p", timeseries.CollectionOptions{})
+		return err
+	}))
+	must(onLeader(func() error {
+		_, err := l.Insert(ctx, "p", timeseries.Batch{Documents: []document.Doc{{"_id": int64(1), "a": int64(1), "b": int64(2)}}}, timeseries.InsertOptions{})
+		return err
+	}))
+	must(onLeader(func() error {
+		_, err := l.CreateCollection(ctx, "m", timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "s"}})
+		return err
+	}))
+	must(onLeader(func() error {
+		_, err := l.CreateIndexes(ctx, "p", []timeseries.IndexSpec{{Key: key("a")}})
+		return err
+	}))
+	must(onLeader(func() error {
+		_, err := l.CreateIndexes(ctx, "m", []timeseries.IndexSpec{{Name: "ttl_a", Key: key("t"), ExpireAfterSeconds: &hour,
+			PartialFilterExpression: map[string]any{"s": "a"}}})
+		return err
+	}))
 
 	// state renders both collections on every member, once each has
 	// applied what the leader has.
@@ -87,7 +111,7 @@ func TestMultiPartDDL(t *testing.T) {
 		}, mongoerr.InvalidOptions},
 	} {
 		before := state()
-		err := c.do()
+		err := onLeader(c.do)
 		if mongoerr.CodeOf(err) != c.code {
 			t.Fatalf("%s: %v, want code %d", c.what, err, c.code)
 		}
@@ -119,28 +143,38 @@ func TestMultiPartDDL(t *testing.T) {
 		}},
 	} {
 		before := state()
-		from := l.AppliedIndex()
-		must(c.do())
-		to := l.AppliedIndex()
+		var from, to uint64
+		must(onLeader(func() error {
+			from = l.AppliedIndex()
+			err := c.do()
+			to = l.AppliedIndex()
+			return err
+		}))
 		after := state()
 		if after[0] == before[0] {
 			t.Fatalf("%s changed nothing", c.what)
 		}
-		// One entry: the command, whole.
-		if to != from+1 {
-			t.Fatalf("%s took entries %d..%d, want one", c.what, from+1, to)
+		// One command entry (an election may add entries of its own):
+		// the command, whole.
+		var cmds []*Command
+		for i := from + 1; i <= to; i++ {
+			var entry raft.Log
+			must(l.store.GetLog(i, &entry))
+			if entry.Type == raft.LogCommand {
+				cmd, err := decodeCommand(entry.Data)
+				must(err)
+				cmds = append(cmds, cmd)
+			}
 		}
-		var entry raft.Log
-		must(l.store.GetLog(to, &entry))
-		cmd, err := decodeCommand(entry.Data)
-		must(err)
-		if cmd.Op != c.op {
-			t.Fatalf("%s logged %s, want %s", c.what, cmd.Op, c.op)
+		if len(cmds) != 1 || cmds[0].Op != c.op {
+			t.Fatalf("%s logged %d commands in entries %d..%d (%v), want one %s", c.what, len(cmds), from+1, to, cmds, c.op)
 		}
 	}
-	info, err := s.nodes[(li+1)%3].DB().DescribeShallow(ctx, "p")
-	must(err)
-	if len(info.Indexes) != 1 || info.Indexes[0].Name != "c_1" {
-		t.Fatalf("a follower's indexes of p: %+v", info.Indexes)
+	for _, n := range s.nodes {
+		info, err := n.DB().DescribeShallow(ctx, "p")
+		must(err)
+		if len(info.Indexes) != 1 || info.Indexes[0].Name != "c_1" {
+			t.Fatalf("%s's indexes of p: %+v", n.opts.ID, info.Indexes)
+		}
 	}
 }
