@@ -264,32 +264,15 @@ func parseCollMod(raw map[string]any) (timeseries.CollModOptions, error) {
 		v := raw[k]
 		switch k {
 		case "expireAfterSeconds":
-			if s, ok := v.(string); ok && s == "off" {
-				m.ExpireOff = true
-				continue
-			}
-			e, err := timeseries.ParseExpireAfterSeconds(v, mongoerr.InvalidOptions)
-			if err != nil {
+			var err error
+			if m.ExpireAfterSeconds, m.ExpireOff, err = timeseries.ParseCollModExpire(v); err != nil {
 				return m, err
 			}
-			m.ExpireAfterSeconds = &e
 		case "timeseries":
-			tsRaw, ok := v.(map[string]any)
-			if !ok {
-				return m, mongoerr.New(mongoerr.InvalidOptions, "'timeseries' must be an object")
-			}
-			for tk := range tsRaw {
-				switch tk {
-				case "granularity", "bucketMaxSpanSeconds", "bucketRoundingSeconds", "timeField", "metaField":
-				default:
-					return m, mongoerr.New(mongoerr.InvalidOptions, "collMod cannot change 'timeseries.%s'", tk)
-				}
-			}
-			o, err := timeseries.ParseCollectionOptions(map[string]any{"timeseries": tsRaw})
-			if err != nil {
+			var err error
+			if m.TimeSeries, err = timeseries.ParseCollModTimeSeries(v); err != nil {
 				return m, err
 			}
-			m.TimeSeries = o.TimeSeries
 		default:
 			return m, mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'index', 'timeseries'", k)
 		}

@@ -248,7 +248,7 @@ func parseIndexMod(text []byte, v any) (timeseries.IndexMod, error) {
 			}
 			m.KeyPattern = key
 		case "expireAfterSeconds":
-			e, err := timeseries.ParseExpireAfterSeconds(v, mongoerr.InvalidOptions)
+			e, err := timeseries.ParseExpireAfterSecondsOption("collMod.index.expireAfterSeconds", v)
 			if err != nil {
 				return m, err
 			}

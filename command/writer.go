@@ -30,9 +30,15 @@ func Retryable(ctx context.Context, session string, txn int64) context.Context {
 type Writer interface {
 	CreateCollection(ctx context.Context, name string, opts timeseries.CollectionOptions) (created bool, err error)
 	DropCollection(ctx context.Context, name string) error
+	// CollMod changes the collection's options and an index (m.Index)
+	// as one change: all of it, or nothing when any part is refused.
 	CollMod(ctx context.Context, name string, m timeseries.CollModOptions) (timeseries.CollModResult, error)
 	CreateIndex(ctx context.Context, name string, spec timeseries.IndexSpec) (created bool, indexName string, err error)
+	// CreateIndexes and DropIndexes create and drop several indexes, all
+	// or none.
+	CreateIndexes(ctx context.Context, name string, specs []timeseries.IndexSpec) ([]timeseries.IndexCreated, error)
 	DropIndex(ctx context.Context, name, index string) error
+	DropIndexes(ctx context.Context, name string, indexes []string) error
 	CollModIndex(ctx context.Context, name string, m timeseries.IndexMod) (timeseries.IndexModResult, error)
 	Insert(ctx context.Context, name string, b timeseries.Batch, opts timeseries.InsertOptions) (timeseries.InsertResult, error)
 	Delete(ctx context.Context, name string, f *partialfilter.Filter, opts timeseries.DeleteOptions) (int64, error)

@@ -73,6 +73,9 @@ const (
 	NotImplemented            Code = 238
 	MechanismUnavailable      Code = 334
 	UnsupportedOpQueryCommand Code = 352
+	// UnknownField is MongoDB's code for a field its command parser does
+	// not know (IDLUnknownField).
+	UnknownField Code = 40415
 )
 
 var names = map[Code]string{
@@ -86,6 +89,7 @@ var names = map[Code]string{
 	NotImplemented:                  "NotImplemented",
 	MechanismUnavailable:            "MechanismUnavailable",
 	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",
+	UnknownField:                    "IDLUnknownField",
 	InternalError:                   "InternalError",
 	BadValue:                        "BadValue",
 	FailedToParse:                   "FailedToParse",

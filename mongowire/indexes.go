@@ -200,33 +200,17 @@ func cmdCreateIndexes(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if len(specs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index")
 	}
-	// A missing collection is created, plain, as MongoDB does.
-	auto := false
-	before, err := s.db.ListIndexes(cmd.ctx, name)
-	if errors.Is(err, mongoerr.New(mongoerr.NamespaceNotFound, "")) {
-		if auto, err = s.w.CreateCollection(cmd.ctx, name, timeseries.CollectionOptions{}); err == nil {
-			before, err = s.db.ListIndexes(cmd.ctx, name)
-		}
-	}
+	// All or none; a missing collection is created, plain, as MongoDB does.
+	res, err := s.cmd.CreateIndexes(cmd.ctx, name, specs, true)
 	if err != nil {
 		return nil, err
 	}
-	created := 0
-	for _, spec := range specs {
-		ok, _, err := s.cmd.CreateIndex(cmd.ctx, name, spec)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			created++
-		}
-	}
 	reply := bson.D{
-		{Key: "numIndexesBefore", Value: int32(len(before))},
-		{Key: "numIndexesAfter", Value: int32(len(before) + created)},
-		{Key: "createdCollectionAutomatically", Value: auto},
+		{Key: "numIndexesBefore", Value: int32(res.Before)},
+		{Key: "numIndexesAfter", Value: int32(res.After)},
+		{Key: "createdCollectionAutomatically", Value: res.CreatedCollection},
 	}
-	if created == 0 {
+	if res.After == res.Before {
 		reply = append(reply, bson.E{Key: "note", Value: "all indexes already exist"})
 	}
 	return reply, nil
@@ -349,21 +333,10 @@ func cmdDropIndexes(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	default:
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "'dropIndexes.index' must be a name, a key pattern, \"*\" or an array of names")
 	}
-	// Every name must exist before any is dropped, as in MongoDB.
-	for _, n := range names {
-		found := false
-		for _, sp := range specs {
-			found = found || sp.Name == n
-		}
-		if !found {
-			return nil, mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", n)
-		}
-	}
-	for _, n := range names {
-		if err := s.w.DropIndex(cmd.ctx, name, n); err != nil {
-			return nil, err
-		}
-		s.log.Info("index dropped", "collection", name, "index", n)
+	// All or none: every name is checked before any is dropped, as in
+	// MongoDB.
+	if err := s.cmd.DropIndexes(cmd.ctx, name, names); err != nil {
+		return nil, err
 	}
 	return bson.D{{Key: "nIndexesWas", Value: int32(len(specs))}}, nil
 }
@@ -415,40 +388,20 @@ func cmdCollMod(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 			return err
 		case k == "expireAfterSeconds":
 			changes++
-			if str, ok := v.StringValueOK(); ok && str == "off" {
-				m.ExpireOff = true
-				return nil
-			}
 			x, err := model.ValueFromBSON(k, v, 0)
 			if err != nil {
 				return mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
 			}
-			e, err := timeseries.ParseExpireAfterSeconds(x, mongoerr.InvalidOptions)
-			m.ExpireAfterSeconds = &e
+			m.ExpireAfterSeconds, m.ExpireOff, err = timeseries.ParseCollModExpire(x)
 			return err
 		case k == "timeseries":
 			changes++
-			d, ok := v.DocumentOK()
-			if !ok {
-				return mongoerr.New(mongoerr.InvalidOptions, "'timeseries' must be a document")
-			}
-			raw, err := model.FromBSON(d)
+			x, err := model.ValueFromBSON(k, v, 0)
 			if err != nil {
 				return err
 			}
-			for tk := range raw {
-				switch tk {
-				case "granularity", "bucketMaxSpanSeconds", "bucketRoundingSeconds", "timeField", "metaField":
-				default:
-					return mongoerr.New(mongoerr.InvalidOptions, "collMod cannot change 'timeseries.%s'", tk)
-				}
-			}
-			o, err := timeseries.ParseCollectionOptions(map[string]any{"timeseries": raw})
-			if err != nil {
-				return err
-			}
-			m.TimeSeries = o.TimeSeries
-			return nil
+			m.TimeSeries, err = timeseries.ParseCollModTimeSeries(x)
+			return err
 		default:
 			return mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'index', 'timeseries'", k)
 		}
@@ -492,7 +445,8 @@ func expireValue(v *int64) any {
 }
 
 // indexMod reads collMod's index: keyPattern or name, and
-// expireAfterSeconds (InvalidOptions, 72, as over HTTP). hidden is
+// expireAfterSeconds (a number: TypeMismatch, 14, otherwise; out of range
+// InvalidOptions, 72; as over HTTP). hidden is
 // refused: Hourglass's indexes cannot be hidden from the planner.
 func indexMod(v bsoncore.Value) (timeseries.IndexMod, error) {
 	var m timeseries.IndexMod
@@ -520,7 +474,7 @@ func indexMod(v bsoncore.Value) (timeseries.IndexMod, error) {
 			if err != nil {
 				return mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
 			}
-			if m.ExpireAfterSeconds, err = timeseries.ParseExpireAfterSeconds(x, mongoerr.InvalidOptions); err != nil {
+			if m.ExpireAfterSeconds, err = timeseries.ParseExpireAfterSecondsOption("collMod.index.expireAfterSeconds", x); err != nil {
 				return err
 			}
 			seenExpire = true

@@ -45,6 +45,14 @@ const (
 	// (a plain collection's deleteOne), chosen where it is applied, so
 	// that finding and deleting it is one step on every member.
 	OpDeleteOne Op = 16
+	// OpCreateIndexes creates Indexes, all or none; OpDropIndexes drops
+	// the indexes IndexNames names, all or none; OpCollModIndexed is a
+	// collMod with an index change (CollMod.Index) beside the collection's
+	// own, applied as one change. Each is one entry, so that every member
+	// applies the whole command or refuses it whole.
+	OpCreateIndexes  Op = 17
+	OpDropIndexes    Op = 18
+	OpCollModIndexed Op = 19
 )
 
 func (o Op) String() string {
@@ -73,6 +81,12 @@ func (o Op) String() string {
 		return "collModIndex"
 	case OpDropIndex:
 		return "dropIndex"
+	case OpCreateIndexes:
+		return "createIndexes"
+	case OpDropIndexes:
+		return "dropIndexes"
+	case OpCollModIndexed:
+		return "collModIndexed"
 	case OpMember:
 		return "member"
 	case OpUpdateDocuments:
@@ -113,10 +127,14 @@ type Command struct {
 	// Index of OpCreateIndex; of OpExpireDocuments and OpDropIndex, only
 	// its Name.
 	Index timeseries.IndexSpec
+	// Indexes of OpCreateIndexes; IndexNames of OpDropIndexes.
+	Indexes    []timeseries.IndexSpec
+	IndexNames []string
 	// Now of OpExpireDocuments: the time, in nanoseconds since the epoch,
 	// at which the leader decided the expiry.
 	Now int64
-	// CollMod of OpCollMod; IndexMod of OpCollModIndex.
+	// CollMod of OpCollMod and OpCollModIndexed; IndexMod of
+	// OpCollModIndex.
 	CollMod  timeseries.CollModOptions
 	IndexMod timeseries.IndexMod
 	// Member of OpMember: a member's addresses to record, or with Remove
@@ -153,8 +171,11 @@ type Command struct {
 // that its dates and integers keep their types; of expireDocuments, the
 // index name (uvarint length, bytes) and the time (varint ns); of collMod
 // and collModIndex, the changes in JSON (uvarint length, bytes); of
-// dropIndex, the index name (uvarint length, bytes); of member, the
-// MemberAddrs in JSON (uvarint length, bytes). The body of insertKeyed is
+// dropIndex, the index name (uvarint length, bytes); of createIndexes, a
+// uvarint count of indexes, each as createIndex's body; of dropIndexes, a
+// uvarint count of names, each (uvarint length, bytes); of collModIndexed,
+// as collMod's; of member, the MemberAddrs in JSON (uvarint length,
+// bytes). The body of insertKeyed is
 // a flags byte, the distinct meta keys (uvarint count, each uvarint length
 // and bytes: model.MetaKey, the canonical encoding), the distinct
 // field names (the same), a uvarint count of measurements, each: time
@@ -244,7 +265,20 @@ func (c *Command) encodeOwn(dst []byte, own bool) ([]byte, *Command, error) {
 			return nil, nil, fmt.Errorf("replset: encode the replacement in %q: %w", c.Collection, err)
 		}
 		dst = appendBytes(dst, repl)
-	case OpCollMod, OpCollModIndex, OpMember:
+	case OpCreateIndexes:
+		dst = binary.AppendUvarint(dst, uint64(len(c.Indexes)))
+		for i := range c.Indexes {
+			var err error
+			if dst, err = appendIndexSpec(dst, &c.Indexes[i]); err != nil {
+				return nil, nil, fmt.Errorf("replset: encode index %d of %q: %w", i, c.Collection, err)
+			}
+		}
+	case OpDropIndexes:
+		dst = binary.AppendUvarint(dst, uint64(len(c.IndexNames)))
+		for _, n := range c.IndexNames {
+			dst = appendBytes(dst, []byte(n))
+		}
+	case OpCollMod, OpCollModIndexed, OpCollModIndex, OpMember:
 		var v any = c.CollMod
 		switch c.Op {
 		case OpCollModIndex:
@@ -258,20 +292,10 @@ func (c *Command) encodeOwn(dst []byte, own bool) ([]byte, *Command, error) {
 		}
 		dst = appendBytes(dst, js)
 	case OpCreateIndex:
-		spec := c.Index
-		spec.PartialFilterExpression = nil
-		js, err := json.Marshal(spec)
-		if err != nil {
+		var err error
+		if dst, err = appendIndexSpec(dst, &c.Index); err != nil {
 			return nil, nil, fmt.Errorf("replset: encode index of %q: %w", c.Collection, err)
 		}
-		dst = appendBytes(dst, js)
-		var pf []byte
-		if c.Index.PartialFilterExpression != nil {
-			if pf, err = document.Encode(nil, c.Index.PartialFilterExpression); err != nil {
-				return nil, nil, fmt.Errorf("replset: encode partial filter of index %q of %q: %w", c.Index.Name, c.Collection, err)
-			}
-		}
-		dst = appendBytes(dst, pf)
 	case OpExpireDocuments:
 		dst = appendBytes(dst, []byte(c.Index.Name))
 		dst = binary.AppendVarint(dst, c.Now)
@@ -279,6 +303,26 @@ func (c *Command) encodeOwn(dst []byte, own bool) ([]byte, *Command, error) {
 		return nil, nil, fmt.Errorf("replset: encode: unknown command %s", c.Op)
 	}
 	return dst, ownCmd, nil
+}
+
+// appendIndexSpec appends an index spec: in JSON without its partial
+// filter, then the partial filter (uvarint length, document.Encode; length
+// 0 for none), so that its dates and integers keep their types.
+func appendIndexSpec(dst []byte, spec *timeseries.IndexSpec) ([]byte, error) {
+	s := *spec
+	s.PartialFilterExpression = nil
+	js, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	dst = appendBytes(dst, js)
+	var pf []byte
+	if spec.PartialFilterExpression != nil {
+		if pf, err = document.Encode(nil, spec.PartialFilterExpression); err != nil {
+			return nil, fmt.Errorf("partial filter of index %q: %w", spec.Name, err)
+		}
+	}
+	return appendBytes(dst, pf), nil
 }
 
 func flags(unordered bool) byte {
@@ -527,7 +571,23 @@ func decodeCommand(b []byte) (*Command, error) {
 			break
 		}
 		c.Replacement, c.ReplacementOrder = doc, order
-	case OpCollMod, OpCollModIndex, OpMember:
+	case OpCreateIndexes:
+		n := d.count(2)
+		if n > 0 {
+			c.Indexes = make([]timeseries.IndexSpec, n)
+		}
+		for i := range c.Indexes {
+			d.indexSpec(&c.Indexes[i])
+		}
+	case OpDropIndexes:
+		n := d.count(1)
+		if n > 0 {
+			c.IndexNames = make([]string, n)
+		}
+		for i := range c.IndexNames {
+			c.IndexNames[i] = string(d.bytes())
+		}
+	case OpCollMod, OpCollModIndexed, OpCollModIndex, OpMember:
 		js := d.bytes()
 		if d.err != nil {
 			break
@@ -543,22 +603,7 @@ func decodeCommand(b []byte) (*Command, error) {
 			d.err = fmt.Errorf("%w: %s of %q: %v", ErrCorrupt, c.Op, c.Collection, err)
 		}
 	case OpCreateIndex:
-		js, pf := d.bytes(), d.bytes()
-		if d.err != nil {
-			break
-		}
-		if err := json.Unmarshal(js, &c.Index); err != nil {
-			d.err = fmt.Errorf("%w: index of %q: %v", ErrCorrupt, c.Collection, err)
-			break
-		}
-		if len(pf) > 0 {
-			doc, err := document.Decode(pf)
-			if err != nil {
-				d.err = fmt.Errorf("%w: partial filter: %v", ErrCorrupt, err)
-				break
-			}
-			c.Index.PartialFilterExpression = doc
-		}
+		d.indexSpec(&c.Index)
 	case OpExpireDocuments:
 		c.Index.Name = string(d.bytes())
 		c.Now = d.varint()
@@ -574,6 +619,26 @@ func decodeCommand(b []byte) (*Command, error) {
 		return nil, d.err
 	}
 	return c, nil
+}
+
+// indexSpec decodes an index spec (appendIndexSpec).
+func (d *decoder) indexSpec(spec *timeseries.IndexSpec) {
+	js, pf := d.bytes(), d.bytes()
+	if d.err != nil {
+		return
+	}
+	if err := json.Unmarshal(js, spec); err != nil {
+		d.err = fmt.Errorf("%w: index: %v", ErrCorrupt, err)
+		return
+	}
+	if len(pf) > 0 {
+		doc, err := document.Decode(pf)
+		if err != nil {
+			d.err = fmt.Errorf("%w: partial filter of index %q: %v", ErrCorrupt, spec.Name, err)
+			return
+		}
+		spec.PartialFilterExpression = doc
+	}
 }
 
 // decoder reads the encodings of this package. The first failure sticks in

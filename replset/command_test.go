@@ -58,6 +58,13 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Op: OpReplaceDocument, Collection: "docs", Filter: []byte(`{"_id": 1}`), Replacement: document.Doc{"x": int64(3), "at": time.Unix(9, 0).UTC()},
 			ReplacementOrder: &document.Order{Keys: []string{"x", "at"}}},
 		{Op: OpCollModIndex, Collection: "d", IndexMod: timeseries.IndexMod{Name: "at_1", KeyPattern: []timeseries.IndexKey{{Field: "at", Direction: 1}}, ExpireAfterSeconds: 30}},
+		{Op: OpCreateIndexes, Collection: "w", Indexes: []timeseries.IndexSpec{
+			{Name: "t_1", Key: []timeseries.IndexKey{{Field: "t", Direction: 1}}, ExpireAfterSeconds: &exp,
+				PartialFilterExpression: map[string]any{"m.at": time.Unix(7, 0).UTC(), "m.n": int64(2)}},
+			{Name: "k_-1", Key: []timeseries.IndexKey{{Field: "k", Direction: -1}, {Field: "j", Direction: 1}}}}},
+		{Op: OpDropIndexes, Collection: "d", IndexNames: []string{"a_1", "", "b_1"}},
+		{Op: OpCollModIndexed, Collection: "w", CollMod: timeseries.CollModOptions{ExpireAfterSeconds: &exp,
+			TimeSeries: &model.TimeSeriesOptions{Granularity: "hours"}, Index: &timeseries.IndexMod{Name: "t_1", ExpireAfterSeconds: 5}}},
 	}
 	for _, c := range cmds {
 		b, err := c.encode(nil)
@@ -118,6 +125,8 @@ func FuzzDecodeCommand(f *testing.F) {
 			{Time: 2, Meta: map[string]any{"x": []any{"y"}}, Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
 			{Time: 3}}},
 		{Op: OpMember, Member: MemberAddrs{ID: "n4", Raft: "h:1"}},
+		{Op: OpCreateIndexes, Collection: "d", Indexes: []timeseries.IndexSpec{{Name: "a_1", Key: []timeseries.IndexKey{{Field: "a", Direction: 1}}}}},
+		{Op: OpDropIndexes, Collection: "d", IndexNames: []string{"a_1", "b_1"}},
 	} {
 		b, _ := c.encode(nil)
 		f.Add(b)

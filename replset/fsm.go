@@ -48,7 +48,10 @@ type Result struct {
 	// Update is what OpUpdateDocuments and OpReplaceDocument matched and
 	// changed; with an error, what they did before it.
 	Update timeseries.UpdateResult
-	// CollMod and IndexMod are what OpCollMod and OpCollModIndex changed.
+	// Indexes is what OpCreateIndexes did with each index.
+	Indexes []timeseries.IndexCreated
+	// CollMod and IndexMod are what OpCollMod (and OpCollModIndexed) and
+	// OpCollModIndex changed.
 	CollMod  timeseries.CollModResult
 	IndexMod timeseries.IndexModResult
 }
@@ -324,7 +327,11 @@ func (f *fsm) apply(c *Command) *applyResult {
 		r.res.Created, r.res.IndexName, r.err = f.db.CreateIndex(ctx, c.Collection, c.Index)
 	case OpDropIndex:
 		r.err = f.db.DropIndex(ctx, c.Collection, c.Index.Name)
-	case OpCollMod:
+	case OpCreateIndexes:
+		r.res.Indexes, r.err = f.db.CreateIndexes(ctx, c.Collection, c.Indexes)
+	case OpDropIndexes:
+		r.err = f.db.DropIndexes(ctx, c.Collection, c.IndexNames)
+	case OpCollMod, OpCollModIndexed:
 		r.res.CollMod, r.err = f.db.CollMod(ctx, c.Collection, c.CollMod)
 	case OpCollModIndex:
 		r.res.IndexMod, r.err = f.db.CollModIndex(ctx, c.Collection, c.IndexMod)

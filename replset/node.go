@@ -524,10 +524,23 @@ func (n *Node) CreateIndex(ctx context.Context, name string, spec timeseries.Ind
 	return r.Created, r.IndexName, err
 }
 
+// CreateIndexes creates indexes on every member, all or none
+// (timeseries.DB.CreateIndexes): one entry.
+func (n *Node) CreateIndexes(ctx context.Context, name string, specs []timeseries.IndexSpec) ([]timeseries.IndexCreated, error) {
+	r, err := n.Apply(ctx, &Command{Op: OpCreateIndexes, Collection: name, Indexes: specs})
+	return r.Indexes, err
+}
+
 // CollMod changes a collection's options on every member
-// (timeseries.DB.CollMod): its expireAfterSeconds, its bucketing.
+// (timeseries.DB.CollMod): its expireAfterSeconds, its bucketing, and an
+// index's expireAfterSeconds, in one entry. Without an index change it is
+// the entry older members apply (OpCollMod).
 func (n *Node) CollMod(ctx context.Context, name string, m timeseries.CollModOptions) (timeseries.CollModResult, error) {
-	r, err := n.Apply(ctx, &Command{Op: OpCollMod, Collection: name, CollMod: m})
+	op := OpCollMod
+	if m.Index != nil {
+		op = OpCollModIndexed
+	}
+	r, err := n.Apply(ctx, &Command{Op: op, Collection: name, CollMod: m})
 	return r.CollMod, err
 }
 
@@ -535,6 +548,13 @@ func (n *Node) CollMod(ctx context.Context, name string, m timeseries.CollModOpt
 // (timeseries.DB.DropIndex).
 func (n *Node) DropIndex(ctx context.Context, name, index string) error {
 	_, err := n.Apply(ctx, &Command{Op: OpDropIndex, Collection: name, Index: timeseries.IndexSpec{Name: index}})
+	return err
+}
+
+// DropIndexes drops indexes, by name, on every member, all or none
+// (timeseries.DB.DropIndexes): one entry.
+func (n *Node) DropIndexes(ctx context.Context, name string, indexes []string) error {
+	_, err := n.Apply(ctx, &Command{Op: OpDropIndexes, Collection: name, IndexNames: indexes})
 	return err
 }
 

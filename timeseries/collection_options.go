@@ -7,7 +7,9 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
@@ -43,11 +45,40 @@ func (o CollectionOptions) Equal(p CollectionOptions) bool {
 }
 
 // EnsureDefaults fills in the defaults: granularity "seconds" when neither a
-// granularity nor custom bucket values are given.
+// granularity nor custom bucket values are given. A granularity given with
+// its own bucket span (and rounding), which MongoDB accepts, is kept as the
+// granularity alone: the same options as without them.
 func (o *CollectionOptions) EnsureDefaults() {
-	if ts := o.TimeSeries; ts != nil && ts.Granularity == "" && ts.BucketMaxSpanSeconds == 0 && ts.BucketRoundingSeconds == 0 {
-		ts.Granularity = model.GranularitySeconds
+	ts := o.TimeSeries
+	if ts == nil {
+		return
 	}
+	if ts.Granularity == "" && ts.BucketMaxSpanSeconds == 0 && ts.BucketRoundingSeconds == 0 {
+		c := *ts
+		c.Granularity = model.GranularitySeconds
+		o.TimeSeries = &c
+		return
+	}
+	if c, ok := granularityDefaults(ts); ok {
+		o.TimeSeries = c
+	}
+}
+
+// granularityDefaults returns ts without its bucket values when it names a
+// granularity and its bucket values are that granularity's (or not given);
+// ok is false otherwise, and ts is not changed.
+func granularityDefaults(ts *model.TimeSeriesOptions) (*model.TimeSeriesOptions, bool) {
+	if ts.Granularity.Rank() == 0 || (ts.BucketMaxSpanSeconds == 0 && ts.BucketRoundingSeconds == 0) {
+		return nil, false
+	}
+	span, rounding := ts.Granularity.SpanAndRounding()
+	if (ts.BucketMaxSpanSeconds != 0 && ts.BucketMaxSpanSeconds != span) ||
+		(ts.BucketRoundingSeconds != 0 && ts.BucketRoundingSeconds != rounding) {
+		return nil, false
+	}
+	c := *ts
+	c.BucketMaxSpanSeconds, c.BucketRoundingSeconds = 0, 0
+	return &c, true
 }
 
 func invalid(format string, args ...any) error {
@@ -104,28 +135,59 @@ func (o *CollectionOptions) Validate() error {
 			return invalid("the 'metaField' cannot start with '$': %q", ts.MetaField)
 		}
 	}
-	custom := ts.BucketMaxSpanSeconds != 0 || ts.BucketRoundingSeconds != 0
-	if ts.Granularity != "" && custom {
-		return invalid("'timeseries.granularity' cannot be combined with 'bucketMaxSpanSeconds' or 'bucketRoundingSeconds'")
-	}
-	if ts.Granularity != "" && ts.Granularity.Rank() == 0 {
-		return mongoerr.New(mongoerr.BadValue, "'timeseries.granularity' must be one of \"seconds\", \"minutes\", \"hours\"; got %q", string(ts.Granularity))
-	}
-	if custom {
-		return validateCustomBuckets(ts)
-	}
-	return nil
+	return validateBucketing(ts)
 }
 
-// validateCustomBuckets checks custom bucketMaxSpanSeconds and
-// bucketRoundingSeconds: equal, within [1, MaxBucketSpanSeconds].
-func validateCustomBuckets(ts *model.TimeSeriesOptions) error {
+// validateBucketing checks a granularity and custom bucket values as
+// MongoDB does: each bucket value within [1, MaxBucketSpanSeconds]
+// (BadValue, 2); with a granularity, a bucket value only when it is the
+// granularity's own; without one, bucketMaxSpanSeconds and
+// bucketRoundingSeconds together and equal (InvalidOptions, 72).
+func validateBucketing(ts *model.TimeSeriesOptions) error {
+	if err := bucketRange("bucketMaxSpanSeconds", ts.BucketMaxSpanSeconds); err != nil {
+		return err
+	}
+	if err := bucketRange("bucketRoundingSeconds", ts.BucketRoundingSeconds); err != nil {
+		return err
+	}
+	custom := ts.BucketMaxSpanSeconds != 0 || ts.BucketRoundingSeconds != 0
+	if ts.Granularity != "" {
+		if ts.Granularity.Rank() == 0 {
+			return mongoerr.New(mongoerr.BadValue, "'timeseries.granularity' must be one of \"seconds\", \"minutes\", \"hours\"; got %q", string(ts.Granularity))
+		}
+		if !custom {
+			return nil
+		}
+		span, rounding := ts.Granularity.SpanAndRounding()
+		if ts.BucketMaxSpanSeconds != 0 && ts.BucketMaxSpanSeconds != span {
+			return invalid("'timeseries.bucketMaxSpanSeconds' cannot be set to a value other than the default of %d for the granularity %q; got %d",
+				span, ts.Granularity, ts.BucketMaxSpanSeconds)
+		}
+		if ts.BucketRoundingSeconds != 0 && ts.BucketRoundingSeconds != rounding {
+			return invalid("'timeseries.bucketRoundingSeconds' cannot be set to a value other than the default of %d for the granularity %q; got %d",
+				rounding, ts.Granularity, ts.BucketRoundingSeconds)
+		}
+		return nil
+	}
+	if !custom {
+		return nil
+	}
+	if ts.BucketMaxSpanSeconds == 0 || ts.BucketRoundingSeconds == 0 {
+		return invalid("'timeseries.bucketMaxSpanSeconds' and 'timeseries.bucketRoundingSeconds' must be given together (and equal), or a 'granularity' instead")
+	}
 	if ts.BucketMaxSpanSeconds != ts.BucketRoundingSeconds {
 		return invalid("'timeseries.bucketMaxSpanSeconds' (%d) and 'timeseries.bucketRoundingSeconds' (%d) must be equal",
 			ts.BucketMaxSpanSeconds, ts.BucketRoundingSeconds)
 	}
-	if v := ts.BucketMaxSpanSeconds; v < 1 || v > MaxBucketSpanSeconds {
-		return invalid("'timeseries.bucketMaxSpanSeconds' must be within [1, %d]; got %d", MaxBucketSpanSeconds, v)
+	return nil
+}
+
+// bucketRange checks a bucket value that was given (not 0): within
+// [1, MaxBucketSpanSeconds], else BadValue (2), as MongoDB's command
+// parser answers a value outside a field's range.
+func bucketRange(field string, v int64) error {
+	if v != 0 && (v < 1 || v > MaxBucketSpanSeconds) {
+		return mongoerr.New(mongoerr.BadValue, "'timeseries.%s' must be within [1, %d]; got %d", field, MaxBucketSpanSeconds, v)
 	}
 	return nil
 }
@@ -161,6 +223,80 @@ func ParseExpireAfterSeconds(v any, code mongoerr.Code) (int64, error) {
 	return int64(f), nil
 }
 
+// ParseExpireAfterSecondsOption reads the expireAfterSeconds of a create or
+// a collMod (field names it in messages: "create.expireAfterSeconds",
+// "collMod.index.expireAfterSeconds"): a value that is not a number is
+// TypeMismatch (14), as MongoDB's command parser answers a wrong type; a
+// number outside [0, MaxExpireAfterSeconds], or NaN, is InvalidOptions
+// (72).
+func ParseExpireAfterSecondsOption(field string, v any) (int64, error) {
+	if _, ok := jsonNumber(v); !ok {
+		return 0, wrongType(field, v, numberTypes)
+	}
+	return ParseExpireAfterSeconds(v, mongoerr.InvalidOptions)
+}
+
+// ParseCollModExpire reads collMod's collection-level expireAfterSeconds:
+// "off" (off true), or a number as ParseExpireAfterSecondsOption reads it.
+// Another string is InvalidOptions (72), another type TypeMismatch (14), as
+// in MongoDB.
+func ParseCollModExpire(v any) (seconds *int64, off bool, err error) {
+	if s, ok := v.(string); ok {
+		if s == "off" {
+			return nil, true, nil
+		}
+		return nil, false, invalid("'expireAfterSeconds' takes a number of seconds or \"off\"; got %q", s)
+	}
+	e, err := ParseExpireAfterSecondsOption("collMod.expireAfterSeconds", v)
+	if err != nil {
+		return nil, false, err
+	}
+	return &e, false, nil
+}
+
+// numberTypes are the BSON types MongoDB's command parser takes for a
+// number, as its type errors list them.
+const numberTypes = "[long, int, decimal, double]"
+
+// wrongType is MongoDB's refusal of a command field of the wrong type:
+// TypeMismatch (14), naming the field, the type given and the one wanted.
+func wrongType(field string, v any, want string) error {
+	if strings.HasPrefix(want, "[") {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected types '%s'", field, typeName(v), want)
+	}
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type '%s'", field, typeName(v), want)
+}
+
+// typeName is the BSON type name of a value decoded from JSON or BSON.
+func typeName(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case float64:
+		return "double"
+	case int, int64, json.Number:
+		f, _ := jsonNumber(x)
+		switch {
+		case f != math.Trunc(f):
+			return "double"
+		case f >= math.MinInt32 && f <= math.MaxInt32:
+			return "int"
+		}
+		return "long"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case time.Time:
+		return "date"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
 func describe(v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -179,25 +315,23 @@ func describe(v any) string {
 }
 
 // ParseCollectionOptions converts the JSON body of a create request into
-// options, refusing unknown options and wrong types. It does not fill in
-// defaults or run Validate.
+// options, refusing unknown options and wrong types as MongoDB's create
+// does: a value of the wrong type is TypeMismatch (14), an unknown field of
+// timeseries 40415, a bucket value out of range BadValue (2), an unknown
+// option InvalidOptions (72). It does not fill in defaults or run Validate.
 func ParseCollectionOptions(raw map[string]any) (CollectionOptions, error) {
 	var o CollectionOptions
 	for _, k := range sortedKeys(raw) {
 		v := raw[k]
 		switch k {
 		case "timeseries":
-			m, ok := v.(map[string]any)
-			if !ok {
-				return o, invalid("'timeseries' must be an object; got %s", describe(v))
-			}
-			ts, err := parseTimeSeriesOptions(m)
+			ts, err := parseTimeSeriesOptions(v, "create.timeseries")
 			if err != nil {
 				return o, err
 			}
 			o.TimeSeries = ts
 		case "expireAfterSeconds":
-			e, err := ParseExpireAfterSeconds(v, mongoerr.InvalidOptions)
+			e, err := ParseExpireAfterSecondsOption("create.expireAfterSeconds", v)
 			if err != nil {
 				return o, err
 			}
@@ -205,10 +339,13 @@ func ParseCollectionOptions(raw map[string]any) (CollectionOptions, error) {
 		case "capped":
 			b, ok := v.(bool)
 			if !ok {
-				return o, invalid("'capped' must be a boolean; got %s", describe(v))
+				return o, wrongType("create.capped", v, "bool")
 			}
 			o.Capped = b
 		case "size", "max":
+			if _, ok := jsonNumber(v); !ok {
+				return o, wrongType("create."+k, v, numberTypes)
+			}
 			n, err := positiveInt(k, v)
 			if err != nil {
 				return o, err
@@ -225,7 +362,20 @@ func ParseCollectionOptions(raw map[string]any) (CollectionOptions, error) {
 	return o, nil
 }
 
-func parseTimeSeriesOptions(m map[string]any) (*model.TimeSeriesOptions, error) {
+// ParseCollModTimeSeries reads the timeseries document of a collMod (the
+// fields of create's, with the same refusals); what may change is for
+// ValidateTimeSeriesChange to say.
+func ParseCollModTimeSeries(v any) (*model.TimeSeriesOptions, error) {
+	return parseTimeSeriesOptions(v, "collMod.timeseries")
+}
+
+// parseTimeSeriesOptions reads a timeseries document; field is its name
+// in messages ("create.timeseries").
+func parseTimeSeriesOptions(v any, field string) (*model.TimeSeriesOptions, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, wrongType(field, v, "object")
+	}
 	ts := &model.TimeSeriesOptions{}
 	for _, k := range sortedKeys(m) {
 		v := m[k]
@@ -233,7 +383,7 @@ func parseTimeSeriesOptions(m map[string]any) (*model.TimeSeriesOptions, error) 
 		case "timeField", "metaField", "granularity":
 			s, ok := v.(string)
 			if !ok {
-				return nil, invalid("'timeseries.%s' must be a string; got %s", k, describe(v))
+				return nil, wrongType(field+"."+k, v, "string")
 			}
 			switch k {
 			case "timeField":
@@ -250,20 +400,21 @@ func parseTimeSeriesOptions(m map[string]any) (*model.TimeSeriesOptions, error) 
 				}
 			}
 		case "bucketMaxSpanSeconds", "bucketRoundingSeconds":
-			n, err := positiveInt("timeseries."+k, v)
-			if err != nil {
-				return nil, err
+			f, ok := jsonNumber(v)
+			if !ok {
+				return nil, wrongType(field+"."+k, v, numberTypes)
 			}
-			if n == 0 {
-				return nil, invalid("'timeseries.%s' must be within [1, %d]; got 0", k, MaxBucketSpanSeconds)
+			if f != math.Trunc(f) || f < 1 || f > MaxBucketSpanSeconds {
+				return nil, mongoerr.New(mongoerr.BadValue, "'timeseries.%s' must be a whole number within [1, %d]; got %s",
+					k, MaxBucketSpanSeconds, strconv.FormatFloat(f, 'f', -1, 64))
 			}
 			if k == "bucketMaxSpanSeconds" {
-				ts.BucketMaxSpanSeconds = n
+				ts.BucketMaxSpanSeconds = int64(f)
 			} else {
-				ts.BucketRoundingSeconds = n
+				ts.BucketRoundingSeconds = int64(f)
 			}
 		default:
-			return nil, invalid("unknown time-series option 'timeseries.%s'", k)
+			return nil, mongoerr.New(mongoerr.UnknownField, "BSON field '%s.%s' is an unknown field.", field, k)
 		}
 	}
 	return ts, nil
@@ -306,7 +457,8 @@ func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) 
 
 // ValidateTimeSeriesChange checks a collMod of time-series options: the
 // granularity only becomes coarser, custom bucket values only grow, and the
-// time and meta fields never change.
+// time and meta fields never change. A granularity may come with its own
+// bucket values, as at create.
 func ValidateTimeSeriesChange(old, next *model.TimeSeriesOptions) error {
 	if next.TimeField != "" && next.TimeField != old.TimeField {
 		return invalid("'timeseries.timeField' cannot be changed")
@@ -314,10 +466,10 @@ func ValidateTimeSeriesChange(old, next *model.TimeSeriesOptions) error {
 	if next.MetaField != "" && next.MetaField != old.MetaField {
 		return invalid("'timeseries.metaField' cannot be changed")
 	}
+	if err := validateBucketing(next); err != nil {
+		return err
+	}
 	if next.Granularity != "" {
-		if next.BucketMaxSpanSeconds != 0 || next.BucketRoundingSeconds != 0 {
-			return invalid("'timeseries.granularity' cannot be combined with 'bucketMaxSpanSeconds' or 'bucketRoundingSeconds'")
-		}
 		if old.Granularity == "" {
 			// From custom bucketing to a granularity: allowed when the span
 			// does not shrink.
@@ -332,9 +484,6 @@ func ValidateTimeSeriesChange(old, next *model.TimeSeriesOptions) error {
 		return nil
 	}
 	if next.BucketMaxSpanSeconds != 0 || next.BucketRoundingSeconds != 0 {
-		if err := validateCustomBuckets(next); err != nil {
-			return err
-		}
 		if next.BucketMaxSpanSeconds*1e9 < old.Span() || next.BucketRoundingSeconds*1e9 < old.Rounding() {
 			return invalid("custom bucket values can only grow: bucketMaxSpanSeconds %d -> %d refused", old.Span()/1e9, next.BucketMaxSpanSeconds)
 		}

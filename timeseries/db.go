@@ -146,6 +146,9 @@ type DB struct {
 		fieldTypesScan func()
 		// planYielded runs each time a plan's walk has let go of DB.mu.
 		planYielded func()
+		// ddlStep runs at the steps of DDL a crash may come between
+		// (ddlStep's callers name them).
+		ddlStep func(step string)
 	}
 
 	stats struct {

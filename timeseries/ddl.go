@@ -119,7 +119,19 @@ func (db *DB) persistCollection(c *collection, nextColl uint32, ch *catalogChang
 	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
 		return false, db.diskErr(err)
 	}
-	return true, db.flushStore(db.stop)
+	db.ddlStep("catalog applied")
+	if err := db.flushStore(db.stop); err != nil {
+		return true, err
+	}
+	db.ddlStep("catalog flushed")
+	return true, nil
+}
+
+// ddlStep runs the test hook of a DDL step, if one is set.
+func (db *DB) ddlStep(step string) {
+	if f := db.hooks.ddlStep; f != nil {
+		f(step)
+	}
 }
 
 // catalogChange is a change of a collection's options, indexes or next
@@ -148,8 +160,17 @@ func (ch *catalogChange) maxSpan(c *collection) int64 {
 
 // changeCatalog persists ch as c's catalog record, then installs it in
 // memory (options, indexes, TTL rules). When the record could not be
-// written, c is left as it was. The caller holds maintMu.
+// written, c is left as it was; a collection dropped meanwhile is
+// NamespaceNotFound. The caller holds maintMu.
 func (db *DB) changeCatalog(c *collection, ch catalogChange) error {
+	db.mu.RLock()
+	dropped := c.dropped
+	db.mu.RUnlock()
+	if dropped {
+		// Dropped since the caller's lookup: its record must not come
+		// back.
+		return notFound(c.name)
+	}
 	applied, err := db.persistCollection(c, db.nextCollSnapshot(), &ch)
 	if !applied {
 		return err
@@ -309,16 +330,24 @@ type CollModOptions struct {
 	ExpireOff          bool
 	// TimeSeries changes the granularity or custom bucket values.
 	TimeSeries *model.TimeSeriesOptions
+	// Index changes an index's expireAfterSeconds (CollModIndex), in the
+	// same change as the rest.
+	Index *IndexMod `json:",omitempty"`
 }
 
 // CollModResult reports old and new values of what a collMod changed.
 type CollModResult struct {
 	OldExpireAfterSeconds, NewExpireAfterSeconds *int64
 	OldTimeSeries, NewTimeSeries                 *model.TimeSeriesOptions
+	// Index is the index's change, when one was asked for.
+	Index *IndexModResult `json:",omitempty"`
 }
 
-// CollMod changes a collection's options (MongoDB's collMod). Refusals are
-// InvalidOptions (72).
+// CollMod changes a collection's options and one index (MongoDB's
+// collMod) all at once: every part is checked first, and a refusal of any
+// changes nothing; then the whole change is one catalog record, so that a
+// crash leaves all of it or none. Refusals are InvalidOptions (72) unless
+// a rule says otherwise (IndexNotFound, 27, for an unknown index).
 func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollModResult, error) {
 	var res CollModResult
 	if err := db.checkWritable(); err != nil {
@@ -330,12 +359,19 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
-	db.mu.RLock()
-	next := c.opts
-	db.mu.RUnlock()
+	ch := db.catalogChangeOf(c)
+	if m.Index != nil {
+		// The index first: the part more likely refused.
+		r, err := modIndex(c, &ch, *m.Index)
+		if err != nil {
+			return CollModResult{}, err
+		}
+		res.Index = &r
+	}
+	next := ch.opts
 	if m.ExpireAfterSeconds != nil || m.ExpireOff {
 		if next.TimeSeries == nil {
-			return res, invalid("collection-level 'expireAfterSeconds' needs a time-series collection; use a TTL index on %q", name)
+			return CollModResult{}, invalid("collection-level 'expireAfterSeconds' needs a time-series collection; use a TTL index on %q", name)
 		}
 		res.OldExpireAfterSeconds = next.ExpireAfterSeconds
 		if m.ExpireOff {
@@ -343,7 +379,7 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 		} else {
 			v := *m.ExpireAfterSeconds
 			if v < 0 || v > MaxExpireAfterSeconds {
-				return res, invalid("'expireAfterSeconds' must be within [0, %d]; got %d", MaxExpireAfterSeconds, v)
+				return CollModResult{}, invalid("'expireAfterSeconds' must be within [0, %d]; got %d", MaxExpireAfterSeconds, v)
 			}
 			next.ExpireAfterSeconds = &v
 		}
@@ -351,10 +387,10 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 	}
 	if m.TimeSeries != nil {
 		if next.TimeSeries == nil {
-			return res, invalid("collection %q is not a time-series collection", name)
+			return CollModResult{}, invalid("collection %q is not a time-series collection", name)
 		}
 		if err := ValidateTimeSeriesChange(next.TimeSeries, m.TimeSeries); err != nil {
-			return res, err
+			return CollModResult{}, err
 		}
 		old := *next.TimeSeries
 		ts := old
@@ -368,7 +404,6 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 		next.TimeSeries = &ts
 		res.OldTimeSeries, res.NewTimeSeries = &old, &ts
 	}
-	ch := db.catalogChangeOf(c)
 	ch.opts = next
 	return res, db.changeCatalog(c, ch)
 }

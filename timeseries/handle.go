@@ -114,9 +114,10 @@ type kind interface {
 	// builtinIndex answers a createIndex of one of them (done).
 	builtinIndexes() []IndexSpec
 	builtinIndex(spec IndexSpec) (done bool, name string, err error)
-	// addIndex adds a validated new index (maintMu held); indexDropped
-	// removes what a dropped one leaves beside its definition.
-	addIndex(ctx context.Context, db *DB, c *collection, spec IndexSpec) (bool, string, error)
+	// addIndexes adds validated new indexes, all or none (maintMu held);
+	// indexDropped removes what a dropped one leaves beside its
+	// definition.
+	addIndexes(ctx context.Context, db *DB, c *collection, specs []IndexSpec) error
 	indexDropped(db *DB, c *collection, id uint32) error
 	// lockWriters holds off the collection's writers for DDL; it returns
 	// the unlock.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -134,29 +135,53 @@ func keyString(key []IndexKey) string {
 	return b.String()
 }
 
-// CreateIndex adds an index to a collection with MongoDB's conflict rules:
-// an identical index is a no-op (created false); the same name with
-// another key is IndexKeySpecsConflict (86); the same name or the same key
-// and filter with other options is IndexOptionsConflict (85), including a
-// changed expireAfterSeconds (collMod changes it) and a TTL index over an
-// existing non-TTL one. Indexes with the same key but different partial
-// filters coexist: one per sensor, say. It returns the index name.
+// CreateIndex adds one index: CreateIndexes of a list of one. It returns
+// the index name.
 func (db *DB) CreateIndex(ctx context.Context, name string, spec IndexSpec) (created bool, indexName string, err error) {
+	res, err := db.CreateIndexes(ctx, name, []IndexSpec{spec})
+	if err != nil {
+		if spec.Name == "" && len(spec.Key) > 0 {
+			spec.Name = DefaultIndexName(spec.Key)
+		}
+		return false, spec.Name, err
+	}
+	return res[0].Created, res[0].Name, nil
+}
+
+// IndexCreated is what CreateIndexes did with one index of its list.
+type IndexCreated struct {
+	// Name is the index's name: MongoDB's default (DefaultIndexName) when
+	// the spec had none.
+	Name string
+	// Created is false when an identical index existed (the built-in _id
+	// index among them), or comes earlier in the list.
+	Created bool
+}
+
+// CreateIndexes adds indexes to a collection, all or none, with MongoDB's
+// conflict rules: an identical index is a no-op (created false); the same
+// name with another key is IndexKeySpecsConflict (86); the same name or
+// the same key and filter with other options is IndexOptionsConflict (85),
+// including a changed expireAfterSeconds (collMod changes it) and a TTL
+// index over an existing non-TTL one. Indexes with the same key but
+// different partial filters coexist: one per sensor, say.
+//
+// Every spec is checked first, against the collection's indexes and the
+// specs before it in the list, and a refusal of any creates none. The new
+// indexes are then published in one catalog record, on a plain collection
+// once their entries are built (one pass over the documents, writers held
+// off), so that a crash leaves all of them or none.
+func (db *DB) CreateIndexes(ctx context.Context, name string, specs []IndexSpec) ([]IndexCreated, error) {
 	if err := db.checkWritable(); err != nil {
-		return false, "", err
+		return nil, err
 	}
 	c, err := db.lookup(name)
 	if err != nil {
-		return false, "", err
+		return nil, err
 	}
-	if spec.Name == "" && len(spec.Key) > 0 {
-		spec.Name = DefaultIndexName(spec.Key)
+	if len(specs) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index")
 	}
-	k := c.kind()
-	if done, name, err := k.builtinIndex(spec); done || err != nil {
-		return false, name, err
-	}
-	spec.ID = 0
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	db.mu.RLock()
@@ -165,35 +190,93 @@ func (db *DB) CreateIndex(ctx context.Context, name string, spec IndexSpec) (cre
 	dropped := c.dropped
 	db.mu.RUnlock()
 	if dropped {
-		return false, "", notFound(name)
+		return nil, notFound(name)
 	}
-	if _, err := validateIndex(&opts, &spec); err != nil {
-		return false, spec.Name, err
+	k := c.kind()
+	out, add, err := planIndexes(k, &opts, existing, specs)
+	if err != nil || len(add) == 0 {
+		return out, err
 	}
+	if err := k.addIndexes(ctx, db, c, add); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ValidateIndexSpecs checks specs as CreateIndexes would on a new plain
+// collection, creating nothing: what a createIndexes that creates its
+// collection checks before it does.
+func ValidateIndexSpecs(specs []IndexSpec) error {
+	if len(specs) == 0 {
+		return mongoerr.New(mongoerr.BadValue, "Must specify at least one index")
+	}
+	_, _, err := planIndexes(plainKind{}, &CollectionOptions{}, nil, specs)
+	return err
+}
+
+// planIndexes checks specs, in order, against the options and existing
+// indexes of a collection of kind k and against the specs before them,
+// with CreateIndexes' rules. It returns what each spec comes to and the
+// indexes to add, in order.
+func planIndexes(k kind, opts *CollectionOptions, existing, specs []IndexSpec) ([]IndexCreated, []IndexSpec, error) {
+	out := make([]IndexCreated, len(specs))
+	var add []IndexSpec
+	for i, spec := range specs {
+		if spec.Name == "" && len(spec.Key) > 0 {
+			spec.Name = DefaultIndexName(spec.Key)
+		}
+		if done, name, err := k.builtinIndex(spec); err != nil {
+			return nil, nil, err
+		} else if done {
+			out[i].Name = name
+			continue
+		}
+		spec.ID = 0
+		if _, err := validateIndex(opts, &spec); err != nil {
+			return nil, nil, err
+		}
+		exists, err := indexConflict(existing, &spec)
+		if err != nil {
+			return nil, nil, err
+		}
+		out[i].Name = spec.Name
+		if exists {
+			continue
+		}
+		if len(existing) >= MaxIndexes {
+			return nil, nil, mongoerr.New(mongoerr.CannotCreateIndex, "a collection holds at most %d indexes", MaxIndexes)
+		}
+		existing = append(existing, spec)
+		add = append(add, spec)
+		out[i].Created = true
+	}
+	return out, add, nil
+}
+
+// indexConflict reports whether an index identical to spec is among
+// existing, and refuses spec when one conflicts with it.
+func indexConflict(existing []IndexSpec, spec *IndexSpec) (exists bool, err error) {
 	for _, old := range existing {
 		if old.Name == spec.Name {
 			if !sameKey(old.Key, spec.Key) {
-				return false, spec.Name, mongoerr.New(mongoerr.IndexKeySpecsConflict,
+				return false, mongoerr.New(mongoerr.IndexKeySpecsConflict,
 					"an index named %q exists with a different key %s", spec.Name, keyString(old.Key))
 			}
 			if sameExpire(old.ExpireAfterSeconds, spec.ExpireAfterSeconds) && sameFilter(old.PartialFilterExpression, spec.PartialFilterExpression) {
-				return false, spec.Name, nil
+				return true, nil
 			}
-			return false, spec.Name, indexOptionsConflict(&old)
+			return false, indexOptionsConflict(&old)
 		}
 		if sameKey(old.Key, spec.Key) && sameFilter(old.PartialFilterExpression, spec.PartialFilterExpression) {
 			if !old.IsTTL() && spec.IsTTL() {
-				return false, spec.Name, mongoerr.New(mongoerr.IndexOptionsConflict,
+				return false, mongoerr.New(mongoerr.IndexOptionsConflict,
 					"index %q exists on %s without TTL; turn it into a TTL index with collMod", old.Name, keyString(old.Key))
 			}
-			return false, spec.Name, mongoerr.New(mongoerr.IndexOptionsConflict,
+			return false, mongoerr.New(mongoerr.IndexOptionsConflict,
 				"index %q already exists with the same key and filter and different options or name", old.Name)
 		}
 	}
-	if len(existing) >= MaxIndexes {
-		return false, spec.Name, mongoerr.New(mongoerr.CannotCreateIndex, "a collection holds at most %d indexes", MaxIndexes)
-	}
-	return k.addIndex(ctx, db, c, spec)
+	return false, nil
 }
 
 // builtinIndex is createIndex of the _id index, which a plain collection
@@ -217,55 +300,53 @@ func (timeSeriesKind) builtinIndex(spec IndexSpec) (bool, string, error) {
 	return false, spec.Name, nil
 }
 
-// addIndex records a time series' index: a definition in its catalog
-// record (a TTL rule, or a hint), with no entries to build. maintMu is
-// held.
-func (timeSeriesKind) addIndex(ctx context.Context, db *DB, c *collection, spec IndexSpec) (bool, string, error) {
+// addIndexes records a time series' new indexes: definitions in its
+// catalog record (TTL rules, or hints), with no entries to build. maintMu
+// is held.
+func (timeSeriesKind) addIndexes(ctx context.Context, db *DB, c *collection, specs []IndexSpec) error {
 	ch := db.catalogChangeOf(c)
-	ch.indexes = append(ch.indexes, spec)
-	if err := db.changeCatalog(c, ch); err != nil {
-		return false, spec.Name, err
-	}
-	return true, spec.Name, nil
+	ch.indexes = append(ch.indexes, specs...)
+	return db.changeCatalog(c, ch)
 }
 
-// addIndex builds a plain collection's new index (createPlainIndex).
-func (plainKind) addIndex(ctx context.Context, db *DB, c *collection, spec IndexSpec) (bool, string, error) {
-	return db.createPlainIndex(ctx, c, spec)
+// addIndexes builds a plain collection's new indexes (createPlainIndexes).
+func (plainKind) addIndexes(ctx context.Context, db *DB, c *collection, specs []IndexSpec) error {
+	return db.createPlainIndexes(ctx, c, specs)
 }
 
 // idKeyPattern is the key of the _id index.
 var idKeyPattern = []IndexKey{{Field: "_id", Direction: 1}}
 
-// createPlainIndex builds a new index of a plain collection with writers
-// held off, then publishes it. maintMu is held. The id is persisted
-// before any entry is written, so that entries left by a crash during the
-// build belong to an id no later index gets.
-func (db *DB) createPlainIndex(ctx context.Context, c *collection, spec IndexSpec) (bool, string, error) {
+// createPlainIndexes builds new indexes of a plain collection with writers
+// held off, then publishes them in one catalog record. maintMu is held.
+// Their ids are persisted before any entry is written, so that entries
+// left by a crash during the build, or by a build whose publishing record
+// could not be written, belong to ids no later index gets.
+func (db *DB) createPlainIndexes(ctx context.Context, c *collection, specs []IndexSpec) error {
 	p := c.plain
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ch := db.catalogChangeOf(c)
-	spec.ID = ch.nextIndexID
-	ch.nextIndexID++
-	if err := db.changeCatalog(c, ch); err != nil {
-		return false, spec.Name, err
+	specs = slices.Clone(specs)
+	for i := range specs {
+		specs[i].ID = ch.nextIndexID
+		ch.nextIndexID++
 	}
-	if err := db.buildIndex(ctx, c, spec); err != nil {
-		if derr := db.dropIndexEntries(c, spec.ID); derr != nil {
-			err = errors.Join(err, derr)
+	if err := db.changeCatalog(c, ch); err != nil {
+		return err
+	}
+	if err := db.buildIndexes(ctx, c, specs); err != nil {
+		for _, s := range specs {
+			if derr := db.dropIndexEntries(c, s.ID); derr != nil {
+				err = errors.Join(err, derr)
+			}
 		}
-		return false, spec.Name, err
+		return err
 	}
-	// Entries built for an index whose record could not be written are
-	// left under an id no later index gets, as a crash during the build
-	// leaves them.
+	db.ddlStep("indexes built")
 	ch = db.catalogChangeOf(c)
-	ch.indexes = append(ch.indexes, spec)
-	if err := db.changeCatalog(c, ch); err != nil {
-		return false, spec.Name, err
-	}
-	return true, spec.Name, nil
+	ch.indexes = append(ch.indexes, specs...)
+	return db.changeCatalog(c, ch)
 }
 
 func indexOptionsConflict(old *IndexSpec) error {
@@ -287,8 +368,19 @@ func (db *DB) ListIndexes(ctx context.Context, name string) ([]IndexSpec, error)
 	return append(c.kind().builtinIndexes(), c.indexes...), nil
 }
 
-// DropIndex removes an index by name; IndexNotFound (27) when there is none.
+// DropIndex removes an index by name: DropIndexes of a list of one.
 func (db *DB) DropIndex(ctx context.Context, name, index string) error {
+	return db.DropIndexes(ctx, name, []string{index})
+}
+
+// DropIndexes removes indexes by name, all or none. Every name is checked
+// first, in order: the built-in _id index cannot be dropped
+// (InvalidOptions, 72), a name no index has is IndexNotFound (27); a
+// refusal drops none. The definitions leave in one catalog record, so that
+// a crash leaves all of them or none; a plain collection's entries are
+// removed after it, with its writers held off (entries a crash leaves
+// belong to ids no later index gets).
+func (db *DB) DropIndexes(ctx context.Context, name string, indexes []string) error {
 	if err := db.checkWritable(); err != nil {
 		return err
 	}
@@ -297,25 +389,40 @@ func (db *DB) DropIndex(ctx context.Context, name, index string) error {
 		return err
 	}
 	k := c.kind()
-	for _, b := range k.builtinIndexes() {
-		if b.Name == index {
-			return mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
-		}
-	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	defer k.lockWriters(c)()
 	ch := db.catalogChangeOf(c)
-	i := indexByName(ch.indexes, index)
-	if i < 0 {
-		return mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", index)
+	var ids []uint32
+	var gone []string
+	for _, index := range indexes {
+		for _, b := range k.builtinIndexes() {
+			if b.Name == index {
+				return mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+			}
+		}
+		i := indexByName(ch.indexes, index)
+		switch {
+		case i >= 0:
+			ids = append(ids, ch.indexes[i].ID)
+			gone = append(gone, index)
+			ch.indexes = slices.Delete(ch.indexes, i, i+1)
+		case !slices.Contains(gone, index): // a name given twice goes once
+			return mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", index)
+		}
 	}
-	id := ch.indexes[i].ID
-	ch.indexes = append(ch.indexes[:i], ch.indexes[i+1:]...)
+	if len(ids) == 0 {
+		return nil
+	}
 	if err := db.changeCatalog(c, ch); err != nil {
 		return err
 	}
-	return k.indexDropped(db, c, id)
+	db.ddlStep("indexes unlisted")
+	var errs error
+	for _, id := range ids {
+		errs = errors.Join(errs, k.indexDropped(db, c, id))
+	}
+	return errs
 }
 
 // builtinIndexes lists the indexes a collection of the kind has without
@@ -360,67 +467,62 @@ type IndexModResult struct {
 }
 
 // CollModIndex changes the expireAfterSeconds of an index, or turns a
-// single-field index into a TTL index (SPEC 3.3).
+// single-field index into a TTL index (SPEC 3.3): CollMod with the index
+// alone.
 func (db *DB) CollModIndex(ctx context.Context, name string, m IndexMod) (IndexModResult, error) {
-	var res IndexModResult
-	if err := db.checkWritable(); err != nil {
-		return res, err
-	}
-	c, err := db.lookup(name)
+	res, err := db.CollMod(ctx, name, CollModOptions{Index: &m})
 	if err != nil {
-		return res, err
+		return IndexModResult{}, err
 	}
+	return *res.Index, nil
+}
+
+// modIndex checks the index part of a collMod against c's indexes and
+// options in ch, and makes the change in ch. The caller holds maintMu.
+func modIndex(c *collection, ch *catalogChange, m IndexMod) (IndexModResult, error) {
 	if m.ExpireAfterSeconds < 0 || m.ExpireAfterSeconds > MaxExpireAfterSeconds {
-		return res, invalid("'expireAfterSeconds' must be within [0, %d]; got %d", MaxExpireAfterSeconds, m.ExpireAfterSeconds)
+		return IndexModResult{}, invalid("'expireAfterSeconds' must be within [0, %d]; got %d", MaxExpireAfterSeconds, m.ExpireAfterSeconds)
 	}
-	db.maintMu.Lock()
-	defer db.maintMu.Unlock()
-	db.mu.RLock()
-	opts := c.opts
-	specs := append([]IndexSpec(nil), c.indexes...)
-	db.mu.RUnlock()
+	specs := ch.indexes
 	i := -1
 	switch {
 	case m.Name != "" && m.KeyPattern != nil:
-		return res, invalid("name the index by 'name' or by 'keyPattern', not both")
+		return IndexModResult{}, invalid("name the index by 'name' or by 'keyPattern', not both")
 	case m.Name != "":
 		i = indexByName(specs, m.Name)
 	case m.KeyPattern != nil:
 		for j := range specs {
 			if sameKey(specs[j].Key, m.KeyPattern) {
 				if i >= 0 {
-					return res, mongoerr.New(mongoerr.BadValue,
+					return IndexModResult{}, mongoerr.New(mongoerr.BadValue,
 						"several indexes have the key pattern %s (%q, %q); name the index", keyString(m.KeyPattern), specs[i].Name, specs[j].Name)
 				}
 				i = j
 			}
 		}
 	default:
-		return res, invalid("the index to change needs a 'name' or a 'keyPattern'")
+		return IndexModResult{}, invalid("the index to change needs a 'name' or a 'keyPattern'")
 	}
 	for _, b := range c.kind().builtinIndexes() {
 		if i < 0 && (m.Name == b.Name || (m.KeyPattern != nil && sameKey(b.Key, m.KeyPattern))) {
 			// The _id index is listed but cannot expire (MongoDB answers
 			// the same).
-			return res, mongoerr.New(mongoerr.InvalidOptions, "the _id field does not support TTL indexes")
+			return IndexModResult{}, mongoerr.New(mongoerr.InvalidOptions, "the _id field does not support TTL indexes")
 		}
 	}
 	if i < 0 {
-		return res, mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for collection %q", indexDesc(m), name)
+		return IndexModResult{}, mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for collection %q", indexDesc(m), c.name)
 	}
 	next := specs[i]
 	v := m.ExpireAfterSeconds
 	next.ExpireAfterSeconds = &v
-	if _, err := validateIndex(&opts, &next); err != nil {
+	if _, err := validateIndex(&ch.opts, &next); err != nil {
 		// A collMod refusal is InvalidOptions, whatever createIndex says.
-		return res, mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
+		return IndexModResult{}, mongoerr.New(mongoerr.InvalidOptions, "%s", mongoerr.MessageOf(err))
 	}
-	res = IndexModResult{Name: next.Name, OldExpireAfterSeconds: specs[i].ExpireAfterSeconds, NewExpireAfterSeconds: v}
-	ch := db.catalogChangeOf(c)
-	if j := indexByName(ch.indexes, next.Name); j >= 0 {
-		ch.indexes[j] = next
-	}
-	return res, db.changeCatalog(c, ch)
+	res := IndexModResult{Name: next.Name, OldExpireAfterSeconds: specs[i].ExpireAfterSeconds, NewExpireAfterSeconds: v}
+	specs[i] = next
+	return res, nil
 }
 
 func indexDesc(m IndexMod) string {

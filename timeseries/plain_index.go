@@ -238,11 +238,15 @@ func (ix *liveIndex) usable(f *partialfilter.Filter) bool {
 	return true
 }
 
-// buildIndex writes the entries of a new index for every document of c,
-// in batches. plainState.mu is held: writers wait, so the index is
-// consistent with every write before and after it.
-func (db *DB) buildIndex(ctx context.Context, c *collection, spec IndexSpec) error {
-	ix := newLiveIndex(spec)
+// buildIndexes writes the entries of new indexes for every document of
+// c, in one pass and in batches. plainState.mu is held: writers wait, so
+// the indexes are consistent with every write before and after them.
+func (db *DB) buildIndexes(ctx context.Context, c *collection, specs []IndexSpec) error {
+	ixs := make([]liveIndex, len(specs))
+	for i := range specs {
+		ixs[i] = newLiveIndex(specs[i])
+	}
+	multi := make([]bool, len(specs))
 	prefix := plainKey(c.id, subDoc, 0)
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -250,12 +254,12 @@ func (db *DB) buildIndex(ctx context.Context, c *collection, spec IndexSpec) err
 	}
 	defer it.Close()
 	b := db.pdb.NewBatch()
-	multi := false
-	set := map[string]struct{}{}
 	flush := func() error {
-		if multi {
-			if err := b.Set(multikeyKey(c.id, spec.ID), []byte{1}, nil); err != nil {
-				return err
+		for i, m := range multi {
+			if m {
+				if err := b.Set(multikeyKey(c.id, specs[i].ID), []byte{1}, nil); err != nil {
+					return err
+				}
 			}
 		}
 		err := db.commitBatch(c, b)
@@ -264,6 +268,7 @@ func (db *DB) buildIndex(ctx context.Context, c *collection, spec IndexSpec) err
 		return err
 	}
 	defer func() { b.Close() }()
+	set := map[string]struct{}{}
 	for valid := it.First(); valid; valid = it.Next() {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -273,15 +278,17 @@ func (db *DB) buildIndex(ctx context.Context, c *collection, spec IndexSpec) err
 		if err != nil {
 			return err
 		}
-		clear(set)
-		m, err := ix.appendEntries(set, c.id, d.doc, idKey)
-		if err != nil {
-			return err
-		}
-		multi = multi || m
-		for k := range set {
-			if err := b.Set([]byte(k), idKey, nil); err != nil {
+		for i := range ixs {
+			clear(set)
+			m, err := ixs[i].appendEntries(set, c.id, d.doc, idKey)
+			if err != nil {
 				return err
+			}
+			multi[i] = multi[i] || m
+			for k := range set {
+				if err := b.Set([]byte(k), idKey, nil); err != nil {
+					return err
+				}
 			}
 		}
 		if b.Len() > 4<<20 {
