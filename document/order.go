@@ -244,7 +244,7 @@ func (s *jsonScanner) value(depth int) *Order {
 	switch s.b[s.i] {
 	case '{':
 		s.i++
-		o := &Order{}
+		o := &Order{Keys: make([]string, 0, 8)}
 		for s.space(); s.err == nil && s.i < len(s.b) && s.b[s.i] != '}'; s.space() {
 			k := s.str()
 			s.space()
@@ -271,6 +271,9 @@ func (s *jsonScanner) value(depth int) *Order {
 		}
 		s.i++
 		o.Keys = DistinctKeys(o.Keys)
+		if len(o.Keys) == 0 {
+			o.Keys = nil
+		}
 		if len(o.Sub) == 0 {
 			o.Sub = nil
 		}
@@ -388,6 +391,15 @@ func (d *decoder) skipValue() {
 // has (of a key given twice, BSON and encoding/json keep the last value);
 // keys itself when no name repeats.
 func DistinctKeys(keys []string) []string {
+	if len(keys) <= 16 { // pairwise, without a map
+		dup := false
+		for i := 1; i < len(keys) && !dup; i++ {
+			dup = slices.Contains(keys[:i], keys[i])
+		}
+		if !dup {
+			return keys
+		}
+	}
 	seen := make(map[string]bool, len(keys))
 	var out []string
 	for i, k := range keys {

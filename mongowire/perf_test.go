@@ -136,43 +136,57 @@ func insertDriver(b *testing.B, coll *mongo.Collection) {
 
 // BenchmarkInsertMany inserts the iot documents, 1000 a request, through
 // the Go driver and as a JSON array over HTTP, into a time-series
-// collection, and through the driver into FerretDB's plain collection.
+// collection and into a plain one, and through the driver into FerretDB's
+// plain collection.
 func BenchmarkInsertMany(b *testing.B) {
-	b.Run("driver", func(b *testing.B) {
-		p := newPerfTargets(b)
-		insertDriver(b, createIoT(b, p.mongo.Database("bench"), "iot", true))
-	})
-	b.Run("http-json", func(b *testing.B) {
-		p := newPerfTargets(b)
-		createIoT(b, p.mongo.Database("bench"), "iot", true)
-		url := p.http + "/v1/collections/iot/documents"
-		var body []byte
-		b.ResetTimer()
-		for k := range b.N {
-			body = append(body[:0], '[')
-			for j := range perfBatch {
-				if j > 0 {
-					body = append(body, ',')
-				}
-				body = perfJSON(body, k*perfBatch+j)
-			}
-			body = append(body, ']')
-			resp, err := http.Post(url, "application/json", bytes.NewReader(body))
-			if err != nil {
-				b.Fatal(err)
-			}
-			reply, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b.Fatalf("POST: %d %s", resp.StatusCode, reply)
-			}
+	for _, c := range []struct {
+		suffix     string
+		timeSeries bool
+	}{{"", true}, {"-plain", false}} {
+		b.Run("driver"+c.suffix, func(b *testing.B) {
+			p := newPerfTargets(b)
+			insertDriver(b, createIoT(b, p.mongo.Database("bench"), "iot", c.timeSeries))
+		})
+		name := "http-json"
+		if !c.timeSeries {
+			name = "http-plain"
 		}
-		reportDocs(b, b.N*perfBatch)
-	})
+		b.Run(name, func(b *testing.B) {
+			p := newPerfTargets(b)
+			createIoT(b, p.mongo.Database("bench"), "iot", c.timeSeries)
+			insertHTTP(b, p.http+"/v1/collections/iot/documents")
+		})
+	}
 	b.Run("ferretdb", func(b *testing.B) {
 		cl := ferretDB(b)
 		insertDriver(b, createIoT(b, cl.Database("bench"), "iot", false))
 	})
+}
+
+// insertHTTP posts the iot documents to url, 1000 a JSON array, b.N times.
+func insertHTTP(b *testing.B, url string) {
+	var body []byte
+	b.ResetTimer()
+	for k := range b.N {
+		body = append(body[:0], '[')
+		for j := range perfBatch {
+			if j > 0 {
+				body = append(body, ',')
+			}
+			body = perfJSON(body, k*perfBatch+j)
+		}
+		body = append(body, ']')
+		resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		reply, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("POST: %d %s", resp.StatusCode, reply)
+		}
+	}
+	reportDocs(b, b.N*perfBatch)
 }
 
 // perfFindCount is the measurements BenchmarkFind reads: 1M, or
