@@ -290,8 +290,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		if len(s.conns) >= s.opts.MaxConnections {
 			s.mu.Unlock()
+			n := s.refused.Add(1) // counted before the client can see the close
 			nc.Close()
-			if s.refused.Add(1)%1000 == 1 {
+			if n%1000 == 1 {
 				s.log.Warn("MongoDB connection refused: too many open connections", "remote", nc.RemoteAddr().String(),
 					"max_connections", s.opts.MaxConnections, "refused", s.refused.Load())
 			}
