@@ -114,7 +114,7 @@ func TestMessageMemoryFollowsBytes(t *testing.T) {
 // connection still usable.
 func TestMessageMemoryBudget(t *testing.T) {
 	budget := command.NewBudget(1 << 20)
-	_, _, addr := startServer(t, Options{Messages: budget, MessageMemoryWait: 300 * time.Millisecond})
+	_, _, addr := startServer(t, Options{Messages: budget, MessageMemoryWait: time.Second})
 	hold := func() net.Conn {
 		nc := announce(t, addr, 900<<10, bytes.Repeat([]byte{0}, 600<<10))
 		waitUntil(t, "a large message held", func() bool { return budget.InUse() >= 512<<10 })
