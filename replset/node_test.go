@@ -32,8 +32,13 @@ func startSetWith(t *testing.T, size int, mod func(*Options)) *testSet {
 	s := &testSet{t: t}
 	var members []Member
 	for i := range size {
+		// Timeouts twice the defaults: on a loaded machine (the race
+		// detector, every package's tests at once on two cores) a leader
+		// otherwise misses its lease and steps down mid-test.
 		o := Options{ID: fmt.Sprintf("n%d", i+1), Dir: t.TempDir(), Addr: "127.0.0.1:0",
-			Engine: timeseries.Options{NoSync: true}}
+			Engine:           timeseries.Options{NoSync: true},
+			HeartbeatTimeout: 2 * DefaultHeartbeatTimeout, ElectionTimeout: 2 * DefaultElectionTimeout,
+			LeaderLeaseTimeout: 2 * DefaultLeaderLeaseTimeout}
 		if mod != nil {
 			mod(&o)
 		}

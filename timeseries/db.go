@@ -149,6 +149,9 @@ type DB struct {
 		// ddlStep runs at the steps of DDL a crash may come between
 		// (ddlStep's callers name them).
 		ddlStep func(step string)
+		// catalogCleared runs when ReplaceFrom has emptied the catalog in
+		// memory, before it loads the new one.
+		catalogCleared func()
 	}
 
 	stats struct {

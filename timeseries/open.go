@@ -260,9 +260,7 @@ func (db *DB) load() error {
 		if !r.CountExact && c.opts.TimeSeries != nil {
 			recount = append(recount, c)
 		}
-		db.coll.Lock()
-		db.coll.byName[c.name] = c
-		db.coll.Unlock()
+		db.coll.byName[c.name] = c // the caller holds DB.coll, or Open has not returned
 		db.mu.byID[c.id] = c
 		db.mu.nextColl = max(db.mu.nextColl, c.id+1)
 		return nil

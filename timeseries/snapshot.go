@@ -180,11 +180,15 @@ func (db *DB) ReplaceFrom(dir string) error {
 
 	// The store holds the new content; memory is rebuilt from it as Open
 	// builds it.
+	// Lookups wait until the new catalog is loaded (DB.coll is held
+	// throughout), rather than find no collection meanwhile.
 	db.mu.Lock()
 	db.coll.Lock()
 	db.coll.byName = make(map[string]*collection)
-	db.coll.Unlock()
 	db.mu.byID = make(map[uint32]*collection)
+	if h := db.hooks.catalogCleared; h != nil {
+		h()
+	}
 	db.mu.nextColl, db.mu.nextSeries, db.mu.nextBucket = max(st.nextColl, 1), max(st.nextSeries, 1), max(st.nextBucket, 1)
 	db.headMem.Store(0)
 	db.seriesMem.Store(0)
@@ -194,6 +198,7 @@ func (db *DB) ReplaceFrom(dir string) error {
 	db.expiredUnflushed.Store(false)
 	db.mergeGen.Add(1) // plans that let go of DB.mu start again
 	err = db.load()
+	db.coll.Unlock()
 	db.mu.Unlock()
 	if err == nil {
 		err = db.initPlain()

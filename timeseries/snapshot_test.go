@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hourglassdb/hourglass/model"
 
@@ -247,5 +248,35 @@ func TestLookupsRaceReplaceFrom(t *testing.T) {
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLookupWaitsForReplaceFrom: a lookup while ReplaceFrom loads the new
+// catalog waits for it and finds the collection, rather than finding none
+// in between.
+func TestLookupWaitsForReplaceFrom(t *testing.T) {
+	a := openTest(t, t.TempDir(), nil)
+	defer a.Close()
+	mustCreate(t, a, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	snap := filepath.Join(t.TempDir(), "snap")
+	if err := a.CheckpointTo(snap); err != nil {
+		t.Fatal(err)
+	}
+	b := openTest(t, t.TempDir(), nil)
+	defer b.Close()
+	mustCreate(t, b, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	got := make(chan error, 1)
+	b.hooks.catalogCleared = func() {
+		go func() {
+			_, err := b.Collection("m")
+			got <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // the lookup runs meanwhile
+	}
+	if err := b.ReplaceFrom(snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("a lookup during ReplaceFrom: %v", err)
 	}
 }
