@@ -106,6 +106,9 @@ func (c *conn) handle(req *request) []byte {
 	if !ok {
 		return s.errorDoc(mongoerr.New(codeCommandNotFound, "no such command: '%s'", first))
 	}
+	if s.commandHook != nil {
+		s.commandHook(first)
+	}
 	if s.scram != nil && c.user == "" && !preAuth[first] {
 		return s.errorDoc(mongoerr.New(mongoerr.Unauthorized,
 			"Command %s requires authentication: connect as user '%s' with the server's auth token as the password (SCRAM-SHA-256)", first, AuthUser))

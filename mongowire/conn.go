@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
@@ -88,9 +89,10 @@ func (c *conn) serve() {
 			req, err = decodeMessage(h, c.body, c.inflated)
 		}
 		var reply []byte
+		fatal := false
 		switch {
 		case err == nil:
-			reply = c.handle(req)
+			reply, fatal = c.handleSafely(req)
 		case errors.Is(err, errConnBroken):
 			return
 		default:
@@ -115,7 +117,7 @@ func (c *conn) serve() {
 			s.replyBufs.Put(c.pooled[:0])
 			c.pooled = nil
 		}
-		if _, err := c.nc.Write(out); err != nil {
+		if _, err := c.nc.Write(out); err != nil || fatal {
 			return
 		}
 		if cap(out) > 1<<20 {
@@ -123,6 +125,21 @@ func (c *conn) serve() {
 			out = nil
 		}
 	}
+}
+
+// handleSafely is handle, turning a panic into an InternalError reply after
+// which the connection closes: a command that breaks an invariant takes
+// down its connection, logged with its stack, not the server.
+func (c *conn) handleSafely(req *request) (reply []byte, fatal bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.panics.Add(1)
+			c.s.log.Error("a MongoDB command panicked; closing its connection", "remote", c.nc.RemoteAddr().String(),
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			reply, fatal = c.s.errorDoc(mongoerr.New(mongoerr.InternalError, "internal error; see the server log")), true
+		}
+	}()
+	return c.handle(req), false
 }
 
 // errConnBroken is a message that could not be read whole: the stream is

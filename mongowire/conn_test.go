@@ -227,3 +227,55 @@ func TestDecompressBomb(t *testing.T) {
 		t.Fatalf("a zstd bomb: %v", err)
 	}
 }
+
+// TestCommandPanicClosesConnection: a command whose handler panics is
+// answered InternalError and its connection closed; the server and its
+// other connections go on.
+func TestCommandPanicClosesConnection(t *testing.T) {
+	_, srv, addr := startServer(t, Options{})
+	srv.commandHook = func(name string) {
+		if name == "buildInfo" {
+			panic("a broken invariant")
+		}
+	}
+	ping := opMsg(t, bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"}}, false)
+	other, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	nc.Write(opMsg(t, bson.D{{Key: "buildInfo", Value: 1}, {Key: "$db", Value: "admin"}}, false))
+	var hb [headerLen]byte
+	if _, err := io.ReadFull(nc, hb[:]); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, binary.LittleEndian.Uint32(hb[:])-headerLen)
+	if _, err := io.ReadFull(nc, body); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte("InternalError")) {
+		t.Fatalf("the panicking command's reply: %q", body)
+	}
+	if !closedByServer(nc, 5*time.Second) {
+		t.Fatal("the connection of the panicking command stayed open")
+	}
+	if srv.panics.Load() != 1 {
+		t.Fatalf("panics %d, want 1", srv.panics.Load())
+	}
+	// The other connection, opened before, and a new one still work.
+	other.SetDeadline(time.Now().Add(10 * time.Second))
+	other.Write(ping)
+	if _, err := io.ReadFull(other, hb[:]); err != nil {
+		t.Fatalf("another connection after the panic: %v", err)
+	}
+	if _, doc, _ := roundTrip(t, addr, ping); doc.Lookup("ok").Double() != 1 {
+		t.Fatalf("ping after the panic: %v", doc)
+	}
+}

@@ -154,8 +154,11 @@ type Server struct {
 	// closingFlag is closing, read without mu by connections setting
 	// their read deadlines (conn.setReadDeadline).
 	closingFlag atomic.Bool
-	// refused counts connections closed at accept for MaxConnections.
-	refused atomic.Int64
+	// refused counts connections closed at accept for MaxConnections;
+	// panics the commands that panicked (conn.handleSafely).
+	refused, panics atomic.Int64
+	// commandHook, for tests, runs before each command's handler.
+	commandHook func(name string)
 
 	mu        sync.Mutex // guards the fields below
 	listeners map[net.Listener]struct{}
