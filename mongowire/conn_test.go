@@ -14,9 +14,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 
 	"github.com/hourglassdb/hourglass/command"
+	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
 // announce dials addr and sends a header announcing an OP_MSG of length
@@ -277,5 +279,26 @@ func TestCommandPanicClosesConnection(t *testing.T) {
 	}
 	if _, doc, _ := roundTrip(t, addr, ping); doc.Lookup("ok").Double() != 1 {
 		t.Fatalf("ping after the panic: %v", doc)
+	}
+}
+
+// panicSource is a cursor's source that breaks an invariant.
+type panicSource struct{}
+
+func (panicSource) next() (bsoncore.Document, error) { panic("a broken source") }
+func (panicSource) close()                           {}
+
+// TestBatchAheadPanic: a batch built ahead whose source panics gives its
+// getMore InternalError instead of taking the server down.
+func TestBatchAheadPanic(t *testing.T) {
+	_, srv, _ := startServer(t, Options{})
+	c := &cursor{src: panicSource{}}
+	srv.buildAhead(c)
+	if c.ahead == nil {
+		t.Fatal("no batch built ahead")
+	}
+	<-c.ahead.done
+	if mongoerr.CodeOf(c.ahead.err) != mongoerr.InternalError || srv.panics.Load() != 1 {
+		t.Fatalf("the batch's error: %v; panics %d", c.ahead.err, srv.panics.Load())
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"runtime/debug"
 	"time"
 	"unsafe"
 
@@ -316,6 +318,15 @@ func (s *Server) buildAhead(c *cursor) {
 	go func() {
 		defer func() { <-s.prefetches }()
 		defer close(a.done)
+		defer func() {
+			// As handleSafely does for a command: the getMore that takes
+			// this batch answers the error, and the server goes on.
+			if r := recover(); r != nil {
+				s.panics.Add(1)
+				s.log.Error("building a batch ahead panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				a.b, a.err = nil, mongoerr.New(mongoerr.InternalError, "internal error; see the server log")
+			}
+		}()
 		a.b = newBatchReply(s.replyBufs.Get(), "nextBatch")
 		a.next, a.end, a.err = a.b.fill(src, pending, 0)
 		if a.err != nil {
