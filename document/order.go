@@ -1,6 +1,7 @@
 package document
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -329,16 +330,25 @@ func (s *jsonScanner) str() string {
 	start := s.i
 	s.i++
 	escaped := false
-	for s.i < len(s.b) && s.b[s.i] != '"' {
-		if s.b[s.i] == '\\' {
-			escaped = true
-			s.i++
+	for {
+		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
+			s.fail("unterminated string")
+			return ""
 		}
+		s.i += j
+		// The quote ends the string unless an odd run of backslashes
+		// escapes it.
+		k := s.i
+		for k > start+1 && s.b[k-1] == '\\' {
+			k--
+		}
+		if (s.i-k)%2 == 0 {
+			escaped = escaped || s.i > k || bytes.IndexByte(s.b[start+1:s.i], '\\') >= 0
+			break
+		}
+		escaped = true
 		s.i++
-	}
-	if s.i >= len(s.b) {
-		s.fail("unterminated string")
-		return ""
 	}
 	s.i++
 	raw := s.b[start:s.i]
