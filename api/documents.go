@@ -104,7 +104,7 @@ func (s *Server) handleInsert(w http.ResponseWriter, r *http.Request) {
 	s.metrics.opInsert.Add(1)
 	var reply insertReply
 	if ts == nil {
-		reply, err = insertInChunks(newDocumentDecoder(buf.b, ndjson), ordered, o, plainDocument,
+		reply, err = insertInChunks(newRawDocuments(buf.b, ndjson), ordered, o, plainDocument,
 			func(docs []orderedDoc) (timeseries.InsertResult, error) {
 				b := timeseries.Batch{Documents: make([]document.Doc, len(docs)), Orders: make([]*document.Order, len(docs))}
 				for i, d := range docs {
@@ -462,68 +462,13 @@ type orderedDoc struct {
 	order *document.Order
 }
 
-// plainDocument converts a decoded document and reads its field order from
-// its text.
-func plainDocument(in decodedDocument) (orderedDoc, error) {
-	doc, err := document.FromJSON(in.m)
+// plainDocument decodes the text of one document (validateDocuments
+// accepted the body) with its field order, in one walk.
+func plainDocument(text []byte) (orderedDoc, error) {
+	m, order, err := document.ParseJSONOrdered(text)
 	if err != nil {
 		return orderedDoc{}, err
 	}
-	order, err := document.JSONOrder(in.text)
+	doc, err := document.FromJSON(m)
 	return orderedDoc{doc: doc, order: order}, err
-}
-
-// decodedDocument is a document of a body, decoded, and its text.
-type decodedDocument struct {
-	m    map[string]any
-	text []byte
-}
-
-// documentDecoder decodes the documents of a body that validateDocuments
-// accepted, a chunk at a time, with one JSON decoder for the body.
-type documentDecoder struct {
-	body []byte
-	dec  *json.Decoder
-	err  error
-}
-
-func newDocumentDecoder(body []byte, ndjson bool) *documentDecoder {
-	d := &documentDecoder{body: body, dec: json.NewDecoder(bytes.NewReader(body))}
-	d.dec.UseNumber()
-	if !ndjson {
-		if _, err := d.dec.Token(); err != nil { // '['
-			d.err = jsonError(err, d.dec.InputOffset())
-		}
-	}
-	return d
-}
-
-// next appends to dst the documents of the next maxBytes of body text (at
-// least one document, unless none is left) and returns it.
-func (d *documentDecoder) next(dst []decodedDocument, maxBytes int64) ([]decodedDocument, error) {
-	if d.err != nil {
-		return dst, d.err
-	}
-	start := d.dec.InputOffset()
-	for d.dec.More() && d.dec.InputOffset()-start < maxBytes {
-		from := d.dec.InputOffset()
-		var v any
-		if err := d.dec.Decode(&v); err != nil {
-			d.err = jsonError(err, d.dec.InputOffset())
-			return dst, d.err
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			d.err = badRequest("a document must be a JSON object")
-			return dst, d.err
-		}
-		// The document's text: from past the separator before it to
-		// its end.
-		text := d.body[from:d.dec.InputOffset()]
-		if k := bytes.IndexByte(text, '{'); k >= 0 {
-			text = text[k:]
-		}
-		dst = append(dst, decodedDocument{m: m, text: text})
-	}
-	return dst, nil
 }

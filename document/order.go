@@ -444,3 +444,122 @@ func StartsWithID(enc []byte) bool {
 	k, m := binary.Uvarint(enc[1+n:])
 	return m > 0 && k == 3 && len(enc) >= 1+n+m+3 && string(enc[1+n+m:1+n+m+3]) == "_id"
 }
+
+// ParseJSONOrdered decodes the text of one JSON object, which must be valid
+// JSON (the caller checked it), into the map encoding/json with UseNumber
+// makes of it (numbers as json.Number, the last of a key given twice) and
+// the object's field order: JSONOrder and a decode in one walk.
+func ParseJSONOrdered(text []byte) (map[string]any, *Order, error) {
+	s := jsonScanner{b: text}
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return nil, nil, mongoerr.New(mongoerr.BadValue, "a document must be a JSON object")
+	}
+	v, o := s.parse(0)
+	if s.err != nil {
+		return nil, nil, s.err
+	}
+	return v.(map[string]any), o, nil
+}
+
+// parse is value, also decoding the value.
+func (s *jsonScanner) parse(depth int) (any, *Order) {
+	s.space()
+	if s.err != nil || s.i >= len(s.b) {
+		s.fail("value expected")
+		return nil, nil
+	}
+	if depth > 2*MaxDepth {
+		s.fail("nesting too deep")
+		return nil, nil
+	}
+	switch c := s.b[s.i]; c {
+	case '{':
+		s.i++
+		m := map[string]any{}
+		o := &Order{Keys: make([]string, 0, 8)}
+		for s.space(); s.err == nil && s.i < len(s.b) && s.b[s.i] != '}'; s.space() {
+			k := s.str()
+			s.space()
+			if s.i >= len(s.b) || s.b[s.i] != ':' {
+				s.fail("':' expected")
+				return nil, nil
+			}
+			s.i++
+			v, so := s.parse(depth + 1)
+			m[k] = v
+			o.Keys = append(o.Keys, k)
+			switch { // of a key given twice, the last value counts
+			case so != nil:
+				if o.Sub == nil {
+					o.Sub = map[string]*Order{}
+				}
+				o.Sub[k] = so
+			case o.Sub != nil:
+				delete(o.Sub, k)
+			}
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == ',' {
+				s.i++
+			}
+		}
+		s.i++
+		o.Keys = DistinctKeys(o.Keys)
+		if len(o.Keys) == 0 {
+			o.Keys = nil
+		}
+		if len(o.Sub) == 0 {
+			o.Sub = nil
+		}
+		return m, o
+	case '[':
+		s.i++
+		a := []any{}
+		var o *Order
+		for j := 0; ; j++ {
+			s.space()
+			if s.err != nil || s.i >= len(s.b) || s.b[s.i] == ']' {
+				break
+			}
+			v, so := s.parse(depth + 1)
+			a = append(a, v)
+			if so != nil {
+				if o == nil {
+					o = &Order{}
+				}
+				for len(o.Elems) < j {
+					o.Elems = append(o.Elems, nil)
+				}
+				o.Elems = append(o.Elems, so)
+			}
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == ',' {
+				s.i++
+			}
+		}
+		s.i++
+		return a, o
+	case '"':
+		return s.str(), nil
+	case 't', 'f', 'n':
+		start := s.i
+		for s.i < len(s.b) && !isJSONDelim(s.b[s.i]) {
+			s.i++
+		}
+		switch string(s.b[start:s.i]) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		case "null":
+			return nil, nil
+		}
+		s.fail("literal")
+		return nil, nil
+	}
+	start := s.i
+	for s.i < len(s.b) && !isJSONDelim(s.b[s.i]) {
+		s.i++
+	}
+	return json.Number(s.b[start:s.i]), nil
+}

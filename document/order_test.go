@@ -181,3 +181,33 @@ func FuzzTranscode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseJSONOrdered: the one-walk decode gives what encoding/json (with
+// UseNumber) and JSONOrder give.
+func FuzzParseJSONOrdered(f *testing.F) {
+	for _, s := range []string{`{}`, `{"b": 1, "a": {"z": [1, {"y": 2, "x": "\""}], "c": null}}`, `{"\u00e9\\": [[{"k": true}], 1e5, -0.5, false]}`,
+		`{"a":"}","b":"\\\"{","a":2}`, ` { "x" : [ ] , "w" : { } } `, `{"s": "\ud83d\ude00 \u0000", "n": -0, "e": 1E-7}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		if !json.Valid(text) || bytes.TrimSpace(text)[0] != '{' {
+			return
+		}
+		m, o, err := ParseJSONOrdered(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.UseNumber()
+		var want map[string]any
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(m, want) {
+			t.Fatalf("%s: %#v, want %#v", text, m, want)
+		}
+		if wo, _ := JSONOrder(text); !reflect.DeepEqual(o, wo) {
+			t.Fatalf("%s: order %+v, want %+v", text, o, wo)
+		}
+	})
+}
