@@ -199,19 +199,6 @@ func DecodeWithOrder(b []byte) (Doc, *Order, error) {
 	return doc, o, nil
 }
 
-// JSONOrder reads the field order of a JSON object, at every depth, from
-// its text (which encoding/json, decoding into a map, loses). The text
-// must be valid JSON; an Extended JSON wrapper's order is read like any
-// object's and ignored when the wrapper is a value.
-func JSONOrder(text []byte) (*Order, error) {
-	s := jsonScanner{b: text}
-	o := s.value(0)
-	if s.err != nil {
-		return nil, s.err
-	}
-	return o, nil
-}
-
 // jsonScanner walks valid JSON text for object keys.
 type jsonScanner struct {
 	b   []byte
@@ -229,88 +216,6 @@ func (s *jsonScanner) space() {
 	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
 		s.i++
 	}
-}
-
-// value skips one value and returns the order of an object or array.
-func (s *jsonScanner) value(depth int) *Order {
-	s.space()
-	if s.err != nil || s.i >= len(s.b) {
-		s.fail("value expected")
-		return nil
-	}
-	if depth > 2*MaxDepth {
-		s.fail("nesting too deep")
-		return nil
-	}
-	switch s.b[s.i] {
-	case '{':
-		s.i++
-		o := &Order{Keys: make([]string, 0, 8)}
-		for s.space(); s.err == nil && s.i < len(s.b) && s.b[s.i] != '}'; s.space() {
-			k := s.str()
-			s.space()
-			if s.i >= len(s.b) || s.b[s.i] != ':' {
-				s.fail("':' expected")
-				return nil
-			}
-			s.i++
-			so := s.value(depth + 1)
-			o.Keys = append(o.Keys, k)
-			switch { // of a key given twice, the last value counts
-			case so != nil:
-				if o.Sub == nil {
-					o.Sub = map[string]*Order{}
-				}
-				o.Sub[k] = so
-			case o.Sub != nil:
-				delete(o.Sub, k)
-			}
-			s.space()
-			if s.i < len(s.b) && s.b[s.i] == ',' {
-				s.i++
-			}
-		}
-		s.i++
-		o.Keys = DistinctKeys(o.Keys)
-		if len(o.Keys) == 0 {
-			o.Keys = nil
-		}
-		if len(o.Sub) == 0 {
-			o.Sub = nil
-		}
-		return o
-	case '[':
-		s.i++
-		var o *Order
-		for j := 0; ; j++ {
-			s.space()
-			if s.err != nil || s.i >= len(s.b) || s.b[s.i] == ']' {
-				break
-			}
-			if so := s.value(depth + 1); so != nil {
-				if o == nil {
-					o = &Order{}
-				}
-				for len(o.Elems) < j {
-					o.Elems = append(o.Elems, nil)
-				}
-				o.Elems = append(o.Elems, so)
-			}
-			s.space()
-			if s.i < len(s.b) && s.b[s.i] == ',' {
-				s.i++
-			}
-		}
-		s.i++
-		return o
-	case '"':
-		s.str()
-		return nil
-	}
-	for s.i < len(s.b) && !isJSONDelim(s.b[s.i]) {
-		s.i++
-	}
-	return nil
 }
 
 func isJSONDelim(c byte) bool {
@@ -448,7 +353,9 @@ func StartsWithID(enc []byte) bool {
 // ParseJSONOrdered decodes the text of one JSON object, which must be valid
 // JSON (the caller checked it), into the map encoding/json with UseNumber
 // makes of it (numbers as json.Number, the last of a key given twice) and
-// the object's field order: JSONOrder and a decode in one walk.
+// the object's field order, at every depth (which encoding/json, decoding
+// into a map, loses), in one walk. An Extended JSON wrapper's order is read
+// like any object's and ignored when the wrapper is a value.
 func ParseJSONOrdered(text []byte) (map[string]any, *Order, error) {
 	s := jsonScanner{b: text}
 	s.space()
@@ -462,7 +369,7 @@ func ParseJSONOrdered(text []byte) (map[string]any, *Order, error) {
 	return v.(map[string]any), o, nil
 }
 
-// parse is value, also decoding the value.
+// parse decodes one value and returns the order of an object or array.
 func (s *jsonScanner) parse(depth int) (any, *Order) {
 	s.space()
 	if s.err != nil || s.i >= len(s.b) {
