@@ -81,19 +81,26 @@ func FuzzJSONOrder(f *testing.F) {
 	})
 }
 
+// shuffledDoc returns a random document, a random order of its fields at
+// every depth, and its encoding in that order.
+func shuffledDoc(t *testing.T, r *rand.Rand) (Doc, *Order, []byte) {
+	t.Helper()
+	doc := map[string]any{"_id": randValue(r, 1), "x": randValue(r, 0), "y": randValue(r, 0), "b": randValue(r, 0)}
+	_, o, err := DecodeWithOrder(mustEncode(t, doc, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shuffle(r, o)
+	return doc, o, mustEncode(t, doc, o)
+}
+
 // TestEncodeOrdered: a document encoded in an order decodes in it, at every
 // depth, and DecodeOrder reads the same order without the values; keys the
 // order does not name follow in name order, and names it lacks are skipped.
 func TestEncodeOrdered(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for range 20000 {
-		doc := map[string]any{"_id": randValue(r, 1), "x": randValue(r, 0), "y": randValue(r, 0), "b": randValue(r, 0)}
-		_, o, err := DecodeWithOrder(mustEncode(t, doc, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		shuffle(r, o)
-		enc := mustEncode(t, doc, o)
+		doc, o, enc := shuffledDoc(t, r)
 		back, bo, err := DecodeWithOrder(enc)
 		if err != nil || !equalValues(doc, back) {
 			t.Fatalf("%#v: %#v, %v", doc, back, err)
@@ -145,13 +152,7 @@ func shuffle(r *rand.Rand, o *Order) {
 func TestAppendJSONEncoded(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for range 20000 {
-		doc := map[string]any{"_id": randValue(r, 1), "x": randValue(r, 0), "y": randValue(r, 0), "b": randValue(r, 0)}
-		_, o, err := DecodeWithOrder(mustEncode(t, doc, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		shuffle(r, o)
-		enc := mustEncode(t, doc, o)
+		doc, o, enc := shuffledDoc(t, r)
 		got, err := AppendJSONEncoded(nil, enc)
 		if err != nil {
 			t.Fatal(err)
