@@ -127,6 +127,9 @@ func TestPyMongoSession(t *testing.T) {
 			if n != 8 || res["eventlog"] != float64(8) {
 				t.Errorf("eventlog holds %d documents, the session saw %v; want 8", n, res["eventlog"])
 			}
+			if res["fidelity"] != true {
+				t.Errorf("the session did not check a plain document's types and order: %v", res)
+			}
 		})
 	}
 

@@ -14,6 +14,9 @@ import sys
 import pymongo
 from pymongo import ASCENDING, DESCENDING, MongoClient
 from pymongo.errors import BulkWriteError, OperationFailure
+from bson.binary import Binary
+from bson.decimal128 import Decimal128
+from bson.int64 import Int64
 
 uri = os.environ["HG_URI"]
 t0 = datetime.datetime.fromtimestamp(int(os.environ["HG_T0_MS"]) / 1000, tz=datetime.timezone.utc).replace(tzinfo=None)
@@ -137,6 +140,23 @@ check(r.deleted_count == 2, "delete_many on _id", r.deleted_count)
 idx = {i["name"]: i for i in events.list_indexes()}
 check(idx["lastModifiedDate_1"]["expireAfterSeconds"] == 3600, "the plain TTL index", idx)
 out["eventlog"] = events.count_documents({})
+
+# A plain document reads back as written: its types and its field order,
+# nested too, and an update keeps both.
+fid = db["fidelity"]
+fid.insert_one({"_id": 1, "zeta": 7, "alpha": Int64(7), "dec": Decimal128("1.10"), "bin": Binary(b"\x00\x01", 0),
+                "mid": {"z": 1.5, "a": [1, {"y": 2, "b": 3}]}})
+got = fid.find_one({"_id": 1})
+check(list(got.keys()) == ["_id", "zeta", "alpha", "dec", "bin", "mid"], "field order", list(got.keys()))
+check(list(got["mid"].keys()) == ["z", "a"] and list(got["mid"]["a"][1].keys()) == ["y", "b"], "nested field order", got["mid"])
+check(type(got["zeta"]) is int and type(got["alpha"]) is Int64, "int32 and int64 kept apart", (type(got["zeta"]), type(got["alpha"])))
+check(str(got["dec"]) == "1.10", "Decimal128 exactly as written", got["dec"])
+check(got["bin"] == b"\x00\x01", "binary data", got["bin"])
+fid.update_one({"_id": 1}, {"$set": {"alpha": Int64(8), "new": 1}, "$inc": {"zeta": 1}})
+got = fid.find_one({"_id": 1})
+check(list(got.keys()) == ["_id", "zeta", "alpha", "dec", "bin", "mid", "new"], "field order after an update", list(got.keys()))
+check(type(got["zeta"]) is int and got["zeta"] == 8 and type(got["alpha"]) is Int64, "types after an update", got)
+out["fidelity"] = True
 
 # A collection dropped.
 db.create_collection("scratch")
