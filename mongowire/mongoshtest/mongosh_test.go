@@ -920,3 +920,42 @@ func TestMongoshAuthentication(t *testing.T) {
 		t.Errorf("mongosh with a wrong password: %v, output:\n%s", err, out)
 	}
 }
+
+// TestMongoshFidelity: mongosh reads a plain document back as it wrote it
+// (testdata/fidelity.js): its field order at every depth, 7 an int32 and
+// Long('7') an int64, NumberDecimal('1.10') exactly, binary data, and the
+// same after an update that adds a field and increments one.
+func TestMongoshFidelity(t *testing.T) {
+	bin := requireMongosh(t)
+	_, addr := startServer(t, "")
+	sh := &shell{bin: bin, uri: "mongodb://" + addr + "/test", home: t.TempDir()}
+	res := sh.run(t, "fidelity.js")
+	keys := func(path ...string) string {
+		d, ok := res.Lookup(path...).DocumentOK()
+		if !ok {
+			t.Fatalf("%v is not a document in %s", path, res)
+		}
+		els, _ := d.Elements()
+		var ks []string
+		for _, e := range els {
+			ks = append(ks, e.Key())
+		}
+		return strings.Join(ks, ",")
+	}
+	for _, c := range []struct{ got, want string }{
+		{keys("read"), "_id,zeta,alpha,dec,bin,mid"},
+		{keys("read", "mid"), "z,a"},
+		{keys("read", "mid", "a", "1"), "y,b"},
+		{keys("updated"), "_id,zeta,alpha,dec,bin,mid,new"},
+		{res.Lookup("read", "zeta").Type.String(), "32-bit integer"},
+		{res.Lookup("read", "alpha").Type.String(), "64-bit integer"},
+		{res.Lookup("read", "dec").String(), `{"$numberDecimal":"1.10"}`},
+		{res.Lookup("read", "bin").String(), `{"$binary":{"base64":"AAE=","subType":"00"}}`},
+		{res.Lookup("updated", "zeta").String(), `{"$numberInt":"8"}`},
+		{res.Lookup("updated", "alpha").String(), `{"$numberLong":"8"}`},
+	} {
+		if c.got != c.want {
+			t.Errorf("read back %s, want %s", c.got, c.want)
+		}
+	}
+}

@@ -1,0 +1,9 @@
+// A plain document written from mongosh and read back: its types and its
+// field order, nested too, then after an update.
+const c = db.getCollection('fidelity');
+c.insertOne({ _id: 1, zeta: 7, alpha: Long('7'), dec: NumberDecimal('1.10'), bin: BinData(0, 'AAE='),
+  mid: { z: 1.5, a: [1, { y: 2, b: 3 }] } });
+const out = { read: c.findOne({ _id: 1 }) };
+c.updateOne({ _id: 1 }, { $set: { alpha: Long('8'), new: 1 }, $inc: { zeta: 1 } });
+out.updated = c.findOne({ _id: 1 });
+print('RESULT ' + EJSON.stringify(out, { relaxed: false }));
