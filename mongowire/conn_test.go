@@ -116,10 +116,13 @@ func TestMessageMemoryFollowsBytes(t *testing.T) {
 // connection still usable.
 func TestMessageMemoryBudget(t *testing.T) {
 	budget := command.NewBudget(1 << 20)
-	_, _, addr := startServer(t, Options{Messages: budget, MessageMemoryWait: time.Second})
+	_, _, addr := startServer(t, Options{Messages: budget, MessageMemoryWait: 300 * time.Millisecond})
 	hold := func() net.Conn {
 		nc := announce(t, addr, 900<<10, bytes.Repeat([]byte{0}, 600<<10))
-		waitUntil(t, "a large message held", func() bool { return budget.InUse() >= 512<<10 })
+		// Until its buffer has grown past the 600 KiB sent (to the whole
+		// budget): a ping started while it still grows would take room
+		// the holder then waits for, and both would wait their time out.
+		waitUntil(t, "a large message held", func() bool { return budget.InUse() >= 900<<10 })
 		return nc
 	}
 	ping := opMsg(t, bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "admin"},
