@@ -360,3 +360,45 @@ func TestDropIndexDuringWrites(t *testing.T) {
 		it.Close()
 	}
 }
+
+// TestLegacyNameOrderDocument: a document stored in name order by an
+// earlier version (a field sorting before _id) reads back _id first, is
+// not handed out as its stored bytes, and an update stores it _id first.
+func TestLegacyNameOrderDocument(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	plainDocs(t, db, "p", 1, func(int) document.Doc { return document.Doc{"_id": int32(1), "A": int32(2)} })
+	c, err := db.lookup("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idKey, _ := document.AppendKey(nil, int32(1))
+	legacy, _ := document.Encode(nil, document.Doc{"_id": int32(1), "A": int32(2)}) // name order: A, _id
+	if err := db.pdb.Set(docKey(c.id, idKey), append([]byte{0}, legacy...), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (string, bool) {
+		cur, err := db.Find(ctx, "p", FindOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cur.Close()
+		if !cur.Next() {
+			t.Fatalf("no document: %v", cur.Err())
+		}
+		return string(document.AppendJSONOrdered(nil, cur.Doc(), cur.Order())), cur.Encoded() != nil
+	}
+	if got, raw := read(); got != `{"_id":1,"A":2}` || raw {
+		t.Fatalf("a name-order document reads %s (stored bytes handed out: %v)", got, raw)
+	}
+	u, err := document.ParseUpdate(map[string]any{"$set": map[string]any{"B": int32(3)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Update(ctx, "p", Update{Operators: u}); err != nil {
+		t.Fatal(err)
+	}
+	if got, raw := read(); got != `{"_id":1,"A":2,"B":3}` || !raw {
+		t.Fatalf("after an update: %s (stored bytes handed out: %v)", got, raw)
+	}
+}

@@ -135,7 +135,9 @@ func getDocOrdered(r pebble.Reader, coll uint32, idKey []byte) (d storedDoc, ok 
 	if err != nil {
 		return d, false, err
 	}
-	return storedDoc{idKey: append([]byte(nil), idKey...), seq: seq, size: int64(len(v) - n), doc: doc, order: order}, true, nil
+	// _id first, as every document is stored now (earlier versions
+	// stored name order): a rewritten document moves its _id there.
+	return storedDoc{idKey: append([]byte(nil), idKey...), seq: seq, size: int64(len(v) - n), doc: doc, order: order.IDFirst()}, true, nil
 }
 
 // plainCollection returns the collection name if it is a plain one.
