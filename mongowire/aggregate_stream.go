@@ -1,0 +1,260 @@
+package mongowire
+
+import (
+	"context"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/hourglassdb/hourglass/command/pipeline"
+	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// streamStages are the stages that run on a stream of documents
+// (package command/pipeline), after a find.
+var streamStages = map[string]bool{"$setWindowFields": true}
+
+// stageArg decodes a stage's argument to the values pipeline reads.
+func stageArg(st stage) (any, error) {
+	return model.ValueFromBSON(st.name, st.arg, 0)
+}
+
+// streamCollection runs the stages from pipeline[0] (a stream stage) on
+// the find a, then the stages after them on their result: $match, $skip,
+// $limit and $project document by document, anything else on the
+// documents gathered.
+func (s *Server) streamCollection(ctx context.Context, name string, info timeseries.CollectionInfo, filter *partialfilter.Filter, a *findArgs, empty bool, stages []stage) (source, error) {
+	first, err := stageArg(stages[0])
+	if err != nil {
+		return nil, err
+	}
+	var sorted bool
+	if stages[0].name == "$setWindowFields" {
+		spec, err := pipeline.ParseSetWindowFields(first)
+		if err != nil {
+			return nil, err
+		}
+		sorted = orderFind(info, spec, a)
+	}
+	var in source = &sliceSource{}
+	if !empty {
+		if in, err = s.find(name, filter, a); err != nil {
+			return nil, err
+		}
+	}
+	it, rest, err := streamStagesOver(&sourceIterator{src: in}, stages, sorted)
+	if err != nil {
+		in.close()
+		return nil, err
+	}
+	if it, err = tailStages(it, rest); err != nil {
+		in.close()
+		return nil, err
+	}
+	return &iteratorSource{it: it, in: in}, nil
+}
+
+// orderFind makes the find give spec its input in order when it can, and
+// tells whether it does: on a time series, the engine's order by series
+// (each series together, in ascending time) is partitionBy the metaField
+// and sortBy the timeField ascending, and its time order is sortBy the
+// timeField without partitionBy; a $sort before the stage that names
+// the sortBy field alone is its order too.
+func orderFind(info timeseries.CollectionInfo, spec *pipeline.WindowSpec, a *findArgs) bool {
+	if len(spec.SortBy) == 0 {
+		return spec.PartitionBy == ""
+	}
+	key := timeseries.SortKey{Field: spec.SortBy[0].Field, Desc: spec.SortBy[0].Desc}
+	if ts := info.Options.TimeSeries; ts != nil && key.Field == ts.TimeField {
+		if spec.PartitionBy != "" {
+			return ts.MetaField != "" && spec.PartitionBy == ts.MetaField && !key.Desc && a.sort == nil
+		}
+	} else if spec.PartitionBy != "" {
+		return false
+	}
+	if a.sort == nil && a.skip == 0 && a.limit == 0 {
+		a.sort = []timeseries.SortKey{key}
+	}
+	return slices.Equal(a.sort, []timeseries.SortKey{key})
+}
+
+// streamStagesOver wraps it in the leading stream stages and returns the
+// stages after them. sorted tells that it comes in the first window
+// stage's order.
+func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool) (pipeline.Iterator, []stage, error) {
+	var last *pipeline.WindowSpec
+	i := 0
+	for ; i < len(stages) && streamStages[stages[i].name]; i++ {
+		arg, err := stageArg(stages[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		switch stages[i].name {
+		case "$setWindowFields":
+			spec, err := pipeline.ParseSetWindowFields(arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			// A window stage's output is in its partition and sortBy
+			// order: a second one of the same order reads it as it is.
+			inOrder := sorted && i == 0 || last != nil && last.PartitionBy == spec.PartitionBy && slices.Equal(last.SortBy, spec.SortBy)
+			it = pipeline.SetWindowFields(it, spec, pipeline.Options{Sorted: inOrder})
+			last = spec
+		}
+	}
+	return it, stages[i:], nil
+}
+
+// tailStages runs the stages after the stream stages: $match, $skip,
+// $limit and $project document by document; from the first other stage
+// on, over the documents gathered (within the sort's memory limit).
+func tailStages(it pipeline.Iterator, rest []stage) (pipeline.Iterator, error) {
+	t := &tailIterator{in: it}
+	for i, st := range rest {
+		switch st.name {
+		case "$match":
+			m, err := stageDocument(st)
+			if err != nil {
+				return nil, err
+			}
+			f, err := partialfilter.Parse(m)
+			if err != nil {
+				return nil, err
+			}
+			t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) { return d, f.Match(d), false })
+		case "$project":
+			m, err := stageDocument(st)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := projectInMemory(nil, m); err != nil {
+				return nil, err
+			}
+			t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) {
+				out, _ := projectInMemory([]map[string]any{d}, m)
+				return out[0], true, false
+			})
+		case "$skip", "$limit":
+			n, ok := st.arg.AsInt64OK()
+			if !ok || n < 0 || (st.name == "$limit" && n == 0) {
+				return nil, mongoerr.New(mongoerr.BadValue, "%s must be a positive integer; got %s", st.name, st.arg)
+			}
+			var seen int64
+			if st.name == "$skip" {
+				t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) { seen++; return d, seen > n, false })
+			} else {
+				t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) { seen++; return d, true, seen >= n })
+			}
+		default:
+			t.rest = rest[i:]
+			return t, nil
+		}
+	}
+	return t, nil
+}
+
+// step is a per-document stage: the document it passes on, whether it
+// does, and whether no document may follow (a $limit reached).
+type step func(map[string]any) (map[string]any, bool, bool)
+
+// tailIterator applies per-document steps, then perhaps in-memory stages.
+type tailIterator struct {
+	in    pipeline.Iterator
+	steps []step
+	rest  []stage // stages run over the documents gathered
+	docs  []map[string]any
+	ran   bool
+	done  bool
+}
+
+func (t *tailIterator) Next() (pipeline.Doc, error) {
+	if t.rest == nil {
+		return t.nextStreamed()
+	}
+	if !t.ran {
+		t.ran = true
+		var all []map[string]any
+		var mem int64
+		for {
+			d, err := t.nextStreamed()
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				break
+			}
+			if mem += pipeline.Size(d); mem > pipeline.DefaultMaxMemory {
+				return nil, mongoerr.New(292, "the stages after $setWindowFields exceeded the memory limit of %d bytes, but did not opt in to external sorting", pipeline.DefaultMaxMemory)
+			}
+			all = append(all, d)
+		}
+		var err error
+		if t.docs, err = runInMemory(all, t.rest); err != nil {
+			return nil, err
+		}
+	}
+	if len(t.docs) == 0 {
+		return nil, nil
+	}
+	d := t.docs[0]
+	t.docs = t.docs[1:]
+	return d, nil
+}
+
+// nextStreamed is the next document through the steps.
+func (t *tailIterator) nextStreamed() (pipeline.Doc, error) {
+	for !t.done {
+		d, err := t.in.Next()
+		if err != nil || d == nil {
+			t.done = true
+			return nil, err
+		}
+		keep := true
+		for _, st := range t.steps {
+			var stop bool
+			d, keep, stop = st(d)
+			if stop {
+				// Past a $limit, nothing more comes: stop reading.
+				t.done = true
+			}
+			if !keep {
+				break
+			}
+		}
+		if keep {
+			return d, nil
+		}
+	}
+	return nil, nil
+}
+
+// sourceIterator reads a source's documents as values.
+type sourceIterator struct{ src source }
+
+func (s *sourceIterator) Next() (pipeline.Doc, error) {
+	d, err := s.src.next()
+	if err != nil || d == nil {
+		return nil, err
+	}
+	return model.FromBSON(d)
+}
+
+// iteratorSource answers an iterator's documents; closing it closes the
+// find it reads.
+type iteratorSource struct {
+	it pipeline.Iterator
+	in source
+}
+
+func (s *iteratorSource) next() (bsoncore.Document, error) {
+	d, err := s.it.Next()
+	if err != nil || d == nil {
+		return nil, err
+	}
+	return mapDocument(d), nil
+}
+
+func (s *iteratorSource) close() { s.in.close() }

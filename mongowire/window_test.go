@@ -1,0 +1,326 @@
+package mongowire
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// pipe reads a pipeline written in extended JSON.
+func pipe(t *testing.T, js string) bson.A {
+	t.Helper()
+	var doc struct{ P bson.A }
+	if err := bson.UnmarshalExtJSON([]byte(`{"p": `+js+`}`), false, &doc); err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return doc.P
+}
+
+// docs reads documents written in extended JSON.
+func docsOf(t *testing.T, js string) []any {
+	t.Helper()
+	var out []any
+	for _, d := range pipe(t, js) {
+		out = append(out, d)
+	}
+	return out
+}
+
+// collect runs a pipeline on coll and returns its documents without
+// _id, sorted by the fields named.
+func collect(t *testing.T, coll *mongo.Collection, p bson.A, by ...string) []map[string]any {
+	t.Helper()
+	cur, err := coll.Aggregate(context.Background(), p)
+	if err != nil {
+		t.Fatalf("aggregate %v: %v", p, err)
+	}
+	var out []bson.M
+	if err := cur.All(context.Background(), &out); err != nil {
+		t.Fatalf("aggregate %v: %v", p, err)
+	}
+	docs := asMaps(out)
+	for _, d := range docs {
+		delete(d, "_id")
+	}
+	sort.SliceStable(docs, func(i, j int) bool {
+		for _, f := range by {
+			if c := partialfilter.Compare(docs[i][f], docs[j][f]); c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+	return docs
+}
+
+// plainColl makes a plain collection of docs.
+func plainColl(t *testing.T, f *fixture, name, js string) *mongo.Collection {
+	t.Helper()
+	c := f.mdb.Collection(name)
+	if err := c.Drop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.InsertMany(context.Background(), docsOf(t, js)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// num reads a number of a result, nil as NaN.
+func num(v any) float64 {
+	switch x := v.(type) {
+	case int32:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return math.NaN()
+}
+
+// wantField checks one field of results sorted as collect sorts them.
+func wantField(t *testing.T, what string, got []map[string]any, field string, want ...any) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d documents, want %d: %v", what, len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i][field]
+		if w == nil {
+			if g != nil {
+				t.Errorf("%s: document %d %s = %v, want null", what, i, field, g)
+			}
+			continue
+		}
+		if ws, ok := w.(string); ok {
+			if g != ws {
+				t.Errorf("%s: document %d %s = %v, want %q", what, i, field, g, ws)
+			}
+			continue
+		}
+		if wf := num(w); math.Abs(num(g)-wf) > 1e-9*math.Max(1, math.Abs(wf)) {
+			t.Errorf("%s: document %d %s = %v, want %v", what, i, field, g, w)
+		}
+	}
+}
+
+// TestWindowDerivative ports cases of MongoDB's
+// jstests/aggregation/sources/setWindowFields/derivative.js.
+func TestWindowDerivative(t *testing.T) {
+	f := newFixture(t, nil)
+	c := plainColl(t, f, "deriv", `[{"sensor": "A", "time": 0, "y": 1}, {"sensor": "A", "time": 1, "y": 2},
+		{"sensor": "A", "time": 2, "y": 1}, {"sensor": "A", "time": 3, "y": 4},
+		{"sensor": "B", "time": 0, "y": 100}, {"sensor": "B", "time": 1, "y": 105},
+		{"sensor": "B", "time": 2, "y": 107}, {"sensor": "B", "time": 3, "y": 104}]`)
+	got := collect(t, c, pipe(t, `[{"$setWindowFields": {"partitionBy": "$sensor", "sortBy": {"time": 1},
+		"output": {"dy": {"$derivative": {"input": "$y"}, "window": {"documents": [-1, 0]}}}}}]`), "sensor", "time")
+	wantField(t, "partitioned", got, "dy", nil, 1, -1, 3, nil, 5, 2, -3)
+
+	c = plainColl(t, f, "deriv", `[{"time": 0, "y": 100}, {"time": 1, "y": 105}, {"time": 2, "y": 108}, {"time": 3, "y": 108},
+		{"time": 4, "y": 115}, {"time": 5, "y": 115}, {"time": 6, "y": 118}, {"time": 7, "y": 118}]`)
+	want := []any{5.0, 8.0 / 2, 8.0 / 3, 15.0 / 4, 10.0 / 4, 10.0 / 4, 10.0 / 4, 3.0 / 3}
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"time": 1},
+		"output": {"dy": {"$derivative": {"input": "$y"}, "window": {"documents": [-3, 1]}}}}}]`), "time")
+	wantField(t, "[-3, +1]", got, "dy", want...)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"time": -1},
+		"output": {"dy": {"$derivative": {"input": "$y"}, "window": {"documents": [-1, 3]}}}}}]`), "time")
+	wantField(t, "descending [-1, +3]", got, "dy", want...)
+
+	c = plainColl(t, f, "deriv", `[{"time": 0, "y": 10}, {"time": 10, "y": 12}, {"time": 11, "y": 15},
+		{"time": 12, "y": 19}, {"time": 13, "y": 24}, {"time": 20, "y": 30}]`)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"time": 1},
+		"output": {"dy": {"$derivative": {"input": "$y"}, "window": {"range": [-10, 0]}}}}}]`), "time")
+	wantField(t, "range", got, "dy", nil, 2.0/10, 3.0/1, 7.0/2, 12.0/3, 18.0/10)
+
+	c = plainColl(t, f, "deriv", `[{"time": {"$date": "2020-01-01T00:00:00.000Z"}, "y": 5}, {"time": {"$date": "2020-01-01T00:00:00.001Z"}, "y": 4},
+		{"time": {"$date": "2020-01-01T00:00:00.002Z"}, "y": 6}, {"time": {"$date": "2020-01-01T00:00:00.003Z"}, "y": 5}]`)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"time": 1},
+		"output": {"dy": {"$derivative": {"input": "$y", "unit": "minute"}, "window": {"documents": [-1, 0]}}}}}]`), "time")
+	wantField(t, "per minute", got, "dy", nil, -60000, 120000, -60000)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"time": 1},
+		"output": {"dy": {"$derivative": {"input": "$y", "unit": "millisecond"}, "window": {"documents": ["unbounded", "unbounded"]}}}}}]`), "time")
+	wantField(t, "unbounded", got, "dy", 0, 0, 0, 0)
+
+	for _, c2 := range []struct {
+		coll *mongo.Collection
+		js   string
+		code int32
+	}{
+		{c, `[{"$setWindowFields": {"sortBy": {"time": 1}, "output": {"dy": {"$derivative": {"input": "$y"}}}}}]`, 9},
+		{c, `[{"$setWindowFields": {"sortBy": {"time": 1}, "output": {"dy": {"$derivative": {"input": "$y"}, "window": {"documents": [-1, 0]}}}}}]`, 5624901},
+		{c, `[{"$setWindowFields": {"sortBy": {"time": 1}, "output": {"dy": {"$derivative": {"input": "$y", "unit": "month"}, "window": {"documents": [-1, 0]}}}}}]`, 5490710},
+		{plainColl(t, f, "deriv2", `[{"time": 0, "y": 100}, {"time": 1, "y": 100}]`),
+			`[{"$setWindowFields": {"sortBy": {"time": 1}, "output": {"dy": {"$derivative": {"input": "$y", "unit": "millisecond"}, "window": {"documents": [-1, 0]}}}}}]`, 5624900},
+	} {
+		_, err := c2.coll.Aggregate(context.Background(), pipe(t, c2.js))
+		if code, msg := errCode(err); code != c2.code {
+			t.Errorf("%s: code %d %q, want %d", c2.js, code, msg, c2.code)
+		}
+	}
+}
+
+// TestWindowShiftAndEMA ports cases of shift.js, exp_moving_avg.js,
+// integral.js and empty_window.js.
+func TestWindowShiftAndEMA(t *testing.T) {
+	f := newFixture(t, nil)
+	var js []string
+	for i := range 10 {
+		js = append(js, fmt.Sprintf(`{"one": %d, "partition": %d, "price": %d}`, i, i%2, 100+i*i%17))
+	}
+	c := plainColl(t, f, "shift", "["+strings.Join(js, ",")+"]")
+	got := collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"one": 1}, "output": {"a": {"$shift": {"by": -1, "output": "$one", "default": -10}}}}}]`), "one")
+	wantField(t, "shift -1", got, "a", -10, 0, 1, 2, 3, 4, 5, 6, 7, 8)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"one": -1}, "output": {"a": {"$shift": {"by": 1, "output": "$one"}}}}}]`), "one")
+	wantField(t, "shift +1 descending", got, "a", nil, 0, 1, 2, 3, 4, 5, 6, 7, 8)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"partitionBy": "$partition", "sortBy": {"one": 1}, "output": {"a": {"$shift": {"by": 1, "output": "$one"}}}}}]`), "one")
+	wantField(t, "partitioned shift +1", got, "a", 2, 3, 4, 5, 6, 7, 8, 9, nil, nil)
+
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"one": 1}, "output": {"e": {"$expMovingAvg": {"input": "$price", "N": 3}}}}}]`), "one")
+	var ema []any
+	var last float64
+	for i := range 10 {
+		p := float64(100 + i*i%17)
+		if i == 0 {
+			last = p
+		} else {
+			last = p*0.5 + last*0.5
+		}
+		ema = append(ema, last)
+	}
+	wantField(t, "$expMovingAvg N 3", got, "e", ema...)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"one": 1}, "output": {"e": {"$expMovingAvg": {"input": "$nothing", "alpha": 0.5}}}}}]`), "one")
+	wantField(t, "$expMovingAvg of nothing", got, "e", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
+
+	c = plainColl(t, f, "shift", `[{"_id": 1}, {"_id": 2}]`)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"_id": 1}, "output": {"a": {"$shift": {"output": "$b", "by": 1, "default": "c"}}}}}]`))
+	wantField(t, "shift of a missing field", got, "a", "c", "c")
+
+	c = plainColl(t, f, "integral", `[{"x": 0, "y": 0}, {"x": 1, "y": 42}, {"x": 3, "y": 67}, {"x": 7, "y": 99}, {"x": 10, "y": 20}]`)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"x": 1}, "output": {"i": {"$integral": {"input": "$y"}}}}}]`), "x")
+	wantField(t, "$integral", got, "i", 640.5, 640.5, 640.5, 640.5, 640.5)
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"x": 1}, "output": {"i": {"$integral": {"input": "$y"}, "window": {"documents": [-1, 0]}}}}}]`), "x")
+	wantField(t, "$integral [-1, 0]", got, "i", 0, 21, 109, 332, 178.5)
+
+	c = plainColl(t, f, "empty", `[{"ticker": "MDB", "price": 1000, "ts": {"$date": "2021-01-01T00:00:00Z"}}]`)
+	for _, w := range []string{`{"documents": ["unbounded", "current"]}`, `{"documents": ["unbounded", -1]}`} {
+		in := `"$noField"`
+		if strings.Contains(w, "-1") {
+			in = `"$price"`
+		}
+		got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {
+			"s": {"$sum": `+in+`, "window": `+w+`}, "a": {"$avg": `+in+`, "window": `+w+`},
+			"mn": {"$min": `+in+`, "window": `+w+`}, "mx": {"$max": `+in+`, "window": `+w+`}}}}]`))
+		wantField(t, "empty $sum "+w, got, "s", 0)
+		wantField(t, "empty $avg "+w, got, "a", nil)
+		wantField(t, "empty $min "+w, got, "mn", nil)
+		wantField(t, "empty $max "+w, got, "mx", nil)
+	}
+}
+
+// TestWindowRefusals checks the codes of invalid and unsupported specs
+// (parse.js, exp_moving_avg.js, shift.js).
+func TestWindowRefusals(t *testing.T) {
+	f := newFixture(t, nil)
+	c := plainColl(t, f, "parse", `[{"a": 1, "ts": 1}]`)
+	for _, tc := range []struct {
+		js    string
+		code  int32
+		names string
+	}{
+		{`{"$setWindowFields": "invalid"}`, 9, ""},
+		{`{"$setWindowFields": {"sortBy": "invalid", "output": {}}}`, 14, ""},
+		{`{"$setWindowFields": {"output": "invalid"}}`, 14, ""},
+		{`{"$setWindowFields": {"what_is_this": 1}}`, 40415, "what_is_this"},
+		{`{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"v": {"$sum": "$a", "window": {"documents": [1, -1]}}}}}`, 5339900, ""},
+		{`{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"v": {"$sum": "$a", "window": {"range": ["current", -1], "unit": "day"}}}}}`, 5339900, ""},
+		{`{"$setWindowFields": {"output": {"v": {"$sum": "$a", "window": {"documents": ["unbounded", "current"]}}}}}`, 5339901, ""},
+		{`{"$setWindowFields": {"output": {"v": {"$sum": "$a", "window": {"range": ["unbounded", "unbounded"]}}}}}`, 5339902, ""},
+		{`{"$setWindowFields": {"output": {"v": {"$summ": "$a"}}}}`, 9, "$summ"},
+		{`{"$setWindowFields": {"output": {"v": {"b": {"$sum": "$a"}}}}}`, 9, "$-prefixed"},
+		{`{"$setWindowFields": {"output": {"a": {"$sum": 1}, "a.b": {"$sum": 1}}}}`, 6307900, "conflicting"},
+		{`{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"e": {"$expMovingAvg": {"input": "$a", "alpha": 0.5, "N": 2}}}}}`, 9, ""},
+		{`{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"e": {"$expMovingAvg": {"input": "$a", "alpha": 1.0}}}}}`, 9, ""},
+		{`{"$setWindowFields": {"output": {"e": {"$expMovingAvg": {"input": "$a", "N": 1}}}}}`, 9, ""},
+		{`{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"a": {"$shift": {"by": 1.1, "output": "$a"}}}}}`, 9, ""},
+		{`{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"a": {"$shift": {"by": 1, "output": "$a", "default": "$a"}}}}}`, 9, ""},
+		{`{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"a": {"$stdDevPop": "$a"}}}}`, 238, "$stdDevPop"},
+		{`{"$setWindowFields": {"partitionBy": {"$mod": ["$a", 2]}, "output": {"a": {"$sum": "$a"}}}}`, 238, "partitionBy"},
+		{`{"$setWindowFields": {"sortBy": {"ts": 1, "a": 1}, "output": {"a": {"$sum": "$a"}}}}`, 238, "sortBy"},
+		{`{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"v": {"$sum": {"$add": ["$a", 1]}}}}}`, 238, "$add"},
+		{`{"$setWindowFields": {"sortBy": {"ts": -1}, "output": {"v": {"$sum": "$a", "window": {"range": [-1, 0]}}}}}`, 238, "descending"},
+	} {
+		_, err := c.Aggregate(context.Background(), pipe(t, "["+tc.js+"]"))
+		if code, msg := errCode(err); code != tc.code || !strings.Contains(msg, tc.names) {
+			t.Errorf("%s: code %d %q, want %d naming %q", tc.js, code, msg, tc.code, tc.names)
+		}
+	}
+	// A range over a sortBy value that is not a number (range_wrong_type.js).
+	c = plainColl(t, f, "wrongtype", `[{"a": 2}, {"a": "xyz"}]`)
+	_, err := c.Aggregate(context.Background(), pipe(t, `[{"$setWindowFields": {"sortBy": {"a": 1}, "output": {"b": {"$max": 5, "window": {"range": [3, "unbounded"]}}}}}]`))
+	if code, msg := errCode(err); code != 5429414 {
+		t.Errorf("range over a string: code %d %q, want 5429414", code, msg)
+	}
+}
+
+// TestWindowOnTimeSeries runs moving averages over a time-series
+// collection, partitioned by the metaField (read in the engine's order,
+// series by series) and by a sub-field of it (sorted by the stage), and
+// compares them with a loop over the measurements.
+func TestWindowOnTimeSeries(t *testing.T) {
+	f := newAggFixture(t)
+	type m struct {
+		ts   time.Time
+		id   int32
+		temp float64
+	}
+	var ms []m
+	for i := range aggCount {
+		ms = append(ms, m{f.t0.Add(time.Duration(7*i) * time.Second), int32(i % 6), 10 + float64(i*37%101)/4})
+	}
+	// A 5-minute trailing average per sensor, and the document count.
+	want := map[string][2]float64{}
+	for _, a := range ms {
+		var sum, n float64
+		for _, b := range ms {
+			if b.id == a.id && !b.ts.After(a.ts) && b.ts.After(a.ts.Add(-5*time.Minute-time.Nanosecond)) {
+				sum += b.temp
+				n++
+			}
+		}
+		want[fmt.Sprint(a.id, a.ts.UnixMilli())] = [2]float64{sum / n, n}
+	}
+	for _, part := range []string{"$sensor", "$sensor.id"} {
+		got := f.aggregate(t, pipe(t, `[{"$match": {"temp": {"$gte": 0}}}, {"$setWindowFields": {"partitionBy": "`+part+`", "sortBy": {"ts": 1},
+			"output": {"avg": {"$avg": "$temp", "window": {"range": [-5, "current"], "unit": "minute"}},
+			           "n": {"$count": {}, "window": {"range": [-5, 0], "unit": "minute"}}}}}]`))
+		if len(got) != aggCount {
+			t.Fatalf("%s: %d documents, want %d", part, len(got), aggCount)
+		}
+		for _, d := range got {
+			id := int32(num(d["sensor"].(map[string]any)["id"]))
+			ts := d["ts"].(bson.DateTime).Time()
+			w := want[fmt.Sprint(id, ts.UnixMilli())]
+			if math.Abs(num(d["avg"])-w[0]) > 1e-9 || num(d["n"]) != w[1] {
+				t.Fatalf("%s: sensor %d at %v: avg %v n %v, want %v", part, id, ts, d["avg"], d["n"], w)
+			}
+		}
+	}
+	// Without partitionBy, the engine's time order; then the stages after.
+	got := f.aggregate(t, pipe(t, `[{"$setWindowFields": {"sortBy": {"ts": -1},
+		"output": {"prev": {"$shift": {"output": "$temp", "by": -1}}}}}, {"$limit": 3}, {"$project": {"prev": 1, "temp": 1}}]`))
+	if len(got) != 3 || got[0]["prev"] != nil || num(got[1]["prev"]) != ms[aggCount-1].temp || num(got[2]["prev"]) != ms[aggCount-2].temp {
+		t.Errorf("$shift over time descending, then $limit 3: %v", got)
+	}
+	_ = options.Aggregate
+}
