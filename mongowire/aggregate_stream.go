@@ -61,19 +61,21 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 // tells whether it does: on a time series, the engine's order by series
 // (each series together, in ascending time) is partitionBy the metaField
 // and sortBy the timeField ascending, and its time order is sortBy the
-// timeField without partitionBy; a $sort before the stage that names
-// the sortBy field alone is its order too.
+// timeField without partitionBy (asked for when no $skip or $limit comes
+// before, or given by a $sort before). A plain collection's sort holds
+// every document as the stage's own would, and may order arrays as the
+// stage does not: the stage sorts.
 func orderFind(info timeseries.CollectionInfo, spec *pipeline.WindowSpec, a *findArgs) bool {
 	if len(spec.SortBy) == 0 {
 		return spec.PartitionBy == ""
 	}
+	ts := info.Options.TimeSeries
 	key := timeseries.SortKey{Field: spec.SortBy[0].Field, Desc: spec.SortBy[0].Desc}
-	if ts := info.Options.TimeSeries; ts != nil && key.Field == ts.TimeField {
-		if spec.PartitionBy != "" {
-			return ts.MetaField != "" && spec.PartitionBy == ts.MetaField && !key.Desc && a.sort == nil
-		}
-	} else if spec.PartitionBy != "" {
+	if ts == nil || key.Field != ts.TimeField {
 		return false
+	}
+	if spec.PartitionBy != "" {
+		return ts.MetaField != "" && spec.PartitionBy == ts.MetaField && !key.Desc && a.sort == nil
 	}
 	if a.sort == nil && a.skip == 0 && a.limit == 0 {
 		a.sort = []timeseries.SortKey{key}
