@@ -82,6 +82,8 @@ func plainColl(t *testing.T, f *fixture, name, js string) *mongo.Collection {
 // num reads a number of a result, nil as NaN.
 func num(v any) float64 {
 	switch x := v.(type) {
+	case int:
+		return float64(x)
 	case int32:
 		return float64(x)
 	case int64:
@@ -112,7 +114,7 @@ func wantField(t *testing.T, what string, got []map[string]any, field string, wa
 			}
 			continue
 		}
-		if wf := num(w); math.Abs(num(g)-wf) > 1e-9*math.Max(1, math.Abs(wf)) {
+		if wf := num(w); math.IsNaN(wf) || !(math.Abs(num(g)-wf) <= 1e-9*math.Max(1, math.Abs(wf))) {
 			t.Errorf("%s: document %d %s = %v, want %v", what, i, field, g, w)
 		}
 	}
@@ -204,6 +206,16 @@ func TestWindowShiftAndEMA(t *testing.T) {
 	wantField(t, "$expMovingAvg N 3", got, "e", ema...)
 	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"one": 1}, "output": {"e": {"$expMovingAvg": {"input": "$nothing", "alpha": 0.5}}}}}]`), "one")
 	wantField(t, "$expMovingAvg of nothing", got, "e", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
+
+	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"partitionBy": "$partition", "output": {"s": {"$sum": "$one"}, "d": {"$sum": 0.5}, "n": {"$count": {}}}}}]`), "one")
+	for _, d := range got {
+		if s, ok := d["s"].(int32); !ok || s != []int32{20, 25}[int(num(d["partition"]))] {
+			t.Errorf("$sum of int32s: %v (%T), want an int32", d["s"], d["s"])
+		}
+		if d["d"] != 2.5 || d["n"] != int32(5) {
+			t.Errorf("$sum: 0.5 and $count: %v (%T) and %v (%T), want 2.5 and int32 5", d["d"], d["d"], d["n"], d["n"])
+		}
+	}
 
 	c = plainColl(t, f, "shift", `[{"_id": 1}, {"_id": 2}]`)
 	got = collect(t, c, pipe(t, `[{"$setWindowFields": {"sortBy": {"_id": 1}, "output": {"a": {"$shift": {"output": "$b", "by": 1, "default": "c"}}}}}]`))

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"math"
-	"time"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
@@ -165,7 +164,9 @@ func (a *endAcc) add(e *entry) error {
 func (a *endAcc) result() any { return a.v }
 
 // point is a document of a rate: its sortBy value (milliseconds for a
-// date) scaled to the unit, and its input.
+// date) and its input. Differences of sortBy values are taken before they
+// are scaled to the unit: milliseconds since 1970 divided first would
+// lose the digits of a small difference.
 type point struct{ t, y float64 }
 
 // ratePoint reads a document of $derivative or $integral: a sortBy
@@ -180,13 +181,9 @@ func ratePoint(o *Output, e *entry) (point, bool, error) {
 	case e.kind == keyOther:
 		return point{}, false, mongoerr.New(codeUnitWithNumbers, "%s expects the sortBy field to be a number or a Date; found %s", o.Op, describe(e.key))
 	}
-	t := e.num
-	if o.Unit != 0 {
-		t /= float64(o.Unit / time.Millisecond)
-	}
 	v, _ := o.Input.eval(e.doc)
 	y, ok := asFloat(v)
-	return point{t, y}, ok, nil
+	return point{e.num, y}, ok, nil
 }
 
 // derivativeAcc is $derivative: the change of the input from the
@@ -216,7 +213,7 @@ func (a *derivativeAcc) result() any {
 	if a.n < 2 || !a.firstOK || !a.lastOK || a.last.t == a.first.t {
 		return nil
 	}
-	return (a.last.y - a.first.y) / (a.last.t - a.first.t)
+	return (a.last.y - a.first.y) / ((a.last.t - a.first.t) / unitScale(a.o.Unit))
 }
 
 // integralAcc is $integral: the trapezoidal area under the input over
@@ -240,7 +237,7 @@ func (a *integralAcc) add(e *entry) error {
 		return nil
 	}
 	if a.has {
-		a.sum += (p.t - a.prev.t) * (p.y + a.prev.y) / 2
+		a.sum += (p.t - a.prev.t) / unitScale(a.o.Unit) * (p.y + a.prev.y) / 2
 	}
 	a.prev, a.has = p, true
 	return nil

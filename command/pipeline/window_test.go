@@ -120,6 +120,14 @@ func reference(docs []Doc, spec *WindowSpec) []Doc {
 	return out
 }
 
+// msPer is a unit in milliseconds, 1 for none (numbers).
+func msPer(u time.Duration) float64 {
+	if u == 0 {
+		return 1
+	}
+	return float64(u.Milliseconds())
+}
+
 func keyNum(d Doc) float64 {
 	switch t := d["t"].(type) {
 	case time.Time:
@@ -172,7 +180,7 @@ func inWindow(part []Doc, i, j int, w Window) bool {
 		}
 		return j >= lo && j <= hi
 	}
-	scale := unitScale(w.Unit)
+	scale := msPer(w.Unit)
 	ki, kj := keyNum(part[i]), keyNum(part[j])
 	if w.Lo.Kind != BoundUnbounded && kj < ki+w.Lo.N*scale {
 		return false
@@ -237,7 +245,7 @@ func fold(win []Doc, o Output) any {
 		a, b := win[0], win[len(win)-1]
 		ya, oka := asFloat(a["v"])
 		yb, okb := asFloat(b["v"])
-		ta, tb := keyNum(a)/unitScale(o.Unit), keyNum(b)/unitScale(o.Unit)
+		ta, tb := keyNum(a)/msPer(o.Unit), keyNum(b)/msPer(o.Unit)
 		if !oka || !okb || ta == tb {
 			return nil
 		}
@@ -255,7 +263,7 @@ func fold(win []Doc, o Output) any {
 			if prev != nil {
 				y0, _ := asFloat(prev["v"])
 				y1, _ := asFloat(d["v"])
-				s += (keyNum(d) - keyNum(prev)) / unitScale(o.Unit) * (y0 + y1) / 2
+				s += (keyNum(d) - keyNum(prev)) / msPer(o.Unit) * (y0 + y1) / 2
 			}
 			prev = d
 		}
