@@ -29,11 +29,11 @@ const (
 
 // knownStages are MongoDB's stage names that Hourglass does not run: they
 // are refused as not supported rather than as unknown.
-var knownStages = map[string]bool{"$addFields": true, "$bucket": true, "$bucketAuto": true, "$changeStream": true,
+var knownStages = map[string]bool{"$bucket": true, "$bucketAuto": true, "$changeStream": true,
 	"$collStats": true, "$densify": true, "$facet": true, "$fill": true, "$geoNear": true, "$graphLookup": true,
 	"$indexStats": true, "$lookup": true, "$merge": true, "$out": true, "$redact": true, "$replaceRoot": true,
-	"$replaceWith": true, "$sample": true, "$search": true, "$set": true,
-	"$sortByCount": true, "$unionWith": true, "$unset": true, "$unwind": true, "$documents": true,
+	"$replaceWith": true, "$sample": true, "$search": true,
+	"$sortByCount": true, "$unionWith": true, "$unwind": true, "$documents": true,
 	"$listSessions": true, "$planCacheStats": true}
 
 // stage is one stage of a pipeline: its name and its argument.
@@ -43,7 +43,7 @@ type stage struct {
 }
 
 func (st stage) unsupported(why string) error {
-	return mongoerr.New(codeNotImplemented, "%s %s is not supported by Hourglass; aggregate runs $match, $sort, $skip, $limit, $project, $count, $setWindowFields and $group by $dateTrunc windows and the metaField", st.name, why)
+	return mongoerr.New(codeNotImplemented, "%s %s is not supported by Hourglass; aggregate runs $match, $sort, $skip, $limit, $project, $count, $setWindowFields, $set, $addFields, $unset and $group by $dateTrunc windows and the metaField", st.name, why)
 }
 
 // aggregateOptionsIgnored are aggregate's fields that change nothing here.
@@ -111,7 +111,8 @@ func parsePipeline(cmd *wireCommand) ([]stage, int64, error) {
 }
 
 var supportedStages = map[string]bool{"$match": true, "$sort": true, "$skip": true, "$limit": true,
-	"$project": true, "$count": true, "$group": true, "$currentOp": true, "$setWindowFields": true}
+	"$project": true, "$count": true, "$group": true, "$currentOp": true, "$setWindowFields": true,
+	"$set": true, "$addFields": true, "$unset": true}
 
 // cmdAggregate is aggregate. On a collection, the leading $match stages
 // are its filter; a $group that follows them runs on the engine's windowed
@@ -961,7 +962,7 @@ func runInMemory(docs []map[string]any, stages []stage) ([]map[string]any, error
 			if docs, err = projectInMemory(docs, m); err != nil {
 				return nil, err
 			}
-		case "$setWindowFields":
+		case "$setWindowFields", "$set", "$addFields", "$unset":
 			it, _, err := streamStagesOver(pipeline.Slice(docs), []stage{st}, false)
 			if err != nil {
 				return nil, err

@@ -15,7 +15,7 @@ import (
 
 // streamStages are the stages that run on a stream of documents
 // (package command/pipeline), after a find.
-var streamStages = map[string]bool{"$setWindowFields": true}
+var streamStages = map[string]bool{"$setWindowFields": true, "$set": true, "$addFields": true, "$unset": true}
 
 // stageArg decodes a stage's argument to the values pipeline reads.
 func stageArg(st stage) (any, error) {
@@ -105,6 +105,19 @@ func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool) (pipeli
 			inOrder := sorted && i == 0 || last != nil && last.PartitionBy == spec.PartitionBy && slices.Equal(last.SortBy, spec.SortBy)
 			it = pipeline.SetWindowFields(it, spec, pipeline.Options{Sorted: inOrder})
 			last = spec
+		case "$set", "$addFields":
+			fields, err := pipeline.ParseSet(stages[i].name, arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			// It may change the fields a window stage orders by.
+			it, last, sorted = pipeline.Set(it, fields), nil, false
+		case "$unset":
+			paths, err := pipeline.ParseUnset(arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			it, last, sorted = pipeline.Unset(it, paths), nil, false
 		}
 	}
 	return it, stages[i:], nil

@@ -376,3 +376,58 @@ func TestWindowInputOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSetAndUnsetStages runs $addFields, $set and $unset over the wire:
+// with $setWindowFields as MongoDB's jstests use them, after a $group,
+// and their refusals.
+func TestSetAndUnsetStages(t *testing.T) {
+	f := newFixture(t, nil)
+	c := plainColl(t, f, "fields", `[{"_id": 1, "one": 1, "n": {"a": 1}}, {"_id": 2, "one": 2, "n": {"a": 2}}, {"_id": 3, "one": 3}]`)
+	// exp_moving_avg.js: a string added to every document averages to null.
+	cur, err := c.Aggregate(context.Background(), pipe(t, `[{"$addFields": {"str": "hiya"}},
+		{"$setWindowFields": {"sortBy": {"_id": 1}, "output": {"e": {"$expMovingAvg": {"input": "$str", "N": 2}}}}}, {"$unset": "_id"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bson.M
+	if err := cur.All(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range out {
+		if _, has := d["_id"]; has || d["str"] != "hiya" || d["e"] != nil {
+			t.Errorf("$addFields, $expMovingAvg of a string, $unset _id: %v", d)
+		}
+	}
+	got := collect(t, c, pipe(t, `[{"$set": {"two": "$one", "lit": {"$literal": "$one"}, "n.b": 5, "gone": "$nothing"}}, {"$unset": ["n.a", "one"]}]`), "two")
+	wantField(t, "$set of a path", got, "two", 1, 2, 3)
+	wantField(t, "$set of a $literal", got, "lit", "$one", "$one", "$one")
+	for _, d := range got {
+		if _, has := d["one"]; has {
+			t.Errorf("$unset one: %v", d)
+		}
+		if _, has := d["gone"]; has {
+			t.Errorf("$set of a missing path set it: %v", d)
+		}
+		if n, _ := d["n"].(map[string]any); len(n) != 1 || n["b"] != int32(5) {
+			t.Errorf("$set n.b, $unset n.a: %v", d)
+		}
+	}
+	// After a $count, on its result.
+	got = collect(t, c, pipe(t, `[{"$count": "n"}, {"$set": {"m": "$n"}}]`))
+	wantField(t, "$set after $count", got, "m", 3)
+	for _, tc := range []struct {
+		js   string
+		code int32
+	}{
+		{`[{"$set": {"a": {"$add": ["$one", 1]}}}]`, 238},
+		{`[{"$addFields": {"$a": 1}}]`, 16410},
+		{`[{"$unset": []}]`, 31119},
+		{`[{"$unset": 1}]`, 31002},
+		{`[{"$set": {"n": 1, "n.a": 2}}]`, 31250},
+	} {
+		_, err := c.Aggregate(context.Background(), pipe(t, tc.js))
+		if code, msg := errCode(err); code != tc.code {
+			t.Errorf("%s: code %d %q, want %d", tc.js, code, msg, tc.code)
+		}
+	}
+}
