@@ -15,7 +15,7 @@ import (
 
 // streamStages are the stages that run on a stream of documents
 // (package command/pipeline), after a find.
-var streamStages = map[string]bool{"$setWindowFields": true, "$set": true, "$addFields": true, "$unset": true}
+var streamStages = map[string]bool{"$setWindowFields": true, "$fill": true, "$set": true, "$addFields": true, "$unset": true}
 
 // stageArg decodes a stage's argument to the values pipeline reads.
 func stageArg(st stage) (any, error) {
@@ -32,12 +32,23 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 		return nil, err
 	}
 	var sorted bool
-	if stages[0].name == "$setWindowFields" {
+	switch stages[0].name {
+	case "$setWindowFields":
 		spec, err := pipeline.ParseSetWindowFields(first)
 		if err != nil {
 			return nil, err
 		}
-		sorted = orderFind(info, spec, a)
+		var parts []string
+		if spec.PartitionBy != "" {
+			parts = []string{spec.PartitionBy}
+		}
+		sorted = orderFind(info, parts, spec.SortBy, a)
+	case "$fill":
+		spec, err := pipeline.ParseFill(first)
+		if err != nil {
+			return nil, err
+		}
+		sorted = orderFind(info, spec.PartitionBy, spec.SortBy, a)
 	}
 	var in source = &sliceSource{}
 	if !empty {
@@ -57,7 +68,8 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 	return &iteratorSource{it: it, in: in}, nil
 }
 
-// orderFind makes the find give spec its input in order when it can, and
+// orderFind makes the find give a stage partitioned by parts and sorted
+// by sortBy its input in order when it can, and
 // tells whether it does: on a time series, the engine's order by series
 // (each series together, in ascending time) is partitionBy the metaField
 // and sortBy the timeField ascending, and its time order is sortBy the
@@ -65,17 +77,17 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 // before, or given by a $sort before). A plain collection's sort holds
 // every document as the stage's own would, and may order arrays as the
 // stage does not: the stage sorts.
-func orderFind(info timeseries.CollectionInfo, spec *pipeline.WindowSpec, a *findArgs) bool {
-	if len(spec.SortBy) == 0 {
-		return spec.PartitionBy == ""
+func orderFind(info timeseries.CollectionInfo, parts []string, sortBy []pipeline.SortKey, a *findArgs) bool {
+	if len(sortBy) == 0 {
+		return len(parts) == 0
 	}
 	ts := info.Options.TimeSeries
-	key := timeseries.SortKey{Field: spec.SortBy[0].Field, Desc: spec.SortBy[0].Desc}
-	if ts == nil || key.Field != ts.TimeField {
+	key := timeseries.SortKey{Field: sortBy[0].Field, Desc: sortBy[0].Desc}
+	if ts == nil || key.Field != ts.TimeField || len(parts) > 1 {
 		return false
 	}
-	if spec.PartitionBy != "" {
-		return ts.MetaField != "" && spec.PartitionBy == ts.MetaField && !key.Desc && a.sort == nil
+	if len(parts) == 1 {
+		return ts.MetaField != "" && parts[0] == ts.MetaField && !key.Desc && a.sort == nil
 	}
 	if a.sort == nil && a.skip == 0 && a.limit == 0 {
 		a.sort = []timeseries.SortKey{key}
@@ -105,6 +117,12 @@ func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool) (pipeli
 			inOrder := sorted && i == 0 || last != nil && last.PartitionBy == spec.PartitionBy && slices.Equal(last.SortBy, spec.SortBy)
 			it = pipeline.SetWindowFields(it, spec, pipeline.Options{Sorted: inOrder})
 			last = spec
+		case "$fill":
+			spec, err := pipeline.ParseFill(arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			it, last = pipeline.Fill(it, spec, pipeline.Options{Sorted: sorted && i == 0}), nil
 		case "$set", "$addFields":
 			fields, err := pipeline.ParseSet(stages[i].name, arg)
 			if err != nil {

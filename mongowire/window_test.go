@@ -370,8 +370,11 @@ func TestWindowInputOrder(t *testing.T) {
 		{plain, "", nil, findArgs{}, true, 0},
 	} {
 		a := c.a
-		spec := &pipeline.WindowSpec{PartitionBy: c.part, SortBy: c.sortBy}
-		if got := orderFind(c.info, spec, &a); got != c.sorted || len(a.sort) != c.wantSorts {
+		var parts []string
+		if c.part != "" {
+			parts = []string{c.part}
+		}
+		if got := orderFind(c.info, parts, c.sortBy, &a); got != c.sorted || len(a.sort) != c.wantSorts {
 			t.Errorf("partition %q sortBy %v find %+v: sorted %v sort %v, want %v and %d keys", c.part, c.sortBy, c.a, got, a.sort, c.sorted, c.wantSorts)
 		}
 	}
@@ -428,6 +431,91 @@ func TestSetAndUnsetStages(t *testing.T) {
 		_, err := c.Aggregate(context.Background(), pipe(t, tc.js))
 		if code, msg := errCode(err); code != tc.code {
 			t.Errorf("%s: code %d %q, want %d", tc.js, code, msg, tc.code)
+		}
+	}
+}
+
+// TestFillStage runs $fill over the wire on the examples of MongoDB's
+// $fill documentation (a constant, linear interpolation, the last value
+// carried forward, partitions) and its refusals.
+func TestFillStage(t *testing.T) {
+	f := newFixture(t, nil)
+	c := plainColl(t, f, "stock", `[
+		{"time": {"$date": "2021-03-08T09:00:00.500Z"}, "price": 500},
+		{"time": {"$date": "2021-03-08T10:00:00.500Z"}},
+		{"time": {"$date": "2021-03-08T11:00:00.500Z"}, "price": 515},
+		{"time": {"$date": "2021-03-08T12:00:00.500Z"}},
+		{"time": {"$date": "2021-03-08T13:00:00.500Z"}},
+		{"time": {"$date": "2021-03-08T14:00:00.500Z"}, "price": 530}]`)
+	got := collect(t, c, pipe(t, `[{"$fill": {"sortBy": {"time": 1}, "output": {"price": {"method": "linear"}}}}]`), "time")
+	wantField(t, "linear", got, "price", 500, 507.5, 515, 520, 525, 530)
+	got = collect(t, c, pipe(t, `[{"$fill": {"sortBy": {"time": 1}, "output": {"price": {"method": "locf"}}}}]`), "time")
+	wantField(t, "locf", got, "price", 500, 500, 515, 515, 515, 530)
+	got = collect(t, c, pipe(t, `[{"$fill": {"output": {"price": {"value": 0}}}}]`), "time")
+	wantField(t, "value", got, "price", 500, 0, 515, 0, 0, 530)
+
+	c = plainColl(t, f, "restaurant", `[
+		{"date": {"$date": "2021-03-08T00:00:00Z"}, "restaurant": "Joe's Pizza", "score": 90},
+		{"date": {"$date": "2021-03-08T00:00:00Z"}, "restaurant": "Sal's Pizza", "score": 75},
+		{"date": {"$date": "2021-03-09T00:00:00Z"}, "restaurant": "Joe's Pizza", "score": 92},
+		{"date": {"$date": "2021-03-09T00:00:00Z"}, "restaurant": "Sal's Pizza", "score": null},
+		{"date": {"$date": "2021-03-10T00:00:00Z"}, "restaurant": "Joe's Pizza"},
+		{"date": {"$date": "2021-03-10T00:00:00Z"}, "restaurant": "Sal's Pizza", "score": 68},
+		{"date": {"$date": "2021-03-11T00:00:00Z"}, "restaurant": "Joe's Pizza", "score": 93},
+		{"date": {"$date": "2021-03-11T00:00:00Z"}, "restaurant": "Sal's Pizza"}]`)
+	for _, part := range []string{`"partitionBy": {"restaurant": "$restaurant"}`, `"partitionBy": "$restaurant"`, `"partitionByFields": ["restaurant"]`} {
+		if strings.Contains(part, "{") {
+			_, err := c.Aggregate(context.Background(), pipe(t, `[{"$fill": {`+part+`, "sortBy": {"date": 1}, "output": {"score": {"method": "locf"}}}}]`))
+			if code, _ := errCode(err); code != 238 {
+				t.Errorf("$fill partitionBy an expression: code %d, want 238", code)
+			}
+			continue
+		}
+		got = collect(t, c, pipe(t, `[{"$fill": {`+part+`, "sortBy": {"date": 1}, "output": {"score": {"method": "locf"}}}}]`), "restaurant", "date")
+		wantField(t, "locf by restaurant "+part, got, "score", 90, 92, 92, 93, 75, 75, 68, 68)
+	}
+	for _, tc := range []struct {
+		js   string
+		code int32
+	}{
+		{`[{"$fill": {"partitionBy": "$a", "partitionByFields": ["a"], "sortBy": {"date": 1}, "output": {"score": {"method": "locf"}}}}]`, 6050204},
+		{`[{"$fill": {"output": {"score": {"method": "locf"}}}}]`, 9},
+		{`[{"$fill": {"sortBy": {"date": 1}, "output": {"score": {"method": "nearest"}}}}]`, 9},
+		{`[{"$fill": {"sortBy": {"date": 1}, "output": {"score": {"method": "linear"}}}}]`, 6050106},
+		{`[{"$fill": {"sortBy": {"date": 1}, "output": {"score": {"value": "$other"}}}}]`, 238},
+		{`[{"$fill": {"sortBy": {"date": 1}, "output": {"score": {"value": 1}}, "extra": 1}}]`, 40415},
+	} {
+		_, err := c.Aggregate(context.Background(), pipe(t, tc.js))
+		if code, msg := errCode(err); code != tc.code {
+			t.Errorf("%s: code %d %q, want %d", tc.js, code, msg, tc.code)
+		}
+	}
+}
+
+// TestFillOnTimeSeries fills the missing hum of a time series by the
+// metaField (read in the engine's order) and compares it with a loop.
+func TestFillOnTimeSeries(t *testing.T) {
+	f := newAggFixture(t)
+	got := f.aggregate(t, pipe(t, `[{"$fill": {"partitionByFields": ["sensor"], "sortBy": {"ts": 1}, "output": {"hum": {"method": "locf"}}}}]`))
+	if len(got) != aggCount {
+		t.Fatalf("%d documents, want %d", len(got), aggCount)
+	}
+	byKey := map[string]any{}
+	for _, d := range got {
+		id := int(num(d["sensor"].(map[string]any)["id"]))
+		byKey[fmt.Sprint(id, d["ts"].(bson.DateTime).Time().UnixMilli())] = d["hum"]
+	}
+	prev := map[int]any{}
+	for i := range aggCount {
+		id := i % 6
+		want := prev[id]
+		if i%5 != 0 {
+			want = int32(i % 13)
+			prev[id] = want
+		}
+		k := fmt.Sprint(id, f.t0.Add(time.Duration(7*i)*time.Second).UnixMilli())
+		if g := byKey[k]; !(g == nil && want == nil) && num(g) != num(want) {
+			t.Fatalf("measurement %d: hum %v, want %v", i, g, want)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 // order.
 type sortingIter struct {
 	in     Iterator
-	spec   *WindowSpec
+	order  order
 	max    int64
 	sorted []Doc
 	read   bool
@@ -50,20 +50,49 @@ func (s *sortingIter) fill() error {
 		}
 		s.sorted = append(s.sorted, d)
 	}
-	slices.SortStableFunc(s.sorted, s.spec.compare)
+	slices.SortStableFunc(s.sorted, s.order.compare)
 	return nil
 }
 
-// compare orders two documents by partition, then sortBy.
-func (spec *WindowSpec) compare(a, b Doc) int {
+// order is a stage's order: by partition (the values of paths), then
+// sortBy.
+type order struct {
+	parts  []string
+	sortBy []SortKey
+}
+
+func (spec *WindowSpec) order() order {
+	o := order{sortBy: spec.SortBy}
 	if spec.PartitionBy != "" {
-		pa, _ := Lookup(a, spec.PartitionBy)
-		pb, _ := Lookup(b, spec.PartitionBy)
+		o.parts = []string{spec.PartitionBy}
+	}
+	return o
+}
+
+// compare orders two documents by partition, then sortBy.
+func (spec *WindowSpec) compare(a, b Doc) int { return spec.order().compare(a, b) }
+
+// samePartition tells whether two documents are of one partition.
+func (o order) samePartition(a, b Doc) bool {
+	for _, p := range o.parts {
+		pa, _ := Lookup(a, p)
+		pb, _ := Lookup(b, p)
+		if partialfilter.Compare(pa, pb) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (o order) compare(a, b Doc) int {
+	for _, p := range o.parts {
+		pa, _ := Lookup(a, p)
+		pb, _ := Lookup(b, p)
 		if c := partialfilter.Compare(pa, pb); c != 0 {
 			return c
 		}
 	}
-	for _, k := range spec.SortBy {
+	for _, k := range o.sortBy {
 		va, _ := Lookup(a, k.Field)
 		vb, _ := Lookup(b, k.Field)
 		c := partialfilter.Compare(va, vb)

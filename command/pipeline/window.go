@@ -112,7 +112,7 @@ type running struct {
 func SetWindowFields(in Iterator, spec *WindowSpec, opts Options) Iterator {
 	w := &windowIter{spec: spec, in: in, max: opts.maxMemory(), seen: map[string]bool{}}
 	if !opts.Sorted {
-		w.in = &sortingIter{in: in, spec: spec, max: opts.maxMemory()}
+		w.in = &sortingIter{in: in, order: spec.order(), max: opts.maxMemory()}
 	}
 	w.running = make([]*running, len(spec.Outputs))
 	return w
