@@ -30,7 +30,7 @@ const (
 // knownStages are MongoDB's stage names that Hourglass does not run: they
 // are refused as not supported rather than as unknown.
 var knownStages = map[string]bool{"$bucket": true, "$bucketAuto": true, "$changeStream": true,
-	"$collStats": true, "$densify": true, "$facet": true, "$geoNear": true, "$graphLookup": true,
+	"$collStats": true, "$facet": true, "$geoNear": true, "$graphLookup": true,
 	"$indexStats": true, "$lookup": true, "$merge": true, "$out": true, "$redact": true, "$replaceRoot": true,
 	"$replaceWith": true, "$sample": true, "$search": true,
 	"$sortByCount": true, "$unionWith": true, "$unwind": true, "$documents": true,
@@ -43,7 +43,7 @@ type stage struct {
 }
 
 func (st stage) unsupported(why string) error {
-	return mongoerr.New(codeNotImplemented, "%s %s is not supported by Hourglass; aggregate runs $match, $sort, $skip, $limit, $project, $count, $setWindowFields, $fill, $set, $addFields, $unset and $group by $dateTrunc windows and the metaField", st.name, why)
+	return mongoerr.New(codeNotImplemented, "%s %s is not supported by Hourglass; aggregate runs $match, $sort, $skip, $limit, $project, $count, $setWindowFields, $fill, $densify, $set, $addFields, $unset and $group by $dateTrunc windows and the metaField", st.name, why)
 }
 
 // aggregateOptionsIgnored are aggregate's fields that change nothing here.
@@ -111,7 +111,7 @@ func parsePipeline(cmd *wireCommand) ([]stage, int64, error) {
 }
 
 var supportedStages = map[string]bool{"$match": true, "$sort": true, "$skip": true, "$limit": true,
-	"$project": true, "$count": true, "$group": true, "$currentOp": true, "$setWindowFields": true, "$fill": true,
+	"$project": true, "$count": true, "$group": true, "$currentOp": true, "$setWindowFields": true, "$fill": true, "$densify": true,
 	"$set": true, "$addFields": true, "$unset": true}
 
 // cmdAggregate is aggregate. On a collection, the leading $match stages
@@ -962,7 +962,7 @@ func runInMemory(docs []map[string]any, stages []stage) ([]map[string]any, error
 			if docs, err = projectInMemory(docs, m); err != nil {
 				return nil, err
 			}
-		case "$setWindowFields", "$fill", "$set", "$addFields", "$unset":
+		case "$setWindowFields", "$fill", "$densify", "$set", "$addFields", "$unset":
 			it, _, err := streamStagesOver(pipeline.Slice(docs), []stage{st}, false)
 			if err != nil {
 				return nil, err

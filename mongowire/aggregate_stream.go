@@ -15,7 +15,7 @@ import (
 
 // streamStages are the stages that run on a stream of documents
 // (package command/pipeline), after a find.
-var streamStages = map[string]bool{"$setWindowFields": true, "$fill": true, "$set": true, "$addFields": true, "$unset": true}
+var streamStages = map[string]bool{"$setWindowFields": true, "$fill": true, "$densify": true, "$set": true, "$addFields": true, "$unset": true}
 
 // stageArg decodes a stage's argument to the values pipeline reads.
 func stageArg(st stage) (any, error) {
@@ -49,6 +49,12 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 			return nil, err
 		}
 		sorted = orderFind(info, spec.PartitionBy, spec.SortBy, a)
+	case "$densify":
+		spec, err := pipeline.ParseDensify(first)
+		if err != nil {
+			return nil, err
+		}
+		sorted = orderFind(info, spec.PartitionBy, []pipeline.SortKey{{Field: spec.Field}}, a)
 	}
 	var in source = &sliceSource{}
 	if !empty {
@@ -123,6 +129,12 @@ func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool) (pipeli
 				return nil, nil, err
 			}
 			it, last = pipeline.Fill(it, spec, pipeline.Options{Sorted: sorted && i == 0}), nil
+		case "$densify":
+			spec, err := pipeline.ParseDensify(arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			it, last = pipeline.Densify(it, spec, pipeline.Options{Sorted: sorted && i == 0}), nil
 		case "$set", "$addFields":
 			fields, err := pipeline.ParseSet(stages[i].name, arg)
 			if err != nil {

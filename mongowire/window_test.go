@@ -519,3 +519,68 @@ func TestFillOnTimeSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestDensifyStage runs $densify over the wire: hourly dates filled
+// between explicit bounds, numbers by partition with "partition" and
+// "full" bounds, on a time series by the metaField, and refusals.
+func TestDensifyStage(t *testing.T) {
+	f := newFixture(t, nil)
+	c := plainColl(t, f, "weather", `[
+		{"ts": {"$date": "2021-05-18T00:00:00Z"}, "temp": 12},
+		{"ts": {"$date": "2021-05-18T04:00:00Z"}, "temp": 11},
+		{"ts": {"$date": "2021-05-18T08:00:00Z"}, "temp": 11},
+		{"ts": {"$date": "2021-05-18T12:00:00Z"}, "temp": 12}]`)
+	got := collect(t, c, pipe(t, `[{"$densify": {"field": "ts", "range": {"step": 1, "unit": "hour",
+		"bounds": [{"$date": "2021-05-18T00:00:00Z"}, {"$date": "2021-05-18T08:00:00Z"}]}}}]`), "ts")
+	if len(got) != 10 {
+		t.Fatalf("hourly from 00:00 to 08:00 (exclusive), then the 08:00 and 12:00 documents: %d documents: %v", len(got), got)
+	}
+	for i, d := range got[:8] {
+		ts := d["ts"].(bson.DateTime).Time().UTC()
+		if ts.Hour() != i || (i%4 == 0) != (d["temp"] != nil) {
+			t.Errorf("document %d: %v", i, d)
+		}
+	}
+
+	c = plainColl(t, f, "coffee", `[
+		{"altitude": 600, "variety": "Arabica Typica", "score": 68.3},
+		{"altitude": 750, "variety": "Arabica Typica", "score": 69.5},
+		{"altitude": 950, "variety": "Arabica Typica", "score": 70.5},
+		{"altitude": 1250, "variety": "Gesha", "score": 88.15},
+		{"altitude": 1700, "variety": "Gesha", "score": 95.5, "price": 1029}]`)
+	got = collect(t, c, pipe(t, `[{"$densify": {"field": "altitude", "partitionByFields": ["variety"], "range": {"step": 200, "bounds": "partition"}}}]`), "variety", "altitude")
+	wantField(t, "by partition", got, "altitude", 600, 750, 800, 950, 1250, 1450, 1650, 1700)
+	wantField(t, "by partition", got, "variety", "Arabica Typica", "Arabica Typica", "Arabica Typica", "Arabica Typica", "Gesha", "Gesha", "Gesha", "Gesha")
+	got = collect(t, c, pipe(t, `[{"$densify": {"field": "altitude", "partitionByFields": ["variety"], "range": {"step": 200, "bounds": "full"}}}]`), "variety", "altitude")
+	wantField(t, "full", got, "altitude", 600, 750, 800, 950, 1000, 1200, 1400, 1600, 600, 800, 1000, 1200, 1250, 1400, 1600, 1700)
+
+	// A time series by its metaField: the engine's order.
+	ts := f.mdb.Collection("sensors")
+	if err := f.mdb.CreateCollection(context.Background(), "sensors", options.CreateCollection().SetTimeSeriesOptions(
+		options.TimeSeries().SetTimeField("t").SetMetaField("m"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.InsertMany(context.Background(), docsOf(t, `[
+		{"t": {"$date": "2024-01-01T00:00:00Z"}, "m": "a", "v": 1}, {"t": {"$date": "2024-01-01T00:03:00Z"}, "m": "a", "v": 2},
+		{"t": {"$date": "2024-01-01T00:01:00Z"}, "m": "b", "v": 3}, {"t": {"$date": "2024-01-01T00:02:00Z"}, "m": "b", "v": 4}]`)); err != nil {
+		t.Fatal(err)
+	}
+	got = collect(t, ts, pipe(t, `[{"$densify": {"field": "t", "partitionByFields": ["m"], "range": {"step": 1, "unit": "minute", "bounds": "partition"}}}]`), "m", "t")
+	wantField(t, "time series by series", got, "v", 1, nil, nil, 2, 3, 4)
+
+	for _, tc := range []struct {
+		js   string
+		code int32
+	}{
+		{`[{"$densify": {"field": "altitude", "range": {"step": 200, "unit": "month", "bounds": "full"}}}]`, 238},
+		{`[{"$densify": {"field": "altitude", "range": {"step": -1, "bounds": "full"}}}]`, 9},
+		{`[{"$densify": {"field": "altitude", "range": {"step": 1, "bounds": "full"}, "other": 1}}]`, 40415},
+		{`[{"$densify": {"field": "altitude", "range": {"step": 1, "unit": "hour", "bounds": "full"}}}]`, 14},
+		{`[{"$densify": {"field": "altitude", "range": {"step": 0.001, "bounds": [0, 1000]}}}]`, 5897900},
+	} {
+		_, err := c.Aggregate(context.Background(), pipe(t, tc.js))
+		if code, msg := errCode(err); code != tc.code {
+			t.Errorf("%s: code %d %q, want %d", tc.js, code, msg, tc.code)
+		}
+	}
+}

@@ -1,7 +1,8 @@
 // Package pipeline runs aggregation stages over a stream of documents,
 // below the front doors: documents in, documents out, as an Iterator.
-// It holds MongoDB's window stage ($setWindowFields) and the stages that
-// shape documents ($set, $addFields, $unset); a door decodes a stage's
+// It holds MongoDB's window stage ($setWindowFields), the gap-filling
+// stages ($fill, $densify) and the stages that shape documents ($set,
+// $addFields, $unset); a door decodes a stage's
 // specification into a map (model.FromBSON's values), parses it here, and
 // wraps its input in the stage.
 //

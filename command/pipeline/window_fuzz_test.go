@@ -52,3 +52,48 @@ func FuzzParseSetWindowFields(f *testing.F) {
 		_, _ = Collect(SetWindowFields(Slice(docs), spec, Options{}))
 	})
 }
+
+// FuzzParseStages parses the arguments of $fill, $densify, $set and
+// $unset from JSON and runs those that parse over a few documents.
+func FuzzParseStages(f *testing.F) {
+	for _, s := range []string{
+		`{"sortBy": {"t": 1}, "partitionByFields": ["p"], "output": {"v": {"method": "linear"}, "w": {"method": "locf"}}}`,
+		`{"partitionBy": "$p", "output": {"v": {"value": 0}}}`,
+		`{"output": {"v": {"method": "locf"}}}`, `{"partitionBy": "$p", "partitionByFields": ["p"], "output": {}}`,
+		`{"field": "t", "partitionByFields": ["p"], "range": {"step": 1, "bounds": "full"}}`,
+		`{"field": "t", "range": {"step": 0.5, "bounds": [0, 10]}}`,
+		`{"field": "d", "range": {"step": 1, "unit": "minute", "bounds": "partition"}}`,
+		`{"field": "t", "range": {"step": 1e-300, "bounds": [0, 1e300]}}`,
+		`{"a": "$b", "c.d": 1, "e": {"f": "$t"}}`, `["a", "b.c"]`, `"a"`, `[]`, `{"$x": 1}`,
+	} {
+		f.Add(s)
+	}
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		var arg any
+		if json.Unmarshal([]byte(s), &arg) != nil {
+			return
+		}
+		docs := func() []Doc {
+			return []Doc{
+				{"p": "a", "t": 1.0, "d": base, "v": 1.0},
+				{"p": "a", "t": 2.0, "d": base.Add(time.Minute), "v": nil},
+				{"p": "b", "t": 3.0, "d": base.Add(time.Hour), "v": 2.0},
+				{"p": nil},
+				{"t": "s", "v": map[string]any{"b": 1.0}},
+			}
+		}
+		if spec, err := ParseFill(arg); err == nil {
+			_, _ = Collect(Fill(Slice(docs()), spec, Options{}))
+		}
+		if spec, err := ParseDensify(arg); err == nil {
+			_, _ = Collect(Densify(Slice(docs()), spec, Options{}))
+		}
+		if fields, err := ParseSet("$set", arg); err == nil {
+			_, _ = Collect(Set(Slice(docs()), fields))
+		}
+		if paths, err := ParseUnset(arg); err == nil {
+			_, _ = Collect(Unset(Slice(docs()), paths))
+		}
+	})
+}
