@@ -276,6 +276,12 @@ func (t *tailIterator) nextStreamed() (pipeline.Doc, error) {
 	return nil, nil
 }
 
+// fieldOrderKey holds, in a document read from a find, the names of its
+// top-level fields in their order, so that the fields come back in it and
+// the fields a stage adds after them, as in MongoDB. No field is named so:
+// field names hold no NUL byte.
+const fieldOrderKey = "\x00order"
+
 // sourceIterator reads a source's documents as values.
 type sourceIterator struct{ src source }
 
@@ -284,7 +290,48 @@ func (s *sourceIterator) Next() (pipeline.Doc, error) {
 	if err != nil || d == nil {
 		return nil, err
 	}
-	return model.FromBSON(d)
+	m, err := model.FromBSON(d)
+	if err != nil {
+		return nil, err
+	}
+	elems, _ := d.Elements()
+	names := make([]string, len(elems))
+	for i, e := range elems {
+		names[i] = e.Key()
+	}
+	m[fieldOrderKey] = names
+	return m, nil
+}
+
+// orderedMapDocument encodes d with its fields in the order read
+// (fieldOrderKey), then the fields added, by name; without the order, as
+// mapDocument does.
+func orderedMapDocument(d map[string]any) bsoncore.Document {
+	names, ok := d[fieldOrderKey].([]string)
+	if !ok {
+		return mapDocument(d)
+	}
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	seen := make(map[string]bool, len(names)+1)
+	seen[fieldOrderKey] = true
+	for _, k := range names {
+		if v, ok := d[k]; ok && !seen[k] {
+			dst = appendValue(dst, k, v)
+			seen[k] = true
+		}
+	}
+	var added []string
+	for k := range d {
+		if !seen[k] {
+			added = append(added, k)
+		}
+	}
+	slices.Sort(added)
+	for _, k := range added {
+		dst = appendValue(dst, k, d[k])
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
 }
 
 // iteratorSource answers an iterator's documents; closing it closes the
@@ -299,7 +346,7 @@ func (s *iteratorSource) next() (bsoncore.Document, error) {
 	if err != nil || d == nil {
 		return nil, err
 	}
-	return mapDocument(d), nil
+	return orderedMapDocument(d), nil
 }
 
 func (s *iteratorSource) close() { s.in.close() }

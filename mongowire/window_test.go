@@ -584,3 +584,29 @@ func TestDensifyStage(t *testing.T) {
 		}
 	}
 }
+
+// TestStageFieldOrder checks that documents come out of the stream stages
+// with their fields in the order stored, and the fields a stage adds
+// after them, as MongoDB answers.
+func TestStageFieldOrder(t *testing.T) {
+	f := newFixture(t, nil)
+	c := plainColl(t, f, "order", `[{"_id": 1, "z": 1, "a": 2, "m": {"y": 1, "b": 2}}, {"_id": 2, "z": 2, "a": 3}]`)
+	cur, err := c.Aggregate(context.Background(), pipe(t, `[{"$setWindowFields": {"sortBy": {"_id": 1}, "output": {"s": {"$sum": "$a"}, "a": {"$max": "$a"}}}}, {"$set": {"c": 1}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bson.D
+	if err := cur.All(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 {
+		t.Fatalf("%d documents", len(out))
+	}
+	var names []string
+	for _, e := range out[0] {
+		names = append(names, e.Key)
+	}
+	if got := strings.Join(names, ","); got != "_id,z,a,m,c,s" {
+		t.Errorf("fields %s, want _id,z,a,m,c,s (stored order, then the added ones)", got)
+	}
+}
