@@ -963,7 +963,7 @@ func runInMemory(docs []map[string]any, stages []stage) ([]map[string]any, error
 				return nil, err
 			}
 		case "$setWindowFields", "$fill", "$densify", "$set", "$addFields", "$unset":
-			it, _, err := streamStagesOver(pipeline.Slice(docs), []stage{st}, false)
+			it, _, err := streamStagesOver(pipeline.Slice(docs), []stage{st}, false, 0)
 			if err != nil {
 				return nil, err
 			}

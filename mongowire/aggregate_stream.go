@@ -62,12 +62,12 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 			return nil, err
 		}
 	}
-	it, rest, err := streamStagesOver(&sourceIterator{src: in}, stages, sorted)
+	it, rest, err := streamStagesOver(&sourceIterator{src: in}, stages, sorted, s.opts.StageMemory)
 	if err != nil {
 		in.close()
 		return nil, err
 	}
-	if it, err = tailStages(it, rest); err != nil {
+	if it, err = tailStages(it, rest, s.opts.StageMemory); err != nil {
 		in.close()
 		return nil, err
 	}
@@ -102,9 +102,9 @@ func orderFind(info timeseries.CollectionInfo, parts []string, sortBy []pipeline
 }
 
 // streamStagesOver wraps it in the leading stream stages and returns the
-// stages after them. sorted tells that it comes in the first window
-// stage's order.
-func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool) (pipeline.Iterator, []stage, error) {
+// stages after them. sorted tells that it comes in the first stage's
+// order; maxMemory bounds each stage (0: the default).
+func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool, maxMemory int64) (pipeline.Iterator, []stage, error) {
 	var last *pipeline.WindowSpec
 	i := 0
 	for ; i < len(stages) && streamStages[stages[i].name]; i++ {
@@ -121,20 +121,20 @@ func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool) (pipeli
 			// A window stage's output is in its partition and sortBy
 			// order: a second one of the same order reads it as it is.
 			inOrder := sorted && i == 0 || last != nil && last.PartitionBy == spec.PartitionBy && slices.Equal(last.SortBy, spec.SortBy)
-			it = pipeline.SetWindowFields(it, spec, pipeline.Options{Sorted: inOrder})
+			it = pipeline.SetWindowFields(it, spec, pipeline.Options{Sorted: inOrder, MaxMemory: maxMemory})
 			last = spec
 		case "$fill":
 			spec, err := pipeline.ParseFill(arg)
 			if err != nil {
 				return nil, nil, err
 			}
-			it, last = pipeline.Fill(it, spec, pipeline.Options{Sorted: sorted && i == 0}), nil
+			it, last = pipeline.Fill(it, spec, pipeline.Options{Sorted: sorted && i == 0, MaxMemory: maxMemory}), nil
 		case "$densify":
 			spec, err := pipeline.ParseDensify(arg)
 			if err != nil {
 				return nil, nil, err
 			}
-			it, last = pipeline.Densify(it, spec, pipeline.Options{Sorted: sorted && i == 0}), nil
+			it, last = pipeline.Densify(it, spec, pipeline.Options{Sorted: sorted && i == 0, MaxMemory: maxMemory}), nil
 		case "$set", "$addFields":
 			fields, err := pipeline.ParseSet(stages[i].name, arg)
 			if err != nil {
@@ -155,9 +155,12 @@ func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool) (pipeli
 
 // tailStages runs the stages after the stream stages: $match, $skip,
 // $limit and $project document by document; from the first other stage
-// on, over the documents gathered (within the sort's memory limit).
-func tailStages(it pipeline.Iterator, rest []stage) (pipeline.Iterator, error) {
-	t := &tailIterator{in: it}
+// on, over the documents gathered (within maxMemory, 0: the default).
+func tailStages(it pipeline.Iterator, rest []stage, maxMemory int64) (pipeline.Iterator, error) {
+	if maxMemory <= 0 {
+		maxMemory = pipeline.DefaultMaxMemory
+	}
+	t := &tailIterator{in: it, max: maxMemory}
 	for i, st := range rest {
 		switch st.name {
 		case "$match":
@@ -210,6 +213,7 @@ type tailIterator struct {
 	in    pipeline.Iterator
 	steps []step
 	rest  []stage // stages run over the documents gathered
+	max   int64   // the memory of the documents gathered
 	docs  []map[string]any
 	ran   bool
 	done  bool
@@ -231,8 +235,8 @@ func (t *tailIterator) Next() (pipeline.Doc, error) {
 			if d == nil {
 				break
 			}
-			if mem += pipeline.Size(d); mem > pipeline.DefaultMaxMemory {
-				return nil, mongoerr.New(292, "the stages after $setWindowFields exceeded the memory limit of %d bytes, but did not opt in to external sorting", pipeline.DefaultMaxMemory)
+			if mem += pipeline.Size(d); mem > t.max {
+				return nil, mongoerr.New(292, "the stages after a stream stage exceeded the memory limit of %d bytes, but did not opt in to external sorting", t.max)
 			}
 			all = append(all, d)
 		}

@@ -610,3 +610,60 @@ func TestStageFieldOrder(t *testing.T) {
 		t.Errorf("fields %s, want _id,z,a,m,c,s (stored order, then the added ones)", got)
 	}
 }
+
+// TestStageMemoryOverTheWire runs window stages over 20,000 measurements
+// (about 5 MB as the stages count them) on a server whose stages may hold
+// 64 KiB: in the engine's order (by series, or by time) they stream and
+// hold only their windows; in another order the stage's sort of the
+// whole input is refused with 292.
+func TestStageMemoryOverTheWire(t *testing.T) {
+	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	_, addr := serveDB(t, db, Options{StageMemory: 64 << 10})
+	mdb := connect(t, addr, "").Database("test")
+	ctx := context.Background()
+	if err := mdb.CreateCollection(ctx, "big", options.CreateCollection().SetTimeSeriesOptions(
+		options.TimeSeries().SetTimeField("ts").SetMetaField("sensor"))); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20_000
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	docs := make([]any, n)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "ts", Value: t0.Add(time.Duration(i) * time.Second)},
+			{Key: "sensor", Value: bson.D{{Key: "id", Value: int32(i % 4)}}}, {Key: "temp", Value: float64(i % 17)}}
+	}
+	coll := mdb.Collection("big")
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	count := func(p bson.A) (int, error) {
+		cur, err := coll.Aggregate(ctx, p)
+		if err != nil {
+			return 0, err
+		}
+		defer cur.Close(ctx)
+		k := 0
+		for cur.Next(ctx) {
+			k++
+		}
+		return k, cur.Err()
+	}
+	for _, p := range []string{
+		`[{"$setWindowFields": {"partitionBy": "$sensor", "sortBy": {"ts": 1}, "output": {"a": {"$avg": "$temp", "window": {"documents": [-10, 0]}}}}}]`,
+		`[{"$setWindowFields": {"sortBy": {"ts": -1}, "output": {"a": {"$avg": "$temp", "window": {"documents": [-5, 5]}}}}}]`,
+		`[{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"a": {"$avg": "$temp", "window": {"range": [-60, 0], "unit": "second"}}}}}]`,
+		`[{"$fill": {"partitionByFields": ["sensor"], "sortBy": {"ts": 1}, "output": {"hum": {"method": "linear"}}}}]`,
+	} {
+		if k, err := count(pipe(t, p)); err != nil || k != n {
+			t.Errorf("%s: %d documents, %v; want %d", p, k, err, n)
+		}
+	}
+	_, err = count(pipe(t, `[{"$setWindowFields": {"partitionBy": "$sensor.id", "sortBy": {"ts": 1}, "output": {"a": {"$avg": "$temp", "window": {"documents": [-10, 0]}}}}}]`))
+	if code, msg := errCode(err); code != 292 {
+		t.Errorf("a window over a sort of everything: code %d %q, want 292", code, msg)
+	}
+}
