@@ -337,7 +337,6 @@ func TestWindowOnTimeSeries(t *testing.T) {
 	if len(got) != 3 || got[0]["prev"] != nil || num(got[1]["prev"]) != ms[aggCount-1].temp || num(got[2]["prev"]) != ms[aggCount-2].temp {
 		t.Errorf("$shift over time descending, then $limit 3: %v", got)
 	}
-	_ = options.Aggregate
 }
 
 // TestWindowInputOrder checks when aggregate reads a window stage's input

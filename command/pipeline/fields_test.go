@@ -80,9 +80,7 @@ func TestSetAndUnsetMatchLoop(t *testing.T) {
 		for range 1 + r.IntN(3) {
 			p := paths[r.IntN(len(paths))]
 			if strings.Contains(p, ".") && r.IntN(2) == 0 {
-				head, tail, _ := strings.Cut(p, ".")
-				p = head
-				_ = tail
+				p, _, _ = strings.Cut(p, ".")
 			}
 			switch r.IntN(4) {
 			case 0:

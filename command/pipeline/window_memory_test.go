@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
@@ -94,7 +93,6 @@ func TestWindowRefusesUnsortedInput(t *testing.T) {
 			t.Errorf("%v: no error", docs)
 		}
 	}
-	_ = time.Second
 }
 
 // BenchmarkSetWindowFields runs a moving average over 1,000,000 sorted
