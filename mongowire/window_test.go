@@ -605,8 +605,8 @@ func TestStageFieldOrder(t *testing.T) {
 	for _, e := range out[0] {
 		names = append(names, e.Key)
 	}
-	if got := strings.Join(names, ","); got != "_id,z,a,m,c,s" {
-		t.Errorf("fields %s, want _id,z,a,m,c,s (stored order, then the added ones)", got)
+	if got := strings.Join(names, ","); got != "_id,z,a,m,s,c" {
+		t.Errorf("fields %s, want _id,z,a,m,s,c (stored order, then the added ones in the order added)", got)
 	}
 }
 
