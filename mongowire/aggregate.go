@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/command/pipeline"
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -28,11 +29,11 @@ const (
 
 // knownStages are MongoDB's stage names that Hourglass does not run: they
 // are refused as not supported rather than as unknown.
-var knownStages = map[string]bool{"$addFields": true, "$bucket": true, "$bucketAuto": true, "$changeStream": true,
-	"$collStats": true, "$densify": true, "$facet": true, "$fill": true, "$geoNear": true, "$graphLookup": true,
+var knownStages = map[string]bool{"$bucket": true, "$bucketAuto": true, "$changeStream": true,
+	"$collStats": true, "$facet": true, "$geoNear": true, "$graphLookup": true,
 	"$indexStats": true, "$lookup": true, "$merge": true, "$out": true, "$redact": true, "$replaceRoot": true,
-	"$replaceWith": true, "$sample": true, "$search": true, "$set": true, "$setWindowFields": true,
-	"$sortByCount": true, "$unionWith": true, "$unset": true, "$unwind": true, "$documents": true,
+	"$replaceWith": true, "$sample": true, "$search": true,
+	"$sortByCount": true, "$unionWith": true, "$unwind": true, "$documents": true,
 	"$listSessions": true, "$planCacheStats": true}
 
 // stage is one stage of a pipeline: its name and its argument.
@@ -42,7 +43,7 @@ type stage struct {
 }
 
 func (st stage) unsupported(why string) error {
-	return mongoerr.New(codeNotImplemented, "%s %s is not supported by Hourglass; aggregate runs $match, $sort, $skip, $limit, $project, $count and $group by $dateTrunc windows and the metaField", st.name, why)
+	return mongoerr.New(codeNotImplemented, "%s %s is not supported by Hourglass; aggregate runs $match, $sort, $skip, $limit, $project, $count, $setWindowFields, $fill, $densify, $set, $addFields, $unset and $group by $dateTrunc windows and the metaField", st.name, why)
 }
 
 // aggregateOptionsIgnored are aggregate's fields that change nothing here.
@@ -110,7 +111,8 @@ func parsePipeline(cmd *wireCommand) ([]stage, int64, error) {
 }
 
 var supportedStages = map[string]bool{"$match": true, "$sort": true, "$skip": true, "$limit": true,
-	"$project": true, "$count": true, "$group": true, "$currentOp": true}
+	"$project": true, "$count": true, "$group": true, "$currentOp": true, "$setWindowFields": true, "$fill": true, "$densify": true,
+	"$set": true, "$addFields": true, "$unset": true}
 
 // cmdAggregate is aggregate. On a collection, the leading $match stages
 // are its filter; a $group that follows them runs on the engine's windowed
@@ -343,6 +345,9 @@ func (s *Server) aggregateCollection(ctx context.Context, name string, info time
 			return nil, err
 		}
 		return &sliceSource{docs: docs}, nil
+	}
+	if i < len(pipeline) && streamStages[pipeline[i].name] {
+		return s.streamCollection(ctx, name, info, filter, &a, empty, pipeline[i:])
 	}
 	if i < len(pipeline) {
 		return nil, pipeline[i].unsupported("after $sort, $skip, $limit or $project")
@@ -900,8 +905,8 @@ func (s *sliceSource) close() { s.docs = nil }
 
 // runInMemory runs the stages that follow a $group, $count or $currentOp
 // on their result.
-func runInMemory(docs []map[string]any, pipeline []stage) ([]map[string]any, error) {
-	for _, st := range pipeline {
+func runInMemory(docs []map[string]any, stages []stage) ([]map[string]any, error) {
+	for _, st := range stages {
 		switch st.name {
 		case "$match":
 			m, err := stageDocument(st)
@@ -955,6 +960,14 @@ func runInMemory(docs []map[string]any, pipeline []stage) ([]map[string]any, err
 				return nil, err
 			}
 			if docs, err = projectInMemory(docs, m); err != nil {
+				return nil, err
+			}
+		case "$setWindowFields", "$fill", "$densify", "$set", "$addFields", "$unset":
+			it, _, err := streamStagesOver(pipeline.Slice(docs), []stage{st}, false, 0)
+			if err != nil {
+				return nil, err
+			}
+			if docs, err = pipeline.Collect(it); err != nil {
 				return nil, err
 			}
 		default:

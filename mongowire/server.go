@@ -111,6 +111,13 @@ type Options struct {
 	// accepted. Default DefaultMaxConnections, or 80% of the process's
 	// open-file limit when that is lower, as MongoDB caps it.
 	MaxConnections int
+	// StageMemory bounds the memory of one stream stage of an aggregate
+	// ($setWindowFields, $fill, $densify: the documents its windows or
+	// gaps hold, or its sort of an input not in its order) and of the
+	// stages after it that gather documents. 0 means
+	// pipeline.DefaultMaxMemory, 100 MiB, MongoDB's limit of a blocking
+	// stage without allowDiskUse.
+	StageMemory int64
 }
 
 // Defaults of Options.

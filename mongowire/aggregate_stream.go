@@ -1,0 +1,415 @@
+package mongowire
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/hourglassdb/hourglass/command/pipeline"
+	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
+)
+
+// streamStages are the stages that run on a stream of documents
+// (package command/pipeline), after a find.
+var streamStages = map[string]bool{"$setWindowFields": true, "$fill": true, "$densify": true, "$set": true, "$addFields": true, "$unset": true}
+
+// stageArg decodes a stage's argument to the values pipeline reads.
+func stageArg(st stage) (any, error) {
+	return model.ValueFromBSON(st.name, st.arg, 0)
+}
+
+// streamCollection runs the stages from pipeline[0] (a stream stage) on
+// the find a, then the stages after them on their result: $match, $skip,
+// $limit and $project document by document, anything else on the
+// documents gathered.
+func (s *Server) streamCollection(ctx context.Context, name string, info timeseries.CollectionInfo, filter *partialfilter.Filter, a *findArgs, empty bool, stages []stage) (source, error) {
+	first, err := stageArg(stages[0])
+	if err != nil {
+		return nil, err
+	}
+	var sorted bool
+	switch stages[0].name {
+	case "$setWindowFields":
+		spec, err := pipeline.ParseSetWindowFields(first)
+		if err != nil {
+			return nil, err
+		}
+		var parts []string
+		if spec.PartitionBy != "" {
+			parts = []string{spec.PartitionBy}
+		}
+		sorted = orderFind(info, parts, spec.SortBy, a)
+	case "$fill":
+		spec, err := pipeline.ParseFill(first)
+		if err != nil {
+			return nil, err
+		}
+		sorted = orderFind(info, spec.PartitionBy, spec.SortBy, a)
+	case "$densify":
+		spec, err := pipeline.ParseDensify(first)
+		if err != nil {
+			return nil, err
+		}
+		sorted = orderFind(info, spec.PartitionBy, []pipeline.SortKey{{Field: spec.Field}}, a)
+	}
+	var in source = &sliceSource{}
+	if !empty {
+		if in, err = s.find(name, filter, a); err != nil {
+			return nil, err
+		}
+	}
+	it, rest, err := streamStagesOver(&sourceIterator{src: in}, stages, sorted, s.opts.StageMemory)
+	if err != nil {
+		in.close()
+		return nil, err
+	}
+	if it, err = tailStages(it, rest, s.opts.StageMemory); err != nil {
+		in.close()
+		return nil, err
+	}
+	return &iteratorSource{it: it, in: in}, nil
+}
+
+// orderFind makes the find give a stage partitioned by parts and sorted
+// by sortBy its input in order when it can, and
+// tells whether it does: on a time series, the engine's order by series
+// (each series together, in ascending time) is partitionBy the metaField
+// and sortBy the timeField ascending, and its time order is sortBy the
+// timeField without partitionBy (asked for when no $skip or $limit comes
+// before, or given by a $sort before). A plain collection's sort holds
+// every document as the stage's own would, and may order arrays as the
+// stage does not: the stage sorts.
+func orderFind(info timeseries.CollectionInfo, parts []string, sortBy []pipeline.SortKey, a *findArgs) bool {
+	if len(sortBy) == 0 {
+		return len(parts) == 0
+	}
+	ts := info.Options.TimeSeries
+	key := timeseries.SortKey{Field: sortBy[0].Field, Desc: sortBy[0].Desc}
+	if ts == nil || key.Field != ts.TimeField || len(parts) > 1 {
+		return false
+	}
+	if len(parts) == 1 {
+		return ts.MetaField != "" && parts[0] == ts.MetaField && !key.Desc && a.sort == nil
+	}
+	if a.sort == nil && a.skip == 0 && a.limit == 0 {
+		a.sort = []timeseries.SortKey{key}
+	}
+	return slices.Equal(a.sort, []timeseries.SortKey{key})
+}
+
+// streamStagesOver wraps it in the leading stream stages and returns the
+// stages after them. sorted tells that it comes in the first stage's
+// order; maxMemory bounds each stage (0: the default).
+func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool, maxMemory int64) (pipeline.Iterator, []stage, error) {
+	var last *pipeline.WindowSpec
+	i := 0
+	for ; i < len(stages) && streamStages[stages[i].name]; i++ {
+		arg, err := stageArg(stages[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		switch stages[i].name {
+		case "$setWindowFields":
+			spec, err := pipeline.ParseSetWindowFields(arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			// A window stage's output is in its partition and sortBy
+			// order: a second one of the same order reads it as it is.
+			inOrder := sorted && i == 0 || last != nil && last.PartitionBy == spec.PartitionBy && slices.Equal(last.SortBy, spec.SortBy)
+			it = pipeline.SetWindowFields(it, spec, pipeline.Options{Sorted: inOrder, MaxMemory: maxMemory})
+			it = addedFieldOrder(it, specFieldNames(stages[i].arg, "output"))
+			last = spec
+		case "$fill":
+			spec, err := pipeline.ParseFill(arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			it, last = pipeline.Fill(it, spec, pipeline.Options{Sorted: sorted && i == 0, MaxMemory: maxMemory}), nil
+			it = addedFieldOrder(it, specFieldNames(stages[i].arg, "output"))
+		case "$densify":
+			spec, err := pipeline.ParseDensify(arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			it, last = pipeline.Densify(it, spec, pipeline.Options{Sorted: sorted && i == 0, MaxMemory: maxMemory}), nil
+		case "$set", "$addFields":
+			fields, err := pipeline.ParseSet(stages[i].name, arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			// It may change the fields a window stage orders by.
+			it, last, sorted = pipeline.Set(it, fields), nil, false
+			it = addedFieldOrder(it, specFieldNames(stages[i].arg, ""))
+		case "$unset":
+			paths, err := pipeline.ParseUnset(arg)
+			if err != nil {
+				return nil, nil, err
+			}
+			it, last, sorted = pipeline.Unset(it, paths), nil, false
+		}
+	}
+	return it, stages[i:], nil
+}
+
+// tailStages runs the stages after the stream stages: $match, $skip,
+// $limit and $project document by document; from the first other stage
+// on, over the documents gathered (within maxMemory, 0: the default).
+func tailStages(it pipeline.Iterator, rest []stage, maxMemory int64) (pipeline.Iterator, error) {
+	if maxMemory <= 0 {
+		maxMemory = pipeline.DefaultMaxMemory
+	}
+	t := &tailIterator{in: it, max: maxMemory}
+	for i, st := range rest {
+		switch st.name {
+		case "$match":
+			m, err := stageDocument(st)
+			if err != nil {
+				return nil, err
+			}
+			f, err := partialfilter.Parse(m)
+			if err != nil {
+				return nil, err
+			}
+			t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) { return d, f.Match(d), false })
+		case "$project":
+			m, err := stageDocument(st)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := projectInMemory(nil, m); err != nil {
+				return nil, err
+			}
+			t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) {
+				out, _ := projectInMemory([]map[string]any{d}, m)
+				return out[0], true, false
+			})
+		case "$skip", "$limit":
+			n, ok := st.arg.AsInt64OK()
+			if !ok || n < 0 || (st.name == "$limit" && n == 0) {
+				return nil, mongoerr.New(mongoerr.BadValue, "%s must be a positive integer; got %s", st.name, st.arg)
+			}
+			var seen int64
+			if st.name == "$skip" {
+				t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) { seen++; return d, seen > n, false })
+			} else {
+				t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) { seen++; return d, true, seen >= n })
+			}
+		default:
+			t.rest = rest[i:]
+			return t, nil
+		}
+	}
+	return t, nil
+}
+
+// step is a per-document stage: the document it passes on, whether it
+// does, and whether no document may follow (a $limit reached).
+type step func(map[string]any) (map[string]any, bool, bool)
+
+// tailIterator applies per-document steps, then perhaps in-memory stages.
+type tailIterator struct {
+	in    pipeline.Iterator
+	steps []step
+	rest  []stage // stages run over the documents gathered
+	max   int64   // the memory of the documents gathered
+	docs  []map[string]any
+	ran   bool
+	done  bool
+}
+
+func (t *tailIterator) Next() (pipeline.Doc, error) {
+	if t.rest == nil {
+		return t.nextStreamed()
+	}
+	if !t.ran {
+		t.ran = true
+		var all []map[string]any
+		var mem int64
+		for {
+			d, err := t.nextStreamed()
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				break
+			}
+			if mem += pipeline.Size(d); mem > t.max {
+				return nil, mongoerr.New(292, "the stages after a stream stage exceeded the memory limit of %d bytes, but did not opt in to external sorting", t.max)
+			}
+			all = append(all, d)
+		}
+		var err error
+		if t.docs, err = runInMemory(all, t.rest); err != nil {
+			return nil, err
+		}
+	}
+	if len(t.docs) == 0 {
+		return nil, nil
+	}
+	d := t.docs[0]
+	t.docs = t.docs[1:]
+	return d, nil
+}
+
+// nextStreamed is the next document through the steps.
+func (t *tailIterator) nextStreamed() (pipeline.Doc, error) {
+	for !t.done {
+		d, err := t.in.Next()
+		if err != nil || d == nil {
+			t.done = true
+			return nil, err
+		}
+		keep := true
+		for _, st := range t.steps {
+			var stop bool
+			d, keep, stop = st(d)
+			if stop {
+				// Past a $limit, nothing more comes: stop reading.
+				t.done = true
+			}
+			if !keep {
+				break
+			}
+		}
+		if keep {
+			return d, nil
+		}
+	}
+	return nil, nil
+}
+
+// fieldOrderKey holds, in a document read from a find, the names of its
+// top-level fields in their order, so that the fields come back in it and
+// the fields a stage adds after them, as in MongoDB. No field is named so:
+// field names hold no NUL byte.
+const fieldOrderKey = "\x00order"
+
+// sourceIterator reads a source's documents as values.
+type sourceIterator struct{ src source }
+
+func (s *sourceIterator) Next() (pipeline.Doc, error) {
+	d, err := s.src.next()
+	if err != nil || d == nil {
+		return nil, err
+	}
+	m, err := model.FromBSON(d)
+	if err != nil {
+		return nil, err
+	}
+	elems, _ := d.Elements()
+	names := make([]string, len(elems))
+	for i, e := range elems {
+		names[i] = e.Key()
+	}
+	m[fieldOrderKey] = names
+	return m, nil
+}
+
+// specFieldNames returns the top-level names of the fields a stage sets,
+// in the order of its spec: the keys of arg's document sub (of arg
+// itself when sub is "").
+func specFieldNames(arg bsoncore.Value, sub string) []string {
+	d, ok := arg.DocumentOK()
+	if !ok {
+		return nil
+	}
+	if sub != "" {
+		if d, ok = d.Lookup(sub).DocumentOK(); !ok {
+			return nil
+		}
+	}
+	elems, _ := d.Elements()
+	var names []string
+	for _, e := range elems {
+		head, _, _ := strings.Cut(e.Key(), ".")
+		if !slices.Contains(names, head) {
+			names = append(names, head)
+		}
+	}
+	return names
+}
+
+// addedFieldOrder appends names, the fields a stage sets, to the field
+// order of each document of it that has one and lacks them: MongoDB
+// writes the fields a stage adds after the others, in its spec's order.
+func addedFieldOrder(it pipeline.Iterator, names []string) pipeline.Iterator {
+	return fieldOrderIter{in: it, names: names}
+}
+
+type fieldOrderIter struct {
+	in    pipeline.Iterator
+	names []string
+}
+
+func (f fieldOrderIter) Next() (pipeline.Doc, error) {
+	d, err := f.in.Next()
+	if err != nil || d == nil {
+		return d, err
+	}
+	order, ok := d[fieldOrderKey].([]string)
+	if !ok {
+		return d, nil
+	}
+	merged := slices.Clip(order)
+	for _, n := range f.names {
+		if _, has := d[n]; has && !slices.Contains(merged, n) {
+			merged = append(merged, n)
+		}
+	}
+	d[fieldOrderKey] = merged
+	return d, nil
+}
+
+// orderedMapDocument encodes d with its fields in the order read
+// (fieldOrderKey), then the fields added, by name; without the order, as
+// mapDocument does.
+func orderedMapDocument(d map[string]any) bsoncore.Document {
+	names, ok := d[fieldOrderKey].([]string)
+	if !ok {
+		return mapDocument(d)
+	}
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	seen := make(map[string]bool, len(names)+1)
+	seen[fieldOrderKey] = true
+	for _, k := range names {
+		if v, ok := d[k]; ok && !seen[k] {
+			dst = appendValue(dst, k, v)
+			seen[k] = true
+		}
+	}
+	var added []string
+	for k := range d {
+		if !seen[k] {
+			added = append(added, k)
+		}
+	}
+	slices.Sort(added)
+	for _, k := range added {
+		dst = appendValue(dst, k, d[k])
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// iteratorSource answers an iterator's documents; closing it closes the
+// find it reads.
+type iteratorSource struct {
+	it pipeline.Iterator
+	in source
+}
+
+func (s *iteratorSource) next() (bsoncore.Document, error) {
+	d, err := s.it.Next()
+	if err != nil || d == nil {
+		return nil, err
+	}
+	return orderedMapDocument(d), nil
+}
+
+func (s *iteratorSource) close() { s.in.close() }
