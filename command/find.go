@@ -70,3 +70,10 @@ func (s *Service) Aggregate(ctx context.Context, name string, opts timeseries.Ag
 func (s *Service) DistinctMeta(ctx context.Context, name, path string, f *partialfilter.Filter) ([]any, error) {
 	return s.db.DistinctMeta(ctx, name, path, f)
 }
+
+// MetaValuesDistinct reports whether no two series a filter selects have
+// meta values that compare equal (see timeseries.DB.MetaValuesDistinct):
+// whether the engine's order by series is an order by meta value.
+func (s *Service) MetaValuesDistinct(ctx context.Context, name string, f *partialfilter.Filter) (bool, error) {
+	return s.db.MetaValuesDistinct(ctx, name, f)
+}

@@ -33,13 +33,13 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 		return nil, err
 	}
 	var sorted bool
+	var parts []string
 	switch stages[0].name {
 	case "$setWindowFields":
 		spec, err := pipeline.ParseSetWindowFields(first)
 		if err != nil {
 			return nil, err
 		}
-		var parts []string
 		if spec.PartitionBy != "" {
 			parts = []string{spec.PartitionBy}
 		}
@@ -49,13 +49,23 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 		if err != nil {
 			return nil, err
 		}
-		sorted = orderFind(info, spec.PartitionBy, spec.SortBy, a)
+		parts = spec.PartitionBy
+		sorted = orderFind(info, parts, spec.SortBy, a)
 	case "$densify":
 		spec, err := pipeline.ParseDensify(first)
 		if err != nil {
 			return nil, err
 		}
-		sorted = orderFind(info, spec.PartitionBy, []pipeline.SortKey{{Field: spec.Field}}, a)
+		parts = spec.PartitionBy
+		sorted = orderFind(info, parts, []pipeline.SortKey{{Field: spec.Field}}, a)
+	}
+	if sorted && len(parts) == 1 {
+		// Series by series is partition by partition only when no two
+		// series' meta values are one partition (1 and 1.0 are two
+		// series, one value): then the stage sorts.
+		if sorted, err = s.cmd.MetaValuesDistinct(ctx, name, filter); err != nil {
+			return nil, err
+		}
 	}
 	var in source = &sliceSource{}
 	if !empty {

@@ -666,3 +666,47 @@ func TestStageMemoryOverTheWire(t *testing.T) {
 		t.Errorf("a window over a sort of everything: code %d %q, want 292", code, msg)
 	}
 }
+
+// TestWindowPartitionAcrossSeries: two series whose meta values are one
+// partition (1 and 1.0) make one partition, in time order across both, as
+// MongoDB has it; the engine's order by series would give them one after
+// the other, so the stage sorts.
+func TestWindowPartitionAcrossSeries(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if err := f.mdb.CreateCollection(ctx, "m", options.CreateCollection().SetTimeSeriesOptions(
+		options.TimeSeries().SetTimeField("t").SetMetaField("s"))); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	if _, err := f.mdb.Collection("m").InsertMany(ctx, []any{
+		bson.D{{Key: "t", Value: at(0)}, {Key: "s", Value: int32(1)}, {Key: "v", Value: 1}},
+		bson.D{{Key: "t", Value: at(1000)}, {Key: "s", Value: int32(1)}, {Key: "v", Value: 2}},
+		bson.D{{Key: "t", Value: at(2000)}, {Key: "s", Value: int32(1)}, {Key: "v", Value: 3}},
+		bson.D{{Key: "t", Value: at(500)}, {Key: "s", Value: 1.0}, {Key: "v", Value: 10}},
+		bson.D{{Key: "t", Value: at(1500)}, {Key: "s", Value: 1.0}, {Key: "v", Value: 20}},
+		bson.D{{Key: "t", Value: at(700)}, {Key: "s", Value: int32(2)}, {Key: "v", Value: 100}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := f.mdb.Collection("m").Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$setWindowFields", Value: bson.D{{Key: "partitionBy", Value: "$s"}, {Key: "sortBy", Value: bson.D{{Key: "t", Value: 1}}},
+			{Key: "output", Value: bson.D{{Key: "run", Value: bson.D{{Key: "$sum", Value: "$v"},
+				{Key: "window", Value: bson.D{{Key: "documents", Value: bson.A{"unbounded", "current"}}}}}}}}}}},
+		{{Key: "$match", Value: bson.D{{Key: "s", Value: 1}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for cur.Next(ctx) {
+		got = append(got, fmt.Sprint(cur.Current.Lookup("run").AsInt64()))
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[1 11 13 33 36]"; fmt.Sprint(got) != want {
+		t.Fatalf("running sums %v, want %s: one partition in time order", got, want)
+	}
+}

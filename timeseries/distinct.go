@@ -40,15 +40,66 @@ const distinctValueBytes = 96
 // charged to the query's memory: past Options.QueryMemoryBytes the read
 // fails with QueryExceededMemoryLimitNoDiskUseAllowed (292).
 func (db *DB) DistinctMeta(ctx context.Context, name, path string, f *partialfilter.Filter) ([]any, error) {
-	c, err := db.lookup(name)
-	if err != nil {
-		return nil, err
-	}
 	guard, end, err := db.startQuery(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
+	d, err := db.distinctMeta(ctx, guard, name, path, f)
+	if err != nil {
+		return nil, err
+	}
+	return d.values(guard)
+}
+
+// MetaValuesDistinct reports whether no two of the series f selects have
+// meta values that compare equal (partialfilter.Compare): 1 and 1.0 are
+// two series, one value. Then the engine's order by series is an order by
+// meta value. Read as DistinctMeta reads, from the series index.
+func (db *DB) MetaValuesDistinct(ctx context.Context, name string, f *partialfilter.Filter) (bool, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return false, err
+	}
+	db.mu.RLock()
+	ts := c.opts.TimeSeries
+	db.mu.RUnlock()
+	if ts == nil || ts.MetaField == "" {
+		return true, nil // one partition, or none to speak of
+	}
+	guard, end, err := db.startQuery(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer end()
+	d, err := db.distinctMeta(ctx, guard, name, ts.MetaField, f)
+	if err != nil {
+		return false, err
+	}
+	vals := make([]any, 0, len(d.texts))
+	for _, t := range d.texts {
+		v, err := model.DecodeMeta(t)
+		if err != nil {
+			return false, err
+		}
+		vals = append(vals, v)
+	}
+	slices.SortFunc(vals, partialfilter.Compare)
+	for i := 1; i < len(vals); i++ {
+		if partialfilter.Compare(vals[i-1], vals[i]) == 0 {
+			return false, nil
+		}
+	}
+	return true, guard.ctx.Err()
+}
+
+// distinctMeta reads the distinct texts of the values at path of the
+// series f selects.
+func (db *DB) distinctMeta(ctx context.Context, guard *scanGuard, name, path string, f *partialfilter.Filter) (*distinct, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return nil, err
+	}
 	db.stats.distincts.Add(1)
 	plan := &scanPlan{unordered: true}
 	defer plan.close()
@@ -73,7 +124,7 @@ func (db *DB) DistinctMeta(ctx context.Context, name, path string, f *partialfil
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return d.values(guard)
+	return d, nil
 }
 
 // distinct gathers the values of a DistinctMeta.

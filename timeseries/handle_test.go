@@ -402,3 +402,32 @@ func TestLegacyNameOrderDocument(t *testing.T) {
 		t.Fatalf("after an update: %s (stored bytes handed out: %v)", got, raw)
 	}
 }
+
+// TestMetaValuesDistinct: series whose meta values compare equal (1 and
+// 1.0, at the top or inside a document) are found; distinct ones are not.
+func TestMetaValuesDistinct(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	ins := func(meta any) {
+		insertMeasurements(t, db, "m", []model.Measurement{{Time: 1e9, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}})
+	}
+	check := func(want bool) {
+		t.Helper()
+		if got, err := db.MetaValuesDistinct(ctx, "m", nil); err != nil || got != want {
+			t.Fatalf("MetaValuesDistinct = %v, %v; want %v", got, err, want)
+		}
+	}
+	ins(map[string]any{"id": int64(1), "k": "a"})
+	ins(map[string]any{"id": int64(2), "k": "a"})
+	check(true)
+	ins(map[string]any{"id": 1.0, "k": "a"}) // the first series' value, as a double
+	check(false)
+	mustCreate(t, db, "top", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	for _, meta := range []any{int64(1), 1.0} {
+		insertMeasurements(t, db, "top", []model.Measurement{{Time: 1e9, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}})
+	}
+	if got, err := db.MetaValuesDistinct(ctx, "top", nil); err != nil || got {
+		t.Fatalf("1 and 1.0 as whole meta values: %v, %v", got, err)
+	}
+}
