@@ -903,17 +903,22 @@ func (s *sliceSource) next() (bsoncore.Document, error) {
 
 func (s *sliceSource) close() { s.docs = nil }
 
+// stageFilter parses a $match stage's filter.
+func stageFilter(st stage) (*partialfilter.Filter, error) {
+	m, err := stageDocument(st)
+	if err != nil {
+		return nil, err
+	}
+	return partialfilter.Parse(m)
+}
+
 // runInMemory runs the stages that follow a $group, $count or $currentOp
 // on their result.
 func runInMemory(docs []map[string]any, stages []stage) ([]map[string]any, error) {
 	for _, st := range stages {
 		switch st.name {
 		case "$match":
-			m, err := stageDocument(st)
-			if err != nil {
-				return nil, err
-			}
-			f, err := partialfilter.Parse(m)
+			f, err := stageFilter(st)
 			if err != nil {
 				return nil, err
 			}

@@ -178,11 +178,7 @@ func tailStages(it pipeline.Iterator, rest []stage, maxMemory int64) (pipeline.I
 	for i, st := range rest {
 		switch st.name {
 		case "$match":
-			m, err := stageDocument(st)
-			if err != nil {
-				return nil, err
-			}
-			f, err := partialfilter.Parse(m)
+			f, err := stageFilter(st)
 			if err != nil {
 				return nil, err
 			}

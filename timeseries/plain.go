@@ -104,6 +104,17 @@ func decodeStored(idKey, v []byte) (storedDoc, error) {
 // getDoc reads one document by _id key from r; ok is false when there is
 // none.
 func getDoc(r pebble.Reader, coll uint32, idKey []byte) (d storedDoc, ok bool, err error) {
+	return readDoc(r, coll, idKey, false)
+}
+
+// getDocOrdered is getDoc with the document's field order, _id first: as
+// every document is stored now (earlier versions stored name order), so
+// that a rewritten document moves its _id there.
+func getDocOrdered(r pebble.Reader, coll uint32, idKey []byte) (d storedDoc, ok bool, err error) {
+	return readDoc(r, coll, idKey, true)
+}
+
+func readDoc(r pebble.Reader, coll uint32, idKey []byte, ordered bool) (d storedDoc, ok bool, err error) {
 	v, closer, err := r.Get(docKey(coll, idKey))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return d, false, nil
@@ -113,31 +124,12 @@ func getDoc(r pebble.Reader, coll uint32, idKey []byte) (d storedDoc, ok bool, e
 	}
 	defer closer.Close()
 	d, err = decodeStored(append([]byte(nil), idKey...), v)
+	if err == nil && ordered {
+		d.order, err = document.DecodeOrder(d.enc)
+		d.order = d.order.IDFirst()
+	}
 	d.enc = nil // closer releases it
 	return d, err == nil, err
-}
-
-// getDocOrdered is getDoc with the document's field order.
-func getDocOrdered(r pebble.Reader, coll uint32, idKey []byte) (d storedDoc, ok bool, err error) {
-	v, closer, err := r.Get(docKey(coll, idKey))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return d, false, nil
-	}
-	if err != nil {
-		return d, false, err
-	}
-	defer closer.Close()
-	seq, n := binary.Uvarint(v)
-	if n <= 0 {
-		return d, false, fmt.Errorf("%w: document value", ErrCorrupt)
-	}
-	doc, order, err := document.DecodeWithOrder(v[n:])
-	if err != nil {
-		return d, false, err
-	}
-	// _id first, as every document is stored now (earlier versions
-	// stored name order): a rewritten document moves its _id there.
-	return storedDoc{idKey: append([]byte(nil), idKey...), seq: seq, size: int64(len(v) - n), doc: doc, order: order.IDFirst()}, true, nil
 }
 
 // plainCollection returns the collection name if it is a plain one.
