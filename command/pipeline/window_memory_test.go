@@ -100,8 +100,7 @@ func TestWindowRefusesUnsortedInput(t *testing.T) {
 //
 //	go test ./command/pipeline -run '^$' -bench SetWindowFields -benchtime 3x
 //
-// On 2 cores: documents [-9, 0] 943k docs/s holding 10; range [-60, 0]
-// 398k docs/s holding 62; [unbounded, current] 1.18M docs/s holding 1.
+// docs/benchmarks.md "Window stages" has its figures.
 func BenchmarkSetWindowFields(b *testing.B) {
 	const n = 1_000_000
 	for _, c := range []struct {
