@@ -66,7 +66,7 @@ func (d *decoder) bsonElement(dst []byte, key string, depth int) []byte {
 		}
 	case tagString:
 		s := d.bytes(d.uvarint("string length"), "string")
-		return bsoncore.AppendStringElement(dst, key, validUTF8(string(s)))
+		return bsoncore.AppendStringElement(dst, key, ValidUTF8(string(s)))
 	case tagDate:
 		s := d.varint("date")
 		ns := d.uvarint("date")
@@ -104,21 +104,22 @@ func (d *decoder) bsonElement(dst []byte, key string, depth int) []byte {
 	return dst
 }
 
-// ValidKey returns a field name as BSON can hold it: UTF-8 (validUTF8) and
+// ValidKey returns a field name as BSON can hold it: UTF-8 (ValidUTF8) and
 // without NUL bytes, which a BSON key cannot hold (each becomes U+FFFD):
 // names stored before they were checked on the way in may have them.
 func ValidKey(k string) string {
-	k = validUTF8(k)
+	k = ValidUTF8(k)
 	if strings.IndexByte(k, 0) >= 0 {
 		k = strings.ReplaceAll(k, "\x00", "\uFFFD")
 	}
 	return k
 }
 
-// validUTF8 returns s with each run of bytes that are not UTF-8 replaced
-// by U+FFFD: drivers refuse a reply that is not UTF-8, and data stored
-// before strings were checked on the way in may hold such bytes.
-func validUTF8(s string) string {
+// ValidUTF8 returns s, or s with each run of bytes that are not UTF-8
+// replaced by U+FFFD: drivers refuse a reply that is not UTF-8, and data
+// stored before strings were checked on the way in may hold such bytes
+// (docs/mongodb.md, "Strings are UTF-8").
+func ValidUTF8(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}

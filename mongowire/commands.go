@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/command"
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -278,7 +279,7 @@ var errStop = errors.New("stop")
 // details.
 func (s *Server) errorDoc(err error) []byte {
 	c := s.classify(err)
-	return marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: validUTF8(c.Message)},
+	return marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: document.ValidUTF8(c.Message)},
 		{Key: "code", Value: int32(c.Code)}, {Key: "codeName", Value: c.CodeName}})
 }
 

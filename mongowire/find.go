@@ -440,7 +440,7 @@ func (m *measurementSource) next() (bsoncore.Document, error) {
 			// for all its rows.
 			m.names = m.names[:0]
 			for _, f := range m.rec.Schema().Fields() {
-				m.names = append(m.names, validUTF8(f.Name))
+				m.names = append(m.names, document.ValidKey(f.Name))
 			}
 		}
 		row := m.row
@@ -477,7 +477,7 @@ func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 			dst = bsoncore.AppendBooleanElement(dst, name, c.Value(row))
 		case *array.String:
 			if m.kinds[i] != colJSON {
-				dst = bsoncore.AppendStringElement(dst, name, validUTF8(c.Value(row)))
+				dst = bsoncore.AppendStringElement(dst, name, document.ValidUTF8(c.Value(row)))
 				continue
 			}
 			// Rows come series by series: the meta value of the last row

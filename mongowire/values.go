@@ -3,9 +3,7 @@ package mongowire
 import (
 	"math"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -43,7 +41,7 @@ func appendOrderedValue(dst []byte, key string, v any, o *document.Order) []byte
 	case float64:
 		return bsoncore.AppendDoubleElement(dst, key, x)
 	case string:
-		return bsoncore.AppendStringElement(dst, key, validUTF8(x))
+		return bsoncore.AppendStringElement(dst, key, document.ValidUTF8(x))
 	case time.Time:
 		return bsoncore.AppendDateTimeElement(dst, key, x.UnixMilli())
 	case partialfilter.ObjectID:
@@ -79,17 +77,6 @@ func appendOrderedValue(dst []byte, key string, v any, o *document.Order) []byte
 	// The engine's value set is closed; anything else is a broken
 	// invariant, reported rather than dropped.
 	return bsoncore.AppendStringElement(dst, key, "<unsupported value>")
-}
-
-// validUTF8 returns s, or s with each run of bytes that are not UTF-8
-// replaced by U+FFFD: data stored before strings were checked on the way
-// in is readable by drivers, which refuse a reply that is not UTF-8
-// (docs/mongodb.md, "Strings are UTF-8").
-func validUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // appendMapElements appends the elements of m, _id first, then sorted.

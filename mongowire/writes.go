@@ -252,7 +252,7 @@ func (s *Server) writeErrorsReply(reply bson.D, wes []writeError) bson.D {
 	for i, we := range wes {
 		c := s.classify(we.err)
 		arr[i] = bson.D{{Key: "index", Value: int32(we.index)}, {Key: "code", Value: int32(c.Code)},
-			{Key: "codeName", Value: c.CodeName}, {Key: "errmsg", Value: validUTF8(c.Message)}}
+			{Key: "codeName", Value: c.CodeName}, {Key: "errmsg", Value: document.ValidUTF8(c.Message)}}
 	}
 	return append(reply, bson.E{Key: "writeErrors", Value: arr})
 }

@@ -36,7 +36,7 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter, 
 	if err != nil {
 		return 0, err
 	}
-	return h.Delete(ctx, f, opts)
+	return h.delete(ctx, f, opts) // checked writable above
 }
 
 // deleteMeasurements is Delete on a time-series collection.

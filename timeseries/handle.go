@@ -88,6 +88,11 @@ func (h *Collection) Delete(ctx context.Context, f *partialfilter.Filter, opts D
 	if err := h.db.checkWritable(); err != nil {
 		return 0, err
 	}
+	return h.delete(ctx, f, opts)
+}
+
+// delete is Delete once the store was found writable.
+func (h *Collection) delete(ctx context.Context, f *partialfilter.Filter, opts DeleteOptions) (int64, error) {
 	if opts.Limit < 0 || opts.Limit > 1 {
 		return 0, mongoerr.New(mongoerr.BadValue, "a delete's limit must be 0 (all) or 1 (one); got %d", opts.Limit)
 	}

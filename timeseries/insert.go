@@ -65,11 +65,13 @@ func (db *DB) Insert(ctx context.Context, name string, b Batch, opts InsertOptio
 	if err := db.checkWritable(); err != nil {
 		return InsertResult{}, err
 	}
-	h, err := db.Collection(name)
+	c, err := db.lookup(name)
 	if err != nil {
 		return InsertResult{}, err
 	}
-	return h.Insert(ctx, b, opts)
+	// The store was found writable above: one free-space check (a
+	// statfs) an insert, not two.
+	return c.kind().insert(ctx, db, c, b, opts)
 }
 
 // insertMeasurements is Insert of measurements into a time-series
