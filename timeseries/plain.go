@@ -107,9 +107,15 @@ func getDoc(r pebble.Reader, coll uint32, idKey []byte) (d storedDoc, ok bool, e
 	return readDoc(r, coll, idKey, false)
 }
 
-// getDocOrdered is getDoc with the document's field order, _id first: as
+// storedOrder reads the field order of a stored document, _id first: as
 // every document is stored now (earlier versions stored name order), so
-// that a rewritten document moves its _id there.
+// that reads answer it there and a rewritten document moves it there.
+func storedOrder(enc []byte) (*document.Order, error) {
+	o, err := document.DecodeOrder(enc)
+	return o.IDFirst(), err
+}
+
+// getDocOrdered is getDoc with the document's field order (storedOrder).
 func getDocOrdered(r pebble.Reader, coll uint32, idKey []byte) (d storedDoc, ok bool, err error) {
 	return readDoc(r, coll, idKey, true)
 }
@@ -125,8 +131,7 @@ func readDoc(r pebble.Reader, coll uint32, idKey []byte, ordered bool) (d stored
 	defer closer.Close()
 	d, err = decodeStored(append([]byte(nil), idKey...), v)
 	if err == nil && ordered {
-		d.order, err = document.DecodeOrder(d.enc)
-		d.order = d.order.IDFirst()
+		d.order, err = storedOrder(d.enc)
 	}
 	d.enc = nil // closer releases it
 	return d, err == nil, err

@@ -70,11 +70,11 @@ func (c *Cursor) Order() *document.Order {
 	if c.docs == nil || c.docs.enc == nil {
 		return nil
 	}
-	o, err := document.DecodeOrder(c.docs.enc)
+	o, err := storedOrder(c.docs.enc)
 	if err != nil {
 		return nil // the document decoded; its order cannot fail
 	}
-	return o.IDFirst() // documents stored in name order by earlier versions
+	return o
 }
 
 // Encoded returns the stored encoding (document.Encode) of the current
