@@ -384,6 +384,7 @@ func (s *Server) find(name string, filter *partialfilter.Filter, a *findArgs) (s
 type documentSource struct {
 	cur    *timeseries.Cursor
 	cancel context.CancelFunc
+	buf    []byte // the last document transcoded (valid until the next)
 }
 
 func (d *documentSource) next() (bsoncore.Document, error) {
@@ -392,7 +393,9 @@ func (d *documentSource) next() (bsoncore.Document, error) {
 	}
 	if enc := d.cur.Encoded(); enc != nil {
 		// The stored bytes as BSON, in their order, without the map.
-		return document.AppendBSON(nil, enc)
+		var err error
+		d.buf, err = document.AppendBSON(d.buf[:0], enc)
+		return d.buf, err
 	}
 	return orderedDocument(d.cur.Doc(), d.cur.Order()), nil
 }
