@@ -75,6 +75,16 @@ const (
 	TypeString Type = 3 // string
 	TypeBool   Type = 4 // bool
 	TypeDate   Type = 5 // int64 nanoseconds since the Unix epoch, encoded like TypeInt
+	// TypeInt32 is a 32-bit integer (BSON's int32), held in Ints and encoded like TypeInt,
+	// so that a value reads back with the type it was written with.
+	TypeInt32 Type = 6
+	// TypeBSON is a value of any other BSON type (Decimal128, binary, an array, a
+	// sub-document, null, ...): its BSON type byte then its BSON bytes, held in Strings and
+	// encoded like TypeString.
+	TypeBSON Type = 7
+	// TypeObjectID is a 12-byte ObjectId, held in Strings (12 bytes each) and encoded as
+	// its three parts: seconds, process bytes and counter (enc_objectid.go).
+	TypeObjectID Type = 8
 )
 
 // String returns the lowercase name of t.
@@ -90,11 +100,17 @@ func (t Type) String() string {
 		return "bool"
 	case TypeDate:
 		return "date"
+	case TypeInt32:
+		return "int32"
+	case TypeBSON:
+		return "bson"
+	case TypeObjectID:
+		return "objectid"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
 
-func (t Type) valid() bool { return t >= TypeFloat && t <= TypeDate }
+func (t Type) valid() bool { return t >= TypeFloat && t <= TypeObjectID }
 
 // Column is one field's values, uncompressed.
 //
@@ -107,8 +123,8 @@ type Column struct {
 	Type    Type
 	Present []uint64
 	Floats  []float64 // TypeFloat
-	Ints    []int64   // TypeInt and TypeDate
-	Strings []string  // TypeString
+	Ints    []int64   // TypeInt, TypeDate and TypeInt32
+	Strings []string  // TypeString, TypeBSON and TypeObjectID
 	Bools   []bool    // TypeBool
 }
 
@@ -122,9 +138,9 @@ func (c *Column) Len() int {
 	switch c.Type {
 	case TypeFloat:
 		return len(c.Floats)
-	case TypeInt, TypeDate:
+	case TypeInt, TypeDate, TypeInt32:
 		return len(c.Ints)
-	case TypeString:
+	case TypeString, TypeBSON, TypeObjectID:
 		return len(c.Strings)
 	case TypeBool:
 		return len(c.Bools)
@@ -153,7 +169,8 @@ type FieldInfo struct {
 	// every present value is NaN, and 0 when Count is 0. HasNaN reports any NaN value.
 	MinFloat, MaxFloat float64
 	HasNaN             bool
-	// MinInt and MaxInt bound the values of a TypeInt or TypeDate field (0 when Count is 0).
+	// MinInt and MaxInt bound the values of a TypeInt, TypeInt32 or TypeDate field (0 when
+	// Count is 0).
 	MinInt, MaxInt int64
 }
 

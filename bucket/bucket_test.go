@@ -120,7 +120,7 @@ func checkColumn(t testing.TB, got, want *Column, rows int) {
 			if g != w {
 				t.Fatalf("column %q row %d: %x (%v), want %x (%v)", want.Name, i, g, got.Floats[i], w, want.Floats[i])
 			}
-		case TypeInt, TypeDate:
+		case TypeInt, TypeDate, TypeInt32:
 			w := want.Ints[i]
 			if !p {
 				w = 0
@@ -128,7 +128,7 @@ func checkColumn(t testing.TB, got, want *Column, rows int) {
 			if got.Ints[i] != w {
 				t.Fatalf("column %q row %d: %d, want %d", want.Name, i, got.Ints[i], w)
 			}
-		case TypeString:
+		case TypeString, TypeBSON, TypeObjectID:
 			w := want.Strings[i]
 			if !p {
 				w = ""
@@ -156,7 +156,7 @@ func checkInfo(t testing.TB, fi FieldInfo, c *Column, rows int) {
 		}
 		want.Count++
 		switch c.Type {
-		case TypeInt, TypeDate:
+		case TypeInt, TypeDate, TypeInt32:
 			v := c.Ints[i]
 			if first || v < want.MinInt {
 				want.MinInt = v
@@ -668,8 +668,12 @@ func TestEncodingCheck(t *testing.T) {
 		TypeString: {encString},
 		TypeBool:   {encBool},
 		TypeDate:   {encInt, encScaledInt},
+		TypeInt32:  {encInt, encScaledInt},
+		TypeBSON:   {encString},
+		// ObjectIds: their parts (enc_objectid.go).
+		TypeObjectID: {encObjectID},
 	}
-	for typ := TypeFloat; typ <= TypeDate; typ++ {
+	for typ := TypeFloat; typ <= TypeObjectID; typ++ {
 		for e := encoding(0); e < 16; e++ {
 			if got := e.check(typ, 0); got != (e == encEmpty) {
 				t.Errorf("%v with no value: check %v", e, got)
@@ -680,7 +684,7 @@ func TestEncodingCheck(t *testing.T) {
 			}
 		}
 	}
-	names := []string{"empty", "int", "decimal", "float", "string", "bool", "scaled int", "encoding(7)"}
+	names := []string{"empty", "int", "decimal", "float", "string", "bool", "scaled int", "objectid", "encoding(8)"}
 	for e, want := range names {
 		if got := encoding(e).String(); got != want {
 			t.Errorf("encoding %d is %q, want %q", e, got, want)
@@ -1087,4 +1091,46 @@ func BenchmarkDecodeJitteredTimes(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(total)/float64(len(bufs)), "bytes/bucket")
+}
+
+// TestObjectIDColumnSize checks that the ObjectIds one process makes for a
+// series (seconds and counter stepping, one process part) take a few bits
+// each, and that arbitrary ids round-trip.
+func TestObjectIDColumnSize(t *testing.T) {
+	const rows = 1000
+	cols := &Columns{Times: make([]int64, rows), Fields: []Column{{Name: "_id", Type: TypeObjectID, Strings: make([]string, rows)}}}
+	proc := []byte{0xde, 0xad, 0xbe, 0xef, 0x42}
+	for i := range rows {
+		cols.Times[i] = int64(i) * 10e9
+		var id [12]byte
+		binary.BigEndian.PutUint32(id[:], uint32(1_700_000_000+i/50)) // a batch of 50 a second
+		copy(id[4:9], proc)
+		c := 0xfffff0 + 100*i // every 100th id of the process: 100 series; wraps past 2^24
+		id[9], id[10], id[11] = byte(c>>16), byte(c>>8), byte(c)
+		cols.Fields[0].Strings[i] = string(id[:])
+	}
+	var enc Encoder
+	base, err := enc.Encode(nil, &Columns{Times: cols.Times})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := roundTrip(t, cols)
+	per := float64(len(buf)-len(base)) / rows
+	t.Logf("%.3f bytes per ObjectId", per)
+	if per > 0.25 {
+		t.Errorf("%.3f bytes per ObjectId, want <= 0.25", per)
+	}
+	// Two processes interleaved, and a short id refused.
+	for i := range rows {
+		if i%3 == 0 {
+			b := []byte(cols.Fields[0].Strings[i])
+			b[6] ^= 0xff
+			cols.Fields[0].Strings[i] = string(b)
+		}
+	}
+	roundTrip(t, cols)
+	cols.Fields[0].Strings[7] = "short"
+	if _, err := enc.Encode(nil, cols); !errors.Is(err, ErrType) {
+		t.Errorf("a 5-byte ObjectId: %v, want ErrType", err)
+	}
 }

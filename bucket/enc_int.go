@@ -6,7 +6,7 @@ import "encoding/binary"
 // Statistics: min <varint>, max - min <uvarint>.
 var intSpec = encodingSpec{
 	name:      "int",
-	types:     1<<TypeInt | 1<<TypeDate,
+	types:     1<<TypeInt | 1<<TypeDate | 1<<TypeInt32,
 	intStream: true,
 }
 

@@ -9,7 +9,7 @@ import "math"
 // then the bounds of the quotients as intSpec stores them.
 var scaledIntSpec = encodingSpec{
 	name:      "scaled int",
-	types:     1<<TypeInt | 1<<TypeDate,
+	types:     1<<TypeInt | 1<<TypeDate | 1<<TypeInt32,
 	intStream: true,
 }
 

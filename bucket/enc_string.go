@@ -12,7 +12,7 @@ import (
 // dictionary holds one string). No statistics.
 var stringSpec = encodingSpec{
 	name:  "string",
-	types: 1 << TypeString,
+	types: 1<<TypeString | 1<<TypeBSON,
 }
 
 // Dictionary blob modes. Persisted: never renumber.

@@ -116,6 +116,13 @@ func (e *Encoder) encode(dst []byte, cols *Columns, refs []uint32) ([]byte, erro
 		if c.Present != nil && len(c.Present) != (rows+63)/64 {
 			return dst, fmt.Errorf("%w: field %q presence has %d words for %d rows", ErrColumnLength, c.Name, len(c.Present), rows)
 		}
+		if c.Type == TypeObjectID {
+			for j, s := range c.Strings {
+				if len(s) != ObjectIDLen && c.IsPresent(j) {
+					return dst, fmt.Errorf("%w: field %q: ObjectId of %d bytes in row %d", ErrType, c.Name, len(s), j)
+				}
+			}
+		}
 	}
 
 	minT, maxT := cols.Times[0], cols.Times[0]
@@ -320,12 +327,14 @@ func (e *Encoder) appendField(dst []byte, c *Column, rows int, m *fieldMeta) []b
 		dst = e.appendBitset(dst, c.Present, rows)
 	}
 	switch c.Type {
-	case TypeInt, TypeDate:
+	case TypeInt, TypeDate, TypeInt32:
 		return e.appendIntColumn(dst, c, rows, m)
 	case TypeFloat:
 		return e.appendFloatColumn(dst, c, rows, m)
-	case TypeString:
+	case TypeString, TypeBSON:
 		return e.appendStringColumn(dst, c, rows, m)
+	case TypeObjectID:
+		return e.appendObjectIDColumn(dst, c, rows, m)
 	case TypeBool:
 		return e.appendBoolColumn(dst, c, m)
 	}

@@ -22,13 +22,16 @@ const (
 	// encScaledInt: TypeInt and TypeDate divided by one power of ten, as an
 	// int stream (enc_scaled.go; store format 3 on).
 	encScaledInt encoding = 6
+	// encObjectID: TypeObjectID as two int streams and a dictionary
+	// (enc_objectid.go; store format 4 on).
+	encObjectID encoding = 7
 )
 
 // encodingSpec is what a reader checks a control entry's encoding against.
 type encodingSpec struct {
 	name string
 	// types has bit 1<<t set for each Type t the encoding holds.
-	types uint8
+	types uint16
 	// intStream: a column of the encoding with every row present is one int stream,
 	// whose symbols may go to the bucket's shared symbol block.
 	intStream bool
@@ -42,6 +45,7 @@ var encodings = [...]*encodingSpec{
 	encString:    &stringSpec,
 	encBool:      &boolSpec,
 	encScaledInt: &scaledIntSpec,
+	encObjectID:  &objectIDSpec,
 }
 
 // spec returns e's spec, or nil for an unknown encoding.
@@ -137,6 +141,8 @@ func (r *Reader) readValues(src []byte, m *fieldMeta, dst *Column) ([]byte, erro
 		return r.readStringColumn(src, m, dst)
 	case encBool:
 		return r.readBoolColumn(src, m, dst)
+	case encObjectID:
+		return r.readObjectIDColumn(src, m, dst)
 	}
 	return nil, corruptf("encoding %d", m.enc)
 }

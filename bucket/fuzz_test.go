@@ -125,7 +125,7 @@ func fuzzColumns(data []byte) *Columns {
 	}
 	for f := 0; f < nf; f++ {
 		h := next(2)
-		c := Column{Name: "f" + itoa(f), Type: Type(1 + h[0]%5)}
+		c := Column{Name: "f" + itoa(f), Type: Type(1 + h[0]%8)}
 		switch h[1] % 3 {
 		case 1:
 			c.Present = make([]uint64, (rows+63)/64)
@@ -150,6 +150,28 @@ func fuzzColumns(data []byte) *Columns {
 					c.Floats[i] = float64(int64(u64())>>int(mode*8)) / math.Pow10(int(next(1)[0]%12))
 				}
 			}
+		case TypeInt32:
+			c.Ints = make([]int64, rows)
+			for i := range c.Ints {
+				c.Ints[i] = int64(int32(u64() >> (mode * 8)))
+			}
+		case TypeObjectID:
+			// A driver's ids: seconds and counter stepping, one or a few
+			// process parts; or arbitrary bytes.
+			c.Strings = make([]string, rows)
+			base := next(12)
+			for i := range c.Strings {
+				id := append([]byte(nil), base...)
+				if mode == 0 {
+					id = append(id[:0], next(12)...)
+				} else {
+					id[11] += byte(i)
+					id[10] += byte(i >> 8)
+					id[3] += byte(i / 100)
+					id[5] += byte(i % int(mode))
+				}
+				c.Strings[i] = string(id)
+			}
 		case TypeInt, TypeDate:
 			c.Ints = make([]int64, rows)
 			for i := range c.Ints {
@@ -162,7 +184,7 @@ func fuzzColumns(data []byte) *Columns {
 					c.Ints[i] = int64(int8(next(1)[0])) << (mode * 8)
 				}
 			}
-		case TypeString:
+		case TypeString, TypeBSON:
 			c.Strings = make([]string, rows)
 			for i := range c.Strings {
 				c.Strings[i] = string(next(int(next(1)[0] % (8 << mode))))

@@ -47,10 +47,12 @@ type Reader struct {
 	sharedDec  entropyDecoder
 	cache      SymbolCache
 
-	id   intDecoder
-	ints []int64
-	blob []byte
-	dict []string
+	id    intDecoder
+	ints  []int64
+	ints2 []int64 // ObjectId columns' scratch
+	ints3 []int64
+	blob  []byte
+	dict  []string
 }
 
 // SymbolCache keeps decoded shared symbol blocks for readers to reuse: a
