@@ -1120,6 +1120,14 @@ func TestObjectIDColumnSize(t *testing.T) {
 	if per > 0.25 {
 		t.Errorf("%.3f bytes per ObjectId, want <= 0.25", per)
 	}
+	// Pairs swapped (two writers racing): counters step up and down.
+	for i := 0; i+1 < rows; i += 2 {
+		ids := cols.Fields[0].Strings
+		ids[i], ids[i+1] = ids[i+1], ids[i]
+	}
+	if back := float64(len(roundTrip(t, cols))-len(base)) / rows; back > 1.5 {
+		t.Errorf("%.3f bytes per ObjectId, pairs swapped, want <= 1.5", back)
+	}
 	// Two processes interleaved, and a short id refused.
 	for i := range rows {
 		if i%3 == 0 {

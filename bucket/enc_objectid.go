@@ -99,7 +99,6 @@ func (r *Reader) readObjectIDColumn(src []byte, m *fieldMeta, dst *Column) ([]by
 	buf := make([]byte, count*ObjectIDLen)
 	for j := range count {
 		s, c := secs[j], counters[j]
-		c &= 0xffffff
 		if uint64(s) > 0xffffffff {
 			return nil, corruptf("objectid: value %d out of range", j)
 		}
@@ -112,7 +111,7 @@ func (r *Reader) readObjectIDColumn(src []byte, m *fieldMeta, dst *Column) ([]by
 		id := buf[j*ObjectIDLen : (j+1)*ObjectIDLen]
 		binary.BigEndian.PutUint32(id, uint32(s))
 		copy(id[4:9], procs[p*5:])
-		id[9], id[10], id[11] = byte(c>>16), byte(c>>8), byte(c)
+		id[9], id[10], id[11] = byte(c>>16), byte(c>>8), byte(c) // modulo 2^24
 	}
 	all := unsafe.String(unsafe.SliceData(buf), len(buf))
 	dst.Strings = grow(dst.Strings, r.rows)
