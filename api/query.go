@@ -116,6 +116,9 @@ func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// Text carries each value's type (Extended JSON); Arrow readers get
+	// columns they can compute on.
+	f.ExactTypes = q.format != render.Arrow
 	s.metrics.opQuery.Add(1)
 	o := s.beginOp("query", q.name, r, "find")
 	defer s.endOp(o)

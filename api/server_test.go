@@ -281,8 +281,9 @@ func TestInsertAndFind(t *testing.T) {
 	if r := s.mustDo(400, "POST", "/v1/collections/s/find", `{"explain": true}`); r.errorCode(t) != 2 {
 		t.Fatalf("explain on a time series: %s", r.body)
 	}
-	// Inclusion projection: only the named fields.
-	rows = s.findRows("s", `{"filter": {"sensor": {"$in": ["b"]}}, "projection": {"temp": 1, "timestamp": 1}}`)
+	// Inclusion projection: only the named fields, and _id unless
+	// excluded.
+	rows = s.findRows("s", `{"filter": {"sensor": {"$in": ["b"]}}, "projection": {"temp": 1, "timestamp": 1, "_id": 0}}`)
 	if len(rows) != 2 || len(rows[0]) != 2 || rows[0]["temp"] == nil || rows[0]["timestamp"] == nil {
 		t.Fatalf("inclusion projection: %v", rows)
 	}
@@ -302,7 +303,7 @@ func TestInsertAndFind(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(string(r.body)), "\n"); len(lines) != 2 || r.header.Get("Content-Type") != "application/x-ndjson" {
 		t.Fatalf("ndjson: %q %s", r.header.Get("Content-Type"), r.body)
 	}
-	r = s.mustDo(200, "POST", "/v1/collections/s/find", `{"filter": {"sensor": "a"}, "sort": {"timestamp": 1}, "projection": {"timestamp": 1, "temp": 1}}`, "Accept", "text/csv")
+	r = s.mustDo(200, "POST", "/v1/collections/s/find", `{"filter": {"sensor": "a"}, "sort": {"timestamp": 1}, "projection": {"timestamp": 1, "temp": 1, "_id": 0}}`, "Accept", "text/csv")
 	if want := "timestamp,temp\n2024-05-01T12:00:00Z,20.5\n2024-05-01T12:00:10Z,21.5\n"; string(r.body) != want {
 		t.Fatalf("csv:\n%s\nwant:\n%s", r.body, want)
 	}

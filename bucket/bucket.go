@@ -82,7 +82,7 @@ const (
 	// sub-document, null, ...): its BSON type byte then its BSON bytes, held in Strings and
 	// encoded like TypeString.
 	TypeBSON Type = 7
-	// TypeObjectID is a 12-byte ObjectId, held in Strings (12 bytes each) and encoded as
+	// TypeObjectID is a 12-byte ObjectId, held in IDs (12 bytes a row) and encoded as
 	// its three parts: seconds, process bytes and counter (enc_objectid.go).
 	TypeObjectID Type = 8
 )
@@ -124,7 +124,10 @@ type Column struct {
 	Present []uint64
 	Floats  []float64 // TypeFloat
 	Ints    []int64   // TypeInt, TypeDate and TypeInt32
-	Strings []string  // TypeString, TypeBSON and TypeObjectID
+	Strings []string  // TypeString and TypeBSON
+	// IDs holds a TypeObjectID column's values, 12 bytes a row: no string header per
+	// value, so that the ids every measurement carries cost 12 bytes in memory.
+	IDs []byte
 	Bools   []bool    // TypeBool
 }
 
@@ -140,13 +143,21 @@ func (c *Column) Len() int {
 		return len(c.Floats)
 	case TypeInt, TypeDate, TypeInt32:
 		return len(c.Ints)
-	case TypeString, TypeBSON, TypeObjectID:
+	case TypeString, TypeBSON:
 		return len(c.Strings)
+	case TypeObjectID:
+		if len(c.IDs)%ObjectIDLen != 0 {
+			return -1
+		}
+		return len(c.IDs) / ObjectIDLen
 	case TypeBool:
 		return len(c.Bools)
 	}
 	return 0
 }
+
+// ID returns row i of a TypeObjectID column.
+func (c *Column) ID(i int) []byte { return c.IDs[i*ObjectIDLen : (i+1)*ObjectIDLen] }
 
 // Columns is a bucket's contents: one shared time column and the field columns.
 type Columns struct {

@@ -86,11 +86,11 @@ func checkDecoded(t testing.TB, r *Reader, cols *Columns) {
 		checkColumn(t, &got, want, rows)
 		checkInfo(t, r.Field(i), want, rows)
 		// Presence alone: the same rows present, no values.
-		p := Column{Floats: []float64{1}, Ints: []int64{1}, Strings: []string{"x"}, Bools: []bool{true}}
+		p := Column{Floats: []float64{1}, Ints: []int64{1}, Strings: []string{"x"}, Bools: []bool{true}, IDs: make([]byte, 12)}
 		if err := r.Presence(i, &p); err != nil {
 			t.Fatalf("presence of %q: %v", want.Name, err)
 		}
-		if p.Name != want.Name || p.Type != want.Type || len(p.Floats)+len(p.Ints)+len(p.Strings)+len(p.Bools) != 0 {
+		if p.Name != want.Name || p.Type != want.Type || len(p.Floats)+len(p.Ints)+len(p.Strings)+len(p.Bools)+len(p.IDs) != 0 {
 			t.Fatalf("presence of %q: name %q type %v, %d values", want.Name, p.Name, p.Type, len(p.Floats)+len(p.Ints)+len(p.Strings)+len(p.Bools))
 		}
 		for row := 0; row < rows; row++ {
@@ -128,7 +128,15 @@ func checkColumn(t testing.TB, got, want *Column, rows int) {
 			if got.Ints[i] != w {
 				t.Fatalf("column %q row %d: %d, want %d", want.Name, i, got.Ints[i], w)
 			}
-		case TypeString, TypeBSON, TypeObjectID:
+		case TypeObjectID:
+			w := string(want.ID(i))
+			if !p {
+				w = string(make([]byte, ObjectIDLen))
+			}
+			if string(got.ID(i)) != w {
+				t.Fatalf("column %q row %d: %x, want %x", want.Name, i, got.ID(i), w)
+			}
+		case TypeString, TypeBSON:
 			w := want.Strings[i]
 			if !p {
 				w = ""
@@ -1098,7 +1106,7 @@ func BenchmarkDecodeJitteredTimes(b *testing.B) {
 // each, and that arbitrary ids round-trip.
 func TestObjectIDColumnSize(t *testing.T) {
 	const rows = 1000
-	cols := &Columns{Times: make([]int64, rows), Fields: []Column{{Name: "_id", Type: TypeObjectID, Strings: make([]string, rows)}}}
+	cols := &Columns{Times: make([]int64, rows), Fields: []Column{{Name: "_id", Type: TypeObjectID}}}
 	proc := []byte{0xde, 0xad, 0xbe, 0xef, 0x42}
 	for i := range rows {
 		cols.Times[i] = int64(i) * 10e9
@@ -1107,7 +1115,7 @@ func TestObjectIDColumnSize(t *testing.T) {
 		copy(id[4:9], proc)
 		c := 0xfffff0 + 100*i // every 100th id of the process: 100 series; wraps past 2^24
 		id[9], id[10], id[11] = byte(c>>16), byte(c>>8), byte(c)
-		cols.Fields[0].Strings[i] = string(id[:])
+		cols.Fields[0].IDs = append(cols.Fields[0].IDs, id[:]...)
 	}
 	var enc Encoder
 	base, err := enc.Encode(nil, &Columns{Times: cols.Times})
@@ -1122,8 +1130,11 @@ func TestObjectIDColumnSize(t *testing.T) {
 	}
 	// Pairs swapped (two writers racing): counters step up and down.
 	for i := 0; i+1 < rows; i += 2 {
-		ids := cols.Fields[0].Strings
-		ids[i], ids[i+1] = ids[i+1], ids[i]
+		a, b := cols.Fields[0].ID(i), cols.Fields[0].ID(i+1)
+		var t [12]byte
+		copy(t[:], a)
+		copy(a, b)
+		copy(b, t[:])
 	}
 	if back := float64(len(roundTrip(t, cols))-len(base)) / rows; back > 1.5 {
 		t.Errorf("%.3f bytes per ObjectId, pairs swapped, want <= 1.5", back)
@@ -1131,14 +1142,18 @@ func TestObjectIDColumnSize(t *testing.T) {
 	// Two processes interleaved, and a short id refused.
 	for i := range rows {
 		if i%3 == 0 {
-			b := []byte(cols.Fields[0].Strings[i])
-			b[6] ^= 0xff
-			cols.Fields[0].Strings[i] = string(b)
+			cols.Fields[0].ID(i)[6] ^= 0xff
 		}
 	}
 	roundTrip(t, cols)
-	cols.Fields[0].Strings[7] = "short"
-	if _, err := enc.Encode(nil, cols); !errors.Is(err, ErrType) {
-		t.Errorf("a 5-byte ObjectId: %v, want ErrType", err)
+	// Some rows absent.
+	cols.Fields[0].Present = make([]uint64, (rows+63)/64)
+	for i := range cols.Fields[0].Present {
+		cols.Fields[0].Present[i] = 0x5555_0f0f_ffff_0001
+	}
+	roundTrip(t, cols)
+	cols.Fields[0].IDs = cols.Fields[0].IDs[:len(cols.Fields[0].IDs)-5]
+	if _, err := enc.Encode(nil, cols); !errors.Is(err, ErrColumnLength) {
+		t.Errorf("ids of 12*rows-5 bytes: %v, want ErrColumnLength", err)
 	}
 }

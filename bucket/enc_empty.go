@@ -17,7 +17,10 @@ func readEmpty(rows int, dst *Column) {
 	case TypeFloat:
 		dst.Floats = grow(dst.Floats, rows)
 		clear(dst.Floats)
-	case TypeString, TypeBSON, TypeObjectID:
+	case TypeObjectID:
+		dst.IDs = grow(dst.IDs, rows*ObjectIDLen)
+		clear(dst.IDs)
+	case TypeString, TypeBSON:
 		dst.Strings = grow(dst.Strings, rows)
 		clear(dst.Strings)
 	case TypeBool:

@@ -1,9 +1,6 @@
 package bucket
 
-import (
-	"encoding/binary"
-	"unsafe"
-)
+import "encoding/binary"
 
 // ObjectIDLen is the length of a TypeObjectID value.
 const ObjectIDLen = 12
@@ -26,12 +23,11 @@ func (e *Encoder) appendObjectIDColumn(dst []byte, c *Column, rows int, m *field
 	secs, counters, procs := e.ints[:0], e.scaled[:0], e.dictList[:0]
 	idx := e.quot[:0]
 	prev := int64(0)
-	for i, s := range c.Strings {
+	for i := range rows {
 		if m.count < rows && c.Present[i>>6]&(1<<(uint(i)&63)) == 0 {
 			continue
 		}
-		var id [ObjectIDLen]byte
-		copy(id[:], s) // short values, refused by encode, never reach here
+		id := c.ID(i)
 		secs = append(secs, int64(binary.BigEndian.Uint32(id[0:4])))
 		cnt := int64(id[9])<<16 | int64(id[10])<<8 | int64(id[11])
 		// The number congruent to cnt nearest prev.
@@ -41,17 +37,17 @@ func (e *Encoder) appendObjectIDColumn(dst []byte, c *Column, rows int, m *field
 		}
 		prev = cnt
 		counters = append(counters, cnt)
-		p := s[4:9]
+		p := id[4:9]
 		j := -1
 		for k := len(procs) - 1; k >= 0; k-- { // few distinct: a driver or two
-			if procs[k] == p {
+			if procs[k] == string(p) {
 				j = k
 				break
 			}
 		}
 		if j < 0 {
 			j = len(procs)
-			procs = append(procs, p)
+			procs = append(procs, string(p))
 		}
 		idx = append(idx, int64(j))
 	}
@@ -67,8 +63,7 @@ func (e *Encoder) appendObjectIDColumn(dst []byte, c *Column, rows int, m *field
 	return e.ie.appendInts(dst, counters)
 }
 
-// readObjectIDColumn decodes an ObjectId column into dst.Strings: the values of one
-// column share one allocation.
+// readObjectIDColumn decodes an ObjectId column into dst.IDs.
 func (r *Reader) readObjectIDColumn(src []byte, m *fieldMeta, dst *Column) ([]byte, error) {
 	count, present := m.count, dst.Present
 	secs := grow(r.ints, count)
@@ -96,8 +91,16 @@ func (r *Reader) readObjectIDColumn(src []byte, m *fieldMeta, dst *Column) ([]by
 	if src, err = r.id.readInts(src, counters); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, count*ObjectIDLen)
+	dst.IDs = grow(dst.IDs, r.rows*ObjectIDLen)
+	clear(dst.IDs)
+	row := -1
 	for j := range count {
+		// The j-th present row.
+		for row++; row < r.rows && present != nil && present[row>>6]&(1<<(uint(row)&63)) == 0; row++ {
+		}
+		if row >= r.rows {
+			return nil, corruptf("objectid: %d values for %d present rows", count, j)
+		}
 		s, c := secs[j], counters[j]
 		if uint64(s) > 0xffffffff {
 			return nil, corruptf("objectid: value %d out of range", j)
@@ -108,21 +111,10 @@ func (r *Reader) readObjectIDColumn(src []byte, m *fieldMeta, dst *Column) ([]by
 				return nil, corruptf("objectid: process part %d of %d", p, np)
 			}
 		}
-		id := buf[j*ObjectIDLen : (j+1)*ObjectIDLen]
+		id := dst.ID(row)
 		binary.BigEndian.PutUint32(id, uint32(s))
 		copy(id[4:9], procs[p*5:])
 		id[9], id[10], id[11] = byte(c>>16), byte(c>>8), byte(c) // modulo 2^24
-	}
-	all := unsafe.String(unsafe.SliceData(buf), len(buf))
-	dst.Strings = grow(dst.Strings, r.rows)
-	j := 0
-	for i := range dst.Strings {
-		if present != nil && present[i>>6]&(1<<(uint(i)&63)) == 0 {
-			dst.Strings[i] = ""
-			continue
-		}
-		dst.Strings[i] = all[j*ObjectIDLen : (j+1)*ObjectIDLen]
-		j++
 	}
 	return src, nil
 }

@@ -116,13 +116,6 @@ func (e *Encoder) encode(dst []byte, cols *Columns, refs []uint32) ([]byte, erro
 		if c.Present != nil && len(c.Present) != (rows+63)/64 {
 			return dst, fmt.Errorf("%w: field %q presence has %d words for %d rows", ErrColumnLength, c.Name, len(c.Present), rows)
 		}
-		if c.Type == TypeObjectID {
-			for j, s := range c.Strings {
-				if len(s) != ObjectIDLen && c.IsPresent(j) {
-					return dst, fmt.Errorf("%w: field %q: ObjectId of %d bytes in row %d", ErrType, c.Name, len(s), j)
-				}
-			}
-		}
 	}
 
 	minT, maxT := cols.Times[0], cols.Times[0]

@@ -158,9 +158,8 @@ func fuzzColumns(data []byte) *Columns {
 		case TypeObjectID:
 			// A driver's ids: seconds and counter stepping, one or a few
 			// process parts; or arbitrary bytes.
-			c.Strings = make([]string, rows)
 			base := next(12)
-			for i := range c.Strings {
+			for i := range rows {
 				id := append([]byte(nil), base...)
 				if mode == 0 {
 					id = append(id[:0], next(12)...)
@@ -170,7 +169,7 @@ func fuzzColumns(data []byte) *Columns {
 					id[3] += byte(i / 100)
 					id[5] += byte(i % int(mode))
 				}
-				c.Strings[i] = string(id)
+				c.IDs = append(c.IDs, id...)
 			}
 		case TypeInt, TypeDate:
 			c.Ints = make([]int64, rows)

@@ -459,7 +459,7 @@ func (r *Reader) presence(i int, dst *Column) ([]byte, error) {
 	f := &r.fields[i]
 	rows, count := r.rows, f.info.count
 	dst.Name, dst.Type = f.name, f.typ
-	dst.Floats, dst.Ints, dst.Strings, dst.Bools = dst.Floats[:0], dst.Ints[:0], dst.Strings[:0], dst.Bools[:0]
+	dst.Floats, dst.Ints, dst.Strings, dst.Bools, dst.IDs = dst.Floats[:0], dst.Ints[:0], dst.Strings[:0], dst.Bools[:0], dst.IDs[:0]
 	src := r.data[f.off : f.off+f.info.length]
 	switch {
 	case count == rows:

@@ -24,6 +24,10 @@ type Find struct {
 	// natural order (by series, or by _id).
 	Sort        []timeseries.SortKey
 	Skip, Limit int64
+	// ExactTypes: time-series values with the BSON types they were
+	// written with (timeseries.FindOptions.ExactTypes), for doors that
+	// speak BSON or Extended JSON.
+	ExactTypes bool
 }
 
 // Find runs f. The cursor yields Arrow records on a time-series
@@ -35,13 +39,13 @@ func (s *Service) Find(ctx context.Context, f Find) (*timeseries.Cursor, error) 
 	if err != nil {
 		return nil, err
 	}
-	opts := timeseries.FindOptions{Filter: f.Filter, Sort: f.Sort, Skip: f.Skip, Limit: f.Limit}
+	opts := timeseries.FindOptions{Filter: f.Filter, Sort: f.Sort, Skip: f.Skip, Limit: f.Limit, ExactTypes: f.ExactTypes}
 	if ts := h.TimeSeries(); ts != nil {
 		p, err := ParseProjection(f.Projection)
 		if err != nil {
 			return nil, err
 		}
-		p.Apply(&opts, ts, h.Fields())
+		p.Apply(&opts, ts, h.FieldNames())
 	} else if opts.Projection, err = document.ParseProjection(f.Projection); err != nil {
 		return nil, err
 	}

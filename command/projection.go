@@ -2,7 +2,6 @@ package command
 
 import (
 	"encoding/json"
-	"slices"
 	"strings"
 
 	"github.com/hourglassdb/hourglass/model"
@@ -31,7 +30,18 @@ import (
 type Projection struct {
 	fields    map[string]bool // field -> included; _id left out
 	inclusion bool
+	// id is the projection of _id, which MongoDB returns unless it is
+	// excluded, whether the others are included or excluded.
+	id idProjection
 }
+
+type idProjection uint8
+
+const (
+	idDefault idProjection = iota
+	idIncluded
+	idExcluded
+)
 
 // ParseProjection reads a projection whose values are booleans or numbers (0 is an
 // exclusion, any other number an inclusion), as decoded from JSON
@@ -51,6 +61,10 @@ func ParseProjection(m map[string]any) (Projection, error) {
 			return Projection{}, mongoerr.New(mongoerr.BadValue, "projection of %q is not supported: project top-level fields only", f)
 		}
 		if f == "_id" {
+			s.id = idIncluded
+			if !on {
+				s.id = idExcluded
+			}
 			continue
 		}
 		if on {
@@ -90,30 +104,30 @@ func truth(v any) (on, ok bool) {
 }
 
 // Apply sets the columns of opts that s selects in a collection with the
-// time-series options ts: OmitTime, OmitMeta and Fields, sorted. fields
-// are the collection's measurement fields (the keys matter), which an
-// exclusion needs to list what remains. A zero Projection leaves opts as it is.
-func (s Projection) Apply(opts *timeseries.FindOptions, ts *model.TimeSeriesOptions, fields map[string][]string) {
-	if len(s.fields) == 0 {
+// time-series options ts: OmitTime, OmitMeta and Fields, in the order of
+// fields, the collection's measurement fields in the order a find returns
+// them (timeseries.Collection.FieldNames). A zero Projection leaves opts
+// as it is.
+func (s Projection) Apply(opts *timeseries.FindOptions, ts *model.TimeSeriesOptions, fields []string) {
+	if len(s.fields) == 0 && s.id != idExcluded {
 		return
 	}
 	opts.Fields = []string{}
 	if s.inclusion {
 		opts.OmitTime = !s.fields[ts.TimeField]
 		opts.OmitMeta = ts.MetaField == "" || !s.fields[ts.MetaField]
-		for f := range s.fields {
-			if f != ts.TimeField && f != ts.MetaField {
+		for _, f := range fields {
+			if s.fields[f] || (f == "_id" && s.id != idExcluded) {
 				opts.Fields = append(opts.Fields, f)
 			}
 		}
-	} else {
-		_, opts.OmitTime = s.fields[ts.TimeField]
-		_, opts.OmitMeta = s.fields[ts.MetaField]
-		for f := range fields {
-			if _, out := s.fields[f]; !out {
-				opts.Fields = append(opts.Fields, f)
-			}
+		return
+	}
+	_, opts.OmitTime = s.fields[ts.TimeField]
+	_, opts.OmitMeta = s.fields[ts.MetaField]
+	for _, f := range fields {
+		if _, out := s.fields[f]; !out && !(f == "_id" && s.id == idExcluded) {
+			opts.Fields = append(opts.Fields, f)
 		}
 	}
-	slices.Sort(opts.Fields)
 }

@@ -14,18 +14,21 @@ import (
 
 func TestApply(t *testing.T) {
 	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
-	fields := map[string][]string{"a": nil, "b": nil, "c": nil}
+	fields := []string{"c", "_id", "a", "b"} // the order the collection saw them in
 	for _, c := range []struct {
 		name string
 		p    map[string]any
 		want timeseries.FindOptions
 	}{
 		{"none", nil, timeseries.FindOptions{}},
-		{"_id only", map[string]any{"_id": 0}, timeseries.FindOptions{}},
+		{"_id included", map[string]any{"_id": 1}, timeseries.FindOptions{}},
+		{"_id excluded", map[string]any{"_id": 0}, timeseries.FindOptions{Fields: []string{"c", "a", "b"}}},
 		{"inclusion", map[string]any{"b": json.Number("1"), "t": true, "_id": 0}, timeseries.FindOptions{Fields: []string{"b"}, OmitMeta: true}},
-		{"inclusion of the meta", map[string]any{"m": int32(1), "a": int64(2)}, timeseries.FindOptions{Fields: []string{"a"}, OmitTime: true}},
-		{"exclusion", map[string]any{"b": 0.0, "m": false}, timeseries.FindOptions{Fields: []string{"a", "c"}, OmitMeta: true}},
-		{"exclusion of the time", map[string]any{"t": json.Number("0"), "_id": 1}, timeseries.FindOptions{Fields: []string{"a", "b", "c"}, OmitTime: true}},
+		{"inclusion of the meta", map[string]any{"m": int32(1), "a": int64(2)}, timeseries.FindOptions{Fields: []string{"_id", "a"}, OmitTime: true}},
+		{"inclusion in the collection's order", map[string]any{"b": 1, "c": 1, "a": 1}, timeseries.FindOptions{Fields: []string{"c", "_id", "a", "b"}, OmitTime: true, OmitMeta: true}},
+		{"exclusion", map[string]any{"b": 0.0, "m": false}, timeseries.FindOptions{Fields: []string{"c", "_id", "a"}, OmitMeta: true}},
+		{"exclusion of the time", map[string]any{"t": json.Number("0"), "_id": 1}, timeseries.FindOptions{Fields: []string{"c", "_id", "a", "b"}, OmitTime: true}},
+		{"exclusion of _id", map[string]any{"t": json.Number("0"), "_id": 0}, timeseries.FindOptions{Fields: []string{"c", "a", "b"}, OmitTime: true}},
 	} {
 		s, err := ParseProjection(c.p)
 		if err != nil {

@@ -42,14 +42,19 @@ func checkValue(v any, depth int) error {
 	}
 	switch t := v.(type) {
 	case map[string]any:
+		// The refusal of the first bad field in name order, so that a
+		// document is refused with the same message every time.
+		var first error
+		firstKey := ""
 		for k, e := range t {
-			if k == "" || strings.HasPrefix(k, "$") || strings.IndexByte(k, 0) >= 0 {
-				return mongoerr.New(mongoerr.BadValue, "field name %.40q is not allowed: names may not be empty, start with '$' or hold a NUL byte", k)
+			if first != nil && k > firstKey {
+				continue
 			}
-			if err := checkValue(e, depth+1); err != nil {
-				return err
+			if err := checkField(k, e, depth); err != nil {
+				first, firstKey = err, k
 			}
 		}
+		return first
 	case []any:
 		for _, e := range t {
 			if err := checkValue(e, depth+1); err != nil {
@@ -60,6 +65,13 @@ func checkValue(v any, depth int) error {
 		return mongoerr.New(mongoerr.BadValue, "regular expressions cannot be stored in documents")
 	}
 	return nil
+}
+
+func checkField(k string, v any, depth int) error {
+	if k == "" || strings.HasPrefix(k, "$") || strings.IndexByte(k, 0) >= 0 {
+		return mongoerr.New(mongoerr.BadValue, "field name %.40q is not allowed: names may not be empty, start with '$' or hold a NUL byte", k)
+	}
+	return checkValue(v, depth+1)
 }
 
 // AppendJSON appends doc as relaxed Extended JSON that reads back (FromJSON)

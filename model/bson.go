@@ -2,8 +2,6 @@ package model
 
 import (
 	"bytes"
-	"slices"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -40,7 +38,8 @@ type BSONDecoder struct {
 	metas     map[string]cachedBSONMeta // a meta value's bytes to its key
 	metaBytes int
 	names     map[string]string
-	fields    []Field // slab the measurements' fields are cut from
+	fields    []Field  // slab the measurements' fields are cut from
+	nulls     []string // scratch: the names of a document's null fields
 }
 
 // NewBSONDecoder returns a BSONDecoder with empty caches.
@@ -65,6 +64,18 @@ func (c *BSONDecoder) Decode(ts *TimeSeriesOptions, d bsoncore.Document) (Measur
 	if m, ok := c.fast(ts, d); ok {
 		if err := m.Validate(ts); err != nil {
 			return Measurement{}, err
+		}
+		if m.Meta != nil {
+			if _, cached := m.Meta.(MetaKey); !cached {
+				// As the general conversion: a meta value with no
+				// canonical key stays a value, for Insert to refuse.
+				if key, err := CanonicalMeta(m.Meta); err == nil {
+					m.Meta = MetaKey(key)
+					if meta, ok := onlyElement(d, ts.MetaField); ok {
+						c.cacheMeta(meta, m.Meta)
+					}
+				}
+			}
 		}
 		return m, nil
 	}
@@ -103,8 +114,10 @@ func onlyElement(d bsoncore.Document, key string) (v bsoncore.Value, ok bool) {
 	return v, ok
 }
 
-// fast converts d when every element is of the common kinds and its meta
-// value is cached; ok is false otherwise, with nothing kept.
+// fast converts d when its time field is a date in range, its meta value
+// is null or convertible and no name is given twice; ok is false
+// otherwise, with nothing kept. Fields keep their order, _id among them;
+// a value with no kind of its own is kept as its BSON bytes (KindBSON).
 func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measurement, ok bool) {
 	if len(d) < 5 {
 		return m, false
@@ -116,7 +129,8 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 			c.fields = c.fields[:start]
 		}
 	}()
-	haveTime := false
+	haveTime, haveMeta := false, false
+	c.nulls = c.nulls[:0]
 	rem := d[4 : len(d)-1]
 	for len(rem) > 0 {
 		// An element: its type, its name (a C string), its value.
@@ -138,22 +152,22 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 			}
 			m.Time, haveTime = ms*int64(time.Millisecond), true
 		case ts.MetaField != "" && string(key) == ts.MetaField:
-			if m.Meta != nil {
+			if haveMeta {
 				return m, false
 			}
+			haveMeta = true
 			if v.Type == bsoncore.TypeNull {
-				return m, false // rare: the general conversion
+				continue // as if absent
 			}
-			e, cached := c.metas[unsafeString(v.Data)]
-			if !cached || e.typ != v.Type {
+			if e, cached := c.metas[unsafeString(v.Data)]; cached && e.typ == v.Type {
+				m.Meta = e.key
+				continue
+			}
+			x, err := ValueFromBSON(string(key), v, 0)
+			if err != nil {
 				return m, false
 			}
-			m.Meta = e.key
-		case string(key) == "_id":
-			switch v.Type {
-			case bsoncore.TypeObjectID, bsoncore.TypeString, bsoncore.TypeInt32, bsoncore.TypeInt64,
-				bsoncore.TypeDouble, bsoncore.TypeBoolean, bsoncore.TypeDateTime, bsoncore.TypeNull:
-			default:
+			if m.Meta, err = normalizeJSON(x); err != nil {
 				return m, false
 			}
 		default:
@@ -162,28 +176,54 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 			case bsoncore.TypeDouble:
 				f.Value = Float(v.Double())
 			case bsoncore.TypeInt32:
-				f.Value = Int(int64(v.Int32()))
+				f.Value = Int32(v.Int32())
 			case bsoncore.TypeInt64:
 				f.Value = Int(v.Int64())
 			case bsoncore.TypeString:
 				f.Value = String(v.StringValue())
 			case bsoncore.TypeBoolean:
 				f.Value = Bool(v.Boolean())
+			case bsoncore.TypeObjectID:
+				f.Value = Value{Kind: KindObjectID, S: string(v.Data)}
 			case bsoncore.TypeDateTime:
 				ms := v.DateTime()
 				if ms < minBSONDateMillis || ms >= endBSONDateMillis {
-					return m, false
+					f.Value = BSONValue(v.Type, v.Data) // kept as written
+				} else {
+					f.Value = Date(ms * int64(time.Millisecond))
 				}
-				f.Value = Date(ms * int64(time.Millisecond))
-			default: // null (absent) among them: rare, and a name twice with it is subtle
-				return m, false
+			case bsoncore.TypeNull, bsoncore.TypeUndefined:
+				// A null field is absent; a name given twice, null or not,
+				// goes to the general conversion (the last one counts).
+				for _, g := range c.fields[start:] {
+					if g.Name == f.Name {
+						return m, false
+					}
+				}
+				for _, n := range c.nulls {
+					if n == f.Name {
+						return m, false
+					}
+				}
+				c.nulls = append(c.nulls, f.Name)
+				continue
+			default:
+				if !storableBSON(v, 0) {
+					return m, false // the general conversion names the refusal
+				}
+				f.Value = BSONValue(v.Type, v.Data)
 			}
-			if len(c.fields)-start == maxFastFields {
+			if len(c.fields)-start == MaxFieldsPerMeasurement {
 				return m, false
 			}
 			for _, g := range c.fields[start:] {
 				if g.Name == f.Name {
 					return m, false // a name twice: the last one counts there
+				}
+			}
+			for _, n := range c.nulls {
+				if n == f.Name {
+					return m, false
 				}
 			}
 			c.fields = append(c.fields, f)
@@ -192,14 +232,44 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 	if !haveTime {
 		return m, false
 	}
-	m.Fields = c.fields[start:len(c.fields):len(c.fields)]
-	if !slices.IsSortedFunc(m.Fields, compareFields) {
-		slices.SortFunc(m.Fields, compareFields)
-	}
+	// Room for one more field after them, kept in the slab (an _id the
+	// server adds is appended in place).
+	end := len(c.fields)
+	c.fields = append(c.fields, Field{})
+	m.Fields = c.fields[start:end:end+1]
 	return m, true
 }
 
-func compareFields(a, b Field) int { return strings.Compare(a.Name, b.Name) }
+// storableBSON reports whether v, and every value inside it, is of a BSON
+// type a measurement keeps (FromBSON's, regular expressions aside, as in
+// plain collections).
+func storableBSON(v bsoncore.Value, depth int) bool {
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+		if depth >= MaxBSONDepth {
+			return false
+		}
+		elems, err := bsoncore.Document(v.Data).Elements()
+		if err != nil {
+			return false
+		}
+		for _, e := range elems {
+			// Names as a stored document's (document.FromJSON).
+			if k := e.Key(); v.Type == bsoncore.TypeEmbeddedDocument && (k == "" || k[0] == '$') {
+				return false
+			}
+			if !storableBSON(e.Value(), depth+1) {
+				return false
+			}
+		}
+		return true
+	case bsoncore.TypeDouble, bsoncore.TypeString, bsoncore.TypeObjectID, bsoncore.TypeBoolean,
+		bsoncore.TypeDateTime, bsoncore.TypeNull, bsoncore.TypeInt32, bsoncore.TypeInt64,
+		bsoncore.TypeDecimal128, bsoncore.TypeBinary:
+		return true
+	}
+	return false
+}
 
 // cachedMeta is a meta value's canonical key, boxed once, and the BSON
 // type of the bytes it was made from.

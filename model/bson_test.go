@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,6 +45,14 @@ func checkConverterAgrees(t *testing.T, c *BSONDecoder, d bsoncore.Document) {
 			}
 			if got.Time != want.Time || !sameMeta(got.Meta, want.Meta) || !sameFields(got.Fields, want.Fields) {
 				t.Fatalf("%v, meta %q, round %d:\n got %+v\nwant %+v", d, ts.MetaField, round, got, want)
+			}
+			place := map[string]int{}
+			elems, _ := d.Elements()
+			for i, e := range elems {
+				place[e.Key()] = i
+			}
+			if _, fast := c.fast(ts, d); fast && !slices.IsSortedFunc(got.Fields, func(a, b Field) int { return place[a.Name] - place[b.Name] }) {
+				t.Fatalf("%v: fields %+v not in the document's order", d, got.Fields)
 			}
 		}
 	}

@@ -186,6 +186,9 @@ func validateBSON(doc bsoncore.Document, depth int) error {
 			if len(v.Data) < 5 {
 				return fmt.Errorf("element %q: string length out of range", key)
 			}
+			if v.Data[len(v.Data)-1] != 0 {
+				return fmt.Errorf("element %q: string not terminated by a NUL byte", key)
+			}
 			if !utf8.Valid(v.Data[4 : len(v.Data)-1]) {
 				return &badUTF8{what: fmt.Sprintf("the string of field %q", key)}
 			}

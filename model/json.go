@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -47,10 +48,6 @@ func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measure
 				return m, err
 			}
 			m.Meta = meta
-			continue
-		case k == "_id":
-			// Measurements have no identity of their own in a bucket;
-			// MongoDB keeps _id, Hourglass does not store it.
 			continue
 		}
 		fv, present, err := fieldValue(k, v)
@@ -120,6 +117,12 @@ func timeFieldValue(v any) (int64, error) {
 var errNotDate = mongoerr.New(mongoerr.BadValue, "not a date")
 
 func fieldValue(name string, v any) (Value, bool, error) {
+	return fieldValueOrdered(name, v, nil)
+}
+
+// fieldValueOrdered is fieldValue with the order o of a sub-document or
+// array value's fields (nil: by name).
+func fieldValueOrdered(name string, v any, o *document.Order) (Value, bool, error) {
 	switch x := v.(type) {
 	case nil:
 		return Value{}, false, nil
@@ -132,12 +135,19 @@ func fieldValue(name string, v any) (Value, bool, error) {
 	case int64:
 		return Int(x), true, nil
 	case int32:
-		return Int(int64(x)), true, nil
+		return Int32(x), true, nil
 	case int:
 		return Int(int64(x)), true, nil
+	case partialfilter.ObjectID:
+		return ObjectID(x), true, nil
 	case partialfilter.Decimal128, partialfilter.Binary:
-		return Value{}, false, mongoerr.New(mongoerr.BadValue,
-			"field %q: a time-series measurement holds numbers as int64 or double; %s values are stored in plain collections", name, bsonTypeName(x))
+		return bsonFieldValue(name, x, o)
+	case []any:
+		y, err := partialfilter.FromExtJSON(x)
+		if err != nil {
+			return Value{}, false, mongoerr.New(mongoerr.BadValue, "field %q: %v", name, err)
+		}
+		return bsonFieldValue(name, y, o)
 	case json.Number:
 		s := x.String()
 		if !strings.ContainsAny(s, ".eE") {
@@ -153,7 +163,7 @@ func fieldValue(name string, v any) (Value, bool, error) {
 	case time.Time:
 		ns, err := timeToNanos(x)
 		if err != nil {
-			return Value{}, false, err
+			return bsonFieldValue(name, x, nil) // kept as written
 		}
 		return Date(ns), true, nil
 	case map[string]any:
@@ -165,20 +175,33 @@ func fieldValue(name string, v any) (Value, bool, error) {
 				}
 				return Date(ns), true, nil
 			}
-			n, err := normalizeJSON(x)
-			if err != nil {
-				return Value{}, false, err
-			}
-			switch y := n.(type) {
-			case int64:
-				return Int(y), true, nil
-			case float64:
-				return Float(y), true, nil
-			}
+		}
+		// Extended JSON wrappers become their values, other objects
+		// sub-documents.
+		y, err := partialfilter.FromExtJSON(x)
+		if err != nil {
+			return Value{}, false, mongoerr.New(mongoerr.BadValue, "field %q: %v", name, err)
+		}
+		if _, still := y.(map[string]any); still {
+			return bsonFieldValue(name, y, o)
+		}
+		return fieldValueOrdered(name, y, o)
+	}
+	return Value{}, false, mongoerr.New(mongoerr.BadValue, "field %q: values of type %T are not supported", name, v)
+}
+
+// bsonFieldValue keeps v, of no column type of its own, as its BSON bytes.
+func bsonFieldValue(name string, v any, o *document.Order) (Value, bool, error) {
+	if m, ok := v.(map[string]any); ok {
+		if _, err := document.FromJSON(m); err != nil { // the checks of a stored document
+			return Value{}, false, mongoerr.New(mongoerr.BadValue, "field %q: %v", name, err)
 		}
 	}
-	return Value{}, false, mongoerr.New(mongoerr.BadValue,
-		"field %q: sub-documents and arrays are only supported in the metaField of a time-series collection", name)
+	bv, err := document.BSONValue(v, o)
+	if err != nil {
+		return Value{}, false, mongoerr.New(mongoerr.BadValue, "field %q: %v", name, err)
+	}
+	return BSONValue(bv.Type, bv.Data), true, nil
 }
 
 func bsonTypeName(v any) string {

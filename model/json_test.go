@@ -44,8 +44,11 @@ func TestMeasurementFromDocument(t *testing.T) {
 		{`{"ts": 1, "sensor": {"a": [{"b": {"$gt": 1}}]}}`, 0, 0, "field name \"$gt\" in the meta value cannot start with '$'"},
 		{`{"ts": 1, "sensor": {"a\u0000": 1}}`, 0, 0, "in the meta value cannot contain a NUL byte"},
 		{`{"ts": 1, "sensor": {"a": {"$date": "2024-05-01T12:00:00Z"}, "n": {"$numberLong": "5"}, "s$": 1}}`, 1e6, 0, ""},
-		{`{"ts": 1, "v": [1,2]}`, 0, 0, "only supported in the metaField"},
-		{`{"ts": 1, "v": {"a": 1}}`, 0, 0, "only supported in the metaField"},
+		// Arrays, sub-documents, decimals, binary: kept as BSON values.
+		{`{"ts": 1, "v": [1,2], "w": {"a": 1}, "d": {"$numberDecimal": "1.10"}, "b": {"$binary": {"base64": "AQI=", "subType": "00"}}}`, 1e6, 4, ""},
+		{`{"ts": 1, "v": {"a": {"$x": 1}}}`, 0, 0, "is not allowed"},
+		{`{"ts": 1, "_id": {"$oid": "0123456789abcdef01234567"}, "v": 1}`, 1e6, 2, ""},
+		{`{"ts": 1, "_id": [1]}`, 0, 0, "can't use an array for _id"},
 		{`{"ts": 1, "$v": 1}`, 0, 0, "cannot start with '$'"},
 	} {
 		t.Run(tc.doc, func(t *testing.T) {

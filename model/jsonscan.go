@@ -3,9 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"strconv"
-	"strings"
 	"unsafe"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -122,7 +120,6 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 			timeRaw, haveTime = val, true
 		case ts.MetaField != "" && name == ts.MetaField:
 			metaRaw, haveMeta = val, true
-		case name == "_id":
 		default:
 			fv, present, err := scanFieldValue(name, val)
 			if err != nil {
@@ -162,8 +159,11 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 		d.fields = d.fields[:start]
 		return Measurement{}, bad.err
 	}
-	m.Fields = d.fields[start:len(d.fields):len(d.fields)]
-	slices.SortFunc(m.Fields, func(a, b Field) int { return strings.Compare(a.Name, b.Name) })
+	// Room for one more field after them, kept in the slab: the _id
+	// the server gives a measurement without one is appended in place.
+	end := len(d.fields)
+	d.fields = append(d.fields, Field{})
+	m.Fields = d.fields[start:end:end+1]
 	var prev *Measurement
 	if d.prevTS == ts {
 		prev = &d.prev

@@ -14,6 +14,9 @@ import (
 
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Kind is the type of a measurement field's value. The values equal the
@@ -27,6 +30,14 @@ const (
 	KindString = bucket.TypeString
 	KindBool   = bucket.TypeBool
 	KindDate   = bucket.TypeDate
+	// KindInt32 is BSON's 32-bit integer, in I.
+	KindInt32 = bucket.TypeInt32
+	// KindBSON is a value of any other BSON type (Decimal128, binary, an
+	// array, a sub-document, null, ...): in S, its BSON type byte then
+	// its BSON bytes (BSONValue).
+	KindBSON = bucket.TypeBSON
+	// KindObjectID is an ObjectId: its 12 bytes in S.
+	KindObjectID = bucket.TypeObjectID
 )
 
 // Value is one field value. Only the member selected by Kind is meaningful;
@@ -54,10 +65,52 @@ func Bool(b bool) Value { return Value{Kind: KindBool, B: b} }
 // Date returns a date Value from nanoseconds since the epoch.
 func Date(ns int64) Value { return Value{Kind: KindDate, I: ns} }
 
-// Interface returns v as a partialfilter value: float64, int64, string,
-// bool or time.Time.
+// Int32 returns a 32-bit integer Value.
+func Int32(i int32) Value { return Value{Kind: KindInt32, I: int64(i)} }
+
+// ObjectID returns an ObjectId Value.
+func ObjectID(id [12]byte) Value { return Value{Kind: KindObjectID, S: string(id[:])} }
+
+// BSONValue returns a Value of BSON type t (one with no kind of its own)
+// with BSON bytes data.
+func BSONValue(t bsoncore.Type, data []byte) Value {
+	b := make([]byte, 1+len(data))
+	b[0] = byte(t)
+	copy(b[1:], data)
+	return Value{Kind: KindBSON, S: string(b)}
+}
+
+// BSON returns a KindBSON value's BSON type and bytes; ok is false for a
+// malformed one.
+func (v Value) BSON() (bv bsoncore.Value, ok bool) {
+	if len(v.S) == 0 {
+		return bv, false
+	}
+	bv = bsoncore.Value{Type: bsoncore.Type(v.S[0]), Data: []byte(v.S[1:])}
+	return bv, bv.Validate() == nil
+}
+
+// Interface returns v as a partialfilter value: float64, int64, int32,
+// string, bool, time.Time, partialfilter.ObjectID, or what
+// ValueFromBSON makes of a KindBSON value (nil when malformed).
 func (v Value) Interface() any {
 	switch v.Kind {
+	case KindInt32:
+		return int32(v.I)
+	case KindObjectID:
+		var id partialfilter.ObjectID
+		copy(id[:], v.S)
+		return id
+	case KindBSON:
+		bv, ok := v.BSON()
+		if !ok {
+			return nil
+		}
+		x, err := ValueFromBSON("", bv, 0)
+		if err != nil {
+			return nil
+		}
+		return x
 	case KindFloat:
 		return v.F
 	case KindInt:
@@ -129,41 +182,80 @@ func (m *Measurement) ValidateAfter(ts *TimeSeriesOptions, prev *Measurement) er
 	}
 	namesChecked := prev != nil && SameFieldNames(m.Fields, prev.Fields)
 	for i := range m.Fields {
-		f := &m.Fields[i]
-		switch {
-		case namesChecked:
-		case f.Name == "":
-			return mongoerr.New(mongoerr.BadValue, "field names cannot be empty")
-		case len(f.Name) > MaxFieldNameBytes:
-			return mongoerr.New(mongoerr.BadValue, "field name of %d bytes exceeds the limit of %d", len(f.Name), MaxFieldNameBytes)
-		case f.Name[0] == '$':
-			return mongoerr.New(mongoerr.BadValue, "field name %q cannot start with '$'", f.Name)
-		case strings.IndexByte(f.Name, 0) >= 0:
-			return mongoerr.New(mongoerr.BadValue, "field name %q cannot contain a NUL byte", f.Name)
-		case !utf8.ValidString(f.Name):
-			return mongoerr.New(mongoerr.BadValue, "field name %q is not valid UTF-8", f.Name)
-		case f.Name == ts.TimeField || (ts.MetaField != "" && f.Name == ts.MetaField):
-			return mongoerr.New(mongoerr.BadValue, "field %q is the collection's timeField or metaField and cannot be a measurement field", f.Name)
-		}
-		switch f.Value.Kind {
-		case KindFloat, KindInt, KindBool, KindDate:
-		case KindString:
-			if len(f.Value.S) > MaxStringBytes {
-				return mongoerr.New(mongoerr.BadValue, "field %q: string of %d bytes exceeds the limit of %d", f.Name, len(f.Value.S), MaxStringBytes)
+		if err := m.fieldError(ts, i, namesChecked); err != nil {
+			// The refusal of the bad field first in name order, as a
+			// document's fields are checked whatever order they come in.
+			name := m.Fields[i].Name
+			for j := i + 1; j < len(m.Fields); j++ {
+				if m.Fields[j].Name < name {
+					if e := m.fieldError(ts, j, namesChecked); e != nil {
+						err, name = e, m.Fields[j].Name
+					}
+				}
 			}
-		default:
-			return mongoerr.New(mongoerr.BadValue, "field %q has no value type", f.Name)
-		}
-		if namesChecked {
-			continue
-		}
-		for j := 0; j < i; j++ {
-			if m.Fields[j].Name == f.Name {
-				return mongoerr.New(mongoerr.BadValue, "field %q appears twice in one measurement", f.Name)
-			}
+			return err
 		}
 	}
 	return nil
+}
+
+// fieldError checks field i of m: its name (unless namesChecked), its
+// value, and that no field before it has its name.
+func (m *Measurement) fieldError(ts *TimeSeriesOptions, i int, namesChecked bool) error {
+	f := &m.Fields[i]
+	switch {
+	case namesChecked:
+	case f.Name == "":
+		return mongoerr.New(mongoerr.BadValue, "field names cannot be empty")
+	case len(f.Name) > MaxFieldNameBytes:
+		return mongoerr.New(mongoerr.BadValue, "field name of %d bytes exceeds the limit of %d", len(f.Name), MaxFieldNameBytes)
+	case f.Name[0] == '$':
+		return mongoerr.New(mongoerr.BadValue, "field name %q cannot start with '$'", f.Name)
+	case strings.IndexByte(f.Name, 0) >= 0:
+		return mongoerr.New(mongoerr.BadValue, "field name %q cannot contain a NUL byte", f.Name)
+	case !utf8.ValidString(f.Name):
+		return mongoerr.New(mongoerr.BadValue, "field name %q is not valid UTF-8", f.Name)
+	case f.Name == ts.TimeField || (ts.MetaField != "" && f.Name == ts.MetaField):
+		return mongoerr.New(mongoerr.BadValue, "field %q is the collection's timeField or metaField and cannot be a measurement field", f.Name)
+	}
+	switch f.Value.Kind {
+	case KindFloat, KindInt, KindBool, KindDate, KindInt32:
+	case KindString, KindBSON:
+		if len(f.Value.S) > MaxStringBytes {
+			return mongoerr.New(mongoerr.BadValue, "field %q: %s of %d bytes exceeds the limit of %d", f.Name, valueNoun(f.Value.Kind), len(f.Value.S), MaxStringBytes)
+		}
+		if f.Value.Kind == KindBSON {
+			bv, ok := f.Value.BSON()
+			if !ok {
+				return mongoerr.New(mongoerr.BadValue, "field %q: malformed BSON value", f.Name)
+			}
+			if f.Name == "_id" && bv.Type == bsoncore.TypeArray {
+				return mongoerr.New(mongoerr.BadValue, "can't use an array for _id")
+			}
+		}
+	case KindObjectID:
+		if len(f.Value.S) != 12 {
+			return mongoerr.New(mongoerr.BadValue, "field %q: an ObjectId has 12 bytes; got %d", f.Name, len(f.Value.S))
+		}
+	default:
+		return mongoerr.New(mongoerr.BadValue, "field %q has no value type", f.Name)
+	}
+	if namesChecked {
+		return nil
+	}
+	for j := 0; j < i; j++ {
+		if m.Fields[j].Name == f.Name {
+			return mongoerr.New(mongoerr.BadValue, "field %q appears twice in one measurement", f.Name)
+		}
+	}
+	return nil
+}
+
+func valueNoun(k Kind) string {
+	if k == KindString {
+		return "string"
+	}
+	return "value"
 }
 
 // SameFieldNames reports whether a and b have the same field names in

@@ -133,7 +133,8 @@ func TestFindProjection(t *testing.T) {
 		proj bson.D
 		want string // the first document's keys, or the error's code
 	}{
-		{bson.D{{Key: "a", Value: 1}}, "[a]"},
+		{bson.D{{Key: "a", Value: 1}}, "[_id a]"}, // _id unless excluded, as MongoDB
+		{bson.D{{Key: "_id", Value: 1}}, "[_id a b m t]"},
 		{bson.D{{Key: "a", Value: 0}, {Key: "_id", Value: 0}}, "[b m t]"},
 		{bson.D{{Key: "_id", Value: 0}}, "[a b m t]"},
 		{bson.D{{Key: "m.site", Value: 1}}, "code 2"},

@@ -368,7 +368,7 @@ func cmdKillCursors(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 func (s *Server) find(name string, filter *partialfilter.Filter, a *findArgs) (source, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cur, err := s.cmd.Find(ctx, command.Find{Collection: name, Filter: filter, Projection: a.projection,
-		Sort: a.sort, Skip: a.skip, Limit: a.limit})
+		Sort: a.sort, Skip: a.skip, Limit: a.limit, ExactTypes: true})
 	if err != nil {
 		cancel()
 		return nil, err
@@ -476,6 +476,19 @@ func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 			dst = bsoncore.AppendDoubleElement(dst, name, c.Value(row))
 		case *array.Int64:
 			dst = bsoncore.AppendInt64Element(dst, name, c.Value(row))
+		case *array.Int32:
+			dst = bsoncore.AppendInt32Element(dst, name, c.Value(row))
+		case *array.FixedSizeBinary: // ObjectIds
+			var id [12]byte
+			copy(id[:], c.Value(row))
+			dst = bsoncore.AppendObjectIDElement(dst, name, id)
+		case *array.Binary: // BSON values: the type byte, then the value
+			v := c.Value(row)
+			if len(v) == 0 {
+				continue
+			}
+			dst = bsoncore.AppendHeader(dst, bsoncore.Type(v[0]), name)
+			dst = append(dst, v[1:]...)
 		case *array.Boolean:
 			dst = bsoncore.AppendBooleanElement(dst, name, c.Value(row))
 		case *array.String:

@@ -3,7 +3,6 @@ package mongowire
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -199,30 +198,108 @@ func TestBSONTypesRoundTrip(t *testing.T) {
 	}
 }
 
-// TestTimeSeriesRefusesDecimal: a time-series measurement's decimal or
-// binary field is refused by name (its columns hold int64 and double), and
-// the other measurements of the batch still go in.
-func TestTimeSeriesRefusesDecimal(t *testing.T) {
-	f := newFixture(t, nil)
+// TestTimeSeriesTypesRoundTrip: a measurement's fields read back with the
+// BSON types they were written with, whatever the type (a decimal, binary,
+// an array or sub-document in their order, an ObjectId, an int32 beside
+// an int64 and a double in one field), the _id the driver made kept and
+// usable in a filter, over a checkpoint (sealed buckets) and a restart;
+// fields come back in the order they were first written, after the time
+// and meta fields.
+func TestTimeSeriesTypesRoundTrip(t *testing.T) {
+	dir := t.TempDir()
 	ctx := context.Background()
-	f.must(t, "test", bson.D{{Key: "create", Value: "m"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}}}})
+	// serve runs fn against a server on the store in dir, closed after.
+	serve := func(name string, fn func(t *testing.T, mdb *mongo.Database, db *timeseries.DB)) {
+		t.Run(name, func(t *testing.T) {
+			db, err := timeseries.Open(timeseries.Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, addr := serveDB(t, db, Options{})
+			fn(t, connect(t, addr, "").Database("test"), db)
+		})
+	}
 	dec, _ := bson.ParseDecimal128("1.10")
-	now := time.Now()
-	_, err := f.mdb.Collection("m").InsertMany(ctx, []any{
-		bson.D{{Key: "ts", Value: now}, {Key: "v", Value: dec}},
-		bson.D{{Key: "ts", Value: now}, {Key: "v", Value: int32(1)}},
-	}, options.InsertMany().SetOrdered(false))
-	var bwe mongo.BulkWriteException
-	if !errors.As(err, &bwe) || len(bwe.WriteErrors) != 1 {
-		t.Fatalf("a decimal in a measurement: %v", err)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	docs := []bson.D{
+		{{Key: "_id", Value: bson.NewObjectID()}, {Key: "ts", Value: t0}, {Key: "s", Value: "a"}, {Key: "zeta", Value: int32(7)}, {Key: "alpha", Value: dec},
+			{Key: "mid", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}, {Key: "beta", Value: bson.A{int32(1), "x", bson.D{{Key: "z", Value: 1.5}, {Key: "a", Value: int64(2)}}}}},
+		{{Key: "_id", Value: "given"}, {Key: "ts", Value: t0.Add(time.Second)}, {Key: "s", Value: "a"}, {Key: "zeta", Value: int64(8)}, {Key: "alpha", Value: 2.5},
+			{Key: "doc", Value: bson.D{{Key: "y", Value: true}, {Key: "b", Value: bson.NewObjectID()}}}},
+		{{Key: "_id", Value: int32(3)}, {Key: "ts", Value: t0.Add(2 * time.Second)}, {Key: "s", Value: "a"}, {Key: "zeta", Value: 9.0}, {Key: "old", Value: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)}},
 	}
-	code, msg := bwe.WriteErrors[0].Code, bwe.WriteErrors[0].Message
-	if code != 2 || !strings.Contains(msg, `"v"`) || !strings.Contains(msg, "decimal128") {
-		t.Fatalf("a decimal in a measurement: code %d: %v", code, err)
+	var in []any
+	for _, d := range docs {
+		in = append(in, d)
 	}
-	if n := f.count(t, "m", bson.D{}); n != 1 {
-		t.Fatalf("%d measurements stored, want the other one", n)
+	// What MongoDB returns: the time and meta fields first, then the
+	// others, each in the order the collection first saw it.
+	order := []string{"ts", "s", "_id", "zeta", "alpha", "mid", "beta", "doc", "old"}
+	check := func(t *testing.T, mdb *mongo.Database, when string) {
+		t.Helper()
+		cur, err := mdb.Collection("m").Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "ts", Value: 1}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []bson.Raw
+		if err := cur.All(ctx, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(docs) {
+			t.Fatalf("%s: %d documents, want %d", when, len(got), len(docs))
+		}
+		for i, want := range docs {
+			elems, _ := got[i].Elements()
+			var keys []string
+			for _, e := range elems {
+				keys = append(keys, e.Key())
+			}
+			var wantKeys []string
+			for _, k := range order {
+				for _, e := range want {
+					if e.Key == k {
+						wantKeys = append(wantKeys, k)
+					}
+				}
+			}
+			if !slices.Equal(keys, wantKeys) {
+				t.Errorf("%s: document %d fields %v, want %v", when, i, keys, wantKeys)
+			}
+			for _, e := range want {
+				wb, _ := bson.Marshal(bson.D{e})
+				gv := got[i].Lookup(e.Key)
+				gb, _ := bson.Marshal(bson.D{{Key: e.Key, Value: gv}})
+				if !bytes.Equal(wb, gb) {
+					t.Errorf("%s: document %d field %q: %s, want %s", when, i, e.Key, gv, bson.Raw(wb).Lookup(e.Key))
+				}
+			}
+		}
+		// The _id in a filter: one of each kind.
+		for i, d := range docs {
+			n, err := mdb.Collection("m").CountDocuments(ctx, bson.D{{Key: "_id", Value: d[0].Value}})
+			if err != nil || n != 1 {
+				t.Errorf("%s: count by _id of document %d: %d, %v", when, i, n, err)
+			}
+		}
+		// A decimal compared as a number.
+		if n, err := mdb.Collection("m").CountDocuments(ctx, bson.D{{Key: "alpha", Value: bson.D{{Key: "$lt", Value: 2}}}}); err != nil || n != 1 {
+			t.Errorf("%s: alpha < 2: %d, %v", when, n, err)
+		}
 	}
+	serve("written", func(t *testing.T, mdb *mongo.Database, db *timeseries.DB) {
+		if err := mdb.RunCommand(ctx, bson.D{{Key: "create", Value: "m"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}, {Key: "metaField", Value: "s"}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mdb.Collection("m").InsertMany(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		check(t, mdb, "in memory")
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		check(t, mdb, "stored")
+	})
+	serve("reopened", func(t *testing.T, mdb *mongo.Database, _ *timeseries.DB) { check(t, mdb, "after a restart") })
 }
 
 // keysOf returns the field names of a document at path (top level when

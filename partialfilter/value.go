@@ -372,12 +372,22 @@ func fromExtJSON(v any, depth int) (any, error) {
 			}
 		}
 		out := make(map[string]any, len(t))
+		var first error
+		firstKey := ""
 		for k, e := range t {
+			if first != nil && k > firstKey {
+				continue
+			}
 			c, err := fromExtJSON(e, depth+1)
 			if err != nil {
-				return nil, err
+				// The refusal of the first bad field in name order: the
+				// same value is refused with the same message every time.
+				first, firstKey = err, k
 			}
 			out[k] = c
+		}
+		if first != nil {
+			return nil, first
 		}
 		return out, nil
 	}

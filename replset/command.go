@@ -459,9 +459,9 @@ func appendValue(dst []byte, f model.Field) ([]byte, error) {
 	switch f.Value.Kind {
 	case model.KindFloat:
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f.Value.F))
-	case model.KindInt, model.KindDate:
+	case model.KindInt, model.KindDate, model.KindInt32:
 		dst = binary.AppendVarint(dst, f.Value.I)
-	case model.KindString:
+	case model.KindString, model.KindBSON, model.KindObjectID:
 		dst = appendBytes(dst, []byte(f.Value.S))
 	case model.KindBool:
 		dst = append(dst, flags(f.Value.B))
@@ -820,9 +820,9 @@ func (d *decoder) value(f *model.Field) bool {
 		}
 		f.Value.F = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
 		d.b = d.b[8:]
-	case model.KindInt, model.KindDate:
+	case model.KindInt, model.KindDate, model.KindInt32:
 		f.Value.I = d.varint()
-	case model.KindString:
+	case model.KindString, model.KindBSON, model.KindObjectID:
 		f.Value.S = string(d.bytes())
 	case model.KindBool:
 		f.Value.B = d.byte1() == 1

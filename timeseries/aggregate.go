@@ -669,7 +669,7 @@ func (a *aggregator) addRow(g int32, cols *bucket.Columns, r int) error {
 			row[fi].count++
 		case col.Type == model.KindFloat:
 			row[fi].add(t, col.Floats[r])
-		case col.Type == model.KindInt:
+		case col.Type == model.KindInt || col.Type == model.KindInt32:
 			row[fi].add(t, float64(col.Ints[r]))
 		}
 	}
@@ -755,7 +755,7 @@ func (a *aggregator) foldWindow(g int32, cols *bucket.Columns, lo, hi int, tlo, 
 					c.add(t, vs[j])
 				}
 			}
-		case col.Type == model.KindInt:
+		case col.Type == model.KindInt || col.Type == model.KindInt32:
 			vs := col.Ints[lo:hi]
 			for j, t := range times {
 				if t >= tlo && t <= thi && col.IsPresent(lo+j) {
@@ -795,7 +795,7 @@ func foldEndsUnordered(cols *bucket.Columns, lo, hi int64, colField []int, wantF
 			switch col.Type {
 			case model.KindFloat:
 				row[fi].add(cols.Times[r], col.Floats[r])
-			case model.KindInt:
+			case model.KindInt, model.KindInt32:
 				row[fi].add(cols.Times[r], float64(col.Ints[r]))
 			}
 		}
@@ -825,14 +825,14 @@ func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts Agg
 	fields := opts.Fields
 	if fields == nil {
 		for f, t := range c.fieldTypes {
-			if t&^(1<<model.KindInt|1<<model.KindFloat) == 0 {
+			if t&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) == 0 {
 				fields = append(fields, f)
 			}
 		}
 		sort.Strings(fields)
 	}
 	for _, f := range fields {
-		if t := c.fieldTypes[f]; t&^(1<<model.KindInt|1<<model.KindFloat) != 0 {
+		if t := c.fieldTypes[f]; t&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) != 0 {
 			return nil, nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
 		}
 	}
@@ -1017,7 +1017,7 @@ func foldEnds(cols *bucket.Columns, lo, hi int, colField []int, wantFirst, wantL
 			switch col.Type {
 			case model.KindFloat:
 				row[fi].add(cols.Times[r], col.Floats[r])
-			case model.KindInt:
+			case model.KindInt, model.KindInt32:
 				row[fi].add(cols.Times[r], float64(col.Ints[r]))
 			}
 			return true

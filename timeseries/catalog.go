@@ -83,7 +83,8 @@ type CollectionInfo struct {
 	Created time.Time `json:"created"`
 }
 
-var kindNames = map[model.Kind]string{model.KindFloat: "double", model.KindInt: "long", model.KindString: "string", model.KindBool: "bool", model.KindDate: "date"}
+var kindNames = map[model.Kind]string{model.KindFloat: "double", model.KindInt: "long", model.KindString: "string", model.KindBool: "bool", model.KindDate: "date",
+	model.KindInt32: "int", model.KindBSON: "bson", model.KindObjectID: "objectId"}
 
 func kindByName(s string) (model.Kind, bool) {
 	for k, n := range kindNames {

@@ -106,14 +106,14 @@ type collection struct {
 }
 
 // typeSet is a set of bucket.Types seen for a field, bit t for Type t.
-type typeSet uint8
+type typeSet uint16
 
 func (s typeSet) has(t bucket.Type) bool { return s&(1<<t) != 0 }
 
 // types lists the members of s in Type order.
 func (s typeSet) types() []bucket.Type {
 	var out []bucket.Type
-	for t := bucket.Type(1); t < 8; t++ {
+	for t := bucket.Type(1); t < 16; t++ {
 		if s.has(t) {
 			out = append(out, t)
 		}

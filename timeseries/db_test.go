@@ -140,7 +140,8 @@ func TestInsertFindRoundTrip(t *testing.T) {
 			t.Fatalf("got %d rows, want 3000", len(rows))
 		}
 		for i, r := range rows {
-			want := fmt.Sprintf("n=%d v=%v ", i, float64(i)/4)
+			// Fields in the order they were first written.
+			want := fmt.Sprintf("v=%v n=%d ", float64(i)/4, i)
 			if r.t != base+int64(i)*10e9 || r.vals != want || r.meta != fmt.Sprintf(`{"id":"s%d"}`, i%3) {
 				t.Fatalf("row %d = %v, want t=%d %s", i, r, base+int64(i)*10e9, want)
 			}

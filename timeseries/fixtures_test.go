@@ -2,6 +2,7 @@ package timeseries_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -157,6 +158,8 @@ func findRows(t *testing.T, db *timeseries.DB, name, timeField, metaField string
 						v = fixtureVal{Type: "bool", B: col.Value(i)}
 					case *array.Timestamp:
 						v = fixtureVal{Type: "date", I: int64(col.Value(i))}
+					case *array.FixedSizeBinary:
+						v = fixtureVal{Type: "objectid", S: hex.EncodeToString(col.Value(i))}
 					default:
 						t.Fatalf("column %s: %v", f.Name, f.Type)
 					}
@@ -297,6 +300,10 @@ func TestFormatFixtures(t *testing.T) {
 				m := model.Measurement{Time: exp.Now.Add(-time.Hour).UnixNano(),
 					Meta:   map[string]any{"sensor": "s1", "site": "north"},
 					Fields: []model.Field{{Name: "temp", Value: model.Float(-1.5)}, {Name: "added", Value: model.Int(7)}}}
+				// Measurements written from now on have an _id: an old store
+				// takes them.
+				id := [12]byte{0x65, 0x1, 0x2, 0x3, 4, 5, 6, 7, 8, 9, 10, 11}
+				m.Fields = append(m.Fields, model.Field{Name: "_id", Value: model.ObjectID(id)})
 				if _, err := db.Insert(ctx, "weather", timeseries.Batch{Measurements: []model.Measurement{m}}, timeseries.InsertOptions{}); err != nil {
 					t.Fatal(err)
 				}
@@ -312,8 +319,10 @@ func TestFormatFixtures(t *testing.T) {
 					switch c.Name {
 					case "weather":
 						c.Fields["added"] = []string{"long"}
+						c.Fields["_id"] = []string{"objectId"}
 						c.Rows = append(c.Rows, fixtureRow{T: m.Time, M: `{"sensor":"s1","site":"north"}`,
-							F: map[string]fixtureVal{"temp": {Type: "float", F: -1.5}, "added": {Type: "int", I: 7}}})
+							F: map[string]fixtureVal{"temp": {Type: "float", F: -1.5}, "added": {Type: "int", I: 7},
+								"_id": {Type: "objectid", S: hex.EncodeToString(id[:])}}})
 					case "devices":
 						c.Docs = append(c.Docs, map[string]any{"_id": "new", "n": map[string]any{"$int": 99}})
 					}

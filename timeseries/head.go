@@ -248,10 +248,12 @@ func (b *memBucket) addColumn(name string, k model.Kind, n int) int {
 	switch k {
 	case model.KindFloat:
 		col.Floats = make([]float64, n, c)
-	case model.KindInt, model.KindDate:
+	case model.KindInt, model.KindDate, model.KindInt32:
 		col.Ints = make([]int64, n, c)
-	case model.KindString:
+	case model.KindString, model.KindBSON:
 		col.Strings = make([]string, n, c)
+	case model.KindObjectID:
+		col.IDs = make([]byte, n*bucket.ObjectIDLen, c*bucket.ObjectIDLen)
 	case model.KindBool:
 		col.Bools = make([]bool, n, c)
 	}
@@ -267,11 +269,14 @@ func appendValue(c *bucket.Column, v model.Value) int64 {
 	switch c.Type {
 	case model.KindFloat:
 		c.Floats = append(c.Floats, v.F)
-	case model.KindInt, model.KindDate:
+	case model.KindInt, model.KindDate, model.KindInt32:
 		c.Ints = append(c.Ints, v.I)
-	case model.KindString:
+	case model.KindString, model.KindBSON:
 		c.Strings = append(c.Strings, v.S)
 		return int64(16 + len(v.S))
+	case model.KindObjectID:
+		c.IDs = append(c.IDs, v.S...)
+		return bucket.ObjectIDLen
 	case model.KindBool:
 		c.Bools = append(c.Bools, v.B)
 		return 1
@@ -283,11 +288,14 @@ func appendZero(c *bucket.Column) int64 {
 	switch c.Type {
 	case model.KindFloat:
 		c.Floats = append(c.Floats, 0)
-	case model.KindInt, model.KindDate:
+	case model.KindInt, model.KindDate, model.KindInt32:
 		c.Ints = append(c.Ints, 0)
-	case model.KindString:
+	case model.KindString, model.KindBSON:
 		c.Strings = append(c.Strings, "")
 		return 16
+	case model.KindObjectID:
+		c.IDs = append(c.IDs, make([]byte, bucket.ObjectIDLen)...)
+		return bucket.ObjectIDLen
 	case model.KindBool:
 		c.Bools = append(c.Bools, false)
 		return 1
@@ -348,9 +356,11 @@ func (b *memBucket) appendCapture(fields []bucket.Column, present []uint64) ([]i
 		switch src.Type {
 		case model.KindFloat:
 			dst.Floats = src.Floats[:n:n]
-		case model.KindInt, model.KindDate:
+		case model.KindInt, model.KindDate, model.KindInt32:
 			dst.Ints = src.Ints[:n:n]
-		case model.KindString:
+		case model.KindObjectID:
+			dst.IDs = src.IDs[: n*bucket.ObjectIDLen : n*bucket.ObjectIDLen]
+		case model.KindString, model.KindBSON:
 			dst.Strings = src.Strings[:n:n]
 		case model.KindBool:
 			dst.Bools = src.Bools[:n:n]
@@ -446,15 +456,20 @@ func permuteColumns(cols *bucket.Columns, perm []int32) bucket.Columns {
 			for i, p := range perm {
 				dst.Floats[i] = src.Floats[p]
 			}
-		case model.KindInt, model.KindDate:
+		case model.KindInt, model.KindDate, model.KindInt32:
 			dst.Ints = make([]int64, n)
 			for i, p := range perm {
 				dst.Ints[i] = src.Ints[p]
 			}
-		case model.KindString:
+		case model.KindString, model.KindBSON:
 			dst.Strings = make([]string, n)
 			for i, p := range perm {
 				dst.Strings[i] = src.Strings[p]
+			}
+		case model.KindObjectID:
+			dst.IDs = make([]byte, n*bucket.ObjectIDLen)
+			for i, p := range perm {
+				copy(dst.ID(i), src.ID(int(p)))
 			}
 		case model.KindBool:
 			dst.Bools = make([]bool, n)
@@ -502,10 +517,12 @@ func columnsMem(cols *bucket.Columns) int64 {
 		c := &cols.Fields[i]
 		m += columnHeaderMem + int64(8*len(c.Present))
 		switch c.Type {
-		case model.KindString:
+		case model.KindString, model.KindBSON:
 			for _, s := range c.Strings {
 				m += int64(16 + len(s))
 			}
+		case model.KindObjectID:
+			m += int64(len(c.IDs))
 		case model.KindBool:
 			m += int64(len(c.Bools))
 		default:

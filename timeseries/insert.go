@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 
@@ -582,8 +583,10 @@ func rowBytes(m *model.Measurement, timeField string) int {
 		f := &m.Fields[i]
 		n += len(f.Name) + 2
 		switch f.Value.Kind {
-		case model.KindString:
+		case model.KindString, model.KindBSON:
 			n += 5 + len(f.Value.S)
+		case model.KindObjectID:
+			n += bucket.ObjectIDLen
 		case model.KindBool:
 			n++
 		default:

@@ -29,8 +29,10 @@ var (
 // every older version). 1: the first; 2: time columns of buckets may be
 // scaled to whole microseconds, milliseconds or seconds (bucket format,
 // time mode 2), which builds of version 1 cannot read; 3: int and date
-// columns may be divided by a power of ten (bucket encoding 6, scaled int).
-const formatVersion = 3
+// columns may be divided by a power of ten (bucket encoding 6, scaled int);
+// 4: measurement values of types int32, bson and objectid (bucket types
+// 6-8, bucket encoding 7, log record value kinds 6-8).
+const formatVersion = 4
 
 const bucketKeyLen = 1 + 4 + 8 + 8 + 8
 

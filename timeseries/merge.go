@@ -610,10 +610,12 @@ func concatColumns(src []storedBucket) (bucket.Columns, []int) {
 				switch sc.Type {
 				case model.KindFloat:
 					dc.Floats[p] = sc.Floats[r]
-				case model.KindInt, model.KindDate:
+				case model.KindInt, model.KindDate, model.KindInt32:
 					dc.Ints[p] = sc.Ints[r]
-				case model.KindString:
+				case model.KindString, model.KindBSON:
 					dc.Strings[p] = sc.Strings[r]
+				case model.KindObjectID:
+					copy(dc.ID(p), sc.ID(r))
 				case model.KindBool:
 					dc.Bools[p] = sc.Bools[r]
 				}
@@ -629,10 +631,12 @@ func newDenseColumn(name string, t bucket.Type, n int) bucket.Column {
 	switch t {
 	case model.KindFloat:
 		c.Floats = make([]float64, n)
-	case model.KindInt, model.KindDate:
+	case model.KindInt, model.KindDate, model.KindInt32:
 		c.Ints = make([]int64, n)
-	case model.KindString:
+	case model.KindString, model.KindBSON:
 		c.Strings = make([]string, n)
+	case model.KindObjectID:
+		c.IDs = make([]byte, n*bucket.ObjectIDLen)
 	case model.KindBool:
 		c.Bools = make([]bool, n)
 	}
@@ -665,8 +669,10 @@ func packRows(all *bucket.Columns, perm []int32, timeField string, span, roundin
 			}
 			sz += len(c.Name) + 2
 			switch c.Type {
-			case model.KindString:
+			case model.KindString, model.KindBSON:
 				sz += 5 + len(c.Strings[p])
+			case model.KindObjectID:
+				sz += bucket.ObjectIDLen
 			case model.KindBool:
 				sz++
 			default:

@@ -378,8 +378,10 @@ func estimateSize(cols *bucket.Columns, timeField string) int {
 			}
 			n += len(c.Name) + 2
 			switch c.Type {
-			case model.KindString:
+			case model.KindString, model.KindBSON:
 				n += 5 + len(c.Strings[r])
+			case model.KindObjectID:
+				n += bucket.ObjectIDLen
 			case model.KindBool:
 				n++
 			default:

@@ -62,7 +62,7 @@ func pruned(ranges []columnRange, r *bucket.Reader) bool {
 		}
 		var lo, hi any
 		switch info.Type {
-		case bucket.TypeInt:
+		case bucket.TypeInt, bucket.TypeInt32:
 			lo, hi = info.MinInt, info.MaxInt
 		case bucket.TypeFloat:
 			if math.IsNaN(info.MinFloat) {

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -54,8 +54,17 @@ type FindOptions struct {
 	// them whole.
 	Projection *document.Projection
 	// Fields lists the measurement fields to return, in order; nil returns
-	// every field the collection has seen, sorted by name.
+	// every field the collection has seen, in the order it first saw them
+	// (its name table: the order they were first written).
 	Fields []string
+	// ExactTypes returns every value with the BSON type it was written
+	// with: a field seen with several types (an int and a double, say)
+	// is one column of BSON values (model.BSONColumnMetadataKey), and so
+	// is a field of values with no column type of their own (a decimal,
+	// an array). Without it, such a field is a float64 column when it
+	// holds only numbers, Extended JSON text otherwise (Arrow readers get
+	// columns they can compute on).
+	ExactTypes bool
 	// OmitTime and OmitMeta leave the time and meta columns out.
 	OmitTime, OmitMeta bool
 	// Order is SortSeries, SortAscending or SortDescending.
@@ -109,7 +118,8 @@ type Cursor struct {
 type outColumn struct {
 	name  string
 	kind  bucket.Type // the column's Arrow type; KindString for mixed
-	mixed bool
+	mixed bool        // Extended JSON text of each value
+	bson  bool        // each value's BSON type byte and bytes
 }
 
 // Find runs a query on a time-series collection. A sorted find's result is
@@ -170,13 +180,21 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 	// The schema: every field seen, or the projection.
 	fieldNames := opts.Fields
 	if fieldNames == nil {
-		for f := range c.fieldTypes {
-			fieldNames = append(fieldNames, f)
+		for _, f := range c.names {
+			if c.fieldTypes[f] != 0 {
+				fieldNames = append(fieldNames, f)
+			}
 		}
-		sort.Strings(fieldNames)
+		if len(fieldNames) != len(c.fieldTypes) { // not reached: every field is named
+			for f := range c.fieldTypes {
+				if _, ok := c.nameIdx[f]; !ok {
+					fieldNames = append(fieldNames, f)
+				}
+			}
+		}
 	}
 	for _, f := range fieldNames {
-		cur.out = append(cur.out, outputColumn(f, c.fieldTypes[f]))
+		cur.out = append(cur.out, outputColumn(f, c.fieldTypes[f], opts.ExactTypes))
 	}
 	guard := db.newQueryGuard(ctx)
 	if order == SortSeries {
@@ -209,7 +227,11 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 	cur.fieldPos = make(map[string]int, len(cur.out))
 	for i, oc := range cur.out {
 		f := arrow.Field{Name: oc.name, Type: arrowType(oc.kind), Nullable: true}
-		if oc.mixed {
+		switch {
+		case oc.bson:
+			f.Type = arrow.BinaryTypes.Binary
+			f.Metadata = arrow.NewMetadata([]string{model.BSONColumnMetadataKey}, []string{"value"})
+		case oc.mixed:
 			f.Metadata = arrow.NewMetadata([]string{model.MixedColumnMetadataKey}, []string{"json"})
 		}
 		cur.fieldPos[oc.name] = i
@@ -248,15 +270,20 @@ func sortOrder(ts *model.TimeSeriesOptions, opts FindOptions) (int, error) {
 	return order, nil
 }
 
-// outputColumn picks a field's result type from the types it was seen with.
-func outputColumn(name string, ts typeSet) outColumn {
+// outputColumn picks a field's result type from the types it was seen
+// with (see FindOptions.ExactTypes).
+func outputColumn(name string, ts typeSet, exact bool) outColumn {
 	types := ts.types()
 	switch {
-	case len(types) == 1:
-		return outColumn{name: name, kind: types[0]}
 	case len(types) == 0:
 		return outColumn{name: name, kind: model.KindFloat}
-	case ts&^(1<<model.KindInt|1<<model.KindFloat) == 0:
+	case len(types) == 1 && types[0] == model.KindBSON:
+		return outColumn{name: name, kind: model.KindString, mixed: !exact, bson: exact}
+	case len(types) == 1:
+		return outColumn{name: name, kind: types[0]}
+	case exact:
+		return outColumn{name: name, kind: model.KindBSON, bson: true}
+	case ts&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) == 0:
 		return outColumn{name: name, kind: model.KindFloat}
 	}
 	return outColumn{name: name, kind: model.KindString, mixed: true}
@@ -266,12 +293,18 @@ func arrowType(k bucket.Type) arrow.DataType {
 	switch k {
 	case model.KindInt:
 		return arrow.PrimitiveTypes.Int64
+	case model.KindInt32:
+		return arrow.PrimitiveTypes.Int32
 	case model.KindString:
 		return arrow.BinaryTypes.String
 	case model.KindBool:
 		return arrow.FixedWidthTypes.Boolean
 	case model.KindDate:
 		return &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+	case model.KindObjectID:
+		return &arrow.FixedSizeBinaryType{ByteWidth: bucket.ObjectIDLen}
+	case model.KindBSON:
+		return arrow.BinaryTypes.Binary
 	}
 	return arrow.PrimitiveTypes.Float64
 }
@@ -497,26 +530,35 @@ func (c *Cursor) appendRow(s *seriesSnap, rc *rowCursor) {
 
 // appendCell appends row i of col to a result column of type oc.
 func appendCell(b array.Builder, oc outColumn, col *bucket.Column, i int) {
-	if oc.mixed {
+	switch {
+	case oc.bson:
+		var buf [64]byte
+		b.(*array.BinaryBuilder).Append(appendCellBSON(buf[:0], col, i))
+		return
+	case oc.mixed:
 		b.(*array.StringBuilder).Append(cellJSON(col, i))
 		return
 	}
 	switch oc.kind {
 	case model.KindFloat:
 		fb := b.(*array.Float64Builder)
-		if col.Type == model.KindInt {
+		if col.Type == model.KindInt || col.Type == model.KindInt32 {
 			fb.Append(float64(col.Ints[i]))
 		} else {
 			fb.Append(col.Floats[i])
 		}
 	case model.KindInt:
 		b.(*array.Int64Builder).Append(col.Ints[i])
+	case model.KindInt32:
+		b.(*array.Int32Builder).Append(int32(col.Ints[i]))
 	case model.KindDate:
 		b.(*array.TimestampBuilder).Append(arrow.Timestamp(col.Ints[i]))
 	case model.KindString:
 		b.(*array.StringBuilder).Append(col.Strings[i])
 	case model.KindBool:
 		b.(*array.BooleanBuilder).Append(col.Bools[i])
+	case model.KindObjectID:
+		b.(*array.FixedSizeBinaryBuilder).Append(col.ID(i))
 	}
 }
 
@@ -526,7 +568,7 @@ func cellJSON(col *bucket.Column, i int) string {
 	case model.KindFloat:
 		s, _ := model.CanonicalMeta(col.Floats[i])
 		return s
-	case model.KindInt:
+	case model.KindInt, model.KindInt32:
 		return strconv.FormatInt(col.Ints[i], 10)
 	case model.KindDate:
 		s, _ := model.CanonicalMeta(time.Unix(0, col.Ints[i]).UTC())
@@ -536,8 +578,59 @@ func cellJSON(col *bucket.Column, i int) string {
 		return string(b)
 	case model.KindBool:
 		return strconv.FormatBool(col.Bools[i])
+	case model.KindObjectID, model.KindBSON:
+		bv := cellBSONValue(col, i)
+		if b, err := document.AppendJSONBSON(nil, bv); err == nil {
+			return string(b)
+		}
 	}
 	return "null"
+}
+
+// cellBSONValue returns row i of col, of kind ObjectID or BSON, as a BSON
+// value.
+func cellBSONValue(col *bucket.Column, i int) bsoncore.Value {
+	if col.Type == model.KindObjectID {
+		return bsoncore.Value{Type: bsoncore.TypeObjectID, Data: col.ID(i)}
+	}
+	s := col.Strings[i]
+	if s == "" {
+		return bsoncore.Value{Type: bsoncore.TypeNull}
+	}
+	return bsoncore.Value{Type: bsoncore.Type(s[0]), Data: []byte(s[1:])}
+}
+
+// appendCellBSON appends row i of col as its BSON type byte and bytes.
+func appendCellBSON(dst []byte, col *bucket.Column, i int) []byte {
+	switch col.Type {
+	case model.KindFloat:
+		return bsoncore.AppendDouble(append(dst, byte(bsoncore.TypeDouble)), col.Floats[i])
+	case model.KindInt:
+		return bsoncore.AppendInt64(append(dst, byte(bsoncore.TypeInt64)), col.Ints[i])
+	case model.KindInt32:
+		return bsoncore.AppendInt32(append(dst, byte(bsoncore.TypeInt32)), int32(col.Ints[i]))
+	case model.KindDate:
+		return bsoncore.AppendDateTime(append(dst, byte(bsoncore.TypeDateTime)), floorMillis(col.Ints[i]))
+	case model.KindString:
+		return bsoncore.AppendString(append(dst, byte(bsoncore.TypeString)), col.Strings[i])
+	case model.KindBool:
+		return bsoncore.AppendBoolean(append(dst, byte(bsoncore.TypeBoolean)), col.Bools[i])
+	case model.KindObjectID:
+		return append(append(dst, byte(bsoncore.TypeObjectID)), col.ID(i)...)
+	case model.KindBSON:
+		return append(dst, col.Strings[i]...)
+	}
+	return append(dst, byte(bsoncore.TypeNull))
+}
+
+// floorMillis converts nanoseconds to a BSON date's milliseconds, toward
+// the past.
+func floorMillis(ns int64) int64 {
+	ms := ns / 1e6
+	if ns%1e6 < 0 {
+		ms--
+	}
+	return ms
 }
 
 func cellValue(col *bucket.Column, i int) any {
@@ -546,12 +639,18 @@ func cellValue(col *bucket.Column, i int) any {
 		return col.Floats[i]
 	case model.KindInt:
 		return col.Ints[i]
+	case model.KindInt32:
+		return int32(col.Ints[i])
 	case model.KindDate:
 		return time.Unix(0, col.Ints[i]).UTC()
 	case model.KindString:
 		return col.Strings[i]
 	case model.KindBool:
 		return col.Bools[i]
+	case model.KindObjectID:
+		return model.Value{Kind: col.Type, S: string(col.ID(i))}.Interface()
+	case model.KindBSON:
+		return model.Value{Kind: col.Type, S: col.Strings[i]}.Interface()
 	}
 	return nil
 }

@@ -58,6 +58,7 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 	// every group usually list the same names: each is looked up when it
 	// differs from the row before's (a fleet's batch has a row a group).
 	var prev []model.Field
+	var prevID string
 	for gi := range groups {
 		for ri := range groups[gi].rows {
 			fs := groups[gi].rows[ri].Fields
@@ -110,10 +111,22 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 				switch f.Value.Kind {
 				case model.KindFloat:
 					dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f.Value.F))
-				case model.KindInt, model.KindDate:
+				case model.KindInt, model.KindDate, model.KindInt32:
 					dst = binary.AppendVarint(dst, f.Value.I)
-				case model.KindString:
+				case model.KindString, model.KindBSON:
 					dst = appendString(dst, f.Value.S)
+				case model.KindObjectID:
+					// The bytes shared with the record's last ObjectId
+					// (the ids of a batch differ in their counter), then
+					// the rest.
+					id := f.Value.S
+					n := 0
+					for n < len(id) && n < len(prevID) && id[n] == prevID[n] {
+						n++
+					}
+					dst = append(dst, byte(n))
+					dst = append(dst, id[n:]...)
+					prevID = id
 				case model.KindBool:
 					b := byte(0)
 					if f.Value.B {
@@ -228,6 +241,7 @@ func decodeInsert(b []byte) (coll uint32, groups []group, err error) {
 		names[i] = d.str("name")
 	}
 	groups = make([]group, d.count("group count", 2))
+	var prevID string // the last ObjectId decoded
 	for gi := range groups {
 		g := &groups[gi]
 		g.metaKey = d.str("meta")
@@ -257,8 +271,22 @@ func decodeInsert(b []byte) (coll uint32, groups []group, err error) {
 					d.b = d.b[8:]
 				case model.KindInt, model.KindDate:
 					f.Value.I = d.varint("int")
-				case model.KindString:
+				case model.KindInt32:
+					f.Value.I = d.varint("int32")
+					if f.Value.I != int64(int32(f.Value.I)) {
+						d.fail("int32")
+					}
+				case model.KindString, model.KindBSON:
 					f.Value.S = d.str("string")
+				case model.KindObjectID:
+					n := int(d.byte1("objectid prefix"))
+					if n > len(prevID) || len(d.b) < 12-n {
+						d.fail("objectid")
+						return 0, nil, d.err
+					}
+					f.Value.S = prevID[:n] + string(d.b[:12-n])
+					d.b = d.b[12-n:]
+					prevID = f.Value.S
 				case model.KindBool:
 					f.Value.B = d.byte1("bool") != 0
 				default:

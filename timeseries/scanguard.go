@@ -247,7 +247,7 @@ func columnsBytes(cols *bucket.Columns) int64 {
 	n := int64(len(cols.Times)) * 8
 	for i := range cols.Fields {
 		f := &cols.Fields[i]
-		n += int64(len(f.Ints))*8 + int64(len(f.Floats))*8 + int64(len(f.Bools)) + int64(len(f.Present))*8
+		n += int64(len(f.Ints))*8 + int64(len(f.Floats))*8 + int64(len(f.Bools)) + int64(len(f.Present))*8 + int64(len(f.IDs))
 		for _, s := range f.Strings {
 			n += 16 + int64(len(s))
 		}

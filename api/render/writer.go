@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hourglassdb/hourglass/model"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -94,6 +96,9 @@ const (
 	kindString
 	kindDate
 	kindJSON // utf8 holding JSON texts: the meta column, mixed columns
+	kindInt32
+	kindObjectID // 12-byte fixed-size binary
+	kindBSON     // binary holding BSON values: type byte, then bytes
 )
 
 func kindOf(f arrow.Field) (kind, error) {
@@ -102,6 +107,16 @@ func kindOf(f arrow.Field) (kind, error) {
 		return kindFloat, nil
 	case *arrow.Int64Type:
 		return kindInt, nil
+	case *arrow.Int32Type:
+		return kindInt32, nil
+	case *arrow.FixedSizeBinaryType:
+		if t.ByteWidth == 12 {
+			return kindObjectID, nil
+		}
+	case *arrow.BinaryType:
+		if f.Metadata.FindKey(model.BSONColumnMetadataKey) >= 0 {
+			return kindBSON, nil
+		}
 	case *arrow.BooleanType:
 		return kindBool, nil
 	case *arrow.StringType:
@@ -130,6 +145,9 @@ type column struct {
 	ts    []arrow.Timestamp
 	bools *array.Boolean
 	strs  *array.String
+	i32   []int32
+	ids   *array.FixedSizeBinary
+	bsons *array.Binary
 }
 
 func newColumns(schema *arrow.Schema, f Format, opts Options) ([]column, error) {
@@ -177,6 +195,15 @@ func bind(cols []column, rec arrow.Record) error {
 			}
 		case kindBool:
 			c.bools, ok = a.(*array.Boolean)
+		case kindInt32:
+			var v *array.Int32
+			if v, ok = a.(*array.Int32); ok {
+				c.i32 = v.Int32Values()
+			}
+		case kindObjectID:
+			c.ids, ok = a.(*array.FixedSizeBinary)
+		case kindBSON:
+			c.bsons, ok = a.(*array.Binary)
 		case kindString, kindJSON:
 			c.strs, ok = a.(*array.String)
 		}
@@ -331,6 +358,14 @@ func (t *textWriter) appendJSONRow(b []byte, r int) []byte {
 			b = appendJSONFloat(b, c.f64[r])
 		case kindInt:
 			b = strconv.AppendInt(b, c.i64[r], 10)
+		case kindInt32:
+			b = strconv.AppendInt(b, int64(c.i32[r]), 10)
+		case kindObjectID:
+			b = append(b, `{"$oid":"`...)
+			b = hex.AppendEncode(b, c.ids.Value(r))
+			b = append(b, `"}`...)
+		case kindBSON:
+			b = appendBSONJSON(b, c.bsons.Value(r))
 		case kindBool:
 			b = strconv.AppendBool(b, c.bools.Value(r))
 		case kindString:
@@ -366,6 +401,12 @@ func (t *textWriter) appendCSVRow(b []byte, r int) []byte {
 			b = appendCSVFloat(b, c.f64[r])
 		case kindInt:
 			b = strconv.AppendInt(b, c.i64[r], 10)
+		case kindInt32:
+			b = strconv.AppendInt(b, int64(c.i32[r]), 10)
+		case kindObjectID:
+			b = hex.AppendEncode(b, c.ids.Value(r))
+		case kindBSON:
+			b = appendCSVJSON(b, string(appendBSONJSON(nil, c.bsons.Value(r))))
 		case kindBool:
 			b = strconv.AppendBool(b, c.bools.Value(r))
 		case kindString:
@@ -377,6 +418,23 @@ func (t *textWriter) appendCSVRow(b []byte, r int) []byte {
 		}
 	}
 	return append(b, '\n')
+}
+
+// appendBSONJSON appends a BSON value (type byte, then bytes) as relaxed
+// Extended JSON; null when it is not one.
+func appendBSONJSON(b, v []byte) []byte {
+	if len(v) == 0 {
+		return append(b, "null"...)
+	}
+	bv := bsoncore.Value{Type: bsoncore.Type(v[0]), Data: v[1:]}
+	if bv.Validate() != nil {
+		return append(b, "null"...)
+	}
+	out, err := document.AppendJSONBSON(b, bv)
+	if err != nil {
+		return append(b[:len(b):len(b)], "null"...)
+	}
+	return out
 }
 
 // appendJSONFloat appends f as encoding/json does, and the non-finite values
