@@ -33,6 +33,9 @@ type IngestConfig struct {
 	// first; the batches being written are finished, and the result counts
 	// the rows written.
 	Duration time.Duration
+	// NoIDs leaves the measurements without the _id the server's command
+	// layer gives each (timeseries.AssignIDs): what the ids cost.
+	NoIDs bool
 	// Progress, if set, is called about once a second (when a batch
 	// completes) with the rows written so far and the latencies of the
 	// batches written since the previous call.
@@ -114,7 +117,8 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 		go func() {
 			defer wg.Done()
 			ms := make([]model.Measurement, cfg.BatchRows)
-			fields := make([]model.Field, cfg.BatchRows*NumFields)
+			// Room for the _id after each row's fields.
+			fields := make([]model.Field, cfg.BatchRows*(NumFields+1))
 			for batch := range batches {
 				t0 := time.Now()
 				if cfg.Duration > 0 && t0.Sub(start) >= cfg.Duration {
@@ -123,7 +127,8 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 				ms = ms[:len(batch)]
 				for j := range batch {
 					row := &batch[j]
-					fs := fields[j*NumFields : (j+1)*NumFields : (j+1)*NumFields]
+					at := j * (NumFields + 1)
+					fs := fields[at : at+NumFields : at+NumFields+1]
 					for k := range fs {
 						fs[k].Name = FieldNames[k]
 						if w.Values == ValuesFloat {
@@ -133,6 +138,9 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 						}
 					}
 					ms[j] = model.Measurement{Time: row.Time, Meta: metas[row.Host], Fields: fs}
+				}
+				if !cfg.NoIDs {
+					timeseries.AssignIDs(ms, time.Now())
 				}
 				ir, err := db.Insert(ctx, Collection, timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{})
 				if err == nil && ir.Inserted != len(ms) {

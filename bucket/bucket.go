@@ -127,8 +127,8 @@ type Column struct {
 	Strings []string  // TypeString and TypeBSON
 	// IDs holds a TypeObjectID column's values, 12 bytes a row: no string header per
 	// value, so that the ids every measurement carries cost 12 bytes in memory.
-	IDs []byte
-	Bools   []bool    // TypeBool
+	IDs   []byte
+	Bools []bool // TypeBool
 }
 
 // IsPresent reports whether row i holds a value.

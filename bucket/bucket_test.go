@@ -1128,6 +1128,26 @@ func TestObjectIDColumnSize(t *testing.T) {
 	if per > 0.25 {
 		t.Errorf("%.3f bytes per ObjectId, want <= 0.25", per)
 	}
+	// Ids made for batches of 100 series, 50 rows each: the counter steps
+	// by 100 and jumps between batches (a steps block of mode 2).
+	batches := &Columns{Times: cols.Times[:320], Fields: []Column{{Name: "_id", Type: TypeObjectID}}}
+	c := 5000
+	for i := range 320 {
+		var id [12]byte
+		binary.BigEndian.PutUint32(id[:], uint32(1_700_000_000+i/200))
+		copy(id[4:9], proc)
+		if i%50 == 0 {
+			c += 100*50 + 3
+		} else {
+			c += 100
+		}
+		id[9], id[10], id[11] = byte(c>>16), byte(c>>8), byte(c)
+		batches.Fields[0].IDs = append(batches.Fields[0].IDs, id[:]...)
+	}
+	base320, _ := enc.Encode(nil, &Columns{Times: batches.Times})
+	if per := float64(len(roundTrip(t, batches))-len(base320)) / 320; per > 0.15 {
+		t.Errorf("%.3f bytes per ObjectId made in batches, want <= 0.15", per)
+	}
 	// Pairs swapped (two writers racing): counters step up and down.
 	for i := 0; i+1 < rows; i += 2 {
 		a, b := cols.Fields[0].ID(i), cols.Fields[0].ID(i+1)

@@ -40,6 +40,7 @@ type Encoder struct {
 	quot       []int64
 	words      []uint64
 	runs       []int64
+	gaps       []int64
 	dict       map[string]int32
 	dictList   []string
 	blob       []byte

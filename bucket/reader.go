@@ -51,6 +51,8 @@ type Reader struct {
 	ints  []int64
 	ints2 []int64 // ObjectId columns' scratch
 	ints3 []int64
+	gaps  []int64
+	ints4 []int64
 	blob  []byte
 	dict  []string
 }
