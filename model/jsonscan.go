@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -163,7 +164,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 	// the server gives a measurement without one is appended in place.
 	end := len(d.fields)
 	d.fields = append(d.fields, Field{})
-	m.Fields = d.fields[start:end:end+1]
+	m.Fields = d.fields[start : end : end+1]
 	var prev *Measurement
 	if d.prevTS == ts {
 		prev = &d.prev
@@ -254,11 +255,15 @@ func scanFieldValue(name string, v []byte) (Value, bool, error) {
 	case 'n':
 		return Value{}, false, nil
 	case '{', '[':
-		x, err := decodeJSONValue(v)
+		// Decoded with its fields' order, at every depth: a sub-document
+		// is kept as written.
+		wrapped := make([]byte, 0, len(v)+6)
+		wrapped = append(append(append(wrapped, `{"v":`...), v...), '}')
+		doc, order, err := document.ParseJSONOrdered(wrapped)
 		if err != nil {
 			return Value{}, false, err
 		}
-		return fieldValue(name, x)
+		return fieldValueOrdered(name, doc["v"], order.Child("v"))
 	}
 	if i, ok := smallInt(v); ok {
 		return Int(i), true, nil
