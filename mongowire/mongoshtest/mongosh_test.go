@@ -953,6 +953,16 @@ func TestMongoshFidelity(t *testing.T) {
 		{res.Lookup("read", "bin").String(), `{"$binary":{"base64":"AAE=","subType":"00"}}`},
 		{res.Lookup("updated", "zeta").String(), `{"$numberInt":"8"}`},
 		{res.Lookup("updated", "alpha").String(), `{"$numberLong":"8"}`},
+		// mongosh's driver adds the _id it makes after the fields.
+		{keys("ts"), "t,s,zeta,alpha,dec,bin,mid,_id"},
+		{keys("ts", "mid"), "z,a"},
+		{keys("ts", "mid", "a", "1"), "y,b"},
+		{res.Lookup("ts", "_id").Type.String(), "objectID"},
+		{res.Lookup("ts", "zeta").Type.String(), "32-bit integer"},
+		{res.Lookup("ts", "alpha").Type.String(), "64-bit integer"},
+		{res.Lookup("ts", "dec").String(), `{"$numberDecimal":"1.10"}`},
+		{res.Lookup("ts", "bin").String(), `{"$binary":{"base64":"AAE=","subType":"00"}}`},
+		{res.Lookup("tsById").String(), `{"$numberInt":"1"}`},
 	} {
 		if c.got != c.want {
 			t.Errorf("read back %s, want %s", c.got, c.want)

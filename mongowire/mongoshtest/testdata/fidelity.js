@@ -6,4 +6,12 @@ c.insertOne({ _id: 1, zeta: 7, alpha: Long('7'), dec: NumberDecimal('1.10'), bin
 const out = { read: c.findOne({ _id: 1 }) };
 c.updateOne({ _id: 1 }, { $set: { alpha: Long('8'), new: 1 }, $inc: { zeta: 1 } });
 out.updated = c.findOne({ _id: 1 });
+// A measurement of a time series: the same types, the fields after the
+// time and meta fields in the order written, and the _id mongosh made.
+db.createCollection('tsfid', { timeseries: { timeField: 't', metaField: 's' } });
+const ts = db.getCollection('tsfid');
+const made = ts.insertOne({ t: ISODate('2026-01-01T00:00:00Z'), s: 'a', zeta: 7, alpha: Long('7'), dec: NumberDecimal('1.10'),
+  bin: BinData(0, 'AAE='), mid: { z: 1.5, a: [1, { y: 2, b: 3 }] } }).insertedId;
+out.ts = ts.findOne();
+out.tsById = ts.countDocuments({ _id: made });
 print('RESULT ' + EJSON.stringify(out, { relaxed: false }));

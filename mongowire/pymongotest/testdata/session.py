@@ -156,6 +156,18 @@ fid.update_one({"_id": 1}, {"$set": {"alpha": Int64(8), "new": 1}, "$inc": {"zet
 got = fid.find_one({"_id": 1})
 check(list(got.keys()) == ["_id", "zeta", "alpha", "dec", "bin", "mid", "new"], "field order after an update", list(got.keys()))
 check(type(got["zeta"]) is int and got["zeta"] == 8 and type(got["alpha"]) is Int64, "types after an update", got)
+
+# A time-series measurement reads back the same way: the time and meta
+# fields first, then the others as written, the _id PyMongo made.
+db.create_collection("tsfid", timeseries={"timeField": "t", "metaField": "s"})
+tsf = db["tsfid"]
+made = tsf.insert_one({"t": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc), "s": "a", "zeta": 7, "alpha": Int64(7),
+                       "dec": Decimal128("1.10"), "bin": Binary(b"\x00\x01", 0), "mid": {"z": 1.5, "a": [1, {"y": 2, "b": 3}]}}).inserted_id
+got = tsf.find_one({"_id": made})
+check(got is not None and list(got.keys()) == ["t", "s", "_id", "zeta", "alpha", "dec", "bin", "mid"], "measurement field order", got)
+check(list(got["mid"].keys()) == ["z", "a"] and list(got["mid"]["a"][1].keys()) == ["y", "b"], "nested order in a measurement", got["mid"])
+check(type(got["zeta"]) is int and type(got["alpha"]) is Int64 and str(got["dec"]) == "1.10" and got["bin"] == b"\x00\x01",
+      "measurement types", got)
 out["fidelity"] = True
 
 # A collection dropped.
