@@ -302,3 +302,36 @@ func BenchmarkFind(b *testing.B) {
 		findDriver(b, coll, n)
 	})
 }
+
+// BenchmarkWindowPipeline reads a moving average by sensor
+// ($setWindowFields partitioned by the metaField, sorted by the
+// timeField: streamed in the engine's order) over every measurement,
+// through the driver; HG_BENCH_FIND_N sets the measurements (default
+// 1,000,000).
+func BenchmarkWindowPipeline(b *testing.B) {
+	n := perfFindCount(b)
+	p := newPerfTargets(b)
+	coll := createIoT(b, p.mongo.Database("bench"), "iot", true)
+	fill(b, coll, n)
+	pipe := bson.A{bson.D{{Key: "$setWindowFields", Value: bson.D{{Key: "partitionBy", Value: "$sensor"},
+		{Key: "sortBy", Value: bson.D{{Key: "ts", Value: 1}}},
+		{Key: "output", Value: bson.D{{Key: "avg", Value: bson.D{{Key: "$avg", Value: "$temp"},
+			{Key: "window", Value: bson.D{{Key: "documents", Value: bson.A{-5, 0}}}}}}}}}}}}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		cur, err := coll.Aggregate(ctx, pipe)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := 0
+		for cur.Next(ctx) {
+			got++
+		}
+		if err := cur.Err(); err != nil || got != n {
+			b.Fatalf("%d documents, want %d: %v", got, n, err)
+		}
+		cur.Close(ctx)
+	}
+	reportDocs(b, n*b.N)
+}

@@ -1,4 +1,4 @@
-package mongowire
+package command
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/hourglassdb/hourglass/command/pipeline"
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/mongoerr"
-	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -19,22 +19,22 @@ import (
 var streamStages = map[string]bool{"$setWindowFields": true, "$fill": true, "$densify": true, "$set": true, "$addFields": true, "$unset": true}
 
 // stageArg decodes a stage's argument to the values pipeline reads.
-func stageArg(st stage) (any, error) {
-	return model.ValueFromBSON(st.name, st.arg, 0)
+func stageArg(st Stage) (any, error) {
+	return model.ValueFromBSON(st.Name, st.Arg, 0)
 }
 
-// streamCollection runs the stages from pipeline[0] (a stream stage) on
+// streamCollection runs the stages from stages[0] (a stream stage) on
 // the find a, then the stages after them on their result: $match, $skip,
 // $limit and $project document by document, anything else on the
 // documents gathered.
-func (s *Server) streamCollection(ctx context.Context, name string, info timeseries.CollectionInfo, filter *partialfilter.Filter, a *findArgs, empty bool, stages []stage) (source, error) {
+func (s *Service) streamCollection(ctx context.Context, info timeseries.CollectionInfo, a *Find, empty bool, stages []Stage, maxMemory int64) (*PipelineResult, error) {
 	first, err := stageArg(stages[0])
 	if err != nil {
 		return nil, err
 	}
 	var sorted bool
 	var parts []string
-	switch stages[0].name {
+	switch stages[0].Name {
 	case "$setWindowFields":
 		spec, err := pipeline.ParseSetWindowFields(first)
 		if err != nil {
@@ -63,26 +63,29 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 		// Series by series is partition by partition only when no two
 		// series' meta values are one partition (1 and 1.0 are two
 		// series, one value): then the stage sorts.
-		if sorted, err = s.cmd.MetaValuesDistinct(ctx, name, filter); err != nil {
+		if sorted, err = s.db.MetaValuesDistinct(ctx, a.Collection, a.Filter); err != nil {
 			return nil, err
 		}
 	}
-	var in source = &sliceSource{}
+	var in pipeline.Iterator = pipeline.Slice(nil)
+	closeIn := func() {}
 	if !empty {
-		if in, err = s.find(name, filter, a); err != nil {
+		cur, err := s.Find(ctx, *a)
+		if err != nil {
 			return nil, err
 		}
+		in, closeIn = &cursorDocs{cur: cur}, func() { cur.Close() }
 	}
-	it, rest, err := streamStagesOver(&sourceIterator{src: in}, stages, sorted, s.opts.StageMemory)
+	it, rest, err := streamStagesOver(in, stages, sorted, maxMemory)
 	if err != nil {
-		in.close()
+		closeIn()
 		return nil, err
 	}
-	if it, err = tailStages(it, rest, s.opts.StageMemory); err != nil {
-		in.close()
+	if it, err = tailStages(it, rest, maxMemory); err != nil {
+		closeIn()
 		return nil, err
 	}
-	return &iteratorSource{it: it, in: in}, nil
+	return &PipelineResult{Docs: it, close: closeIn}, nil
 }
 
 // orderFind makes the find give a stage partitioned by parts and sorted
@@ -94,7 +97,7 @@ func (s *Server) streamCollection(ctx context.Context, name string, info timeser
 // before, or given by a $sort before). A plain collection's sort holds
 // every document as the stage's own would, and may order arrays as the
 // stage does not: the stage sorts.
-func orderFind(info timeseries.CollectionInfo, parts []string, sortBy []pipeline.SortKey, a *findArgs) bool {
+func orderFind(info timeseries.CollectionInfo, parts []string, sortBy []pipeline.SortKey, a *Find) bool {
 	if len(sortBy) == 0 {
 		return len(parts) == 0
 	}
@@ -104,26 +107,26 @@ func orderFind(info timeseries.CollectionInfo, parts []string, sortBy []pipeline
 		return false
 	}
 	if len(parts) == 1 {
-		return ts.MetaField != "" && parts[0] == ts.MetaField && !key.Desc && a.sort == nil
+		return ts.MetaField != "" && parts[0] == ts.MetaField && !key.Desc && a.Sort == nil
 	}
-	if a.sort == nil && a.skip == 0 && a.limit == 0 {
-		a.sort = []timeseries.SortKey{key}
+	if a.Sort == nil && a.Skip == 0 && a.Limit == 0 {
+		a.Sort = []timeseries.SortKey{key}
 	}
-	return slices.Equal(a.sort, []timeseries.SortKey{key})
+	return slices.Equal(a.Sort, []timeseries.SortKey{key})
 }
 
 // streamStagesOver wraps it in the leading stream stages and returns the
 // stages after them. sorted tells that it comes in the first stage's
 // order; maxMemory bounds each stage (0: the default).
-func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool, maxMemory int64) (pipeline.Iterator, []stage, error) {
+func streamStagesOver(it pipeline.Iterator, stages []Stage, sorted bool, maxMemory int64) (pipeline.Iterator, []Stage, error) {
 	var last *pipeline.WindowSpec
 	i := 0
-	for ; i < len(stages) && streamStages[stages[i].name]; i++ {
+	for ; i < len(stages) && streamStages[stages[i].Name]; i++ {
 		arg, err := stageArg(stages[i])
 		if err != nil {
 			return nil, nil, err
 		}
-		switch stages[i].name {
+		switch stages[i].Name {
 		case "$setWindowFields":
 			spec, err := pipeline.ParseSetWindowFields(arg)
 			if err != nil {
@@ -133,7 +136,7 @@ func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool, maxMemo
 			// order: a second one of the same order reads it as it is.
 			inOrder := sorted && i == 0 || last != nil && last.PartitionBy == spec.PartitionBy && slices.Equal(last.SortBy, spec.SortBy)
 			it = pipeline.SetWindowFields(it, spec, pipeline.Options{Sorted: inOrder, MaxMemory: maxMemory})
-			it = addedFieldOrder(it, specFieldNames(stages[i].arg, "output"))
+			it = addedFieldOrder(it, specFieldNames(stages[i].Arg, "output"))
 			last = spec
 		case "$fill":
 			spec, err := pipeline.ParseFill(arg)
@@ -141,7 +144,7 @@ func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool, maxMemo
 				return nil, nil, err
 			}
 			it, last = pipeline.Fill(it, spec, pipeline.Options{Sorted: sorted && i == 0, MaxMemory: maxMemory}), nil
-			it = addedFieldOrder(it, specFieldNames(stages[i].arg, "output"))
+			it = addedFieldOrder(it, specFieldNames(stages[i].Arg, "output"))
 		case "$densify":
 			spec, err := pipeline.ParseDensify(arg)
 			if err != nil {
@@ -149,13 +152,13 @@ func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool, maxMemo
 			}
 			it, last = pipeline.Densify(it, spec, pipeline.Options{Sorted: sorted && i == 0, MaxMemory: maxMemory}), nil
 		case "$set", "$addFields":
-			fields, err := pipeline.ParseSet(stages[i].name, arg)
+			fields, err := pipeline.ParseSet(stages[i].Name, arg)
 			if err != nil {
 				return nil, nil, err
 			}
 			// It may change the fields a window stage orders by.
 			it, last, sorted = pipeline.Set(it, fields), nil, false
-			it = addedFieldOrder(it, specFieldNames(stages[i].arg, ""))
+			it = addedFieldOrder(it, specFieldNames(stages[i].Arg, ""))
 		case "$unset":
 			paths, err := pipeline.ParseUnset(arg)
 			if err != nil {
@@ -170,19 +173,19 @@ func streamStagesOver(it pipeline.Iterator, stages []stage, sorted bool, maxMemo
 // tailStages runs the stages after the stream stages: $match, $skip,
 // $limit and $project document by document; from the first other stage
 // on, over the documents gathered (within maxMemory, 0: the default).
-func tailStages(it pipeline.Iterator, rest []stage, maxMemory int64) (pipeline.Iterator, error) {
+func tailStages(it pipeline.Iterator, rest []Stage, maxMemory int64) (pipeline.Iterator, error) {
 	if maxMemory <= 0 {
 		maxMemory = pipeline.DefaultMaxMemory
 	}
 	t := &tailIterator{in: it, max: maxMemory}
 	for i, st := range rest {
-		switch st.name {
+		switch st.Name {
 		case "$match":
 			f, err := stageFilter(st)
 			if err != nil {
 				return nil, err
 			}
-			t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) { return d, f.Match(d), false })
+			t.steps = append(t.steps, func(d pipeline.Doc) (pipeline.Doc, bool, bool) { return d, f.Match(d), false })
 		case "$project":
 			m, err := stageDocument(st)
 			if err != nil {
@@ -191,20 +194,20 @@ func tailStages(it pipeline.Iterator, rest []stage, maxMemory int64) (pipeline.I
 			if _, err := projectInMemory(nil, m); err != nil {
 				return nil, err
 			}
-			t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) {
-				out, _ := projectInMemory([]map[string]any{d}, m)
+			t.steps = append(t.steps, func(d pipeline.Doc) (pipeline.Doc, bool, bool) {
+				out, _ := projectInMemory([]pipeline.Doc{d}, m)
 				return out[0], true, false
 			})
 		case "$skip", "$limit":
-			n, ok := st.arg.AsInt64OK()
-			if !ok || n < 0 || (st.name == "$limit" && n == 0) {
-				return nil, mongoerr.New(mongoerr.BadValue, "%s must be a positive integer; got %s", st.name, st.arg)
+			n, ok := st.Arg.AsInt64OK()
+			if !ok || n < 0 || (st.Name == "$limit" && n == 0) {
+				return nil, mongoerr.New(mongoerr.BadValue, "%s must be a positive integer; got %s", st.Name, st.Arg)
 			}
 			var seen int64
-			if st.name == "$skip" {
-				t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) { seen++; return d, seen > n, false })
+			if st.Name == "$skip" {
+				t.steps = append(t.steps, func(d pipeline.Doc) (pipeline.Doc, bool, bool) { seen++; return d, seen > n, false })
 			} else {
-				t.steps = append(t.steps, func(d map[string]any) (map[string]any, bool, bool) { seen++; return d, true, seen >= n })
+				t.steps = append(t.steps, func(d pipeline.Doc) (pipeline.Doc, bool, bool) { seen++; return d, true, seen >= n })
 			}
 		default:
 			t.rest = rest[i:]
@@ -216,15 +219,15 @@ func tailStages(it pipeline.Iterator, rest []stage, maxMemory int64) (pipeline.I
 
 // step is a per-document stage: the document it passes on, whether it
 // does, and whether no document may follow (a $limit reached).
-type step func(map[string]any) (map[string]any, bool, bool)
+type step func(pipeline.Doc) (pipeline.Doc, bool, bool)
 
 // tailIterator applies per-document steps, then perhaps in-memory stages.
 type tailIterator struct {
 	in    pipeline.Iterator
 	steps []step
-	rest  []stage // stages run over the documents gathered
+	rest  []Stage // stages run over the documents gathered
 	max   int64   // the memory of the documents gathered
-	docs  []map[string]any
+	docs  []pipeline.Doc
 	ran   bool
 	done  bool
 }
@@ -235,7 +238,7 @@ func (t *tailIterator) Next() (pipeline.Doc, error) {
 	}
 	if !t.ran {
 		t.ran = true
-		var all []map[string]any
+		var all []pipeline.Doc
 		var mem int64
 		for {
 			d, err := t.nextStreamed()
@@ -290,33 +293,6 @@ func (t *tailIterator) nextStreamed() (pipeline.Doc, error) {
 	return nil, nil
 }
 
-// fieldOrderKey holds, in a document read from a find, the names of its
-// top-level fields in their order, so that the fields come back in it and
-// the fields a stage adds after them, as in MongoDB. No field is named so:
-// field names hold no NUL byte.
-const fieldOrderKey = "\x00order"
-
-// sourceIterator reads a source's documents as values.
-type sourceIterator struct{ src source }
-
-func (s *sourceIterator) Next() (pipeline.Doc, error) {
-	d, err := s.src.next()
-	if err != nil || d == nil {
-		return nil, err
-	}
-	m, err := model.FromBSON(d)
-	if err != nil {
-		return nil, err
-	}
-	elems, _ := d.Elements()
-	names := make([]string, len(elems))
-	for i, e := range elems {
-		names[i] = e.Key()
-	}
-	m[fieldOrderKey] = names
-	return m, nil
-}
-
 // specFieldNames returns the top-level names of the fields a stage sets,
 // in the order of its spec: the keys of arg's document sub (of arg
 // itself when sub is "").
@@ -358,64 +334,18 @@ func (f fieldOrderIter) Next() (pipeline.Doc, error) {
 	if err != nil || d == nil {
 		return d, err
 	}
-	order, ok := d[fieldOrderKey].([]string)
+	order, ok := d[fieldOrderKey].(*document.Order)
 	if !ok {
 		return d, nil
 	}
-	merged := slices.Clip(order)
+	// A copy: a stage may hand on documents that share one order.
+	merged := *order
+	merged.Keys = slices.Clip(merged.Keys)
 	for _, n := range f.names {
-		if _, has := d[n]; has && !slices.Contains(merged, n) {
-			merged = append(merged, n)
+		if _, has := d[n]; has && !slices.Contains(merged.Keys, n) {
+			merged.Keys = append(merged.Keys, n)
 		}
 	}
-	d[fieldOrderKey] = merged
+	d[fieldOrderKey] = &merged
 	return d, nil
 }
-
-// orderedMapDocument encodes d with its fields in the order read
-// (fieldOrderKey), then the fields added, by name; without the order, as
-// mapDocument does.
-func orderedMapDocument(d map[string]any) bsoncore.Document {
-	names, ok := d[fieldOrderKey].([]string)
-	if !ok {
-		return mapDocument(d)
-	}
-	idx, dst := bsoncore.AppendDocumentStart(nil)
-	seen := make(map[string]bool, len(names)+1)
-	seen[fieldOrderKey] = true
-	for _, k := range names {
-		if v, ok := d[k]; ok && !seen[k] {
-			dst = appendValue(dst, k, v)
-			seen[k] = true
-		}
-	}
-	var added []string
-	for k := range d {
-		if !seen[k] {
-			added = append(added, k)
-		}
-	}
-	slices.Sort(added)
-	for _, k := range added {
-		dst = appendValue(dst, k, d[k])
-	}
-	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
-	return dst
-}
-
-// iteratorSource answers an iterator's documents; closing it closes the
-// find it reads.
-type iteratorSource struct {
-	it pipeline.Iterator
-	in source
-}
-
-func (s *iteratorSource) next() (bsoncore.Document, error) {
-	d, err := s.it.Next()
-	if err != nil || d == nil {
-		return nil, err
-	}
-	return orderedMapDocument(d), nil
-}
-
-func (s *iteratorSource) close() { s.in.close() }
