@@ -90,6 +90,10 @@ type Pipeline struct {
 	// stream stage); beyond it the pipeline fails with MongoDB's 292.
 	// 0 means pipeline.DefaultMaxMemory, MongoDB's 100 MiB.
 	MaxMemory int64
+	// Documents asks for documents always: a pipeline that is a find
+	// answers Docs too (read from the find's cursor), for a door that
+	// encodes every result one way. Otherwise it answers Find.
+	Documents bool
 }
 
 // PipelineResult is what a pipeline yields: exactly one of Find and Docs.
@@ -138,7 +142,15 @@ func (s *Service) Pipeline(ctx context.Context, p Pipeline) (*PipelineResult, er
 	if err != nil {
 		return nil, err
 	}
-	return s.aggregateCollection(ctx, p.Collection, info, p.Stages, p.MaxMemory)
+	res, err := s.aggregateCollection(ctx, p.Collection, info, p.Stages, p.MaxMemory)
+	if err != nil || res.Find == nil || !p.Documents {
+		return res, err
+	}
+	cur, err := s.Find(ctx, *res.Find)
+	if err != nil {
+		return nil, err
+	}
+	return &PipelineResult{Docs: &cursorDocs{cur: cur}, close: func() { cur.Close() }}, nil
 }
 
 // aggregateCollection runs a pipeline on a collection.
