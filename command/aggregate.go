@@ -444,7 +444,8 @@ func projectInMemory(docs []pipeline.Doc, p pipeline.Doc) ([]pipeline.Doc, error
 		n := pipeline.Doc{}
 		for k, v := range d {
 			keep := !out[k]
-			if len(in) > 0 && k != "_id" {
+			// An inclusion keeps the document's order, as MongoDB's does.
+			if len(in) > 0 && k != "_id" && k != fieldOrderKey {
 				keep = in[k]
 			}
 			if keep {

@@ -14,10 +14,10 @@ import (
 )
 
 // fieldOrderKey holds, in a document read from a find, its field order (a
-// *document.Order: its top-level fields as stored, and its sub-documents'),
-// so that the fields come back in it and the fields a stage adds after
-// them, as in MongoDB. No field is named so: field names hold no NUL byte.
-const fieldOrderKey = "\x00order"
+// *document.Order: its fields as stored, at every depth), so that the
+// fields come back in it and the fields a stage adds after them, as in
+// MongoDB (pipeline.OrderKey).
+const fieldOrderKey = pipeline.OrderKey
 
 // DocOrder takes the field order out of a document of a PipelineResult:
 // the order it was read in, the fields stages added after it (in their

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
@@ -75,9 +76,13 @@ func docCountAccumulator(v bsoncore.Value) (float64, bool) {
 // documents.
 func countGroupDocument(st Stage, n int64) (map[string]any, error) {
 	d, _ := st.Arg.DocumentOK()
-	out := map[string]any{}
+	order := &document.Order{Keys: []string{"_id"}}
+	out := map[string]any{fieldOrderKey: order}
 	elems, _ := d.Elements()
 	for _, e := range elems {
+		if e.Key() != "_id" {
+			order.Keys = append(order.Keys, e.Key())
+		}
 		if e.Key() == "_id" {
 			id, err := model.ValueFromBSON("_id", e.Value(), 0)
 			if err != nil {
@@ -115,6 +120,7 @@ type groupSpec struct {
 	groupBy string // a path in the meta field
 	accs    []accumulator
 	fields  []string
+	ord     *document.Order // the output's field order (order), shared
 }
 
 type accumulator struct {
@@ -445,9 +451,25 @@ func foldAggregate(rec arrow.Record, g *groupSpec) ([]*group, error) {
 	return groups, nil
 }
 
+// order is the field order of a group's document, as MongoDB writes it:
+// _id (its fields in the spec's order), then the accumulators in the
+// spec's order.
+func (g *groupSpec) order() *document.Order {
+	if g.ord == nil {
+		g.ord = &document.Order{Keys: []string{"_id"}}
+		for _, a := range g.accs {
+			g.ord.Keys = append(g.ord.Keys, a.out)
+		}
+		if g.idKeys != nil {
+			g.ord.Sub = map[string]*document.Order{"_id": {Keys: g.idKeys}}
+		}
+	}
+	return g.ord
+}
+
 // document is the output of one group.
 func (g *groupSpec) document(gr *group) (map[string]any, error) {
-	out := map[string]any{}
+	out := map[string]any{fieldOrderKey: g.order()}
 	var win, meta any
 	if g.hasWin {
 		win = time.Unix(0, gr.window).UTC()

@@ -3,12 +3,8 @@ package command
 import (
 	"context"
 	"slices"
-	"strings"
-
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/hourglassdb/hourglass/command/pipeline"
-	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -136,7 +132,7 @@ func streamStagesOver(it pipeline.Iterator, stages []Stage, sorted bool, maxMemo
 			// order: a second one of the same order reads it as it is.
 			inOrder := sorted && i == 0 || last != nil && last.PartitionBy == spec.PartitionBy && slices.Equal(last.SortBy, spec.SortBy)
 			it = pipeline.SetWindowFields(it, spec, pipeline.Options{Sorted: inOrder, MaxMemory: maxMemory})
-			it = addedFieldOrder(it, specFieldNames(stages[i].Arg, "output"))
+			it = addedFieldOrder(it, specOrder(stages[i].Arg, "output", false))
 			last = spec
 		case "$fill":
 			spec, err := pipeline.ParseFill(arg)
@@ -144,7 +140,7 @@ func streamStagesOver(it pipeline.Iterator, stages []Stage, sorted bool, maxMemo
 				return nil, nil, err
 			}
 			it, last = pipeline.Fill(it, spec, pipeline.Options{Sorted: sorted && i == 0, MaxMemory: maxMemory}), nil
-			it = addedFieldOrder(it, specFieldNames(stages[i].Arg, "output"))
+			it = addedFieldOrder(it, specOrder(stages[i].Arg, "output", false))
 		case "$densify":
 			spec, err := pipeline.ParseDensify(arg)
 			if err != nil {
@@ -158,7 +154,7 @@ func streamStagesOver(it pipeline.Iterator, stages []Stage, sorted bool, maxMemo
 			}
 			// It may change the fields a window stage orders by.
 			it, last, sorted = pipeline.Set(it, fields), nil, false
-			it = addedFieldOrder(it, specFieldNames(stages[i].Arg, ""))
+			it = addedFieldOrder(it, specOrder(stages[i].Arg, "", true))
 		case "$unset":
 			paths, err := pipeline.ParseUnset(arg)
 			if err != nil {
@@ -291,61 +287,4 @@ func (t *tailIterator) nextStreamed() (pipeline.Doc, error) {
 		}
 	}
 	return nil, nil
-}
-
-// specFieldNames returns the top-level names of the fields a stage sets,
-// in the order of its spec: the keys of arg's document sub (of arg
-// itself when sub is "").
-func specFieldNames(arg bsoncore.Value, sub string) []string {
-	d, ok := arg.DocumentOK()
-	if !ok {
-		return nil
-	}
-	if sub != "" {
-		if d, ok = d.Lookup(sub).DocumentOK(); !ok {
-			return nil
-		}
-	}
-	elems, _ := d.Elements()
-	var names []string
-	for _, e := range elems {
-		head, _, _ := strings.Cut(e.Key(), ".")
-		if !slices.Contains(names, head) {
-			names = append(names, head)
-		}
-	}
-	return names
-}
-
-// addedFieldOrder appends names, the fields a stage sets, to the field
-// order of each document of it that has one and lacks them: MongoDB
-// writes the fields a stage adds after the others, in its spec's order.
-func addedFieldOrder(it pipeline.Iterator, names []string) pipeline.Iterator {
-	return fieldOrderIter{in: it, names: names}
-}
-
-type fieldOrderIter struct {
-	in    pipeline.Iterator
-	names []string
-}
-
-func (f fieldOrderIter) Next() (pipeline.Doc, error) {
-	d, err := f.in.Next()
-	if err != nil || d == nil {
-		return d, err
-	}
-	order, ok := d[fieldOrderKey].(*document.Order)
-	if !ok {
-		return d, nil
-	}
-	// A copy: a stage may hand on documents that share one order.
-	merged := *order
-	merged.Keys = slices.Clip(merged.Keys)
-	for _, n := range f.names {
-		if _, has := d[n]; has && !slices.Contains(merged.Keys, n) {
-			merged.Keys = append(merged.Keys, n)
-		}
-	}
-	d[fieldOrderKey] = &merged
-	return d, nil
 }

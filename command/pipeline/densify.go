@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/document"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -341,13 +343,18 @@ func (d *densifyIter) generate(like Doc, x, upper float64) error {
 		if d.generated++; d.generated > MaxDensifyDocuments {
 			return mongoerr.New(codeDensifyTooMany, "$densify would generate more than %d documents", MaxDensifyDocuments)
 		}
-		doc := Doc{}
+		// MongoDB's order: the partition's fields, then the field.
+		doc, order := Doc{}, &document.Order{}
 		for _, p := range d.spec.PartitionBy {
 			if v, ok := Lookup(like, p); ok {
 				doc = withField(doc, p, v)
+				appendPath(order, p)
 			}
 		}
-		d.out = append(d.out, withField(doc, d.spec.Field, d.gridValue(g)))
+		doc = withField(doc, d.spec.Field, d.gridValue(g))
+		appendPath(order, d.spec.Field)
+		doc[OrderKey] = order
+		d.out = append(d.out, doc)
 		d.k++
 	}
 }
