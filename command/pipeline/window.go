@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -103,7 +105,38 @@ type windowIter struct {
 type running struct {
 	acc      accumulator
 	absorbed int
-	ema      any // $expMovingAvg's last value (nil: none yet)
+	ema      any  // $expMovingAvg's last value (nil: none yet)
+	decimal  bool // $expMovingAvg has read a Decimal128: it answers one
+}
+
+// emaNumber reads a number $expMovingAvg averages (or its N or alpha): a
+// Decimal128 too, as the double nearest to it.
+func emaNumber(v any) (float64, bool) {
+	if d, ok := v.(partialfilter.Decimal128); ok {
+		return d.Float64(), true
+	}
+	return asFloat(v)
+}
+
+// decimalOf is f as a Decimal128, in the shortest digits that read back
+// as f.
+func decimalOf(f float64) any {
+	var s string
+	switch {
+	case math.IsNaN(f):
+		s = "NaN"
+	case math.IsInf(f, 1):
+		s = "Infinity"
+	case math.IsInf(f, -1):
+		s = "-Infinity"
+	default:
+		s = strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	d, err := partialfilter.ParseDecimal128(s)
+	if err != nil {
+		return f // a double's digits always fit a Decimal128
+	}
+	return d
 }
 
 // SetWindowFields runs spec over in. Without opts.Sorted it first sorts
@@ -382,13 +415,19 @@ func (w *windowIter) value(k int, o *Output, i int) (any, error) {
 			w.running[k] = r
 		}
 		if x, ok := o.Input.eval(w.at(i).doc); ok {
-			if f, ok := asFloat(x); ok {
+			if f, ok := emaNumber(x); ok {
+				if _, isDec := x.(partialfilter.Decimal128); isDec {
+					r.decimal = true
+				}
 				if prev, ok := r.ema.(float64); ok {
 					r.ema = f*o.Alpha + prev*(1-o.Alpha)
 				} else {
 					r.ema = f
 				}
 			}
+		}
+		if f, ok := r.ema.(float64); ok && r.decimal {
+			return decimalOf(f), nil
 		}
 		return r.ema, nil
 	}
