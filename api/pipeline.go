@@ -12,7 +12,8 @@ import (
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
-// parsePipeline reads the body {"pipeline": [<stage>, ...]} of POST
+// parsePipeline reads the body {"pipeline": [<stage>, ...],
+// "allowDiskUse": false} of POST
 // .../aggregate: MongoDB's stages as relaxed Extended JSON, read by the
 // MongoDB driver's own reader into BSON (a JSON integer is an int32 where
 // it fits, else an int64; a number with a fraction or an exponent a
@@ -20,9 +21,17 @@ import (
 // the stages as the wire door hands them over.
 func parsePipeline(name string, raw map[string]any, text []byte) (command.Pipeline, error) {
 	p := command.Pipeline{Collection: name, Documents: true}
-	for k := range raw {
-		if k != "pipeline" {
-			return p, badRequest("a body with 'pipeline' takes no other member; got %q (the window form's filter, window, groupBy, fields and funcs are a $match and a $group in the pipeline)", k)
+	for k, v := range raw {
+		switch k {
+		case "pipeline":
+		case "allowDiskUse":
+			b, ok := v.(bool)
+			if !ok {
+				return p, badRequest("'allowDiskUse' must be true or false")
+			}
+			p.AllowDiskUse = b
+		default:
+			return p, badRequest("a body with 'pipeline' takes only 'allowDiskUse' beside it; got %q (the window form's filter, window, groupBy, fields and funcs are a $match and a $group in the pipeline)", k)
 		}
 	}
 	if _, ok := raw["pipeline"].([]any); !ok {

@@ -32,12 +32,18 @@ type twoDoors struct {
 }
 
 func newTwoDoors(t *testing.T) *twoDoors {
+	return newTwoDoorsWith(t, command.Options{})
+}
+
+// newTwoDoorsWith is newTwoDoors with the command layer's options o.
+func newTwoDoorsWith(t *testing.T, o command.Options) *twoDoors {
 	t.Helper()
 	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir(), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := command.New(command.Options{DB: db})
+	o.DB = db
+	svc, err := command.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +262,8 @@ func TestPipelineHTTPRefusals(t *testing.T) {
 		{`{"pipeline": [{"$sort": {"a": 2}}]}`, 400, 15975, "$sort key ordering must be 1"},
 		{`{"pipeline": [{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"x": {"$avg": "$temp", "window": {"documents": [1, 0]}}}}}]}`, 400, 5339900, ""},
 		{`{"pipeline": [{"$match": {"ts": {"$date": "yesterday"}}}]}`, 400, 2, "not valid Extended JSON"},
-		{`{"pipeline": [], "window": "1m"}`, 400, 2, "a body with 'pipeline' takes no other member"},
+		{`{"pipeline": [], "window": "1m"}`, 400, 2, "a body with 'pipeline' takes only 'allowDiskUse' beside it"},
+		{`{"pipeline": [], "allowDiskUse": 1}`, 400, 2, "'allowDiskUse' must be true or false"},
 	} {
 		r := d.http.do("POST", "/v1/collections/weather/aggregate", []byte(c.body))
 		if r.status != c.status {
@@ -275,5 +282,22 @@ func TestPipelineHTTPRefusals(t *testing.T) {
 	r := d.http.mustDo(200, "POST", "/v1/collections/weather/aggregate", `{"window": "1h", "fields": ["temp"], "funcs": ["count"]}`)
 	if !bytes.Contains(r.body, []byte(`"temp_count":`)) {
 		t.Errorf("window form: %s", r.body)
+	}
+}
+
+// TestPipelineHTTPAllowDiskUse: with "allowDiskUse": true a window stage
+// whose sort passes the stage memory spills and answers; without, 400
+// with 292 (QueryExceededMemoryLimitNoDiskUseAllowed), as over the wire.
+func TestPipelineHTTPAllowDiskUse(t *testing.T) {
+	d := newTwoDoorsWith(t, command.Options{StageMemory: 16 << 10})
+	fillWeather(t, d)
+	pipe := `"pipeline": [{"$setWindowFields": {"partitionBy": "$sensor", "sortBy": {"temp": 1}, "output": {"k": {"$count": {}, "window": {"documents": ["unbounded", "current"]}}}}}]`
+	r := d.http.do("POST", "/v1/collections/weather/aggregate", []byte(`{`+pipe+`}`))
+	if r.status != 400 || r.errorCode(t) != 292 {
+		t.Errorf("without allowDiskUse: %d %.300s, want 400 and 292", r.status, r.body)
+	}
+	r = d.http.mustDo(200, "POST", "/v1/collections/weather/aggregate", `{`+pipe+`, "allowDiskUse": true}`, "Accept", "application/x-ndjson")
+	if n := bytes.Count(r.body, []byte("\n")); n != 308 {
+		t.Errorf("allowDiskUse: %d documents, want 308", n)
 	}
 }

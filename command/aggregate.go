@@ -88,8 +88,13 @@ type Pipeline struct {
 	// MaxMemory bounds the documents a blocking stage holds (a window
 	// stage that sorts, and the stages that gather documents after a
 	// stream stage); beyond it the pipeline fails with MongoDB's 292.
-	// 0 means pipeline.DefaultMaxMemory, MongoDB's 100 MiB.
+	// 0 means the Service's Options.StageMemory.
 	MaxMemory int64
+	// AllowDiskUse lets the sort a window, $fill or $densify stage makes
+	// of its input spill to temporary files past MaxMemory (see
+	// pipeline.Options). Other blocking work stays within MaxMemory:
+	// beyond it, 146 ExceededMemoryLimit (292 without AllowDiskUse).
+	AllowDiskUse bool
 	// Documents asks for documents always: a pipeline that is a find
 	// answers Docs too (read from the find's cursor), for a door that
 	// encodes every result one way. Otherwise it answers Find.
@@ -142,7 +147,10 @@ func (s *Service) Pipeline(ctx context.Context, p Pipeline) (*PipelineResult, er
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.aggregateCollection(ctx, p.Collection, info, p.Stages, p.MaxMemory)
+	if p.MaxMemory <= 0 {
+		p.MaxMemory = s.opts.StageMemory
+	}
+	res, err := s.aggregateCollection(ctx, p.Collection, info, p.Stages, pipeline.Options{MaxMemory: p.MaxMemory, AllowDiskUse: p.AllowDiskUse})
 	if err != nil || res.Find == nil || !p.Documents {
 		return res, err
 	}
@@ -154,7 +162,7 @@ func (s *Service) Pipeline(ctx context.Context, p Pipeline) (*PipelineResult, er
 }
 
 // aggregateCollection runs a pipeline on a collection.
-func (s *Service) aggregateCollection(ctx context.Context, name string, info timeseries.CollectionInfo, stages []Stage, maxMemory int64) (*PipelineResult, error) {
+func (s *Service) aggregateCollection(ctx context.Context, name string, info timeseries.CollectionInfo, stages []Stage, mem pipeline.Options) (*PipelineResult, error) {
 	// The leading $match stages: the filter.
 	var matches []any
 	i := 0
@@ -283,7 +291,7 @@ func (s *Service) aggregateCollection(ctx context.Context, name string, info tim
 		return docsResult(docs), nil
 	}
 	if i < len(stages) && streamStages[stages[i].Name] {
-		return s.streamCollection(ctx, info, &a, empty, stages[i:], maxMemory)
+		return s.streamCollection(ctx, info, &a, empty, stages[i:], mem)
 	}
 	if i < len(stages) {
 		return nil, stages[i].unsupported("after $sort, $skip, $limit or $project")
@@ -396,7 +404,7 @@ func runInMemory(docs []pipeline.Doc, stages []Stage) ([]pipeline.Doc, error) {
 				return nil, err
 			}
 		case "$setWindowFields", "$fill", "$densify", "$set", "$addFields", "$unset":
-			it, _, err := streamStagesOver(pipeline.Slice(docs), []Stage{st}, false, 0)
+			it, _, err := streamStagesOver(pipeline.Slice(docs), []Stage{st}, false, pipeline.Options{})
 			if err != nil {
 				return nil, err
 			}

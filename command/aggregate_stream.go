@@ -23,7 +23,7 @@ func stageArg(st Stage) (any, error) {
 // the find a, then the stages after them on their result: $match, $skip,
 // $limit and $project document by document, anything else on the
 // documents gathered.
-func (s *Service) streamCollection(ctx context.Context, info timeseries.CollectionInfo, a *Find, empty bool, stages []Stage, maxMemory int64) (*PipelineResult, error) {
+func (s *Service) streamCollection(ctx context.Context, info timeseries.CollectionInfo, a *Find, empty bool, stages []Stage, mem pipeline.Options) (*PipelineResult, error) {
 	first, err := stageArg(stages[0])
 	if err != nil {
 		return nil, err
@@ -72,12 +72,12 @@ func (s *Service) streamCollection(ctx context.Context, info timeseries.Collecti
 		}
 		in, closeIn = &cursorDocs{cur: cur}, func() { cur.Close() }
 	}
-	it, rest, err := streamStagesOver(in, stages, sorted, maxMemory)
+	it, rest, err := streamStagesOver(in, stages, sorted, mem)
 	if err != nil {
 		closeIn()
 		return nil, err
 	}
-	if it, err = tailStages(it, rest, maxMemory); err != nil {
+	if it, err = tailStages(it, rest, mem); err != nil {
 		closeIn()
 		return nil, err
 	}
@@ -113,8 +113,13 @@ func orderFind(info timeseries.CollectionInfo, parts []string, sortBy []pipeline
 
 // streamStagesOver wraps it in the leading stream stages and returns the
 // stages after them. sorted tells that it comes in the first stage's
-// order; maxMemory bounds each stage (0: the default).
-func streamStagesOver(it pipeline.Iterator, stages []Stage, sorted bool, maxMemory int64) (pipeline.Iterator, []Stage, error) {
+// order; mem bounds each stage (MaxMemory, AllowDiskUse).
+func streamStagesOver(it pipeline.Iterator, stages []Stage, sorted bool, mem pipeline.Options) (pipeline.Iterator, []Stage, error) {
+	opts := func(sorted bool) pipeline.Options {
+		o := mem
+		o.Sorted = sorted
+		return o
+	}
 	var last *pipeline.WindowSpec
 	i := 0
 	for ; i < len(stages) && streamStages[stages[i].Name]; i++ {
@@ -131,7 +136,7 @@ func streamStagesOver(it pipeline.Iterator, stages []Stage, sorted bool, maxMemo
 			// A window stage's output is in its partition and sortBy
 			// order: a second one of the same order reads it as it is.
 			inOrder := sorted && i == 0 || last != nil && last.PartitionBy == spec.PartitionBy && slices.Equal(last.SortBy, spec.SortBy)
-			it = pipeline.SetWindowFields(it, spec, pipeline.Options{Sorted: inOrder, MaxMemory: maxMemory})
+			it = pipeline.SetWindowFields(it, spec, opts(inOrder))
 			it = addedFieldOrder(it, specOrder(stages[i].Arg, "output", false))
 			last = spec
 		case "$fill":
@@ -139,14 +144,14 @@ func streamStagesOver(it pipeline.Iterator, stages []Stage, sorted bool, maxMemo
 			if err != nil {
 				return nil, nil, err
 			}
-			it, last = pipeline.Fill(it, spec, pipeline.Options{Sorted: sorted && i == 0, MaxMemory: maxMemory}), nil
+			it, last = pipeline.Fill(it, spec, opts(sorted && i == 0)), nil
 			it = addedFieldOrder(it, specOrder(stages[i].Arg, "output", false))
 		case "$densify":
 			spec, err := pipeline.ParseDensify(arg)
 			if err != nil {
 				return nil, nil, err
 			}
-			it, last = pipeline.Densify(it, spec, pipeline.Options{Sorted: sorted && i == 0, MaxMemory: maxMemory}), nil
+			it, last = pipeline.Densify(it, spec, opts(sorted && i == 0)), nil
 		case "$set", "$addFields":
 			fields, err := pipeline.ParseSet(stages[i].Name, arg)
 			if err != nil {
@@ -168,12 +173,14 @@ func streamStagesOver(it pipeline.Iterator, stages []Stage, sorted bool, maxMemo
 
 // tailStages runs the stages after the stream stages: $match, $skip,
 // $limit and $project document by document; from the first other stage
-// on, over the documents gathered (within maxMemory, 0: the default).
-func tailStages(it pipeline.Iterator, rest []Stage, maxMemory int64) (pipeline.Iterator, error) {
+// on, over the documents gathered (within mem.MaxMemory, 0: the
+// default; these are not spilled, allowDiskUse or not).
+func tailStages(it pipeline.Iterator, rest []Stage, mem pipeline.Options) (pipeline.Iterator, error) {
+	maxMemory := mem.MaxMemory
 	if maxMemory <= 0 {
 		maxMemory = pipeline.DefaultMaxMemory
 	}
-	t := &tailIterator{in: it, max: maxMemory}
+	t := &tailIterator{in: it, max: maxMemory, disk: mem.AllowDiskUse}
 	for i, st := range rest {
 		switch st.Name {
 		case "$match":
@@ -223,6 +230,7 @@ type tailIterator struct {
 	steps []step
 	rest  []Stage // stages run over the documents gathered
 	max   int64   // the memory of the documents gathered
+	disk  bool    // allowDiskUse: past max is 146, not 292
 	docs  []pipeline.Doc
 	ran   bool
 	done  bool
@@ -245,6 +253,10 @@ func (t *tailIterator) Next() (pipeline.Doc, error) {
 				break
 			}
 			if mem += pipeline.Size(d); mem > t.max {
+				if t.disk {
+					// MongoDB would spill here; Hourglass does not.
+					return nil, mongoerr.New(mongoerr.ExceededMemoryLimit, "the stages after a stream stage exceeded the memory limit of %d bytes; Hourglass spills only a window, $fill or $densify stage's sort to disk, not the documents gathered after it", t.max)
+				}
 				return nil, mongoerr.New(292, "the stages after a stream stage exceeded the memory limit of %d bytes, but did not opt in to external sorting", t.max)
 			}
 			all = append(all, d)

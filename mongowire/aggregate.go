@@ -14,11 +14,12 @@ import (
 )
 
 // aggregateOptionsIgnored are aggregate's fields that change nothing here.
-var aggregateOptionsIgnored = map[string]bool{"allowDiskUse": true, "hint": true, "bypassDocumentValidation": true}
+var aggregateOptionsIgnored = map[string]bool{"hint": true, "bypassDocumentValidation": true}
 
-func parsePipeline(cmd *wireCommand) ([]command.Stage, int64, error) {
+func parsePipeline(cmd *wireCommand) (command.Pipeline, int64, error) {
 	batchSize := int64(-1)
 	var pipeline []command.Stage
+	var allowDiskUse bool
 	sawCursor := false
 	err := model.EachBSONElement(cmd.body, func(key string, v bsoncore.Value) error {
 		switch {
@@ -44,6 +45,16 @@ func parsePipeline(cmd *wireCommand) ([]command.Stage, int64, error) {
 				}
 				batchSize = n
 			}
+		case key == "allowDiskUse":
+			switch b, isBool := v.BooleanOK(); {
+			case isBool:
+				allowDiskUse = b
+			case v.IsNumber():
+				n, _ := v.AsFloat64OK()
+				allowDiskUse = n != 0
+			default:
+				return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'aggregate.allowDiskUse' is the wrong type '%s', expected types '[bool]'", v.Type)
+			}
 		case key == "explain":
 			return mongoerr.New(mongoerr.NotImplemented, "aggregate with explain is not supported by Hourglass")
 		case !aggregateOptionsIgnored[key]:
@@ -52,12 +63,12 @@ func parsePipeline(cmd *wireCommand) ([]command.Stage, int64, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return command.Pipeline{}, 0, err
 	}
 	if !sawCursor {
-		return nil, 0, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+		return command.Pipeline{}, 0, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
-	return pipeline, batchSize, nil
+	return command.Pipeline{Stages: pipeline, AllowDiskUse: allowDiskUse}, batchSize, nil
 }
 
 // cmdAggregate is aggregate: on a collection, a codec over the command
@@ -65,13 +76,13 @@ func parsePipeline(cmd *wireCommand) ([]command.Stage, int64, error) {
 // their field order; a pipeline that is a find runs as find does. On admin,
 // aggregate: 1 runs $currentOp, and the collection atlascli is empty.
 func cmdAggregate(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
-	stages, batchSize, err := parsePipeline(cmd)
+	p, batchSize, err := parsePipeline(cmd)
 	if err != nil {
 		return nil, err
 	}
 	v, _ := cmd.body.LookupErr(cmd.name)
 	if _, isName := v.StringValueOK(); !isName || cmd.db == "admin" {
-		return s.aggregateDatabase(cmd, stages, batchSize)
+		return s.aggregateDatabase(cmd, p.Stages, batchSize)
 	}
 	name, err := cmd.collectionName()
 	if err != nil {
@@ -82,7 +93,8 @@ func cmdAggregate(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	// outlives the command, until the client reads its last batch or
 	// kills it.
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err := s.cmd.Pipeline(ctx, command.Pipeline{Collection: name, Stages: stages, MaxMemory: s.opts.StageMemory})
+	p.Collection, p.MaxMemory = name, s.opts.StageMemory
+	res, err := s.cmd.Pipeline(ctx, p)
 	if isNotFound(err) {
 		cancel()
 		return cursorReply(0, ns, "firstBatch", bson.A{}), nil

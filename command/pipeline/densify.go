@@ -166,6 +166,10 @@ func Densify(in Iterator, spec *DensifySpec, opts Options) Iterator {
 	d := &densifyIter{spec: spec, ord: ord, in: in}
 	if spec.Bounds == DensifyFull || !opts.Sorted {
 		s := &sortingIter{in: in, order: ord, max: opts.maxMemory()}
+		if spec.Bounds != DensifyFull {
+			// "full" reads the sorted input whole; the others may spill.
+			s.spill = opts.spill()
+		}
 		d.in, d.all = s, s
 	}
 	return d

@@ -29,6 +29,14 @@ type Options struct {
 	// QueryExceededMemoryLimitNoDiskUseAllowed), the window of a sorted one
 	// (then error 5414201). 0 means DefaultMaxMemory.
 	MaxMemory int64
+	// AllowDiskUse lets the sort of an unsorted input spill: past
+	// MaxMemory it writes sorted runs to temporary files in SpillDir
+	// ("": os.TempDir()) and merges them, holding one document of each
+	// run, instead of failing with 292. A window's own documents, and
+	// $densify's bounds "full" (which reads its whole input), stay within
+	// MaxMemory.
+	AllowDiskUse bool
+	SpillDir     string
 }
 
 func (o Options) maxMemory() int64 {
@@ -36,6 +44,14 @@ func (o Options) maxMemory() int64 {
 		return DefaultMaxMemory
 	}
 	return o.MaxMemory
+}
+
+// spill is how the stage's sort may spill: nil when it may not.
+func (o Options) spill() *spillOptions {
+	if !o.AllowDiskUse {
+		return nil
+	}
+	return &spillOptions{dir: o.SpillDir}
 }
 
 // entry is a buffered document of the current partition.
@@ -145,7 +161,7 @@ func decimalOf(f float64) any {
 func SetWindowFields(in Iterator, spec *WindowSpec, opts Options) Iterator {
 	w := &windowIter{spec: spec, in: in, max: opts.maxMemory(), seen: map[string]bool{}}
 	if !opts.Sorted {
-		w.in = &sortingIter{in: in, order: spec.order(), max: opts.maxMemory()}
+		w.in = &sortingIter{in: in, order: spec.order(), max: opts.maxMemory(), spill: opts.spill()}
 	}
 	w.running = make([]*running, len(spec.Outputs))
 	return w
