@@ -2,6 +2,7 @@ package mongowire
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -153,4 +154,99 @@ func TestPortedDensifyDocOnBound(t *testing.T) {
 	c = plainColl(t, f, "doc_on_bound", "["+d(1, "2023-09-13T00:00:00Z")+","+d(1, "2023-09-14T00:00:00Z")+","+d(1, "2023-09-15T00:00:00Z")+"]")
 	got = canonicalDocs(t, c, `[{"$densify": {"field": "time", "partitionByFields": ["key"], "range": {"step": 6, "unit": "hour", "bounds": "full"}}}, `+tail)
 	sameDocList(t, "full, one partition", got, `[{"time": {"$date": "2023-09-13T00:00:00Z"}, "orig": true}, `+strings.TrimRight(onGrid[:strings.Index(onGrid, `{"time": {"$date": "2023-09-15T06`)], ", \n\t")+`]`)
+}
+
+// looseJSON writes a document as the shell's arrayEq compares it: numbers
+// by value whatever their type (an int32 3 is a double 3), fields in
+// their order.
+func looseJSON(d bson.Raw) string {
+	elems, _ := d.Elements()
+	s := "{"
+	for i, e := range elems {
+		if i > 0 {
+			s += ","
+		}
+		s += strconv.Quote(e.Key()) + ":" + looseValue(e.Value())
+	}
+	return s + "}"
+}
+
+func looseValue(v bson.RawValue) string {
+	switch v.Type {
+	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble:
+		f, _ := v.AsFloat64OK()
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	case bson.TypeEmbeddedDocument:
+		return looseJSON(v.Document())
+	}
+	return v.String()
+}
+
+// TestPortedFill ports the cases of MongoDB's
+// jstests/aggregation/sources/fill/fill.js that use what Hourglass runs:
+// locf and linear, with and without partitionByFields, a constant value,
+// after $match and $project. Left out: partitionBy as an expression
+// ({part: "$part"}), $cond, $add, a field path as the value, $unionWith
+// and $documents (each 238 in Hourglass).
+func TestPortedFill(t *testing.T) {
+	f := newFixture(t, nil)
+	c := plainColl(t, f, "fill", `[{"_id": 1, "linear": 1, "other": 1, "part": 1}, {"_id": 2, "linear": 1, "other": 1, "part": 2},
+		{"_id": 3, "linear": null, "other": null, "part": 1}, {"_id": 4, "linear": null, "other": null, "part": 2},
+		{"_id": 5, "linear": 5, "other": 10, "part": 1}, {"_id": 6, "linear": 6, "other": 2, "part": 2},
+		{"_id": 7, "linear": null, "other": null, "part": 1}, {"_id": 8, "linear": 3, "other": 5, "part": 2},
+		{"_id": 9, "linear": 7, "other": 15, "part": 1}, {"_id": 10, "linear": null, "other": null, "part": 2}]`)
+	both := `[{"_id": 1, "linear": 1, "other": 1, "part": 1}, {"_id": 3, "linear": 3, "other": 1, "part": 1}, {"_id": 5, "linear": 5, "other": 10, "part": 1},
+		{"_id": 7, "linear": 6, "other": 10, "part": 1}, {"_id": 9, "linear": 7, "other": 15, "part": 1}, {"_id": 2, "linear": 1, "other": 1, "part": 2},
+		{"_id": 4, "linear": 3.5, "other": 1, "part": 2}, {"_id": 6, "linear": 6, "other": 2, "part": 2}, {"_id": 8, "linear": 3, "other": 5, "part": 2},
+		{"_id": 10, "linear": null, "other": 5, "part": 2}]`
+	for i, tc := range []struct{ pipe, want string }{
+		{`[{"$match": {"part": 1}}, {"$project": {"other": 0, "part": 0}}, {"$fill": {"sortBy": {"_id": 1}, "output": {"linear": {"method": "linear"}}}}]`,
+			`[{"_id": 1, "linear": 1}, {"_id": 3, "linear": 3}, {"_id": 5, "linear": 5}, {"_id": 7, "linear": 6}, {"_id": 9, "linear": 7}]`},
+		{`[{"$project": {"linear": 0, "part": 0}}, {"$fill": {"sortBy": {"_id": 1}, "output": {"other": {"method": "locf"}}}}]`,
+			`[{"_id": 1, "other": 1}, {"_id": 2, "other": 1}, {"_id": 3, "other": 1}, {"_id": 4, "other": 1}, {"_id": 5, "other": 10},
+			{"_id": 6, "other": 2}, {"_id": 7, "other": 2}, {"_id": 8, "other": 5}, {"_id": 9, "other": 15}, {"_id": 10, "other": 15}]`},
+		{`[{"$match": {"part": 2}}, {"$fill": {"sortBy": {"_id": 1}, "output": {"other": {"method": "locf"}, "linear": {"method": "linear"}}}}]`,
+			`[{"_id": 2, "linear": 1, "other": 1, "part": 2}, {"_id": 4, "linear": 3.5, "other": 1, "part": 2}, {"_id": 6, "linear": 6, "other": 2, "part": 2},
+			{"_id": 8, "linear": 3, "other": 5, "part": 2}, {"_id": 10, "linear": null, "other": 5, "part": 2}]`},
+		{`[{"$fill": {"sortBy": {"_id": 1}, "output": {"other": {"method": "locf"}}, "partitionByFields": ["part"]}}]`,
+			`[{"_id": 1, "linear": 1, "other": 1, "part": 1}, {"_id": 2, "linear": 1, "other": 1, "part": 2}, {"_id": 3, "linear": null, "other": 1, "part": 1},
+			{"_id": 4, "linear": null, "other": 1, "part": 2}, {"_id": 5, "linear": 5, "other": 10, "part": 1}, {"_id": 6, "linear": 6, "other": 2, "part": 2},
+			{"_id": 7, "linear": null, "other": 10, "part": 1}, {"_id": 8, "linear": 3, "other": 5, "part": 2}, {"_id": 9, "linear": 7, "other": 15, "part": 1},
+			{"_id": 10, "linear": null, "other": 5, "part": 2}]`},
+		{`[{"$fill": {"sortBy": {"_id": 1}, "output": {"linear": {"method": "linear"}}, "partitionByFields": ["part"]}}]`,
+			`[{"_id": 1, "linear": 1, "other": 1, "part": 1}, {"_id": 3, "linear": 3, "other": null, "part": 1}, {"_id": 5, "linear": 5, "other": 10, "part": 1},
+			{"_id": 7, "linear": 6, "other": null, "part": 1}, {"_id": 9, "linear": 7, "other": 15, "part": 1}, {"_id": 2, "linear": 1, "other": 1, "part": 2},
+			{"_id": 4, "linear": 3.5, "other": null, "part": 2}, {"_id": 6, "linear": 6, "other": 2, "part": 2}, {"_id": 8, "linear": 3, "other": 5, "part": 2},
+			{"_id": 10, "linear": null, "other": null, "part": 2}]`},
+		{`[{"$fill": {"sortBy": {"_id": 1}, "output": {"other": {"method": "locf"}, "linear": {"method": "linear"}}, "partitionByFields": ["part"]}}]`, both},
+		{`[{"$match": {"part": 1}}, {"$project": {"linear": 0, "part": 0}}, {"$fill": {"sortBy": {"_id": 1}, "output": {"other": {"value": -1}}}}]`,
+			`[{"_id": 1, "other": 1}, {"_id": 3, "other": -1}, {"_id": 5, "other": 10}, {"_id": 7, "other": -1}, {"_id": 9, "other": 15}]`},
+	} {
+		cur, err := c.Aggregate(context.Background(), pipe(t, tc.pipe))
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		var got []bson.Raw
+		if err := cur.All(context.Background(), &got); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		left := map[string]int{}
+		for _, d := range pipe(t, tc.want) {
+			b, _ := bson.Marshal(d)
+			left[looseJSON(b)]++
+		}
+		for _, d := range got {
+			k := looseJSON(d)
+			if left[k] == 0 {
+				t.Errorf("case %d: unexpected document %s", i, k)
+				continue
+			}
+			left[k]--
+		}
+		for k, n := range left {
+			if n > 0 {
+				t.Errorf("case %d: missing document %s", i, k)
+			}
+		}
+	}
 }
