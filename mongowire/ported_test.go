@@ -2,9 +2,11 @@ package mongowire
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -247,6 +249,116 @@ func TestPortedFill(t *testing.T) {
 			if n > 0 {
 				t.Errorf("case %d: missing document %s", i, k)
 			}
+		}
+	}
+}
+
+// TestPortedWindowTime ports MongoDB's
+// jstests/aggregation/sources/setWindowFields/time.js: range windows over
+// dates with units. The jstest collects each window with $push, which
+// Hourglass does not run; the port reads the same windows through
+// $count, $min and $max (the window's size, first and last date) and
+// compares them with the jstest's windows, as sameMembers does (in any
+// order).
+func TestPortedWindowTime(t *testing.T) {
+	f := newFixture(t, nil)
+	date := func(sec float64) string {
+		return time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(sec * 1000 * float64(time.Millisecond))).Format("2006-01-02T15:04:05.000Z")
+	}
+	var docs []string
+	for _, s := range []float64{0, 1, 1.5, 2, 3, 42, 42, 43} {
+		docs = append(docs, `{"x": {"$date": "`+date(s)+`"}}`)
+	}
+	c := plainColl(t, f, "time", "["+strings.Join(docs, ",")+"]")
+	// window is the jstest's expectation: x, and the dates of its window.
+	type window struct {
+		part string
+		x    float64
+		y    []float64
+	}
+	check := func(what, lo, hi, unit, match string, want []window) {
+		t.Helper()
+		p := `[{"$setWindowFields": {"partitionBy": "$partition", "sortBy": {"x": 1}, "output": {` +
+			`"n": {"$count": {}, "window": {"range": [` + lo + `, ` + hi + `], "unit": "` + unit + `"}},` +
+			`"lo": {"$min": "$x", "window": {"range": [` + lo + `, ` + hi + `], "unit": "` + unit + `"}},` +
+			`"hi": {"$max": "$x", "window": {"range": [` + lo + `, ` + hi + `], "unit": "` + unit + `"}}}}}` + match + `]`
+		cur, err := c.Aggregate(context.Background(), pipe(t, p))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var out []bson.Raw
+		if err := cur.All(context.Background(), &out); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		left := map[string]int{}
+		for _, w := range want {
+			k := fmt.Sprintf("%s %s n=%d", w.part, date(w.x), len(w.y))
+			if len(w.y) > 0 {
+				k += " " + date(w.y[0]) + ".." + date(w.y[len(w.y)-1])
+			}
+			left[k]++
+		}
+		for _, d := range out {
+			part, _ := d.Lookup("partition").StringValueOK()
+			k := fmt.Sprintf("%s %s n=%d", part, d.Lookup("x").Time().UTC().Format("2006-01-02T15:04:05.000Z"), d.Lookup("n").AsInt64())
+			if lo, ok := d.Lookup("lo").TimeOK(); ok {
+				k += " " + lo.UTC().Format("2006-01-02T15:04:05.000Z") + ".." + d.Lookup("hi").Time().UTC().Format("2006-01-02T15:04:05.000Z")
+			}
+			if left[k] == 0 {
+				t.Errorf("%s: unexpected window %s", what, k)
+				continue
+			}
+			left[k]--
+		}
+		for k, n := range left {
+			if n > 0 {
+				t.Errorf("%s: missing window %s", what, k)
+			}
+		}
+	}
+	w := func(x float64, y ...float64) window { return window{x: x, y: y} }
+	check("[-1, 0] seconds", "-1", "0", "second", "", []window{w(0, 0), w(1, 0, 1), w(1.5, 1, 1.5), w(2, 1, 1.5, 2), w(3, 2, 3), w(42, 42, 42), w(42, 42, 42), w(43, 42, 42, 43)})
+	check("[-1000, 0] ms", "-1000", "0", "millisecond", "", []window{w(0, 0), w(1, 0, 1), w(1.5, 1, 1.5), w(2, 1, 1.5, 2), w(3, 2, 3), w(42, 42, 42), w(42, 42, 42), w(43, 42, 42, 43)})
+	all := []float64{0, 1, 1.5, 2, 3, 42, 42, 43}
+	check("unbounded below", `"unbounded"`, "0", "second", "", []window{w(0, 0), w(1, 0, 1), w(1.5, 0, 1, 1.5), w(2, 0, 1, 1.5, 2), w(3, 0, 1, 1.5, 2, 3),
+		w(42, 0, 1, 1.5, 2, 3, 42, 42), w(42, 0, 1, 1.5, 2, 3, 42, 42), w(43, all...)})
+	check("unbounded above", "0", `"unbounded"`, "second", "", []window{w(0, all...), w(1, all[1:]...), w(1.5, all[2:]...), w(2, all[3:]...), w(3, all[4:]...),
+		w(42, 42, 42, 43), w(42, 42, 42, 43), w(43, 43)})
+	var every []window
+	for _, x := range all {
+		every = append(every, w(x, all...))
+	}
+	check("unbounded", `"unbounded"`, `"unbounded"`, "second", "", every)
+	at42 := `, {"$match": {"x": {"$date": "` + date(42) + `"}}}`
+	check("current, current", `"current"`, `"current"`, "second", at42, []window{w(42, 42), w(42, 42)})
+	check("current, +1", `"current"`, "1", "second", at42, []window{w(42, 42, 42, 43), w(42, 42, 43)})
+	check("-40, current", "-40", `"current"`, "second", at42, []window{w(42, 2, 3, 42), w(42, 2, 3, 42, 42)})
+	check("unbounded, -40", `"unbounded"`, "-40", "second", "", []window{w(0), w(1), w(1.5), w(2), w(3), w(42, 0, 1, 1.5, 2), w(42, 0, 1, 1.5, 2), w(43, 0, 1, 1.5, 2, 3)})
+	check("+40, unbounded", "40", `"unbounded"`, "second", "", []window{w(0, 42, 42, 43), w(1, 42, 42, 43), w(1.5, 42, 42, 43), w(2, 42, 42, 43), w(3, 43), w(42), w(42), w(43)})
+
+	// Fractional bounds with a unit are 9 (FailedToParse).
+	_, err := c.Aggregate(context.Background(), pipe(t, `[{"$setWindowFields": {"sortBy": {"x": 1}, "output": {"n": {"$count": {}, "window": {"range": [-1.5, 0], "unit": "second"}}}}}]`))
+	if code, msg := errCode(err); code != 9 {
+		t.Errorf("fractional bound: %d %q, want 9", code, msg)
+	}
+
+	// Time windows restart at each partition.
+	if _, err := c.UpdateMany(context.Background(), bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "partition", Value: "A"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.InsertMany(context.Background(), docsOf(t, `[{"partition": "B", "x": {"$date": "`+date(43)+`"}}, {"partition": "B", "x": {"$date": "`+date(44)+`"}}, {"partition": "B", "x": {"$date": "`+date(45)+`"}}]`)); err != nil {
+		t.Fatal(err)
+	}
+	pw := func(part string, x float64, y ...float64) window { return window{part: part, x: x, y: y} }
+	check("partitions", "-5", "0", "second", "", []window{pw("A", 0, 0), pw("A", 1, 0, 1), pw("A", 1.5, 0, 1, 1.5), pw("A", 2, 0, 1, 1.5, 2), pw("A", 3, 0, 1, 1.5, 2, 3),
+		pw("A", 42, 42, 42), pw("A", 42, 42, 42), pw("A", 43, 42, 42, 43), pw("B", 43, 43), pw("B", 44, 43, 44), pw("B", 45, 43, 44, 45)})
+
+	// A sortBy value that is not a date, under a unit: 5429513.
+	for _, extra := range []string{`{}`, `{"x": 0}`} {
+		c := plainColl(t, f, "time2", "["+strings.Join(docs, ",")+","+extra+"]")
+		_, err := c.Aggregate(context.Background(), pipe(t, `[{"$setWindowFields": {"sortBy": {"x": 1}, "output": {"n": {"$count": {}, "window": {"range": ["unbounded", "unbounded"], "unit": "second"}}}}}]`))
+		if code, msg := errCode(err); code != 5429513 {
+			t.Errorf("%s among dates: %d %q, want 5429513", extra, code, msg)
 		}
 	}
 }

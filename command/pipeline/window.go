@@ -277,7 +277,10 @@ func (w *windowIter) add(d Doc) error {
 func (w *windowIter) checkRangeKey(e *entry) error {
 	for _, o := range w.spec.Outputs {
 		win := o.Window
-		if !win.Range || (win.Lo.Kind == BoundUnbounded && win.Hi.Kind == BoundUnbounded) || o.Op == "$shift" || o.Op == "$expMovingAvg" {
+		// With a unit, every sortBy value must be a date, whatever the
+		// bounds (time.js); without, a whole partition reads none.
+		whole := win.Lo.Kind == BoundUnbounded && win.Hi.Kind == BoundUnbounded
+		if !win.Range || whole && win.Unit == 0 || o.Op == "$shift" || o.Op == "$expMovingAvg" {
 			continue
 		}
 		if win.Unit == 0 && e.kind != keyNumber {
@@ -369,12 +372,20 @@ func (w *windowIter) span(o *Output, i int) (int, int) {
 		}
 		return max(lo, 0), min(hi, w.n-1)
 	}
+	// "current" is the current document itself, not the documents that
+	// tie with it (as 0 is).
 	first, last := w.base, w.n-1
-	if win.Lo.Kind != BoundUnbounded {
+	switch win.Lo.Kind {
+	case BoundCurrent:
+		lo = i
+	case BoundNumber:
 		v := w.rangeValue(i, win.Lo, win)
 		lo = first + sort.Search(last-first+1, func(j int) bool { return w.at(first+j).num >= v })
 	}
-	if win.Hi.Kind != BoundUnbounded {
+	switch win.Hi.Kind {
+	case BoundCurrent:
+		hi = i
+	case BoundNumber:
 		v := w.rangeValue(i, win.Hi, win)
 		hi = first + sort.Search(last-first+1, func(j int) bool { return w.at(first+j).num > v }) - 1
 	}

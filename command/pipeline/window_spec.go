@@ -527,6 +527,11 @@ func (spec *WindowSpec) parseWindow(v any) (Window, error) {
 	if w.Hi, err = parseBound(arr[1], w.Range); err != nil {
 		return w, err
 	}
+	for _, b := range []Bound{w.Lo, w.Hi} {
+		if w.Unit != 0 && b.Kind == BoundNumber && b.N != math.Trunc(b.N) {
+			return w, failedToParse("With a unit, range-based bounds must be an integer; got %v", b.N)
+		}
+	}
 	if backwards(w.Lo, w.Hi) {
 		return w, mongoerr.New(codeBoundsBackwards, "Lower bound must not exceed upper bound")
 	}

@@ -180,12 +180,14 @@ func inWindow(part []Doc, i, j int, w Window) bool {
 		}
 		return j >= lo && j <= hi
 	}
+	// A number is a distance in sortBy values; "current" is the
+	// document itself (time.js: unlike 0, not the documents that tie).
 	scale := msPer(w.Unit)
 	ki, kj := keyNum(part[i]), keyNum(part[j])
-	if w.Lo.Kind != BoundUnbounded && kj < ki+w.Lo.N*scale {
+	switch {
+	case w.Lo.Kind == BoundCurrent && j < i, w.Lo.Kind == BoundNumber && kj < ki+w.Lo.N*scale:
 		return false
-	}
-	if w.Hi.Kind != BoundUnbounded && kj > ki+w.Hi.N*scale {
+	case w.Hi.Kind == BoundCurrent && j > i, w.Hi.Kind == BoundNumber && kj > ki+w.Hi.N*scale:
 		return false
 	}
 	return true
