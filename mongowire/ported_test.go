@@ -362,3 +362,104 @@ func TestPortedWindowTime(t *testing.T) {
 		}
 	}
 }
+
+// TestPortedWindowRange ports MongoDB's
+// jstests/aggregation/sources/setWindowFields/range.js: range windows over
+// numbers, read as TestPortedWindowTime reads them ($count, $min and $max
+// for the jstest's $push).
+func TestPortedWindowRange(t *testing.T) {
+	f := newFixture(t, nil)
+	num := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	load := func(xs ...float64) *mongo.Collection {
+		var docs []string
+		for _, x := range xs {
+			docs = append(docs, `{"x": `+num(x)+`}`)
+		}
+		return plainColl(t, f, "range", "["+strings.Join(docs, ",")+"]")
+	}
+	c := load(0, 1, 1.5, 2, 3, 100, 100, 101)
+	type window struct {
+		part string
+		x    float64
+		y    []float64
+	}
+	check := func(what, lo, hi, match string, want []window) {
+		t.Helper()
+		win := `"window": {"range": [` + lo + `, ` + hi + `]}`
+		p := `[{"$setWindowFields": {"partitionBy": "$partition", "sortBy": {"x": 1}, "output": {"n": {"$count": {}, ` + win + `},` +
+			`"lo": {"$min": "$x", ` + win + `}, "hi": {"$max": "$x", ` + win + `}}}}` + match + `]`
+		cur, err := c.Aggregate(context.Background(), pipe(t, p))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var out []bson.Raw
+		if err := cur.All(context.Background(), &out); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		left := map[string]int{}
+		for _, w := range want {
+			k := fmt.Sprintf("%s %s n=%d", w.part, num(w.x), len(w.y))
+			if len(w.y) > 0 {
+				k += " " + num(w.y[0]) + ".." + num(w.y[len(w.y)-1])
+			}
+			left[k]++
+		}
+		for _, d := range out {
+			part, _ := d.Lookup("partition").StringValueOK()
+			k := fmt.Sprintf("%s %s n=%d", part, looseValue(d.Lookup("x")), d.Lookup("n").AsInt64())
+			if lo := d.Lookup("lo"); lo.Type != bson.TypeNull {
+				k += " " + looseValue(lo) + ".." + looseValue(d.Lookup("hi"))
+			}
+			if left[k] == 0 {
+				t.Errorf("%s: unexpected window %s", what, k)
+				continue
+			}
+			left[k]--
+		}
+		for k, n := range left {
+			if n > 0 {
+				t.Errorf("%s: missing window %s", what, k)
+			}
+		}
+	}
+	w := func(x float64, y ...float64) window { return window{x: x, y: y} }
+	all := []float64{0, 1, 1.5, 2, 3, 100, 100, 101}
+	check("[-1, 0]", "-1", "0", "", []window{w(0, 0), w(1, 0, 1), w(1.5, 1, 1.5), w(2, 1, 1.5, 2), w(3, 2, 3), w(100, 100, 100), w(100, 100, 100), w(101, 100, 100, 101)})
+	check("unbounded below", `"unbounded"`, "0", "", []window{w(0, 0), w(1, 0, 1), w(1.5, 0, 1, 1.5), w(2, 0, 1, 1.5, 2), w(3, 0, 1, 1.5, 2, 3),
+		w(100, 0, 1, 1.5, 2, 3, 100, 100), w(100, 0, 1, 1.5, 2, 3, 100, 100), w(101, all...)})
+	check("unbounded above", "0", `"unbounded"`, "", []window{w(0, all...), w(1, all[1:]...), w(1.5, all[2:]...), w(2, all[3:]...), w(3, all[4:]...),
+		w(100, 100, 100, 101), w(100, 100, 100, 101), w(101, 101)})
+	at100 := `, {"$match": {"x": 100}}`
+	check("current, current", `"current"`, `"current"`, at100, []window{w(100, 100), w(100, 100)})
+	check("current, +1", `"current"`, "1", at100, []window{w(100, 100, 100, 101), w(100, 100, 101)})
+	check("-97, current", "-97", `"current"`, at100, []window{w(100, 3, 100), w(100, 3, 100, 100)})
+	check("[-1, -1]", "-1", "-1", "", []window{w(0), w(1, 0), w(1.5), w(2, 1), w(3, 2), w(100), w(100), w(101, 100, 100)})
+	check("[+1, +1]", "1", "1", "", []window{w(0, 1), w(1, 2), w(1.5), w(2, 3), w(3), w(100, 101), w(100, 101), w(101)})
+	check("unbounded, -99", `"unbounded"`, "-99", "", []window{w(0), w(1), w(1.5), w(2), w(3), w(100, 0, 1), w(100, 0, 1), w(101, 0, 1, 1.5, 2)})
+	check("+99, unbounded", "99", `"unbounded"`, "", []window{w(0, 100, 100, 101), w(1, 100, 100, 101), w(1.5, 101), w(2, 101), w(3), w(100), w(100), w(101)})
+	check("+999, +999", "999", "999", "", []window{w(0), w(1), w(1.5), w(2), w(3), w(100), w(100), w(101)})
+
+	if _, err := c.UpdateMany(context.Background(), bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "partition", Value: "A"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.InsertMany(context.Background(), docsOf(t, `[{"partition": "B", "x": 101}, {"partition": "B", "x": 102}, {"partition": "B", "x": 103}]`)); err != nil {
+		t.Fatal(err)
+	}
+	pw := func(part string, x float64, y ...float64) window { return window{part: part, x: x, y: y} }
+	check("partitions", "-5", "0", "", []window{pw("A", 0, 0), pw("A", 1, 0, 1), pw("A", 1.5, 0, 1, 1.5), pw("A", 2, 0, 1, 1.5, 2), pw("A", 3, 0, 1, 1.5, 2, 3),
+		pw("A", 100, 100, 100), pw("A", 100, 100, 100), pw("A", 101, 100, 100, 101), pw("B", 101, 101), pw("B", 102, 101, 102), pw("B", 103, 101, 102, 103)})
+
+	// A sortBy value that is not a number: no window at all, whatever the
+	// bounds.
+	c = plainColl(t, f, "range", `[{"x": 0}, {"x": 1}, {}, {"x": null}, {"x": ""}, {"x": {}}]`)
+	for _, b := range [][2]string{{"999", "999"}, {"-999", "999"}, {`"unbounded"`, `"unbounded"`}} {
+		_, err := c.Aggregate(context.Background(), pipe(t, `[{"$setWindowFields": {"sortBy": {"x": 1}, "output": {"n": {"$count": {}, "window": {"range": [`+b[0]+`, `+b[1]+`]}}}}}]`))
+		if code, msg := errCode(err); code != 5429414 || !strings.Contains(msg, "Invalid range: Expected the sortBy field to be a number") {
+			t.Errorf("range %v over non-numbers: %d %q, want 5429414", b, code, msg)
+		}
+	}
+
+	// Ties and expiry.
+	c = load(0, 0, 0, 0, 3, 3, 3)
+	check("ties", `"unbounded"`, "-3", "", []window{w(0), w(0), w(0), w(0), w(3, 0, 0, 0, 0), w(3, 0, 0, 0, 0), w(3, 0, 0, 0, 0)})
+}

@@ -277,10 +277,9 @@ func (w *windowIter) add(d Doc) error {
 func (w *windowIter) checkRangeKey(e *entry) error {
 	for _, o := range w.spec.Outputs {
 		win := o.Window
-		// With a unit, every sortBy value must be a date, whatever the
-		// bounds (time.js); without, a whole partition reads none.
-		whole := win.Lo.Kind == BoundUnbounded && win.Hi.Kind == BoundUnbounded
-		if !win.Range || whole && win.Unit == 0 || o.Op == "$shift" || o.Op == "$expMovingAvg" {
+		// Every sortBy value must be of the range's kind, whatever the
+		// bounds, ["unbounded", "unbounded"] too (range.js, time.js).
+		if !win.Range || o.Op == "$shift" || o.Op == "$expMovingAvg" {
 			continue
 		}
 		if win.Unit == 0 && e.kind != keyNumber {
