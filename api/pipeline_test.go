@@ -287,7 +287,8 @@ func TestPipelineHTTPRefusals(t *testing.T) {
 
 // TestPipelineHTTPAllowDiskUse: with "allowDiskUse": true a window stage
 // whose sort passes the stage memory spills and answers; without, 400
-// with 292 (QueryExceededMemoryLimitNoDiskUseAllowed), as over the wire.
+// with 292 (QueryExceededMemoryLimitNoDiskUseAllowed), as over the wire;
+// a stage in the engine's order streams within that memory.
 func TestPipelineHTTPAllowDiskUse(t *testing.T) {
 	d := newTwoDoorsWith(t, command.Options{StageMemory: 16 << 10})
 	fillWeather(t, d)
@@ -299,5 +300,13 @@ func TestPipelineHTTPAllowDiskUse(t *testing.T) {
 	r = d.http.mustDo(200, "POST", "/v1/collections/weather/aggregate", `{`+pipe+`, "allowDiskUse": true}`, "Accept", "application/x-ndjson")
 	if n := bytes.Count(r.body, []byte("\n")); n != 308 {
 		t.Errorf("allowDiskUse: %d documents, want 308", n)
+	}
+	// In the engine's order (by series, in time) the stage streams over
+	// HTTP too, holding its window only: within the same 16 KiB, no
+	// allowDiskUse needed.
+	r = d.http.mustDo(200, "POST", "/v1/collections/weather/aggregate", `{"pipeline": [{"$setWindowFields": {"partitionBy": "$sensor", "sortBy": {"ts": 1},
+		"output": {"m": {"$avg": "$temp", "window": {"documents": [-2, 0]}}}}}]}`, "Accept", "application/x-ndjson")
+	if n := bytes.Count(r.body, []byte("\n")); n != 308 {
+		t.Errorf("streamed: %d documents, want 308", n)
 	}
 }
