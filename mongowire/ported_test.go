@@ -68,9 +68,10 @@ func sameDocList(t *testing.T, what string, got []string, want string) {
 // TestPortedFillAndDensify ports MongoDB's
 // jstests/aggregation/sources/fill/fill_and_densify.js: $densify, then
 // $fill's locf, without and with partitions, with bounds "partition" and
-// "full". The jstest's $fill has no sortBy (it dates from before $fill's
-// release, behind a feature flag that no longer exists); MongoDB's manual
-// requires sortBy with a method, as Hourglass does, so the port gives it.
+// "full". The jstest's $fill has no sortBy; it runs behind the feature
+// flag of $fill's development, so it does not settle whether MongoDB still
+// takes locf without one. Hourglass requires sortBy with a method (9), so
+// the port gives it ({val: 1}, the order $densify answers in).
 func TestPortedFillAndDensify(t *testing.T) {
 	f := newFixture(t, nil)
 	c := plainColl(t, f, "fill_and_densify", `[{"_id": 1, "val": 0, "toFill": 1}, {"_id": 2, "val": 5, "toFill": 3}, {"_id": 3, "val": 10, "toFill": 5}]`)
