@@ -59,7 +59,7 @@ func (s *Service) streamCollection(ctx context.Context, info timeseries.Collecti
 		// Series by series is partition by partition only when no two
 		// series' meta values are one partition (1 and 1.0 are two
 		// series, one value): then the stage sorts.
-		if sorted, err = s.db.MetaValuesDistinct(ctx, a.Collection, a.Filter); err != nil {
+		if sorted, err = s.MetaValuesDistinct(ctx, a.Collection, a.Filter); err != nil {
 			return nil, err
 		}
 	}
