@@ -65,7 +65,13 @@ func (s *sortingIter) fill() error {
 			if err != nil {
 				return fail(err)
 			}
-			runs = append(runs, r)
+			if runs = append(runs, r); len(runs) >= maxOpenRuns {
+				// Bound the open files: merge the runs into one.
+				if r, err = mergeRuns(s.spill.dir, runs, s.order); err != nil {
+					return fail(err)
+				}
+				runs = []*run{r}
+			}
 			clear(s.sorted)
 			s.sorted, mem = s.sorted[:0], Size(d)
 		}

@@ -31,6 +31,35 @@ func init() {
 	gob.Register(&document.Order{})
 }
 
+// maxOpenRuns bounds the runs a sort keeps open at once: at this many it
+// merges them into one, so that a sort of any size holds a few dozen files
+// open (each a descriptor and a 64 KiB read buffer). A variable for tests.
+var maxOpenRuns = 64
+
+// mergeRuns merges runs, in order, into one new run in dir and closes
+// them (ties keep the earlier run's document first).
+func mergeRuns(dir string, runs []*run, o order) (*run, error) {
+	defer closeRuns(runs)
+	rw, err := newRunWriter(dir)
+	if err != nil {
+		return nil, err
+	}
+	m := newRunMerge(runs, nil, o)
+	for {
+		d, err := m.next()
+		if err == nil && d == nil {
+			return rw.finish()
+		}
+		if err == nil {
+			err = rw.enc.Encode(d)
+		}
+		if err != nil {
+			rw.f.Close()
+			return nil, mongoerr.New(mongoerr.InternalError, "sort: merge spilled runs: %v", err)
+		}
+	}
+}
+
 // run is a sorted run of documents in a file of its own, unlinked at
 // once: the file goes when it is closed (or the process ends).
 type run struct {
@@ -38,31 +67,49 @@ type run struct {
 	dec *gob.Decoder
 }
 
-// writeRun writes docs, sorted, to a new temporary file in dir.
-func writeRun(dir string, docs []Doc) (*run, error) {
+// runWriter writes a run to a new temporary file, unlinked at once.
+type runWriter struct {
+	f   *os.File
+	w   *bufio.Writer
+	enc *gob.Encoder
+}
+
+func newRunWriter(dir string) (*runWriter, error) {
 	f, err := os.CreateTemp(dir, "hourglass-sort-*")
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.InternalError, "sort: spill to disk: %v", err)
 	}
 	os.Remove(f.Name()) // the open file stays readable
 	w := bufio.NewWriterSize(f, 256<<10)
-	enc := gob.NewEncoder(w)
-	for _, d := range docs {
-		if err = enc.Encode(d); err != nil {
-			break
-		}
-	}
+	return &runWriter{f: f, w: w, enc: gob.NewEncoder(w)}, nil
+}
+
+// finish flushes the run and opens it for reading from its start.
+func (rw *runWriter) finish() (*run, error) {
+	err := rw.w.Flush()
 	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		_, err = f.Seek(0, io.SeekStart)
+		_, err = rw.f.Seek(0, io.SeekStart)
 	}
 	if err != nil {
-		f.Close()
-		return nil, mongoerr.New(mongoerr.InternalError, "sort: spill %d documents to disk: %v", len(docs), err)
+		rw.f.Close()
+		return nil, mongoerr.New(mongoerr.InternalError, "sort: spill to disk: %v", err)
 	}
-	return &run{f: f, dec: gob.NewDecoder(bufio.NewReaderSize(f, 64<<10))}, nil
+	return &run{f: rw.f, dec: gob.NewDecoder(bufio.NewReaderSize(rw.f, 64<<10))}, nil
+}
+
+// writeRun writes docs, sorted, to a new run in dir.
+func writeRun(dir string, docs []Doc) (*run, error) {
+	rw, err := newRunWriter(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		if err := rw.enc.Encode(d); err != nil {
+			rw.f.Close()
+			return nil, mongoerr.New(mongoerr.InternalError, "sort: spill %d documents to disk: %v", len(docs), err)
+		}
+	}
+	return rw.finish()
 }
 
 // next reads the run's next document; nil at its end.

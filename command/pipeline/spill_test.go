@@ -16,11 +16,13 @@ import (
 // TestSortSpills: with AllowDiskUse, a stage's sort past MaxMemory writes
 // sorted runs to disk and merges them: the same documents in the same
 // order as the sort in memory (stable: ties keep their input order),
-// every value's type kept; without it, 292. The runs' files are gone
-// after (unlinked at once).
+// every value's type kept, also when the runs are merged as they come
+// (maxOpenRuns); without it, 292. The runs' files are gone after
+// (unlinked at once).
 func TestSortSpills(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	dir := t.TempDir()
+	t.Cleanup(func() { maxOpenRuns = 64 })
 	for iter := range 50 {
 		docs := randomDocs(r, 200+r.IntN(800), r.IntN(2) == 0)
 		edge := Doc{"_id": int32(-1), "p": int32(0), "t": int64(5), "v": nil, "e": []any{}, "m": map[string]any{},
@@ -38,6 +40,9 @@ func TestSortSpills(t *testing.T) {
 			t.Fatal(err)
 		}
 		small := Options{MaxMemory: 2 << 10 << r.IntN(4), AllowDiskUse: true, SpillDir: dir}
+		// Some sorts merge their runs as they go, as one of a few
+		// dozen runs would.
+		maxOpenRuns = []int{64, 2, 3}[iter%3]
 		got, err := Collect(SetWindowFields(Slice(clone(docs)), spec, small))
 		if err != nil {
 			t.Fatalf("iteration %d: %v", iter, err)
@@ -71,4 +76,28 @@ func clone(docs []Doc) []Doc {
 		out[i] = c
 	}
 	return out
+}
+
+// TestSortSpillOpenRuns: a sort that spills many runs keeps at most
+// maxOpenRuns of them open, merging them as they come.
+func TestSortSpillOpenRuns(t *testing.T) {
+	t.Cleanup(func() { maxOpenRuns = 64 })
+	maxOpenRuns = 3
+	docs := randomDocs(rand.New(rand.NewPCG(5, 6)), 2000, false)
+	s := &sortingIter{in: Slice(docs), order: order{sortBy: []SortKey{{Field: "t"}}}, max: 1 << 10, spill: &spillOptions{dir: t.TempDir()}}
+	if err := s.fill(); err != nil {
+		t.Fatal(err)
+	}
+	if s.merge == nil || len(s.merge.runs) >= maxOpenRuns {
+		t.Fatalf("runs open after the input: %v, want fewer than %d", s.merge, maxOpenRuns)
+	}
+	got, err := Collect(s)
+	if err != nil || len(got) != len(docs) {
+		t.Fatalf("%d documents, %v; want %d", len(got), err, len(docs))
+	}
+	for i := 1; i < len(got); i++ {
+		if c := s.order.compare(got[i-1], got[i]); c > 0 || c == 0 && got[i-1]["_id"].(int32) > got[i]["_id"].(int32) {
+			t.Fatalf("documents %d and %d out of order: %v, %v", i-1, i, got[i-1], got[i])
+		}
+	}
 }
