@@ -42,7 +42,7 @@ func TestSortSpills(t *testing.T) {
 		small := Options{MaxMemory: 2 << 10 << r.IntN(4), AllowDiskUse: true, SpillDir: dir}
 		// Some sorts merge their runs as they go, as one of a few
 		// dozen runs would.
-		maxOpenRuns = []int{64, 2, 3}[iter%3]
+		maxOpenRuns = []int{64, 4, 8}[iter%3]
 		got, err := Collect(SetWindowFields(Slice(clone(docs)), spec, small))
 		if err != nil {
 			t.Fatalf("iteration %d: %v", iter, err)
@@ -83,7 +83,7 @@ func clone(docs []Doc) []Doc {
 func TestSortSpillOpenRuns(t *testing.T) {
 	t.Cleanup(func() { maxOpenRuns = 64 })
 	maxOpenRuns = 3
-	docs := randomDocs(rand.New(rand.NewPCG(5, 6)), 2000, false)
+	docs := randomDocs(rand.New(rand.NewPCG(5, 6)), 500, false)
 	s := &sortingIter{in: Slice(docs), order: order{sortBy: []SortKey{{Field: "t"}}}, max: 1 << 10, spill: &spillOptions{dir: t.TempDir()}}
 	if err := s.fill(); err != nil {
 		t.Fatal(err)
