@@ -150,15 +150,31 @@ func (s *Service) Pipeline(ctx context.Context, p Pipeline) (*PipelineResult, er
 	if p.MaxMemory <= 0 {
 		p.MaxMemory = s.opts.StageMemory
 	}
-	res, err := s.aggregateCollection(ctx, p.Collection, info, p.Stages, pipeline.Options{MaxMemory: p.MaxMemory, AllowDiskUse: p.AllowDiskUse})
-	if err != nil || res.Find == nil || !p.Documents {
-		return res, err
-	}
-	cur, err := s.Find(ctx, *res.Find)
+	// The files a sort spills close with the result, also when the door
+	// gives it up before its end.
+	spills := &pipeline.Spills{}
+	res, err := s.aggregateCollection(ctx, p.Collection, info, p.Stages, pipeline.Options{MaxMemory: p.MaxMemory, AllowDiskUse: p.AllowDiskUse, Spills: spills})
 	if err != nil {
+		spills.Close()
 		return nil, err
 	}
-	return &PipelineResult{Docs: &cursorDocs{cur: cur}, close: func() { cur.Close() }}, nil
+	if res.Find != nil && p.Documents {
+		cur, err := s.Find(ctx, *res.Find)
+		if err != nil {
+			return nil, err
+		}
+		res = &PipelineResult{Docs: &cursorDocs{cur: cur}, close: func() { cur.Close() }}
+	}
+	if p.AllowDiskUse {
+		closeIn := res.close
+		res.close = func() {
+			if closeIn != nil {
+				closeIn()
+			}
+			spills.Close()
+		}
+	}
+	return res, nil
 }
 
 // aggregateCollection runs a pipeline on a collection.

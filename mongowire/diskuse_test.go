@@ -2,6 +2,7 @@ package mongowire
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -77,6 +78,56 @@ func TestAllowDiskUseOverTheWire(t *testing.T) {
 	if _, err := mdb.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "big"}, {Key: "pipeline", Value: bson.A{}},
 		{Key: "cursor", Value: bson.D{}}, {Key: "allowDiskUse", Value: "yes"}}).Raw(); !isCode(err, 14) {
 		t.Errorf("allowDiskUse: \"yes\": %v, want 14", err)
+	}
+}
+
+// TestAllowDiskUseKilledCursor: a cursor killed in the middle of a
+// spilled sort closes the sort's files at once (they are unlinked: an open
+// one would hold its disk space until collected).
+func TestAllowDiskUseKilledCursor(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd to count open files")
+		}
+		return len(ents)
+	}
+	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr := serveDB(t, db, Options{StageMemory: 64 << 10})
+	ctx := context.Background()
+	coll := connect(t, addr, "").Database("test").Collection("spill")
+	// About 2.3 MB as the stage counts them: some 35 runs of 64 KiB,
+	// fewer than a merge of runs would gather into one.
+	docs := make([]any, 10_000)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "v", Value: float64(i % 97)}, {Key: "pad", Value: "0123456789abcdef0123456789abcdef"}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	before := fds()
+	cur, err := coll.Aggregate(ctx, pipe(t, `[{"$setWindowFields": {"sortBy": {"v": 1}, "output": {"n": {"$count": {}, "window": {"documents": [-1, 0]}}}}}]`),
+		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cur.Next(ctx) {
+		t.Fatal(cur.Err())
+	}
+	during := fds()
+	if during < before+10 {
+		t.Fatalf("%d files open while the sort is read, %d before: it did not spill", during, before)
+	}
+	if err := cur.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); fds() > before+2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d files open after the cursor was killed, %d before, %d while read", fds(), before, during)
+		}
 	}
 }
 

@@ -61,13 +61,13 @@ func (s *sortingIter) fill() error {
 				return fail(mongoerr.New(codeSortMemory, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting", s.max))
 			}
 			slices.SortStableFunc(s.sorted, s.order.compare)
-			r, err := writeRun(s.spill.dir, s.sorted)
+			r, err := writeRun(s.spill, s.sorted)
 			if err != nil {
 				return fail(err)
 			}
 			if runs = append(runs, r); len(runs) >= maxOpenRuns {
 				// Bound the open files: merge the runs into one.
-				if r, err = mergeRuns(s.spill.dir, runs, s.order); err != nil {
+				if r, err = mergeRuns(s.spill, runs, s.order); err != nil {
 					return fail(err)
 				}
 				runs = []*run{r}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/hourglassdb/hourglass/document"
@@ -14,9 +15,43 @@ import (
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
-// spillOptions say where a sort that may spill writes its runs.
+// spillOptions say where a sort that may spill writes its runs, and who
+// else closes them.
 type spillOptions struct {
-	dir string // "": os.TempDir()
+	dir   string // "": os.TempDir()
+	files *Spills
+}
+
+// Spills tracks the files of the sorts that spill in one pipeline, so
+// that a pipeline given up before its end (a cursor killed, a client
+// gone) closes them at once rather than when they are collected. The zero
+// value is ready; it is safe for concurrent use, and Close may be called
+// more than once.
+type Spills struct {
+	mu   sync.Mutex // guards runs
+	runs []*run
+}
+
+func (s *Spills) add(r *run) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.runs = append(s.runs, r)
+	s.mu.Unlock()
+}
+
+// Close closes every run spilled so far (their files are unlinked: the
+// space goes with them).
+func (s *Spills) Close() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	runs := s.runs
+	s.runs = nil
+	s.mu.Unlock()
+	closeRuns(runs)
 }
 
 func init() {
@@ -36,11 +71,11 @@ func init() {
 // open (each a descriptor and a 64 KiB read buffer). A variable for tests.
 var maxOpenRuns = 64
 
-// mergeRuns merges runs, in order, into one new run in dir and closes
-// them (ties keep the earlier run's document first).
-func mergeRuns(dir string, runs []*run, o order) (*run, error) {
+// mergeRuns merges runs, in order, into one new run and closes them
+// (ties keep the earlier run's document first).
+func mergeRuns(sp *spillOptions, runs []*run, o order) (*run, error) {
 	defer closeRuns(runs)
-	rw, err := newRunWriter(dir)
+	rw, err := newRunWriter(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -69,19 +104,20 @@ type run struct {
 
 // runWriter writes a run to a new temporary file, unlinked at once.
 type runWriter struct {
-	f   *os.File
-	w   *bufio.Writer
-	enc *gob.Encoder
+	f     *os.File
+	w     *bufio.Writer
+	enc   *gob.Encoder
+	files *Spills // nil: none
 }
 
-func newRunWriter(dir string) (*runWriter, error) {
-	f, err := os.CreateTemp(dir, "hourglass-sort-*")
+func newRunWriter(sp *spillOptions) (*runWriter, error) {
+	f, err := os.CreateTemp(sp.dir, "hourglass-sort-*")
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.InternalError, "sort: spill to disk: %v", err)
 	}
 	os.Remove(f.Name()) // the open file stays readable
 	w := bufio.NewWriterSize(f, 256<<10)
-	return &runWriter{f: f, w: w, enc: gob.NewEncoder(w)}, nil
+	return &runWriter{f: f, w: w, enc: gob.NewEncoder(w), files: sp.files}, nil
 }
 
 // finish flushes the run and opens it for reading from its start.
@@ -94,12 +130,14 @@ func (rw *runWriter) finish() (*run, error) {
 		rw.f.Close()
 		return nil, mongoerr.New(mongoerr.InternalError, "sort: spill to disk: %v", err)
 	}
-	return &run{f: rw.f, dec: gob.NewDecoder(bufio.NewReaderSize(rw.f, 64<<10))}, nil
+	r := &run{f: rw.f, dec: gob.NewDecoder(bufio.NewReaderSize(rw.f, 64<<10))}
+	rw.files.add(r)
+	return r, nil
 }
 
-// writeRun writes docs, sorted, to a new run in dir.
-func writeRun(dir string, docs []Doc) (*run, error) {
-	rw, err := newRunWriter(dir)
+// writeRun writes docs, sorted, to a new run.
+func writeRun(sp *spillOptions, docs []Doc) (*run, error) {
+	rw, err := newRunWriter(sp)
 	if err != nil {
 		return nil, err
 	}

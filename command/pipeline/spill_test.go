@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -98,6 +99,35 @@ func TestSortSpillOpenRuns(t *testing.T) {
 	for i := 1; i < len(got); i++ {
 		if c := s.order.compare(got[i-1], got[i]); c > 0 || c == 0 && got[i-1]["_id"].(int32) > got[i]["_id"].(int32) {
 			t.Fatalf("documents %d and %d out of order: %v, %v", i-1, i, got[i-1], got[i])
+		}
+	}
+}
+
+// TestSpillsClose: a pipeline given up in the middle of a spilled sort
+// closes its runs' files through Options.Spills, at once.
+func TestSpillsClose(t *testing.T) {
+	docs := randomDocs(rand.New(rand.NewPCG(7, 8)), 500, false)
+	spec, err := ParseSetWindowFields(map[string]any{"sortBy": map[string]any{"t": int32(1)},
+		"output": map[string]any{"n": map[string]any{"$count": map[string]any{}, "window": map[string]any{"documents": []any{int32(-1), int32(0)}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &Spills{}
+	it := SetWindowFields(Slice(docs), spec, Options{MaxMemory: 4 << 10, AllowDiskUse: true, SpillDir: t.TempDir(), Spills: sp})
+	if d, err := it.Next(); err != nil || d == nil {
+		t.Fatalf("first document: %v, %v", d, err)
+	}
+	sp.mu.Lock()
+	runs := slices.Clone(sp.runs)
+	sp.mu.Unlock()
+	if len(runs) == 0 {
+		t.Fatal("no run spilled")
+	}
+	sp.Close()
+	sp.Close() // twice is harmless
+	for i, r := range runs {
+		if err := r.f.Close(); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("run %d still open after Close: %v", i, err)
 		}
 	}
 }

@@ -37,6 +37,9 @@ type Options struct {
 	// MaxMemory.
 	AllowDiskUse bool
 	SpillDir     string
+	// Spills, when set, also holds the files spilled, for the caller
+	// to close when it gives the pipeline up before its end.
+	Spills *Spills
 }
 
 func (o Options) maxMemory() int64 {
@@ -51,7 +54,7 @@ func (o Options) spill() *spillOptions {
 	if !o.AllowDiskUse {
 		return nil
 	}
-	return &spillOptions{dir: o.SpillDir}
+	return &spillOptions{dir: o.SpillDir, files: o.Spills}
 }
 
 // entry is a buffered document of the current partition.
