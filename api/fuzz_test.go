@@ -367,12 +367,16 @@ func lineCount(body []byte) int {
 	return n
 }
 
-// FuzzFind sends arbitrary find bodies, which change nothing.
+// FuzzFind sends arbitrary find and aggregate bodies (the window form and
+// pipelines), which change nothing.
 func FuzzFind(f *testing.F) {
 	for _, s := range []string{
 		`{"filter": {"sensor": {"$in": ["a", 1, null]}, "timestamp": {"$gte": {"$date": "2024-05-01T12:00:00Z"}}}, "sort": {"timestamp": -1}, "limit": 2}`,
 		`{"filter": {"$or": [{"v": {"$gt": 1}}, {"sensor.x": {"$exists": false}}]}, "projection": {"v": 0}}`,
 		`{"filter": {"v": {"$not": {"$type": "string"}}}}`,
+		`{"pipeline": [{"$match": {"sensor": "a"}}, {"$setWindowFields": {"partitionBy": "$sensor", "sortBy": {"timestamp": 1}, "output": {"m": {"$avg": "$v", "window": {"documents": [-1, 0]}}}}}]}`,
+		`{"pipeline": [{"$densify": {"field": "timestamp", "range": {"step": 1, "unit": "minute", "bounds": "full"}}}, {"$fill": {"sortBy": {"timestamp": 1}, "output": {"v": {"method": "linear"}}}}, {"$set": {"a.b": {"$literal": {"z": 1}}}}]}`,
+		`{"pipeline": [{"$group": {"_id": {"t": {"$dateTrunc": {"date": "$timestamp", "unit": "hour"}}, "s": "$sensor"}, "n": {"$sum": 1}}}, {"$sort": {"n": -1}}], "allowDiskUse": true}`,
 		`{}`, ``, `[]`,
 	} {
 		f.Add([]byte(s))

@@ -81,19 +81,15 @@ type queryRequest struct {
 	format render.Format
 	raw    map[string]any
 	text   []byte // the JSON request, for members whose order matters
-	info   timeseries.CollectionInfo
 }
 
 // readQuery reads the parts of a find or aggregate request common to both,
 // answering the error itself when one is wrong.
-// An aggregate (timeSeries) reads the collection's options too.
-func (s *Server) readQuery(w http.ResponseWriter, r *http.Request, timeSeries bool) (q queryRequest, ok bool) {
+func (s *Server) readQuery(w http.ResponseWriter, r *http.Request) (q queryRequest, ok bool) {
 	var err error
 	if q.name, err = collectionName(r); err == nil {
 		if q.format, err = negotiate(r); err == nil {
-			if q.text, err = s.readJSONRequest(w, r, maxCommandBody, &q.raw); err == nil && timeSeries {
-				q.info, err = s.timeSeriesCollection(r, q.name)
-			}
+			q.text, err = s.readJSONRequest(w, r, maxCommandBody, &q.raw)
 		}
 	}
 	if err != nil {
@@ -107,7 +103,7 @@ func (s *Server) handleFind(w http.ResponseWriter, r *http.Request) {
 	if !s.secondaryRead(w, r) {
 		return
 	}
-	q, ok := s.readQuery(w, r, false)
+	q, ok := s.readQuery(w, r)
 	if !ok {
 		return
 	}
@@ -335,11 +331,20 @@ func (s *Server) handleAggregate(w http.ResponseWriter, r *http.Request) {
 	if !s.secondaryRead(w, r) {
 		return
 	}
-	q, ok := s.readQuery(w, r, true)
+	q, ok := s.readQuery(w, r)
 	if !ok {
 		return
 	}
-	name, format, raw, info := q.name, q.format, q.raw, q.info
+	if _, ok := q.raw["pipeline"]; ok {
+		s.aggregatePipeline(w, r, q)
+		return
+	}
+	info, err := s.timeSeriesCollection(r, q.name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	name, format, raw := q.name, q.format, q.raw
 	opts, err := parseAggregateRequest(raw, info.Options.TimeSeries)
 	if err != nil {
 		s.writeError(w, r, err)

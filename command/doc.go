@@ -19,7 +19,11 @@
 //     own, the replica set's member otherwise, with CheckWrite and
 //     BeforeRead for what a member may serve;
 //   - the commands whose rules the doors shared: Projection, CollMod,
-//     CreateIndex.
+//     CreateIndex;
+//   - Pipeline, an aggregation pipeline planned and run here for both
+//     doors: stages as MongoDB writes them (BSON; the HTTP door reads its
+//     Extended JSON into BSON first), documents out with their field order
+//     (DocOrder), or a find for the door to run as its finds.
 //
 // Usage:
 //

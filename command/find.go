@@ -77,7 +77,8 @@ func (s *Service) DistinctMeta(ctx context.Context, name, path string, f *partia
 
 // MetaValuesDistinct reports whether no two series a filter selects have
 // meta values that compare equal (see timeseries.DB.MetaValuesDistinct):
-// whether the engine's order by series is an order by meta value.
+// whether the engine's order by series is an order by meta value, which
+// Pipeline asks before it streams a stage partitioned by the metaField.
 func (s *Service) MetaValuesDistinct(ctx context.Context, name string, f *partialfilter.Filter) (bool, error) {
 	return s.db.MetaValuesDistinct(ctx, name, f)
 }

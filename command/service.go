@@ -41,6 +41,11 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives internal faults. Default: discard.
 	Logger *slog.Logger
+	// StageMemory bounds a pipeline's blocking work (Pipeline.MaxMemory)
+	// when the door sets no bound of its own. 0 means
+	// pipeline.DefaultMaxMemory, 100 MiB, MongoDB's limit of a blocking
+	// stage.
+	StageMemory int64
 }
 
 // Service is the command layer of one engine: what every front door

@@ -97,6 +97,12 @@ func AppendJSONOrdered(dst []byte, doc Doc, o *Order) []byte {
 	return appendJSONObject(dst, doc, o)
 }
 
+// AppendJSONValue appends one value as AppendJSON writes it in a
+// document, the fields of documents inside it in order o.
+func AppendJSONValue(dst []byte, v any, o *Order) []byte {
+	return appendJSONValue(dst, v, o)
+}
+
 func appendJSONObject(dst []byte, m map[string]any, o *Order) []byte {
 	dst = append(dst, '{')
 	for i, k := range o.FieldsOf(m) {

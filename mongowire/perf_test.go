@@ -302,3 +302,64 @@ func BenchmarkFind(b *testing.B) {
 		findDriver(b, coll, n)
 	})
 }
+
+// BenchmarkWindowPipeline reads a moving average by sensor
+// ($setWindowFields partitioned by the metaField, sorted by the
+// timeField: streamed in the engine's order) over every measurement,
+// through the driver and as NDJSON over HTTP (the same pipeline, the
+// same command layer); HG_BENCH_FIND_N sets the measurements (default
+// 1,000,000).
+func BenchmarkWindowPipeline(b *testing.B) {
+	const stages = `[{"$setWindowFields": {"partitionBy": "$sensor", "sortBy": {"ts": 1},
+		"output": {"avg": {"$avg": "$temp", "window": {"documents": [-5, 0]}}}}}]`
+	n := perfFindCount(b)
+	p := newPerfTargets(b)
+	coll := createIoT(b, p.mongo.Database("bench"), "iot", true)
+	fill(b, coll, n)
+	b.Run("driver", func(b *testing.B) {
+		var doc struct{ P bson.A }
+		if err := bson.UnmarshalExtJSON([]byte(`{"p": `+stages+`}`), false, &doc); err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.ResetTimer()
+		for range b.N {
+			cur, err := coll.Aggregate(ctx, doc.P)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got := 0
+			for cur.Next(ctx) {
+				got++
+			}
+			if err := cur.Err(); err != nil || got != n {
+				b.Fatalf("%d documents, want %d: %v", got, n, err)
+			}
+			cur.Close(ctx)
+		}
+		reportDocs(b, n*b.N)
+	})
+	b.Run("http-ndjson", func(b *testing.B) {
+		body := []byte(`{"pipeline": ` + stages + `}`)
+		b.ResetTimer()
+		for range b.N {
+			req, _ := http.NewRequest(http.MethodPost, p.http+"/v1/collections/iot/aggregate", bytes.NewReader(body))
+			req.Header.Set("Accept", "application/x-ndjson")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			got := 0
+			for sc.Scan() {
+				got++
+			}
+			resp.Body.Close()
+			if err := sc.Err(); err != nil || got != n || resp.StatusCode != http.StatusOK {
+				b.Fatalf("read %d documents, want %d: %d %v", got, n, resp.StatusCode, err)
+			}
+		}
+		reportDocs(b, n*b.N)
+	})
+}

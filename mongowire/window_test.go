@@ -13,8 +13,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/hourglassdb/hourglass/command/pipeline"
-	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -336,46 +334,6 @@ func TestWindowOnTimeSeries(t *testing.T) {
 		"output": {"prev": {"$shift": {"output": "$temp", "by": -1}}}}}, {"$limit": 3}, {"$project": {"prev": 1, "temp": 1}}]`))
 	if len(got) != 3 || got[0]["prev"] != nil || num(got[1]["prev"]) != ms[aggCount-1].temp || num(got[2]["prev"]) != ms[aggCount-2].temp {
 		t.Errorf("$shift over time descending, then $limit 3: %v", got)
-	}
-}
-
-// TestWindowInputOrder checks when aggregate reads a window stage's input
-// in the stage's order (streaming it, holding only the window) and when
-// the stage sorts it.
-func TestWindowInputOrder(t *testing.T) {
-	ts := timeseries.CollectionInfo{Options: timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "ts", MetaField: "m"}}}
-	plain := timeseries.CollectionInfo{}
-	asc := []pipeline.SortKey{{Field: "ts"}}
-	desc := []pipeline.SortKey{{Field: "ts", Desc: true}}
-	for _, c := range []struct {
-		info      timeseries.CollectionInfo
-		part      string
-		sortBy    []pipeline.SortKey
-		a         findArgs
-		sorted    bool
-		wantSorts int // the find's sort keys after
-	}{
-		{ts, "m", asc, findArgs{}, true, 0},         // by series
-		{ts, "m", asc, findArgs{limit: 5}, true, 0}, // by series, the first 5
-		{ts, "m", desc, findArgs{}, false, 0},       // series are ascending
-		{ts, "m.id", asc, findArgs{}, false, 0},     // a sub-field: series of one id apart
-		{ts, "", asc, findArgs{}, true, 1},          // by time
-		{ts, "", desc, findArgs{}, true, 1},         // by time, descending
-		{ts, "", asc, findArgs{skip: 1}, false, 0},  // a sort would change what is skipped
-		{ts, "", asc, findArgs{sort: []timeseries.SortKey{{Field: "ts"}}}, true, 1},
-		{ts, "m", asc, findArgs{sort: []timeseries.SortKey{{Field: "ts"}}}, false, 1},
-		{plain, "", []pipeline.SortKey{{Field: "x"}}, findArgs{}, false, 0},
-		{plain, "p", []pipeline.SortKey{{Field: "x"}}, findArgs{}, false, 0},
-		{plain, "", nil, findArgs{}, true, 0},
-	} {
-		a := c.a
-		var parts []string
-		if c.part != "" {
-			parts = []string{c.part}
-		}
-		if got := orderFind(c.info, parts, c.sortBy, &a); got != c.sorted || len(a.sort) != c.wantSorts {
-			t.Errorf("partition %q sortBy %v find %+v: sorted %v sort %v, want %v and %d keys", c.part, c.sortBy, c.a, got, a.sort, c.sorted, c.wantSorts)
-		}
 	}
 }
 

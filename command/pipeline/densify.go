@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglassdb/hourglass/document"
+
 	"github.com/hourglassdb/hourglass/mongoerr"
 )
 
@@ -164,6 +166,10 @@ func Densify(in Iterator, spec *DensifySpec, opts Options) Iterator {
 	d := &densifyIter{spec: spec, ord: ord, in: in}
 	if spec.Bounds == DensifyFull || !opts.Sorted {
 		s := &sortingIter{in: in, order: ord, max: opts.maxMemory()}
+		if spec.Bounds != DensifyFull {
+			// "full" reads the sorted input whole; the others may spill.
+			s.spill = opts.spill()
+		}
 		d.in, d.all = s, s
 	}
 	return d
@@ -341,13 +347,18 @@ func (d *densifyIter) generate(like Doc, x, upper float64) error {
 		if d.generated++; d.generated > MaxDensifyDocuments {
 			return mongoerr.New(codeDensifyTooMany, "$densify would generate more than %d documents", MaxDensifyDocuments)
 		}
-		doc := Doc{}
+		// MongoDB's order: the partition's fields, then the field.
+		doc, order := Doc{}, &document.Order{}
 		for _, p := range d.spec.PartitionBy {
 			if v, ok := Lookup(like, p); ok {
 				doc = withField(doc, p, v)
+				appendPath(order, p)
 			}
 		}
-		d.out = append(d.out, withField(doc, d.spec.Field, d.gridValue(g)))
+		doc = withField(doc, d.spec.Field, d.gridValue(g))
+		appendPath(order, d.spec.Field)
+		doc[OrderKey] = order
+		d.out = append(d.out, doc)
 		d.k++
 	}
 }

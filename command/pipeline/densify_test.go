@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/document"
 )
 
 // densifyDocs makes documents with partitions p, values x (numbers or
@@ -156,5 +158,30 @@ func TestDensifyMatchesLoop(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		sameDocs(t, got, want, what+" (sorted input)")
+	}
+}
+
+// TestDensifyGeneratedOrder: a document $densify makes has MongoDB's field
+// order, the partition's fields in partitionByFields' order, then the
+// field (not name order).
+func TestDensifyGeneratedOrder(t *testing.T) {
+	docs := []Doc{{"z": int32(1), "p": Doc{"y": "a", "b": int32(2)}, "x": int32(0)}, {"z": int32(1), "p": Doc{"y": "a", "b": int32(2)}, "x": int32(3)}}
+	spec, err := ParseDensify(Doc{"field": "x", "partitionByFields": []any{"z", "p.y"}, "range": Doc{"step": int32(1), "bounds": "partition"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Collect(Densify(Slice(docs), spec, Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d documents, want 4: %v", len(got), got)
+	}
+	o, ok := got[1][OrderKey].(*document.Order)
+	if !ok {
+		t.Fatalf("a generated document has no order: %v", got[1])
+	}
+	if !slices.Equal(o.Keys, []string{"z", "p", "x"}) || o.Child("p") == nil || !slices.Equal(o.Child("p").Keys, []string{"y"}) {
+		t.Errorf("generated order %v, p %v; want [z p x], p [y]", o.Keys, o.Child("p"))
 	}
 }

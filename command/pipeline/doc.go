@@ -29,13 +29,45 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/hourglassdb/hourglass/document"
 )
 
 // Doc is a document: the values of model.FromBSON (nil, bool, int32,
 // int64, float64, string, time.Time, map[string]any, []any, ...).
 type Doc = map[string]any
+
+// OrderKey holds, in a document, its field order (a *document.Order),
+// which a map does not keep: a door writes the fields in it, the fields
+// it does not name after them. A stage that makes a document gives it
+// one; an Order held there may be shared by several documents, and is
+// replaced, never changed. No field is named so: field names hold no NUL
+// byte.
+const OrderKey = "\x00order"
+
+// appendPath adds path ("a.b") to o: its first part to o's keys, the
+// rest to the order of that sub-document, each where it is not yet.
+func appendPath(o *document.Order, path string) {
+	head, rest, nested := strings.Cut(path, ".")
+	if !slices.Contains(o.Keys, head) {
+		o.Keys = append(o.Keys, head)
+	}
+	if !nested {
+		return
+	}
+	if o.Sub == nil {
+		o.Sub = map[string]*document.Order{}
+	}
+	sub := o.Sub[head]
+	if sub == nil {
+		sub = &document.Order{}
+		o.Sub[head] = sub
+	}
+	appendPath(sub, rest)
+}
 
 // Iterator yields documents. Next returns nil, nil at the end; a
 // document it returns belongs to the caller.

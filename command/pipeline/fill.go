@@ -136,7 +136,7 @@ func parseFillOutput(field string, v any) (FillOutput, error) {
 func Fill(in Iterator, spec *FillSpec, opts Options) Iterator {
 	ord := order{parts: spec.PartitionBy, sortBy: spec.SortBy}
 	if !opts.Sorted && (len(spec.PartitionBy) > 0 || len(spec.SortBy) > 0) {
-		in = &sortingIter{in: in, order: ord, max: opts.maxMemory()}
+		in = &sortingIter{in: in, order: ord, max: opts.maxMemory(), spill: opts.spill()}
 	}
 	f := &fillIter{spec: spec, in: in, ord: ord, max: opts.maxMemory(), state: make([]fillState, len(spec.Outputs))}
 	return f

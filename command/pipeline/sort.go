@@ -7,15 +7,18 @@ import (
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
-// sortingIter reads its whole input, within max bytes, and yields it
-// sorted by partition, then sortBy; documents that tie keep their input
-// order.
+// sortingIter reads its whole input and yields it sorted by partition,
+// then sortBy; documents that tie keep their input order. It holds max
+// bytes of documents; past them it spills sorted runs to disk when
+// allowed (spill), and fails with 292 otherwise.
 type sortingIter struct {
 	in     Iterator
 	order  order
 	max    int64
+	spill  *spillOptions // nil: no spilling
 	sorted []Doc
 	read   bool
+	merge  *runMerge // the runs spilled and the last one in memory
 }
 
 func (s *sortingIter) Next() (Doc, error) {
@@ -24,6 +27,9 @@ func (s *sortingIter) Next() (Doc, error) {
 			return nil, err
 		}
 		s.read = true
+	}
+	if s.merge != nil {
+		return s.merge.next()
 	}
 	if len(s.sorted) == 0 {
 		return nil, nil
@@ -36,21 +42,46 @@ func (s *sortingIter) Next() (Doc, error) {
 
 func (s *sortingIter) fill() error {
 	var mem int64
+	var runs []*run
+	fail := func(err error) error {
+		s.sorted = nil
+		closeRuns(runs)
+		return err
+	}
 	for {
 		d, err := s.in.Next()
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		if d == nil {
 			break
 		}
 		if mem += Size(d); mem > s.max {
-			s.sorted = nil
-			return mongoerr.New(codeSortMemory, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting", s.max)
+			if s.spill == nil {
+				return fail(mongoerr.New(codeSortMemory, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting", s.max))
+			}
+			slices.SortStableFunc(s.sorted, s.order.compare)
+			r, err := writeRun(s.spill, s.sorted)
+			if err != nil {
+				return fail(err)
+			}
+			if runs = append(runs, r); len(runs) >= maxOpenRuns {
+				// Bound the open files: merge the runs into one.
+				if r, err = mergeRuns(s.spill, runs, s.order); err != nil {
+					return fail(err)
+				}
+				runs = []*run{r}
+			}
+			clear(s.sorted)
+			s.sorted, mem = s.sorted[:0], Size(d)
 		}
 		s.sorted = append(s.sorted, d)
 	}
 	slices.SortStableFunc(s.sorted, s.order.compare)
+	if runs != nil {
+		s.merge = newRunMerge(runs, s.sorted, s.order)
+		s.sorted = nil
+	}
 	return nil
 }
 

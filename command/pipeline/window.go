@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -27,6 +29,17 @@ type Options struct {
 	// QueryExceededMemoryLimitNoDiskUseAllowed), the window of a sorted one
 	// (then error 5414201). 0 means DefaultMaxMemory.
 	MaxMemory int64
+	// AllowDiskUse lets the sort of an unsorted input spill: past
+	// MaxMemory it writes sorted runs to temporary files in SpillDir
+	// ("": os.TempDir()) and merges them, holding one document of each
+	// run, instead of failing with 292. A window's own documents, and
+	// $densify's bounds "full" (which reads its whole input), stay within
+	// MaxMemory.
+	AllowDiskUse bool
+	SpillDir     string
+	// Spills, when set, also holds the files spilled, for the caller
+	// to close when it gives the pipeline up before its end.
+	Spills *Spills
 }
 
 func (o Options) maxMemory() int64 {
@@ -34,6 +47,14 @@ func (o Options) maxMemory() int64 {
 		return DefaultMaxMemory
 	}
 	return o.MaxMemory
+}
+
+// spill is how the stage's sort may spill: nil when it may not.
+func (o Options) spill() *spillOptions {
+	if !o.AllowDiskUse {
+		return nil
+	}
+	return &spillOptions{dir: o.SpillDir, files: o.Spills}
 }
 
 // entry is a buffered document of the current partition.
@@ -103,7 +124,38 @@ type windowIter struct {
 type running struct {
 	acc      accumulator
 	absorbed int
-	ema      any // $expMovingAvg's last value (nil: none yet)
+	ema      any  // $expMovingAvg's last value (nil: none yet)
+	decimal  bool // $expMovingAvg has read a Decimal128: it answers one
+}
+
+// emaNumber reads a number $expMovingAvg averages (or its N or alpha): a
+// Decimal128 too, as the double nearest to it.
+func emaNumber(v any) (float64, bool) {
+	if d, ok := v.(partialfilter.Decimal128); ok {
+		return d.Float64(), true
+	}
+	return asFloat(v)
+}
+
+// decimalOf is f as a Decimal128, in the shortest digits that read back
+// as f.
+func decimalOf(f float64) any {
+	var s string
+	switch {
+	case math.IsNaN(f):
+		s = "NaN"
+	case math.IsInf(f, 1):
+		s = "Infinity"
+	case math.IsInf(f, -1):
+		s = "-Infinity"
+	default:
+		s = strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	d, err := partialfilter.ParseDecimal128(s)
+	if err != nil {
+		return f // a double's digits always fit a Decimal128
+	}
+	return d
 }
 
 // SetWindowFields runs spec over in. Without opts.Sorted it first sorts
@@ -112,7 +164,7 @@ type running struct {
 func SetWindowFields(in Iterator, spec *WindowSpec, opts Options) Iterator {
 	w := &windowIter{spec: spec, in: in, max: opts.maxMemory(), seen: map[string]bool{}}
 	if !opts.Sorted {
-		w.in = &sortingIter{in: in, order: spec.order(), max: opts.maxMemory()}
+		w.in = &sortingIter{in: in, order: spec.order(), max: opts.maxMemory(), spill: opts.spill()}
 	}
 	w.running = make([]*running, len(spec.Outputs))
 	return w
@@ -228,7 +280,9 @@ func (w *windowIter) add(d Doc) error {
 func (w *windowIter) checkRangeKey(e *entry) error {
 	for _, o := range w.spec.Outputs {
 		win := o.Window
-		if !win.Range || (win.Lo.Kind == BoundUnbounded && win.Hi.Kind == BoundUnbounded) || o.Op == "$shift" || o.Op == "$expMovingAvg" {
+		// Every sortBy value must be of the range's kind, whatever the
+		// bounds, ["unbounded", "unbounded"] too (range.js, time.js).
+		if !win.Range || o.Op == "$shift" || o.Op == "$expMovingAvg" {
 			continue
 		}
 		if win.Unit == 0 && e.kind != keyNumber {
@@ -320,12 +374,20 @@ func (w *windowIter) span(o *Output, i int) (int, int) {
 		}
 		return max(lo, 0), min(hi, w.n-1)
 	}
+	// "current" is the current document itself, not the documents that
+	// tie with it (as 0 is).
 	first, last := w.base, w.n-1
-	if win.Lo.Kind != BoundUnbounded {
+	switch win.Lo.Kind {
+	case BoundCurrent:
+		lo = i
+	case BoundNumber:
 		v := w.rangeValue(i, win.Lo, win)
 		lo = first + sort.Search(last-first+1, func(j int) bool { return w.at(first+j).num >= v })
 	}
-	if win.Hi.Kind != BoundUnbounded {
+	switch win.Hi.Kind {
+	case BoundCurrent:
+		hi = i
+	case BoundNumber:
 		v := w.rangeValue(i, win.Hi, win)
 		hi = first + sort.Search(last-first+1, func(j int) bool { return w.at(first+j).num > v }) - 1
 	}
@@ -382,13 +444,19 @@ func (w *windowIter) value(k int, o *Output, i int) (any, error) {
 			w.running[k] = r
 		}
 		if x, ok := o.Input.eval(w.at(i).doc); ok {
-			if f, ok := asFloat(x); ok {
+			if f, ok := emaNumber(x); ok {
+				if _, isDec := x.(partialfilter.Decimal128); isDec {
+					r.decimal = true
+				}
 				if prev, ok := r.ema.(float64); ok {
 					r.ema = f*o.Alpha + prev*(1-o.Alpha)
 				} else {
 					r.ema = f
 				}
 			}
+		}
+		if f, ok := r.ema.(float64); ok && r.decimal {
+			return decimalOf(f), nil
 		}
 		return r.ema, nil
 	}

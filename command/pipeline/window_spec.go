@@ -466,14 +466,14 @@ func parseExpMovingAvg(o *Output, arg any) error {
 		return failedToParse("$expMovingAvg takes 'input' and exactly one of 'N' and 'alpha'")
 	}
 	if hasN {
-		x, ok := asFloat(n)
+		x, ok := emaNumber(n)
 		if !ok || x != math.Trunc(x) || x <= 0 {
 			return failedToParse("'N' field must be a positive integer, but found %s", describe(n))
 		}
 		o.Alpha = 2 / (x + 1)
 		return nil
 	}
-	x, ok := asFloat(alpha)
+	x, ok := emaNumber(alpha)
 	if !ok || !(x > 0 && x < 1) {
 		return failedToParse("'alpha' must be a number between 0 and 1 exclusive, but found %s", describe(alpha))
 	}
@@ -526,6 +526,11 @@ func (spec *WindowSpec) parseWindow(v any) (Window, error) {
 	}
 	if w.Hi, err = parseBound(arr[1], w.Range); err != nil {
 		return w, err
+	}
+	for _, b := range []Bound{w.Lo, w.Hi} {
+		if w.Unit != 0 && b.Kind == BoundNumber && b.N != math.Trunc(b.N) {
+			return w, failedToParse("With a unit, range-based bounds must be an integer; got %v", b.N)
+		}
 	}
 	if backwards(w.Lo, w.Hi) {
 		return w, mongoerr.New(codeBoundsBackwards, "Lower bound must not exceed upper bound")
