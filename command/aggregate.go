@@ -223,7 +223,7 @@ func (s *Service) aggregateCollection(ctx context.Context, name string, info tim
 		return docsResult(docs), nil
 	}
 	// A find: $sort, $skip, $limit and $project, then perhaps a count.
-	a := Find{Collection: name, Filter: filter}
+	a := Find{Collection: name, Filter: filter, ExactTypes: true}
 	empty := false
 	for ; i < len(stages); i++ {
 		st := stages[i]

@@ -5,11 +5,13 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/hourglassdb/hourglass/command/pipeline"
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -90,6 +92,7 @@ func (c *cursorDocs) Next() (pipeline.Doc, error) {
 func (c *cursorDocs) measurement(row int) (pipeline.Doc, error) {
 	d := make(pipeline.Doc, len(c.names)+1)
 	keys := make([]string, 0, len(c.names))
+	var subs map[string]*document.Order // of sub-documents and arrays
 	for i, col := range c.rec.Columns() {
 		if col.IsNull(row) {
 			continue
@@ -102,6 +105,29 @@ func (c *cursorDocs) measurement(row int) (pipeline.Doc, error) {
 			d[name] = a.Value(row)
 		case *array.Int64:
 			d[name] = a.Value(row)
+		case *array.Int32:
+			d[name] = a.Value(row)
+		case *array.FixedSizeBinary: // ObjectIds
+			var id partialfilter.ObjectID
+			copy(id[:], a.Value(row))
+			d[name] = id
+		case *array.Binary: // BSON values: the type byte, then the value
+			b := a.Value(row)
+			if len(b) == 0 {
+				continue
+			}
+			bv := bsoncore.Value{Type: bsoncore.Type(b[0]), Data: b[1:]}
+			v, err := model.ValueFromBSON(name, bv, 0)
+			if err != nil {
+				return nil, err
+			}
+			d[name] = v
+			if so := model.BSONValueOrder(bv); so != nil {
+				if subs == nil {
+					subs = map[string]*document.Order{}
+				}
+				subs[name] = so
+			}
 		case *array.Boolean:
 			d[name] = a.Value(row)
 		case *array.String:
@@ -119,7 +145,7 @@ func (c *cursorDocs) measurement(row int) (pipeline.Doc, error) {
 		}
 		keys = append(keys, name)
 	}
-	d[fieldOrderKey] = &document.Order{Keys: keys}
+	d[fieldOrderKey] = &document.Order{Keys: keys, Sub: subs}
 	return d, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -220,6 +221,54 @@ func validateBSON(doc bsoncore.Document, depth int) error {
 				return fmt.Errorf("element %q: scope: %w", key, err)
 			}
 		}
+	}
+	return nil
+}
+
+// BSONOrder returns the field order of a validated BSON document, at every
+// depth (the map FromBSON makes does not keep it). Of a key given
+// twice, the first place counts, as the map keeps the last value.
+func BSONOrder(d bsoncore.Document) *document.Order {
+	o := &document.Order{}
+	_ = EachBSONElement(d, func(key string, v bsoncore.Value) error {
+		o.Keys = append(o.Keys, key)
+		if so := BSONValueOrder(v); so != nil {
+			if o.Sub == nil {
+				o.Sub = map[string]*document.Order{}
+			}
+			if _, dup := o.Sub[key]; !dup {
+				o.Sub[key] = so
+			}
+		}
+		return nil
+	})
+	o.Keys = document.DistinctKeys(o.Keys)
+	return o
+}
+
+// BSONValueOrder is the order of a sub-document, or of the documents in an
+// array; nil for any other value.
+func BSONValueOrder(v bsoncore.Value) *document.Order {
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument:
+		return BSONOrder(v.Document())
+	case bsoncore.TypeArray:
+		var o *document.Order
+		i := 0
+		_ = EachBSONElement(bsoncore.Document(v.Array()), func(_ string, e bsoncore.Value) error {
+			if so := BSONValueOrder(e); so != nil {
+				if o == nil {
+					o = &document.Order{}
+				}
+				for len(o.Elems) < i {
+					o.Elems = append(o.Elems, nil)
+				}
+				o.Elems = append(o.Elems, so)
+			}
+			i++
+			return nil
+		})
+		return o
 	}
 	return nil
 }

@@ -171,7 +171,7 @@ func (s *Server) insertPlain(cmd *wireCommand, name string, raw []bsoncore.Docum
 	// Each document is stored in the order the driver wrote it.
 	orders := make([]*document.Order, len(docs))
 	for i, j := range idx {
-		orders[i] = bsonOrder(raw[j])
+		orders[i] = model.BSONOrder(raw[j])
 	}
 	res, err := s.insert(cmd.ctx, name, timeseries.Batch{Documents: docs, Orders: orders}, ordered)
 	if err != nil {

@@ -281,6 +281,28 @@ func TestTimeSeriesTypesRoundTrip(t *testing.T) {
 				t.Errorf("%s: count by _id of document %d: %d, %v", when, i, n, err)
 			}
 		}
+		// Through a pipeline's stages: the same values.
+		pc, err := mdb.Collection("m").Aggregate(ctx, bson.A{bson.D{{Key: "$sort", Value: bson.D{{Key: "ts", Value: 1}}}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "k", Value: 1}}}}})
+		if err != nil {
+			t.Fatalf("%s: aggregate: %v", when, err)
+		}
+		var piped []bson.Raw
+		if err := pc.All(ctx, &piped); err != nil {
+			t.Fatalf("%s: aggregate: %v", when, err)
+		}
+		if len(piped) != len(docs) {
+			t.Fatalf("%s: aggregate: %d documents", when, len(piped))
+		}
+		for i, want := range docs {
+			for _, e := range want {
+				wb, _ := bson.Marshal(bson.D{e})
+				gb, _ := bson.Marshal(bson.D{{Key: e.Key, Value: piped[i].Lookup(e.Key)}})
+				if !bytes.Equal(wb, gb) {
+					t.Errorf("%s: aggregate: document %d field %q: %s, want %s", when, i, e.Key, piped[i].Lookup(e.Key), bson.Raw(wb).Lookup(e.Key))
+				}
+			}
+		}
 		// A decimal compared as a number.
 		if n, err := mdb.Collection("m").CountDocuments(ctx, bson.D{{Key: "alpha", Value: bson.D{{Key: "$lt", Value: 2}}}}); err != nil || n != 1 {
 			t.Errorf("%s: alpha < 2: %d, %v", when, n, err)

@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/hourglassdb/hourglass/document"
-	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
@@ -138,54 +137,6 @@ func marshal(d bson.D) bsoncore.Document {
 		panic("mongowire: marshal reply: " + err.Error())
 	}
 	return b
-}
-
-// bsonOrder returns the field order of a validated BSON document, at every
-// depth (the map model.FromBSON makes does not keep it). Of a key given
-// twice, the first place counts, as the map keeps the last value.
-func bsonOrder(d bsoncore.Document) *document.Order {
-	o := &document.Order{}
-	_ = model.EachBSONElement(d, func(key string, v bsoncore.Value) error {
-		o.Keys = append(o.Keys, key)
-		if so := valueOrder(v); so != nil {
-			if o.Sub == nil {
-				o.Sub = map[string]*document.Order{}
-			}
-			if _, dup := o.Sub[key]; !dup {
-				o.Sub[key] = so
-			}
-		}
-		return nil
-	})
-	o.Keys = document.DistinctKeys(o.Keys)
-	return o
-}
-
-// valueOrder is the order of a sub-document, or of the documents in an
-// array; nil for any other value.
-func valueOrder(v bsoncore.Value) *document.Order {
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		return bsonOrder(v.Document())
-	case bsoncore.TypeArray:
-		var o *document.Order
-		i := 0
-		_ = model.EachBSONElement(bsoncore.Document(v.Array()), func(_ string, e bsoncore.Value) error {
-			if so := valueOrder(e); so != nil {
-				if o == nil {
-					o = &document.Order{}
-				}
-				for len(o.Elems) < i {
-					o.Elems = append(o.Elems, nil)
-				}
-				o.Elems = append(o.Elems, so)
-			}
-			i++
-			return nil
-		})
-		return o
-	}
-	return nil
 }
 
 // statement returns the i-th document of a write command's list (field:

@@ -418,7 +418,7 @@ func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any, raw
 		var order *document.Order
 		if v, err := raw.LookupErr("u"); err == nil {
 			if d, ok := v.DocumentOK(); ok {
-				order = bsonOrder(d)
+				order = model.BSONOrder(d)
 			}
 		}
 		return s.w.Update(cmd.ctx, name, timeseries.Update{Filter: f, Replacement: repl, ReplacementOrder: order})
