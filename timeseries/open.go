@@ -450,8 +450,8 @@ func (db *DB) recover() error {
 			db.mu.Lock()
 			db.apply(c, groups)
 			db.mu.Unlock()
-		case recDelete:
-			d, err := decodeDelete(rec[1:])
+		case recDelete, recDeleteWhere:
+			d, err := decodeDelete(rec[1:], rec[0] == recDeleteWhere)
 			if err != nil {
 				return fmt.Errorf("log record at %v: %w", pos, err)
 			}
