@@ -155,6 +155,16 @@ func (u *Update) AppendJSON(dst []byte) []byte {
 	return AppendJSON(dst, doc)
 }
 
+// Paths returns the dotted paths u changes, in the order it applies
+// them. The slice is new.
+func (u *Update) Paths() []string {
+	out := make([]string, len(u.ops))
+	for i, op := range u.ops {
+		out[i] = strings.Join(op.path, ".")
+	}
+	return out
+}
+
 func mapsKeys(m map[string]any) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {

@@ -466,6 +466,14 @@ func (db *DB) recover() error {
 			if err != nil {
 				return err
 			}
+		case recMetaUpdate:
+			r, err := decodeMetaUpdate(rec[1:])
+			if err != nil {
+				return fmt.Errorf("log record at %v: %w", pos, err)
+			}
+			if err := db.replayMetaUpdate(&r, pos); err != nil {
+				return err
+			}
 		case recDocBatch:
 			if err := db.replayDocBatch(rec[1:]); err != nil {
 				return fmt.Errorf("log record at %v: %w", pos, err)

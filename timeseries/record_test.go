@@ -68,6 +68,21 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 }
 
+func TestMetaUpdateRecordRoundTrip(t *testing.T) {
+	r := metaUpdateRecord{coll: 7, moves: []metaMove{{`{"n":1}`, `{"n":2}`}, {`{"n":2}`, `{"n":3}`}, {`"x"`, `null`}}}
+	enc := r.encode(nil)
+	if enc[0] != recMetaUpdate {
+		t.Fatalf("kind %d", enc[0])
+	}
+	back, err := decodeMetaUpdate(enc[1:])
+	if err != nil || !reflect.DeepEqual(back, r) {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	if _, err := decodeMetaUpdate(enc[1 : len(enc)-1]); err == nil {
+		t.Fatal("a record cut short decoded")
+	}
+}
+
 // sameDelete compares delete records, filters by their canonical text.
 func sameDelete(a, b deleteRecord) bool {
 	if (a.filter == nil) != (b.filter == nil) || a.filter != nil && a.filter.String() != b.filter.String() {
@@ -95,6 +110,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add((&deleteRecord{coll: 1, metaKeys: []string{"k"}}).encode(nil)[1:])
 	f.Add((&deleteRecord{coll: 4, minTime: -9, maxTime: 12, metaKeys: []string{`"a"`, `{"x":1}`}}).encode(nil)[1:])
 	f.Add((&deleteRecord{coll: 4, minTime: -9, maxTime: 12, metaKeys: []string{`"a"`}, filter: partialfilter.MustParseJSON(`{"v": {"$gte": 50}}`)}).encode(nil)[1:])
+	f.Add((&metaUpdateRecord{coll: 2, moves: []metaMove{{`"a"`, `"b"`}}}).encode(nil)[1:])
 	f.Add([]byte{1, 0, 0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -110,6 +126,12 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			if third := e.encodeInsert(nil, c2, g2); !bytes.Equal(third, again) {
 				t.Fatalf("encoding is not stable:\n%x\n%x", third, again)
+			}
+		}
+		if r, err := decodeMetaUpdate(b); err == nil {
+			back, err := decodeMetaUpdate(r.encode(nil)[1:])
+			if err != nil || !reflect.DeepEqual(back, r) {
+				t.Fatalf("meta update record round trip: %+v, want %+v: %v", back, r, err)
 			}
 		}
 		for _, where := range []bool{false, true} {
