@@ -699,6 +699,13 @@ func TestQueryAndWriteCommands(t *testing.T) {
 	if n := count("m", bson.E{Key: "query", Value: bson.D{{Key: "sensor.site", Value: "west"}}}); n != northBefore {
 		t.Fatalf("refused updates changed west: %d, want %d", n, northBefore)
 	}
+	ur, err = f.mdb.Collection("m").UpdateMany(ctx, bson.D{{Key: "sensor.site", Value: "west"}}, bson.D{{Key: "$rename", Value: bson.D{{Key: "sensor.site", Value: "sensor.region"}}}})
+	if err != nil || ur.MatchedCount != northBefore || ur.ModifiedCount != northBefore {
+		t.Fatalf("updateMany $rename sensor.site = %+v, %v", ur, err)
+	}
+	if n := count("m", bson.E{Key: "query", Value: bson.D{{Key: "sensor.region", Value: "west"}}}); n != northBefore {
+		t.Fatalf("after $rename: %d measurements of region west, want %d", n, northBefore)
+	}
 
 	// A plain collection.
 	c := f.mdb.Collection("p")

@@ -327,7 +327,7 @@ func (s *Server) deleteOne(cmd *wireCommand, name string, st map[string]any) (in
 }
 
 // cmdUpdate is update: u with the update operators the HTTP API's update
-// takes ($set, $unset, $inc, $currentDate), or a replacement document (the
+// takes ($set, $unset, $inc, $currentDate, $rename), or a replacement document (the
 // HTTP API's replace: the first match, its _id kept); multi. On a
 // time-series collection, as over HTTP, only MongoDB's meta update is
 // taken (multi, a filter and operators on the metaField only; anything
@@ -395,7 +395,7 @@ func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any, raw
 	case map[string]any:
 		u = x
 	case []any:
-		return none, mongoerr.New(mongoerr.IllegalOperation, "update pipelines are not supported by Hourglass; use $set, $unset, $inc or $currentDate")
+		return none, mongoerr.New(mongoerr.IllegalOperation, "update pipelines are not supported by Hourglass; use $set, $unset, $inc, $currentDate or $rename")
 	default:
 		return none, mongoerr.New(mongoerr.FailedToParse, "BSON field 'update.updates.u' must be a document of update operators or a replacement document")
 	}
