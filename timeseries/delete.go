@@ -56,6 +56,9 @@ func (db *DB) deleteMeasurements(ctx context.Context, c *collection, f *partialf
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+	if err := db.settlePending(); err != nil {
+		return 0, err
+	}
 	db.cutMu.Lock()
 	cutHeld := true
 	defer func() {

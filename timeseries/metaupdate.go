@@ -118,12 +118,8 @@ func (db *DB) updateMeasurements(ctx context.Context, c *collection, u Update, n
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	if len(db.pendingPre) > 0 {
-		// An earlier change's stored part waits for a checkpoint: it
-		// reads the store as it was before this one.
-		if err := db.checkpointLocked(db.stop); err != nil {
-			return res, err
-		}
+	if err := db.settlePending(); err != nil {
+		return res, err
 	}
 	// A first look with writers let in: a refused update changes
 	// nothing, and one that moves nothing needs no checkpoint.
@@ -202,11 +198,23 @@ func (db *DB) updateMeasurements(ctx context.Context, c *collection, u Update, n
 	}
 	if err := db.checkpointWith(db.stop, ch); err != nil {
 		if moved != nil {
-			return res, fmt.Errorf("timeseries: update on %q is logged and made in memory; its stored buckets move with the next checkpoint: %w", c.name, err)
+			return res, fmt.Errorf("timeseries: update on %q is logged and made in memory; its stored buckets move with the next checkpoint, which a delete, TTL batch or merge pass makes first: %w", c.name, err)
 		}
 		return UpdateResult{}, err
 	}
 	return res, nil
+}
+
+// settlePending makes the stored part of the changes made in memory whose
+// checkpoint did not write (pendingPre), with a checkpoint, before a
+// delete, TTL batch, merge pass or meta update reads the stored buckets:
+// until then, those of a series moved lie under the series it was moved
+// from. The caller holds maintMu.
+func (db *DB) settlePending() error {
+	if len(db.pendingPre) == 0 {
+		return nil
+	}
+	return db.checkpointLocked(db.stop)
 }
 
 // metaMoves returns the series of c that plan selects and the moves that
