@@ -195,8 +195,9 @@ func filterString(f *partialfilter.Filter) string {
 }
 
 // handleUpdate is POST .../update: {"filter": {...}, "update": {"$set":
-// ...}, "multi": false} on a plain collection. Reply {"matched": N,
-// "modified": N}.
+// ...}, "multi": false} on a plain collection, or a meta update of a
+// time-series collection (multi, filter and operators on the metaField;
+// the engine refuses others). Reply {"matched": N, "modified": N}.
 func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	name, raw, f, ok := s.readPlainWrite(w, r, "; {} matches every document", "filter", "update", "multi")
 	if !ok {

@@ -383,11 +383,65 @@ func TestDeleteByFilter(t *testing.T) {
 	if n := s.count("s"); n != 3 {
 		t.Fatalf("count %d, want 3", n)
 	}
+	// Any filter: conditions on measurement fields, with or without the
+	// metaField, are matched measurement by measurement.
+	r = s.mustDo(200, "POST", "/v1/collections/s/delete", `{"filter": {"temp": {"$gte": 21}}}`)
+	if r.json(t)["deleted"].(float64) != 1 || s.count("s") != 2 {
+		t.Fatalf("delete temp >= 21: %s, count %d", r.body, s.count("s"))
+	}
+	r = s.mustDo(200, "POST", "/v1/collections/s/delete", `{"filter": {"sensor": "a", "n": {"$in": [3, 4]}}}`)
+	if r.json(t)["deleted"].(float64) != 0 || s.count("s") != 2 {
+		t.Fatalf("delete a with n 3 or 4 (none): %s", r.body)
+	}
+	r = s.mustDo(200, "POST", "/v1/collections/s/delete", `{"filter": {"sensor": "b", "n": {"$in": [3, 4]}}}`)
+	if r.json(t)["deleted"].(float64) != 1 || s.count("s") != 1 {
+		t.Fatalf("delete b with n 3 or 4: %s", r.body)
+	}
+	found := string(s.mustDo(200, "POST", "/v1/collections/s/find", `{}`).body)
+	if !strings.Contains(found, `"n":1`) || strings.Contains(found, `"n":3`) || strings.Contains(found, `"n":2`) {
+		t.Fatalf("left after the deletes: %s", found)
+	}
+	// A bad filter changes nothing.
+	r = s.mustDo(400, "POST", "/v1/collections/s/delete", `{"filter": {"temp": {"$bogus": 1}}}`)
+	if r.errorCode(t) != 2 || s.count("s") != 1 {
+		t.Fatalf("a bad filter: %s, count %d", r.body, s.count("s"))
+	}
 	r = s.mustDo(400, "POST", "/v1/collections/s/delete", `{}`)
 	r.errorCode(t)
 	r = s.mustDo(200, "POST", "/v1/collections/s/delete", `{"filter": {}}`)
-	if r.json(t)["deleted"].(float64) != 3 || s.count("s") != 0 {
+	if r.json(t)["deleted"].(float64) != 1 || s.count("s") != 0 {
 		t.Fatalf("delete all: %s", r.body)
+	}
+}
+
+// TestMetaUpdateOverHTTP: an update of a time-series collection's
+// metaField moves the measurements of the series it selects; an update of
+// a measurement field is refused with InvalidOptions (72) and changes
+// nothing.
+func TestMetaUpdateOverHTTP(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.createSensors("s")
+	s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	r := s.mustDo(200, "POST", "/v1/collections/s/update", `{"filter": {"sensor": "a"}, "update": {"$set": {"sensor": "c"}}, "multi": true}`)
+	if m := r.json(t); m["matched"].(float64) != 2 || m["modified"].(float64) != 2 {
+		t.Fatalf("update reply: %s", r.body)
+	}
+	r = s.mustDo(200, "POST", "/v1/collections/s/find", `{"filter": {"sensor": "c"}}`)
+	if got := strings.Count(string(r.body), `"sensor":"c"`); got != 2 {
+		t.Fatalf("%d measurements of c, want 2: %s", got, r.body)
+	}
+	for _, body := range []string{
+		`{"filter": {"sensor": "b"}, "update": {"$set": {"temp": 1}}, "multi": true}`,
+		`{"filter": {"temp": {"$gt": 1}}, "update": {"$set": {"sensor": "d"}}, "multi": true}`,
+		`{"filter": {"sensor": "b"}, "update": {"$set": {"sensor": "d"}}}`,
+	} {
+		if r := s.mustDo(400, "POST", "/v1/collections/s/update", body); r.errorCode(t) != 72 {
+			t.Fatalf("update %s: %s, want code 72", body, r.body)
+		}
+	}
+	r = s.mustDo(200, "POST", "/v1/collections/s/find", `{"filter": {"sensor": "b"}}`)
+	if got := strings.Count(string(r.body), `"sensor":"b"`); got != 2 || s.count("s") != 4 {
+		t.Fatalf("after refused updates, b: %s", r.body)
 	}
 }
 

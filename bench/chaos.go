@@ -522,6 +522,10 @@ func (c *chaosClients) deleteRange(ctx context.Context) {
 	c.mu.Unlock()
 	date := func(seq int) string { return chaosEpoch.Add(time.Duration(seq) * time.Second).Format(time.RFC3339) }
 	body := fmt.Sprintf(`{"filter": {"w": %q, "t": {"$gte": {"$date": %q}, "$lt": {"$date": %q}}}}`, w, date(lo), date(hi))
+	if c.rng.IntN(2) == 0 {
+		// By the field seq: matched row by row on every member.
+		body = fmt.Sprintf(`{"filter": {"w": %q, "seq": {"$gte": %d, "$lt": %d}}}`, w, lo, hi)
+	}
 	st, b := c.send(ctx, http.MethodPost, "/v1/collections/"+chaosData+"/delete", "application/json", []byte(body))
 	switch {
 	case st == http.StatusOK:

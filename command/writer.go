@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -66,12 +65,15 @@ func (w kindChecked) Insert(ctx context.Context, name string, b timeseries.Batch
 	return w.Writer.Insert(ctx, name, b, opts)
 }
 
-// Update refuses a time-series collection: its measurements are replaced
-// by inserting and deleted by filter, not updated in place.
+// Update refuses, on a time-series collection, what is not a meta update
+// (a filter on the metaField, operators on it, multi), with MongoDB's
+// codes and messages (timeseries.DB.Update, which checks it again on every
+// member of a replica set).
 func (w kindChecked) Update(ctx context.Context, name string, u timeseries.Update) (timeseries.UpdateResult, error) {
 	if h, err := w.db.Collection(name); err == nil && h.TimeSeries() != nil {
-		return timeseries.UpdateResult{}, mongoerr.New(mongoerr.IllegalOperation,
-			"collection %q is a time-series collection; updates serve plain collections", name)
+		if err := timeseries.CheckMetaUpdate(h.TimeSeries(), &u); err != nil {
+			return timeseries.UpdateResult{}, err
+		}
 	}
 	return w.Writer.Update(ctx, name, u)
 }

@@ -334,6 +334,7 @@ func FuzzUpdateAndProjection(f *testing.F) {
 	for _, s := range []string{
 		`{"$set": {"a.b": 1, "c": {"$date": "2024-05-01T00:00:00Z"}}, "$inc": {"n": 2}, "$unset": {"x": ""}, "$currentDate": {"t": {"$type": "date"}}}`,
 		`{"$set": {"a": 1}, "$unset": {"a.b": 1}}`, `{"$inc": {"n": "x"}}`, `{"x": 1}`, `{"a": 1, "b.c": 0}`, `{"_id": 0}`,
+		`{"$rename": {"a.b": "z.y", "n": "m"}}`, `{"$rename": {"n": "a.b.c"}}`, `{"$rename": {"a": "a.b"}}`,
 	} {
 		f.Add([]byte(s), []byte(`{"_id": 1, "a": {"b": [1, {"c": 2}]}, "n": 9223372036854775807}`))
 	}
@@ -399,6 +400,66 @@ func FuzzUpdateAndProjection(f *testing.F) {
 			t.Fatalf("an update reported no change but changed the document")
 		}
 	})
+}
+
+// TestRename: $rename moves a value to its target (made, with its parents,
+// when missing; replaced when there), does nothing for a missing source,
+// refuses a target under a non-document without changing anything, and
+// refuses a target that is not a string, equal to the source, on its
+// path, or in conflict with another operation.
+func TestRename(t *testing.T) {
+	apply := func(doc, update string) (string, bool, error) {
+		t.Helper()
+		u, err := ParseUpdate(jsonMap(t, update))
+		if err != nil {
+			return "", false, err
+		}
+		d, err := FromJSON(jsonMap(t, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed, err := u.Apply(d, time.Unix(0, 0))
+		return string(AppendJSON(nil, d)), changed, err
+	}
+	for _, c := range []struct{ doc, update, want string }{
+		{`{"a": {"b": 1, "c": 2}}`, `{"$rename": {"a.b": "a.d"}}`, `{"a":{"c":2,"d":1}}`},
+		{`{"a": {"b": null}}`, `{"$rename": {"a.b": "x.y"}}`, `{"a":{},"x":{"y":null}}`},
+		{`{"a": 1, "b": 2}`, `{"$rename": {"a": "b"}}`, `{"b":1}`},
+		{`{"a": 1}`, `{"$rename": {"q": "r"}, "$set": {"s": 1}}`, `{"a":1,"s":1}`},
+	} {
+		got, changed, err := apply(c.doc, c.update)
+		if err != nil || got != c.want || !changed {
+			t.Errorf("%s on %s: %s (changed %v), %v; want %s", c.update, c.doc, got, changed, err, c.want)
+		}
+	}
+	if got, changed, err := apply(`{"a": 1}`, `{"$rename": {"q": "r"}}`); err != nil || changed || got != `{"a":1}` {
+		t.Errorf("rename of a missing field: %s, %v, %v", got, changed, err)
+	}
+	if _, _, err := apply(`{"a": 1, "b": 5}`, `{"$rename": {"a": "b.c"}}`); mongoerr.CodeOf(err) != mongoerr.BadValue {
+		t.Errorf("rename under a number: %v, want BadValue", err)
+	}
+	for _, c := range []struct {
+		update string
+		code   mongoerr.Code
+	}{
+		{`{"$rename": {"a": 1}}`, mongoerr.BadValue},
+		{`{"$rename": {"a": "a"}}`, mongoerr.BadValue},
+		{`{"$rename": {"a": "a.b"}}`, mongoerr.BadValue},
+		{`{"$rename": {"a.b": "a"}}`, mongoerr.BadValue},
+		{`{"$rename": {"a": "_id"}}`, mongoerr.ImmutableField},
+		{`{"$rename": {"a": "b"}, "$set": {"b.c": 1}}`, mongoerr.ConflictingUpdateOperators},
+	} {
+		if _, err := ParseUpdate(jsonMap(t, c.update)); mongoerr.CodeOf(err) != c.code {
+			t.Errorf("%s: %v, want code %d", c.update, err, c.code)
+		}
+	}
+	u, err := ParseUpdate(jsonMap(t, `{"$rename": {"a.b": "c"}, "$set": {"x": 1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(u.Paths()); got != "[x a.b c]" {
+		t.Errorf("paths %s, want [x a.b c]", got)
+	}
 }
 
 // An update may not nest a document deeper than MaxDepth, by its path or
@@ -506,4 +567,16 @@ func TestIncTypes(t *testing.T) {
 			t.Errorf("%#v + %#v = %#v (%T), want %v (%T)", c.old, c.inc, got, doc["v"], c.want, c.want)
 		}
 	}
+}
+
+// jsonMap decodes s, numbers kept exact.
+func jsonMap(t *testing.T, s string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

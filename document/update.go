@@ -14,8 +14,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// Update is a parsed update document: $set, $unset, $inc and $currentDate,
-// applied in that order.
+// Update is a parsed update document: $set, $unset, $inc, $currentDate
+// and $rename, applied in that order (their paths do not overlap).
 type Update struct {
 	ops []updateOp
 }
@@ -27,18 +27,20 @@ const (
 	opUnset
 	opInc
 	opCurrentDate
+	opRename
 )
 
 type updateOp struct {
 	kind updateKind
 	path []string
 	val  any
+	to   []string // $rename's target
 }
 
 // ParseUpdate reads an update document decoded by encoding/json:
 //
 //	{"$set": {"a.b": 1}, "$unset": {"c": ""}, "$inc": {"n": 1},
-//	 "$currentDate": {"lastModifiedDate": true}}
+//	 "$currentDate": {"lastModifiedDate": true}, "$rename": {"a.old": "a.new"}}
 //
 // Unknown operators and non-operator fields are FailedToParse (9); an
 // update that names _id is ImmutableField (66); two operations on the same
@@ -46,11 +48,11 @@ type updateOp struct {
 // $inc needs numbers (TypeMismatch 14).
 func ParseUpdate(raw map[string]any) (*Update, error) {
 	if len(raw) == 0 {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "'update' must hold at least one of $set, $unset, $inc, $currentDate")
+		return nil, mongoerr.New(mongoerr.FailedToParse, "'update' must hold at least one of $set, $unset, $inc, $currentDate, $rename")
 	}
 	u := &Update{}
 	var paths []string
-	for _, name := range []string{"$set", "$unset", "$inc", "$currentDate"} {
+	for _, name := range []string{"$set", "$unset", "$inc", "$currentDate", "$rename"} {
 		arg, ok := raw[name]
 		if !ok {
 			continue
@@ -63,13 +65,40 @@ func ParseUpdate(raw map[string]any) (*Update, error) {
 			if err := checkUpdatePath(name, p); err != nil {
 				return nil, err
 			}
-			for _, q := range paths {
-				if q == p || strings.HasPrefix(q, p+".") || strings.HasPrefix(p, q+".") {
-					return nil, mongoerr.New(mongoerr.ConflictingUpdateOperators, "updating the path %q would create a conflict at %q", p, q)
+			targets := []string{p}
+			var to string
+			if name == "$rename" {
+				var ok bool
+				if to, ok = m[p].(string); !ok {
+					return nil, mongoerr.New(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s: %T", p, m[p])
+				}
+				if err := checkUpdatePath(name, to); err != nil {
+					return nil, err
+				}
+				switch {
+				case to == p:
+					return nil, mongoerr.New(mongoerr.BadValue, "The source and target field for $rename must differ: %s: %q", p, to)
+				case strings.HasPrefix(to, p+".") || strings.HasPrefix(p, to+"."):
+					return nil, mongoerr.New(mongoerr.BadValue, "The source and target field for $rename must not be on the same path: %s: %q", p, to)
+				}
+				targets = append(targets, to)
+			}
+			for _, t := range targets {
+				for _, q := range paths {
+					if q == t || strings.HasPrefix(q, t+".") || strings.HasPrefix(t, q+".") {
+						return nil, mongoerr.New(mongoerr.ConflictingUpdateOperators, "updating the path %q would create a conflict at %q", t, q)
+					}
+				}
+				paths = append(paths, t)
+			}
+			op := updateOp{path: strings.Split(p, ".")}
+			if to != "" {
+				op.to = strings.Split(to, ".")
+				if len(op.to) > MaxDepth {
+					return nil, mongoerr.New(mongoerr.BadValue, "%s: field path %.40q... has %d levels; documents nest at most %d",
+						name, to, len(op.to), MaxDepth)
 				}
 			}
-			paths = append(paths, p)
-			op := updateOp{path: strings.Split(p, ".")}
 			if len(op.path) > MaxDepth {
 				return nil, mongoerr.New(mongoerr.BadValue, "%s: field path %.40q... has %d levels; documents nest at most %d",
 					name, p, len(op.path), MaxDepth)
@@ -109,16 +138,18 @@ func ParseUpdate(raw map[string]any) (*Update, error) {
 					return nil, mongoerr.New(mongoerr.BadValue, "$currentDate of %q needs true or {\"$type\": \"date\"}", p)
 				}
 				op.kind = opCurrentDate
+			case "$rename":
+				op.kind = opRename
 			}
 			u.ops = append(u.ops, op)
 		}
 	}
 	for k := range raw {
 		switch k {
-		case "$set", "$unset", "$inc", "$currentDate":
+		case "$set", "$unset", "$inc", "$currentDate", "$rename":
 		default:
 			if strings.HasPrefix(k, "$") {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "unknown update operator %.40q; supported: $set, $unset, $inc, $currentDate", k)
+				return nil, mongoerr.New(mongoerr.FailedToParse, "unknown update operator %.40q; supported: $set, $unset, $inc, $currentDate, $rename", k)
 			}
 			return nil, mongoerr.New(mongoerr.FailedToParse, "an update holds only operators ($set, ...); use replace to replace a document (found field %.40q)", k)
 		}
@@ -144,6 +175,8 @@ func (u *Update) AppendJSON(dst []byte) []byte {
 			name, val = "$inc", op.val
 		case opCurrentDate:
 			name, val = "$currentDate", true
+		case opRename:
+			name, val = "$rename", strings.Join(op.to, ".")
 		}
 		m, _ := doc[name].(map[string]any)
 		if m == nil {
@@ -152,7 +185,24 @@ func (u *Update) AppendJSON(dst []byte) []byte {
 		}
 		m[strings.Join(op.path, ".")] = val
 	}
+	if len(doc) == 0 {
+		doc["$set"] = map[string]any{} // {"$set": {}} changes nothing, and parses
+	}
 	return AppendJSON(dst, doc)
+}
+
+// Paths returns the dotted paths u changes, in the order it applies
+// them; a $rename changes two, its source and its target. The slice is
+// new.
+func (u *Update) Paths() []string {
+	out := make([]string, 0, len(u.ops))
+	for _, op := range u.ops {
+		out = append(out, strings.Join(op.path, "."))
+		if op.kind == opRename {
+			out = append(out, strings.Join(op.to, "."))
+		}
+	}
+	return out
 }
 
 func mapsKeys(m map[string]any) func(func(string) bool) {
@@ -188,6 +238,16 @@ func (u *Update) Apply(doc Doc, now time.Time) (changed bool, err error) {
 	// changes nothing. Paths do not overlap (ParseUpdate).
 	sums := make([]any, len(u.ops))
 	for i, op := range u.ops {
+		if op.kind == opRename {
+			// A source that is missing (or under a non-document) is
+			// nothing to move; the target's parents must be documents.
+			if _, ok := lookupPresent(doc, op.path); ok {
+				if err := checkPath(doc, updateOp{kind: opSet, path: op.to}); err != nil {
+					return false, err
+				}
+			}
+			continue
+		}
 		if err := checkPath(doc, op); err != nil {
 			return false, err
 		}
@@ -199,6 +259,26 @@ func (u *Update) Apply(doc Doc, now time.Time) (changed bool, err error) {
 		}
 	}
 	for i, op := range u.ops {
+		if op.kind == opRename {
+			v, ok := lookupPresent(doc, op.path)
+			if !ok {
+				continue
+			}
+			parent, _ := lookupPresent(doc, op.path[:len(op.path)-1])
+			delete(parent.(map[string]any), op.path[len(op.path)-1])
+			target := doc
+			for _, part := range op.to[:len(op.to)-1] {
+				next, ok := target[part].(map[string]any)
+				if !ok {
+					next = map[string]any{}
+					target[part] = next
+				}
+				target = next
+			}
+			target[op.to[len(op.to)-1]] = v
+			changed = true
+			continue
+		}
 		parent := doc
 		for _, part := range op.path[:len(op.path)-1] {
 			next, ok := parent[part].(map[string]any)
@@ -264,6 +344,22 @@ func isNumber(v any) bool {
 		return true
 	}
 	return false
+}
+
+// lookupPresent returns the value at path in doc and whether there is one
+// (a value may be null); path may be empty (doc itself).
+func lookupPresent(doc Doc, path []string) (any, bool) {
+	var cur any = doc
+	for _, part := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
 }
 
 // lookupPath returns the value at path in doc, nil when it is missing.

@@ -236,7 +236,7 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 	// server adds is appended in place).
 	end := len(c.fields)
 	c.fields = append(c.fields, Field{})
-	m.Fields = c.fields[start:end:end+1]
+	m.Fields = c.fields[start : end : end+1]
 	return m, true
 }
 

@@ -626,11 +626,29 @@ func TestQueryAndWriteCommands(t *testing.T) {
 	if n := count("m"); n != 50 {
 		t.Fatalf("after the delete count = %d, want 50", n)
 	}
+	// Any filter, through the driver: deleteMany by a measurement field,
+	// alone and with the metaField, removes the measurements it matches.
+	dr, err := f.mdb.Collection("m").DeleteMany(ctx, bson.D{{Key: "temp", Value: bson.D{{Key: "$gte", Value: 55}}}})
+	if err != nil || dr.DeletedCount != 5 {
+		t.Fatalf("deleteMany temp >= 55 = %+v, %v; want 5", dr, err)
+	}
+	dr, err = f.mdb.Collection("m").DeleteMany(ctx, bson.D{{Key: "sensor.site", Value: "north"}, {Key: "temp", Value: bson.D{{Key: "$lt", Value: 10}}}})
+	if err != nil || dr.DeletedCount != 4 {
+		t.Fatalf("deleteMany north with temp < 10 = %+v, %v; want 4", dr, err)
+	}
+	if n := count("m"); n != 41 {
+		t.Fatalf("after the deletes by field count = %d, want 41", n)
+	}
+	if n := count("m", bson.E{Key: "query", Value: bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "temp", Value: bson.D{{Key: "$gte", Value: 55}}}},
+		bson.D{{Key: "sensor.site", Value: "north"}, {Key: "temp", Value: bson.D{{Key: "$lt", Value: 10}}}}}}}}); n != 0 {
+		t.Fatalf("%d deleted measurements still found", n)
+	}
 	// Refusals come in writeErrors with the HTTP API's codes; unordered,
-	// the next statement still runs.
-	_, httpDel := f.httpCode(t, "POST", "/v1/collections/m/delete", `{"filter": {"temp": {"$gt": 5}}}`)
+	// the next statement still runs. A refused filter deletes nothing.
+	_, httpDel := f.httpCode(t, "POST", "/v1/collections/m/delete", `{"filter": {"temp": {"$bogus": 5}}}`)
 	r, err = del("m", false,
-		bson.D{{Key: "q", Value: bson.D{{Key: "temp", Value: bson.D{{Key: "$gt", Value: 5}}}}}, {Key: "limit", Value: 0}},
+		bson.D{{Key: "q", Value: bson.D{{Key: "temp", Value: bson.D{{Key: "$bogus", Value: 5}}}}}, {Key: "limit", Value: 0}},
 		bson.D{{Key: "q", Value: north}, {Key: "limit", Value: 1}},
 		bson.D{{Key: "q", Value: bson.D{{Key: "sensor.site", Value: "south"}}}, {Key: "limit", Value: 0}})
 	var we mongo.WriteException
@@ -638,15 +656,55 @@ func TestQueryAndWriteCommands(t *testing.T) {
 		t.Fatalf("an unordered delete with refused statements = %s, %v", r, err)
 	}
 	wes, _ := r.Lookup("writeErrors").Array().Values()
-	if lookupInt(t, r, "n") != 20 || len(wes) != 2 || lookupInt(t, wes[0].Document(), "code") != int64(httpDel) ||
+	if lookupInt(t, r, "n") != 18 || len(wes) != 2 || httpDel != 2 || lookupInt(t, wes[0].Document(), "code") != int64(httpDel) ||
 		lookupInt(t, wes[1].Document(), "index") != 1 || lookupInt(t, wes[1].Document(), "code") != 20 {
 		t.Fatalf("unordered delete = %s; HTTP code for the measurement filter %d", r, httpDel)
 	}
-	// Updates serve plain collections, as over HTTP.
-	_, httpUpd := f.httpCode(t, "POST", "/v1/collections/m/update", `{"filter": {"sensor.site": "north"}, "update": {"$set": {"x": 1}}}`)
-	_, err = f.mdb.Collection("m").UpdateMany(ctx, north, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}})
-	if code, _ := errCode(err); code != 20 || code != httpUpd {
-		t.Fatalf("update on a time-series collection: %v (HTTP code %d)", err, httpUpd)
+	// On a time-series collection, updateMany changes the metaField, as
+	// MongoDB allows: the measurements of the series it selects move to
+	// the new meta value; counts are of measurements.
+	northBefore := count("m", bson.E{Key: "query", Value: north})
+	ur, err := f.mdb.Collection("m").UpdateMany(ctx, north, bson.D{{Key: "$set", Value: bson.D{{Key: "sensor.site", Value: "west"}}}})
+	if err != nil || ur.MatchedCount != northBefore || ur.ModifiedCount != northBefore {
+		t.Fatalf("updateMany of sensor.site north = %+v, %v; want %d matched and modified", ur, err, northBefore)
+	}
+	if n := count("m", bson.E{Key: "query", Value: bson.D{{Key: "sensor.site", Value: "west"}}}); n != northBefore || count("m", bson.E{Key: "query", Value: north}) != 0 {
+		t.Fatalf("after the update: %d west, want %d, and no north", n, northBefore)
+	}
+	ur, err = f.mdb.Collection("m").UpdateMany(ctx, bson.D{{Key: "sensor.site", Value: "west"}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "sensor.id", Value: ""}}}})
+	if err != nil || ur.MatchedCount != northBefore || ur.ModifiedCount != northBefore {
+		t.Fatalf("updateMany $unset sensor.id = %+v, %v", ur, err)
+	}
+	if got := distinct("m", "sensor", bson.D{{Key: "sensor.site", Value: "west"}}); got != `[{"site": "west"}]` {
+		t.Fatalf("west's meta values after $unset of sensor.id = %s", got)
+	}
+	// Other updates are refused with MongoDB's InvalidOptions (72), over
+	// HTTP too, and change nothing.
+	_, httpUpd := f.httpCode(t, "POST", "/v1/collections/m/update", `{"filter": {"sensor.site": "west"}, "update": {"$set": {"temp": 1}}, "multi": true}`)
+	for _, u := range []struct {
+		filter, update bson.D
+	}{
+		{bson.D{{Key: "sensor.site", Value: "west"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "temp", Value: 1}}}}},
+		{bson.D{{Key: "temp", Value: bson.D{{Key: "$gt", Value: 5}}}}, bson.D{{Key: "$set", Value: bson.D{{Key: "sensor.x", Value: 1}}}}},
+	} {
+		_, err = f.mdb.Collection("m").UpdateMany(ctx, u.filter, u.update)
+		if code, _ := errCode(err); code != 72 || code != httpUpd {
+			t.Fatalf("update %v %v on a time-series collection: %v (HTTP code %d)", u.filter, u.update, err, httpUpd)
+		}
+	}
+	_, err = f.mdb.Collection("m").UpdateOne(ctx, bson.D{{Key: "sensor.site", Value: "west"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "sensor.x", Value: 1}}}})
+	if code, _ := errCode(err); code != 72 {
+		t.Fatalf("updateOne on a time-series collection: %v, want 72", err)
+	}
+	if n := count("m", bson.E{Key: "query", Value: bson.D{{Key: "sensor.site", Value: "west"}}}); n != northBefore {
+		t.Fatalf("refused updates changed west: %d, want %d", n, northBefore)
+	}
+	ur, err = f.mdb.Collection("m").UpdateMany(ctx, bson.D{{Key: "sensor.site", Value: "west"}}, bson.D{{Key: "$rename", Value: bson.D{{Key: "sensor.site", Value: "sensor.region"}}}})
+	if err != nil || ur.MatchedCount != northBefore || ur.ModifiedCount != northBefore {
+		t.Fatalf("updateMany $rename sensor.site = %+v, %v", ur, err)
+	}
+	if n := count("m", bson.E{Key: "query", Value: bson.D{{Key: "sensor.region", Value: "west"}}}); n != northBefore {
+		t.Fatalf("after $rename: %d measurements of region west, want %d", n, northBefore)
 	}
 
 	// A plain collection.
@@ -723,7 +781,7 @@ func TestQueryAndWriteCommands(t *testing.T) {
 		t.Fatalf("the engine sums n to %v, want 15 (%v)", sum, err)
 	}
 
-	dr, err := c.DeleteOne(ctx, bson.D{{Key: "seen", Value: true}})
+	dr, err = c.DeleteOne(ctx, bson.D{{Key: "seen", Value: true}})
 	if err != nil || dr.DeletedCount != 1 {
 		t.Fatalf("deleteOne = %+v, %v", dr, err)
 	}

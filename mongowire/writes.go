@@ -259,10 +259,9 @@ func (s *Server) writeErrorsReply(reply bson.D, wes []writeError) bson.D {
 
 // cmdDelete is delete. On a plain collection a statement's limit 0
 // deletes every match and limit 1 the first in _id order; on a time-series
-// collection, as over HTTP, limit 0 deletes the measurements of the
-// series and time range the filter names (conditions on other fields are
-// refused by the engine), and limit 1 is refused. n counts the documents
-// deleted; refused statements are in writeErrors.
+// collection, as over HTTP, limit 0 deletes every measurement the filter
+// matches (any filter, as MongoDB 7.0), and limit 1 is refused. n counts
+// the documents deleted; refused statements are in writeErrors.
 func cmdDelete(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, stmts, ordered, err := cmd.writeArgs("deletes")
 	if err != nil {
@@ -327,12 +326,14 @@ func (s *Server) deleteOne(cmd *wireCommand, name string, st map[string]any) (in
 	return s.w.Delete(cmd.ctx, name, f, timeseries.DeleteOptions{Limit: limit})
 }
 
-// cmdUpdate is update on plain collections: u with the update operators
-// the HTTP API's update takes ($set, $unset, $inc, $currentDate), or a
-// replacement document (the HTTP API's replace: the first match, its _id
-// kept); multi. upsert and pipelines are refused in writeErrors, and so is
-// every statement on a time-series collection, as over HTTP. n counts the
-// documents matched, nModified those changed.
+// cmdUpdate is update: u with the update operators the HTTP API's update
+// takes ($set, $unset, $inc, $currentDate, $rename), or a replacement document (the
+// HTTP API's replace: the first match, its _id kept); multi. On a
+// time-series collection, as over HTTP, only MongoDB's meta update is
+// taken (multi, a filter and operators on the metaField only; anything
+// else is InvalidOptions 72), and counts are of measurements. upsert and
+// pipelines are refused in writeErrors. n counts the documents matched,
+// nModified those changed.
 func cmdUpdate(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, stmts, ordered, err := cmd.writeArgs("updates")
 	if err != nil {
@@ -394,7 +395,7 @@ func (s *Server) updateOne(cmd *wireCommand, name string, st map[string]any, raw
 	case map[string]any:
 		u = x
 	case []any:
-		return none, mongoerr.New(mongoerr.IllegalOperation, "update pipelines are not supported by Hourglass; use $set, $unset, $inc or $currentDate")
+		return none, mongoerr.New(mongoerr.IllegalOperation, "update pipelines are not supported by Hourglass; use $set, $unset, $inc, $currentDate or $rename")
 	default:
 		return none, mongoerr.New(mongoerr.FailedToParse, "BSON field 'update.updates.u' must be a document of update operators or a replacement document")
 	}

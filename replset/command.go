@@ -23,7 +23,7 @@ const (
 	OpDropCollection   Op = 2
 	OpInsert           Op = 3 // measurements of a time-series collection
 	OpInsertDocuments  Op = 4 // documents of a plain collection
-	OpDelete           Op = 5 // measurements matching a filter (metaField, timeField range)
+	OpDelete           Op = 5 // measurements matching a filter
 	OpDeleteDocuments  Op = 6 // documents matching a filter
 	OpCreateIndex      Op = 7
 	OpExpireDocuments  Op = 8  // documents a TTL index expired at a time the leader chose

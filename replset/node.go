@@ -619,7 +619,8 @@ func (n *Node) Delete(ctx context.Context, name string, f *partialfilter.Filter,
 	return r.Deleted, err
 }
 
-// Update changes documents of a plain collection on every member
+// Update changes documents of a plain collection, or the meta values of
+// a time-series collection's series, on every member
 // (timeseries.DB.Update), at a time the leader chooses when u.Now is zero:
 // a $currentDate sets the same date everywhere. With an error, the result
 // counts what was done before it, the same on every member.

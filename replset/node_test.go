@@ -519,6 +519,67 @@ func TestReplicatesUpdates(t *testing.T) {
 	}
 }
 
+// A time-series delete by a measurement field and a meta update go
+// through the log like every write: each member applies them to the same
+// measurements.
+func TestReplicatesTimeSeriesDeleteAndMetaUpdate(t *testing.T) {
+	s := startSet(t, 3)
+	_, l := s.leaderWithCPU()
+	ctx := context.Background()
+	insert(t, l, 0, 100)
+	s.waitCount("cpu", 100)
+	// Both writes give the same result when made again: on a loaded
+	// machine an election may come between, and the write is retried on
+	// the new leader.
+	onLeader := func(what string, write func(l *Node, retry bool) error) {
+		t.Helper()
+		for attempt := 0; ; attempt++ {
+			err := write(s.nodes[s.leader()], attempt > 0)
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, ErrNotLeader) || attempt == 3 {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+	}
+	// A retry may find the first attempt applied: its counts are not
+	// checked.
+	onLeader("delete by v", func(l *Node, retry bool) error {
+		n, err := l.Delete(ctx, "cpu", mustFilter(t, `{"v": {"$gte": 50}, "sensor": "s1"}`), timeseries.DeleteOptions{})
+		if err == nil && !retry && n != 25 {
+			t.Fatalf("delete by v: %d; want 25", n)
+		}
+		return err
+	})
+	s.waitCount("cpu", 75)
+	onLeader("meta update", func(l *Node, retry bool) error {
+		res, err := l.Update(ctx, "cpu", timeseries.Update{Filter: mustFilter(t, `{"sensor": "s0"}`), Operators: mustUpdate(t, `{"$set": {"sensor": "s1"}}`), Multi: true})
+		if err == nil && !retry && (res.Matched != 50 || res.Modified != 50) {
+			t.Fatalf("meta update: %+v", res)
+		}
+		return err
+	})
+	// Refused the same way on every member: nothing logged changes.
+	if _, err := s.nodes[s.leader()].Update(ctx, "cpu", timeseries.Update{Filter: mustFilter(t, `{}`), Operators: mustUpdate(t, `{"$set": {"v": 1}}`), Multi: true}); err == nil {
+		t.Fatal("an update of a measurement field was taken")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, m := range s.nodes {
+		for {
+			s1, err1 := m.DB().Count(ctx, "cpu", mustFilter(t, `{"sensor": "s1"}`), timeseries.CountOptions{})
+			s0, err0 := m.DB().Count(ctx, "cpu", mustFilter(t, `{"sensor": "s0"}`), timeseries.CountOptions{})
+			if err1 == nil && err0 == nil && s1 == 75 && s0 == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: s1 %d (%v), s0 %d (%v); want 75 and 0", m.ID(), s1, err1, s0, err0)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
 // A retried write (the same session and transaction number) is applied
 // once, also when the retry reaches the next leader after a failover, and
 // answers the first attempt's result; another number is a new write.

@@ -208,6 +208,22 @@ func (db *DB) checkpoint(abort <-chan struct{}) error {
 	return db.checkpointLocked(abort)
 }
 
+// ckptChange is a change made with a checkpoint, in the same Pebble batch:
+// a change whose log record must never be replayed over its own result
+// (a meta update, metaupdate.go). under makes it in memory, with writers
+// excluded, before the capture; pre puts its writes to Pebble into the
+// batch, before the checkpoint's own. Once the batch is durable, replay
+// starts after the change's record; until then, before it, with Pebble as
+// it was.
+type ckptChange struct {
+	under func() error
+	pre   func(*pebble.Batch) error
+	// seg, when not 0, is the log segment replay starts from after this
+	// checkpoint, instead of a cut of the log: a change replayed during
+	// recovery, whose record is the last of segment seg-1.
+	seg uint64
+}
+
 // capturePoint is a checkpoint capture: when it ran and the writeSeq
 // then.
 type capturePoint struct {
@@ -259,6 +275,14 @@ func batchNeed(n int) int64 { return int64(n) + int64(n)/4 + checkpointMargin }
 // (writers excluded), encode into one Pebble batch, check the room for
 // it, write it, flush it, and let go of what it made durable.
 func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
+	return db.checkpointWith(abort, nil)
+}
+
+// checkpointWith is checkpointLocked making change ch (nil: none). An
+// error before ch.under ran leaves ch unmade; after, ch.under's change is
+// made in memory and, if the batch was not applied, ch.pre's writes are
+// kept for the next checkpoints (pendingPre).
+func (db *DB) checkpointWith(abort <-chan struct{}, ch *ckptChange) (err error) {
 	if db.readOnly {
 		return nil
 	}
@@ -283,7 +307,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	if err := db.storeFailure(); err != nil {
 		return err
 	}
-	run, err := db.captureCheckpoint()
+	run, err := db.captureCheckpoint(ch)
 	if err != nil {
 		return err
 	}
@@ -298,7 +322,7 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 			db.uncapture(run)
 		}
 	}()
-	batch, err := db.encodeCheckpoint(run)
+	batch, err := db.encodeCheckpoint(run, db.pendingPre)
 	if err != nil {
 		return err
 	}
@@ -321,6 +345,8 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 		return db.diskErr(err)
 	}
 	applied = true
+	db.pendingPre = nil
+	db.mergeGen.Add(1) // a change may have moved stored buckets between series
 	if err := db.flushStore(abort); err != nil {
 		return err
 	}
@@ -328,6 +354,9 @@ func (db *DB) checkpointLocked(abort <-chan struct{}) (err error) {
 	db.noRoom.Store(false)
 	db.releaseCheckpoint(run)
 	db.stats.checkpoints.Add(1)
+	if db.recovering {
+		return nil // recover truncates the log once replay is done
+	}
 	return db.wal.Truncate(run.st.segment)
 }
 
@@ -354,11 +383,24 @@ type seriesRec struct {
 // bucket that changed (a prefix of its columns that later appends cannot
 // touch), new series and changed catalog records. No encoding happens
 // under the locks.
-func (db *DB) captureCheckpoint() (*ckptRun, error) {
+func (db *DB) captureCheckpoint(ch *ckptChange) (*ckptRun, error) {
 	db.cutMu.Lock()
 	defer db.cutMu.Unlock()
-	seg, err := db.wal.Cut()
-	if err != nil {
+	if ch != nil && ch.under != nil {
+		if err := ch.under(); err != nil {
+			return nil, err
+		}
+		if ch.pre != nil {
+			// Made in memory: its Pebble part goes into this checkpoint's
+			// batch, or the next one's.
+			db.pendingPre = append(db.pendingPre, ch.pre)
+		}
+	}
+	var seg uint64
+	var err error
+	if ch != nil && ch.seg != 0 {
+		seg = ch.seg
+	} else if seg, err = db.wal.Cut(); err != nil {
 		return nil, err
 	}
 	run := &ckptRun{}
@@ -475,13 +517,18 @@ func (db *DB) uncaptureLocked(run *ckptRun) {
 // order: series, sealed buckets under 0x03, open-bucket snapshots under
 // 0x04, catalog records, and the checkpoint record naming the log segment
 // of the cut. The caller closes the batch.
-func (db *DB) encodeCheckpoint(run *ckptRun) (_ *pebble.Batch, err error) {
+func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_ *pebble.Batch, err error) {
 	batch := db.pdb.NewBatch()
 	defer func() {
 		if err != nil {
 			batch.Close()
 		}
 	}()
+	for _, p := range pre {
+		if err := p(batch); err != nil {
+			return nil, err
+		}
+	}
 	for _, sr := range run.newSeries {
 		if err := batch.Set(sr.key, []byte(sr.meta), nil); err != nil {
 			return nil, err

@@ -65,6 +65,10 @@ type DB struct {
 	// maintMu serializes checkpoints, deletes, TTL passes, merge passes
 	// and catalog changes.
 	maintMu sync.Mutex
+	// pendingPre holds the Pebble writes of changes made in memory with a
+	// checkpoint that did not apply its batch (ckptChange.pre): the next
+	// checkpoint's batch makes them. Guarded by maintMu.
+	pendingPre []func(*pebble.Batch) error
 	// cutMu is held shared by writers from their log append until their
 	// measurements are in memory, and exclusively by a checkpoint while it
 	// cuts the log and captures memory, so the capture holds exactly the

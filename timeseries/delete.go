@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble"
 
 	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -16,18 +17,19 @@ import (
 // DeleteOptions tune a delete.
 type DeleteOptions struct {
 	// Limit 1 deletes the first matching document in _id order (a plain
-	// collection's deleteOne); 0 deletes every match. Measurements are
-	// deleted by series and time range, so a time-series collection takes
-	// 0 only (IllegalOperation otherwise).
+	// collection's deleteOne); 0 deletes every match. A time-series
+	// collection takes 0 only (IllegalOperation otherwise).
 	Limit int64
 }
 
 // Delete removes what matches f from collection name and returns how many
-// measurements or documents it removed. A time-series collection's filter
-// may hold conditions on the metaField and a range of the timeField only;
-// a plain collection's any condition (every document for an empty one).
-// The delete is logged before it is applied, so it survives a crash once
-// Delete returns.
+// measurements or documents it removed; any filter serves (every
+// measurement or document for an empty one). On a time-series collection,
+// a filter of conditions on the metaField and a range of the timeField
+// removes whole ranges of series; any other condition is evaluated on each
+// measurement of the series and time range the filter selects, as a
+// query evaluates it. The delete is logged before it is applied, so it
+// survives a crash once Delete returns.
 func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter, opts DeleteOptions) (int64, error) {
 	if err := db.checkWritable(); err != nil {
 		return 0, err
@@ -49,14 +51,14 @@ func (db *DB) deleteMeasurements(ctx context.Context, c *collection, f *partialf
 		return 0, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
 	}
 	plan := planFilter(f, ts)
-	if err := plan.deleteRange(); err != nil {
-		return 0, err
-	}
 	if plan.empty {
 		return 0, nil
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+	if err := db.settlePending(); err != nil {
+		return 0, err
+	}
 	db.cutMu.Lock()
 	cutHeld := true
 	defer func() {
@@ -68,6 +70,13 @@ func (db *DB) deleteMeasurements(ctx context.Context, c *collection, f *partialf
 		return 0, err
 	}
 	rec := deleteRecord{coll: c.id, minTime: plan.minTime, maxTime: plan.maxTime}
+	if plan.residual != nil {
+		// Conditions that the series and the time range do not settle:
+		// each row of them is matched against the whole filter, which
+		// the record carries (recDeleteWhere). A filter the series and
+		// time range settle keeps the range record (recDelete).
+		rec.filter = f
+	}
 	db.mu.RLock()
 	if c.dropped {
 		db.mu.RUnlock()
@@ -114,7 +123,8 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, fieldTypeSet, 
 	maxSpan := max(c.maxSpan, c.opts.TimeSeries.Span())
 	rw := bucketRewriter{names: c.names}
 	gone := fieldTypeSet{}
-	targets, deleted, buckets := db.deleteInMemory(c, d, gone)
+	rf := newRowFilter(d.filter, c.opts.TimeSeries)
+	targets, deleted, buckets := db.deleteInMemory(c, d, rf, gone)
 	db.mu.Unlock()
 	// The rows removed from memory are gone whatever happens in Pebble
 	// (the delete is logged): a failure below still takes them off the
@@ -145,7 +155,7 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, fieldTypeSet, 
 				persistedBuckets++
 			}
 		}
-		n, nb, err := db.deleteStored(batch, &rw, c.id, d, t, maxSpan, gone)
+		n, nb, err := db.deleteStored(batch, &rw, c.id, d, rf, t, maxSpan, gone)
 		if err != nil {
 			return fail(err)
 		}
@@ -340,27 +350,29 @@ func (db *DB) storedRows(k []byte) (int64, bool, error) {
 // left it for the Pebble part.
 type deleteTarget struct {
 	id    uint64
+	key   string          // its meta key
 	inMem map[uint64]bool // buckets in memory: their Pebble copies are older
 	stale [][]byte        // open-bucket snapshots whose bucket is gone
 }
 
-// deleteInMemory removes the rows d names from the buckets in memory, and
-// returns the series d names with the rows and buckets removed. DB.mu is
-// held for writing.
-func (db *DB) deleteInMemory(c *collection, d *deleteRecord, gone fieldTypeSet) (targets []deleteTarget, deleted, buckets int64) {
+// deleteInMemory removes the rows d names (those rf matches, when d has a
+// filter) from the buckets in memory, and returns the series d names with
+// the rows and buckets removed. DB.mu is held for writing.
+func (db *DB) deleteInMemory(c *collection, d *deleteRecord, rf *rowFilter, gone fieldTypeSet) (targets []deleteTarget, deleted, buckets int64) {
 	for _, key := range d.metaKeys {
 		s := c.series[key]
 		if s == nil {
 			continue
 		}
-		t := deleteTarget{id: s.id, inMem: map[uint64]bool{}}
+		rf.series(key)
+		t := deleteTarget{id: s.id, key: key, inMem: map[uint64]bool{}}
 		kept := s.buckets[:0]
 		for _, b := range s.buckets {
 			t.inMem[b.id] = true
 			if b.rows() > 0 && b.maxT >= d.minTime && b.minT <= d.maxTime {
 				gone.addColumns(&b.cols)
 			}
-			n := b.deleteRows(d.minTime, d.maxTime, c.opts.TimeSeries.TimeField)
+			n := b.deleteRows(d.minTime, d.maxTime, rf, c.opts.TimeSeries.TimeField)
 			deleted += int64(n.rows)
 			db.headMem.Add(n.mem)
 			if b.rows() == 0 {
@@ -380,11 +392,13 @@ func (db *DB) deleteInMemory(c *collection, d *deleteRecord, gone fieldTypeSet) 
 	return targets, deleted, buckets
 }
 
-// deleteStored puts into batch the removal of the rows d names from the
-// buckets Pebble holds for series t of collection coll: whole buckets are
-// deleted (one range deletion when the scan met nothing else), buckets
-// partly inside are rewritten. It returns the rows and buckets removed.
-func (db *DB) deleteStored(batch *pebble.Batch, rw *bucketRewriter, coll uint32, d *deleteRecord, t deleteTarget, maxSpan int64, gone fieldTypeSet) (deleted, buckets int64, err error) {
+// deleteStored puts into batch the removal of the rows d names (those rf
+// matches, when d has a filter) from the buckets Pebble holds for series t
+// of collection coll: whole buckets are deleted (one range deletion when
+// the scan met nothing else), buckets partly inside are rewritten. It
+// returns the rows and buckets removed.
+func (db *DB) deleteStored(batch *pebble.Batch, rw *bucketRewriter, coll uint32, d *deleteRecord, rf *rowFilter, t deleteTarget, maxSpan int64, gone fieldTypeSet) (deleted, buckets int64, err error) {
+	rf.series(t.key)
 	for _, k := range t.stale {
 		if err := batch.Delete(k, nil); err != nil {
 			return 0, 0, err
@@ -430,19 +444,28 @@ func (db *DB) deleteStored(batch *pebble.Batch, rw *bucketRewriter, coll uint32,
 			continue
 		}
 		gone.addStored(r)
-		if r.MinTime() >= d.minTime && r.MaxTime() <= d.maxTime {
+		if rf == nil && r.MinTime() >= d.minTime && r.MaxTime() <= d.maxTime {
 			deleted += int64(r.Rows())
 			buckets++
 			whole = append(whole, append([]byte(nil), it.Key()...))
 			continue
 		}
 		partial = true
-		n, buf, err := rw.rewrite(d, t.id, kp.id)
+		n, buf, err := rw.rewrite(d, rf, t.id, kp.id)
 		if err != nil {
 			it.Close()
 			return 0, 0, err
 		}
+		if n == 0 {
+			continue // the filter matched none of its rows
+		}
 		deleted += n
+		if buf == nil {
+			// Every row matched: the bucket goes.
+			buckets++
+			whole = append(whole, append([]byte(nil), it.Key()...))
+			continue
+		}
 		if err := batch.Set(it.Key(), buf, nil); err != nil {
 			it.Close()
 			return 0, 0, err
@@ -477,18 +500,23 @@ type bucketRewriter struct {
 }
 
 // rewrite encodes the bucket the reader holds (of series and bucket id, for
-// errors) without its rows inside d's time range. It returns the rows
-// removed and the new encoding.
-func (rw *bucketRewriter) rewrite(d *deleteRecord, series, id uint64) (int64, []byte, error) {
+// errors) without its rows inside d's time range that rf (nil: every row)
+// matches. It returns the rows removed and the new encoding: nil when no
+// row is left, or none removed.
+func (rw *bucketRewriter) rewrite(d *deleteRecord, rf *rowFilter, series, id uint64) (int64, []byte, error) {
 	cols, err := decodeAll(&rw.r)
 	if err != nil {
 		return 0, nil, err
 	}
 	keep := make([]int32, 0, len(cols.Times))
 	for i, tm := range cols.Times {
-		if tm < d.minTime || tm > d.maxTime {
+		if tm < d.minTime || tm > d.maxTime || rf != nil && !rf.match(&cols, i) {
 			keep = append(keep, int32(i))
 		}
+	}
+	removed := int64(len(cols.Times) - len(keep))
+	if removed == 0 || len(keep) == 0 {
+		return removed, nil, nil
 	}
 	rest := permuteColumns(&cols, keep)
 	if rw.refIdx == nil {
@@ -509,7 +537,42 @@ func (rw *bucketRewriter) rewrite(d *deleteRecord, series, id uint64) (int64, []
 	if err != nil {
 		return 0, nil, err
 	}
-	return int64(len(cols.Times) - len(keep)), buf, nil
+	return removed, buf, nil
+}
+
+// rowFilter matches a delete's filter against rows, one document a row,
+// built as a query builds it for its residual filter (scanPlan.rowDoc):
+// the row's time, its series' meta value and its fields. A nil *rowFilter
+// is no filter. Not safe for concurrent use.
+type rowFilter struct {
+	p    scanPlan
+	snap seriesSnap
+	rc   rowCursor
+}
+
+// newRowFilter returns the rowFilter of f on a collection with options ts;
+// nil when f is nil.
+func newRowFilter(f *partialfilter.Filter, ts *model.TimeSeriesOptions) *rowFilter {
+	if f == nil {
+		return nil
+	}
+	rf := &rowFilter{}
+	rf.p.ts = ts
+	rf.p.filter.residual = f
+	return rf
+}
+
+// series sets the series, by its meta key, of the rows matched next.
+func (rf *rowFilter) series(metaKey string) {
+	if rf != nil {
+		rf.snap = seriesSnap{metaKey: metaKey}
+	}
+}
+
+// match reports whether row i of cols matches.
+func (rf *rowFilter) match(cols *bucket.Columns, i int) bool {
+	rf.rc.cols, rf.rc.i = cols, i
+	return rf.p.filter.residual.Match(rf.p.rowDoc(&rf.snap, &rf.rc))
 }
 
 // deleted reports what deleteRows removed.
@@ -518,15 +581,16 @@ type deleted struct {
 	mem  int64 // change of memory held (negative)
 }
 
-// deleteRows removes the rows with times in [lo, hi] from b, replacing its
-// columns (never changing them in place: captured prefixes stay valid).
-func (b *memBucket) deleteRows(lo, hi int64, timeField string) deleted {
+// deleteRows removes the rows with times in [lo, hi] that rf (nil: every
+// row) matches from b, replacing its columns (never changing them in
+// place: captured prefixes stay valid).
+func (b *memBucket) deleteRows(lo, hi int64, rf *rowFilter, timeField string) deleted {
 	if b.rows() == 0 || b.maxT < lo || b.minT > hi {
 		return deleted{}
 	}
 	keep := make([]int32, 0, b.rows())
 	for i, t := range b.cols.Times {
-		if t < lo || t > hi {
+		if t < lo || t > hi || rf != nil && !rf.match(&b.cols, i) {
 			keep = append(keep, int32(i))
 		}
 	}

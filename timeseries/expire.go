@@ -108,6 +108,9 @@ func (timeSeriesKind) expire(ctx context.Context, db *DB, c *collection, index s
 
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+	if err := db.settlePending(); err != nil {
+		return out, err
+	}
 	db.mu.RLock()
 	names := c.names
 	db.mu.RUnlock()

@@ -174,7 +174,7 @@ func (plainKind) insert(ctx context.Context, db *DB, c *collection, b Batch, opt
 func (timeSeriesKind) delete(ctx context.Context, db *DB, c *collection, f *partialfilter.Filter, limit int64) (int64, error) {
 	if limit != 0 {
 		return 0, mongoerr.New(mongoerr.IllegalOperation,
-			"collection %q is a time-series collection: deletes remove the measurements of series and time ranges (limit 0, deleteMany), not one measurement", c.name)
+			"collection %q is a time-series collection: deletes remove every measurement the filter matches (limit 0, deleteMany), not one", c.name)
 	}
 	return db.deleteMeasurements(ctx, c, f)
 }

@@ -185,6 +185,9 @@ func (db *DB) mergeBuckets(ctx context.Context, abort <-chan struct{}, all bool)
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+	if err := db.settlePending(); err != nil {
+		return err
+	}
 	type job struct {
 		c     *collection
 		marks []mergeMark

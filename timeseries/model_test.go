@@ -19,7 +19,8 @@ import (
 )
 
 // The power-loss model test runs seeded random sequences of writes,
-// deletes, TTL passes, collMod, index changes, checkpoints and compactions
+// deletes (by series and time range, and by measurement fields), meta
+// updates, TTL passes, collMod, index changes, checkpoints and compactions
 // against a store on a file system that forgets everything not synced
 // (vfs.NewStrictMem), cuts the power at random points, reopens, and checks
 // the store against a simple model in memory: every acknowledged write is
@@ -196,8 +197,10 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			r.insertRows()
 		case op < 40:
 			r.insertDocs()
-		case op < 46:
+		case op < 43:
 			r.deleteRows()
+		case op < 46:
+			r.updateMeta()
 		case op < 52:
 			r.deleteDocs()
 		case op < 60:
@@ -328,6 +331,27 @@ func (r *modelRun) deleteRows() {
 	s := r.rng.IntN(modelSensor)
 	filter := fmt.Sprintf(`{"sensor": "s%d"}`, s)
 	var lo, hi int64 = -1 << 62, 1 << 62
+	if r.rng.IntN(3) == 0 {
+		// By a measurement field: a range of n, of one sensor or all.
+		a := r.rng.Int64N(r.m.nextID + 1)
+		b := a + 1 + r.rng.Int64N(40)
+		filter = fmt.Sprintf(`{"n": {"$gte": %d, "$lt": %d}}`, a, b)
+		all := r.rng.IntN(2) == 0
+		if !all {
+			filter = fmt.Sprintf(`{"sensor": "s%d", "n": {"$gte": %d, "$lt": %d}}`, s, a, b)
+		}
+		n, err := r.db.Delete(ctx, modelTS, mustFilter(r.t, filter), DeleteOptions{})
+		r.note("delete rows %s: %d %v", filter, n, err)
+		if err != nil {
+			r.fatalf("delete rows %s: %v", filter, err)
+		}
+		for id, row := range r.m.rows {
+			if id >= a && id < b && (all || row.sensor == s) {
+				delete(r.m.rows, id)
+			}
+		}
+		return
+	}
 	if r.rng.IntN(2) == 0 {
 		// A range of whole hours.
 		from := r.clock.Now().UnixNano() - int64(r.rng.IntN(8))*modelHour
@@ -344,6 +368,37 @@ func (r *modelRun) deleteRows() {
 		if row.sensor == s && row.t >= lo && row.t < hi {
 			delete(r.m.rows, id)
 		}
+	}
+}
+
+// updateMeta moves the rows of one sensor, or two, to another (updateMany
+// of the meta field), at times cutting the power while the update's
+// checkpoint writes: the update is logged before, so it stays.
+func (r *modelRun) updateMeta() {
+	a, b, to := r.rng.IntN(modelSensor), r.rng.IntN(modelSensor), r.rng.IntN(modelSensor)
+	filter := fmt.Sprintf(`{"sensor": {"$in": ["s%d", "s%d"]}}`, a, b)
+	op := fmt.Sprintf(`{"$set": {"sensor": "s%d"}}`, to)
+	cut := r.rng.IntN(4) == 0
+	if cut {
+		r.db.hooks.checkpointWrite = func() error { r.fs.SetIgnoreSyncs(true); return nil }
+	}
+	res, err := r.db.Update(ctx, modelTS, Update{Filter: mustFilter(r.t, filter), Operators: mustUpdate(r.t, op), Multi: true})
+	r.db.hooks.checkpointWrite = nil
+	r.note("update %s %s (power cut in its checkpoint: %v): %+v %v", filter, op, cut, res, err)
+	if err != nil {
+		r.fatalf("update %s %s: %v", filter, op, err)
+	}
+	for _, row := range r.m.rows {
+		if row.sensor == a || row.sensor == b {
+			row.sensor = to
+		}
+	}
+	if res.Modified > 0 && !cut {
+		r.checkpointed() // the update made a checkpoint
+	}
+	if cut {
+		r.note("power cut")
+		r.restart()
 	}
 }
 

@@ -452,8 +452,8 @@ func (db *DB) recover() error {
 			db.mu.Lock()
 			db.apply(c, groups)
 			db.mu.Unlock()
-		case recDelete:
-			d, err := decodeDelete(rec[1:])
+		case recDelete, recDeleteWhere:
+			d, err := decodeDelete(rec[1:], rec[0] == recDeleteWhere)
 			if err != nil {
 				return fmt.Errorf("log record at %v: %w", pos, err)
 			}
@@ -466,6 +466,14 @@ func (db *DB) recover() error {
 				err = db.refreshFieldTypes(c, gone)
 			}
 			if err != nil {
+				return err
+			}
+		case recMetaUpdate:
+			r, err := decodeMetaUpdate(rec[1:])
+			if err != nil {
+				return fmt.Errorf("log record at %v: %w", pos, err)
+			}
+			if err := db.replayMetaUpdate(&r, pos); err != nil {
 				return err
 			}
 		case recDocBatch:

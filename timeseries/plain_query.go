@@ -393,9 +393,23 @@ type Update struct {
 // non-document, $inc of a string, too large) stops the update with that
 // error; documents updated before it stay updated, as in MongoDB, and the
 // result counts them.
+//
+// On a time-series collection it is MongoDB's meta update: with Multi, a
+// filter on the metaField and operators on the metaField only, it changes
+// the meta value of the series the filter selects, and counts their
+// measurements; anything else is InvalidOptions (72) with MongoDB's
+// message. It is logged before it is made and made with a checkpoint
+// (metaupdate.go).
 func (db *DB) Update(ctx context.Context, name string, u Update) (UpdateResult, error) {
 	if err := db.checkWritable(); err != nil {
 		return UpdateResult{}, err
+	}
+	if h, err := db.Collection(name); err == nil && h.TimeSeries() != nil {
+		now := u.Now
+		if now.IsZero() {
+			now = db.opts.Now()
+		}
+		return db.updateMeasurements(ctx, h.c, u, now)
 	}
 	if (u.Operators == nil) == (u.Replacement == nil) {
 		return UpdateResult{}, mongoerr.New(mongoerr.BadValue, "an update holds either update operators or a replacement document")

@@ -124,16 +124,6 @@ func (p *filterPlan) matchesSeries(ts *model.TimeSeriesOptions, meta any) bool {
 	return p.meta.Match(p.doc)
 }
 
-// deleteRange checks that p can be executed as a delete on a time-series
-// collection: meta conditions and a time range only.
-func (p *filterPlan) deleteRange() error {
-	if p.residual != nil {
-		return mongoerr.New(mongoerr.BadValue,
-			"a delete on a time-series collection takes conditions on the metaField and a range of the timeField only")
-	}
-	return nil
-}
-
 // scanPlan is what a find or an aggregate reads from a time-series
 // collection: the series the filter selects, each with its buckets in
 // memory captured, a Pebble snapshot taken after them, the filter's plan

@@ -6,12 +6,16 @@ import (
 	"math"
 
 	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
 // Log record kinds (docs/format/wal.md). Persisted: values never change.
+// recDocBatch (3) is a plain collection's (plain.go).
 const (
-	recInsert byte = 1
-	recDelete byte = 2
+	recInsert      byte = 1
+	recDelete      byte = 2
+	recDeleteWhere byte = 4
+	recMetaUpdate  byte = 5
 )
 
 // group is the measurements of one meta value within an insert.
@@ -142,19 +146,33 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 }
 
 // deleteRecord is a logged delete: rows of the listed series with times in
-// [minTime, maxTime].
+// [minTime, maxTime] and, when filter is set, that filter matches (a
+// recDeleteWhere record; recDelete without).
 type deleteRecord struct {
 	coll     uint32
 	minTime  int64
 	maxTime  int64
 	metaKeys []string
+	// filter is the delete's whole filter, evaluated on each row's
+	// document (rowFilter); nil: every row in the time range.
+	filter *partialfilter.Filter
 }
 
 func (d *deleteRecord) encode(dst []byte) []byte {
-	dst = append(dst, recDelete)
+	if d.filter != nil {
+		dst = append(dst, recDeleteWhere)
+	} else {
+		dst = append(dst, recDelete)
+	}
 	dst = binary.AppendUvarint(dst, uint64(d.coll))
 	dst = binary.AppendVarint(dst, d.minTime)
 	dst = binary.AppendVarint(dst, d.maxTime)
+	if d.filter != nil {
+		// The canonical text (partialfilter.Filter.String): the same
+		// conditions always log the same bytes, and ParseJSON reads them
+		// back into a filter matching the same rows.
+		dst = appendString(dst, d.filter.String())
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(d.metaKeys)))
 	for _, k := range d.metaKeys {
 		dst = appendString(dst, k)
@@ -304,12 +322,24 @@ func decodeInsert(b []byte) (coll uint32, groups []group, err error) {
 	return coll, groups, d.err
 }
 
-func decodeDelete(b []byte) (deleteRecord, error) {
+// decodeDelete decodes a delete record after its kind byte: recDelete, or
+// recDeleteWhere with where.
+func decodeDelete(b []byte, where bool) (deleteRecord, error) {
 	d := recordDecoder{b: b}
 	var r deleteRecord
 	r.coll = uint32(d.uvarint("collection"))
 	r.minTime = d.varint("min time")
 	r.maxTime = d.varint("max time")
+	if where {
+		text := d.str("filter")
+		if d.err == nil {
+			f, err := partialfilter.ParseJSON([]byte(text))
+			if err != nil {
+				return r, fmt.Errorf("%w: log record: bad filter: %v", ErrCorrupt, err)
+			}
+			r.filter = f
+		}
+	}
 	r.metaKeys = make([]string, d.count("series count", 1))
 	for i := range r.metaKeys {
 		r.metaKeys[i] = d.str("meta")

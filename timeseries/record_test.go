@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -44,10 +45,51 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, groups)
 	}
 	d := deleteRecord{coll: 3, minTime: -9, maxTime: math.MaxInt64, metaKeys: []string{`"a"`, `{"x":1}`}}
-	back, err := decodeDelete(d.encode(nil)[1:])
+	back, err := decodeDelete(d.encode(nil)[1:], false)
 	if err != nil || !reflect.DeepEqual(back, d) {
 		t.Fatalf("delete round trip: %+v %v", back, err)
 	}
+	// A delete by filter logs the filter's canonical text: conditions in
+	// another order log the same bytes.
+	w := d
+	w.filter = partialfilter.MustParseJSON(`{"v": {"$lt": 0}, "meta.site": "x", "s": {"$in": ["a", 1.5]}}`)
+	enc := w.encode(nil)
+	if enc[0] != recDeleteWhere {
+		t.Fatalf("kind %d, want %d", enc[0], recDeleteWhere)
+	}
+	w2 := w
+	w2.filter = partialfilter.MustParseJSON(`{"s": {"$in": ["a", 1.5]}, "meta.site": {"$eq": "x"}, "v": {"$lt": 0}}`)
+	if !bytes.Equal(w2.encode(nil), enc) {
+		t.Fatalf("equal filters log different bytes:\n%q\n%q", w2.encode(nil), enc)
+	}
+	wb, err := decodeDelete(enc[1:], true)
+	if err != nil || !sameDelete(wb, w) {
+		t.Fatalf("delete by filter round trip: %+v %v", wb, err)
+	}
+}
+
+func TestMetaUpdateRecordRoundTrip(t *testing.T) {
+	r := metaUpdateRecord{coll: 7, moves: []metaMove{{`{"n":1}`, `{"n":2}`}, {`{"n":2}`, `{"n":3}`}, {`"x"`, `null`}}}
+	enc := r.encode(nil)
+	if enc[0] != recMetaUpdate {
+		t.Fatalf("kind %d", enc[0])
+	}
+	back, err := decodeMetaUpdate(enc[1:])
+	if err != nil || !reflect.DeepEqual(back, r) {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	if _, err := decodeMetaUpdate(enc[1 : len(enc)-1]); err == nil {
+		t.Fatal("a record cut short decoded")
+	}
+}
+
+// sameDelete compares delete records, filters by their canonical text.
+func sameDelete(a, b deleteRecord) bool {
+	if (a.filter == nil) != (b.filter == nil) || a.filter != nil && a.filter.String() != b.filter.String() {
+		return false
+	}
+	a.filter, b.filter = nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // FuzzDecodeRecord feeds arbitrary bytes to the log record decoders: they
@@ -67,6 +109,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	})[1:])
 	f.Add((&deleteRecord{coll: 1, metaKeys: []string{"k"}}).encode(nil)[1:])
 	f.Add((&deleteRecord{coll: 4, minTime: -9, maxTime: 12, metaKeys: []string{`"a"`, `{"x":1}`}}).encode(nil)[1:])
+	f.Add((&deleteRecord{coll: 4, minTime: -9, maxTime: 12, metaKeys: []string{`"a"`}, filter: partialfilter.MustParseJSON(`{"v": {"$gte": 50}}`)}).encode(nil)[1:])
+	f.Add((&metaUpdateRecord{coll: 2, moves: []metaMove{{`"a"`, `"b"`}}}).encode(nil)[1:])
 	f.Add([]byte{1, 0, 0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -84,10 +128,18 @@ func FuzzDecodeRecord(f *testing.F) {
 				t.Fatalf("encoding is not stable:\n%x\n%x", third, again)
 			}
 		}
-		if d, err := decodeDelete(b); err == nil {
-			back, err := decodeDelete(d.encode(nil)[1:])
-			if err != nil || !reflect.DeepEqual(back, d) {
-				t.Fatalf("delete record round trip: %+v, want %+v: %v", back, d, err)
+		if r, err := decodeMetaUpdate(b); err == nil {
+			back, err := decodeMetaUpdate(r.encode(nil)[1:])
+			if err != nil || !reflect.DeepEqual(back, r) {
+				t.Fatalf("meta update record round trip: %+v, want %+v: %v", back, r, err)
+			}
+		}
+		for _, where := range []bool{false, true} {
+			if d, err := decodeDelete(b, where); err == nil {
+				back, err := decodeDelete(d.encode(nil)[1:], where)
+				if err != nil || !sameDelete(back, d) {
+					t.Fatalf("delete record round trip: %+v, want %+v: %v", back, d, err)
+				}
 			}
 		}
 	})
