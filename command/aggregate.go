@@ -438,17 +438,8 @@ func runInMemory(docs []pipeline.Doc, stages []Stage) ([]pipeline.Doc, error) {
 func projectInMemory(docs []pipeline.Doc, p pipeline.Doc) ([]pipeline.Doc, error) {
 	in, out := map[string]bool{}, map[string]bool{}
 	for f, v := range p {
-		var on bool
-		switch x := v.(type) {
-		case bool:
-			on = x
-		case int32:
-			on = x != 0
-		case int64:
-			on = x != 0
-		case float64:
-			on = x != 0
-		default:
+		on, ok := truth(v) // as a find's projection reads its values
+		if !ok {
 			return nil, mongoerr.New(codeNotImplemented, "$project of '%s' must be 0, 1, true or false in Hourglass; expressions are not supported", f)
 		}
 		if strings.Contains(f, ".") {
