@@ -24,6 +24,18 @@ func TestRecordRoundTrip(t *testing.T) {
 		{metaKey: `"b"`, rows: []model.Measurement{{Time: 8, Fields: []model.Field{{Name: "f", Value: model.Float(2)}, {Name: "i", Value: model.Int(3)}}}}},
 		{metaKey: `"c"`, rows: []model.Measurement{{Time: 9, Fields: []model.Field{{Name: "f", Value: model.Float(4)}, {Name: "s", Value: model.String("x")}}}}},
 		{metaKey: `"d"`, rows: []model.Measurement{{Time: 9, Fields: []model.Field{{Name: "i", Value: model.Int(5)}, {Name: "f", Value: model.Float(6)}}}}},
+		// The kinds of store format 4; ObjectIds written by what they
+		// share with the record's last one, across rows and groups.
+		{metaKey: `"e"`, rows: []model.Measurement{
+			{Time: 10, Fields: []model.Field{{Name: "_id", Value: model.ObjectID([12]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})},
+				{Name: "i32", Value: model.Int32(math.MinInt32)}, {Name: "dec", Value: model.BSONValue(0x13, make([]byte, 16))}}},
+			{Time: 11, Fields: []model.Field{{Name: "_id", Value: model.ObjectID([12]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13})},
+				{Name: "oid", Value: model.ObjectID([12]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13})}}},
+		}},
+		{metaKey: `"f"`, rows: []model.Measurement{
+			{Time: 12, Fields: []model.Field{{Name: "_id", Value: model.ObjectID([12]byte{9, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 14})}}},
+			{Time: 13, Fields: []model.Field{{Name: "_id", Value: model.ObjectID([12]byte{})}, {Name: "i32", Value: model.Int32(math.MaxInt32)}}},
+		}},
 	}
 	var e recordEncoder
 	rec := e.encodeInsert(nil, 42, groups)
