@@ -33,9 +33,6 @@ type IngestConfig struct {
 	// first; the batches being written are finished, and the result counts
 	// the rows written.
 	Duration time.Duration
-	// NoIDs leaves the measurements without the _id the server's command
-	// layer gives each (timeseries.AssignIDs): what the ids cost.
-	NoIDs bool
 	// Progress, if set, is called about once a second (when a batch
 	// completes) with the rows written so far and the latencies of the
 	// batches written since the previous call.
@@ -117,8 +114,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 		go func() {
 			defer wg.Done()
 			ms := make([]model.Measurement, cfg.BatchRows)
-			// Room for the _id after each row's fields.
-			fields := make([]model.Field, cfg.BatchRows*(NumFields+1))
+			fields := make([]model.Field, cfg.BatchRows*NumFields)
 			for batch := range batches {
 				t0 := time.Now()
 				if cfg.Duration > 0 && t0.Sub(start) >= cfg.Duration {
@@ -127,8 +123,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 				ms = ms[:len(batch)]
 				for j := range batch {
 					row := &batch[j]
-					at := j * (NumFields + 1)
-					fs := fields[at : at+NumFields : at+NumFields+1]
+					fs := fields[j*NumFields : (j+1)*NumFields : (j+1)*NumFields]
 					for k := range fs {
 						fs[k].Name = FieldNames[k]
 						if w.Values == ValuesFloat {
@@ -138,9 +133,6 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 						}
 					}
 					ms[j] = model.Measurement{Time: row.Time, Meta: metas[row.Host], Fields: fs}
-				}
-				if !cfg.NoIDs {
-					timeseries.AssignIDs(ms, time.Now())
 				}
 				ir, err := db.Insert(ctx, Collection, timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{})
 				if err == nil && ir.Inserted != len(ms) {

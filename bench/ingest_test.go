@@ -19,9 +19,7 @@ import (
 //
 //	go test ./bench -run '^$' -bench Ingest -benchtime 1x
 //
-// HOURGLASS_BENCH_SCALE and HOURGLASS_BENCH_HOURS shrink the workload;
-// HOURGLASS_BENCH_NOIDS=1 leaves the _id the server gives each
-// measurement out (what the ids cost).
+// HOURGLASS_BENCH_SCALE and HOURGLASS_BENCH_HOURS shrink the workload.
 func BenchmarkIngest(b *testing.B) {
 	for _, v := range []ValueKind{ValuesInt, ValuesFloat} {
 		b.Run(v.String(), func(b *testing.B) {
@@ -31,7 +29,7 @@ func BenchmarkIngest(b *testing.B) {
 			var last IngestResult
 			for i := 0; i < b.N; i++ {
 				dir := filepath.Join(b.TempDir(), "data")
-				res, err := Ingest(context.Background(), IngestConfig{Workload: w, Dir: dir, NoIDs: os.Getenv("HOURGLASS_BENCH_NOIDS") == "1"})
+				res, err := Ingest(context.Background(), IngestConfig{Workload: w, Dir: dir})
 				if err != nil {
 					b.Fatal(err)
 				}

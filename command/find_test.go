@@ -80,10 +80,10 @@ func TestFind(t *testing.T) {
 		}
 		return names, rows, times
 	}
-	if names, rows, _ := columns(Find{Collection: "m", Projection: map[string]any{"a": int64(1)}}); !slices.Equal(names, []string{"a"}) || rows != 20 {
+	if names, rows, _ := columns(Find{Collection: "m", Projection: map[string]any{"a": int64(1)}}); !slices.Equal(names, []string{"_id", "a"}) || rows != 20 {
 		t.Errorf("inclusion projection: %v, %d rows", names, rows)
 	}
-	if names, _, _ := columns(Find{Collection: "m", Projection: map[string]any{"b": int64(0), "s": false}}); !slices.Equal(names, []string{"t", "a"}) {
+	if names, _, _ := columns(Find{Collection: "m", Projection: map[string]any{"b": int64(0), "s": false}}); !slices.Equal(names, []string{"t", "_id", "a"}) {
 		t.Errorf("exclusion projection: %v", names)
 	}
 	_, rows, times := columns(Find{Collection: "m", Projection: map[string]any{"t": true}, Sort: []timeseries.SortKey{{Field: "t", Desc: true}}, Skip: 3, Limit: 4})

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"time"
 
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/replset"
@@ -53,16 +52,6 @@ var _ Writer = (*timeseries.DB)(nil)
 type kindChecked struct {
 	Writer
 	db *timeseries.DB
-}
-
-// Insert gives the measurements of a time-series batch that have no _id
-// an ObjectId (timeseries.AssignIDs), before the batch is logged or
-// replicated.
-func (w kindChecked) Insert(ctx context.Context, name string, b timeseries.Batch, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
-	if len(b.Measurements) > 0 {
-		timeseries.AssignIDs(b.Measurements, time.Now())
-	}
-	return w.Writer.Insert(ctx, name, b, opts)
 }
 
 // Update refuses, on a time-series collection, what is not a meta update

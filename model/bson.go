@@ -232,11 +232,7 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 	if !haveTime {
 		return m, false
 	}
-	// Room for one more field after them, kept in the slab (an _id the
-	// server adds is appended in place).
-	end := len(c.fields)
-	c.fields = append(c.fields, Field{})
-	m.Fields = c.fields[start : end : end+1]
+	m.Fields = c.fields[start:len(c.fields):len(c.fields)]
 	return m, true
 }
 

@@ -160,11 +160,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 		d.fields = d.fields[:start]
 		return Measurement{}, bad.err
 	}
-	// Room for one more field after them, kept in the slab: the _id
-	// the server gives a measurement without one is appended in place.
-	end := len(d.fields)
-	d.fields = append(d.fields, Field{})
-	m.Fields = d.fields[start : end : end+1]
+	m.Fields = d.fields[start:len(d.fields):len(d.fields)]
 	var prev *Measurement
 	if d.prevTS == ts {
 		prev = &d.prev

@@ -578,8 +578,6 @@ func (n *Node) DropCollection(ctx context.Context, name string) error {
 // stores the same _id; the caller's documents are not changed.
 func (n *Node) Insert(ctx context.Context, name string, b timeseries.Batch, opts timeseries.InsertOptions) (timeseries.InsertResult, error) {
 	if b.Documents == nil {
-		// The ids are made here, once, and replicated with the batch.
-		timeseries.AssignIDs(b.Measurements, time.Now())
 		r, err := n.Apply(ctx, &Command{Op: OpInsertKeyed, Collection: name, Measurements: b.Measurements, Unordered: opts.Unordered})
 		return r.Insert, err
 	}

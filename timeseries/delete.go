@@ -364,7 +364,7 @@ func (db *DB) deleteInMemory(c *collection, d *deleteRecord, rf *rowFilter, gone
 		if s == nil {
 			continue
 		}
-		rf.series(key)
+		rf.series(s.id, key)
 		t := deleteTarget{id: s.id, key: key, inMem: map[uint64]bool{}}
 		kept := s.buckets[:0]
 		for _, b := range s.buckets {
@@ -398,7 +398,7 @@ func (db *DB) deleteInMemory(c *collection, d *deleteRecord, rf *rowFilter, gone
 // the scan met nothing else), buckets partly inside are rewritten. It
 // returns the rows and buckets removed.
 func (db *DB) deleteStored(batch *pebble.Batch, rw *bucketRewriter, coll uint32, d *deleteRecord, rf *rowFilter, t deleteTarget, maxSpan int64, gone fieldTypeSet) (deleted, buckets int64, err error) {
-	rf.series(t.key)
+	rf.series(t.id, t.key)
 	for _, k := range t.stale {
 		if err := batch.Delete(k, nil); err != nil {
 			return 0, 0, err
@@ -519,6 +519,32 @@ func (rw *bucketRewriter) rewrite(d *deleteRecord, rf *rowFilter, series, id uin
 		return removed, nil, nil
 	}
 	rest := permuteColumns(&cols, keep)
+	buf, err := rw.encode(&rest, series, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return removed, buf, nil
+}
+
+// withMadeIDs returns the stored bucket v of the series of id series with
+// its measurements' made ids stored (storeMadeIDs), or v itself when they
+// are already.
+func (rw *bucketRewriter) withMadeIDs(v []byte, series, id uint64) ([]byte, error) {
+	if err := rw.r.ResetNames(v, rw.names); err != nil {
+		return nil, fmt.Errorf("series %d bucket %d: %w", series, id, err)
+	}
+	cols, err := decodeAll(&rw.r)
+	if err != nil {
+		return nil, fmt.Errorf("series %d bucket %d: %w", series, id, err)
+	}
+	if _, changed := storeMadeIDs(&cols, series); !changed {
+		return v, nil
+	}
+	return rw.encode(&cols, series, id)
+}
+
+// encode encodes cols with references to the collection's name table.
+func (rw *bucketRewriter) encode(cols *bucket.Columns, series, id uint64) ([]byte, error) {
 	if rw.refIdx == nil {
 		rw.refIdx = make(map[string]uint32, len(rw.names))
 		for i, n := range rw.names {
@@ -526,18 +552,14 @@ func (rw *bucketRewriter) rewrite(d *deleteRecord, rf *rowFilter, series, id uin
 		}
 	}
 	rw.refs = rw.refs[:0]
-	for i := range rest.Fields {
-		ref, ok := rw.refIdx[rest.Fields[i].Name]
+	for i := range cols.Fields {
+		ref, ok := rw.refIdx[cols.Fields[i].Name]
 		if !ok {
-			return 0, nil, fmt.Errorf("%w: series %d bucket %d: field %q is not in the collection's name table", ErrCorrupt, series, id, rest.Fields[i].Name)
+			return nil, fmt.Errorf("%w: series %d bucket %d: field %q is not in the collection's name table", ErrCorrupt, series, id, cols.Fields[i].Name)
 		}
 		rw.refs = append(rw.refs, ref)
 	}
-	buf, err := rw.enc.EncodeRefs(nil, &rest, rw.refs)
-	if err != nil {
-		return 0, nil, err
-	}
-	return removed, buf, nil
+	return rw.enc.EncodeRefs(nil, cols, rw.refs)
 }
 
 // rowFilter matches a delete's filter against rows, one document a row,
@@ -562,10 +584,11 @@ func newRowFilter(f *partialfilter.Filter, ts *model.TimeSeriesOptions) *rowFilt
 	return rf
 }
 
-// series sets the series, by its meta key, of the rows matched next.
-func (rf *rowFilter) series(metaKey string) {
+// series sets the series, by its id and meta key, of the rows matched
+// next.
+func (rf *rowFilter) series(id uint64, metaKey string) {
 	if rf != nil {
-		rf.snap = seriesSnap{metaKey: metaKey}
+		rf.snap = seriesSnap{id: id, metaKey: metaKey}
 	}
 }
 

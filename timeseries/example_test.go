@@ -46,7 +46,9 @@ func Example() {
 	for cur.Next() {
 		rec := cur.Record()
 		for i := range int(rec.NumRows()) {
-			fmt.Println(rec.Column(0).ValueStr(i), rec.Column(1).ValueStr(i), rec.Column(2).ValueStr(i))
+			// Columns: the time, the meta value, the _id made for each
+			// measurement, temp.
+			fmt.Println(rec.Column(0).ValueStr(i), rec.Column(1).ValueStr(i), rec.Column(3).ValueStr(i))
 		}
 	}
 	if err := cur.Err(); err != nil {

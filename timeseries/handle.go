@@ -54,18 +54,12 @@ func (h *Collection) Fields() map[string][]string {
 }
 
 // FieldNames returns the measurement fields of a time-series collection
-// in the order the collection first saw them: the order a find returns
-// them in (nil for a plain collection).
+// in the order a find returns them (collection.findFields; nil for a plain
+// collection).
 func (h *Collection) FieldNames() []string {
 	h.db.mu.RLock()
 	defer h.db.mu.RUnlock()
-	var out []string
-	for _, n := range h.c.names {
-		if h.c.fieldTypes[n] != 0 {
-			out = append(out, n)
-		}
-	}
-	return out
+	return h.c.findFields()
 }
 
 // Find runs a query (see FindOptions): a time-series collection's result

@@ -1,57 +1,116 @@
 package timeseries
 
 import (
-	"time"
+	"encoding/binary"
 
-	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/model"
 )
 
-// AssignIDs gives every measurement of ms without an _id field a new
-// ObjectId, made at now, as its last field: MongoDB's drivers make one
-// for every document they insert, and Hourglass makes one where the
-// writer did not (HTTP, line protocol). The ids of one call are
-// consecutive (document.ReserveObjectIDs), so that a series' ids, stored
-// as a column, take a few bits each. The command layer calls it before a
-// batch reaches the engine or a replica set's log (and a replica set's
-// Node.Insert before it replicates one), so that every member stores the
-// same ids; DB.Insert stores what it is given.
-func AssignIDs(ms []model.Measurement, now time.Time) {
-	n := 0
-	for i := range ms {
-		if !hasID(ms[i].Fields) {
-			n++
-		}
+// idField is the name of a measurement's identity.
+const idField = "_id"
+
+// madeID returns the ObjectId of a measurement written without an _id:
+// made of what identifies it, so that it is the same on every read and on
+// every member of a replica set, after restarts, merges and compactions,
+// without a byte stored. Its 4 seconds are the measurement's second (as a
+// MongoDB bucket's _id holds its first measurement's), its next 5 bytes
+// the series' id, its last 3 the measurement's sub-second time in units of
+// 100 ns. Two measurements of one series within the same 100 ns share it.
+// A meta update, which moves measurements to another series, stores the
+// ids of those it moves (storeMadeIDs).
+func madeID(series uint64, t int64) [bucket.ObjectIDLen]byte {
+	var id [bucket.ObjectIDLen]byte
+	sec, sub := t/1e9, t%1e9
+	if sub < 0 {
+		sec, sub = sec-1, sub+1e9
 	}
-	if n == 0 {
-		return
-	}
-	first := document.ReserveObjectIDs(now, n)
-	arena := make([]byte, 12*n)
-	c := uint32(first[9])<<16 | uint32(first[10])<<8 | uint32(first[11])
-	for k := range n {
-		id := arena[12*k : 12*k+12]
-		copy(id, first[:9])
-		ck := c + uint32(k)
-		id[9], id[10], id[11] = byte(ck>>16), byte(ck>>8), byte(ck)
-	}
-	all := string(arena) // the ids share one allocation
-	k := 0
-	for i := range ms {
-		m := &ms[i]
-		if hasID(m.Fields) {
-			continue
-		}
-		m.Fields = append(m.Fields, model.Field{Name: "_id", Value: model.Value{Kind: model.KindObjectID, S: all[12*k : 12*k+12]}})
-		k++
-	}
+	binary.BigEndian.PutUint32(id[0:], uint32(sec))
+	var s [8]byte
+	binary.BigEndian.PutUint64(s[:], series)
+	copy(id[4:9], s[3:])
+	u := sub / 100
+	id[9], id[10], id[11] = byte(u>>16), byte(u>>8), byte(u)
+	return id
 }
 
-func hasID(fs []model.Field) bool {
-	for i := range fs {
-		if len(fs[i].Name) == 3 && fs[i].Name == "_id" {
-			return true
+// findFields returns the fields a find returns, in their order: _id
+// first, where the collection never stored one (measurements written
+// without one have one made), then the fields in the order the collection
+// first saw them (its name table). DB.mu is held.
+func (c *collection) findFields() []string {
+	if c.opts.TimeSeries == nil {
+		return nil
+	}
+	out := make([]string, 0, len(c.fieldTypes)+1)
+	if c.fieldTypes[idField] == 0 {
+		out = append(out, idField)
+	}
+	named := 0
+	for _, f := range c.names {
+		if c.fieldTypes[f] != 0 {
+			out = append(out, f)
+			named++
 		}
 	}
-	return false
+	if named < len(c.fieldTypes) { // not reached: every field is named
+		for f := range c.fieldTypes {
+			if _, ok := c.nameIdx[f]; !ok {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// storeMadeIDs gives the rows of cols, measurements of the series of id
+// series, that have no _id the one made for them (madeID), as a stored
+// column: what a meta update does before it moves them to another series,
+// whose id would make others. It changes nothing in place (a checkpoint
+// may be encoding a capture that shares the column's arrays) and reports
+// whether it changed cols; a column of _ids of another type with rows
+// missing is left as it is (their ids follow the series they move to).
+func storeMadeIDs(cols *bucket.Columns, series uint64) (added int64, changed bool) {
+	rows := len(cols.Times)
+	ci := -1
+	for i := range cols.Fields {
+		if cols.Fields[i].Name == idField {
+			ci = i
+			break
+		}
+	}
+	if ci < 0 {
+		ids := make([]byte, 0, rows*bucket.ObjectIDLen)
+		for _, t := range cols.Times {
+			id := madeID(series, t)
+			ids = append(ids, id[:]...)
+		}
+		cols.Fields = append(cols.Fields[:len(cols.Fields):len(cols.Fields)], bucket.Column{Name: idField, Type: model.KindObjectID, IDs: ids})
+		return int64(len(ids)) + columnHeaderMem, true
+	}
+	col := &cols.Fields[ci]
+	if col.Present == nil || col.Type != model.KindObjectID {
+		return 0, false
+	}
+	missing := false
+	for r := range rows {
+		if !col.IsPresent(r) {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return 0, false
+	}
+	ids := append([]byte(nil), col.IDs...)
+	for r, t := range cols.Times {
+		if !col.IsPresent(r) {
+			id := madeID(series, t)
+			copy(ids[r*bucket.ObjectIDLen:], id[:])
+		}
+	}
+	fields := append([]bucket.Column(nil), cols.Fields...)
+	fields[ci] = bucket.Column{Name: idField, Type: model.KindObjectID, IDs: ids}
+	cols.Fields = fields
+	return 0, true
 }

@@ -274,6 +274,16 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 	for _, m := range moved {
 		m.from.buckets = nil
 	}
+	// Their measurements keep the ids made of the series they leave:
+	// stored from now on (storeMadeIDs), in memory here and in Pebble by
+	// moveStored.
+	if len(moved) > 0 {
+		if _, ok := c.nameIdx[idField]; !ok {
+			c.addName(idField)
+			c.dirty = true
+		}
+		c.fieldTypes[idField] |= 1 << model.KindObjectID
+	}
 	for i := range moved {
 		mv := &moved[i]
 		s := c.series[to[i]]
@@ -288,6 +298,11 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 		s.storedMax = max(s.storedMax, mv.from.storedMax)
 		for _, b := range mv.buckets {
 			b.dirty, b.snapshot, b.snapRows = true, false, 0
+			// The ids made of the series moved from stay theirs.
+			if added, changed := storeMadeIDs(&b.cols, mv.from.id); changed {
+				b.changed()
+				b.mem += added
+			}
 		}
 		s.buckets = append(s.buckets, mv.buckets...)
 		c.markHot(s)
@@ -303,6 +318,9 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 // reaches the stored buckets meanwhile.
 func (db *DB) moveStored(batch *pebble.Batch, c *collection, moved []seriesMove) (int64, error) {
 	var n int64
+	db.mu.RLock()
+	rw := bucketRewriter{names: c.names} // append-only: this slice stays valid
+	db.mu.RUnlock()
 	for _, m := range moved {
 		inMem := make(map[uint64]bool, len(m.buckets))
 		for _, b := range m.buckets {
@@ -320,6 +338,9 @@ func (db *DB) moveStored(batch *pebble.Batch, c *collection, moved []seriesMove)
 					return fmt.Errorf("series %d bucket %d: %w", m.from.id, kp.id, err)
 				}
 				n += int64(rows)
+				if v, err = rw.withMadeIDs(v, m.from.id, kp.id); err != nil {
+					return err
+				}
 				if err := batch.Set(bucketKey(spaceBucket, c.id, m.to.id, kp.minTime, kp.id), v, nil); err != nil {
 					return err
 				}

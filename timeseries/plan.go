@@ -432,5 +432,10 @@ func (p *scanPlan) rowDoc(s *seriesSnap, rc *rowCursor) map[string]any {
 			doc[col.Name] = cellValue(col, rc.i)
 		}
 	}
+	if p.docPaths[idField] {
+		if _, stored := doc[idField]; !stored {
+			doc[idField] = partialfilter.ObjectID(madeID(s.id, rc.time()))
+		}
+	}
 	return doc
 }

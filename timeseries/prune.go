@@ -24,8 +24,8 @@ func pruneRanges(residual *partialfilter.Filter) []columnRange {
 	}
 	var out []columnRange
 	for _, p := range residual.Paths() {
-		if strings.Contains(p, ".") {
-			continue // a sub-field: not a column of its own
+		if strings.Contains(p, ".") || p == idField {
+			continue // a sub-field, or _id (made, not stored, for most): not a column of its own
 		}
 		r, _ := residual.Range(p)
 		if r.Empty || r.HasMin || r.HasMax {

@@ -112,6 +112,7 @@ type Cursor struct {
 	set      []bool       // scratch: result columns set in the current row
 	colMap   map[*bucket.Columns][]int
 	fieldPos map[string]int
+	idPos    int // the _id result column; -1: not returned
 }
 
 // outColumn is a field column of the result.
@@ -180,21 +181,17 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 	// The schema: every field seen, or the projection.
 	fieldNames := opts.Fields
 	if fieldNames == nil {
-		for _, f := range c.names {
-			if c.fieldTypes[f] != 0 {
-				fieldNames = append(fieldNames, f)
-			}
-		}
-		if len(fieldNames) != len(c.fieldTypes) { // not reached: every field is named
-			for f := range c.fieldTypes {
-				if _, ok := c.nameIdx[f]; !ok {
-					fieldNames = append(fieldNames, f)
-				}
-			}
-		}
+		fieldNames = c.findFields()
 	}
-	for _, f := range fieldNames {
-		cur.out = append(cur.out, outputColumn(f, c.fieldTypes[f], opts.ExactTypes))
+	cur.idPos = -1
+	for i, f := range fieldNames {
+		types := c.fieldTypes[f]
+		if f == idField {
+			// Measurements written without one have an _id made for them.
+			types |= 1 << model.KindObjectID
+			cur.idPos = i
+		}
+		cur.out = append(cur.out, outputColumn(f, types, opts.ExactTypes))
 	}
 	guard := db.newQueryGuard(ctx)
 	if order == SortSeries {
@@ -521,10 +518,30 @@ func (c *Cursor) appendRow(s *seriesSnap, rc *rowCursor) {
 		appendCell(c.bld.Field(base+p), c.out[p], col, rc.i)
 		set[p] = true
 	}
+	if p := c.idPos; p >= 0 && !set[p] {
+		// Written without an _id: the one made of the series and time.
+		id := madeID(s.id, rc.time())
+		appendMadeID(c.bld.Field(base+p), c.out[p], id[:])
+		set[p] = true
+	}
 	for p, ok := range set {
 		if !ok {
 			c.bld.Field(base + p).AppendNull()
 		}
+	}
+}
+
+// appendMadeID appends a made ObjectId to a result column of type oc.
+func appendMadeID(b array.Builder, oc outColumn, id []byte) {
+	col := bucket.Column{Type: model.KindObjectID, IDs: id}
+	switch {
+	case oc.bson:
+		var buf [13]byte
+		b.(*array.BinaryBuilder).Append(appendCellBSON(buf[:0], &col, 0))
+	case oc.mixed:
+		b.(*array.StringBuilder).Append(cellJSON(&col, 0))
+	default:
+		b.(*array.FixedSizeBinaryBuilder).Append(id)
 	}
 }
 

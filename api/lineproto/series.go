@@ -117,7 +117,7 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (mod
 				return m, err
 			}
 		}
-		m.Fields = withRoom(res, start)
+		m.Fields = out[:len(out):len(out)]
 		return m, nil
 	}
 	for i := range d.fields {
@@ -140,18 +140,8 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (mod
 			res.fields = append(res.fields, model.Field{Name: d.name(f.key(d.src)), Value: v})
 		}
 	}
-	m.Fields = withRoom(res, start)
+	m.Fields = res.fields[start:len(res.fields):len(res.fields)]
 	return m, nil
-}
-
-// withRoom cuts the fields of a measurement from res.fields[start:] with
-// room for one more after them, kept in the slab: the _id the server
-// gives a measurement that has none (timeseries.AssignIDs) is appended
-// in place, not by copying the measurement's fields.
-func withRoom(res *Result, start int) []model.Field {
-	end := len(res.fields)
-	res.fields = append(res.fields, model.Field{})
-	return res.fields[start:end:end+1]
 }
 
 // valueTo sets *v to the field's value.

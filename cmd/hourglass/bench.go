@@ -111,7 +111,6 @@ type benchConfig struct {
 	late              float64
 	precision         time.Duration
 	order             string
-	noIDs             bool
 	duration, settle  time.Duration
 	queries           int
 }
@@ -308,7 +307,6 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.values, "values", "int", "field values: `int` (58i, as TSBS writes) or float (full precision)")
 	fs.IntVar(&cfg.workers, "workers", 2, "concurrent writers (`n`)")
 	fs.IntVar(&cfg.batch, "batch", 5000, "rows per request (`n`)")
-	fs.BoolVar(&cfg.noIDs, "no-ids", false, "embedded target: store the measurements without the _id a server gives each (what the ids cost)")
 	fs.BoolVar(&cfg.gzip, "gzip", false, "gzip request bodies")
 	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (`n`, 0: the whole workload; HTTP targets)")
 	fs.DurationVar(&cfg.duration, "duration", 0, "stop each target's load after this `time` (e.g. 30s; 0: the whole workload): no batch is sent after it, those in flight are waited for, and the report counts the points acknowledged")
@@ -371,7 +369,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if cfg.workload != "cpu-only" {
 			return rep, errors.New("the embedded target runs the cpu-only workload; load iot over HTTP")
 		}
-		res, err := bench.Ingest(ctx, bench.IngestConfig{Workload: w, Dir: dir + "/data", Workers: cfg.workers, BatchRows: cfg.batch, NoIDs: cfg.noIDs,
+		res, err := bench.Ingest(ctx, bench.IngestConfig{Workload: w, Dir: dir + "/data", Workers: cfg.workers, BatchRows: cfg.batch,
 			Duration: cfg.duration, Order: order, Progress: progress})
 		if err != nil {
 			return rep, err
