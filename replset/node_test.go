@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
 
@@ -221,6 +222,32 @@ func TestReplicatesWrites(t *testing.T) {
 		t.Fatalf("delete: %d, %v; want 25", n, err)
 	}
 	s.waitCount("cpu", 75)
+	// The _id made for each measurement (written without one) is the same
+	// on every member: made of the series and the time.
+	var madeIDs string
+	for i, m := range s.nodes {
+		cur, err := m.DB().Find(ctx, "cpu", timeseries.FindOptions{Order: timeseries.SortAscending, Fields: []string{"_id"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for cur.Next() {
+			rec := cur.Record()
+			ids := rec.Column(int(rec.NumCols()) - 1).(*array.FixedSizeBinary)
+			for r := range int(rec.NumRows()) {
+				fmt.Fprintf(&b, "%x,", ids.Value(r))
+			}
+		}
+		if err := cur.Err(); err != nil {
+			t.Fatal(err)
+		}
+		cur.Close()
+		if i == 0 {
+			madeIDs = b.String()
+		} else if b.String() != madeIDs || strings.Count(madeIDs, ",") != 75 {
+			t.Fatalf("member %d's made ids differ from member 0's (%d ids)", i, strings.Count(madeIDs, ","))
+		}
+	}
 
 	if _, err := l.CreateCollection(ctx, "events", timeseries.CollectionOptions{}); err != nil {
 		t.Fatal(err)
