@@ -271,51 +271,15 @@ func TestPortedWindowTime(t *testing.T) {
 		docs = append(docs, `{"x": {"$date": "`+date(s)+`"}}`)
 	}
 	c := plainColl(t, f, "time", "["+strings.Join(docs, ",")+"]")
-	// window is the jstest's expectation: x, and the dates of its window.
-	type window struct {
-		part string
-		x    float64
-		y    []float64
-	}
+	type window = rangeWindow
+	dateOf := func(v bson.RawValue) string { return v.Time().UTC().Format("2006-01-02T15:04:05.000Z") }
 	check := func(what, lo, hi, unit, match string, want []window) {
 		t.Helper()
 		p := `[{"$setWindowFields": {"partitionBy": "$partition", "sortBy": {"x": 1}, "output": {` +
 			`"n": {"$count": {}, "window": {"range": [` + lo + `, ` + hi + `], "unit": "` + unit + `"}},` +
 			`"lo": {"$min": "$x", "window": {"range": [` + lo + `, ` + hi + `], "unit": "` + unit + `"}},` +
 			`"hi": {"$max": "$x", "window": {"range": [` + lo + `, ` + hi + `], "unit": "` + unit + `"}}}}}` + match + `]`
-		cur, err := c.Aggregate(context.Background(), pipe(t, p))
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		var out []bson.Raw
-		if err := cur.All(context.Background(), &out); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		left := map[string]int{}
-		for _, w := range want {
-			k := fmt.Sprintf("%s %s n=%d", w.part, date(w.x), len(w.y))
-			if len(w.y) > 0 {
-				k += " " + date(w.y[0]) + ".." + date(w.y[len(w.y)-1])
-			}
-			left[k]++
-		}
-		for _, d := range out {
-			part, _ := d.Lookup("partition").StringValueOK()
-			k := fmt.Sprintf("%s %s n=%d", part, d.Lookup("x").Time().UTC().Format("2006-01-02T15:04:05.000Z"), d.Lookup("n").AsInt64())
-			if lo, ok := d.Lookup("lo").TimeOK(); ok {
-				k += " " + lo.UTC().Format("2006-01-02T15:04:05.000Z") + ".." + d.Lookup("hi").Time().UTC().Format("2006-01-02T15:04:05.000Z")
-			}
-			if left[k] == 0 {
-				t.Errorf("%s: unexpected window %s", what, k)
-				continue
-			}
-			left[k]--
-		}
-		for k, n := range left {
-			if n > 0 {
-				t.Errorf("%s: missing window %s", what, k)
-			}
-		}
+		checkRangeWindows(t, c, what, p, want, date, dateOf)
 	}
 	w := func(x float64, y ...float64) window { return window{x: x, y: y} }
 	check("[-1, 0] seconds", "-1", "0", "second", "", []window{w(0, 0), w(1, 0, 1), w(1.5, 1, 1.5), w(2, 1, 1.5, 2), w(3, 2, 3), w(42, 42, 42), w(42, 42, 42), w(43, 42, 42, 43)})
@@ -379,49 +343,13 @@ func TestPortedWindowRange(t *testing.T) {
 		return plainColl(t, f, "range", "["+strings.Join(docs, ",")+"]")
 	}
 	c := load(0, 1, 1.5, 2, 3, 100, 100, 101)
-	type window struct {
-		part string
-		x    float64
-		y    []float64
-	}
+	type window = rangeWindow
 	check := func(what, lo, hi, match string, want []window) {
 		t.Helper()
 		win := `"window": {"range": [` + lo + `, ` + hi + `]}`
 		p := `[{"$setWindowFields": {"partitionBy": "$partition", "sortBy": {"x": 1}, "output": {"n": {"$count": {}, ` + win + `},` +
 			`"lo": {"$min": "$x", ` + win + `}, "hi": {"$max": "$x", ` + win + `}}}}` + match + `]`
-		cur, err := c.Aggregate(context.Background(), pipe(t, p))
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		var out []bson.Raw
-		if err := cur.All(context.Background(), &out); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		left := map[string]int{}
-		for _, w := range want {
-			k := fmt.Sprintf("%s %s n=%d", w.part, num(w.x), len(w.y))
-			if len(w.y) > 0 {
-				k += " " + num(w.y[0]) + ".." + num(w.y[len(w.y)-1])
-			}
-			left[k]++
-		}
-		for _, d := range out {
-			part, _ := d.Lookup("partition").StringValueOK()
-			k := fmt.Sprintf("%s %s n=%d", part, looseValue(d.Lookup("x")), d.Lookup("n").AsInt64())
-			if lo := d.Lookup("lo"); lo.Type != bson.TypeNull {
-				k += " " + looseValue(lo) + ".." + looseValue(d.Lookup("hi"))
-			}
-			if left[k] == 0 {
-				t.Errorf("%s: unexpected window %s", what, k)
-				continue
-			}
-			left[k]--
-		}
-		for k, n := range left {
-			if n > 0 {
-				t.Errorf("%s: missing window %s", what, k)
-			}
-		}
+		checkRangeWindows(t, c, what, p, want, num, looseValue)
 	}
 	w := func(x float64, y ...float64) window { return window{x: x, y: y} }
 	all := []float64{0, 1, 1.5, 2, 3, 100, 100, 101}
@@ -463,4 +391,52 @@ func TestPortedWindowRange(t *testing.T) {
 	// Ties and expiry.
 	c = load(0, 0, 0, 0, 3, 3, 3)
 	check("ties", `"unbounded"`, "-3", "", []window{w(0), w(0), w(0), w(0), w(3, 0, 0, 0, 0), w(3, 0, 0, 0, 0), w(3, 0, 0, 0, 0)})
+}
+
+// rangeWindow is a ported jstest's expectation of one document: its
+// partition, x, and the xs of its window.
+type rangeWindow struct {
+	part string
+	x    float64
+	y    []float64
+}
+
+// checkRangeWindows runs pipeline p, whose documents carry their window's
+// count n and bounds lo and hi, on c and compares them, as a multiset,
+// with want: show writes an expected x, got a document's.
+func checkRangeWindows(t *testing.T, c *mongo.Collection, what, p string, want []rangeWindow, show func(float64) string, got func(bson.RawValue) string) {
+	t.Helper()
+	cur, err := c.Aggregate(context.Background(), pipe(t, p))
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	var out []bson.Raw
+	if err := cur.All(context.Background(), &out); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	left := map[string]int{}
+	for _, w := range want {
+		k := fmt.Sprintf("%s %s n=%d", w.part, show(w.x), len(w.y))
+		if len(w.y) > 0 {
+			k += " " + show(w.y[0]) + ".." + show(w.y[len(w.y)-1])
+		}
+		left[k]++
+	}
+	for _, d := range out {
+		part, _ := d.Lookup("partition").StringValueOK()
+		k := fmt.Sprintf("%s %s n=%d", part, got(d.Lookup("x")), d.Lookup("n").AsInt64())
+		if lo := d.Lookup("lo"); lo.Type != bson.TypeNull && lo.Type != 0 {
+			k += " " + got(lo) + ".." + got(d.Lookup("hi"))
+		}
+		if left[k] == 0 {
+			t.Errorf("%s: unexpected window %s", what, k)
+			continue
+		}
+		left[k]--
+	}
+	for k, n := range left {
+		if n > 0 {
+			t.Errorf("%s: missing window %s", what, k)
+		}
+	}
 }
