@@ -304,6 +304,8 @@ func (s *Server) routes() chi.Router {
 		r.HandleFunc("/debug/pprof/*", pprof.Index)
 		r.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// Prometheus remote write (docs/prometheus.md).
+		r.With(s.primaryOnlyProm).Post("/api/v1/write", s.handlePromWrite)
 		r.Get("/v1/status", s.handleStatus)
 		r.Get("/v1/currentop", s.handleCurrentOp)
 		r.Get("/v1/replset", s.handleReplSet)
