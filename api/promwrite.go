@@ -285,6 +285,9 @@ func (s *Server) insertProm(r *http.Request, name string, req *prompb.WriteReque
 		if len(b.ms) == 0 {
 			return nil
 		}
+		if chunkDecoded != nil {
+			chunkDecoded()
+		}
 		ins, err := s.w.Insert(r.Context(), name, timeseries.Batch{Measurements: b.ms}, timeseries.InsertOptions{Unordered: true})
 		wrote += ins.Inserted
 		o.Docs.Add(int64(ins.Inserted))

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -172,6 +173,9 @@ func TestPromWriteBadBodies(t *testing.T) {
 			series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "job", "")}}), 400},
 		{"timestamp out of range", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 			series([]prompb.Sample{{Value: 1, Timestamp: math.MaxInt64 / 100}}, "__name__", "up")}}), 400},
+		{"native histogram", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+			{Labels: []prompb.Label{{Name: "__name__", Value: "h"}}, Samples: []prompb.Sample{{Value: 1, Timestamp: promT0}},
+				Histograms: []prompb.Histogram{{Count: &prompb.Histogram_CountInt{CountInt: 1}, Timestamp: promT0}}}}}), 400},
 		// A good series first: nothing of the request is written.
 		{"bad second series", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 			series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "__name__", "up"),
@@ -238,7 +242,11 @@ func TestPromWriteCurrentOp(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); {
 		r := s.mustDo(200, "GET", "/v1/currentop", "")
 		found = strings.Contains(string(r.body), `"desc":"remote write"`) && strings.Contains(string(r.body), `"ns":"slow"`)
-		if !found {
+		if found {
+			if doors := s.srv.OpDoors("slow"); len(doors) != 1 || doors[0] != command.Prometheus {
+				t.Fatalf("doors of the operation: %v", doors)
+			}
+		} else {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
@@ -254,7 +262,13 @@ func TestPromWriteCurrentOp(t *testing.T) {
 func TestPromWriteChunks(t *testing.T) {
 	s := newTestServer(t, nil)
 	req := promRequest(300, 100) // 30000 samples: more than one insert
+	var chunks int
+	api.OnChunkDecoded(func() { chunks++ })
+	defer api.OnChunkDecoded(nil)
 	s.promWrite(204, "/api/v1/write", promBody(t, req))
+	if chunks != 2 {
+		t.Fatalf("stored in %d inserts, want 2 of at most 16384 samples", chunks)
+	}
 	if n := s.count("prometheus"); n != 30000 {
 		t.Fatalf("count %d", n)
 	}
@@ -292,7 +306,10 @@ func FuzzRemoteWrite(f *testing.F) {
 	good, _ := promRequest(3, 2).Marshal()
 	stale, _ := (&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 		series([]prompb.Sample{{Value: math.Float64frombits(staleNaN), Timestamp: promT0}}, "__name__", "up")}}).Marshal()
+	emptyName, _ := (&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "", "x")}}).Marshal()
 	f.Add(good, true)
+	f.Add(emptyName, true)
 	f.Add(stale, true)
 	f.Add(snappy.Encode(nil, good), false)
 	f.Add([]byte{}, false)
