@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,11 @@ func TestPromWrite(t *testing.T) {
 	if len(bits) != 3 || bits[0] != math.Float64bits(1) || bits[2] != staleNaN {
 		t.Fatalf("value bits %x, want the last %x", bits, uint64(staleNaN))
 	}
+
+	// Retention per job: a partial TTL index on labels.job
+	// (docs/prometheus.md).
+	s.mustDo(201, "POST", "/v1/collections/prometheus/indexes",
+		`{"key": {"t": 1}, "name": "job_node_30d", "expireAfterSeconds": 2592000, "partialFilterExpression": {"labels.job": "node"}}`)
 
 	// ?collection= names another collection, created the same way.
 	s.promWrite(204, "/api/v1/write?collection=prom2", promBody(t, &prompb.WriteRequest{Timeseries: req.Timeseries[1:]}))
@@ -358,4 +364,48 @@ func FuzzRemoteWrite(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkRemoteWrite sends one remote-write request of 10,000 series of
+// 10 samples each (snappy-compressed, as Prometheus sends it) per
+// iteration through the real handler over loopback, against the same
+// samples as one line-protocol body (precision ms), and reports samples/s
+// and the bytes allocated per sample. Each iteration writes the same
+// samples again: every one is stored (docs/prometheus.md, duplicates).
+func BenchmarkRemoteWrite(b *testing.B) {
+	const nSeries, nSamples = 10000, 10
+	req := promRequest(nSeries, nSamples)
+	var lines bytes.Buffer
+	for _, ts := range req.Timeseries {
+		l := ts.Labels
+		for _, sm := range ts.Samples {
+			fmt.Fprintf(&lines, "%s,cpu=%s,instance=%s,job=%s,mode=%s value=%g %d\n",
+				l[0].Value, l[1].Value, l[2].Value, l[3].Value, l[4].Value, sm.Value, sm.Timestamp)
+		}
+	}
+	for _, c := range []struct {
+		name, path, ctype string
+		body              []byte
+	}{
+		{"remote-write", "/api/v1/write", "application/x-protobuf", promBody(b, req)},
+		{"line", "/write?db=telegraf&precision=ms", "text/plain", lines.Bytes()},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			url := benchServer(b)
+			var ms0, ms1 runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms0)
+			b.SetBytes(int64(len(c.body)))
+			b.ResetTimer()
+			for range b.N {
+				post(b, "POST", url+c.path, c.ctype, c.body, 204)
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&ms1)
+			points := float64(nSeries * nSamples * b.N)
+			b.ReportMetric(points/b.Elapsed().Seconds(), "samples/s")
+			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/points, "alloc-bytes/sample")
+			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/points, "allocs/sample")
+		})
+	}
 }
