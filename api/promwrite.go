@@ -299,8 +299,8 @@ func (s *Server) insertProm(r *http.Request, name string, req *prompb.WriteReque
 		b.ms, b.fields = b.ms[:0], b.fields[:0]
 		return err
 	}
-	if cap(b.fields) < promChunk {
-		b.fields = make([]model.Field, 0, promChunk)
+	if cap(b.fields) < 2*promChunk {
+		b.fields = make([]model.Field, 0, 2*promChunk)
 		b.ms = make([]model.Measurement, 0, promChunk)
 	}
 	for i := range req.Timeseries {
@@ -311,9 +311,12 @@ func (s *Server) insertProm(r *http.Request, name string, req *prompb.WriteReque
 					return wrote, err
 				}
 			}
-			b.fields = append(b.fields, model.Field{Name: promValueField, Value: model.Float(sm.Value)})
+			// Two slots a measurement: the value and room for the _id the
+			// insert gives it (timeseries.AssignIDs), which then appends
+			// without allocating.
+			b.fields = append(b.fields, model.Field{Name: promValueField, Value: model.Float(sm.Value)}, model.Field{})
 			f := len(b.fields)
-			b.ms = append(b.ms, model.Measurement{Time: sm.Timestamp * 1e6, Meta: key, Fields: b.fields[f-1 : f : f]})
+			b.ms = append(b.ms, model.Measurement{Time: sm.Timestamp * 1e6, Meta: key, Fields: b.fields[f-2 : f-1 : f]})
 		}
 	}
 	return wrote, flush()
