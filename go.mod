@@ -18,6 +18,7 @@ require (
 	go.mongodb.org/mongo-driver/v2 v2.10.0
 	golang.org/x/term v0.47.0
 	golang.org/x/tools v0.52.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -64,5 +65,4 @@ require (
 	golang.org/x/telemetry v0.0.0-20261009151841-97e8ea77aa2a // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/xerrors v0.0.0-20220907171357-04be3eba64a2 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -8,9 +9,11 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
@@ -120,7 +123,9 @@ func (s *Server) handlePromWrite(w http.ResponseWriter, r *http.Request) {
 
 	req := promRequests.Get().(*prompb.WriteRequest)
 	defer putPromRequest(req)
-	if err := s.decodePromWrite(buf.b, req); err != nil {
+	release, err := s.decodePromWrite(buf.b, req)
+	defer release()
+	if err != nil {
 		s.writePromError(w, r, err)
 		return
 	}
@@ -164,32 +169,137 @@ func (s *Server) handlePromWrite(w http.ResponseWriter, r *http.Request) {
 // the WriteRequest into req. The decompressed length, which the block
 // announces first, is checked against the body limit and taken from the
 // body budget before anything is allocated for it, so that a small body
-// announcing a large one costs nothing.
-func (s *Server) decodePromWrite(body []byte, req *prompb.WriteRequest) error {
+// announcing a large one costs nothing. The decoded request can take far
+// more memory than its bytes (a series of two bytes is a struct of 150):
+// promSize counts its elements first, and that memory is taken from the
+// budget too, until release is called (also on error).
+func (s *Server) decodePromWrite(body []byte, req *prompb.WriteRequest) (release func(), err error) {
+	budget := s.cmd.Bodies()
+	var held int64
+	release = func() { budget.Give(held); held = 0 }
+	take := func(n int64) error {
+		if n > budget.Max() {
+			return newHTTPError(http.StatusRequestEntityTooLarge, mongoerr.BSONObjectTooLarge,
+				"the decoded request would take %d bytes, over the server's body memory of %d; send smaller batches", n, budget.Max())
+		}
+		if !budget.TryTake(n) {
+			return errBodyBudget(budget.Max())
+		}
+		held += n
+		return nil
+	}
 	if len(body) == 0 {
-		return badRequest("empty body: remote write sends a snappy-compressed WriteRequest")
+		return release, badRequest("empty body: remote write sends a snappy-compressed WriteRequest")
 	}
 	n, err := snappy.DecodedLen(body)
 	if err != nil {
-		return badRequest("cannot decompress the body (snappy block format): %v", err)
+		return release, badRequest("cannot decompress the body (snappy block format): %v", err)
 	}
 	if int64(n) > s.opts.MaxBody {
-		return tooLarge(s.opts.MaxBody)
+		return release, tooLarge(s.opts.MaxBody)
 	}
-	budget := s.cmd.Bodies()
-	held := int64(command.BufferClass(max(n, 1)))
-	if !budget.TryTake(held) {
-		return errBodyBudget(budget.Max())
+	class := int64(command.BufferClass(max(n, 1)))
+	if err := take(class); err != nil {
+		return release, err
 	}
-	defer budget.Give(held)
 	dst := command.GetBuffer(max(n, 1))
-	defer command.PutBuffer(dst)
+	defer func() {
+		command.PutBuffer(dst)
+		budget.Give(class)
+		held -= class
+	}()
 	pb, err := snappy.Decode(dst[:cap(dst)], body)
 	if err != nil {
-		return badRequest("cannot decompress the body (snappy block format): %v", err)
+		return release, badRequest("cannot decompress the body (snappy block format): %v", err)
+	}
+	size, err := promSize(pb)
+	if err != nil {
+		return release, badRequest("cannot decode the WriteRequest: %v", err)
+	}
+	if err := take(size); err != nil {
+		return release, err
 	}
 	if err := req.Unmarshal(pb); err != nil {
-		return badRequest("cannot decode the WriteRequest: %v", err)
+		return release, badRequest("cannot decode the WriteRequest: %v", err)
+	}
+	return release, nil
+}
+
+// Sizes of the decoded request's elements, for promSize.
+var (
+	sizeSeries   = int64(unsafe.Sizeof(prompb.TimeSeries{}))
+	sizeLabel    = int64(unsafe.Sizeof(prompb.Label{}))
+	sizeSample   = int64(unsafe.Sizeof(prompb.Sample{}))
+	sizeExemplar = int64(unsafe.Sizeof(prompb.Exemplar{}))
+	sizeMetadata = int64(unsafe.Sizeof(prompb.MetricMetadata{}))
+)
+
+// promSize bounds the memory prompb takes to decode pb, a WriteRequest:
+// its elements counted by walking the message's fields (protowire, no
+// decoding), each slice at up to twice its length as appends grow it,
+// and the strings within pb's length. Native histograms are refused here,
+// before their many slices are decoded. An error means pb is malformed.
+func promSize(pb []byte) (int64, error) {
+	var series, labels, samples, exemplars, metadata int64
+	err := eachField(pb, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1: // timeseries
+			series++
+			return eachField(v, func(num protowire.Number, v []byte) error {
+				switch num {
+				case 1:
+					labels++
+				case 2:
+					samples++
+				case 3:
+					exemplars++
+					return eachField(v, func(num protowire.Number, _ []byte) error {
+						if num == 1 {
+							labels++
+						}
+						return nil
+					})
+				case 4:
+					return errors.New("native histograms are not stored yet; send float samples (send_native_histograms: false)")
+				}
+				return nil
+			})
+		case 3: // metadata
+			metadata++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return 2*(series*sizeSeries+labels*sizeLabel+samples*sizeSample+exemplars*sizeExemplar+metadata*sizeMetadata) + int64(len(pb)), nil
+}
+
+// eachField calls fn with each length-delimited field of the message b
+// (the others are skipped), stopping at fn's first error.
+func eachField(b []byte, fn func(num protowire.Number, v []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if err := fn(num, v); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -198,17 +308,15 @@ func (s *Server) decodePromWrite(body []byte, req *prompb.WriteRequest) error {
 // each series' meta key, into b.keys; it returns the number of samples.
 // Label names must be non-empty UTF-8, not start with '$' nor hold a NUL
 // byte (a meta document's field names), label values UTF-8; a name given
-// twice, a series with no labels, a timestamp beyond the engine's range
-// (nanoseconds in an int64) and native histograms are refused. Labels
-// with an empty value are left out, as Prometheus treats them as absent.
+// twice, a series with no labels and a timestamp beyond the engine's range
+// (nanoseconds in an int64) are refused (native histograms were, by
+// promSize). Labels with an empty value are left out, as Prometheus treats
+// them as absent.
 func (b *promBatch) check(req *prompb.WriteRequest) (int, error) {
 	b.keys = slices.Grow(b.keys[:0], len(req.Timeseries))[:0]
 	samples := 0
 	for i := range req.Timeseries {
 		ts := &req.Timeseries[i]
-		if len(ts.Histograms) > 0 {
-			return 0, badRequest("series %d: native histograms are not stored yet; send float samples (send_native_histograms: false)", i)
-		}
 		b.sorted = b.sorted[:0]
 		for _, l := range ts.Labels {
 			switch {

@@ -167,6 +167,11 @@ func TestPromWriteBadBodies(t *testing.T) {
 		{"truncated protobuf", snappy.Encode(nil, pb[:len(pb)-3]), 400},
 		{"truncated snappy", good[:len(good)-2], 400},
 		{"decompression bomb", bomb, 413},
+		// 512 KiB of empty series: two bytes each, a struct of over 100
+		// bytes each once decoded.
+		{"series bomb", snappy.Encode(nil, bytes.Repeat([]byte{0x0a, 0x00}, 1<<18)), 413},
+		{"sample bomb", snappy.Encode(nil, oneSeries(bytes.Repeat([]byte{0x12, 0x00}, 1<<18))), 413},
+		{"label bomb", snappy.Encode(nil, oneSeries(bytes.Repeat([]byte{0x0a, 0x00}, 1<<18))), 413},
 		{"label name not UTF-8", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 			series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "__name__", "up", "jo\xffb", "a")}}), 400},
 		{"label value not UTF-8", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
@@ -203,6 +208,16 @@ func TestPromWriteBadBodies(t *testing.T) {
 	if r.status != http.StatusUnsupportedMediaType {
 		t.Fatalf("gzip: %d %s", r.status, r.body)
 	}
+	// Every request gave back the body memory it took.
+	if n := s.srv.BodyMemoryInUse(); n != 0 {
+		t.Fatalf("%d bytes of body memory held after the requests", n)
+	}
+}
+
+// oneSeries is the WriteRequest of one series whose encoded fields are
+// fields.
+func oneSeries(fields []byte) []byte {
+	return append(binary.AppendUvarint([]byte{0x0a}, uint64(len(fields))), fields...)
 }
 
 func TestPromWriteAuth(t *testing.T) {
