@@ -424,3 +424,30 @@ func BenchmarkRemoteWrite(b *testing.B) {
 		})
 	}
 }
+
+// TestPromWriteOrderAndDuplicates: out-of-order samples are stored at
+// their time and duplicates are all stored (docs/prometheus.md);
+// exemplars and metadata are accepted and not stored.
+func TestPromWriteOrderAndDuplicates(t *testing.T) {
+	s := newTestServer(t, nil)
+	up := func(samples ...prompb.Sample) *prompb.WriteRequest {
+		return &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{series(samples, "__name__", "up", "job", "a")}}
+	}
+	s.promWrite(204, "/api/v1/write", promBody(t, up(prompb.Sample{Value: 1, Timestamp: promT0 + 2000}, prompb.Sample{Value: 2, Timestamp: promT0 + 4000})))
+	// An older sample, and one at an existing time with another value.
+	s.promWrite(204, "/api/v1/write", promBody(t, up(prompb.Sample{Value: 0, Timestamp: promT0}, prompb.Sample{Value: 3, Timestamp: promT0 + 2000})))
+	req := up(prompb.Sample{Value: 5, Timestamp: promT0 + 6000})
+	req.Timeseries[0].Exemplars = []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc"}}, Value: 5, Timestamp: promT0 + 6000}}
+	req.Metadata = []prompb.MetricMetadata{{Type: prompb.MetricMetadata_GAUGE, MetricFamilyName: "up", Help: "up"}}
+	s.promWrite(204, "/api/v1/write", promBody(t, req))
+
+	rows := s.findRows("prometheus", `{"sort": {"t": 1}}`)
+	var got []string
+	for _, row := range rows {
+		got = append(got, fmt.Sprintf("%s=%v", row["t"].(map[string]any)["$date"], row["value"]))
+	}
+	if len(got) != 5 || got[0] != "2024-05-01T12:00:00Z=0" || got[3] != "2024-05-01T12:00:04Z=2" || got[4] != "2024-05-01T12:00:06Z=5" ||
+		!(got[1] == "2024-05-01T12:00:02Z=1" && got[2] == "2024-05-01T12:00:02Z=3" || got[1] == "2024-05-01T12:00:02Z=3" && got[2] == "2024-05-01T12:00:02Z=1") {
+		t.Fatalf("samples: %v", got)
+	}
+}
