@@ -320,8 +320,8 @@ func promRequest(nSeries, nSamples int) *prompb.WriteRequest {
 	return req
 }
 
-// FuzzRemoteWrite: no body makes the door answer 5xx, and a 400 writes
-// nothing. compress wraps the input in snappy, so that the protobuf
+// FuzzRemoteWrite: no body makes the door answer 5xx, a 204 stores every
+// sample of the request, and a refusal writes nothing. compress wraps the input in snappy, so that the protobuf
 // decoder and the checks see it.
 func FuzzRemoteWrite(f *testing.F) {
 	good, _ := promRequest(3, 2).Marshal()
@@ -372,6 +372,19 @@ func FuzzRemoteWrite(f *testing.F) {
 		case r.status >= 500:
 			t.Fatalf("status %d: %s", r.status, r.body)
 		case r.status == 204:
+			// Every sample of the request is stored.
+			pb, err := snappy.Decode(nil, body)
+			var req prompb.WriteRequest
+			if err != nil || req.Unmarshal(pb) != nil {
+				t.Fatalf("204 for a body that does not decode (%v)", err)
+			}
+			want := 0
+			for _, ts := range req.Timeseries {
+				want += len(ts.Samples)
+			}
+			if after := count(); after-max(before, 0) != int64(want) {
+				t.Fatalf("204 stored %d samples of %d", after-max(before, 0), want)
+			}
 		default:
 			promErrorOf(t, r)
 			if after := count(); after != before {
