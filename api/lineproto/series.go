@@ -151,7 +151,7 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (mod
 func withRoom(res *Result, start int) []model.Field {
 	end := len(res.fields)
 	res.fields = append(res.fields, model.Field{})
-	return res.fields[start:end:end+1]
+	return res.fields[start : end : end+1]
 }
 
 // valueTo sets *v to the field's value.
