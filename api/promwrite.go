@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -109,6 +110,10 @@ func (s *Server) handlePromWrite(w http.ResponseWriter, r *http.Request) {
 			"unsupported Content-Encoding %q: remote write bodies are snappy-compressed protobuf", enc))
 		return
 	}
+	if err := promContentType(r.Header.Get("Content-Type")); err != nil {
+		s.writePromError(w, r, err)
+		return
+	}
 	o := s.beginDoorOp(command.Prometheus, "insert", name, r, "remote write")
 	defer s.endOp(o)
 
@@ -163,6 +168,29 @@ func (s *Server) handlePromWrite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// promContentType refuses a body that is not remote write 1.0 with 415:
+// remote write 2.0 (proto=io.prometheus.write.v2.Request), whose fields a
+// 1.0 decoder would skip as unknown, storing nothing; its senders fall
+// back to 1.0 on 415. No Content-Type is taken as 1.0.
+func promContentType(ct string) error {
+	if ct == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue, "malformed Content-Type %q: %v", ct, err)
+	}
+	if mt != "application/x-protobuf" {
+		return newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
+			"unsupported Content-Type %q: remote write sends application/x-protobuf", ct)
+	}
+	if p, ok := params["proto"]; ok && p != "prometheus.WriteRequest" {
+		return newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
+			"unsupported Content-Type %q: only remote write 1.0 (proto=prometheus.WriteRequest) is served", ct)
+	}
+	return nil
 }
 
 // decodePromWrite decompresses body (snappy's block format) and decodes

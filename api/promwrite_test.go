@@ -208,6 +208,16 @@ func TestPromWriteBadBodies(t *testing.T) {
 	if r.status != http.StatusUnsupportedMediaType {
 		t.Fatalf("gzip: %d %s", r.status, r.body)
 	}
+	// Remote write 2.0 and other media types: 415, nothing written.
+	for _, ct := range []string{"application/x-protobuf;proto=io.prometheus.write.v2.Request", "application/json", "text/plain; x"} {
+		r := s.do("POST", "/api/v1/write?collection=v2", good, "Content-Type", ct)
+		if r.status != http.StatusUnsupportedMediaType {
+			t.Fatalf("Content-Type %q: %d %s", ct, r.status, r.body)
+		}
+		promErrorOf(t, r)
+	}
+	s.mustDo(404, "GET", "/v1/collections/v2", "")
+	s.mustDo(204, "POST", "/api/v1/write?collection=v2", string(good), "Content-Type", "application/x-protobuf;proto=prometheus.WriteRequest")
 	// Every request gave back the body memory it took.
 	if n := s.srv.BodyMemoryInUse(); n != 0 {
 		t.Fatalf("%d bytes of body memory held after the requests", n)
