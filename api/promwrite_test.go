@@ -129,6 +129,11 @@ func TestPromWrite(t *testing.T) {
 		t.Fatalf("value bits %x, want the last %x", bits, uint64(staleNaN))
 	}
 
+	// Counted under its own protocol.
+	if m := s.mustDo(200, "GET", "/metrics", ""); !strings.Contains(string(m.body), `hourglass_inserted_measurements_total{protocol="prometheus"} 4`) {
+		t.Fatalf("metrics: no 4 samples inserted by remote write")
+	}
+
 	// Retention per job: a partial TTL index on labels.job
 	// (docs/prometheus.md).
 	s.mustDo(201, "POST", "/v1/collections/prometheus/indexes",
