@@ -80,8 +80,7 @@ func putPromRequest(req *prompb.WriteRequest) {
 type promBatch struct {
 	ms     []model.Measurement
 	fields []model.Field
-	keys   []any    // each series' meta key, boxed once
-	sorted []string // label names of a series in order
+	keys   []any // each series' meta key, boxed once
 	buf    []byte
 }
 
@@ -345,8 +344,12 @@ func (b *promBatch) check(req *prompb.WriteRequest) (int, error) {
 	samples := 0
 	for i := range req.Timeseries {
 		ts := &req.Timeseries[i]
-		b.sorted = b.sorted[:0]
-		for _, l := range ts.Labels {
+		// In name order, as the meta key is written; Prometheus sends
+		// them so, and checking costs one pass.
+		if !slices.IsSortedFunc(ts.Labels, labelOrder) {
+			slices.SortStableFunc(ts.Labels, labelOrder)
+		}
+		for j, l := range ts.Labels {
 			switch {
 			case l.Name == "":
 				return 0, badRequest("series %d: empty label name", i)
@@ -356,13 +359,9 @@ func (b *promBatch) check(req *prompb.WriteRequest) (int, error) {
 				return 0, badRequest("series %d: the value of label %q is not valid UTF-8", i, l.Name)
 			case l.Name[0] == '$' || strings.IndexByte(l.Name, 0) >= 0:
 				return 0, badRequest("series %d: label name %q cannot start with '$' or hold a NUL byte", i, l.Name)
+			case j > 0 && l.Name == ts.Labels[j-1].Name:
+				return 0, badRequest("series %d: label %q is given twice", i, l.Name)
 			}
-			if l.Value != "" {
-				b.sorted = append(b.sorted, l.Name)
-			}
-		}
-		if len(b.sorted) == 0 {
-			return 0, badRequest("series %d has no labels", i)
 		}
 		key, err := b.metaKey(ts.Labels)
 		if err != nil {
@@ -379,33 +378,30 @@ func (b *promBatch) check(req *prompb.WriteRequest) (int, error) {
 	return samples, nil
 }
 
+func labelOrder(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) }
+
 // metaKey is the canonical meta key (model.CanonicalMeta) of the
-// document {name: value} of labels, without those of empty value; b.sorted
-// holds their names.
+// document {name: value} of labels, which are in name order, without
+// those of empty value.
 func (b *promBatch) metaKey(labels []prompb.Label) (any, error) {
-	slices.Sort(b.sorted)
-	for i := 1; i < len(b.sorted); i++ {
-		if b.sorted[i] == b.sorted[i-1] {
-			return nil, fmt.Errorf("label %q is given twice", b.sorted[i])
-		}
-	}
 	dst := append(b.buf[:0], '{')
-	for i, name := range b.sorted {
-		if i > 0 {
+	for _, l := range labels {
+		if l.Value == "" {
+			continue
+		}
+		if len(dst) > 1 {
 			dst = append(dst, ',')
 		}
-		dst = model.AppendMetaString(dst, name)
+		dst = model.AppendMetaString(dst, l.Name)
 		dst = append(dst, ':')
-		for _, l := range labels {
-			if l.Name == name {
-				dst = model.AppendMetaString(dst, l.Value)
-				break
-			}
-		}
+		dst = model.AppendMetaString(dst, l.Value)
 	}
 	dst = append(dst, '}')
 	b.buf = dst
-	if len(dst) > model.MaxMetaBytes {
+	switch {
+	case len(dst) == 2:
+		return nil, errors.New("no labels")
+	case len(dst) > model.MaxMetaBytes:
 		return nil, fmt.Errorf("labels of %d bytes exceed the limit of %d", len(dst), model.MaxMetaBytes)
 	}
 	return model.MetaKey(dst), nil

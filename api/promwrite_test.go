@@ -185,6 +185,8 @@ func TestPromWriteBadBodies(t *testing.T) {
 			series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "__name__", "up", "", "a")}}), 400},
 		{"label given twice", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 			series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "__name__", "up", "job", "a", "job", "b")}}), 400},
+		{"label given twice, once empty", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+			series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "job", "a", "__name__", "up", "job", "")}}), 400},
 		{"no labels", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 			series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "job", "")}}), 400},
 		{"timestamp out of range", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
