@@ -250,10 +250,12 @@ func TestPromWriteAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("Authorization %q: status %d", h, resp.StatusCode)
 		}
+		promErrorOf(t, reply{status: resp.StatusCode, body: b})
 	}
 	s.mustDo(404, "GET", "/v1/collections/prometheus", "")
 	s.promWrite(204, "/api/v1/write", body) // s.do sends the bearer token
