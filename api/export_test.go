@@ -44,3 +44,13 @@ func (s *Server) OpDoors(collection string) []command.Door {
 	}
 	return doors
 }
+
+// HoldBodyMemory takes n bytes of the body memory, as bodies being read
+// would, until release is called.
+func (s *Server) HoldBodyMemory(n int64) (release func()) {
+	b := s.cmd.Bodies()
+	if !b.TryTake(n) {
+		panic("api: body memory in use")
+	}
+	return func() { b.Give(n) }
+}

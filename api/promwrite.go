@@ -54,7 +54,7 @@ func (s *Server) writePromError(w http.ResponseWriter, r *http.Request, err erro
 		// An error of the HTTP layer (body limits, media types): its
 		// status says what Prometheus' errorType does.
 		switch {
-		case c.HTTPStatus == http.StatusTooManyRequests || c.HTTPStatus == http.StatusServiceUnavailable:
+		case c.Retry: // 429, 503, 507: the server's state, not the request
 			c.ErrorType = "unavailable"
 		case c.HTTPStatus >= 500:
 			c.ErrorType = "internal"

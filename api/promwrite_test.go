@@ -155,7 +155,9 @@ func TestPromWrite(t *testing.T) {
 // TestPromWriteBadBodies: a body that does not decode is 400 bad_data and
 // writes nothing, not even the collection.
 func TestPromWriteBadBodies(t *testing.T) {
-	s := newTestServer(t, func(o *api.Options) { o.MaxBody = 1 << 20 })
+	// Limits set here, not from the machine's processors: 1 MiB bodies,
+	// 4 MiB of body memory.
+	s := newTestServer(t, func(o *api.Options) { o.MaxBody, o.MaxBodyMemory = 1<<20, 4<<20 })
 	good := promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 		series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "__name__", "up", "job", "a")}})
 	pb, _ := snappy.Decode(nil, good)
@@ -225,6 +227,13 @@ func TestPromWriteBadBodies(t *testing.T) {
 	}
 	s.mustDo(404, "GET", "/v1/collections/v2", "")
 	s.mustDo(204, "POST", "/api/v1/write?collection=v2", string(good), "Content-Type", "application/x-protobuf;proto=prometheus.WriteRequest")
+	// Body memory held by other requests: 429 unavailable, to retry.
+	release := s.srv.HoldBodyMemory(4<<20 - 1<<10)
+	r = s.promWrite(429, "/api/v1/write", snappy.Encode(nil, bytes.Repeat([]byte{0x0a, 0x00}, 1<<14)))
+	release()
+	if typ, _ := promErrorOf(t, r); typ != "unavailable" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("body memory full: %s %v", r.body, r.header)
+	}
 	// Every request gave back the body memory it took.
 	if n := s.srv.BodyMemoryInUse(); n != 0 {
 		t.Fatalf("%d bytes of body memory held after the requests", n)
