@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
 
 	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -49,7 +54,8 @@ func freePort(t *testing.T) int {
 // TestPrometheusRemoteWrite runs Prometheus scraping itself every second
 // with remote_write to a Hourglass server that requires a token, and
 // waits for its own series (up, prometheus_build_info) to arrive with
-// their labels.
+// their labels, then for the staleness marker that ends up once the
+// scrape job is gone.
 func TestPrometheusRemoteWrite(t *testing.T) {
 	bin := requirePrometheus(t)
 	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
@@ -76,14 +82,14 @@ func TestPrometheusRemoteWrite(t *testing.T) {
 scrape_configs:
   - job_name: prometheus
     static_configs:
-      - targets: ['127.0.0.1:%d']
+      - targets: ['127.0.0.1:%d', 'localhost:%d']
 remote_write:
   - url: %s/api/v1/write
     authorization:
       credentials: %s
     queue_config:
       batch_send_deadline: 1s
-`, port, hs.URL, token)
+`, port, port, hs.URL, token)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +132,7 @@ remote_write:
 	}
 	var up, build []map[string]any
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		up = find(`{"labels.__name__": "up", "labels.job": "prometheus"}`)
+		up = find(fmt.Sprintf(`{"labels.__name__": "up", "labels.job": "prometheus", "labels.instance": "127.0.0.1:%d"}`, port))
 		build = find(`{"labels.__name__": "prometheus_build_info"}`)
 		if len(up) >= 2 && len(build) >= 1 {
 			break
@@ -149,4 +155,58 @@ remote_write:
 		t.Fatalf("up samples %v apart: %v", d, up[:2])
 	}
 	t.Logf("%d samples of up, %d of prometheus_build_info", len(up), len(build))
+
+	// Without its second target (a reload), Prometheus ends that target's
+	// series with staleness markers, which arrive bit for bit.
+	oneTarget := strings.Replace(cfg, fmt.Sprintf(", 'localhost:%d'", port), "", 1)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(oneTarget), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	var bits []uint64
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if bits = upBits(t, hs.URL, token, fmt.Sprintf("localhost:%d", port)); len(bits) > 0 && bits[len(bits)-1] == staleNaN {
+			break
+		}
+	}
+	if len(bits) == 0 || bits[len(bits)-1] != staleNaN {
+		t.Fatalf("no staleness marker ends up of the removed target after the reload: %x", bits)
+	}
+}
+
+// staleNaN is Prometheus' staleness marker (model/value.StaleNaN).
+const staleNaN = 0x7ff0000000000002
+
+// upBits returns the bits of the values of up{instance=instance} in time
+// order, read as Arrow, which keeps them.
+func upBits(t *testing.T, url, token, instance string) []uint64 {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/v1/collections/prometheus/find",
+		strings.NewReader(fmt.Sprintf(`{"filter": {"labels.__name__": "up", "labels.instance": %q}, "sort": {"t": 1}}`, instance)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/vnd.apache.arrow.stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("find as Arrow: %d %s", resp.StatusCode, b)
+	}
+	rd, err := ipc.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	var bits []uint64
+	for rd.Next() {
+		col := rd.Record().Column(rd.Schema().FieldIndices("value")[0]).(*array.Float64)
+		for j := 0; j < col.Len(); j++ {
+			bits = append(bits, math.Float64bits(col.Value(j)))
+		}
+	}
+	return bits
 }
