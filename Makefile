@@ -17,13 +17,16 @@ GO ?= go
 CHROMIUM ?= /usr/bin/chromium
 # PyMongo, from Debian: it installs for Debian's python3.
 PYMONGO := /usr/lib/python3/dist-packages/pymongo/__init__.py
+# Prometheus, from Debian, for the remote-write end-to-end test.
+PROMETHEUS := /usr/bin/prometheus
 
 .PHONY: test deps ui serve screenshots soak-model fuzz
 
 # The tests, with what they need installed first when it is missing:
 # Chromium for the console's end-to-end test, the console's npm packages,
 # mongosh for the MongoDB shell's test (mongowire/mongoshtest), PyMongo for
-# the Python driver's (mongowire/pymongotest).
+# the Python driver's (mongowire/pymongotest), Prometheus for remote write's
+# (api/promtest).
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
@@ -35,7 +38,7 @@ FUZZ ?=
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ=$(FUZZ) scripts/fuzz.sh
 
-deps: $(CHROMIUM) $(PYMONGO) ui/node_modules/.package-lock.json mongowire/mongoshtest/node_modules/.package-lock.json
+deps: $(CHROMIUM) $(PYMONGO) $(PROMETHEUS) ui/node_modules/.package-lock.json mongowire/mongoshtest/node_modules/.package-lock.json
 
 # Node is on the project's machines; Debian's is enough where it is not.
 NPM := $(shell command -v npm 2>/dev/null)
@@ -54,6 +57,12 @@ $(CHROMIUM):
 $(PYMONGO):
 	DEBIAN_FRONTEND=noninteractive apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-pymongo
+
+# The package enables no service here (no systemd in CI); the test starts
+# its own server on a loopback port.
+$(PROMETHEUS):
+	DEBIAN_FRONTEND=noninteractive apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus
 
 ui/node_modules/.package-lock.json: ui/package-lock.json | $(NODE_DEP)
 	npm ci --prefix ui

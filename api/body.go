@@ -68,6 +68,13 @@ func tooLarge(limit int64) *httpError {
 // nothing. Memory follows the bytes received (at most twice as many, in
 // reused buffer classes), never the length a client announces. The caller must putBody the returned body.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (*body, error) {
+	return s.readBodyAs(w, r, limit, strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))))
+}
+
+// readBodyAs is readBody with the body's content coding given: enc,
+// lower case, where "" is identity. A door whose protocol compresses the
+// payload itself (remote write's snappy) reads the body as identity.
+func (s *Server) readBodyAs(w http.ResponseWriter, r *http.Request, limit int64, enc string) (*body, error) {
 	raw := io.Reader(r.Body)
 	if s.opts.MinBodyRate > 0 {
 		rr := newRateReader(w, r.Body, s.opts.MinBodyRate, s.opts.BodyRateGrace)
@@ -75,7 +82,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 		raw = rr
 	}
 	var src io.Reader = http.MaxBytesReader(nil, readCloser{raw}, limit)
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity":
 	case "gzip", "x-gzip":

@@ -1,6 +1,10 @@
 package api
 
-import "context"
+import (
+	"context"
+
+	"github.com/hourglassdb/hourglass/command"
+)
 
 // HoldWriteSlots takes every ingest slot, as requests being decoded and
 // stored would, until release is called.
@@ -26,5 +30,27 @@ func (s *Server) WriteSlotsInUse() int { return s.cmd.Ingest().InUse() }
 func (s *Server) BodyMemoryInUse() int64 { return s.cmd.Bodies().InUse() }
 
 // OnChunkDecoded sets a function called after each chunk of a JSON insert
-// is decoded and converted, before it is stored; nil removes it.
+// (or a remote write) is decoded and converted, before it is stored; nil
+// removes it.
 func OnChunkDecoded(f func()) { chunkDecoded = f }
+
+// OpDoors returns the door of each operation in progress on collection.
+func (s *Server) OpDoors(collection string) []command.Door {
+	var doors []command.Door
+	for _, o := range s.cmd.Ops().List() {
+		if o.Collection == collection {
+			doors = append(doors, o.Door)
+		}
+	}
+	return doors
+}
+
+// HoldBodyMemory takes n bytes of the body memory, as bodies being read
+// would, until release is called.
+func (s *Server) HoldBodyMemory(n int64) (release func()) {
+	b := s.cmd.Bodies()
+	if !b.TryTake(n) {
+		panic("api: body memory in use")
+	}
+	return func() { b.Give(n) }
+}

@@ -13,7 +13,13 @@ import (
 // beginOp lists an HTTP request's operation with those of every door;
 // the caller must endOp it.
 func (s *Server) beginOp(kind, collection string, r *http.Request, desc string) *command.Op {
-	o := &command.Op{Kind: kind, DB: mongoDatabase, Collection: collection, Door: command.HTTP, Desc: desc}
+	return s.beginDoorOp(command.HTTP, kind, collection, r, desc)
+}
+
+// beginDoorOp is beginOp for an operation of door served on the HTTP
+// port (the Prometheus endpoints).
+func (s *Server) beginDoorOp(door command.Door, kind, collection string, r *http.Request, desc string) *command.Op {
+	o := &command.Op{Kind: kind, DB: mongoDatabase, Collection: collection, Door: door, Desc: desc}
 	if r != nil {
 		o.Client = r.RemoteAddr
 	}

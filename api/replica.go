@@ -50,20 +50,27 @@ func (rs *ReplicaSet) httpAddr(id string) string { return rs.Node.MemberAddrs(id
 // The answer carries Hourglass-Applied-Index: the last log entry the
 // leader had applied when it answered, which the write's entry is at or
 // before; a read with afterIndex set to it sees the write on any member.
-func (s *Server) primaryOnly(next http.Handler) http.Handler { return s.leaderOnly(next, false) }
+func (s *Server) primaryOnly(next http.Handler) http.Handler { return s.leaderOnly(next, nil) }
 
 // primaryOnlyInflux is primaryOnly for the InfluxDB write endpoints, whose
 // errors have InfluxDB's shape.
-func (s *Server) primaryOnlyInflux(next http.Handler) http.Handler { return s.leaderOnly(next, true) }
+func (s *Server) primaryOnlyInflux(next http.Handler) http.Handler {
+	return s.leaderOnly(next, func(w http.ResponseWriter, r *http.Request, err error) { s.writeInfluxError(w, r, err, 0) })
+}
 
-func (s *Server) leaderOnly(next http.Handler, influx bool) http.Handler {
+// primaryOnlyProm is primaryOnly for Prometheus' write endpoint, whose
+// errors have Prometheus' shape.
+func (s *Server) primaryOnlyProm(next http.Handler) http.Handler {
+	return s.leaderOnly(next, s.writePromError)
+}
+
+func (s *Server) leaderOnly(next http.Handler, refuse func(http.ResponseWriter, *http.Request, error)) http.Handler {
+	if refuse == nil {
+		refuse = s.writeError
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.cmd.CheckWrite(); err != nil {
-			if influx {
-				s.writeInfluxError(w, r, err, 0)
-			} else {
-				s.writeError(w, r, err)
-			}
+			refuse(w, r, err)
 			return
 		}
 		if _, _, ok := s.cmd.AppliedIndex(); !ok {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/prompb"
+
 	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -142,7 +144,19 @@ func TestReplicaSetHTTP(t *testing.T) {
 			t.Errorf("%s %s on a follower: %s", w.method, w.path, r.body)
 		}
 	}
-	r := f.mustDo(421, "POST", "/api/v2/write?bucket=lp", "m,host=c v=3 1700000000000000000\n")
+	// Prometheus remote write: through the log to every member; a
+	// follower refuses it in Prometheus' error shape.
+	rw := promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		series([]prompb.Sample{{Value: 1, Timestamp: promT0}, {Value: 2, Timestamp: promT0 + 1000}}, "__name__", "up", "job", "a")}})
+	if r := l.promWrite(204, "/api/v1/write", rw); r.header.Get("Hourglass-Applied-Index") == "" {
+		t.Errorf("remote write on the leader: no Hourglass-Applied-Index")
+	}
+	waitCounts(t, servers, "prometheus", 2)
+	r := f.promWrite(421, "/api/v1/write", rw)
+	if typ, msg := promErrorOf(t, r); typ != "unavailable" || !strings.Contains(msg, leaderHTTP) || r.header.Get("Hourglass-Primary") != leaderHTTP {
+		t.Errorf("remote write on a follower: %s", r.body)
+	}
+	r = f.mustDo(421, "POST", "/api/v2/write?bucket=lp", "m,host=c v=3 1700000000000000000\n")
 	if got := r.header.Get("Hourglass-Primary"); got != leaderHTTP || !strings.Contains(string(r.body), leaderHTTP) ||
 		r.header.Get("X-Influxdb-Error") == "" {
 		t.Errorf("line protocol on a follower (an InfluxDB error body): %q %s", got, r.body)

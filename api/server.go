@@ -288,7 +288,7 @@ func (s *Server) routes() chi.Router {
 
 	// InfluxDB-compatible endpoints take InfluxDB's credentials too.
 	r.Group(func(r chi.Router) {
-		r.Use(s.auth(true))
+		r.Use(s.auth(authInflux))
 		r.Use(s.instrument)
 		r.With(s.primaryOnlyInflux).Post("/write", s.handleInfluxWrite(false))
 		r.With(s.primaryOnlyInflux).Post("/api/v2/write", s.handleInfluxWrite(true))
@@ -296,8 +296,15 @@ func (s *Server) routes() chi.Router {
 		r.Post("/query", s.handleInfluxQuery)
 	})
 
+	// Prometheus' endpoints answer in its error shape (docs/prometheus.md).
 	r.Group(func(r chi.Router) {
-		r.Use(s.auth(false))
+		r.Use(s.auth(authPrometheus))
+		r.Use(s.instrument)
+		r.With(s.primaryOnlyProm).Post("/api/v1/write", s.handlePromWrite)
+	})
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.auth(authAPI))
 		r.Use(s.instrument)
 		r.Get("/metrics", s.handleMetrics)
 		// Go's profiler, behind the same authentication as the API.
@@ -359,22 +366,32 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// auth checks the bearer token. With influx, InfluxDB's credential forms
-// are accepted as well.
-func (s *Server) auth(influx bool) func(http.Handler) http.Handler {
+// authDoor says which credentials an endpoint takes and in which shape it
+// refuses a request without them.
+type authDoor int
+
+const (
+	authAPI        authDoor = iota // the bearer token; the API's error shape
+	authInflux                     // InfluxDB's credential forms too; InfluxDB's error shape
+	authPrometheus                 // the bearer token; Prometheus' error shape
+)
+
+// auth checks the bearer token (and, for authInflux, InfluxDB's
+// credential forms).
+func (s *Server) auth(door authDoor) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if s.opts.AuthToken == "" {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			tok, ok := credential(r, influx)
+			tok, ok := credential(r, door == authInflux)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
-				s.writeAuthError(w, r, influx, "authentication required: send 'Authorization: Bearer <token>'")
+				s.writeAuthError(w, r, door, "authentication required: send 'Authorization: Bearer <token>'")
 				return
 			}
 			if subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.AuthToken)) != 1 {
-				s.writeAuthError(w, r, influx, "invalid token")
+				s.writeAuthError(w, r, door, "invalid token")
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -382,12 +399,15 @@ func (s *Server) auth(influx bool) func(http.Handler) http.Handler {
 	}
 }
 
-func (s *Server) writeAuthError(w http.ResponseWriter, r *http.Request, influx bool, msg string) {
-	if influx {
+func (s *Server) writeAuthError(w http.ResponseWriter, r *http.Request, door authDoor, msg string) {
+	switch door {
+	case authInflux:
 		writeJSON(w, http.StatusUnauthorized, influxError{Code: "unauthorized", Message: msg})
-		return
+	case authPrometheus:
+		writeJSON(w, http.StatusUnauthorized, promError{Status: "error", ErrorType: "bad_data", Error: msg})
+	default:
+		s.writeError(w, r, newHTTPError(http.StatusUnauthorized, mongoerr.AuthenticationFailed, "%s", msg))
 	}
-	s.writeError(w, r, newHTTPError(http.StatusUnauthorized, mongoerr.AuthenticationFailed, "%s", msg))
 }
 
 // credential extracts the token a request presents.
