@@ -826,7 +826,9 @@ func TestScaledTimesCorrupt(t *testing.T) {
 
 // The fixtures of each store format hold what that format added: scaled
 // time columns from testdata/v4 (store format 2) on, scaled int columns
-// from testdata/v5 (3) on. TestFormatFixtures reads their values.
+// from testdata/v5 (3) on, int32, bson and objectid columns from
+// testdata/v6 (4) on.
+// TestFormatFixtures reads their values.
 func TestFormatFixturesFeatures(t *testing.T) {
 	scaledTimes := func(r *Reader, data []byte) bool { return data[r.timeOff] == timeScaled }
 	scaledInts := func(r *Reader, _ []byte) bool {
@@ -837,6 +839,13 @@ func TestFormatFixturesFeatures(t *testing.T) {
 		}
 		return false
 	}
+	types4 := func(r *Reader, _ []byte) bool {
+		var have uint16
+		for i := range r.fields {
+			have |= 1 << r.fields[i].typ
+		}
+		return have&(1<<TypeInt32|1<<TypeBSON|1<<TypeObjectID) == 1<<TypeInt32|1<<TypeBSON|1<<TypeObjectID
+	}
 	for _, tc := range []struct {
 		dir, what string
 		has       func(r *Reader, data []byte) bool
@@ -844,6 +853,7 @@ func TestFormatFixturesFeatures(t *testing.T) {
 		{"v4", "a scaled time column", scaledTimes},
 		{"v5", "a scaled time column", scaledTimes},
 		{"v5", "a scaled int column", scaledInts},
+		{"v6", "int32, bson and objectid columns", types4},
 	} {
 		dir := filepath.Join("..", "testdata", tc.dir, "buckets")
 		b, err := os.ReadFile(filepath.Join(dir, "expected.json"))

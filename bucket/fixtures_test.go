@@ -1,6 +1,7 @@
 package bucket_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -24,6 +25,7 @@ type fixtureColumn struct {
 	Ints     []int64  `json:"ints"`
 	Strings  []string `json:"strings"`
 	Bools    []bool   `json:"bools"`
+	Hex      []string `json:"hex"` // bson and objectid values, hex-encoded
 	Count    int      `json:"count"`
 	MinInt   int64    `json:"minInt"`
 	MaxInt   int64    `json:"maxInt"`
@@ -46,7 +48,7 @@ type fixtureBucket struct {
 var fixtureVersions = []struct {
 	dir     string
 	version byte
-}{{"v1", bucket.Version}, {"v2", bucket.VersionRefs}, {"v3", bucket.VersionShared}, {"v4", bucket.VersionShared}, {"v5", bucket.VersionShared}}
+}{{"v1", bucket.Version}, {"v2", bucket.VersionRefs}, {"v3", bucket.VersionShared}, {"v4", bucket.VersionShared}, {"v5", bucket.VersionShared}, {"v6", bucket.VersionShared}}
 
 func loadBucketFixtures(t *testing.T, dir string) []fixtureBucket {
 	t.Helper()
@@ -141,7 +143,23 @@ func checkBucket(t *testing.T, data []byte, e *fixtureBucket) {
 					t.Errorf("field %q row %d: %v (%016x), want %016x", f.Name, j, col.Floats[j], math.Float64bits(col.Floats[j]), w)
 				}
 			}
-		case bucket.TypeInt, bucket.TypeDate:
+		case bucket.TypeBSON:
+			var got []string
+			for _, s := range col.Strings {
+				got = append(got, hex.EncodeToString([]byte(s)))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(f.Hex) {
+				t.Errorf("field %q: %v, want %v", f.Name, got, f.Hex)
+			}
+		case bucket.TypeObjectID:
+			var got []string
+			for i := range len(col.IDs) / bucket.ObjectIDLen {
+				got = append(got, hex.EncodeToString(col.ID(i)))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(f.Hex) {
+				t.Errorf("field %q: %v, want %v", f.Name, got, f.Hex)
+			}
+		case bucket.TypeInt, bucket.TypeDate, bucket.TypeInt32:
 			if fmt.Sprint(col.Ints) != fmt.Sprint(f.Ints) {
 				t.Errorf("field %q: %v, want %v", f.Name, col.Ints, f.Ints)
 			}

@@ -173,6 +173,9 @@ type expColumn struct {
 	Ints    []int64  `json:"ints,omitempty"`
 	Strings []string `json:"strings,omitempty"`
 	Bools   []bool   `json:"bools,omitempty"`
+	// Hex holds a bson or objectid column's values, hex-encoded (from
+	// store format 4; the absent rows' empty).
+	Hex []string `json:"hex,omitempty"`
 	// From the control block, as the writing version read it back.
 	Count    int    `json:"count"`
 	MinInt   int64  `json:"minInt"`
@@ -211,6 +214,51 @@ func bucketCases() (names []string, cases []bucket.Columns) {
 	add := func(name string, c bucket.Columns) {
 		names = append(names, name)
 		cases = append(cases, c)
+	}
+
+	// types4 (store format 4): int32, bson (a Decimal128, an array, a
+	// sub-document, binary) and objectid columns: ids of one process whose
+	// counter steps by 3 and jumps every 10 rows (a steps block of mode 2)
+	// and, with some rows absent, ids of two processes (mode 1 or 0).
+	{
+		const n = 50
+		c := bucket.Columns{}
+		var i32 []int64
+		var bsons []string
+		var ids, ids2 []byte
+		cnt := 0x00fffff0
+		for i := 0; i < n; i++ {
+			c.Times = append(c.Times, t0+int64(i)*10e9)
+			i32 = append(i32, int64(int32(i*i*1000-math.MaxInt32/2)))
+			switch i % 4 {
+			case 0:
+				bsons = append(bsons, "\x13"+string(make([]byte, 15))+string([]byte{byte(i)}))
+			case 1:
+				bsons = append(bsons, "\x04\x0d\x00\x00\x00\x10\x30\x00"+string([]byte{byte(i), 0, 0, 0})+"\x00")
+			case 2:
+				bsons = append(bsons, "\x03\x0d\x00\x00\x00\x08\x7a\x00\x01\x10\x00\x00\x00\x00"[:14]+"\x00")
+			default:
+				bsons = append(bsons, "\x05\x02\x00\x00\x00\x00"+string([]byte{byte(i), 0xff}))
+			}
+			if i%10 == 0 {
+				cnt += 997
+			} else {
+				cnt += 3
+			}
+			id := []byte{0x70, 0xdb, 0xca, byte(0x70 + i/20), 0xde, 0xad, 0xbe, 0xef, 0x42, byte(cnt >> 16), byte(cnt >> 8), byte(cnt)}
+			ids = append(ids, id...)
+			if i%3 == 0 {
+				id[5] ^= 0xff
+			}
+			ids2 = append(ids2, id...)
+		}
+		c.Fields = []bucket.Column{
+			{Name: "i32", Type: bucket.TypeInt32, Ints: i32},
+			{Name: "val", Type: bucket.TypeBSON, Strings: bsons},
+			{Name: "_id", Type: bucket.TypeObjectID, IDs: ids},
+			{Name: "ref", Type: bucket.TypeObjectID, IDs: ids2, Present: presence(n, func(i int) bool { return i%5 != 2 })},
+		}
+		add("types4.bkt", c)
 	}
 
 	// kinds: every column type, a sparse field, NaN and infinities,
@@ -403,7 +451,25 @@ func writeBuckets(dir string) {
 						log.Fatalf("%s %s row %d: %v read back as %v", names[ci], in.Name, j, v, col.Floats[j])
 					}
 					ec.Floats = append(ec.Floats, fbits(v))
-				case bucket.TypeInt, bucket.TypeDate:
+				case bucket.TypeBSON:
+					v := ""
+					if p {
+						v = in.Strings[j]
+					}
+					if v != col.Strings[j] {
+						log.Fatalf("%s %s row %d: %x read back as %x", names[ci], in.Name, j, v, col.Strings[j])
+					}
+					ec.Hex = append(ec.Hex, hex.EncodeToString([]byte(v)))
+				case bucket.TypeObjectID:
+					v := make([]byte, bucket.ObjectIDLen)
+					if p {
+						v = in.ID(j)
+					}
+					if !bytes.Equal(v, col.ID(j)) {
+						log.Fatalf("%s %s row %d: %x read back as %x", names[ci], in.Name, j, v, col.ID(j))
+					}
+					ec.Hex = append(ec.Hex, hex.EncodeToString(v))
+				case bucket.TypeInt, bucket.TypeDate, bucket.TypeInt32:
 					v := int64(0)
 					if p {
 						v = in.Ints[j]
@@ -525,7 +591,7 @@ func phaseA(db *timeseries.DB, m *storeModel) {
 	must(err)
 	for i := 1; i <= 3; i++ {
 		ms := measurements(i, 0, 30, false)
-		_, err := db.Insert(ctx, "weather", ms, timeseries.InsertOptions{})
+		_, err := db.Insert(ctx, "weather", timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{})
 		must(err)
 		m.rows = append(m.rows, ms...)
 	}
@@ -540,7 +606,7 @@ func phaseA(db *timeseries.DB, m *storeModel) {
 	// A delete of one sensor's first half hour.
 	f, err := partialfilter.Parse(map[string]any{"m.sensor": "s3", "t": map[string]any{"$lt": t0.Add(30 * time.Minute)}})
 	must(err)
-	_, err = db.Delete(ctx, "weather", f)
+	_, err = db.Delete(ctx, "weather", f, timeseries.DeleteOptions{})
 	must(err)
 	m.deleteRows(func(r model.Measurement) bool {
 		return r.Meta.(map[string]any)["sensor"] == "s3" && r.Time < t0.Add(30*time.Minute).UnixNano()
@@ -552,7 +618,7 @@ func phaseA(db *timeseries.DB, m *storeModel) {
 	for k := 0; k < 20; k++ {
 		docs = append(docs, device(k))
 	}
-	_, err = db.InsertDocuments(ctx, "devices", docs, timeseries.InsertOptions{})
+	_, err = db.Insert(ctx, "devices", timeseries.Batch{Documents: docs}, timeseries.InsertOptions{})
 	must(err)
 	for k := range docs {
 		m.docs[fmt.Sprintf("dev-%02d", k)] = device(k)
@@ -566,7 +632,7 @@ func phaseA(db *timeseries.DB, m *storeModel) {
 	must(err)
 	f, err = partialfilter.Parse(map[string]any{"n": map[string]any{"$gte": int64(17)}})
 	must(err)
-	_, err = db.DeleteDocuments(ctx, "devices", f)
+	_, err = db.Delete(ctx, "devices", f, timeseries.DeleteOptions{})
 	must(err)
 	for k := 17; k < 20; k++ {
 		delete(m.docs, fmt.Sprintf("dev-%02d", k))
@@ -579,13 +645,13 @@ func phaseB(db *timeseries.DB, m *storeModel) {
 	ctx := context.Background()
 	for i := 1; i <= 4; i++ {
 		ms := measurements(i, 30, 10, i == 4)
-		_, err := db.Insert(ctx, "weather", ms, timeseries.InsertOptions{})
+		_, err := db.Insert(ctx, "weather", timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{})
 		must(err)
 		m.rows = append(m.rows, ms...)
 	}
 	f, err := partialfilter.Parse(map[string]any{"m.sensor": "s2"})
 	must(err)
-	_, err = db.Delete(ctx, "weather", f)
+	_, err = db.Delete(ctx, "weather", f, timeseries.DeleteOptions{})
 	must(err)
 	m.deleteRows(func(r model.Measurement) bool { return r.Meta.(map[string]any)["sensor"] == "s2" })
 
@@ -594,11 +660,11 @@ func phaseB(db *timeseries.DB, m *storeModel) {
 		docs = append(docs, device(k))
 		m.docs[fmt.Sprintf("dev-%02d", k)] = device(k)
 	}
-	_, err = db.InsertDocuments(ctx, "devices", docs, timeseries.InsertOptions{})
+	_, err = db.Insert(ctx, "devices", timeseries.Batch{Documents: docs}, timeseries.InsertOptions{})
 	must(err)
 	f, err = partialfilter.Parse(map[string]any{"_id": "dev-31"})
 	must(err)
-	_, err = db.DeleteDocuments(ctx, "devices", f)
+	_, err = db.Delete(ctx, "devices", f, timeseries.DeleteOptions{})
 	must(err)
 	delete(m.docs, "dev-31")
 	_, _, err = db.CreateIndex(ctx, "devices", timeseries.IndexSpec{
