@@ -1,6 +1,8 @@
 package timeseries
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/cockroachdb/pebble/vfs"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/ttl"
@@ -279,7 +284,11 @@ func (r *modelRun) newRows() ([]model.Measurement, []int64) {
 		r.m.nextID++
 		s := r.rng.IntN(modelSensor)
 		tm := r.hourTime(r.rng.IntN(8) - 1)
-		ms = append(ms, model.Measurement{Time: tm, Meta: fmt.Sprintf("s%d", s), Fields: []model.Field{{Name: "n", Value: model.Int(id)}}})
+		fs := []model.Field{{Name: "n", Value: model.Int(id)}}
+		if v, ok := modelValue(id); ok {
+			fs = append(fs, model.Field{Name: "v", Value: v})
+		}
+		ms = append(ms, model.Measurement{Time: tm, Meta: fmt.Sprintf("s%d", s), Fields: fs})
 		r.m.rows[id] = &modelRow{t: tm, sensor: s, maybe: true}
 		ids = append(ids, id)
 	}
@@ -639,14 +648,91 @@ func (r *modelRun) restart() {
 
 // check compares the store with the model. With counts, a TTL pass has just
 // run at the current time, so the stored counts equal what a scan returns.
+// modelValue is the field v of row id, of the kinds of store format 4:
+// an int32, an ObjectId, a Decimal128 (BSON bytes), or none.
+func modelValue(id int64) (model.Value, bool) {
+	switch id % 4 {
+	case 0:
+		return model.Int32(int32(id)), true
+	case 1:
+		var oid [12]byte
+		binary.BigEndian.PutUint64(oid[4:], uint64(id))
+		oid[0] = 0x65
+		return model.ObjectID(oid), true
+	case 2:
+		var dec [16]byte
+		binary.LittleEndian.PutUint64(dec[:], uint64(id))
+		dec[15] = 0x30
+		dec[14] = 0x40 // exponent 0: the decimal id
+		return model.BSONValue(0x13, dec[:]), true
+	}
+	return model.Value{}, false
+}
+
+// checkValues reads every row's field v with its BSON type and checks it
+// is what modelValue wrote.
+func (r *modelRun) checkValues() {
+	r.t.Helper()
+	cur, err := r.db.Find(ctx, modelTS, FindOptions{Fields: []string{"n", "v"}, OmitTime: true, OmitMeta: true, ExactTypes: true})
+	if err != nil {
+		r.fatalf("find n, v: %v", err)
+	}
+	defer cur.Close()
+	for cur.Next() {
+		rec := cur.Record()
+		ns, ok := rec.Column(0).(*array.Int64)
+		if !ok {
+			r.fatalf("column n is %s", rec.Column(0).DataType())
+		}
+		vs := rec.Column(1)
+		for i := range int(rec.NumRows()) {
+			id := ns.Value(i)
+			want, has := modelValue(id)
+			if vs.IsNull(i) != !has {
+				r.fatalf("row n=%d: field v present %v, written %v", id, !vs.IsNull(i), has)
+			}
+			if !has {
+				continue
+			}
+			var got []byte
+			switch a := vs.(type) {
+			case *array.Binary: // several types: each value's BSON bytes
+				got = a.Value(i)
+			case *array.Int32:
+				got = bsoncore.AppendInt32([]byte{byte(bsoncore.TypeInt32)}, a.Value(i))
+			case *array.FixedSizeBinary:
+				got = append([]byte{byte(bsoncore.TypeObjectID)}, a.Value(i)...)
+			default:
+				r.fatalf("column v is %s", vs.DataType())
+			}
+			col := bucket.Column{Type: want.Kind}
+			switch want.Kind {
+			case model.KindInt32:
+				col.Ints = []int64{want.I}
+			case model.KindObjectID:
+				col.IDs = []byte(want.S)
+			default:
+				col.Strings = []string{want.S}
+			}
+			if w := appendCellBSON(nil, &col, 0); !bytes.Equal(got, w) {
+				r.fatalf("row n=%d: field v %x, written %x", id, got, w)
+			}
+		}
+	}
+	if err := cur.Err(); err != nil {
+		r.fatalf("find n, v: %v", err)
+	}
+}
+
 func (r *modelRun) check(counts bool) {
 	r.t.Helper()
 	now := r.clock.Now().UnixNano()
 	m := &r.m
+	r.checkValues()
 
 	// Time-series rows.
 	got := map[int64]int64{}
-	for _, row := range findRows(r.t, r.db, modelTS, FindOptions{}) {
+	for _, row := range findRows(r.t, r.db, modelTS, FindOptions{Fields: []string{"n"}}) {
 		v, ok := strings.CutPrefix(strings.TrimSpace(row.vals), "n=")
 		id, err := strconv.ParseInt(v, 10, 64)
 		if !ok || err != nil {
