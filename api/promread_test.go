@@ -1,0 +1,258 @@
+package api_test
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/hourglassdb/hourglass/api"
+)
+
+// promReadBody is req marshalled and snappy-compressed, as remote read sends it.
+func promReadBody(t testing.TB, req *prompb.ReadRequest) []byte {
+	t.Helper()
+	pb, err := req.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snappy.Encode(nil, pb)
+}
+
+// promRead posts req and returns the decoded response, checking status 200.
+func (s *testServer) promRead(path string, req *prompb.ReadRequest) *prompb.ReadResponse {
+	s.t.Helper()
+	r := s.do("POST", path, promReadBody(s.t, req), "Content-Encoding", "snappy", "Content-Type", "application/x-protobuf",
+		"X-Prometheus-Remote-Read-Version", "0.1.0")
+	if r.status != http.StatusOK {
+		s.t.Fatalf("POST %s: status %d: %s", path, r.status, r.body)
+	}
+	if ct, ce := r.header.Get("Content-Type"), r.header.Get("Content-Encoding"); ct != "application/x-protobuf" || ce != "snappy" {
+		s.t.Fatalf("Content-Type %q, Content-Encoding %q", ct, ce)
+	}
+	pb, err := snappy.Decode(nil, r.body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var resp prompb.ReadResponse
+	if err := resp.Unmarshal(pb); err != nil {
+		s.t.Fatal(err)
+	}
+	return &resp
+}
+
+func query(start, end int64, ms ...*prompb.LabelMatcher) *prompb.Query {
+	return &prompb.Query{StartTimestampMs: start, EndTimestampMs: end, Matchers: ms}
+}
+
+func matcher(typ prompb.LabelMatcher_Type, name, value string) *prompb.LabelMatcher {
+	return &prompb.LabelMatcher{Type: typ, Name: name, Value: value}
+}
+
+// promReadData is what TestPromRead writes and reads back.
+func promReadData() []prompb.TimeSeries {
+	return []prompb.TimeSeries{
+		series([]prompb.Sample{{Value: 1, Timestamp: promT0}, {Value: 0.5, Timestamp: promT0 + 15000},
+			{Value: math.Float64frombits(staleNaN), Timestamp: promT0 + 30000}},
+			"__name__", "up", "instance", "a:9090", "job", "prometheus"),
+		series([]prompb.Sample{{Value: 0, Timestamp: promT0}, {Value: math.Inf(-1), Timestamp: promT0 + 15000}},
+			"__name__", "up", "instance", "b:9100", "job", "node"),
+		series([]prompb.Sample{{Value: 42, Timestamp: promT0 + 5000}},
+			"__name__", "http_requests_total", "code", "200", "job", "node"),
+	}
+}
+
+// seriesIDs lists the series of a result by their instance (or __name__).
+func seriesIDs(r *prompb.QueryResult) []string {
+	var ids []string
+	for _, ts := range r.Timeseries {
+		id := ""
+		for _, l := range ts.Labels {
+			if l.Name == "instance" {
+				id = l.Value
+			}
+		}
+		if id == "" {
+			id = ts.Labels[0].Value
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func TestPromRead(t *testing.T) {
+	s := newTestServer(t, nil)
+	data := promReadData()
+	s.promWrite(204, "/api/v1/write", promBody(t, &prompb.WriteRequest{Timeseries: data}))
+
+	// Everything, bit for bit, labels in name order, samples in time order.
+	resp := s.promRead("/api/v1/read", &prompb.ReadRequest{Queries: []*prompb.Query{
+		query(promT0-1000, promT0+60000, matcher(prompb.LabelMatcher_RE, "__name__", ".+"))}})
+	if len(resp.Results) != 1 {
+		t.Fatalf("%d results", len(resp.Results))
+	}
+	got := map[string]prompb.TimeSeries{}
+	for _, ts := range resp.Results[0].Timeseries {
+		got[labelsKey(ts.Labels)] = *ts
+	}
+	if len(got) != len(data) {
+		t.Fatalf("%d series, want %d: %v", len(got), len(data), resp.Results[0].Timeseries)
+	}
+	for _, want := range data {
+		g, ok := got[labelsKey(want.Labels)]
+		if !ok {
+			t.Fatalf("series %v missing", want.Labels)
+		}
+		if !reflect.DeepEqual(g.Labels, want.Labels) {
+			t.Fatalf("labels %v, want %v", g.Labels, want.Labels)
+		}
+		if len(g.Samples) != len(want.Samples) {
+			t.Fatalf("%v: samples %v, want %v", want.Labels, g.Samples, want.Samples)
+		}
+		for i := range want.Samples {
+			if g.Samples[i].Timestamp != want.Samples[i].Timestamp ||
+				math.Float64bits(g.Samples[i].Value) != math.Float64bits(want.Samples[i].Value) {
+				t.Fatalf("%v: sample %d %v (%#x), want %v (%#x)", want.Labels, i, g.Samples[i], math.Float64bits(g.Samples[i].Value),
+					want.Samples[i], math.Float64bits(want.Samples[i].Value))
+			}
+		}
+	}
+
+	// Matchers of every type, and a time range; several queries in one
+	// read; series in label set order.
+	cases := []struct {
+		q    *prompb.Query
+		want string // series ids, then samples per series
+	}{
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node")), "http_requests_total=1 b:9100=2"},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_NEQ, "job", "node")), "a:9090=3"},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_RE, "instance", "a.*|b:9100")), "a:9090=3 b:9100=2"},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_RE, "instance", "a")), ""}, // anchored
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_RE, "instance", "9090")), ""},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_NRE, "instance", "a.*")), "http_requests_total=1 b:9100=2"},
+		// A label a series lacks is "".
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "instance", "")), "http_requests_total=1"},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_NEQ, "code", "")), "http_requests_total=1"},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_RE, "code", "2..|")), "http_requests_total=1 a:9090=3 b:9100=2"},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_RE, "instance", "b.*|"),
+			matcher(prompb.LabelMatcher_EQ, "job", "node")), "http_requests_total=1 b:9100=2"},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_NRE, "code", "")), "http_requests_total=1"},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_NRE, "code", "5..|")), "http_requests_total=1"},
+		{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "__name__", "up"),
+			matcher(prompb.LabelMatcher_NEQ, "instance", "a:9090")), "b:9100=2"},
+		// Time ranges, both ends included.
+		{query(promT0+15000, promT0+15000, matcher(prompb.LabelMatcher_EQ, "__name__", "up")), "a:9090=1 b:9100=1"},
+		{query(promT0+1, promT0+30000, matcher(prompb.LabelMatcher_EQ, "job", "prometheus")), "a:9090=2"},
+		{query(promT0+30001, promT0+90000, matcher(prompb.LabelMatcher_EQ, "__name__", "up")), ""},
+		{query(promT0+10000, promT0, matcher(prompb.LabelMatcher_EQ, "__name__", "up")), ""},
+		{query(math.MinInt64, math.MaxInt64, matcher(prompb.LabelMatcher_EQ, "job", "prometheus")), "a:9090=3"},
+	}
+	req := &prompb.ReadRequest{AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS, prompb.ReadRequest_SAMPLES}}
+	for _, c := range cases {
+		req.Queries = append(req.Queries, c.q)
+	}
+	resp = s.promRead("/api/v1/read", req)
+	for i, c := range cases {
+		var parts []string
+		for j, id := range seriesIDs(resp.Results[i]) {
+			parts = append(parts, id+"="+strconv.Itoa(len(resp.Results[i].Timeseries[j].Samples)))
+		}
+		if g := strings.Join(parts, " "); g != c.want {
+			t.Errorf("query %d %v: got %q, want %q", i, c.q, g, c.want)
+		}
+	}
+
+	// A collection that does not exist holds no series.
+	resp = s.promRead("/api/v1/read?collection=nothing", &prompb.ReadRequest{Queries: []*prompb.Query{
+		query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}})
+	if len(resp.Results) != 1 || len(resp.Results[0].Timeseries) != 0 {
+		t.Fatalf("missing collection: %v", resp.Results)
+	}
+}
+
+func labelsKey(ls []prompb.Label) string {
+	var b strings.Builder
+	for _, l := range ls {
+		b.WriteString(l.Name + "=" + l.Value + ",")
+	}
+	return b.String()
+}
+
+func TestPromReadBadBodies(t *testing.T) {
+	s := newTestServer(t, func(o *api.Options) { o.MaxReadSamples = 4 })
+	s.promWrite(204, "/api/v1/write", promBody(t, &prompb.WriteRequest{Timeseries: promReadData()}))
+	valid := promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}})
+	for _, c := range []struct {
+		name   string
+		body   []byte
+		status int
+		msg    string
+	}{
+		{"empty", nil, 400, "empty body"},
+		{"not snappy", []byte("\xff\xff\xff\xff\xff"), 400, "decompress"},
+		{"not protobuf", snappy.Encode(nil, []byte{0x0a, 0xff}), 400, "ReadRequest"},
+		{"streamed chunks only", promReadBody(t, &prompb.ReadRequest{
+			AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
+			Queries:               []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}}), 400, "only SAMPLES"},
+		{"bad regex", promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{
+			query(promT0, promT0+60000, matcher(prompb.LabelMatcher_RE, "job", "("))}}), 400, "regular expression"},
+		{"bad matcher type", promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{
+			query(promT0, promT0+60000, matcher(7, "job", "x"))}}), 400, "matcher type"},
+		{"empty label name", promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{
+			query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "", "x"))}}), 400, "empty label name"},
+		{"over the sample limit", promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{
+			query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "__name__", "up"))}}), 400, "exceeded sample limit (4)"},
+		{"over the sample limit across queries", promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{
+			query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node")),
+			query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}}), 400, "exceeded sample limit"},
+	} {
+		r := s.do("POST", "/api/v1/read", c.body, "Content-Encoding", "snappy")
+		if r.status != c.status {
+			t.Fatalf("%s: status %d, want %d: %s", c.name, r.status, c.status, r.body)
+		}
+		typ, msg := promErrorOf(t, r)
+		if typ != "bad_data" || !strings.Contains(msg, c.msg) {
+			t.Fatalf("%s: %s %q, want bad_data and %q", c.name, typ, msg, c.msg)
+		}
+	}
+	// At the limit is served; nothing was written by the refused reads.
+	resp := s.promRead("/api/v1/read", &prompb.ReadRequest{Queries: []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}})
+	if len(resp.Results[0].Timeseries) != 2 {
+		t.Fatalf("%v", resp.Results)
+	}
+	r := s.do("POST", "/api/v1/read", valid, "Content-Encoding", "gzip")
+	if r.status != http.StatusUnsupportedMediaType {
+		t.Fatalf("gzip: status %d", r.status)
+	}
+	promErrorOf(t, r)
+	s.mustDo(404, "GET", "/v1/collections/nothing", "")
+}
+
+func TestPromReadAuth(t *testing.T) {
+	s := newTestServer(t, func(o *api.Options) { o.AuthToken = "s3cret" })
+	body := promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}})
+	for _, h := range []string{"", "Bearer wrong"} {
+		req, _ := http.NewRequest("POST", s.url+"/api/v1/read", bytes.NewReader(body))
+		if h != "" {
+			req.Header.Set("Authorization", h)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("Authorization %q: status %d", h, resp.StatusCode)
+		}
+		promErrorOf(t, reply{status: resp.StatusCode, body: b})
+	}
+	s.promRead("/api/v1/read", &prompb.ReadRequest{Queries: []*prompb.Query{query(promT0, promT0+60000)}})
+}
