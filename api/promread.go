@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"math"
@@ -296,7 +297,26 @@ func (s *Server) promQuery(r *http.Request, name string, q *prompb.Query, left i
 	}
 	// In label set order, as Prometheus' own storage returns series.
 	slices.SortFunc(res.Timeseries, func(a, b *prompb.TimeSeries) int { return compareLabels(a.Labels, b.Labels) })
+	res.Timeseries = mergeSeries(res.Timeseries)
 	return res, n, nil
+}
+
+// mergeSeries merges the series of equal label sets, adjacent in all (in
+// label set order), into one whose samples are in time order: two meta
+// values can give one label set (a number and its text, or a label of
+// empty value and none), and Prometheus holds one series a label set.
+func mergeSeries(all []*prompb.TimeSeries) []*prompb.TimeSeries {
+	out := all[:0]
+	for _, ts := range all {
+		if k := len(out) - 1; k >= 0 && compareLabels(out[k].Labels, ts.Labels) == 0 {
+			out[k].Samples = append(out[k].Samples, ts.Samples...)
+			slices.SortStableFunc(out[k].Samples, func(a, b prompb.Sample) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+			continue
+		}
+		out = append(out, ts)
+	}
+	clear(all[len(out):])
+	return all[:len(out)]
 }
 
 // compareLabels orders label sets as Prometheus' labels.Compare does:

@@ -367,6 +367,20 @@ func TestPromReadCollection(t *testing.T) {
 		t.Fatalf("NEQ: %v", l)
 	}
 
+	// Meta values that give one label set are one series, its samples
+	// in time order.
+	s.mustDo(200, "POST", "/v1/collections/m/documents", `[
+		{"t": {"$date": "2024-05-01T12:00:00.500Z"}, "labels": {"__name__": "temp", "k8s.pod": "a", "n": "3", "ok": "true"}, "value": 7},
+		{"t": {"$date": "2024-05-01T12:00:02Z"}, "labels": {"__name__": "temp", "k8s.pod": "a", "n": 3, "ok": true}, "value": 8}
+	]`)
+	resp = s.promRead("/api/v1/read?collection=m", &prompb.ReadRequest{Queries: []*prompb.Query{
+		query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "k8s.pod", "a"))}})
+	if r := resp.Results[0]; len(r.Timeseries) != 1 || !reflect.DeepEqual(r.Timeseries[0].Labels, want) ||
+		!reflect.DeepEqual(r.Timeseries[0].Samples, []prompb.Sample{{Value: 1.5, Timestamp: promT0}, {Value: 7, Timestamp: promT0 + 500},
+			{Value: 2, Timestamp: promT0 + 1000}, {Value: 8, Timestamp: promT0 + 2000}}) {
+		t.Fatalf("one label set: %v", r.Timeseries)
+	}
+
 	// A value field of strings holds no samples.
 	s.mustDo(201, "PUT", "/v1/collections/str", `{"timeseries": {"timeField": "t", "metaField": "labels"}}`)
 	s.mustDo(200, "POST", "/v1/collections/str/documents", `[{"t": {"$date": "2024-05-01T12:00:00Z"}, "labels": {"a": "b"}, "value": "text"}]`)
