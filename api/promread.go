@@ -29,7 +29,8 @@ import (
 // its time range (both ends included) their samples; each result holds
 // its series with their labels in name order and their samples in time
 // order, the series in label set order. A collection that does not exist holds no series. The samples of
-// a read are bounded by MaxReadSamples: a read over it is 400.
+// a read are bounded by MaxReadSamples: a read over it is 400; its reply
+// takes from the request memory (429 while other requests hold it).
 func (s *Server) handlePromRead(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("collection")
 	if name == "" {
@@ -74,6 +75,19 @@ func (s *Server) handlePromRead(w http.ResponseWriter, r *http.Request) {
 		o.Docs.Add(n)
 		resp.Results[i] = res
 	}
+	// The reply is held twice (marshalled, then compressed) until sent:
+	// that memory is taken from the request memory the doors share.
+	held := 2 * int64(resp.Size())
+	budget := s.cmd.Bodies()
+	if held > budget.Max() {
+		s.writePromError(w, r, badRequest("the reply would take %d bytes, over the server's body memory of %d; narrow the read", held, budget.Max()))
+		return
+	}
+	if !budget.TryTake(held) {
+		s.writePromError(w, r, errBodyBudget(budget.Max()))
+		return
+	}
+	defer budget.Give(held)
 	pb, err := resp.Marshal()
 	if err != nil {
 		s.writePromError(w, r, err)

@@ -236,6 +236,23 @@ func TestPromReadBadBodies(t *testing.T) {
 	}
 	promErrorOf(t, r)
 	s.mustDo(404, "GET", "/v1/collections/nothing", "")
+
+	// While other requests hold the request memory, a read is 429: here
+	// its body (its length and one byte, the length being announced) fits
+	// and its reply does not.
+	release := s.srv.HoldBodyMemory(s.srv.BodyMemoryFree() - int64(len(valid)+1) - 100)
+	r = s.do("POST", "/api/v1/read", valid, "Content-Encoding", "snappy")
+	release()
+	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
+		t.Fatalf("body memory held: status %d, Retry-After %q: %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	if typ, _ := promErrorOf(t, r); typ != "unavailable" {
+		t.Fatalf("body memory held: errorType %s", typ)
+	}
+	s.promRead("/api/v1/read", &prompb.ReadRequest{Queries: []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}})
+	if n := s.srv.BodyMemoryInUse(); n != 0 {
+		t.Fatalf("%d bytes of body memory held after the reads", n)
+	}
 }
 
 func TestPromReadAuth(t *testing.T) {
@@ -466,4 +483,26 @@ func BenchmarkRemoteRead(b *testing.B) {
 	b.ReportMetric(samples/b.Elapsed().Seconds(), "samples/s")
 	b.ReportMetric(float64(len(out))/float64(nSeries*nSamples), "reply-bytes/sample")
 	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/samples, "alloc-bytes/sample")
+}
+
+// TestPromReadReplyOverBodyMemory: a reply that would take more than the
+// whole request memory is 400, whatever the other requests hold.
+func TestPromReadReplyOverBodyMemory(t *testing.T) {
+	s := newTestServer(t, func(o *api.Options) { o.MaxBodyMemory, o.MaxBody = 2048, 1024 })
+	for _, ts := range promReadData() {
+		s.promWrite(204, "/api/v1/write", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{ts}}))
+	}
+	req := &prompb.ReadRequest{}
+	for range 8 {
+		req.Queries = append(req.Queries, query(promT0, promT0+60000, matcher(prompb.LabelMatcher_RE, "__name__", ".+")))
+	}
+	r := s.do("POST", "/api/v1/read", promReadBody(t, req), "Content-Encoding", "snappy")
+	if r.status != http.StatusBadRequest {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	if typ, msg := promErrorOf(t, r); typ != "bad_data" || !strings.Contains(msg, "over the server's body memory of 2048") {
+		t.Fatalf("%s %q", typ, msg)
+	}
+	// One query's reply fits.
+	s.promRead("/api/v1/read", &prompb.ReadRequest{Queries: []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}})
 }
