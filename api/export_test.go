@@ -54,3 +54,6 @@ func (s *Server) HoldBodyMemory(n int64) (release func()) {
 	}
 	return func() { b.Give(n) }
 }
+
+// BodyMemoryFree is the body memory no request holds.
+func (s *Server) BodyMemoryFree() int64 { return s.cmd.Bodies().Max() - s.cmd.Bodies().InUse() }

@@ -87,6 +87,13 @@ type Options struct {
 	// ingest can take.
 	MaxQueuedWrites int
 
+	// MaxReadSamples bounds the samples one Prometheus remote read
+	// returns, across its queries; a read over it is refused with 400,
+	// as Prometheus refuses one over --storage.remote.read-sample-limit.
+	// Default 5,000,000: the reply is built whole, and at about 16 bytes
+	// a decoded sample that is 80 MB, near MaxBody's order.
+	MaxReadSamples int64
+
 	// Version is reported by /v1/status and /ping. Default "dev".
 	Version string
 
@@ -148,6 +155,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Bodies == nil {
 		o.Bodies = command.NewBudget(o.MaxBodyMemory)
+	}
+	if o.MaxReadSamples == 0 {
+		o.MaxReadSamples = 5_000_000
 	}
 	if o.MaxQueuedWrites == 0 {
 		o.MaxQueuedWrites = 64
@@ -301,6 +311,7 @@ func (s *Server) routes() chi.Router {
 		r.Use(s.auth(authPrometheus))
 		r.Use(s.instrument)
 		r.With(s.primaryOnlyProm).Post("/api/v1/write", s.handlePromWrite)
+		r.Post("/api/v1/read", s.handlePromRead)
 	})
 
 	r.Group(func(r chi.Router) {

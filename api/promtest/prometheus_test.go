@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -209,4 +212,155 @@ func upBits(t *testing.T, url, token, instance string) []uint64 {
 		}
 	}
 	return bits
+}
+
+// TestPrometheusRemoteRead runs Prometheus with remote_read from a
+// Hourglass server that requires a token and holds samples Prometheus
+// never scraped: PromQL through Prometheus' own HTTP API (a range vector,
+// a regex matcher, an aggregation) returns exactly them.
+func TestPrometheusRemoteRead(t *testing.T) {
+	bin := requirePrometheus(t)
+	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "prom-e2e-token"
+	srv, err := api.New(api.Options{DB: db, AuthToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer func() {
+		hs.Close()
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	// Two series of 5 samples, 15 s apart, ending a minute ago.
+	now := time.Now().Truncate(time.Second)
+	end := now.Add(-time.Minute).UnixMilli()
+	var wreq prompb.WriteRequest
+	for i, inst := range []string{"a", "b"} {
+		ts := prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: "hourglass_e2e"}, {Name: "instance", Value: inst}, {Name: "job", Value: "e2e"}}}
+		for k := range 5 {
+			ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: end - int64(4-k)*15000, Value: float64(10*(i+1) + k)})
+		}
+		wreq.Timeseries = append(wreq.Timeseries, ts)
+	}
+	pb, err := wreq.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", hs.URL+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, pb)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Encoding", "snappy")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("remote write: %d", resp.StatusCode)
+	}
+
+	dir := t.TempDir()
+	port := freePort(t)
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+remote_read:
+  - url: %s/api/v1/read
+    read_recent: true
+    authorization:
+      credentials: %s
+`, hs.URL, token)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cancel()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	}()
+	promURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	ready := false
+	for deadline := time.Now().Add(60 * time.Second); !ready && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if resp, err := http.Get(promURL + "/-/ready"); err == nil {
+			resp.Body.Close()
+			ready = resp.StatusCode == http.StatusOK
+		}
+	}
+	if !ready {
+		t.Fatal("prometheus not ready after 60s")
+	}
+
+	type series struct {
+		Metric map[string]string `json:"metric"`
+		Values [][2]any          `json:"values"`
+		Value  [2]any            `json:"value"`
+	}
+	query := func(q string) []series {
+		t.Helper()
+		u := fmt.Sprintf("%s/api/v1/query?query=%s&time=%d", promURL, url.QueryEscape(q), now.Unix())
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var r struct {
+			Status string `json:"status"`
+			Data   struct {
+				Result []series `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil || r.Status != "success" {
+			t.Fatalf("%s: %d %s", q, resp.StatusCode, b)
+		}
+		return r.Data.Result
+	}
+
+	// Every sample of both series, through a range vector.
+	got := query(`hourglass_e2e[5m]`)
+	if len(got) != 2 {
+		t.Fatalf("hourglass_e2e[5m]: %v", got)
+	}
+	for i, s := range got {
+		inst := []string{"a", "b"}[i]
+		if s.Metric["instance"] != inst || s.Metric["job"] != "e2e" || s.Metric["__name__"] != "hourglass_e2e" {
+			t.Fatalf("series %d: %v", i, s.Metric)
+		}
+		if len(s.Values) != 5 {
+			t.Fatalf("series %s: %d samples: %v", inst, len(s.Values), s.Values)
+		}
+		for k, v := range s.Values {
+			wantT := float64(end-int64(4-k)*15000) / 1000
+			wantV := fmt.Sprint(10*(i+1) + k)
+			if v[0].(float64) != wantT || v[1].(string) != wantV {
+				t.Fatalf("series %s sample %d: %v, want [%v %s]", inst, k, v, wantT, wantV)
+			}
+		}
+	}
+	// A regex matcher, and an aggregation over the last samples.
+	if got := query(`hourglass_e2e{instance=~"b|c"}`); len(got) != 1 || got[0].Metric["instance"] != "b" || got[0].Value[1] != "24" {
+		t.Fatalf(`hourglass_e2e{instance=~"b|c"}: %v`, got)
+	}
+	if got := query(`sum(hourglass_e2e)`); len(got) != 1 || got[0].Value[1] != "38" {
+		t.Fatalf(`sum(hourglass_e2e): %v`, got)
+	}
+	if got := query(`hourglass_e2e{instance="a", job!="e2e"}`); len(got) != 0 {
+		t.Fatalf(`hourglass_e2e{job!="e2e"}: %v`, got)
+	}
 }
