@@ -19,7 +19,6 @@ import (
 	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // handlePromRead serves POST /api/v1/read: Prometheus remote read, a
@@ -32,19 +31,8 @@ import (
 // a read are bounded by MaxReadSamples: a read over it is 400; its reply
 // takes from the request memory (429 while other requests hold it).
 func (s *Server) handlePromRead(w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Query().Get("collection")
-	if name == "" {
-		name = promCollection
-	}
-	if err := timeseries.ValidateName(name); err != nil {
-		s.writePromError(w, r, err)
-		return
-	}
-	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
-	case "", "snappy":
-	default:
-		s.writePromError(w, r, newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
-			"unsupported Content-Encoding %q: remote read bodies are snappy-compressed protobuf", enc))
+	name, ok := s.promTarget(w, r, "read")
+	if !ok {
 		return
 	}
 	o := s.beginDoorOp(command.Prometheus, "query", name, r, "remote read")

@@ -94,19 +94,8 @@ var promBatches = sync.Pool{New: func() any { return new(promBatch) }}
 // before anything is stored: a body that does not decode is 400 bad_data
 // and writes nothing. 204 once every sample is durable.
 func (s *Server) handlePromWrite(w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Query().Get("collection")
-	if name == "" {
-		name = promCollection
-	}
-	if err := timeseries.ValidateName(name); err != nil {
-		s.writePromError(w, r, err)
-		return
-	}
-	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
-	case "", "snappy":
-	default:
-		s.writePromError(w, r, newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
-			"unsupported Content-Encoding %q: remote write bodies are snappy-compressed protobuf", enc))
+	name, ok := s.promTarget(w, r, "write")
+	if !ok {
 		return
 	}
 	if err := promContentType(r.Header.Get("Content-Type")); err != nil {
@@ -450,6 +439,28 @@ func (s *Server) insertProm(r *http.Request, name string, req *prompb.WriteReque
 		}
 	}
 	return wrote, flush()
+}
+
+// promTarget returns the collection a remote write or read (what) goes
+// to, prometheus or ?collection=, once its name and the body's encoding
+// are ones the door takes; otherwise it answers the refusal.
+func (s *Server) promTarget(w http.ResponseWriter, r *http.Request, what string) (string, bool) {
+	name := r.URL.Query().Get("collection")
+	if name == "" {
+		name = promCollection
+	}
+	if err := timeseries.ValidateName(name); err != nil {
+		s.writePromError(w, r, err)
+		return "", false
+	}
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "snappy":
+	default:
+		s.writePromError(w, r, newHTTPError(http.StatusUnsupportedMediaType, mongoerr.BadValue,
+			"unsupported Content-Encoding %q: remote %s bodies are snappy-compressed protobuf", enc, what))
+		return "", false
+	}
+	return name, true
 }
 
 // promCollection checks that the collection remote write goes to is a
