@@ -546,3 +546,65 @@ func TestTranscodeMatchesMapPath(t *testing.T) {
 		}
 	}
 }
+
+// TestMadeIDsOverTheWire: measurements written over HTTP without an _id
+// read back over the wire with the ObjectId made for each: distinct ones,
+// the same through find, distinct and a filter.
+func TestMadeIDsOverTheWire(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if code, _ := f.httpCode(t, "PUT", "/v1/collections/m", `{"timeseries": {"timeField": "t", "metaField": "s"}}`); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	var body strings.Builder
+	body.WriteString("[")
+	for i := range 20 {
+		if i > 0 {
+			body.WriteString(",")
+		}
+		fmt.Fprintf(&body, `{"t": {"$date": "2026-01-01T00:00:%02dZ"}, "s": "s%d", "v": %d}`, i, i%3, i)
+	}
+	body.WriteString("]")
+	if code, _ := f.httpCode(t, "POST", "/v1/collections/m/documents", body.String()); code != 200 {
+		t.Fatalf("insert: %d", code)
+	}
+	c := f.mdb.Collection("m")
+	cur, err := c.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.Raw
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[bson.ObjectID]bool{}
+	for _, d := range docs {
+		id, ok := d.Lookup("_id").ObjectIDOK()
+		if !ok {
+			t.Fatalf("no ObjectId _id: %s", d)
+		}
+		ids[id] = true
+	}
+	if len(docs) != 20 || len(ids) != 20 {
+		t.Fatalf("%d measurements, %d distinct ids", len(docs), len(ids))
+	}
+	r, err := f.mdb.RunCommand(ctx, bson.D{{Key: "distinct", Value: "m"}, {Key: "key", Value: "_id"}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, _ := r.Lookup("values").Array().Values()
+	for _, v := range vals {
+		if id, ok := v.ObjectIDOK(); !ok || !ids[id] {
+			t.Fatalf("distinct _id gave %s, not one find returned", v)
+		}
+	}
+	if len(vals) != 20 {
+		t.Fatalf("distinct _id: %d values", len(vals))
+	}
+	for id := range ids {
+		if n, err := c.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}}); err != nil || n != 1 {
+			t.Fatalf("count by %s: %d, %v", id.Hex(), n, err)
+		}
+		break
+	}
+}
