@@ -45,7 +45,7 @@ func TestFindArrow(t *testing.T) {
 		"temp":      arrow.PrimitiveTypes.Float64,
 		"n":         arrow.PrimitiveTypes.Int64,
 		"ok":        arrow.FixedWidthTypes.Boolean,
-		"_id":       &arrow.FixedSizeBinaryType{ByteWidth: 12}, // made at insert
+		"_id":       &arrow.FixedSizeBinaryType{ByteWidth: 12}, // made of the series and time
 	}
 	if sc.NumFields() != len(want) {
 		t.Fatalf("schema %s", sc)

@@ -10,13 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/hourglassdb/hourglass/api"
-	"github.com/hourglassdb/hourglass/command"
 )
 
 // promReadBody is req marshalled and snappy-compressed, as remote read sends it.
@@ -313,39 +311,7 @@ func FuzzPromRead(f *testing.F) {
 // TestPromReadCurrentOp: a remote read in progress is listed in currentop
 // as the Prometheus door's.
 func TestPromReadCurrentOp(t *testing.T) {
-	s := newTestServer(t, nil)
-	pr, pw := io.Pipe()
-	done := make(chan int)
-	go func() {
-		req, _ := http.NewRequest("POST", s.url+"/api/v1/read?collection=slow", pr)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- 0
-			return
-		}
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
-	pw.Write([]byte{1}) // the body has begun
-	var found bool
-	for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); {
-		r := s.mustDo(200, "GET", "/v1/currentop", "")
-		found = strings.Contains(string(r.body), `"desc":"remote read"`) && strings.Contains(string(r.body), `"ns":"slow"`)
-		if found {
-			if doors := s.srv.OpDoors("slow"); len(doors) != 1 || doors[0] != command.Prometheus {
-				t.Fatalf("doors of the operation: %v", doors)
-			}
-		} else {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	pw.Close()
-	if st := <-done; st != 400 {
-		t.Fatalf("a one-byte body: status %d", st)
-	}
-	if !found {
-		t.Fatal("remote read not listed in currentop")
-	}
+	checkPromCurrentOp(t, "read", "remote read")
 }
 
 // TestPromReadCollection reads a time-series collection written by the

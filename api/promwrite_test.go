@@ -273,11 +273,19 @@ func TestPromWriteAuth(t *testing.T) {
 // TestPromWriteCurrentOp: a remote write in progress is listed in
 // currentop with the other doors' operations.
 func TestPromWriteCurrentOp(t *testing.T) {
+	checkPromCurrentOp(t, "write", "remote write")
+}
+
+// checkPromCurrentOp starts a remote write or read (path) whose body stops
+// after a byte and checks that currentop lists it with its description
+// and the Prometheus door while it runs; the one-byte body is then 400.
+func checkPromCurrentOp(t *testing.T, path, desc string) {
+	t.Helper()
 	s := newTestServer(t, nil)
 	pr, pw := io.Pipe()
 	done := make(chan int)
 	go func() {
-		req, _ := http.NewRequest("POST", s.url+"/api/v1/write?collection=slow", pr)
+		req, _ := http.NewRequest("POST", s.url+"/api/v1/"+path+"?collection=slow", pr)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			done <- 0
@@ -290,7 +298,7 @@ func TestPromWriteCurrentOp(t *testing.T) {
 	var found bool
 	for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); {
 		r := s.mustDo(200, "GET", "/v1/currentop", "")
-		found = strings.Contains(string(r.body), `"desc":"remote write"`) && strings.Contains(string(r.body), `"ns":"slow"`)
+		found = strings.Contains(string(r.body), `"desc":"`+desc+`"`) && strings.Contains(string(r.body), `"ns":"slow"`)
 		if found {
 			if doors := s.srv.OpDoors("slow"); len(doors) != 1 || doors[0] != command.Prometheus {
 				t.Fatalf("doors of the operation: %v", doors)
@@ -304,7 +312,7 @@ func TestPromWriteCurrentOp(t *testing.T) {
 		t.Fatalf("a one-byte body: status %d", st)
 	}
 	if !found {
-		t.Fatal("remote write not listed in currentop")
+		t.Fatalf("%s not listed in currentop", desc)
 	}
 }
 

@@ -140,7 +140,7 @@ func sampleOfJSON(d map[string]any) (sample, error) {
 				return m, fmt.Errorf("time is not a date: %v", v)
 			}
 		case "_id":
-			continue // made at insert: each format's own
+			continue // made of each collection's series and time
 		case "tags":
 			tags, ok := v.(map[string]any)
 			if !ok {
@@ -292,7 +292,7 @@ func samplesOfArrow(t *testing.T, b []byte) []sample {
 					m.fields[f.Name] = sampleValue{kind: 'i', i: a.Value(j)}
 				case *array.Boolean:
 					m.fields[f.Name] = sampleValue{kind: 'b', b: a.Value(j)}
-				case *array.FixedSizeBinary: // _id, made at insert
+				case *array.FixedSizeBinary: // _id, made of the series and time
 				default:
 					t.Fatalf("Arrow: column %q of type %s", f.Name, f.Type)
 				}

@@ -100,7 +100,7 @@ func (c *cursorDocs) measurement(row int) (pipeline.Doc, error) {
 		name := c.names[i]
 		switch a := col.(type) {
 		case *array.Timestamp:
-			d[name] = time.UnixMilli(floorMillis(int64(a.Value(row)))).UTC()
+			d[name] = time.UnixMilli(model.FloorMillis(int64(a.Value(row)))).UTC()
 		case *array.Float64:
 			d[name] = a.Value(row)
 		case *array.Int64:
@@ -147,16 +147,6 @@ func (c *cursorDocs) measurement(row int) (pipeline.Doc, error) {
 	}
 	d[fieldOrderKey] = &document.Order{Keys: keys, Sub: subs}
 	return d, nil
-}
-
-// floorMillis converts nanoseconds to a date's milliseconds, rounding
-// toward the past as the date's own second does.
-func floorMillis(ns int64) int64 {
-	ms := ns / int64(time.Millisecond)
-	if ns%int64(time.Millisecond) < 0 {
-		ms--
-	}
-	return ms
 }
 
 // deepCopy copies the maps and slices of a value.

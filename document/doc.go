@@ -52,15 +52,3 @@ func NewObjectID(now time.Time) partialfilter.ObjectID {
 	id[9], id[10], id[11] = byte(c>>16), byte(c>>8), byte(c)
 	return id
 }
-
-// ReserveObjectIDs reserves n consecutive ObjectIds made at now: the
-// first is returned, and the k-th after it is the first with k added to
-// its counter (modulo 2^24, as NewObjectID's counter wraps).
-func ReserveObjectIDs(now time.Time, n int) partialfilter.ObjectID {
-	var id partialfilter.ObjectID
-	binary.BigEndian.PutUint32(id[0:], uint32(now.Unix()))
-	copy(id[4:9], oidProcess[:])
-	c := oidCounter.Add(uint32(n)) - uint32(n) + 1
-	id[9], id[10], id[11] = byte(c>>16), byte(c>>8), byte(c)
-	return id
-}

@@ -25,6 +25,16 @@ var (
 	endBSONDateMillis = time.Date(MaxDateYear+1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 )
 
+// FloorMillis converts nanoseconds since the epoch to a BSON date's
+// milliseconds, rounding toward the past as the date's own second does.
+func FloorMillis(ns int64) int64 {
+	ms := ns / int64(time.Millisecond)
+	if ns%int64(time.Millisecond) < 0 {
+		ms--
+	}
+	return ms
+}
+
 // BSONDecoder converts BSON documents into measurements. The
 // documents sensors send (a date, a meta value seen before, numbers,
 // strings, booleans) are read element by element with the meta value

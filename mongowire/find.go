@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
-	"time"
 	"unsafe"
 
 	"github.com/hourglassdb/hourglass/command"
@@ -471,7 +470,7 @@ func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 		name := m.names[i]
 		switch c := col.(type) {
 		case *array.Timestamp:
-			dst = bsoncore.AppendDateTimeElement(dst, name, floorMillis(int64(c.Value(row))))
+			dst = bsoncore.AppendDateTimeElement(dst, name, model.FloorMillis(int64(c.Value(row))))
 		case *array.Float64:
 			dst = bsoncore.AppendDoubleElement(dst, name, c.Value(row))
 		case *array.Int64:
@@ -522,16 +521,6 @@ func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 func (m *measurementSource) close() {
 	m.cur.Close()
 	m.cancel()
-}
-
-// floorMillis converts nanoseconds to the BSON date's milliseconds,
-// rounding toward the past as the date's own second does.
-func floorMillis(ns int64) int64 {
-	ms := ns / int64(time.Millisecond)
-	if ns%int64(time.Millisecond) < 0 {
-		ms--
-	}
-	return ms
 }
 
 // unsafeString views b as a string for a lookup that does not keep it.

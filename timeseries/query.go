@@ -627,7 +627,7 @@ func appendCellBSON(dst []byte, col *bucket.Column, i int) []byte {
 	case model.KindInt32:
 		return bsoncore.AppendInt32(append(dst, byte(bsoncore.TypeInt32)), int32(col.Ints[i]))
 	case model.KindDate:
-		return bsoncore.AppendDateTime(append(dst, byte(bsoncore.TypeDateTime)), floorMillis(col.Ints[i]))
+		return bsoncore.AppendDateTime(append(dst, byte(bsoncore.TypeDateTime)), model.FloorMillis(col.Ints[i]))
 	case model.KindString:
 		return bsoncore.AppendString(append(dst, byte(bsoncore.TypeString)), col.Strings[i])
 	case model.KindBool:
@@ -638,16 +638,6 @@ func appendCellBSON(dst []byte, col *bucket.Column, i int) []byte {
 		return append(dst, col.Strings[i]...)
 	}
 	return append(dst, byte(bsoncore.TypeNull))
-}
-
-// floorMillis converts nanoseconds to a BSON date's milliseconds, toward
-// the past.
-func floorMillis(ns int64) int64 {
-	ms := ns / 1e6
-	if ns%1e6 < 0 {
-		ms--
-	}
-	return ms
 }
 
 func cellValue(col *bucket.Column, i int) any {

@@ -93,26 +93,7 @@ remote_write:
     queue_config:
       batch_send_deadline: 1s
 `, port, port, hs.URL, token)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	}()
+	cmd := startPrometheus(t, bin, dir, port, cfg)
 
 	find := func(filter string) []map[string]any {
 		req, _ := http.NewRequest("POST", hs.URL+"/v1/collections/prometheus/find",
@@ -274,26 +255,7 @@ remote_read:
     authorization:
       credentials: %s
 `, hs.URL, token)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	}()
+	startPrometheus(t, bin, dir, port, cfg)
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", port)
 	ready := false
 	for deadline := time.Now().Add(60 * time.Second); !ready && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -363,4 +325,32 @@ remote_read:
 	if got := query(`hourglass_e2e{instance="a", job!="e2e"}`); len(got) != 0 {
 		t.Fatalf(`hourglass_e2e{job!="e2e"}: %v`, got)
 	}
+}
+
+// startPrometheus runs Prometheus (bin) with configuration cfg and its
+// data in dir, its web API on port, until the test ends; the test's log
+// gets Prometheus' when it fails. It returns the running command.
+func startPrometheus(t *testing.T, bin, dir string, port int, cfg string) *exec.Cmd {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	return cmd
 }
