@@ -331,7 +331,8 @@ func (n *Node) AppliedIndex() uint64 {
 // running: its raft connections are closed and no new one is made or
 // accepted, as a network partition would (a leader steps down when its
 // lease runs out, a follower misses entries and catches up after). For
-// fault injection: serve exposes it only with --fault-injection.
+// fault injection: serve exposes it only with --fault-injection. A
+// duration of 0 ends a cut early.
 func (n *Node) Partition(d time.Duration) { n.layer.partition(d) }
 
 // Snapshot takes a snapshot now (raft's own schedule takes them every

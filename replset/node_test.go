@@ -680,8 +680,11 @@ func TestPartition(t *testing.T) {
 	ctx := context.Background()
 	insert(t, l, 0, 10)
 	s.waitCount("cpu", 10)
-	l.Partition(4 * time.Second)
-	deadline := time.Now().Add(10 * time.Second)
+	// Cut off until the others have elected one (at most a heartbeat and
+	// an election timeout, each up to twice its setting): a cut that
+	// ended first would let the old leader keep its place.
+	l.Partition(30 * time.Second)
+	deadline := time.Now().Add(25 * time.Second)
 	var nl *Node
 	for nl == nil {
 		for i, n := range s.nodes {
@@ -701,6 +704,7 @@ func TestPartition(t *testing.T) {
 		t.Fatal("the cut-off member took a write")
 	}
 	insert(t, nl, 20, 10)
+	l.Partition(0)
 	s.waitCount("cpu", 20) // the cut-off member too, once healed
 }
 
