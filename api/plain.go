@@ -213,6 +213,9 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if info, err := s.db.DescribeShallow(r.Context(), name); err == nil && info.Options.TimeSeries != nil {
+		u.WidenInts() // a meta value's plain integers are int64, as inserts write them
+	}
 	multi := false
 	if v, ok := raw["multi"]; ok {
 		if multi, ok = v.(bool); !ok {

@@ -191,6 +191,39 @@ func (u *Update) AppendJSON(dst []byte) []byte {
 	return AppendJSON(dst, doc)
 }
 
+// WidenInts makes the int32 values $set and $inc write int64, as the HTTP
+// door reads a time series' plain JSON integers (a meta value inserted as
+// {"id": 5} holds an int64, and {"$set": {"meta.id": 5}} writes the same
+// type). Extended JSON's {"$numberInt": "5"} cannot be told apart after
+// parsing and widens too.
+func (u *Update) WidenInts() {
+	for i := range u.ops {
+		if k := u.ops[i].kind; k == opSet || k == opInc {
+			u.ops[i].val = widenInts(u.ops[i].val)
+		}
+	}
+}
+
+func widenInts(v any) any {
+	switch t := v.(type) {
+	case int32:
+		return int64(t)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = widenInts(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = widenInts(e)
+		}
+		return out
+	}
+	return v
+}
+
 // Paths returns the dotted paths u changes, in the order it applies
 // them; a $rename changes two, its source and its target. The slice is
 // new.

@@ -3,11 +3,13 @@ package model
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
 func TestMeasurementFromDocument(t *testing.T) {
@@ -99,6 +101,66 @@ func TestCanonicalMeta(t *testing.T) {
 	if one, _ := CanonicalMeta(int64(1)); one == func() string { s, _ := CanonicalMeta(1.0); return s }() {
 		t.Fatalf("int 1 and float 1.0 share the key %s", one)
 	}
+}
+
+// TestCanonicalMetaTypes checks that the meta values of BSON types beyond
+// JSON's have keys of their own that decode to the same type and value:
+// an int32 is not the int64 of its value (MongoDB buckets by the value's
+// bytes and reads back the type written), an ObjectId, a Decimal128 and
+// binary data round-trip; grouping and the relaxed output see an int32
+// as the number it is.
+func TestCanonicalMetaTypes(t *testing.T) {
+	oid := partialfilter.ObjectID{0x65, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	meta := map[string]any{"id": int32(5578), "long": int64(5578), "oid": oid, "dec": mustDecimal("1.10"),
+		"bin": partialfilter.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}, "arr": []any{int32(-1), int64(2)}}
+	key, err := CanonicalMeta(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"arr":[{"$numberInt":"-1"},2],"bin":{"$binary":{"base64":"MDEyMzQ1Njc4OWFiY2RlZg==","subType":"04"}},` +
+		`"dec":{"$numberDecimal":"1.10"},"id":{"$numberInt":"5578"},"long":5578,"oid":{"$oid":"650102030405060708090a0b"}}`
+	if key != want {
+		t.Fatalf("key %s\nwant %s", key, want)
+	}
+	if err := ValidMetaKey(MetaKey(key)); err != nil {
+		t.Fatalf("ValidMetaKey: %v", err)
+	}
+	back, err := DecodeMetaKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, meta) {
+		t.Fatalf("decoded %#v\nwant %#v", back, meta)
+	}
+	i32, _ := CanonicalMeta(int32(5))
+	i64, _ := CanonicalMeta(int64(5))
+	if i32 == i64 {
+		t.Fatalf("int32 5 and int64 5 share the key %s", i32)
+	}
+	if g32, g64 := GroupMetaKey(i32), GroupMetaKey(i64); g32 != g64 || g64 != "5" {
+		t.Fatalf("group keys %s and %s, want 5 for both", g32, g64)
+	}
+	if g, _ := GroupMeta(meta); g != strings.NewReplacer(`{"$numberInt":"-1"}`, "-1", `{"$numberInt":"5578"}`, "5578").Replace(want) {
+		t.Fatalf("group key %s", g)
+	}
+	relaxed := string(AppendRelaxedMeta(nil, key))
+	if relaxed != `{"arr":[-1,2],"bin":{"$binary":{"base64":"MDEyMzQ1Njc4OWFiY2RlZg==","subType":"04"}},`+
+		`"dec":{"$numberDecimal":"1.10"},"id":5578,"long":5578,"oid":{"$oid":"650102030405060708090a0b"}}` {
+		t.Fatalf("relaxed %s", relaxed)
+	}
+	// A string that spells the wrapper is escaped in a key: left alone.
+	s, _ := CanonicalMeta(map[string]any{"s": `{"$numberInt":"1"}`})
+	if got := string(AppendRelaxedMeta(nil, s)); got != s {
+		t.Fatalf("relaxed %s, want %s", got, s)
+	}
+}
+
+func mustDecimal(s string) partialfilter.Decimal128 {
+	d, err := partialfilter.ParseDecimal128(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 func decodeJSON(t testing.TB, s string) map[string]any {

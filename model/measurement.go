@@ -299,7 +299,7 @@ func ValidMetaKey(k MetaKey) error {
 // integers and floats always carry a decimal point or exponent, so that
 // DecodeMeta restores the same types.
 func CanonicalMeta(v any) (string, error) {
-	b, err := appendCanonical(nil, v, 0)
+	b, err := appendCanonical(nil, v, 0, false)
 	if err != nil {
 		return "", err
 	}
@@ -309,9 +309,59 @@ func CanonicalMeta(v any) (string, error) {
 	return string(b), nil
 }
 
+// GroupMeta is CanonicalMeta for grouping by value, as $group and
+// distinct compare: an int32 prints as the int64 of the same value, so
+// that equal numbers written as either type make one group.
+func GroupMeta(v any) (string, error) {
+	b, err := appendCanonical(nil, v, 0, true)
+	return string(b), err
+}
+
+// GroupMetaKey is GroupMeta of the value canonical key encodes: the key
+// itself unless it holds an int32.
+func GroupMetaKey(key string) string {
+	if !strings.Contains(key, `{"$numberInt":`) {
+		return key
+	}
+	v, err := DecodeMeta(key)
+	if err != nil {
+		return key
+	}
+	g, err := GroupMeta(v)
+	if err != nil {
+		return key
+	}
+	return g
+}
+
+// AppendRelaxedMeta appends the canonical meta text key as relaxed
+// Extended JSON: an int32, canonically {"$numberInt": "5"}, as 5. The
+// other wrappers of canonical keys are the relaxed forms already.
+func AppendRelaxedMeta(dst []byte, key string) []byte {
+	const wrap = `{"$numberInt":"`
+	for {
+		i := strings.Index(key, wrap)
+		if i < 0 {
+			return append(dst, key...)
+		}
+		// Inside a string the wrapper's quotes are escaped, so an
+		// unescaped match is always the wrapper itself.
+		dst = append(dst, key[:i]...)
+		key = key[i+len(wrap):]
+		j := strings.IndexByte(key, '"')
+		if j < 0 || len(key) < j+2 || key[j+1] != '}' {
+			return append(append(dst, wrap...), key...) // not a canonical key
+		}
+		dst = append(dst, key[:j]...)
+		key = key[j+2:]
+	}
+}
+
 const maxMetaDepth = 32
 
-func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
+// appendCanonical appends the canonical encoding of v; loose writes an
+// int32 as the int64 of the same value (GroupMeta).
+func appendCanonical(dst []byte, v any, depth int, loose bool) ([]byte, error) {
 	if depth > maxMetaDepth {
 		return nil, mongoerr.New(mongoerr.BadValue, "meta value nests deeper than %d levels", maxMetaDepth)
 	}
@@ -325,9 +375,23 @@ func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
 	case int:
 		return strconv.AppendInt(dst, int64(x), 10), nil
 	case int32:
-		return strconv.AppendInt(dst, int64(x), 10), nil
+		if loose {
+			return strconv.AppendInt(dst, int64(x), 10), nil
+		}
+		// Its own type, as MongoDB groups measurements into buckets by
+		// the meta value's bytes: an int32 meta value is a series of its
+		// own and reads back an int32.
+		dst = strconv.AppendInt(append(dst, `{"$numberInt":"`...), int64(x), 10)
+		return append(dst, `"}`...), nil
 	case float64:
 		return appendCanonicalFloat(dst, x), nil
+	case partialfilter.ObjectID:
+		return append(append(append(dst, `{"$oid":"`...), x.Hex()...), `"}`...), nil
+	case partialfilter.Decimal128:
+		return append(strconv.AppendQuote(append(dst, `{"$numberDecimal":`...), x.String()), '}'), nil
+	case partialfilter.Binary:
+		b, _ := x.MarshalJSON() // never fails
+		return append(dst, b...), nil
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
 			return strconv.AppendInt(dst, i, 10), nil
@@ -350,7 +414,7 @@ func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = appendCanonical(dst, e, depth+1); err != nil {
+			if dst, err = appendCanonical(dst, e, depth+1, loose); err != nil {
 				return nil, err
 			}
 		}
@@ -369,7 +433,7 @@ func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
 			dst = appendJSONString(dst, k)
 			dst = append(dst, ':')
 			var err error
-			if dst, err = appendCanonical(dst, x[k], depth+1); err != nil {
+			if dst, err = appendCanonical(dst, x[k], depth+1, loose); err != nil {
 				return nil, err
 			}
 		}
@@ -479,6 +543,11 @@ func normalizeJSON(v any) (any, error) {
 					return nil, mongoerr.New(mongoerr.BadValue, "invalid $numberLong %q", d)
 				}
 				return i, nil
+			}
+			for _, w := range [...]string{"$numberInt", "$oid", "$numberDecimal", "$binary"} {
+				if _, ok := x[w]; ok {
+					return partialfilter.FromExtJSON(x)
+				}
 			}
 		}
 		out := make(map[string]any, len(x))

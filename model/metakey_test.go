@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
 // FuzzDecodeMetaKey checks that the fast decoding of canonical meta keys
@@ -16,6 +18,8 @@ func FuzzDecodeMetaKey(f *testing.F) {
 		map[string]any{"sensor": "s000001", "site": "site-3", "kind": "temperature"},
 		map[string]any{"a": []any{int64(1), 1e300, map[string]any{}, []any{}}, "b": map[string]any{"c": nil}},
 		[]any{"x", int64(math.MaxInt64), -0.0, 1e-7},
+		map[string]any{"id": int32(7), "oid": partialfilter.ObjectID{1, 2, 3}, "d": mustDecimal("1.10"),
+			"b": partialfilter.Binary{Subtype: 4, Data: []byte{0xde, 0xad}}},
 	} {
 		k, err := CanonicalMeta(v)
 		if err != nil {

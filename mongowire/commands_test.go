@@ -604,10 +604,10 @@ func TestQueryAndWriteCommands(t *testing.T) {
 	if got := distinct("m", "sensor.site", bson.D{}); got != `["east","north","south"]` {
 		t.Errorf("distinct sensor.site = %s", got)
 	}
-	if got := distinct("m", "sensor.id", north); got != `[{"$numberLong":"0"},{"$numberLong":"3"}]` {
+	if got := distinct("m", "sensor.id", north); got != `[{"$numberInt":"0"},{"$numberInt":"3"}]` { // written as int32, read back so
 		t.Errorf("distinct sensor.id of north = %s", got)
 	}
-	if got := distinct("m", "sensor", bson.D{{Key: "sensor.id", Value: 1}}); got != `[{"id": {"$numberLong":"1"},"site": "south"}]` {
+	if got := distinct("m", "sensor", bson.D{{Key: "sensor.id", Value: 1}}); got != `[{"id": {"$numberInt":"1"},"site": "south"}]` {
 		t.Errorf("distinct sensor where id 1 = %s", got)
 	}
 

@@ -608,3 +608,95 @@ func TestMadeIDsOverTheWire(t *testing.T) {
 		break
 	}
 }
+
+// TestTimeSeriesMetaTypesRoundTrip checks that a metaField value reads
+// back as written, type for type, as MongoDB returns it: an int32 stays an
+// int32 (mongosh's {sensorId: 5578}), an int64 an int64, and ObjectIds,
+// decimals, binary data, dates, arrays and sub-documents keep their
+// values, a sub-document with its fields in name order (MongoDB
+// normalizes the meta value so: {site, id} reads back {id, site}). An
+// int32 and an int64 of one value are two series, as they are two buckets
+// in MongoDB, yet one value to a filter and to $group.
+func TestTimeSeriesMetaTypesRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	dec, _ := bson.ParseDecimal128("1.10")
+	oid := bson.NewObjectID()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	metas := []struct{ written, read any }{
+		{int32(5578), int32(5578)},
+		{int64(5578), int64(5578)},
+		{oid, oid},
+		{dec, dec},
+		{bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}, bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}},
+		{2.5, 2.5},
+		{t0, t0},
+		{bson.A{int32(1), "x", int64(2)}, bson.A{int32(1), "x", int64(2)}},
+		{bson.D{{Key: "site", Value: "north"}, {Key: "id", Value: int32(7)}, {Key: "sub", Value: bson.D{{Key: "z", Value: oid}, {Key: "a", Value: dec}}}},
+			bson.D{{Key: "id", Value: int32(7)}, {Key: "site", Value: "north"}, {Key: "sub", Value: bson.D{{Key: "a", Value: dec}, {Key: "z", Value: oid}}}}},
+	}
+	check := func(t *testing.T, mdb *mongo.Database, when string) {
+		t.Helper()
+		for i, m := range metas {
+			var got bson.Raw
+			err := mdb.Collection("m").FindOne(ctx, bson.D{{Key: "n", Value: int32(i)}}).Decode(&got)
+			if err != nil {
+				t.Fatalf("%s: meta %d: %v", when, i, err)
+			}
+			wb, _ := bson.Marshal(bson.D{{Key: "sensor", Value: m.read}})
+			gb, _ := bson.Marshal(bson.D{{Key: "sensor", Value: got.Lookup("sensor")}})
+			if !bytes.Equal(wb, gb) {
+				t.Errorf("%s: meta %d reads back %s, want %s", when, i, got.Lookup("sensor"), bson.Raw(wb).Lookup("sensor"))
+			}
+		}
+		// 5578 as int32 or int64: one value to a filter and a group.
+		if n, err := mdb.Collection("m").CountDocuments(ctx, bson.D{{Key: "sensor", Value: 5578}}); err != nil || n != 2 {
+			t.Errorf("%s: count sensor 5578: %d, %v; want 2", when, n, err)
+		}
+		cur, err := mdb.Collection("m").Aggregate(ctx, bson.A{
+			bson.D{{Key: "$match", Value: bson.D{{Key: "sensor", Value: bson.D{{Key: "$in", Value: bson.A{int32(5578), 2.5}}}}}}},
+			bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$sensor"}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
+			bson.D{{Key: "$sort", Value: bson.D{{Key: "n", Value: -1}}}}})
+		if err != nil {
+			t.Fatalf("%s: aggregate: %v", when, err)
+		}
+		var groups []struct {
+			ID any   `bson:"_id"`
+			N  int64 `bson:"n"`
+		}
+		if err := cur.All(ctx, &groups); err != nil {
+			t.Fatal(err)
+		}
+		if len(groups) != 2 || groups[0].N != 2 || groups[1].N != 1 {
+			t.Errorf("%s: $group by sensor: %+v, want 5578 twice and 2.5 once", when, groups)
+		}
+	}
+	serve := func(name string, fn func(t *testing.T, mdb *mongo.Database, db *timeseries.DB)) {
+		t.Run(name, func(t *testing.T) {
+			db, err := timeseries.Open(timeseries.Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, addr := serveDB(t, db, Options{})
+			fn(t, connect(t, addr, "").Database("test"), db)
+		})
+	}
+	serve("written", func(t *testing.T, mdb *mongo.Database, db *timeseries.DB) {
+		if err := mdb.RunCommand(ctx, bson.D{{Key: "create", Value: "m"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}, {Key: "metaField", Value: "sensor"}}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var in []any
+		for i, m := range metas {
+			in = append(in, bson.D{{Key: "ts", Value: t0.Add(time.Duration(i) * time.Second)}, {Key: "sensor", Value: m.written}, {Key: "n", Value: int32(i)}})
+		}
+		if _, err := mdb.Collection("m").InsertMany(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		check(t, mdb, "in memory")
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		check(t, mdb, "stored")
+	})
+	serve("reopened", func(t *testing.T, mdb *mongo.Database, _ *timeseries.DB) { check(t, mdb, "after a restart") })
+}

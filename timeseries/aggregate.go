@@ -860,7 +860,7 @@ func snapGroup(s *seriesSnap, metaField string, opts AggregateOptions, path []st
 		if !s.hasMeta() {
 			return "null"
 		}
-		return s.metaKey
+		return model.GroupMetaKey(s.metaKey)
 	}
 	// Cut from the key, or decoded for the key alone: a fleet's million
 	// series do not keep their meta values for the length of the query.
@@ -879,7 +879,8 @@ func groupPath(metaField string, opts AggregateOptions) []string {
 	return strings.Split(strings.TrimPrefix(opts.GroupBy, metaField+"."), ".")
 }
 
-// groupOf returns the group key (canonical JSON) of a series.
+// groupOf returns the group key of a series: canonical JSON, an int32 as
+// the int64 of its value (model.GroupMeta).
 func groupOf(meta any, metaField string, opts AggregateOptions) string {
 	if opts.Ungrouped {
 		return ""
@@ -895,7 +896,7 @@ func groupOf(meta any, metaField string, opts AggregateOptions) string {
 			v = m[part]
 		}
 	}
-	s, err := model.CanonicalMeta(v)
+	s, err := model.GroupMeta(v)
 	if err != nil {
 		return "null"
 	}

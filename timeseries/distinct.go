@@ -258,6 +258,8 @@ func (d *distinct) values(guard *scanGuard) ([]any, error) {
 		x, isNum := v.(float64)
 		if i, ok := v.(int64); ok && math.Abs(float64(i)) < 1<<53 {
 			x, isNum = float64(i), true
+		} else if i, ok := v.(int32); ok {
+			x, isNum = float64(i), true
 		}
 		if isNum && !math.IsNaN(x) {
 			if numbers[x] {

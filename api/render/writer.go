@@ -371,7 +371,7 @@ func (t *textWriter) appendJSONRow(b []byte, r int) []byte {
 		case kindString:
 			b = appendJSONString(b, c.strs.Value(r))
 		case kindJSON:
-			b = append(b, c.strs.Value(r)...)
+			b = model.AppendRelaxedMeta(b, c.strs.Value(r))
 		case kindDate:
 			if t.opts.FlatDates {
 				b = append(b, '"')
@@ -524,6 +524,9 @@ func csvNeedsQuotes(s string) bool {
 // appendCSVJSON appends a JSON text as a CSV cell: a JSON string is written
 // as its bare value, anything else as the JSON text.
 func appendCSVJSON(b []byte, js string) []byte {
+	if strings.Contains(js, `{"$numberInt":`) {
+		js = string(model.AppendRelaxedMeta(nil, js))
+	}
 	if s, ok := simpleJSONString(js); ok {
 		return appendCSVString(b, s)
 	}

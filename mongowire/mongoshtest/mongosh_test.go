@@ -928,7 +928,8 @@ func TestMongoshAuthentication(t *testing.T) {
 // TestMongoshFidelity: mongosh reads a plain document back as it wrote it
 // (testdata/fidelity.js): its field order at every depth, 7 an int32 and
 // Long('7') an int64, NumberDecimal('1.10') exactly, binary data, and the
-// same after an update that adds a field and increments one.
+// same after an update that adds a field and increments one; meta values
+// of a time series with their types, an int32 inside a sub-document too.
 func TestMongoshFidelity(t *testing.T) {
 	bin := requireMongosh(t)
 	_, addr := startServer(t, "")
@@ -967,6 +968,12 @@ func TestMongoshFidelity(t *testing.T) {
 		{res.Lookup("ts", "dec").String(), `{"$numberDecimal":"1.10"}`},
 		{res.Lookup("ts", "bin").String(), `{"$binary":{"base64":"AAE=","subType":"00"}}`},
 		{res.Lookup("tsById").String(), `{"$numberInt":"1"}`},
+		// The meta values, an int32 within a sub-document too.
+		{res.Lookup("metas", "0").String(), `{"sensorId": {"$numberInt":"5578"},"type": "temperature"}`},
+		{res.Lookup("metas", "1").String(), `{"$numberLong":"5578"}`},
+		{res.Lookup("metas", "2").String(), `{"$oid":"650102030405060708090a0b"}`},
+		{res.Lookup("metas", "3").String(), `{"$numberDecimal":"1.10"}`},
+		{res.Lookup("metaIds").String(), `{"$numberInt":"1"}`},
 	} {
 		if c.got != c.want {
 			t.Errorf("read back %s, want %s", c.got, c.want)

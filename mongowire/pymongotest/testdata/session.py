@@ -17,6 +17,7 @@ from pymongo.errors import BulkWriteError, OperationFailure
 from bson.binary import Binary
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
+from bson.objectid import ObjectId
 
 uri = os.environ["HG_URI"]
 t0 = datetime.datetime.fromtimestamp(int(os.environ["HG_T0_MS"]) / 1000, tz=datetime.timezone.utc).replace(tzinfo=None)
@@ -168,6 +169,19 @@ check(got is not None and list(got.keys()) == ["t", "s", "_id", "zeta", "alpha",
 check(list(got["mid"].keys()) == ["z", "a"] and list(got["mid"]["a"][1].keys()) == ["y", "b"], "nested order in a measurement", got["mid"])
 check(type(got["zeta"]) is int and type(got["alpha"]) is Int64 and str(got["dec"]) == "1.10" and got["bin"] == b"\x00\x01",
       "measurement types", got)
+# Meta values keep their types: an int inside a sub-document, an Int64,
+# an ObjectId.
+db.create_collection("tsmeta", timeseries={"timeField": "t", "metaField": "sensor"})
+tsm = db["tsmeta"]
+oid = ObjectId("650102030405060708090a0b")
+t1 = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+tsm.insert_many([{"t": t1, "sensor": {"sensorId": 5578, "type": "t"}, "n": 0},
+                 {"t": t1 + datetime.timedelta(seconds=1), "sensor": Int64(5578), "n": 1},
+                 {"t": t1 + datetime.timedelta(seconds=2), "sensor": oid, "n": 2}])
+metas = [d["sensor"] for d in tsm.find({}, {"_id": 0}).sort("t", ASCENDING)]
+check(type(metas[0]["sensorId"]) is int and metas[0] == {"sensorId": 5578, "type": "t"}, "an int meta field reads back an int", metas)
+check(type(metas[1]) is Int64 and metas[1] == 5578, "an Int64 meta reads back an Int64", metas)
+check(metas[2] == oid, "an ObjectId meta reads back", metas)
 out["fidelity"] = True
 
 # A collection dropped.
