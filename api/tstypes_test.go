@@ -15,14 +15,14 @@ import (
 // TestTimeSeriesTypesOverHTTP: a measurement's values go in as Extended
 // JSON and come back with their types (relaxed Extended JSON), arrays and
 // sub-documents with their fields in order, a field of several types row
-// by row, _id as given or made; fields after the time and meta fields in
-// the order first written.
+// by row, _id as given or made, null kept; fields after the time and
+// meta fields in the order first written.
 func TestTimeSeriesTypesOverHTTP(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.mustDo(201, "PUT", "/v1/collections/m", `{"timeseries": {"timeField": "t", "metaField": "s"}}`)
 	body := `{"t": {"$date": "2026-01-01T00:00:00Z"}, "s": "a", "_id": {"$oid": "0123456789abcdef01234567"}, "z": 7, "d": {"$numberDecimal": "1.10"}, "b": {"$binary": {"base64": "AQI=", "subType": "00"}}, "arr": [1, "x", {"q": 2, "a": 1}], "doc": {"y": true, "b": 2.5}}
 {"t": {"$date": "2026-01-01T00:00:01Z"}, "s": "a", "_id": "given", "z": 7.5}
-{"t": {"$date": "2026-01-01T00:00:02Z"}, "s": "a", "z": {"$numberLong": "8"}}
+{"t": {"$date": "2026-01-01T00:00:02Z"}, "s": "a", "z": {"$numberLong": "8"}, "nul": null}
 `
 	s.mustDo(200, "POST", "/v1/collections/m/documents", body, "Content-Type", "application/x-ndjson")
 	r := s.mustDo(200, "POST", "/v1/collections/m/find", `{"sort": {"t": 1}}`, "Accept", "application/x-ndjson")
@@ -36,7 +36,7 @@ func TestTimeSeriesTypesOverHTTP(t *testing.T) {
 		// The made _id is checked apart. z holds several types: an
 		// integer of the JSON text is an int64, written so that it reads
 		// back as one.
-		`{"t":{"$date":"2026-01-01T00:00:02Z"},"s":"a","_id":ID,"z":{"$numberLong":"8"}}`,
+		`{"t":{"$date":"2026-01-01T00:00:02Z"},"s":"a","_id":ID,"z":{"$numberLong":"8"},"nul":null}`,
 	}
 	for i, l := range lines {
 		w := want[i]

@@ -48,8 +48,7 @@ type BSONDecoder struct {
 	metas     map[string]cachedBSONMeta // a meta value's bytes to its key
 	metaBytes int
 	names     map[string]string
-	fields    []Field  // slab the measurements' fields are cut from
-	nulls     []string // scratch: the names of a document's null fields
+	fields    []Field // slab the measurements' fields are cut from
 }
 
 // NewBSONDecoder returns a BSONDecoder with empty caches.
@@ -140,7 +139,6 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 		}
 	}()
 	haveTime, haveMeta := false, false
-	c.nulls = c.nulls[:0]
 	rem := d[4 : len(d)-1]
 	for len(rem) > 0 {
 		// An element: its type, its name (a C string), its value.
@@ -203,20 +201,7 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 					f.Value = Date(ms * int64(time.Millisecond))
 				}
 			case bsoncore.TypeNull, bsoncore.TypeUndefined:
-				// A null field is absent; a name given twice, null or not,
-				// goes to the general conversion (the last one counts).
-				for _, g := range c.fields[start:] {
-					if g.Name == f.Name {
-						return m, false
-					}
-				}
-				for _, n := range c.nulls {
-					if n == f.Name {
-						return m, false
-					}
-				}
-				c.nulls = append(c.nulls, f.Name)
-				continue
+				f.Value = nullValue // undefined, deprecated, reads back null
 			default:
 				if !storableBSON(v, 0) {
 					return m, false // the general conversion names the refusal
@@ -229,11 +214,6 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 			for _, g := range c.fields[start:] {
 				if g.Name == f.Name {
 					return m, false // a name twice: the last one counts there
-				}
-			}
-			for _, n := range c.nulls {
-				if n == f.Name {
-					return m, false
 				}
 			}
 			c.fields = append(c.fields, f)

@@ -23,7 +23,7 @@ import (
 // Otherwise the error is BadValue (2) "'<timeField>' must be present and
 // contain a valid date", or, for a date outside years MinDateYear to
 // MaxDateYear, BadValue naming the range. Field values are numbers (integers stay int64,
-// others float64), strings, booleans and dates; null fields are absent.
+// others float64), strings, booleans, dates, null and the other BSON values.
 // Sub-documents and arrays are accepted only in the metaField.
 func MeasurementFromDocument(ts *TimeSeriesOptions, doc map[string]any) (Measurement, error) {
 	var m Measurement
@@ -125,7 +125,7 @@ func fieldValue(name string, v any) (Value, bool, error) {
 func fieldValueOrdered(name string, v any, o *document.Order) (Value, bool, error) {
 	switch x := v.(type) {
 	case nil:
-		return Value{}, false, nil
+		return Null(), true, nil
 	case bool:
 		return Bool(x), true, nil
 	case string:

@@ -249,7 +249,7 @@ func scanFieldValue(name string, v []byte) (Value, bool, error) {
 	case 'f':
 		return Bool(false), true, nil
 	case 'n':
-		return Value{}, false, nil
+		return Null(), true, nil
 	case '{', '[':
 		// Decoded with its fields' order, at every depth: a sub-document
 		// is kept as written.

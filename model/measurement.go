@@ -80,6 +80,13 @@ func BSONValue(t bsoncore.Type, data []byte) Value {
 	return Value{Kind: KindBSON, S: string(b)}
 }
 
+// nullValue is a null field: a measurement keeps it, as MongoDB does
+// ({f: null} reads back so and exists for $exists).
+var nullValue = Value{Kind: KindBSON, S: string([]byte{byte(bsoncore.TypeNull)})}
+
+// Null returns the Value of a null field.
+func Null() Value { return nullValue }
+
 // BSON returns a KindBSON value's BSON type and bytes; ok is false for a
 // malformed one.
 func (v Value) BSON() (bv bsoncore.Value, ok bool) {

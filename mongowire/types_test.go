@@ -226,7 +226,7 @@ func TestTimeSeriesTypesRoundTrip(t *testing.T) {
 			{Key: "mid", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}, {Key: "beta", Value: bson.A{int32(1), "x", bson.D{{Key: "z", Value: 1.5}, {Key: "a", Value: int64(2)}}}}},
 		{{Key: "_id", Value: "given"}, {Key: "ts", Value: t0.Add(time.Second)}, {Key: "s", Value: "a"}, {Key: "zeta", Value: int64(8)}, {Key: "alpha", Value: 2.5},
 			{Key: "doc", Value: bson.D{{Key: "y", Value: true}, {Key: "b", Value: bson.NewObjectID()}}}},
-		{{Key: "_id", Value: int32(3)}, {Key: "ts", Value: t0.Add(2 * time.Second)}, {Key: "s", Value: "a"}, {Key: "zeta", Value: 9.0}, {Key: "old", Value: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{{Key: "_id", Value: int32(3)}, {Key: "ts", Value: t0.Add(2 * time.Second)}, {Key: "s", Value: "a"}, {Key: "zeta", Value: 9.0}, {Key: "old", Value: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)}, {Key: "nul", Value: nil}},
 	}
 	var in []any
 	for _, d := range docs {
@@ -234,7 +234,7 @@ func TestTimeSeriesTypesRoundTrip(t *testing.T) {
 	}
 	// What MongoDB returns: the time and meta fields first, then the
 	// others, each in the order the collection first saw it.
-	order := []string{"ts", "s", "_id", "zeta", "alpha", "mid", "beta", "doc", "old"}
+	order := []string{"ts", "s", "_id", "zeta", "alpha", "mid", "beta", "doc", "old", "nul"}
 	check := func(t *testing.T, mdb *mongo.Database, when string) {
 		t.Helper()
 		cur, err := mdb.Collection("m").Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "ts", Value: 1}}))
@@ -301,6 +301,20 @@ func TestTimeSeriesTypesRoundTrip(t *testing.T) {
 				if !bytes.Equal(wb, gb) {
 					t.Errorf("%s: aggregate: document %d field %q: %s, want %s", when, i, e.Key, piped[i].Lookup(e.Key), bson.Raw(wb).Lookup(e.Key))
 				}
+			}
+		}
+		// A null field exists (MongoDB's $exists), matches {nul: null}
+		// as a missing one does, and is of $type null.
+		for _, c := range []struct {
+			filter bson.D
+			want   int64
+		}{
+			{bson.D{{Key: "nul", Value: bson.D{{Key: "$exists", Value: true}}}}, 1},
+			{bson.D{{Key: "nul", Value: nil}}, 3},
+			{bson.D{{Key: "nul", Value: bson.D{{Key: "$type", Value: "null"}}}}, 1},
+		} {
+			if n, err := mdb.Collection("m").CountDocuments(ctx, c.filter); err != nil || n != c.want {
+				t.Errorf("%s: count %v: %d, %v; want %d", when, c.filter, n, err, c.want)
 			}
 		}
 		// A decimal compared as a number.

@@ -959,7 +959,8 @@ func TestMongoshFidelity(t *testing.T) {
 		{res.Lookup("updated", "zeta").String(), `{"$numberInt":"8"}`},
 		{res.Lookup("updated", "alpha").String(), `{"$numberLong":"8"}`},
 		// mongosh's driver adds the _id it makes after the fields.
-		{keys("ts"), "t,s,zeta,alpha,dec,bin,mid,_id"},
+		{keys("ts"), "t,s,zeta,alpha,dec,bin,mid,nul,_id"},
+		{res.Lookup("ts", "nul").Type.String(), "null"},
 		{keys("ts", "mid"), "z,a"},
 		{keys("ts", "mid", "a", "1"), "y,b"},
 		{res.Lookup("ts", "_id").Type.String(), "objectID"},

@@ -11,7 +11,7 @@ out.updated = c.findOne({ _id: 1 });
 db.createCollection('tsfid', { timeseries: { timeField: 't', metaField: 's' } });
 const ts = db.getCollection('tsfid');
 const made = ts.insertOne({ t: ISODate('2026-01-01T00:00:00Z'), s: 'a', zeta: 7, alpha: Long('7'), dec: NumberDecimal('1.10'),
-  bin: BinData(0, 'AAE='), mid: { z: 1.5, a: [1, { y: 2, b: 3 }] } }).insertedId;
+  bin: BinData(0, 'AAE='), mid: { z: 1.5, a: [1, { y: 2, b: 3 }] }, nul: null }).insertedId;
 out.ts = ts.findOne();
 out.tsById = ts.countDocuments({ _id: made });
 // Meta values of several types: what mongosh writes reads back so.

@@ -163,9 +163,11 @@ check(type(got["zeta"]) is int and got["zeta"] == 8 and type(got["alpha"]) is In
 db.create_collection("tsfid", timeseries={"timeField": "t", "metaField": "s"})
 tsf = db["tsfid"]
 made = tsf.insert_one({"t": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc), "s": "a", "zeta": 7, "alpha": Int64(7),
-                       "dec": Decimal128("1.10"), "bin": Binary(b"\x00\x01", 0), "mid": {"z": 1.5, "a": [1, {"y": 2, "b": 3}]}}).inserted_id
+                       "dec": Decimal128("1.10"), "bin": Binary(b"\x00\x01", 0), "mid": {"z": 1.5, "a": [1, {"y": 2, "b": 3}]},
+                       "nul": None}).inserted_id
 got = tsf.find_one({"_id": made})
-check(got is not None and list(got.keys()) == ["t", "s", "_id", "zeta", "alpha", "dec", "bin", "mid"], "measurement field order", got)
+check(got is not None and list(got.keys()) == ["t", "s", "_id", "zeta", "alpha", "dec", "bin", "mid", "nul"], "measurement field order", got)
+check(got["nul"] is None, "a null field reads back null", got)
 check(list(got["mid"].keys()) == ["z", "a"] and list(got["mid"]["a"][1].keys()) == ["y", "b"], "nested order in a measurement", got["mid"])
 check(type(got["zeta"]) is int and type(got["alpha"]) is Int64 and str(got["dec"]) == "1.10" and got["bin"] == b"\x00\x01",
       "measurement types", got)
