@@ -95,6 +95,12 @@ type AggregateOptions struct {
 	CountDocs bool
 	// Allocator allocates the records' memory; nil means the Go allocator.
 	Allocator memory.Allocator
+
+	// exactGroups groups by series (each series' own meta key, an int32
+	// apart from the int64 of its value) and only, when set, restricts
+	// the aggregate to those series: a rollup's recomputation.
+	exactGroups bool
+	only        map[uint64]bool
 }
 
 type aggCell struct {
@@ -104,6 +110,31 @@ type aggCell struct {
 	firstT, lastT int64
 	first, last   float64
 	hasMin        bool
+}
+
+// value is the result of fn (not count) over a cell holding values.
+func (a *aggCell) value(fn AggFunc) float64 {
+	switch fn {
+	case AggSum:
+		return a.sum
+	case AggAvg:
+		return a.sum / float64(a.count)
+	case AggMin:
+		if !a.hasMin {
+			return math.NaN()
+		}
+		return a.min
+	case AggMax:
+		if !a.hasMin {
+			return math.NaN()
+		}
+		return a.max
+	case AggFirst:
+		return a.first
+	case AggLast:
+		return a.last
+	}
+	return math.NaN()
 }
 
 func (a *aggCell) add(t int64, v float64) {
@@ -415,6 +446,9 @@ func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts Ag
 			break
 		}
 		for _, s := range plan.series {
+			if opts.only != nil && !opts.only[s.id] {
+				continue
+			}
 			g, err := a.cells.groupID(snapGroup(s, ts.MetaField, opts, path))
 			if err != nil {
 				return nil, err
@@ -860,6 +894,9 @@ func snapGroup(s *seriesSnap, metaField string, opts AggregateOptions, path []st
 		if !s.hasMeta() {
 			return "null"
 		}
+		if opts.exactGroups {
+			return s.metaKey
+		}
 		return model.GroupMetaKey(s.metaKey)
 	}
 	// Cut from the key, or decoded for the key alone: a fleet's million
@@ -962,28 +999,7 @@ func buildAggRecord(mem memory.Allocator, ts *model.TimeSeriesOptions, fields []
 					fb.AppendNull()
 					continue
 				}
-				var v float64
-				switch fn {
-				case AggSum:
-					v = cell.sum
-				case AggAvg:
-					v = cell.sum / float64(cell.count)
-				case AggMin:
-					v = cell.min
-					if !cell.hasMin {
-						v = math.NaN()
-					}
-				case AggMax:
-					v = cell.max
-					if !cell.hasMin {
-						v = math.NaN()
-					}
-				case AggFirst:
-					v = cell.first
-				case AggLast:
-					v = cell.last
-				}
-				fb.(*array.Float64Builder).Append(v)
+				fb.(*array.Float64Builder).Append(cell.value(fn))
 			}
 		}
 	}

@@ -369,6 +369,8 @@ type ckptRun struct {
 	catalog       [][2][]byte
 	catalogColls  []*collection
 	catalogCounts [][2]int64 // their ckptCount and ckptBuckets before
+	// rollupMarks writes the rollups' marks as of the capture.
+	rollupMarks func(*pebble.Batch) error
 }
 
 // seriesRec is a series a checkpoint writes for the first time.
@@ -447,6 +449,7 @@ func (db *DB) captureCheckpoint(ch *ckptChange) (*ckptRun, error) {
 		}
 	}
 	run.st = checkpointState{segment: seg, nextColl: db.mu.nextColl, nextSeries: db.mu.nextSeries, nextBucket: db.mu.nextBucket}
+	run.rollupMarks = db.captureRollupMarks()
 	return run, nil
 }
 
@@ -569,6 +572,11 @@ func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_
 	}
 	for _, kv := range run.catalog {
 		if err := batch.Set(kv[0], kv[1], nil); err != nil {
+			return nil, err
+		}
+	}
+	if run.rollupMarks != nil {
+		if err := run.rollupMarks(batch); err != nil {
 			return nil, err
 		}
 	}

@@ -76,6 +76,9 @@ type collection struct {
 	// earlier, and deletes only remove.
 	oldestMin, newMin int64
 	dropped           bool
+	// rollups are the rollups of this collection being maintained
+	// (relinkRollups).
+	rollups []*rollup
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).
 	rules ttl.Rules

@@ -35,6 +35,9 @@ type CollectionOptions struct {
 	Capped             bool   `json:"capped,omitempty"`
 	Size               int64  `json:"size,omitempty"`
 	Max                int64  `json:"max,omitempty"`
+	// RollupOf makes a time-series collection a rollup of another
+	// (RollupOptions makes these options).
+	RollupOf *RollupSpec `json:"rollupOf,omitempty"`
 }
 
 // Equal reports whether o and p are the same options after defaults.
@@ -95,6 +98,9 @@ func (o *CollectionOptions) Validate() error {
 		if v := *o.ExpireAfterSeconds; v < 0 || v > MaxExpireAfterSeconds {
 			return invalid("'expireAfterSeconds' must be within [0, %d]; got %d", MaxExpireAfterSeconds, v)
 		}
+	}
+	if o.RollupOf != nil && o.TimeSeries == nil {
+		return mongoerr.New(mongoerr.BadValue, "a rollup is a time-series collection")
 	}
 	if o.TimeSeries == nil {
 		if o.Capped && o.Size <= 0 {

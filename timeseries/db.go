@@ -40,6 +40,10 @@ type DB struct {
 	wake       chan struct{} // buffered(1): asks the checkpointer to run
 	stop       chan struct{}
 	done       chan struct{}
+	// rollupWake (buffered(1)) tells the rollup loop that marks arrived;
+	// rollupDone is closed when it ends.
+	rollupWake chan struct{}
+	rollupDone chan struct{}
 
 	// The locks, in the order they are taken: a goroutine holding one
 	// takes only locks below it.
@@ -230,6 +234,7 @@ func (db *DB) Close() error {
 	close(db.stop)
 	if !db.readOnly {
 		<-db.done
+		<-db.rollupDone
 	}
 	err := db.checkpoint(nil)
 	if errors.Is(err, errNoRoom) {

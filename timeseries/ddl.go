@@ -55,6 +55,9 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 		c.nextIndexID = 1
 	}
 	c.compileRules()
+	if err := db.checkRollupOf(name, &opts); err != nil {
+		return false, err
+	}
 	if _, err := db.persistCollection(c, db.mu.nextColl+1, nil); err != nil {
 		return false, err
 	}
@@ -64,8 +67,12 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	db.coll.byName[name] = c
 	db.coll.Unlock()
 	db.mu.byID[c.id] = c
+	err = db.relinkRollups(nil)
 	db.mu.Unlock()
-	return true, nil
+	if opts.RollupOf != nil {
+		db.wakeRollups()
+	}
+	return true, err
 }
 
 // persistCollection writes c's catalog record (with the options and
@@ -204,6 +211,12 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 	if !db.unlinkCollection(c) {
 		return notFound(name)
 	}
+	db.mu.Lock()
+	err = db.relinkRollups(nil)
+	db.mu.Unlock()
+	if err != nil {
+		return err
+	}
 
 	// Writers are no longer excluded: the store's flush below may wait for
 	// space (a full disk), and writers of other collections go on meanwhile.
@@ -214,7 +227,7 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 	if err := b.Delete(catalogKey(name), nil); err != nil {
 		return err
 	}
-	for _, space := range []byte{spaceSeries, spaceBucket, spaceOpen, spaceDocument} {
+	for _, space := range []byte{spaceSeries, spaceBucket, spaceOpen, spaceDocument, spaceRollup} {
 		p := collPrefix(space, c.id)
 		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
 			return err
@@ -333,6 +346,9 @@ type CollModOptions struct {
 	// Index changes an index's expireAfterSeconds (CollModIndex), in the
 	// same change as the rest.
 	Index *IndexMod `json:",omitempty"`
+	// StopRollup stops maintaining a rollup: the collection stays, an
+	// ordinary time series from then on.
+	StopRollup bool `json:",omitempty"`
 }
 
 // CollModResult reports old and new values of what a collMod changed.
@@ -404,8 +420,23 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 		next.TimeSeries = &ts
 		res.OldTimeSeries, res.NewTimeSeries = &old, &ts
 	}
+	if m.StopRollup {
+		if next.RollupOf == nil {
+			return CollModResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "collection %q is not a rollup", name)
+		}
+		next.RollupOf = nil
+	}
 	ch.opts = next
-	return res, db.changeCatalog(c, ch)
+	if err := db.changeCatalog(c, ch); err != nil {
+		return res, err
+	}
+	if m.StopRollup {
+		db.mu.Lock()
+		err := db.relinkRollups(nil)
+		db.mu.Unlock()
+		return res, err
+	}
+	return res, nil
 }
 
 func (db *DB) nextCollSnapshot() uint32 {

@@ -43,17 +43,37 @@ func (db *DB) Delete(ctx context.Context, name string, f *partialfilter.Filter, 
 
 // deleteMeasurements is Delete on a time-series collection.
 func (db *DB) deleteMeasurements(ctx context.Context, c *collection, f *partialfilter.Filter) (int64, error) {
-	name := c.name
 	db.mu.RLock()
 	ts := c.opts.TimeSeries
 	db.mu.RUnlock()
 	if ts == nil {
-		return 0, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+		return 0, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", c.name)
 	}
 	plan := planFilter(f, ts)
 	if plan.empty {
 		return 0, nil
 	}
+	return db.deleteLogged(ctx, c, func() deleteRecord {
+		rec := deleteRecord{coll: c.id, minTime: plan.minTime, maxTime: plan.maxTime}
+		if plan.residual != nil {
+			// Conditions that the series and the time range do not
+			// settle: each row of them is matched against the whole
+			// filter, which the record carries (recDeleteWhere). A
+			// filter the series and time range settle keeps the range
+			// record (recDelete).
+			rec.filter = f
+		}
+		for _, s := range c.matchingSeries(&plan, ts) {
+			rec.metaKeys = append(rec.metaKeys, s.metaKey)
+		}
+		return rec
+	})
+}
+
+// deleteLogged makes the delete that plan returns of collection c: with
+// writers excluded, plan (called with DB.mu held for reading) names the
+// series and range, and the record is logged and applied.
+func (db *DB) deleteLogged(ctx context.Context, c *collection, plan func() deleteRecord) (int64, error) {
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	if err := db.settlePending(); err != nil {
@@ -69,29 +89,19 @@ func (db *DB) deleteMeasurements(ctx context.Context, c *collection, f *partialf
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	rec := deleteRecord{coll: c.id, minTime: plan.minTime, maxTime: plan.maxTime}
-	if plan.residual != nil {
-		// Conditions that the series and the time range do not settle:
-		// each row of them is matched against the whole filter, which
-		// the record carries (recDeleteWhere). A filter the series and
-		// time range settle keeps the range record (recDelete).
-		rec.filter = f
-	}
 	db.mu.RLock()
 	if c.dropped {
 		db.mu.RUnlock()
-		return 0, notFound(name)
+		return 0, notFound(c.name)
 	}
-	for _, s := range c.matchingSeries(&plan, ts) {
-		rec.metaKeys = append(rec.metaKeys, s.metaKey)
-	}
+	rec := plan()
 	db.mu.RUnlock()
 	if len(rec.metaKeys) == 0 {
 		return 0, nil
 	}
 	if !db.opts.ExternalLog {
 		if _, err := db.wal.Append(rec.encode(nil)); err != nil {
-			return 0, db.diskErr(fmt.Errorf("timeseries: log delete on %q: %w", name, err))
+			return 0, db.diskErr(fmt.Errorf("timeseries: log delete on %q: %w", c.name, err))
 		}
 	}
 	n, gone, err := db.applyDelete(c, &rec)
@@ -191,6 +201,13 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, fieldTypeSet, 
 	c.count -= deleted
 	c.buckets -= buckets
 	c.dirty = true
+	if deleted > 0 && len(c.rollups) > 0 {
+		for _, k := range d.metaKeys {
+			if s := c.series[k]; s != nil {
+				db.markRollups(c, s, d.minTime, d.maxTime)
+			}
+		}
+	}
 	db.mu.Unlock()
 	if deleted == 0 {
 		return 0, nil, nil

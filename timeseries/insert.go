@@ -460,6 +460,13 @@ func (db *DB) apply(c *collection, groups []group) {
 			c.markHot(s)
 			db.seriesMem.Add(seriesMem(s))
 		}
+		if len(c.rollups) > 0 && len(g.rows) > 0 {
+			lo, hi := g.rows[0].Time, g.rows[0].Time
+			for ri := range g.rows {
+				lo, hi = min(lo, g.rows[ri].Time), max(hi, g.rows[ri].Time)
+			}
+			db.markRollups(c, s, lo, hi)
+		}
 		var cur *memBucket
 		for ri := range g.rows {
 			m := &g.rows[ri]

@@ -15,6 +15,7 @@ const (
 	spaceBucket   byte = 0x03 // 0x03 <coll u32> <series u64> <minTime i64> <bucket u64> -> sealed bucket
 	spaceOpen     byte = 0x04 // 0x04 <coll u32> <series u64> <minTime i64> <bucket u64> -> open-bucket snapshot
 	spaceDocument byte = 0x05 // reserved for plain collections
+	spaceRollup   byte = 0x06 // 0x06 <coll u32>                  -> a rollup's windows to recompute
 )
 
 // Keys of the meta space.

@@ -306,6 +306,11 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 		}
 		s.buckets = append(s.buckets, mv.buckets...)
 		c.markHot(s)
+		if len(c.rollups) > 0 {
+			// Both series' windows change, at any time they hold.
+			db.markRollups(c, mv.from, math.MinInt64, math.MaxInt64)
+			db.markRollups(c, s, math.MinInt64, math.MaxInt64)
+		}
 	}
 	return moved
 }

@@ -47,6 +47,8 @@ func Open(opts Options) (*DB, error) {
 		wake:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
+		rollupWake: make(chan struct{}, 1),
+		rollupDone: make(chan struct{}),
 	}
 	db.coll.byName = make(map[string]*collection)
 	db.mu.byID = make(map[uint32]*collection)
@@ -121,6 +123,12 @@ func Open(opts Options) (*DB, error) {
 	}
 	if !db.readOnly {
 		go db.run()
+		if db.opts.ManualRollups {
+			close(db.rollupDone)
+		} else {
+			go db.rollupLoop()
+			db.wakeRollups() // marks loaded or made at open
+		}
 	}
 	return db, nil
 }
@@ -291,6 +299,13 @@ func (db *DB) load() error {
 		if err := db.recountStored(c); err != nil {
 			return err
 		}
+	}
+	marks, err := db.loadRollupMarks()
+	if err != nil {
+		return err
+	}
+	if err := db.relinkRollups(marks); err != nil {
+		return err
 	}
 	// Open-bucket snapshots.
 	var r bucket.Reader

@@ -56,6 +56,9 @@ type Options struct {
 	// NoSync skips fsync of the log: an acknowledged write may be lost in
 	// a crash. For tests and benchmarks.
 	NoSync bool
+	// ManualRollups leaves rollups to DB.CatchUpRollups: no background
+	// recomputation. For tests and tools.
+	ManualRollups bool
 
 	// ExternalLog writes no log at all: a write is durable at the next
 	// checkpoint (Close makes one), and a crash loses what came after

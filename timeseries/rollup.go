@@ -1,0 +1,908 @@
+package timeseries
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// RollupSpec makes a time-series collection a rollup of another
+// (docs/rollups.md): per meta value of the source and window, one
+// measurement stamped at the window's start, with a field
+// <field>_<func> per field and function. The rollup is kept current from
+// the windows the source's writes and deletes touch, recomputed from the
+// source's aggregate while the source still holds them; expiry of the
+// source never changes it.
+type RollupSpec struct {
+	// Source is the collection rolled up.
+	Source string `json:"source"`
+	// Window is the width of the windows, canonical ("90s", "5m", "1h",
+	// "1d"): whole seconds, aligned to the epoch.
+	Window string `json:"window"`
+	// Fields are the source's fields aggregated, Funcs the functions
+	// (count sum avg min max first last), each in the order given.
+	Fields []string `json:"fields"`
+	Funcs  []string `json:"funcs"`
+	// PartialFilterExpression, when set, restricts the rollup to the
+	// series whose meta value it matches (it names the metaField only).
+	PartialFilterExpression map[string]any `json:"partialFilterExpression,omitempty"`
+}
+
+// Rollup bounds.
+const (
+	// MaxRollupWindow is the widest window: a year of 366 days.
+	MaxRollupWindow = 366 * 24 * time.Hour
+	// MaxRollupFields bounds the fields of one rollup.
+	MaxRollupFields = 100
+	// maxRollupSpans is how many disjoint ranges a series' pending marks
+	// keep before the nearest two merge into one.
+	maxRollupSpans = 8
+	// rollupCells bounds the (series, window) cells one recomputation
+	// aggregates at once.
+	rollupCells = 1 << 18
+)
+
+// ParseRollupWindow reads a rollup window: an integer with a unit s, m,
+// h, d or w ("90s", "15m", "1h", "1d") or a Go duration ("1h30m") of
+// whole seconds, from 1 s to MaxRollupWindow.
+func ParseRollupWindow(s string) (time.Duration, error) {
+	var d time.Duration
+	if n := len(s); n > 1 && strings.IndexByte("dw", s[n-1]) >= 0 {
+		v, err := strconv.ParseInt(s[:n-1], 10, 64)
+		if err != nil || v <= 0 || v > int64(MaxRollupWindow/(24*time.Hour)) {
+			return 0, mongoerr.New(mongoerr.BadValue, "invalid rollup window %q: want a duration such as 5m, 1h or 1d", s)
+		}
+		d = time.Duration(v) * 24 * time.Hour
+		if s[n-1] == 'w' {
+			d *= 7
+		}
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, mongoerr.New(mongoerr.BadValue, "invalid rollup window %q: want a duration such as 5m, 1h or 1d", s)
+		}
+	}
+	if d < time.Second || d > MaxRollupWindow || d%time.Second != 0 {
+		return 0, mongoerr.New(mongoerr.BadValue, "rollup window %q must be whole seconds from 1s to %dd", s, MaxRollupWindow/(24*time.Hour))
+	}
+	return d, nil
+}
+
+// formatRollupWindow writes d in the largest unit that divides it.
+func formatRollupWindow(d time.Duration) string {
+	s := int64(d / time.Second)
+	switch {
+	case s%86400 == 0:
+		return strconv.FormatInt(s/86400, 10) + "d"
+	case s%3600 == 0:
+		return strconv.FormatInt(s/3600, 10) + "h"
+	case s%60 == 0:
+		return strconv.FormatInt(s/60, 10) + "m"
+	}
+	return strconv.FormatInt(s, 10) + "s"
+}
+
+// RollupOptions returns the options of the collection that rolls up a
+// source of time-series options src by spec: the same timeField and
+// metaField, a granularity that suits the window, spec made canonical
+// (its window in its largest unit) and the rollup's own
+// expireAfterSeconds. Bad input is BadValue (2).
+func RollupOptions(src *model.TimeSeriesOptions, spec RollupSpec, expireAfterSeconds *int64) (CollectionOptions, error) {
+	if src == nil {
+		return CollectionOptions{}, mongoerr.New(mongoerr.BadValue, "collection %q is not a time-series collection: only time series have rollups", spec.Source)
+	}
+	d, err := ParseRollupWindow(spec.Window)
+	if err != nil {
+		return CollectionOptions{}, err
+	}
+	spec.Window = formatRollupWindow(d)
+	if _, _, err := checkRollupSpec(src, &spec); err != nil {
+		return CollectionOptions{}, err
+	}
+	g := model.GranularitySeconds
+	switch {
+	case d >= time.Hour:
+		g = model.GranularityHours
+	case d >= time.Minute:
+		g = model.GranularityMinutes
+	}
+	ts := &model.TimeSeriesOptions{TimeField: src.TimeField, MetaField: src.MetaField, Granularity: g}
+	return CollectionOptions{TimeSeries: ts, ExpireAfterSeconds: expireAfterSeconds, RollupOf: &spec}, nil
+}
+
+// checkRollupSpec checks spec against its source's options: fields, funcs
+// and filter. It returns the functions and the compiled filter.
+func checkRollupSpec(src *model.TimeSeriesOptions, spec *RollupSpec) ([]AggFunc, *partialfilter.Filter, error) {
+	if len(spec.Fields) == 0 {
+		return nil, nil, mongoerr.New(mongoerr.BadValue, "a rollup needs at least one field")
+	}
+	if len(spec.Fields) > MaxRollupFields {
+		return nil, nil, mongoerr.New(mongoerr.BadValue, "a rollup takes at most %d fields; got %d", MaxRollupFields, len(spec.Fields))
+	}
+	for i, f := range spec.Fields {
+		switch {
+		case f == "" || strings.HasPrefix(f, "$") || strings.ContainsAny(f, ".\x00") || len(f) > model.MaxFieldNameBytes:
+			return nil, nil, mongoerr.New(mongoerr.BadValue, "invalid rollup field %.40q", f)
+		case f == src.TimeField || (src.MetaField != "" && f == src.MetaField) || f == "_id":
+			return nil, nil, mongoerr.New(mongoerr.BadValue, "rollup field %q: the timeField, the metaField and _id are not aggregated", f)
+		case slices.Contains(spec.Fields[:i], f):
+			return nil, nil, mongoerr.New(mongoerr.BadValue, "rollup field %q is given twice", f)
+		}
+	}
+	if len(spec.Funcs) == 0 {
+		return nil, nil, mongoerr.New(mongoerr.BadValue, "a rollup needs at least one of the funcs count, sum, avg, min, max, first, last")
+	}
+	funcs := make([]AggFunc, len(spec.Funcs))
+	for i, f := range spec.Funcs {
+		if !slices.Contains(AllAggFuncs, AggFunc(f)) {
+			return nil, nil, mongoerr.New(mongoerr.BadValue, "unknown rollup func %q; want count, sum, avg, min, max, first or last", f)
+		}
+		if slices.Contains(spec.Funcs[:i], f) {
+			return nil, nil, mongoerr.New(mongoerr.BadValue, "rollup func %q is given twice", f)
+		}
+		funcs[i] = AggFunc(f)
+	}
+	var filter *partialfilter.Filter
+	if spec.PartialFilterExpression != nil {
+		var err error
+		if filter, err = partialfilter.Parse(spec.PartialFilterExpression); err != nil {
+			return nil, nil, mongoerr.New(mongoerr.BadValue, "invalid rollup partialFilterExpression: %v", mongoerr.MessageOf(err))
+		}
+		if src.MetaField == "" || !filter.RefersOnlyTo(src.MetaField) {
+			return nil, nil, mongoerr.New(mongoerr.BadValue, "a rollup's partialFilterExpression may only refer to the metaField %q", src.MetaField)
+		}
+	}
+	return funcs, filter, nil
+}
+
+// rollup is a rollup being maintained: attached to its source collection
+// (collection.rollups), with the windows still to recompute. Guarded by
+// DB.mu.
+type rollup struct {
+	coll   *collection // the rollup collection
+	src    *collection
+	window int64 // nanoseconds
+	fields []string
+	funcs  []AggFunc
+	filter *partialfilter.Filter
+	// pending holds, per source series id, the window-aligned ranges
+	// [lo, hi) whose windows a write or delete touched; inflight those a
+	// pass is recomputing. A checkpoint persists both (spaceRollup), so
+	// that a crash loses none.
+	pending, inflight map[uint64][]span
+	// since is when the oldest mark in pending was made, passSince the
+	// same for inflight; zero when empty.
+	since, passSince time.Time
+	// matches caches, per source series, whether the filter takes it.
+	matches map[uint64]bool
+	// lastErr is the last pass's failure, shown by ListRollups.
+	lastErr error
+}
+
+// span is a window-aligned time range [lo, hi) in nanoseconds. fill marks
+// a rollup's first fill (and a refill), which recomputes windows the
+// source may have begun to expire too: what the source still holds is
+// all there is to roll up.
+type span struct {
+	lo, hi int64
+	fill   bool
+}
+
+// floorWindow is the start of the window of width w holding t.
+func floorWindow(t, w int64) int64 {
+	r := t % w
+	if r < 0 {
+		r += w
+	}
+	return t - r
+}
+
+// windowEnd is the end of the window holding t, saturated at MaxInt64.
+func windowEnd(t, w int64) int64 {
+	lo := floorWindow(t, w)
+	if lo > math.MaxInt64-w {
+		return math.MaxInt64
+	}
+	return lo + w
+}
+
+// takes reports whether the rollup covers series s. DB.mu is held.
+func (r *rollup) takes(s *series) bool {
+	if r.filter == nil {
+		return true
+	}
+	ok, cached := r.matches[s.id]
+	if !cached {
+		ok = r.filter.Match(r.src.metaDoc(seriesMeta(s)))
+		r.matches[s.id] = ok
+	}
+	return ok
+}
+
+// mark records that the windows of series s from lo to hi (inclusive
+// times) need recomputing. DB.mu is held for writing.
+func (r *rollup) mark(s *series, lo, hi int64, now time.Time) {
+	r.markSpan(s, lo, hi, false, now)
+}
+
+func (r *rollup) markSpan(s *series, lo, hi int64, fill bool, now time.Time) {
+	if !r.takes(s) {
+		return
+	}
+	sp := span{lo: floorWindow(lo, r.window), hi: windowEnd(hi, r.window), fill: fill}
+	if lo == math.MinInt64 {
+		sp.lo = math.MinInt64
+	}
+	r.pending[s.id] = addSpan(r.pending[s.id], sp)
+	if r.since.IsZero() {
+		r.since = now
+	}
+}
+
+// addSpan adds sp to the sorted disjoint spans ss, merging overlapping
+// and adjacent ones; past maxRollupSpans the two closest merge.
+func addSpan(ss []span, sp span) []span {
+	i := 0
+	for i < len(ss) && ss[i].hi < sp.lo {
+		i++
+	}
+	j := i
+	for j < len(ss) && ss[j].lo <= sp.hi {
+		sp.lo, sp.hi, sp.fill = min(sp.lo, ss[j].lo), max(sp.hi, ss[j].hi), sp.fill || ss[j].fill
+		j++
+	}
+	ss = slices.Replace(ss, i, j, sp)
+	if len(ss) > maxRollupSpans {
+		best := 1
+		for k := 2; k < len(ss); k++ {
+			if uint64(ss[k].lo-ss[k-1].hi) < uint64(ss[best].lo-ss[best-1].hi) {
+				best = k
+			}
+		}
+		ss[best-1].hi = ss[best].hi
+		ss[best-1].fill = ss[best-1].fill || ss[best].fill
+		ss = slices.Delete(ss, best, best+1)
+	}
+	return ss
+}
+
+// markAll marks every series of the rollup's source over all time: a
+// rollup's first fill, and what a restart finds with no persisted marks.
+func (r *rollup) markAll(now time.Time) {
+	for _, s := range r.src.byID {
+		r.markSpan(s, math.MinInt64, math.MaxInt64, true, now)
+	}
+}
+
+// markRollups records the windows rows of s from lo to hi touched in
+// every rollup of c. DB.mu is held for writing.
+func (db *DB) markRollups(c *collection, s *series, lo, hi int64) {
+	now := db.opts.Now()
+	for _, r := range c.rollups {
+		r.mark(s, lo, hi, now)
+	}
+	if !db.recovering {
+		select {
+		case db.rollupWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// relinkRollups attaches every rollup collection to its source and
+// detaches those whose source or definition is gone; a rollup newly
+// attached is marked for a whole recomputation unless marks (persisted,
+// from spaceRollup) are given for it. DB.mu is held for writing.
+func (db *DB) relinkRollups(stored map[uint32]map[uint64][]span) error {
+	want := map[*collection][]*rollup{}
+	byName := make(map[string]*collection, len(db.mu.byID))
+	for _, c := range db.mu.byID {
+		if !c.dropped {
+			byName[c.name] = c
+		}
+	}
+	for _, c := range db.mu.byID {
+		if c.dropped || c.opts.RollupOf == nil {
+			continue
+		}
+		spec := c.opts.RollupOf
+		src := byName[spec.Source]
+		if src == nil || src.dropped || src.opts.TimeSeries == nil || src == c {
+			continue
+		}
+		var r *rollup
+		for _, old := range src.rollups {
+			if old.coll == c {
+				r = old
+			}
+		}
+		if r == nil {
+			d, err := ParseRollupWindow(spec.Window)
+			if err != nil {
+				return fmt.Errorf("timeseries: rollup %q: %w", c.name, err)
+			}
+			funcs, filter, err := checkRollupSpec(src.opts.TimeSeries, spec)
+			if err != nil {
+				return fmt.Errorf("timeseries: rollup %q: %w", c.name, err)
+			}
+			r = &rollup{coll: c, src: src, window: int64(d), fields: spec.Fields, funcs: funcs, filter: filter,
+				pending: map[uint64][]span{}, matches: map[uint64]bool{}}
+			if marks, ok := stored[c.id]; ok {
+				r.pending = marks
+				if len(marks) > 0 {
+					r.since = db.opts.Now()
+				}
+			} else {
+				r.markAll(db.opts.Now())
+			}
+		}
+		want[src] = append(want[src], r)
+	}
+	for _, c := range db.mu.byID {
+		c.rollups = want[c]
+	}
+	return nil
+}
+
+// RollupInfo describes a rollup being maintained.
+type RollupInfo struct {
+	Name string     `json:"name"`
+	Spec RollupSpec `json:"spec"`
+	// ExpireAfterSeconds is the rollup collection's own TTL.
+	ExpireAfterSeconds *int64 `json:"expireAfterSeconds,omitempty"`
+	// Watermark: every write to the source acknowledged before it is in
+	// the rollup. LagSeconds is how far it is behind now (0: caught up).
+	Watermark  time.Time `json:"watermark"`
+	LagSeconds float64   `json:"lagSeconds"`
+	// PendingSeries counts the source series with windows to recompute.
+	PendingSeries int `json:"pendingSeries"`
+	// LastError is the last recomputation's failure, if it failed.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// ListRollups describes the rollups of collection name, by name.
+func (db *DB) ListRollups(ctx context.Context, name string) ([]RollupInfo, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	now := db.opts.Now()
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	out := []RollupInfo{}
+	for _, r := range c.rollups {
+		info := RollupInfo{Name: r.coll.name, Spec: *r.coll.opts.RollupOf, ExpireAfterSeconds: r.coll.opts.ExpireAfterSeconds,
+			Watermark: now.UTC(), PendingSeries: len(r.pending) + len(r.inflight)}
+		oldest := r.since
+		if !r.passSince.IsZero() && (oldest.IsZero() || r.passSince.Before(oldest)) {
+			oldest = r.passSince
+		}
+		if !oldest.IsZero() {
+			info.Watermark = oldest.UTC()
+			info.LagSeconds = now.Sub(oldest).Seconds()
+		}
+		if r.lastErr != nil {
+			info.LastError = r.lastErr.Error()
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b RollupInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// CatchUpRollups recomputes every pending window of every rollup now,
+// until none is left (writes arriving meanwhile included), or ctx ends.
+func (db *DB) CatchUpRollups(ctx context.Context) error {
+	for {
+		n, err := db.rollupPasses(ctx)
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+// rollupLoop maintains the rollups in the background: a pass when marks
+// arrive, then a pause of nine times the pass's duration (at least
+// rollupMinPause), so that recomputation takes at most a tenth of a
+// processor however fast writes come; the lag grows instead.
+func (db *DB) rollupLoop() {
+	defer close(db.rollupDone)
+	const rollupMinPause = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-db.stop
+		cancel()
+	}()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-db.rollupWake:
+		}
+		start := time.Now()
+		if _, err := db.rollupPasses(ctx); err != nil && ctx.Err() == nil {
+			db.log.Error("rollup pass failed", "err", err)
+		}
+		pause := max(rollupMinPause, 9*time.Since(start))
+		select {
+		case <-db.stop:
+			return
+		case <-time.After(pause):
+		}
+	}
+}
+
+// rollupPasses runs one pass of every rollup holding marks and returns the
+// series it recomputed.
+func (db *DB) rollupPasses(ctx context.Context) (int, error) {
+	db.mu.RLock()
+	var rs []*rollup
+	for _, c := range db.mu.byID {
+		for _, r := range c.rollups {
+			if len(r.pending) > 0 {
+				rs = append(rs, r)
+			}
+		}
+	}
+	db.mu.RUnlock()
+	slices.SortFunc(rs, func(a, b *rollup) int { return strings.Compare(a.coll.name, b.coll.name) })
+	total := 0
+	var errs []error
+	for _, r := range rs {
+		n, err := db.rollupPass(ctx, r)
+		total += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rollup %q: %w", r.coll.name, err))
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// pendingSeries is a source series to recompute in a pass.
+type pendingSeries struct {
+	id    uint64
+	key   string
+	spans []span
+}
+
+// rollupPass recomputes the windows marked in r: for each source series,
+// the windows its source still holds whole are aggregated anew and
+// replace the rollup's measurements of that series in those ranges.
+// Windows the source may have begun to expire are left as they are: the
+// rollup keeps what the source loses. On failure the marks go back.
+func (db *DB) rollupPass(ctx context.Context, r *rollup) (n int, err error) {
+	db.mu.Lock()
+	if r.coll.dropped || r.src.dropped || len(r.pending) == 0 || r.inflight != nil {
+		db.mu.Unlock()
+		return 0, nil
+	}
+	r.inflight, r.passSince = r.pending, r.since
+	r.pending, r.since = map[uint64][]span{}, time.Time{}
+	now := db.opts.Now()
+	var work []pendingSeries
+	for _, s := range r.src.byID {
+		ss := r.inflight[s.id]
+		if ss == nil {
+			continue
+		}
+		// Windows that start before now - TTL may have lost rows to
+		// expiry (a row expires once its bucket's bound, at or after it,
+		// is TTL old): those are kept as they are.
+		horizon := int64(math.MinInt64)
+		if s.ttl >= 0 {
+			horizon = windowEnd(now.UnixNano()-s.ttl*int64(time.Second)-1, r.window)
+		}
+		var keep []span
+		for _, sp := range ss {
+			if !sp.fill {
+				sp.lo = max(sp.lo, horizon)
+			}
+			if sp.lo < sp.hi {
+				keep = append(keep, sp)
+			}
+		}
+		if keep != nil {
+			work = append(work, pendingSeries{id: s.id, key: s.metaKey, spans: keep})
+		}
+	}
+	db.mu.Unlock()
+	defer func() {
+		db.mu.Lock()
+		if err != nil {
+			for id, ss := range r.inflight {
+				for _, sp := range ss {
+					r.pending[id] = addSpan(r.pending[id], sp)
+				}
+			}
+			if r.since.IsZero() || r.passSince.Before(r.since) {
+				r.since = r.passSince
+			}
+		}
+		r.inflight, r.passSince, r.lastErr = nil, time.Time{}, err
+		db.mu.Unlock()
+	}()
+	// Series sharing a range are recomputed together: in-order writes
+	// mark the same recent windows of every series they reach.
+	groups := map[span][]pendingSeries{}
+	var order []span
+	for _, p := range work {
+		for _, sp := range p.spans {
+			if groups[sp] == nil {
+				order = append(order, sp)
+			}
+			groups[sp] = append(groups[sp], p)
+		}
+	}
+	for _, sp := range order {
+		if err := db.recomputeRollup(ctx, r, sp, groups[sp]); err != nil {
+			return n, err
+		}
+		n += len(groups[sp])
+	}
+	return n, ctx.Err()
+}
+
+// recomputeRollup recomputes the windows of sp for the series of ps:
+// their measurements in the rollup within sp are replaced by the source's
+// aggregate, in chunks of at most rollupCells (series, window) cells.
+func (db *DB) recomputeRollup(ctx context.Context, r *rollup, sp span, ps []pendingSeries) error {
+	// The aggregate reads the range the source holds; the deletion covers
+	// all of sp. An open range (a first fill, a delete or meta update of
+	// any time) is closed at the series' first and last measurements.
+	alo, ahi := sp.lo, sp.hi
+	if alo == math.MinInt64 || ahi == math.MaxInt64 {
+		lo, hi, found, err := db.rollupBounds(ctx, r, ps)
+		if err != nil {
+			return err
+		}
+		if found {
+			alo, ahi = max(alo, floorWindow(lo, r.window)), min(ahi, windowEnd(hi, r.window))
+		} else {
+			alo, ahi = 0, 0
+		}
+	}
+	windows := int64(1)
+	if alo < ahi {
+		windows = max(1, (ahi-alo)/r.window)
+	}
+	for start := 0; start < len(ps); {
+		// As many series as the cell budget takes over the whole range; a
+		// range wider than the budget goes a series at a time, in slices
+		// of time.
+		per := int(max(1, int64(rollupCells)/windows))
+		chunk := ps[start:min(len(ps), start+per)]
+		start += len(chunk)
+		step := ahi - alo
+		if windows > rollupCells {
+			step = rollupCells * r.window
+		}
+		for t := alo; ; t += step {
+			end := ahi
+			if step > 0 && t < ahi-step {
+				end = t + step
+			}
+			dlo, dhi := t, end
+			if t == alo {
+				dlo = sp.lo
+			}
+			if end == ahi {
+				dhi = sp.hi
+			}
+			if err := db.replaceRollupRange(ctx, r, chunk, t, end, dlo, dhi); err != nil {
+				return err
+			}
+			if end >= ahi || step <= 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// rollupBounds returns the times of the first and last measurements of
+// the series ps holding one of the rollup's fields; found is false when
+// none does.
+func (db *DB) rollupBounds(ctx context.Context, r *rollup, ps []pendingSeries) (lo, hi int64, found bool, err error) {
+	only := make(map[uint64]bool, len(ps))
+	for _, p := range ps {
+		only[p.id] = true
+	}
+	opts := AggregateOptions{WholeRange: true, Ungrouped: true, Fields: r.fields, Funcs: []AggFunc{AggFirst, AggLast}, only: only}
+	win, err := aggWindowing(&opts)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	guard, end, err := db.startQuery(ctx)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer end()
+	a, err := db.aggregate(ctx, r.src, r.src.name, opts, opts.Funcs, win, guard)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	lo, hi = math.MaxInt64, math.MinInt64
+	for _, row := range a.cells.rows {
+		for _, c := range row {
+			if c.count > 0 {
+				lo, hi, found = min(lo, c.firstT), max(hi, c.lastT), true
+			}
+		}
+	}
+	return lo, hi, found, nil
+}
+
+// replaceRollupRange aggregates the source series ps over [alo, ahi) and
+// replaces their rollup measurements in [dlo, dhi) with the result.
+func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSeries, alo, ahi, dlo, dhi int64) error {
+	only := make(map[uint64]bool, len(ps))
+	for _, p := range ps {
+		only[p.id] = true
+	}
+	var ms []model.Measurement
+	if alo < ahi {
+		ts := r.src.opts.TimeSeries
+		f, err := partialfilter.ParseJSON([]byte(fmt.Sprintf(`{%q: {"$gte": {"$date": {"$numberLong": "%d"}}, "$lt": {"$date": {"$numberLong": "%d"}}}}`,
+			ts.TimeField, model.FloorMillis(alo), model.FloorMillis(ahi))))
+		if err != nil {
+			return err
+		}
+		opts := AggregateOptions{Filter: f, Window: time.Duration(r.window), Fields: r.fields, Funcs: r.funcs, exactGroups: true, only: only}
+		win, err := aggWindowing(&opts)
+		if err != nil {
+			return err
+		}
+		guard, end, err := db.startQuery(ctx)
+		if err != nil {
+			return err
+		}
+		a, err := db.aggregate(ctx, r.src, r.src.name, opts, r.funcs, win, guard)
+		if err != nil {
+			end()
+			return err
+		}
+		ms = rollupMeasurements(a, r)
+		end()
+	}
+	_, err := db.deleteLogged(ctx, r.coll, func() deleteRecord {
+		rec := deleteRecord{coll: r.coll.id, minTime: dlo, maxTime: dhi - 1}
+		if dhi == math.MaxInt64 {
+			rec.maxTime = math.MaxInt64
+		}
+		for _, p := range ps {
+			for _, k := range []string{p.key, "", "null"} {
+				// A source series with no meta value is one of these
+				// in the rollup.
+				if (k == p.key || p.key == "" || p.key == "null") && r.coll.series[k] != nil && !slices.Contains(rec.metaKeys, k) {
+					rec.metaKeys = append(rec.metaKeys, k)
+				}
+			}
+		}
+		return rec
+	})
+	if err != nil {
+		return err
+	}
+	if len(ms) == 0 {
+		return nil
+	}
+	res, err := db.insertMeasurements(ctx, r.coll, ms, InsertOptions{})
+	if err != nil {
+		return err
+	}
+	if len(res.Errors) > 0 {
+		return fmt.Errorf("timeseries: rollup %q refused a measurement: %w", r.coll.name, res.Errors[0].Err)
+	}
+	return nil
+}
+
+// rollupMeasurements makes the rollup's measurements of an aggregate's
+// cells: one per (series, window), count always, the other functions when
+// the window held a value of the field.
+func rollupMeasurements(a *aggregator, r *rollup) []model.Measurement {
+	cells := a.cells
+	ms := make([]model.Measurement, 0, len(cells.keys))
+	pos := make(map[string]int, len(a.fields))
+	for i, f := range a.fields {
+		pos[f] = i
+	}
+	for ki, k := range cells.keys {
+		row := cells.rows[ki]
+		m := model.Measurement{Time: a.win.startTime(k.window)}
+		if g := cells.groups[k.group]; g != "null" && g != "" {
+			m.Meta = model.MetaKey(g)
+		}
+		for _, f := range r.fields {
+			i, ok := pos[f]
+			var cell aggCell
+			if ok {
+				cell = row[i]
+			}
+			for _, fn := range r.funcs {
+				name := f + "_" + string(fn)
+				if fn == AggCount {
+					m.Fields = append(m.Fields, model.Field{Name: name, Value: model.Int(cell.count)})
+					continue
+				}
+				if cell.count == 0 {
+					continue
+				}
+				m.Fields = append(m.Fields, model.Field{Name: name, Value: model.Float(cell.value(fn))})
+			}
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// Persisted marks (spaceRollup): per rollup collection, its pending and
+// inflight ranges:
+//
+//	series count uvarint, then per series: id uvarint, span count
+//	uvarint, then per span lo and hi varints and a byte, 1 for a fill.
+func rollupMarksKey(coll uint32) []byte { return collPrefix(spaceRollup, coll) }
+
+func encodeRollupMarks(pending, inflight map[uint64][]span) []byte {
+	all := map[uint64][]span{}
+	for _, m := range []map[uint64][]span{pending, inflight} {
+		for id, ss := range m {
+			for _, sp := range ss {
+				all[id] = addSpan(all[id], sp)
+			}
+		}
+	}
+	ids := make([]uint64, 0, len(all))
+	for id := range all {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	b := binary.AppendUvarint(nil, uint64(len(ids)))
+	for _, id := range ids {
+		b = binary.AppendUvarint(b, id)
+		b = binary.AppendUvarint(b, uint64(len(all[id])))
+		for _, sp := range all[id] {
+			b = binary.AppendVarint(b, sp.lo)
+			b = binary.AppendVarint(b, sp.hi)
+			fill := byte(0)
+			if sp.fill {
+				fill = 1
+			}
+			b = append(b, fill)
+		}
+	}
+	return b
+}
+
+func decodeRollupMarks(b []byte) (map[uint64][]span, error) {
+	d := recordDecoder{b: b}
+	n := d.count("series count", 2)
+	out := make(map[uint64][]span, n)
+	for range n {
+		id := d.uvarint("series id")
+		k := d.count("span count", 2)
+		ss := make([]span, 0, k)
+		for range k {
+			lo, hi, fill := d.varint("span start"), d.varint("span end"), d.byte1("span kind")
+			if d.err == nil && (lo >= hi || fill > 1) {
+				d.fail("span")
+			}
+			ss = append(ss, span{lo, hi, fill == 1})
+		}
+		out[id] = ss
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%w: rollup marks: %v", ErrCorrupt, d.err)
+	}
+	return out, nil
+}
+
+// loadRollupMarks reads the persisted marks of every rollup collection.
+func (db *DB) loadRollupMarks() (map[uint32]map[uint64][]span, error) {
+	out := map[uint32]map[uint64][]span{}
+	err := db.scan([]byte{spaceRollup}, []byte{spaceRollup + 1}, func(k, v []byte) error {
+		if len(k) != 5 {
+			return fmt.Errorf("%w: rollup marks key %x", ErrCorrupt, k)
+		}
+		m, err := decodeRollupMarks(v)
+		if err != nil {
+			return err
+		}
+		out[binary.BigEndian.Uint32(k[1:])] = m
+		return nil
+	})
+	return out, err
+}
+
+// captureRollupMarks returns the Pebble writes of every rollup's marks as
+// of now, for a checkpoint's batch. DB.mu is held.
+func (db *DB) captureRollupMarks() func(*pebble.Batch) error {
+	type marks struct {
+		coll uint32
+		v    []byte
+	}
+	var all []marks
+	for _, c := range db.mu.byID {
+		for _, r := range c.rollups {
+			all = append(all, marks{r.coll.id, encodeRollupMarks(r.pending, r.inflight)})
+		}
+	}
+	if all == nil {
+		return nil
+	}
+	return func(b *pebble.Batch) error {
+		for _, m := range all {
+			if err := b.Set(rollupMarksKey(m.coll), m.v, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// wakeRollups tells the rollup loop to look for marks.
+func (db *DB) wakeRollups() {
+	select {
+	case db.rollupWake <- struct{}{}:
+	default:
+	}
+}
+
+// checkRollupOf checks the rollup options of a collection being created
+// as name against its source, which must be another time-series
+// collection with the same timeField and metaField whose fields, if it
+// holds any, include the rollup's. Refusals are BadValue (2).
+func (db *DB) checkRollupOf(name string, opts *CollectionOptions) error {
+	spec := opts.RollupOf
+	if spec == nil {
+		return nil
+	}
+	if spec.Source == name {
+		return mongoerr.New(mongoerr.BadValue, "a collection cannot be a rollup of itself")
+	}
+	src, err := db.lookup(spec.Source)
+	if err != nil {
+		return err
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	sts := src.opts.TimeSeries
+	if sts == nil {
+		return mongoerr.New(mongoerr.BadValue, "collection %q is not a time-series collection: only time series have rollups", spec.Source)
+	}
+	if ts := opts.TimeSeries; ts.TimeField != sts.TimeField || ts.MetaField != sts.MetaField {
+		return mongoerr.New(mongoerr.BadValue, "a rollup has its source's timeField %q and metaField %q", sts.TimeField, sts.MetaField)
+	}
+	d, err := ParseRollupWindow(spec.Window)
+	if err != nil {
+		return err
+	}
+	if formatRollupWindow(d) != spec.Window {
+		return mongoerr.New(mongoerr.BadValue, "rollup window %q is not in its canonical form %q", spec.Window, formatRollupWindow(d))
+	}
+	if _, _, err := checkRollupSpec(sts, spec); err != nil {
+		return err
+	}
+	if len(src.fieldTypes) > 0 {
+		for _, f := range spec.Fields {
+			if _, ok := src.fieldTypes[f]; !ok {
+				return mongoerr.New(mongoerr.BadValue, "unknown rollup field %q: collection %q holds no such field", f, spec.Source)
+			}
+		}
+	}
+	return nil
+}

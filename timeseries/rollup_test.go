@@ -1,0 +1,510 @@
+package timeseries
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/ttl"
+)
+
+// rollupRows reads a rollup collection: per "<meta key> <window start>",
+// its fields.
+func rollupRows(t testing.TB, db *DB, name, metaField string) map[string]map[string]float64 {
+	t.Helper()
+	cur, err := db.Find(ctx, name, FindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	out := map[string]map[string]float64{}
+	for cur.Next() {
+		rec := cur.Record()
+		sch := rec.Schema()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			var ts int64
+			meta := "-"
+			vals := map[string]float64{}
+			for c := 0; c < int(rec.NumCols()); c++ {
+				col := rec.Column(c)
+				if col.IsNull(i) {
+					continue
+				}
+				name := sch.Field(c).Name
+				switch a := col.(type) {
+				case *array.Timestamp:
+					ts = int64(a.Value(i))
+				case *array.String:
+					if name == metaField {
+						meta = a.Value(i)
+					}
+				case *array.Float64:
+					vals[name] = a.Value(i)
+				case *array.Int64:
+					vals[name] = float64(a.Value(i))
+				}
+			}
+			k := fmt.Sprintf("%s %d", meta, ts)
+			if out[k] != nil {
+				t.Fatalf("%s: two measurements of %s", name, k)
+			}
+			out[k] = vals
+		}
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// loopRollup computes what a rollup of rows must hold, with a plain loop.
+type loopRow struct {
+	meta string // canonical key, "-" for none
+	t    int64
+	v    float64
+	w    *int64
+}
+
+func loopRollup(rows []loopRow, window int64, fields, funcs []string) map[string]map[string]float64 {
+	type cell struct {
+		n             int
+		sum, min, max float64
+		firstT, lastT int64
+		first, last   float64
+	}
+	cells := map[string]map[string]*cell{}
+	for _, r := range rows {
+		k := fmt.Sprintf("%s %d", r.meta, floorWindow(r.t, window))
+		if cells[k] == nil {
+			cells[k] = map[string]*cell{}
+		}
+		for _, f := range fields {
+			var x float64
+			switch {
+			case f == "v":
+				x = r.v
+			case r.w != nil:
+				x = float64(*r.w)
+			default:
+				if cells[k][f] == nil {
+					cells[k][f] = &cell{}
+				}
+				continue
+			}
+			c := cells[k][f]
+			if c == nil {
+				c = &cell{}
+				cells[k][f] = c
+			}
+			if c.n == 0 || x < c.min {
+				c.min = x
+			}
+			if c.n == 0 || x > c.max {
+				c.max = x
+			}
+			if c.n == 0 || r.t < c.firstT {
+				c.firstT, c.first = r.t, x
+			}
+			if c.n == 0 || r.t > c.lastT {
+				c.lastT, c.last = r.t, x
+			}
+			c.n++
+			c.sum += x
+		}
+	}
+	out := map[string]map[string]float64{}
+	for k, fs := range cells {
+		vals := map[string]float64{}
+		for f, c := range fs {
+			for _, fn := range funcs {
+				name := f + "_" + fn
+				if fn == "count" {
+					vals[name] = float64(c.n)
+					continue
+				}
+				if c.n == 0 {
+					continue
+				}
+				vals[name] = map[string]float64{"sum": c.sum, "avg": c.sum / float64(c.n), "min": c.min, "max": c.max,
+					"first": c.first, "last": c.last}[fn]
+			}
+		}
+		out[k] = vals
+	}
+	return out
+}
+
+func sameRollup(t testing.TB, when string, got, want map[string]map[string]float64) {
+	t.Helper()
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Fatalf("%s: rollup lacks %s (want %v)", when, k, w)
+		}
+		for f, x := range w {
+			y, ok := g[f]
+			if !ok || math.Abs(x-y) > 1e-9*max(1, math.Abs(x)) {
+				t.Fatalf("%s: %s %s = %v (present %v), want %v", when, k, f, y, ok, x)
+			}
+		}
+		if len(g) != len(w) {
+			t.Fatalf("%s: %s holds %v, want %v", when, k, g, w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Fatalf("%s: rollup holds %s = %v, which the source does not", when, k, got[k])
+		}
+	}
+}
+
+// TestRollupMatchesLoop checks a rollup against a plain loop over the
+// source's rows, on random data: late and out-of-order measurements,
+// deletes by series, by time and by value, series without a meta value
+// and an int32 meta value beside the int64 of the same number, the
+// rollup created over existing data, caught up at random moments, and
+// after a checkpoint and a restart.
+func TestRollupMatchesLoop(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { testRollupMatchesLoop(t, seed) })
+	}
+}
+
+func testRollupMatchesLoop(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	defer func() { db.Close() }()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	metas := []any{"a", "b", map[string]any{"site": "n", "id": int64(3)}, int32(5), int64(5), nil}
+	keys := make([]string, len(metas))
+	for i, m := range metas {
+		keys[i] = "-"
+		if m != nil {
+			k, err := model.CanonicalMeta(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys[i] = k
+		}
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	const window = int64(10 * time.Second)
+	var rows []loopRow
+	used := map[string]bool{}
+	insert := func(n int) {
+		var ms []model.Measurement
+		for range n {
+			i := rng.IntN(len(metas))
+			var tt int64
+			for {
+				tt = t0 + rng.Int64N(int64(300*time.Second))/int64(time.Millisecond)*int64(time.Millisecond)
+				if k := fmt.Sprint(i, tt); !used[k] {
+					used[k] = true
+					break
+				}
+			}
+			r := loopRow{meta: keys[i], t: tt, v: math.Round(rng.NormFloat64()*1000) / 8}
+			m := model.Measurement{Time: tt, Meta: metas[i], Fields: []model.Field{{Name: "v", Value: model.Float(r.v)}}}
+			if rng.IntN(3) > 0 {
+				w := rng.Int64N(100)
+				r.w = &w
+				m.Fields = append(m.Fields, model.Field{Name: "w", Value: model.Int(w)})
+			}
+			rows = append(rows, r)
+			ms = append(ms, m)
+		}
+		res, err := db.Insert(ctx, "src", Batch{Measurements: ms}, InsertOptions{})
+		if err != nil || len(res.Errors) > 0 {
+			t.Fatalf("insert: %v %v", err, res.Errors)
+		}
+	}
+	del := func() {
+		var filter string
+		var keep func(r loopRow) bool
+		switch rng.IntN(3) {
+		case 0: // a series
+			i := rng.IntN(3)
+			filter = fmt.Sprintf(`{"m": %s}`, keys[i])
+			keep = func(r loopRow) bool { return r.meta != keys[i] }
+		case 1: // a time range
+			lo := t0 + rng.Int64N(int64(300*time.Second))
+			hi := lo + rng.Int64N(int64(30*time.Second))
+			filter = fmt.Sprintf(`{"t": {"$gte": {"$date": {"$numberLong": "%d"}}, "$lt": {"$date": {"$numberLong": "%d"}}}}`, lo/1e6, hi/1e6)
+			keep = func(r loopRow) bool { return r.t < lo/1e6*1e6 || r.t >= hi/1e6*1e6 }
+		default: // by value
+			x := math.Round(rng.NormFloat64() * 200)
+			filter = fmt.Sprintf(`{"v": {"$gt": %v}}`, x+1000)
+			keep = func(r loopRow) bool { return r.v <= x+1000 }
+		}
+		if _, err := db.Delete(ctx, "src", mustFilter(t, filter), DeleteOptions{}); err != nil {
+			t.Fatalf("delete %s: %v", filter, err)
+		}
+		rows = slices.DeleteFunc(rows, func(r loopRow) bool { return !keep(r) })
+	}
+	fields, funcs := []string{"v", "w"}, []string{"count", "sum", "avg", "min", "max", "first", "last"}
+	check := func(when string) {
+		t.Helper()
+		if err := db.CatchUpRollups(ctx); err != nil {
+			t.Fatalf("%s: catch up: %v", when, err)
+		}
+		sameRollup(t, when, rollupRows(t, db, "r10s", "m"), loopRollup(rows, window, fields, funcs))
+	}
+
+	insert(200)
+	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "10s", Fields: fields, Funcs: funcs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created, err := db.CreateCollection(ctx, "r10s", opts); err != nil || !created {
+		t.Fatalf("create rollup: %v, %v", created, err)
+	}
+	check("existing data")
+	for step := range 30 {
+		switch rng.IntN(4) {
+		case 0:
+			del()
+		default:
+			insert(1 + rng.IntN(40))
+		}
+		if rng.IntN(3) == 0 {
+			check(fmt.Sprintf("step %d", step))
+		}
+		if rng.IntN(8) == 0 {
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check("the end")
+	// Marks not yet recomputed survive a restart: written, then closed
+	// before the rollup loop can run.
+	insert(30)
+	del()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, nil)
+	check("after a restart")
+}
+
+// TestRollupRefusals: bad input is BadValue (2) and creates nothing; a
+// name taken by another collection is 48; the same rollup again is no
+// change.
+func TestRollupRefusals(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Insert(ctx, "src", Batch{Measurements: []model.Measurement{{Time: 1e18, Meta: "a", Fields: []model.Field{{Name: "temp", Value: model.Float(1)}}}}}, InsertOptions{})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	if _, err := db.CreateCollection(ctx, "plain", CollectionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	good := RollupSpec{Source: "src", Window: "1h", Fields: []string{"temp"}, Funcs: []string{"avg"}}
+	for _, c := range []struct {
+		name string
+		spec RollupSpec
+		code mongoerr.Code
+		msg  string
+	}{
+		{"r", RollupSpec{Source: "src", Window: "1x", Fields: []string{"temp"}, Funcs: []string{"avg"}}, mongoerr.BadValue, "invalid rollup window"},
+		{"r", RollupSpec{Source: "src", Window: "500ms", Fields: []string{"temp"}, Funcs: []string{"avg"}}, mongoerr.BadValue, "whole seconds"},
+		{"r", RollupSpec{Source: "src", Window: "400d", Fields: []string{"temp"}, Funcs: []string{"avg"}}, mongoerr.BadValue, "invalid rollup window"},
+		{"r", RollupSpec{Source: "src", Window: "1h", Fields: []string{"temp"}, Funcs: []string{"median"}}, mongoerr.BadValue, "unknown rollup func"},
+		{"r", RollupSpec{Source: "src", Window: "1h", Fields: []string{"pressure"}, Funcs: []string{"avg"}}, mongoerr.BadValue, "unknown rollup field"},
+		{"r", RollupSpec{Source: "src", Window: "1h", Fields: []string{"t"}, Funcs: []string{"avg"}}, mongoerr.BadValue, "not aggregated"},
+		{"r", RollupSpec{Source: "src", Window: "1h", Fields: nil, Funcs: []string{"avg"}}, mongoerr.BadValue, "at least one field"},
+		{"r", RollupSpec{Source: "src", Window: "1h", Fields: []string{"temp"}, Funcs: []string{"avg"},
+			PartialFilterExpression: map[string]any{"temp": map[string]any{"$gt": 1.0}}}, mongoerr.BadValue, "only refer to the metaField"},
+		{"r", RollupSpec{Source: "missing", Window: "1h", Fields: []string{"temp"}, Funcs: []string{"avg"}}, mongoerr.NamespaceNotFound, "does not exist"},
+		{"plain", good, mongoerr.NamespaceExists, "already exists"},
+		{"src", good, mongoerr.NamespaceExists, "already exists"},
+	} {
+		opts, err := RollupOptions(ts, c.spec, nil)
+		if err == nil {
+			_, err = db.CreateCollection(ctx, c.name, opts)
+		}
+		if mongoerr.CodeOf(err) != c.code || !strings.Contains(mongoerr.MessageOf(err), c.msg) {
+			t.Errorf("%s %+v: %v, want code %d with %q", c.name, c.spec, err, c.code, c.msg)
+		}
+		if c.name == "r" {
+			if _, err := db.Describe(ctx, "r"); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+				t.Fatalf("%+v: a refused rollup made a collection: %v", c.spec, err)
+			}
+		}
+	}
+	opts, err := RollupOptions(ts, good, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created, err := db.CreateCollection(ctx, "r", opts); !created || err != nil {
+		t.Fatal(created, err)
+	}
+	if created, err := db.CreateCollection(ctx, "r", opts); created || err != nil {
+		t.Fatalf("the same rollup again: %v, %v", created, err)
+	}
+	other := good
+	other.Funcs = []string{"max"}
+	opts2, _ := RollupOptions(ts, other, nil)
+	if _, err := db.CreateCollection(ctx, "r", opts2); mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
+		t.Fatalf("another rollup of the same name: %v", err)
+	}
+}
+
+// TestRollupMarksPersist: a checkpoint writes the windows still to
+// recompute, and a restart takes them up, those and no others; a rollup
+// with no marks written yet (created, then a crash) is filled whole.
+func TestRollupMarksPersist(t *testing.T) {
+	dir := t.TempDir()
+	manual := func(o *Options) { o.ManualRollups = true }
+	db := openTest(t, dir, manual)
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	write := func(db *DB, meta string, at int64) {
+		t.Helper()
+		res, err := db.Insert(ctx, "src", Batch{Measurements: []model.Measurement{{Time: at, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}}, InsertOptions{})
+		if err != nil || len(res.Errors) > 0 {
+			t.Fatal(err, res.Errors)
+		}
+	}
+	for i, m := range []string{"a", "b", "c"} {
+		write(db, m, t0+int64(i)*int64(time.Minute))
+	}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: []string{"v"}, Funcs: []string{"count"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
+		t.Fatal(err)
+	}
+	pending := func(db *DB) int {
+		t.Helper()
+		rs, err := db.ListRollups(ctx, "src")
+		if err != nil || len(rs) != 1 {
+			t.Fatal(rs, err)
+		}
+		return rs[0].PendingSeries
+	}
+	if n := pending(db); n != 3 {
+		t.Fatalf("a new rollup has %d series to fill, want 3", n)
+	}
+	if err := db.CatchUpRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	write(db, "b", t0+int64(90*time.Second))
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	v, closer, err := db.pdb.Get(rollupMarksKey(db.mu.byID[2].id))
+	if err != nil {
+		t.Fatalf("no marks written by the checkpoint: %v", err)
+	}
+	marks, err := decodeRollupMarks(v)
+	closer.Close()
+	if err != nil || len(marks) != 1 {
+		t.Fatalf("marks %v, %v; want b's", marks, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, manual)
+	defer db.Close()
+	if n := pending(db); n != 1 {
+		t.Fatalf("after a restart %d series to recompute, want 1", n)
+	}
+	if err := db.CatchUpRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := rollupRows(t, db, "r", "m")
+	if len(got) != 3 || got[fmt.Sprintf(`"b" %d`, t0+int64(time.Minute))]["v_count"] != 2 {
+		t.Fatalf("rollup %v", got)
+	}
+}
+
+// TestRollupOutlivesExpiry: the source's expiry never changes a rollup.
+// Once the raw data is gone the rollup still holds its windows, a delete
+// of the expired range and a late measurement into it leave them as they
+// are, and the rollup's own TTL expires it on its own schedule.
+func TestRollupOutlivesExpiry(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := newTestClock(t0.Add(2 * time.Hour))
+	dir := t.TempDir()
+	db := openTTL(t, dir, clock, int64p(3*3600))
+	defer db.Close()
+	insertMinutes(t, db, t0, 120, "a", "b") // two hours a sensor, a minute apart
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "s", Window: "1h", Fields: []string{"v"}, Funcs: []string{"count", "sum"}}, int64p(30*86400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "hourly", opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CatchUpRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]float64{}
+	for _, s := range []string{`"a"`, `"b"`} {
+		want[fmt.Sprintf("%s %d", s, t0.UnixNano())] = map[string]float64{"v_count": 60, "v_sum": 59 * 60 / 2}
+		want[fmt.Sprintf("%s %d", s, t0.Add(time.Hour).UnixNano())] = map[string]float64{"v_count": 60, "v_sum": (60 + 119) * 60 / 2}
+	}
+	sameRollup(t, "filled", rollupRows(t, db, "hourly", "sensor"), want)
+
+	// A day later the raw data is gone.
+	clock.Advance(24 * time.Hour)
+	if b := expireAll(t, db, clock.Now()); b.Docs == 0 {
+		t.Fatal("nothing expired")
+	}
+	if n := countRows(t, db, `{}`); n != 0 {
+		t.Fatalf("%d raw measurements left", n)
+	}
+	// A delete of the expired range, and a late measurement into it.
+	if _, err := db.Delete(ctx, "s", mustFilter(t, `{"sensor": "a"}`), DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	insertMinutes(t, db, t0.Add(30*time.Minute), 1, "b")
+	if err := db.CatchUpRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameRollup(t, "after the source expired", rollupRows(t, db, "hourly", "sensor"), want)
+	// The rollup's own TTL: 30 days.
+	clock.Advance(31 * 24 * time.Hour)
+	for _, tg := range mustTargets(t, db) {
+		if tg.Collection != "hourly" {
+			continue
+		}
+		if _, err := db.Expire(ctx, tg, clock.Now(), ttl.Budget{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rollupRows(t, db, "hourly", "sensor"); len(got) != 0 {
+		t.Fatalf("the rollup's TTL left %v", got)
+	}
+}
+
+func mustTargets(t *testing.T, db *DB) []ttl.Target {
+	t.Helper()
+	tg, err := db.Targets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
