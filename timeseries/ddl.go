@@ -33,6 +33,9 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+	if err := db.resolveRollupSource(&opts); err != nil {
+		return false, err
+	}
 	db.mu.RLock()
 	old := db.coll.byName[name]
 	db.mu.RUnlock()

@@ -25,8 +25,11 @@ import (
 // source's aggregate while the source still holds them; expiry of the
 // source never changes it.
 type RollupSpec struct {
-	// Source is the collection rolled up.
-	Source string `json:"source"`
+	// Source is the collection rolled up; SourceID its id, set when the
+	// rollup is created: a source dropped and created again is another
+	// collection, whose rollup this is not.
+	Source   string `json:"source"`
+	SourceID uint32 `json:"sourceId,omitempty"`
 	// Window is the width of the windows, canonical ("90s", "5m", "1h",
 	// "1d"): whole seconds, aligned to the epoch.
 	Window string `json:"window"`
@@ -318,7 +321,7 @@ func (db *DB) relinkRollups(stored map[uint32]map[uint64][]span) error {
 		}
 		spec := c.opts.RollupOf
 		src := byName[spec.Source]
-		if src == nil || src.dropped || src.opts.TimeSeries == nil || src == c {
+		if src == nil || src.dropped || src.opts.TimeSeries == nil || src == c || src.id != spec.SourceID {
 			continue
 		}
 		var r *rollup
@@ -384,6 +387,7 @@ func (db *DB) ListRollups(ctx context.Context, name string) ([]RollupInfo, error
 	for _, r := range c.rollups {
 		info := RollupInfo{Name: r.coll.name, Spec: *r.coll.opts.RollupOf, ExpireAfterSeconds: r.coll.opts.ExpireAfterSeconds,
 			Watermark: now.UTC(), PendingSeries: len(r.pending) + len(r.inflight)}
+		info.Spec.SourceID = 0
 		oldest := r.since
 		if !r.passSince.IsZero() && (oldest.IsZero() || r.passSince.Before(oldest)) {
 			oldest = r.passSince
@@ -862,6 +866,22 @@ func (db *DB) wakeRollups() {
 	}
 }
 
+// resolveRollupSource sets the source's id in the rollup options opts, so
+// that a rollup created again compares equal to the one that exists.
+func (db *DB) resolveRollupSource(opts *CollectionOptions) error {
+	if opts.RollupOf == nil {
+		return nil
+	}
+	src, err := db.lookup(opts.RollupOf.Source)
+	if err != nil {
+		return err
+	}
+	spec := *opts.RollupOf
+	spec.SourceID = src.id
+	opts.RollupOf = &spec
+	return nil
+}
+
 // checkRollupOf checks the rollup options of a collection being created
 // as name against its source, which must be another time-series
 // collection with the same timeField and metaField whose fields, if it
@@ -880,6 +900,9 @@ func (db *DB) checkRollupOf(name string, opts *CollectionOptions) error {
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
+	if spec.SourceID != src.id {
+		return mongoerr.New(mongoerr.BadValue, "the rollup's source %q is another collection than the one named so now", spec.Source)
+	}
 	sts := src.opts.TimeSeries
 	if sts == nil {
 		return mongoerr.New(mongoerr.BadValue, "collection %q is not a time-series collection: only time series have rollups", spec.Source)

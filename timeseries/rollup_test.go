@@ -364,6 +364,20 @@ func TestRollupRefusals(t *testing.T) {
 	if _, err := db.CreateCollection(ctx, "r", opts2); mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
 		t.Fatalf("another rollup of the same name: %v", err)
 	}
+	// A source dropped and made again is another collection: the old
+	// rollup is not its rollup, and keeps its name.
+	if err := db.DropCollection(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := db.ListRollups(ctx, "src"); err != nil || len(rs) != 0 {
+		t.Fatalf("rollups of the new source: %v, %v", rs, err)
+	}
+	if _, err := db.CreateCollection(ctx, "r", opts); mongoerr.CodeOf(err) != mongoerr.NamespaceExists {
+		t.Fatalf("the old rollup's name for the new source: %v", err)
+	}
 }
 
 // TestRollupMarksPersist: a checkpoint writes the windows still to

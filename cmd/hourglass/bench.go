@@ -113,6 +113,7 @@ type benchConfig struct {
 	order             string
 	duration, settle  time.Duration
 	queries           int
+	rollups           int
 }
 
 // targetReport is one row of the report.
@@ -145,6 +146,9 @@ type targetReport struct {
 	// Queries are the concurrent queries --queries ran during the load
 	// (Hourglass targets).
 	Queries []bench.QueryLoadResult `json:"queries,omitempty"`
+	// RollupCatchUpSeconds is how long the --rollups took to catch up
+	// once the load was acknowledged.
+	RollupCatchUpSeconds float64 `json:"rollupCatchUpSeconds,omitempty"`
 	// A local influx= target's process, its VmHWM (peak resident size
 	// since it started) after the load, and the allocated size of its data
 	// directories before and after the load.
@@ -315,6 +319,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.BoolVar(&cfg.replace, "replace", false, "drop --collection first if it exists on a Hourglass target")
 	fs.StringVar(&cfg.token, "token", "", "auth `token` for HTTP targets")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON")
+	fs.IntVar(&cfg.rollups, "rollups", 0, "Hourglass HTTP targets: this many rollups (`n`, 0 to 2: windows of 1m, then 1h; min, avg, max and count of the workload's first field) kept on --collection during the load; the report adds the time they took to catch up after it")
 	fs.IntVar(&cfg.queries, "queries", 0, "Hourglass targets, line protocol: this many clients (`n`) send the workload's queries (bench query's, picked at random) to the collection while it loads, each reading whole answers; the report adds their counts, errors and latencies")
 	fs.StringVar(&cfg.htmlOut, "html", "", "also draw points/s and batch latency (p50, p99 per second) over time per target into this HTML `file`")
 	return fs
@@ -398,6 +403,9 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if err := prepareCollection(ctx, base, cfg); err != nil {
 			return rep, err
 		}
+		if err := prepareRollups(ctx, base, cfg, src); err != nil {
+			return rep, err
+		}
 		lc := loadConfig(cfg, src, order, base+"/write?db="+url.QueryEscape(cfg.collection), progress)
 		if cfg.format == "json" {
 			iot, ok := src.(bench.IoT)
@@ -446,6 +454,13 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if err != nil {
 			return rep, err
 		}
+		if cfg.rollups > 0 {
+			start := time.Now()
+			if err := waitRollups(ctx, base, cfg); err != nil {
+				return rep, err
+			}
+			rep.RollupCatchUpSeconds = max(time.Since(start).Seconds(), 0.001)
+		}
 		// Settle the size on disk: write every bucket and compact. A load
 		// stopped by --duration before any batch was acknowledged created
 		// no collection: there is no size to take.
@@ -492,6 +507,74 @@ func fill(rep *targetReport, res bench.LoadResult) {
 	rep.P50Millis, rep.P99Millis, rep.MaxMillis = ms(res.Latency.P50), ms(res.Latency.P99), ms(res.Latency.Max)
 	rep.Retries, rep.Errors, rep.FirstError = res.Retries, res.Errors, res.FirstError
 	rep.StoppedByDuration = res.Stopped
+}
+
+// prepareRollups creates the collection and its --rollups before the
+// load: windows of 1m and 1h over the workload's first field.
+func prepareRollups(ctx context.Context, base string, cfg *benchConfig, src bench.LineSource) error {
+	if cfg.rollups == 0 {
+		return nil
+	}
+	if cfg.rollups < 0 || cfg.rollups > 2 {
+		return fmt.Errorf("--rollups %d: want 0, 1 or 2", cfg.rollups)
+	}
+	coll := base + "/v1/collections/" + url.PathEscape(cfg.collection)
+	opts, field := `{"timeseries": {"timeField": "time", "metaField": "tags"}}`, "usage_user"
+	if _, ok := src.(bench.IoT); ok {
+		field = "value"
+		if cfg.format == "json" {
+			opts = `{"timeseries": {"timeField": "time", "metaField": "sensor"}}`
+		}
+	}
+	if err := apiCallBody(ctx, cfg, http.MethodPut, coll, opts); err != nil {
+		return err
+	}
+	for _, w := range []string{"1m", "1h"}[:cfg.rollups] {
+		if cfg.replace {
+			// A rollup of a collection dropped before stays, and
+			// takes the name.
+			err := apiCall(ctx, cfg, http.MethodDelete, base+"/v1/collections/"+url.PathEscape(cfg.collection+"_"+w), nil)
+			var he *httpStatusError
+			if err != nil && !(errors.As(err, &he) && he.status == http.StatusNotFound) {
+				return err
+			}
+		}
+		body := fmt.Sprintf(`{"window": %q, "fields": [%q], "funcs": ["min", "avg", "max", "count"]}`, w, field)
+		r := coll + "/rollups/" + url.PathEscape(cfg.collection+"_"+w)
+		if err := apiCallBody(ctx, cfg, http.MethodPut, r, body); err != nil {
+			return fmt.Errorf("rollup %s: %w", w, err)
+		}
+	}
+	return nil
+}
+
+// waitRollups waits until the collection's rollups have caught up.
+func waitRollups(ctx context.Context, base string, cfg *benchConfig) error {
+	u := base + "/v1/collections/" + url.PathEscape(cfg.collection) + "/rollups"
+	for {
+		var list []struct {
+			Pending int    `json:"pendingSeries"`
+			Err     string `json:"lastError"`
+		}
+		if err := apiCall(ctx, cfg, http.MethodGet, u, &list); err != nil {
+			return err
+		}
+		done := true
+		for _, r := range list {
+			if r.Err != "" {
+				return fmt.Errorf("rollup: %s", r.Err)
+			}
+			done = done && r.Pending == 0
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // prepareCollection makes sure the Hourglass target's collection is new,
@@ -581,6 +664,9 @@ func printReport(w io.Writer, reports []targetReport) {
 		}
 		if len(r.Queries) > 0 {
 			fmt.Fprintf(w, "%s: queries during the load:\n%s", r.Target, bench.QueryLoadTable(r.Queries))
+		}
+		if r.RollupCatchUpSeconds > 0 {
+			fmt.Fprintf(w, "%s: rollups caught up %.2f s after the load\n", r.Target, r.RollupCatchUpSeconds)
 		}
 	}
 }
