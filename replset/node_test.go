@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -764,4 +765,72 @@ func mustUpdate(t testing.TB, s string) *document.Update {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// A rollup created through the leader exists on every member, and each
+// member's copy, maintained from the writes it applies, holds the same
+// measurements once caught up: a late write and a delete included.
+func TestRollupOnEveryMember(t *testing.T) {
+	s := startSet(t, 3)
+	_, l := s.leaderWithCPU()
+	ctx := context.Background()
+	insert(t, l, 0, 200)
+	opts, err := timeseries.RollupOptions(sensorOpts.TimeSeries,
+		timeseries.RollupSpec{Source: "cpu", Window: "1m", Fields: []string{"v"}, Funcs: []string{"count", "sum", "max"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateCollection(ctx, "cpu_1m", opts); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, l, 300, 50)
+	insert(t, l, 10, 5) // late: into windows already rolled up
+	if _, err := l.Delete(ctx, "cpu", mustFilter(t, `{"v": {"$gte": 100, "$lt": 120}}`), timeseries.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitCount("cpu", 200+50+5-20)
+	var want string
+	for i, n := range s.nodes {
+		if err := n.DB().CatchUpRollups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := rollupText(t, n.DB(), "cpu_1m")
+		if i == 0 {
+			want = got
+			if strings.Count(want, "\n") < 6 {
+				t.Fatalf("member 1's rollup holds only %q", want)
+			}
+		} else if got != want {
+			t.Fatalf("member %d's rollup:\n%s\nmember 1's:\n%s", i+1, got, want)
+		}
+	}
+}
+
+// rollupText renders a collection's measurements, sorted, one a line.
+func rollupText(t *testing.T, db *timeseries.DB, coll string) string {
+	t.Helper()
+	var lines []string
+	cur, err := db.Find(context.Background(), coll, timeseries.FindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	for cur.Next() {
+		rec := cur.Record()
+		for i := range int(rec.NumRows()) {
+			var b strings.Builder
+			for c, col := range rec.Columns() {
+				if rec.Schema().Field(c).Name == "_id" {
+					continue // made of the member's series ids
+				}
+				fmt.Fprintf(&b, "%s=%v ", rec.Schema().Field(c).Name, col.ValueStr(i))
+			}
+			lines = append(lines, b.String())
+		}
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n") + "\n"
 }
