@@ -483,8 +483,17 @@ func TestRollupOutlivesExpiry(t *testing.T) {
 	}
 	sameRollup(t, "filled", rollupRows(t, db, "hourly", "sensor"), want)
 
-	// A day later the raw data is gone.
+	// A day later the raw data is gone; the dry run says which rollup
+	// keeps it.
 	clock.Advance(24 * time.Hour)
+	p, err := db.PreviewTTL(ctx, "s", TTLProposal{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Rollups) != 1 || p.Rollups[0].Name != "hourly" || p.Rollups[0].Sensors != 2 || p.Rollups[0].Window != "1h" ||
+		*p.Rollups[0].ExpireAfterSeconds != 30*86400 {
+		t.Fatalf("dry run rollups: %+v", p.Rollups)
+	}
 	if b := expireAll(t, db, clock.Now()); b.Docs == 0 {
 		t.Fatal("nothing expired")
 	}

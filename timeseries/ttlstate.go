@@ -185,6 +185,21 @@ type TTLPreview struct {
 	Now       time.Time     `json:"now"`
 	Suspended bool          `json:"suspended"`
 	Rules     []RulePreview `json:"rules"`
+	// Rollups are the collection's rollups, which keep what the rules
+	// expire (docs/rollups.md).
+	Rollups []RollupPreview `json:"rollups,omitempty"`
+}
+
+// RollupPreview is a rollup in a TTL dry run: its windows of the fields
+// and funcs, kept for its own expireAfterSeconds (nil: for ever), for
+// Sensors of the sensors a rule expires data of.
+type RollupPreview struct {
+	Name               string   `json:"name"`
+	Window             string   `json:"window"`
+	Fields             []string `json:"fields"`
+	Funcs              []string `json:"funcs"`
+	ExpireAfterSeconds *int64   `json:"expireAfterSeconds"`
+	Sensors            int      `json:"sensors"`
 }
 
 // PreviewTTL reports, per rule, what would expire now if the collection had
@@ -231,6 +246,17 @@ func (timeSeriesKind) preview(ctx context.Context, db *DB, c *collection, p TTLP
 	var list []previewSeries
 	if !out.Suspended {
 		list = previewList(c, probe, now)
+	}
+	for _, r := range c.rollups {
+		spec := r.coll.opts.RollupOf
+		rp := RollupPreview{Name: r.coll.name, Window: spec.Window, Fields: spec.Fields, Funcs: spec.Funcs,
+			ExpireAfterSeconds: r.coll.opts.ExpireAfterSeconds}
+		for _, e := range list {
+			if s := c.seriesOf(e.id); s != nil && (r.filter == nil || r.filter.Match(c.metaDoc(seriesMeta(s)))) {
+				rp.Sensors++
+			}
+		}
+		out.Rollups = append(out.Rollups, rp)
 	}
 	// Pebble's view is taken with memory's, as Find does: the buckets a
 	// checkpoint writes later may refer to field names newer than names.
