@@ -300,5 +300,12 @@ func (m *crashModel) setup(ctx context.Context, c *apiClient) error {
 			return err
 		}
 	}
-	return nil
+	return c.call(ctx, http.MethodPut, "/v1/collections/"+crashJSON+"/rollups/"+crashRollup, crashRollupSpec, nil)
 }
+
+// The rollup of crash_json the check compares with crash_json's aggregate.
+var (
+	crashRollup      = crashJSON + "_10s"
+	crashRollupSpec  = map[string]any{"window": "10s", "fields": []string{"v"}, "funcs": crashRollupFuncs}
+	crashRollupFuncs = []string{"count", "sum", "min", "max", "first", "last"}
+)

@@ -256,7 +256,74 @@ func (m *crashModel) check(ctx context.Context, c *apiClient, cycle int) (int, [
 			}
 		}
 	}
+	if what, err := m.checkRollup(ctx, c); err != nil {
+		return 0, nil, err
+	} else if what != "" {
+		bad(crashRollup, "%s", what)
+	}
 	return checked, vs, nil
+}
+
+// checkRollup waits for crash_json's rollup to catch up and compares it
+// with crash_json's aggregate over the same windows: after any kill, no
+// window may be lost or counted twice. It returns what differs.
+func (m *crashModel) checkRollup(ctx context.Context, c *apiClient) (string, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var list []struct {
+			Name    string `json:"name"`
+			Pending int    `json:"pendingSeries"`
+		}
+		if err := c.call(ctx, http.MethodGet, "/v1/collections/"+crashJSON+"/rollups", nil, &list); err != nil {
+			return "", err
+		}
+		if len(list) != 1 || list[0].Name != crashRollup {
+			return fmt.Sprintf("the rollups of %s are %+v", crashJSON, list), nil
+		}
+		if list[0].Pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Sprintf("not caught up a minute after the restart: %d sensors pending", list[0].Pending), nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	lines := func(path string, body any) (map[string]bool, error) {
+		out := map[string]bool{}
+		err := c.stream(ctx, path, body, func(line []byte) error {
+			var row map[string]any
+			if err := json.Unmarshal(line, &row); err != nil {
+				return err
+			}
+			if d, ok := row["t"].(map[string]any); ok {
+				row["t"] = d["$date"] // find's Extended JSON date, the aggregate's flat one
+			}
+			delete(row, "_id")
+			b, err := json.Marshal(row) // keys sorted
+			out[string(b)] = true
+			return err
+		})
+		return out, err
+	}
+	want, err := lines("/v1/collections/"+crashJSON+"/aggregate", map[string]any{"window": "10s", "fields": []string{"v"}, "funcs": crashRollupFuncs})
+	if err != nil {
+		return "", err
+	}
+	got, err := lines("/v1/collections/"+crashRollup+"/find", map[string]any{})
+	if err != nil {
+		return "", err
+	}
+	for l := range want {
+		if !got[l] {
+			return fmt.Sprintf("lacks %s (the source's aggregate)", l), nil
+		}
+	}
+	for l := range got {
+		if !want[l] {
+			return fmt.Sprintf("holds %s, which the source's aggregate does not", l), nil
+		}
+	}
+	return "", nil
 }
 
 // identify finds the writer and row number of a found row, checking that

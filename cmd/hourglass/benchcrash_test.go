@@ -106,3 +106,32 @@ func TestBenchSoak(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashCheckFindsRollupLoss deletes measurements of crash_json's
+// rollup behind the loop's back: the check must report the rollup no
+// longer matching the source's aggregate.
+func TestCrashCheckFindsRollupLoss(t *testing.T) {
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := bench.RunCrash(context.Background(), bench.CrashConfig{Binary: bin, Dir: filepath.Join(t.TempDir(), "data"),
+		Seed: 5, Cycles: 1, Duration: time.Second,
+		BeforeCheck: func(ctx context.Context, cycle int, url string) error {
+			resp, err := http.Post(url+"/v1/collections/crash_json_10s/delete", "application/json", strings.NewReader(`{"filter": {"sensor": "j0"}}`))
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return nil
+		}})
+	if !errors.Is(err, bench.ErrViolation) {
+		t.Fatalf("want a violation, got %v", err)
+	}
+	for _, v := range res.Violations {
+		if v.Collection == "crash_json_10s" && strings.Contains(v.What, "lacks") {
+			return
+		}
+	}
+	t.Fatalf("no rollup loss reported: %v", res.Violations)
+}
