@@ -880,6 +880,16 @@ func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts Agg
 	if err != nil {
 		return nil, nil, err
 	}
+	if opts.only != nil {
+		// Only those series are snapshotted and read.
+		kept := make([]*series, 0, len(opts.only))
+		for _, s := range st.list {
+			if opts.only[s.id] {
+				kept = append(kept, s)
+			}
+		}
+		st.list = kept
+	}
 	st.sortChunks = !opts.Ungrouped && groupPath(ts.MetaField, opts) == nil
 	return fields, st, nil
 }

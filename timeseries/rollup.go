@@ -429,6 +429,7 @@ func (db *DB) rollupLoop() {
 		<-db.stop
 		cancel()
 	}()
+	var failPause time.Duration
 	for {
 		select {
 		case <-db.stop:
@@ -436,10 +437,19 @@ func (db *DB) rollupLoop() {
 		case <-db.rollupWake:
 		}
 		start := time.Now()
+		pause := time.Duration(0)
 		if _, err := db.rollupPasses(ctx); err != nil && ctx.Err() == nil {
-			db.log.Error("rollup pass failed", "err", err)
+			// A failure that lasts (a field that now holds strings, a
+			// full disk) is retried, and logged, once a second, then
+			// up to once every 30 s.
+			failPause = min(max(2*failPause, time.Second), 30*time.Second)
+			pause = failPause
+			db.log.Error("rollup pass failed", "err", err, "retryIn", failPause)
+			db.wakeRollups() // the marks are back: try again after the pause
+		} else {
+			failPause = 0
 		}
-		pause := max(rollupMinPause, 9*time.Since(start))
+		pause = max(pause, rollupMinPause, 9*time.Since(start))
 		select {
 		case <-db.stop:
 			return
