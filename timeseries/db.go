@@ -44,11 +44,14 @@ type DB struct {
 	// rollupDone is closed when it ends.
 	rollupWake chan struct{}
 	rollupDone chan struct{}
+	// rollupMu serializes rollup passes (rollupPasses).
+	rollupMu sync.Mutex
 
 	// The locks, in the order they are taken: a goroutine holding one
 	// takes only locks below it.
 	//
 	//	closing.Mutex          Close
+	//	rollupMu               rollup passes
 	//	maintMu                checkpoints, deletes, TTL and merge passes, DDL
 	//	plainState.mu          a plain collection's writers
 	//	cutMu                  writers (shared) against a checkpoint's cut

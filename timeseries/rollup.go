@@ -459,8 +459,11 @@ func (db *DB) rollupLoop() {
 }
 
 // rollupPasses runs one pass of every rollup holding marks and returns the
-// series it recomputed.
+// series it recomputed. Passes run one at a time (rollupMu): a catch-up
+// waits for the background loop's pass to end.
 func (db *DB) rollupPasses(ctx context.Context) (int, error) {
+	db.rollupMu.Lock()
+	defer db.rollupMu.Unlock()
 	db.mu.RLock()
 	var rs []*rollup
 	for _, c := range db.mu.byID {
