@@ -72,8 +72,8 @@ export function rollupsSection(c: Collection, signal: AbortSignal, notify: (...m
         `It no longer follows what is written to ${c.name}. The collection ${r.name} stays with what it holds; drop it on its own page to delete it.`,
       ], false, `Stop ${r.name}`, async () => {
         await send("DELETE", collPath(c.name, `/rollups/${encodeURIComponent(r.name)}`), undefined);
-        notify(`Rollup ${r.name} stopped; the collection ${r.name} stays.`);
         await refresh();
+        notify(`Rollup ${r.name} stopped; the collection ${r.name} stays.`);
       }, close, "Confirm")));
       ed.addEventListener("keydown", (e) => { if (e.key === "Escape") close(); });
       tr.after(ed);
@@ -180,9 +180,9 @@ function addForm(c: Collection, notify: (...msg: Child[]) => void, refresh: () =
     submit.disabled = true;
     try {
       const r = await send<{ name: string; created: boolean }>("PUT", collPath(c.name, `/rollups/${encodeURIComponent(name)}`), body);
-      notify(r.created ? `Rollup ${r.name} created: it rolls up what ${c.name} holds in the background.` : `Rollup ${r.name} exists already, as asked.`);
       nameIn.value = "";
       await refresh();
+      notify(r.created ? `Rollup ${r.name} created: it rolls up what ${c.name} holds in the background.` : `Rollup ${r.name} exists already, as asked.`);
     } catch (x) {
       const msg = x instanceof APIError ? x.message : (x as Error).message;
       // The input the API's message is about, from its message.
