@@ -108,6 +108,7 @@ try {
   await page.getByRole("button", { name: "Create collection" }).click();
   await page.locator("h1", { hasText: "greenhouse" }).waitFor();
   await page.getByTestId("stat-count").filter({ hasText: /^0$/ }).waitFor();
+  await page.locator("form.add-rollup input[name=fields]").waitFor();
   check((await api("GET", "/v1/collections/greenhouse")).body.options.timeseries.metaField === "sensor", "created with the form's meta field");
   await page.goto(`${base}/ui/#/collections`);
 
@@ -254,6 +255,7 @@ try {
   const of = page.getByTestId("rollup-of");
   await of.waitFor();
   check(/^rollup of \S+ \(window 1h;/.test(await of.textContent()), `the note: ${await of.textContent()}`);
+  await shot("collection-rollup-of");
   await of.getByRole("link", { name: coll }).click();
   await page.locator("h1", { hasText: coll }).waitFor();
   await rollupRow.locator('[data-action="stop"]').click();

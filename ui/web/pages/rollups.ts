@@ -131,6 +131,8 @@ function addForm(c: Collection, notify: (...msg: Child[]) => void, refresh: () =
   const daysIn = h("input", { id: ids.days, name: "retention-days", inputmode: "numeric", autocomplete: "off", placeholder: "kept for ever", "aria-describedby": `${ids.days}-help` });
   const filterIn = h("textarea", { id: ids.filter, name: "sensor-filter", rows: "2", spellcheck: "false", placeholder: mf ? `{"${mf}": {"$in": ["a", "b"]}}` : "", disabled: !mf });
   const fieldBoxes = fields.map((f, i) => h("input", { type: "checkbox", name: "field", value: f, checked: i === 0 }));
+  // Before any data there is no field to choose: they are typed.
+  const fieldsIn = h("input", { name: "fields", autocomplete: "off", spellcheck: "false", placeholder: "temp, humidity", "aria-label": "Fields, separated by commas" });
   const funcBoxes = rollupFuncs.map((f) => h("input", { type: "checkbox", name: "func", value: f, checked: ["min", "avg", "max", "count"].includes(f) }));
   const err = h("div", { class: "form-error", role: "alert" });
   const submit = h("button", { type: "submit", class: "primary" }, "Add rollup");
@@ -143,7 +145,7 @@ function addForm(c: Collection, notify: (...msg: Child[]) => void, refresh: () =
     h("div", { class: "field" }, h("label", { for: ids.days }, "Retention in days ", h("span", { class: "muted" }, "(optional)")), daysIn,
       h("p", { class: "help", id: `${ids.days}-help` }, "The rollup's own expiry; the raw data's does not touch it.")),
     h("fieldset", { class: "field checks" }, h("legend", null, "Fields"),
-      fields.length === 0 ? h("p", { class: "muted" }, "No numeric field yet.")
+      fields.length === 0 ? [fieldsIn, h("p", { class: "help" }, "No numeric field yet: name them, separated by commas.")]
         : fieldBoxes.map((b) => h("label", { class: "check" }, b, " ", h("code", null, b.value)))),
     h("fieldset", { class: "field checks" }, h("legend", null, "Functions"),
       funcBoxes.map((b) => h("label", { class: "check" }, b, " ", b.value))),
@@ -153,7 +155,7 @@ function addForm(c: Collection, notify: (...msg: Child[]) => void, refresh: () =
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     err.replaceChildren();
-    for (const el of [nameIn, windowIn, daysIn, filterIn]) el.removeAttribute("aria-invalid");
+    for (const el of [nameIn, windowIn, daysIn, filterIn, fieldsIn]) el.removeAttribute("aria-invalid");
     const fail = (msg: string, input?: HTMLElement) => {
       clear(err, h("p", { class: "field-error" }, msg));
       input?.setAttribute("aria-invalid", "true");
@@ -163,7 +165,8 @@ function addForm(c: Collection, notify: (...msg: Child[]) => void, refresh: () =
     if (!name) return fail("Give the rollup a name.", nameIn);
     const body: Record<string, unknown> = {
       window: windowIn.value.trim(),
-      fields: fieldBoxes.filter((b) => b.checked).map((b) => b.value),
+      fields: fields.length === 0 ? fieldsIn.value.split(",").map((f) => f.trim()).filter((f) => f !== "")
+        : fieldBoxes.filter((b) => b.checked).map((b) => b.value),
       funcs: funcBoxes.filter((b) => b.checked).map((b) => b.value),
     };
     const days = daysIn.value.trim();
@@ -186,7 +189,8 @@ function addForm(c: Collection, notify: (...msg: Child[]) => void, refresh: () =
     } catch (x) {
       const msg = x instanceof APIError ? x.message : (x as Error).message;
       // The input the API's message is about, from its message.
-      const input = /window/i.test(msg) ? windowIn : /expireAfterSeconds/.test(msg) ? daysIn : /filter/i.test(msg) ? filterIn : /name|exists/i.test(msg) ? nameIn : undefined;
+      const input = /window/i.test(msg) ? windowIn : /expireAfterSeconds/.test(msg) ? daysIn : /filter/i.test(msg) ? filterIn
+        : /field/i.test(msg) && fields.length === 0 ? fieldsIn : /name|exists/i.test(msg) ? nameIn : undefined;
       fail(msg, input);
     } finally {
       submit.disabled = false;
