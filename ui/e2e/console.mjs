@@ -6,6 +6,10 @@
 // E2E_EXPECT_DELETE (the collection, the sensor to give a one-day rule, and
 // how many measurements that rule expires), CHROMIUM (default
 // /usr/bin/chromium). Exits non-zero on the first failed check.
+//
+// The sensor's measurements are all older than a day: once the rule has
+// expired them, only the rollup the script creates first still holds
+// them, and the chart of that sensor reads it.
 import { chromium } from "playwright-core";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -59,9 +63,15 @@ try {
   const page = context.pages()[0] ?? await context.newPage();
   page.setDefaultTimeout(15_000);
   page.on("pageerror", (e) => pageErrors.push(e.message));
+  // The rollup list's reads of the collection, to see the page poll it
+  // while open and stop when left.
+  let rollupReads = 0;
+  page.on("request", (r) => {
+    if (r.method() === "GET" && new URL(r.url()).pathname === `/v1/collections/${coll}/rollups`) rollupReads++;
+  });
   page.on("console", (m) => {
-    // A 401 before the token is given and the 400 of the bad TTL value are
-    // expected; anything else is not.
+    // A 401 before the token is given and the 400s of the bad TTL value
+    // and the bad rollup window are expected; anything else is not.
     if (m.type() === "error" && !/status of 40[01]/.test(m.text())) pageErrors.push(m.text());
   });
   const shot = (name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
@@ -98,6 +108,7 @@ try {
   await page.getByRole("button", { name: "Create collection" }).click();
   await page.locator("h1", { hasText: "greenhouse" }).waitFor();
   await page.getByTestId("stat-count").filter({ hasText: /^0$/ }).waitFor();
+  await page.locator("form.add-rollup input[name=fields]").waitFor();
   check((await api("GET", "/v1/collections/greenhouse")).body.options.timeseries.metaField === "sensor", "created with the form's meta field");
   await page.goto(`${base}/ui/#/collections`);
 
@@ -108,6 +119,38 @@ try {
   const before = Number((await countEl.textContent()).replace(/,/g, ""));
   const summary = await api("GET", `/v1/collections/${coll}`);
   check(before === summary.body.count, `count shown ${before} = API count ${summary.body.count}`);
+
+  step("rollups: a bad window shows the API's message and creates nothing");
+  const rollupName = `${coll}_hourly`;
+  const addRollup = page.locator("form.add-rollup");
+  await addRollup.locator("input[name=rollup-name]").fill(`${coll}_bad`);
+  await addRollup.locator("input[name=window]").fill("fortnight");
+  await addRollup.getByRole("button", { name: "Add rollup" }).click();
+  const badWindow = { window: "fortnight", fields: ["temp"], funcs: ["min", "avg", "max", "count"] };
+  const winErr = await api("PUT", `/v1/collections/${coll}/rollups/${coll}_bad`, badWindow);
+  check(winErr.status === 400 && /window/.test(winErr.body.error.message), `the API refuses the window: ${JSON.stringify(winErr.body)}`);
+  await addRollup.locator(".field-error", { hasText: winErr.body.error.message }).waitFor();
+  check(await addRollup.locator("input[name=window]").getAttribute("aria-invalid") === "true", "the window is marked invalid");
+  check((await api("GET", `/v1/collections/${coll}/rollups`)).body.length === 0, "no rollup after the refusal");
+  check((await api("GET", `/v1/collections/${coll}_bad`)).status === 404, "no collection after the refusal");
+
+  step("rollups: add one through the form; it is listed and catches up");
+  await addRollup.locator("input[name=rollup-name]").fill(rollupName);
+  await addRollup.locator("input[name=window]").fill("1h");
+  await addRollup.locator("input[name=field][value=temp]").check();
+  await addRollup.locator("input[name=func][value=sum]").check();
+  await addRollup.getByRole("button", { name: "Add rollup" }).click();
+  await page.locator(".notice.ok", { hasText: `Rollup ${rollupName} created` }).waitFor();
+  const rollupRow = page.locator(`tr[data-rollup="${rollupName}"]`);
+  check(await rollupRow.count() === 1, "the list is read again on success");
+  check(await addRollup.locator(".field-error").count() === 0, "the refusal's message is gone");
+  const listed = (await api("GET", `/v1/collections/${coll}/rollups`)).body;
+  check(listed.length === 1 && listed[0].name === rollupName && listed[0].spec.window === "1h"
+    && listed[0].spec.fields.join() === "temp" && listed[0].spec.funcs.join() === "count,sum,avg,min,max", `the API lists it: ${JSON.stringify(listed)}`);
+  check(/temp × count, sum, avg, min, max/.test(await rollupRow.textContent()), "the row shows fields × funcs");
+  await rollupRow.locator('td[data-col="lag"]', { hasText: /^caught up$/ }).waitFor({ timeout: 30_000 });
+  check((await api("GET", `/v1/collections/${coll}/rollups`)).body[0].lagSeconds === 0, "the API says caught up too");
+  await shot("collection-rollups");
 
   step("a bad TTL value shows the API's message next to the field");
   await page.locator('tr[data-rule=""] button[data-action="change"]').click();
@@ -169,6 +212,22 @@ try {
   check(/temp · north · 2,880 measurements/.test(sumText), `summary: ${sumText}`);
   await shot("explore");
 
+  step("explore: the sensor whose raw data expired is read from the rollup");
+  await page.goto(`${base}/ui/#/explore?c=${coll}&s=${encodeURIComponent(JSON.stringify(sensor))}&field=temp&range=7d`);
+  const note = page.getByTestId("rollup-note");
+  await note.waitFor();
+  const noteText = await note.textContent();
+  check(/from rollup .*_hourly, 1h windows/i.test(noteText), `the caption names the rollup: ${noteText}`);
+  const rollupSum = await page.locator(".summary").textContent();
+  check(rollupSum.includes(`temp · ${sensor} · ${fmt.format(expectDelete)} measurements`), `the rollup's counts add up to what expired: ${rollupSum}`);
+  await canvas.waitFor();
+  const nr = await painted();
+  check(nr > 100, `the average line is drawn from the rollup (${nr} pixels)`);
+  await shot("explore-rollup");
+  await page.goto(`${base}/ui/#/explore?c=${coll}&s=${encodeURIComponent('"north"')}&field=temp&range=all`);
+  await page.locator(".summary", { hasText: "temp · north · 2,880 measurements" }).waitFor();
+  await canvas.waitFor();
+
   step("explore: zoom by dragging, table view, downloads");
   const box = await canvas.boundingBox();
   await page.mouse.move(box.x + box.width * 0.4, box.y + box.height / 2);
@@ -190,6 +249,26 @@ try {
   const [arrow] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download Arrow" }).click()]);
   const arrowBytes = readFileSync(await arrow.path());
   check(arrowBytes.readUInt32LE(0) === 0xffffffff, "Arrow IPC stream starts with a continuation marker");
+
+  step("the rollup's page names its source; stop it from the source's page");
+  await page.goto(`${base}/ui/#/collections/${rollupName}`);
+  const of = page.getByTestId("rollup-of");
+  await of.waitFor();
+  check(/^rollup of \S+ \(window 1h;/.test(await of.textContent()), `the note: ${await of.textContent()}`);
+  await shot("collection-rollup-of");
+  await of.getByRole("link", { name: coll }).click();
+  await page.locator("h1", { hasText: coll }).waitFor();
+  await rollupRow.locator('[data-action="stop"]').click();
+  await page.locator('tr.editor [data-action="confirm"]', { hasText: `Stop ${rollupName}` }).click();
+  await page.locator(".notice.ok", { hasText: `Rollup ${rollupName} stopped` }).waitFor();
+  check(await rollupRow.count() === 0, "the list is read again after Stop");
+  check((await api("GET", `/v1/collections/${coll}/rollups`)).body.length === 0, "no rollup left after Stop");
+  const kept = await api("GET", `/v1/collections/${rollupName}`);
+  check(kept.status === 200 && kept.body.count > 0 && !kept.body.options.rollupOf, `the rollup's collection stays: ${JSON.stringify(kept.body)}`);
+  // The list is read again while the page is open, with nothing done.
+  const readsIdle = rollupReads;
+  await page.waitForTimeout(3500);
+  check(rollupReads >= readsIdle + 1, `the list is polled while the page is open (${rollupReads - readsIdle} reads in 3.5 s)`);
 
   step("a suspended collection: delete the out-of-range data, expiry resumes");
   await page.goto(`${base}/ui/#/collections/legacy`);
@@ -221,6 +300,10 @@ try {
     await page.waitForFunction((p) => document.querySelector(".ops .help time")?.getAttribute("datetime") !== p, prev);
   }
   const passes = await page.locator(".stat", { hasText: "TTL passes" }).locator("dd").textContent();
+  // Left the collection's page long ago: its rollups are not read any more.
+  const readsLeft = rollupReads;
+  await page.waitForTimeout(3500);
+  check(rollupReads === readsLeft, `polling stops when the page is left (${rollupReads - readsLeft} reads after)`);
   check(/^[1-9]/.test(passes), `TTL passes shown: ${passes}`);
   await shot("server");
 

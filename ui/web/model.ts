@@ -27,10 +27,33 @@ export interface TimeseriesOptions {
   bucketRoundingSeconds?: number;
 }
 
+/** RollupSpec is what a rollup keeps (docs/rollups.md). */
+export interface RollupSpec {
+  source: string;
+  window: string;
+  fields: string[];
+  funcs: string[];
+  partialFilterExpression?: Record<string, unknown>;
+}
+
+/** Rollup is one entry of GET /v1/collections/{name}/rollups. */
+export interface Rollup {
+  name: string;
+  spec: RollupSpec;
+  expireAfterSeconds?: number;
+  watermark: string;
+  lagSeconds: number;
+  pendingSeries: number;
+  lastError?: string;
+}
+
 export interface Collection {
   name: string;
   type: string;
-  options: { timeseries?: TimeseriesOptions; expireAfterSeconds?: number; capped?: boolean; size?: number; max?: number };
+  options: {
+    timeseries?: TimeseriesOptions; expireAfterSeconds?: number; capped?: boolean; size?: number; max?: number;
+    rollupOf?: RollupSpec;
+  };
   count: number;
   buckets?: number;
   storageBytes: number;
@@ -101,6 +124,24 @@ export function describe(name: string, signal?: AbortSignal): Promise<Collection
 
 export function listCollections(signal?: AbortSignal): Promise<Collection[]> {
   return getJSON<Collection[]>("/v1/collections", signal);
+}
+
+export function listRollups(name: string, signal?: AbortSignal): Promise<Rollup[]> {
+  return getJSON<Rollup[]>(collPath(name, "/rollups"), signal);
+}
+
+/** rollupFuncs are the functions a rollup can keep, in the API's order. */
+export const rollupFuncs = ["count", "sum", "avg", "min", "max", "first", "last"];
+
+/**
+ * windowSeconds reads a rollup window as the API writes it ("90s", "15m",
+ * "1h", "1d", "1w", or a Go duration such as "1h30m"); NaN when it cannot.
+ */
+export function windowSeconds(w: string): number {
+  const unit: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 7 * 86400 };
+  const parts = w.match(/\d+(\.\d+)?[smhdw]/g);
+  if (!parts || parts.join("") !== w) return NaN;
+  return parts.reduce((t, p) => t + Number(p.slice(0, -1)) * unit[p.slice(-1)], 0);
 }
 
 export function runTTLPass(): Promise<TTLRun> {

@@ -1,7 +1,7 @@
 // Pieces shared by the pages.
 
 import { APIError, hasToken } from "./api";
-import { h } from "./dom";
+import { clear, h, type Child } from "./dom";
 import { fmtBytes, fmtInt, fmtNum } from "./format";
 import type { Collection } from "./model";
 
@@ -56,4 +56,24 @@ export function storageText(c: Collection): string {
 
 export function badge(text: string, kind = ""): HTMLElement {
   return h("span", { class: `badge ${kind}` }, text);
+}
+
+/** confirmBox shows a dry run (or what an action does) and waits for Confirm or Cancel. */
+export function confirmBox(text: Child[], deletes: boolean, applyLabel: string, apply: () => Promise<void>, cancel: () => void, head = "Dry run"): HTMLElement {
+  const status = h("div", { role: "alert" });
+  const ok = h("button", { type: "button", class: deletes ? "danger" : "primary", "data-action": "confirm" }, applyLabel);
+  const no = h("button", { type: "button", "data-action": "cancel", onclick: cancel }, "Cancel");
+  ok.addEventListener("click", async () => {
+    ok.disabled = no.disabled = true;
+    try {
+      await apply();
+    } catch (e) {
+      clear(status, errorBox(e));
+      ok.disabled = no.disabled = false;
+    }
+  });
+  const box = h("div", { class: `dry-run ${deletes ? "deletes" : ""}`, "data-testid": "dry-run", tabindex: "-1" },
+    h("p", { class: "dry-run-head" }, head), h("p", null, text), h("div", { class: "actions" }, ok, no), status);
+  queueMicrotask(() => ok.focus());
+  return box;
 }

@@ -1,7 +1,7 @@
-// One collection: its options and its retention rules, with forms to add,
-// change and drop a rule. A change that would delete data shows the dry
-// run first ("this will delete N measurements in M buckets now") and waits
-// for the user to confirm it.
+// One collection: its options, its retention rules, with forms to add,
+// change and drop a rule, and its rollups (./rollups.ts). A change that
+// would delete data shows the dry run first ("this will delete N
+// measurements in M buckets now") and waits for the user to confirm it.
 
 import { APIError, call, collPath, send } from "../api";
 import { clear, h, uid, type Child } from "../dom";
@@ -10,7 +10,8 @@ import {
   countFind, describe, metaLabel, metaValues, preview, runTTLPass,
   type Collection, type IndexSpec, type Preview,
 } from "../model";
-import { badge, bytesPerPoint, errorBox, outOfRange, storageText, suspendedWarning } from "../widgets";
+import { badge, bytesPerPoint, confirmBox, errorBox, outOfRange, storageText, suspendedWarning } from "../widgets";
+import { rollupNote, rollupsSection } from "./rollups";
 
 const units: [string, number][] = [["seconds", 1], ["minutes", 60], ["hours", 3600], ["days", 86400]];
 
@@ -69,26 +70,6 @@ function previewText(now: Preview, next: Preview): { text: Child[]; deletes: boo
   return { deletes: b.measurements > 0 || b.hidden > a.hidden, text };
 }
 
-/** confirmBox shows a dry run and waits for Confirm or Cancel. */
-function confirmBox(text: Child[], deletes: boolean, applyLabel: string, apply: () => Promise<void>, cancel: () => void): HTMLElement {
-  const status = h("div", { role: "alert" });
-  const ok = h("button", { type: "button", class: deletes ? "danger" : "primary", "data-action": "confirm" }, applyLabel);
-  const no = h("button", { type: "button", "data-action": "cancel", onclick: cancel }, "Cancel");
-  ok.addEventListener("click", async () => {
-    ok.disabled = no.disabled = true;
-    try {
-      await apply();
-    } catch (e) {
-      clear(status, errorBox(e));
-      ok.disabled = no.disabled = false;
-    }
-  });
-  const box = h("div", { class: `dry-run ${deletes ? "deletes" : ""}`, "data-testid": "dry-run", tabindex: "-1" },
-    h("p", { class: "dry-run-head" }, "Dry run"), h("p", null, text), h("div", { class: "actions" }, ok, no), status);
-  queueMicrotask(() => ok.focus());
-  return box;
-}
-
 export async function collectionPage(root: HTMLElement, name: string, signal: AbortSignal): Promise<void> {
   const notices = h("div", { class: "notices", role: "status", "aria-live": "polite" });
   const body = h("div", null, h("p", { class: "loading" }, "Loading…"));
@@ -109,11 +90,17 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
     }
   }
 
+  // The rollups section polls until the page is left or drawn again.
+  let rollupsCtl: AbortController | null = null;
+  signal.addEventListener("abort", () => rollupsCtl?.abort());
+
   async function load(): Promise<void> {
     const [c, indexes] = await Promise.all([
       describe(name, signal),
       call("GET", collPath(name, "/indexes"), { signal }).then((r) => r.json() as Promise<IndexSpec[]>),
     ]);
+    rollupsCtl?.abort();
+    rollupsCtl = new AbortController();
     const passBtn = h("button", { type: "button", "data-action": "ttl-run" }, "Run a TTL pass now");
     passBtn.addEventListener("click", () => void runPass(passBtn));
     clear(body,
@@ -122,6 +109,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
         h("div", { class: "actions" },
           c.type === "timeseries" ? h("a", { class: "button", href: `#/explore?c=${encodeURIComponent(c.name)}` }, "Explore") : null,
           c.type === "timeseries" ? passBtn : null)),
+      rollupNote(c),
       stats(c),
       suspendedWarning(c, c.ttl?.suspended ? fixRange(c) : undefined),
       h("div", { class: "columns" },
@@ -129,6 +117,9 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
         c.type === "timeseries"
           ? h("section", { class: "card grow", "aria-labelledby": "ret-h" }, h("h2", { id: "ret-h" }, "Retention rules"), retention(c, indexes))
           : h("section", { class: "card grow" }, h("h2", null, "Indexes"), indexList(indexes))),
+      c.type === "timeseries"
+        ? h("section", { class: "card", "aria-labelledby": "rollups-h" }, h("h2", { id: "rollups-h" }, "Rollups"), rollupsSection(c, rollupsCtl.signal, notify))
+        : null,
       dropZone(c));
   }
 

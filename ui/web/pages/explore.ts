@@ -1,11 +1,13 @@
 // Explore: a windowed aggregate (min/avg/max band) of one field over a
 // time range, for one meta value, a filter, or all series; zoom by
-// dragging; a table view; downloads as CSV or Arrow.
+// dragging; a table view; downloads as CSV or Arrow. The part of the range
+// older than the raw data held is read from a rollup of the field, when
+// the collection has one (docs/rollups.md).
 
 import { call, collPath, download, send } from "../api";
 import { clear, h, uid } from "../dom";
 import { fmtDuration, fmtInt, fmtNum, timeEl, timeZone } from "../format";
-import { describe, listCollections, metaLabel, metaValues, numericFields } from "../model";
+import { describe, listCollections, listRollups, metaLabel, metaValues, numericFields, windowSeconds, type Rollup } from "../model";
 import { Chart, colors } from "../chart";
 import { errorBox } from "../widgets";
 
@@ -19,6 +21,22 @@ const windows = [1, 5, 10, 30, 60, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600
 export function autoWindow(span: number): number {
   for (const w of windows) if (span / w <= 400) return w;
   return Math.ceil(span / 400 / 86400) * 86400;
+}
+
+/**
+ * chartRollup picks the rollup a chart of field reads the older part of its
+ * range from, with chart windows of w seconds: one that keeps the field's
+ * avg for every sensor (no sensor filter), the coarsest whose window is at
+ * most w, else the finest. null when there is none.
+ */
+export function chartRollup(rollups: Rollup[], field: string, w: number): { r: Rollup; win: number } | null {
+  const ok = rollups
+    .filter((r) => !r.spec.partialFilterExpression && r.spec.fields.includes(field) && r.spec.funcs.includes("avg"))
+    .map((r) => ({ r, win: windowSeconds(r.spec.window) }))
+    .filter((x) => Number.isFinite(x.win) && x.win > 0)
+    .sort((a, b) => a.win - b.win);
+  if (ok.length === 0) return null;
+  return ok.filter((x) => x.win <= w).pop() ?? ok[0];
 }
 
 /** toLocalInput writes d for an <input type="datetime-local">. */
@@ -40,7 +58,19 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
   const ts = c.options.timeseries!;
   const mf = ts.metaField;
   const fields = numericFields(c);
-  const values = mf ? await metaValues(c, 1000, signal) : [];
+  // Rollups maintained from this collection: charts read them where the
+  // raw data is gone, and the series offered include those only they hold.
+  const rollups = await listRollups(c.name, signal).catch(() => [] as Rollup[]);
+  const values = mf ? await seriesValues() : [];
+
+  async function seriesValues(): Promise<unknown[]> {
+    const lists = await Promise.all([metaValues(c, 1000, signal),
+      ...rollups.filter((r) => !r.spec.partialFilterExpression && r.spec.funcs.includes("avg"))
+        .map((r) => describe(r.name, signal).then((rc) => metaValues(rc, 1000, signal)).catch(() => []))]);
+    const seen = new Map<string, unknown>();
+    for (const v of lists.flat()) seen.set(JSON.stringify(v), v);
+    return [...seen.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, v]) => v).slice(0, 1000);
+  }
 
   // Controls.
   const ids = { c: uid("x"), s: uid("x"), f: uid("x"), field: uid("x"), range: uid("x"), from: uid("x"), to: uid("x"), w: uid("x") };
@@ -139,14 +169,27 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
     return { [mf!]: values[Number(seriesSel.value)] };
   }
 
+  /** edge is the time of the first (dir 1) or last (-1) measurement of coll that filter matches. */
+  async function edge(coll: string, filter: object, dir: 1 | -1): Promise<Date | null> {
+    const rows = await send<Record<string, { $date: string }>[]>("POST", collPath(coll, "/find"),
+      { filter, projection: { [ts.timeField]: 1 }, sort: { [ts.timeField]: dir }, limit: 1 }, signal);
+    return rows.length ? new Date(rows[0][ts.timeField].$date) : null;
+  }
+
   async function dataSpan(filter: object): Promise<[Date, Date] | null> {
-    const edge = async (dir: 1 | -1) => {
-      const rows = await send<Record<string, { $date: string }>[]>("POST", collPath(c.name, "/find"),
-        { filter, projection: { [ts.timeField]: 1 }, sort: { [ts.timeField]: dir }, limit: 1 }, signal);
-      return rows.length ? new Date(rows[0][ts.timeField].$date) : null;
-    };
-    const [a, b] = await Promise.all([edge(1), edge(-1)]);
-    return a && b ? [a, new Date(b.getTime() + 1000)] : null;
+    const [a, b] = await Promise.all([edge(c.name, filter, 1), edge(c.name, filter, -1)]);
+    let span: [Date, Date] | null = a && b ? [a, new Date(b.getTime() + 1000)] : null;
+    // All data includes what only a rollup of the field still holds
+    // (the rollup's metaField and timeField are the collection's).
+    const ru = chartRollup(rollups, fieldSel.value, Infinity);
+    if (ru) {
+      const [ra, rb] = await Promise.all([edge(ru.r.name, filter, 1), edge(ru.r.name, filter, -1)]);
+      if (ra && rb) {
+        const rEnd = new Date(rb.getTime() + ru.win * 1000);
+        span = span ? [ra < span[0] ? ra : span[0], rEnd > span[1] ? rEnd : span[1]] : [ra, rEnd];
+      }
+    }
+    return span;
   }
 
   async function resolveRange(filter: object): Promise<[Date, Date] | null> {
@@ -162,12 +205,45 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
     return [new Date(now.getTime() - secs * 1000), now];
   }
 
-  function request(filter: object, r: [Date, Date], w: number): object {
+  function rangeFilter(filter: object, r: [Date, Date]): object {
     const tf = { [ts.timeField]: { $gte: { $date: r[0].toISOString() }, $lt: { $date: r[1].toISOString() } } };
-    return {
-      filter: Object.keys(filter).length ? { $and: [filter, tf] } : tf,
-      window: `${w}s`, groupBy: null, fields: [fieldSel.value], funcs: ["min", "avg", "max", "count"],
-    };
+    return Object.keys(filter).length ? { $and: [filter, tf] } : tf;
+  }
+
+  function request(filter: object, r: [Date, Date], w: number): object {
+    return { filter: rangeFilter(filter, r), window: `${w}s`, groupBy: null, fields: [fieldSel.value], funcs: ["min", "avg", "max", "count"] };
+  }
+
+  interface Points { xs: number[]; mins: (number | null)[]; avgs: (number | null)[]; maxs: (number | null)[]; counts: number[] }
+
+  /**
+   * fromRollup reads field f of the rollup ru over r, per window of the
+   * rollup's (or of the multiple of it nearest w from above), across the
+   * series filter matches: min of the mins, max of the maxes, and the
+   * average weighted by count when the rollup keeps sum and count (else
+   * the mean of its averages).
+   */
+  async function fromRollup(ru: { r: Rollup; win: number }, filter: object, r: [Date, Date], w: number, f: string): Promise<Points & { weighted: boolean; per: number }> {
+    const has = (fn: string) => ru.r.spec.funcs.includes(fn);
+    const weighted = has("sum") && has("count");
+    const per = ru.win * Math.max(1, Math.ceil(w / ru.win));
+    const fields = ["avg", "min", "max", "sum", "count"].filter(has).map((fn) => `${f}_${fn}`);
+    const rows = await send<Record<string, unknown>[]>("POST", collPath(ru.r.name, "/aggregate"),
+      { filter: rangeFilter(filter, r), window: `${per}s`, groupBy: null, fields, funcs: ["min", "max", "avg", "sum"] }, signal);
+    const p: Points = { xs: [], mins: [], avgs: [], maxs: [], counts: [] };
+    const num = (v: unknown) => (typeof v === "number" ? v : null);
+    for (const row of rows) {
+      const avg = weighted
+        ? (num(row[`${f}_count_sum`]) ? num(row[`${f}_sum_sum`])! / num(row[`${f}_count_sum`])! : null)
+        : num(row[`${f}_avg_avg`]);
+      if (avg === null) continue;
+      p.xs.push(Date.parse(row[ts.timeField] as string) / 1000);
+      p.avgs.push(avg);
+      p.mins.push(num(row[`${f}_min_min`]));
+      p.maxs.push(num(row[`${f}_max_max`]));
+      p.counts.push(num(row[`${f}_count_sum`]) ?? 0);
+    }
+    return { ...p, weighted, per };
   }
 
   function saveState(): void {
@@ -200,17 +276,37 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
     }
     const span = (range[1].getTime() - range[0].getTime()) / 1000;
     const w = winSel.value === "auto" ? autoWindow(span) : Number(winSel.value);
-    const req = request(filter, range, w);
     const f = fieldSel.value;
-    let rows: Record<string, unknown>[];
+    // When the range begins before the oldest raw measurement the series
+    // still has (or the raw data has none of it), the part before the end
+    // of the rollup window holding that measurement comes from a rollup of
+    // the field, if there is one: the rollup keeps what expiry removed
+    // from the raw data. Its windows are whole: the first may begin before
+    // the range.
+    const ru = chartRollup(rollups, f, w);
+    let cut = range[0];
+    let older: (Points & { weighted: boolean; per: number }) | null = null;
+    let rows: Record<string, unknown>[] = [];
+    let req = request(filter, range, w);
     try {
-      rows = await (await call("POST", collPath(c.name, "/aggregate"), { body: req, signal })).json();
+      const oldest = ru ? await edge(c.name, filter, 1) : null;
+      if (ru && (!oldest || oldest > range[0])) {
+        const win = ru.win * 1000;
+        const at = oldest ? Math.ceil(oldest.getTime() / win) * win : range[1].getTime();
+        cut = new Date(Math.min(at, range[1].getTime()));
+        older = await fromRollup(ru, filter, [new Date(Math.floor(range[0].getTime() / win) * win), cut], w, f);
+        req = request(filter, [cut, range[1]], w);
+      }
+      if (cut < range[1]) rows = await (await call("POST", collPath(c.name, "/aggregate"), { body: req, signal })).json();
     } catch (e) {
       if (signal.aborted) return;
       clear(formErr, errorBox(e));
       return;
     }
     const xs: number[] = [], mins: (number | null)[] = [], avgs: (number | null)[] = [], maxs: (number | null)[] = [], counts: number[] = [];
+    if (older) {
+      xs.push(...older.xs); mins.push(...older.mins); avgs.push(...older.avgs); maxs.push(...older.maxs); counts.push(...older.counts);
+    }
     for (const r of rows) {
       xs.push(Date.parse(r[ts.timeField] as string) / 1000);
       mins.push((r[`${f}_min`] as number | undefined) ?? null);
@@ -221,15 +317,24 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
     const total = counts.reduce((a, b) => a + b, 0);
     const seriesName = seriesSel.value === "filter" ? filterIn.value.trim() || "{}" : seriesSel.selectedOptions[0]?.textContent ?? "";
     clear(summary,
-      `${fieldSel.value} · ${seriesName} · ${fmtInt(total)} measurements in ${fmtInt(rows.length)} windows of ${fmtDuration(w)} · `,
+      `${fieldSel.value} · ${seriesName} · ${fmtInt(total)} measurements in ${fmtInt(xs.length)} windows of ${fmtDuration(older && rows.length === 0 ? older.per : w)} · `,
       timeEl(range[0]), " → ", timeEl(range[1]));
+    if (ru && older && older.xs.length > 0) {
+      const how = [`from rollup ${ru.r.name}, ${ru.r.spec.window} windows`,
+        older.per !== ru.win ? ` combined per ${fmtDuration(older.per)}` : "",
+        older.weighted ? "" : " (average: the mean of the rollup's averages)"].join("");
+      summary.append(h("span", { class: "rollup-note", "data-testid": "rollup-note" }, h("br"),
+        cut < range[1] ? ["older than ", timeEl(cut), `: ${how}`] : `${how[0].toUpperCase()}${how.slice(1)}: the raw data holds none of this range`,
+        "."));
+    }
+    // Downloads hold the raw part: the rollup is a collection of its own.
     for (const b of [csvBtn, arrowBtn]) b.disabled = rows.length === 0;
     zoomOut.disabled = false;
     resetZoom.disabled = zoomStack.length === 0;
 
     chart?.destroy();
     chart = null;
-    if (rows.length === 0) {
+    if (xs.length === 0) {
       clear(chartPanel, h("div", { class: "empty" }, h("p", null, h("strong", null, "No measurements in this range.")),
         h("p", null, "Pick a wider range, or “All data”.")));
       clear(tablePanel, h("div", { class: "empty" }, h("p", null, "No rows.")));
@@ -253,7 +358,7 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
     chart.el.dataset.testid = "chart";
     clear(chartPanel, chart.el, h("p", { class: "help" }, "Drag across the chart to zoom in; the windows get finer as you zoom."));
 
-    const shown = rows.slice(0, 2000);
+    const shown = xs.slice(0, 2000);
     clear(tablePanel, h("div", { class: "table-scroll" }, h("table", { class: "data" },
       h("caption", { class: "sr-only" }, `${f} per window`),
       h("thead", null, h("tr", null, h("th", { scope: "col" }, "Window start"), h("th", { scope: "col", class: "num" }, "Count"),
@@ -261,7 +366,7 @@ export async function explorePage(root: HTMLElement, query: URLSearchParams, sig
       h("tbody", null, shown.map((_r, i) => h("tr", null,
         h("td", null, timeEl(new Date(xs[i] * 1000))), h("td", { class: "num" }, fmtInt(counts[i])),
         h("td", { class: "num" }, fmtNum(mins[i])), h("td", { class: "num" }, fmtNum(avgs[i])), h("td", { class: "num" }, fmtNum(maxs[i]))))))),
-    rows.length > shown.length ? h("p", { class: "help" }, `First ${fmtInt(shown.length)} of ${fmtInt(rows.length)} rows; download for all of them.`) : null);
+    xs.length > shown.length ? h("p", { class: "help" }, `First ${fmtInt(shown.length)} of ${fmtInt(xs.length)} rows; download for all of them.`) : null);
 
     const base = `${c.name}-${f}`;
     csvBtn.onclick = () => void download(collPath(c.name, "/aggregate"), req, "text/csv", `${base}.csv`).catch((e) => clear(formErr, errorBox(e)));
