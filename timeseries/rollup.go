@@ -53,7 +53,7 @@ const (
 	maxRollupSpans = 8
 	// rollupCells bounds the (series, window) cells one recomputation
 	// aggregates at once.
-	rollupCells = 1 << 18
+	rollupCells = 1 << 15
 )
 
 // ParseRollupWindow reads a rollup window: an integer with a unit s, m,
