@@ -201,7 +201,10 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, fieldTypeSet, 
 	c.count -= deleted
 	c.buckets -= buckets
 	c.dirty = true
-	if deleted > 0 && len(c.rollups) > 0 {
+	if len(c.rollups) > 0 {
+		// Also when nothing was deleted: a delete replayed after a crash
+		// may find its rows gone from the store already (its batch
+		// reached Pebble) while the marks it made did not survive.
 		for _, k := range d.metaKeys {
 			if s := c.series[k]; s != nil {
 				db.markRollups(c, s, d.minTime, d.maxTime)
