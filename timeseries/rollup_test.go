@@ -789,4 +789,3 @@ func TestRollupDeleteReplayedFindsNothing(t *testing.T) {
 		t.Fatalf("the rollup counts %v, want the 6 left", got)
 	}
 }
-
