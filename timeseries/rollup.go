@@ -450,10 +450,39 @@ func (db *DB) rollupLoop() {
 			failPause = 0
 		}
 		pause = max(pause, rollupMinPause, 9*time.Since(start))
+		if !db.rollupPause(pause, failPause > 0) {
+			return
+		}
+	}
+}
+
+// rollupPause waits d, or less once writes stop: the pause leaves the
+// processor to ingest, and once none came for rollupMinPause the rest
+// of it serves nothing (a load just ended: the rollups catch up at once).
+// After a failure (hard) it waits the whole of d. It reports false when
+// the DB is closing.
+func (db *DB) rollupPause(d time.Duration, hard bool) bool {
+	const tick = 100 * time.Millisecond
+	end := time.After(d)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	db.mu.RLock()
+	seq := db.mu.writeSeq
+	db.mu.RUnlock()
+	for {
 		select {
 		case <-db.stop:
-			return
-		case <-time.After(pause):
+			return false
+		case <-end:
+			return true
+		case <-t.C:
+			db.mu.RLock()
+			now := db.mu.writeSeq
+			db.mu.RUnlock()
+			if now == seq && !hard {
+				return true
+			}
+			seq = now
 		}
 	}
 }
