@@ -81,7 +81,7 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 	var (
 		out     []Series
 		lastKey string
-		at    = -1 // index in out of lastKey's series; -1 when it does not match
+		at      = -1 // index in out of lastKey's series; -1 when it does not match
 		seen    bool
 		pending int64 // samples not charged yet
 	)
@@ -302,4 +302,3 @@ func MetaLabels(key string) (ls labels.Labels, ok bool) {
 	ls = b.Labels()
 	return ls, !ls.IsEmpty()
 }
-
