@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -34,6 +35,15 @@ var (
 	ErrMemoryBusy = errors.New("promstore: other requests hold the memory the samples need")
 )
 
+// StorageError is an error of the storage met by a Querier's Select,
+// LabelValues or LabelNames. Prometheus' engine passes the errors of its
+// storage on as they are: a door tells them from the engine's own (of
+// evaluation) by this type, and reads the cause with errors.Is and As.
+type StorageError struct{ Err error }
+
+func (e *StorageError) Error() string { return e.Err.Error() }
+func (e *StorageError) Unwrap() error { return e.Err }
+
 // Options configure a Queryable. The zero value of each field means its
 // default.
 type Options struct {
@@ -46,6 +56,9 @@ type Options struct {
 	// shares (command.Service.Bodies), so that queries cannot take what
 	// ingest needs. Nil: not counted.
 	Memory *command.Budget
+	// Read, when set, counts the samples read as they are read (a
+	// door's currentOp entry shows them while the query runs).
+	Read *atomic.Int64
 }
 
 // Queryable is a storage.Queryable over one time-series collection of a
@@ -110,6 +123,9 @@ func (qr *Querier) charge(n, b int64) error {
 	}
 	qr.samples += n
 	qr.used += b
+	if c := qr.q.opts.Read; c != nil && n > 0 {
+		c.Add(n)
+	}
 	budget := qr.q.opts.Memory
 	if budget == nil || qr.used <= qr.held {
 		return nil
@@ -179,7 +195,7 @@ func (qr *Querier) Select(ctx context.Context, _ bool, hints *storage.SelectHint
 		dedupe(all)
 	}
 	if err != nil {
-		return storage.ErrSeriesSet(err)
+		return storage.ErrSeriesSet(&StorageError{Err: err})
 	}
 	if hints != nil && hints.Limit > 0 && len(all) > hints.Limit {
 		all = all[:hints.Limit]
@@ -193,7 +209,7 @@ func (qr *Querier) Select(ctx context.Context, _ bool, hints *storage.SelectHint
 func (qr *Querier) LabelValues(ctx context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	sets, err := qr.labelSets(ctx, qr.mint, qr.maxt, ms)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &StorageError{Err: err}
 	}
 	seen := map[string]struct{}{}
 	out := []string{}
@@ -215,7 +231,7 @@ func (qr *Querier) LabelValues(ctx context.Context, name string, hints *storage.
 func (qr *Querier) LabelNames(ctx context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	sets, err := qr.labelSets(ctx, qr.mint, qr.maxt, ms)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &StorageError{Err: err}
 	}
 	seen := map[string]struct{}{}
 	out := []string{}
