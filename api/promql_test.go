@@ -1,0 +1,385 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/hourglassdb/hourglass/api"
+)
+
+// promQLData: two counters of req_total (every 15 s from promT0 to
+// promT0+60s) and two series of up, the one of instance a ended by a
+// staleness marker at promT0+30s.
+func promQLData() []prompb.TimeSeries {
+	var ok, bad, upB []prompb.Sample
+	for i := range int64(5) {
+		ok = append(ok, prompb.Sample{Timestamp: promT0 + i*15000, Value: float64(10 * i)})
+		bad = append(bad, prompb.Sample{Timestamp: promT0 + i*15000, Value: float64(i / 2)})
+		upB = append(upB, prompb.Sample{Timestamp: promT0 + i*15000, Value: 1})
+	}
+	return []prompb.TimeSeries{
+		series(ok, "__name__", "req_total", "code", "200", "job", "api"),
+		series(bad, "__name__", "req_total", "code", "500", "job", "api"),
+		series([]prompb.Sample{{Timestamp: promT0, Value: 1}, {Timestamp: promT0 + 15000, Value: 1},
+			{Timestamp: promT0 + 30000, Value: math.Float64frombits(staleNaN)}}, "__name__", "up", "instance", "a", "job", "api"),
+		series(upB, "__name__", "up", "instance", "b", "job", "api"),
+	}
+}
+
+// newPromQLServer is a server holding promQLData.
+func newPromQLServer(t *testing.T, mod func(*api.Options)) *testServer {
+	s := newTestServer(t, mod)
+	s.promWrite(204, "/api/v1/write", promBody(t, &prompb.WriteRequest{Timeseries: promQLData()}))
+	return s
+}
+
+// sec is promT0 plus d seconds, as the API's times are written.
+func sec(d float64) string {
+	return strconv.FormatFloat(float64(promT0)/1000+d, 'f', -1, 64)
+}
+
+// promGet sends GET path?form and checks the status.
+func (s *testServer) promGet(status int, path string, form url.Values) reply {
+	s.t.Helper()
+	return s.mustDo(status, "GET", path+"?"+form.Encode(), "")
+}
+
+// promPost sends form as a POSTed form body and checks the status.
+func (s *testServer) promPost(status int, path string, form url.Values) reply {
+	s.t.Helper()
+	return s.mustDo(status, "POST", path, form.Encode(), "Content-Type", "application/x-www-form-urlencoded")
+}
+
+// TestPromQLInstant: an instant query's reply, byte for byte as
+// Prometheus writes it; a series ended by a staleness marker is gone
+// after it; functions and aggregations answer.
+func TestPromQLInstant(t *testing.T) {
+	s := newPromQLServer(t, nil)
+	r := s.promGet(200, "/api/v1/query", url.Values{"query": {"up"}, "time": {sec(20)}})
+	want := `{"status":"success","data":{"resultType":"vector","result":[` +
+		`{"metric":{"__name__":"up","instance":"a","job":"api"},"value":[1714564820,"1"]},` +
+		`{"metric":{"__name__":"up","instance":"b","job":"api"},"value":[1714564820,"1"]}]}}` + "\n"
+	if string(r.body) != want {
+		t.Fatalf("up at +20s:\n%s\nwant\n%s", r.body, want)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	// After the staleness marker, up{instance="a"} has no value.
+	r = s.promGet(200, "/api/v1/query", url.Values{"query": {"up"}, "time": {sec(31.25)}})
+	want = `{"status":"success","data":{"resultType":"vector","result":[` +
+		`{"metric":{"__name__":"up","instance":"b","job":"api"},"value":[1714564831.250,"1"]}]}}` + "\n"
+	if string(r.body) != want {
+		t.Fatalf("up after the staleness marker:\n%s\nwant\n%s", r.body, want)
+	}
+	for _, tc := range []struct{ q, want string }{
+		{`sum by (code) (req_total)`, `[{"metric":{"code":"200"},"value":[1714564860,"40"]},{"metric":{"code":"500"},"value":[1714564860,"2"]}]`},
+		{`count(up)`, `[{"metric":{},"value":[1714564860,"1"]}]`},
+		{`req_total{code="200"} offset 30s`, `[{"metric":{"__name__":"req_total","code":"200","job":"api"},"value":[1714564860,"20"]}]`},
+		{`req_total{code="200"} @ 1714564815`, `[{"metric":{"__name__":"req_total","code":"200","job":"api"},"value":[1714564860,"10"]}]`},
+		{`increase(req_total{code="200"}[45s])`, `[{"metric":{"code":"200","job":"api"},"value":[1714564860,"30"]}]`},
+		{`max_over_time(req_total{code="500"}[1m:15s])`, `[{"metric":{"code":"500","job":"api"},"value":[1714564860,"2"]}]`},
+		{`req_total / on(job) group_left up{instance="b"}`, `[{"metric":{"code":"200","job":"api"},"value":[1714564860,"40"]},{"metric":{"code":"500","job":"api"},"value":[1714564860,"2"]}]`},
+		{`nothing_here`, `[]`},
+	} {
+		r := s.promGet(200, "/api/v1/query", url.Values{"query": {tc.q}, "time": {sec(60)}})
+		var reply struct {
+			Status string
+			Data   struct {
+				ResultType string
+				Result     json.RawMessage
+			}
+		}
+		if err := json.Unmarshal(r.body, &reply); err != nil || reply.Status != "success" || reply.Data.ResultType != "vector" {
+			t.Fatalf("%s: %v %s", tc.q, err, r.body)
+		}
+		if string(reply.Data.Result) != tc.want {
+			t.Errorf("%s:\n%s\nwant\n%s", tc.q, reply.Data.Result, tc.want)
+		}
+	}
+	// A scalar and a string.
+	r = s.promGet(200, "/api/v1/query", url.Values{"query": {"1+1"}, "time": {"1714564800.123"}})
+	if want := `{"status":"success","data":{"resultType":"scalar","result":[1714564800.123,"2"]}}` + "\n"; string(r.body) != want {
+		t.Fatalf("1+1: %s", r.body)
+	}
+	r = s.promPost(200, "/api/v1/query", url.Values{"query": {`"hi"`}, "time": {"1714564800"}})
+	if want := `{"status":"success","data":{"resultType":"string","result":[1714564800,"hi"]}}` + "\n"; string(r.body) != want {
+		t.Fatalf(`"hi": %s`, r.body)
+	}
+	// Values as Prometheus writes them.
+	r = s.promGet(200, "/api/v1/query", url.Values{"query": {"vector(1/0) or label_replace(vector(-1/0), \"a\", \"b\", \"\", \"\") or label_replace(vector(0/0), \"a\", \"c\", \"\", \"\") or label_replace(vector(1e-7), \"a\", \"d\", \"\", \"\")"}, "time": {"0"}})
+	for _, v := range []string{`"+Inf"`, `"-Inf"`, `"NaN"`, `"1e-07"`} {
+		if !strings.Contains(string(r.body), v) {
+			t.Errorf("no %s in %s", v, r.body)
+		}
+	}
+}
+
+// TestPromQLRange: a range query's matrix, its times at each step (with
+// milliseconds), a stale series ending at its marker; GET and POST answer
+// the same.
+func TestPromQLRange(t *testing.T) {
+	s := newPromQLServer(t, nil)
+	form := url.Values{"query": {`req_total{code="200"}`}, "start": {sec(0)}, "end": {sec(60)}, "step": {"15s"}}
+	r := s.promGet(200, "/api/v1/query_range", form)
+	want := `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"req_total","code":"200","job":"api"},"values":[` +
+		`[1714564800,"0"],[1714564815,"10"],[1714564830,"20"],[1714564845,"30"],[1714564860,"40"]]}]}}` + "\n"
+	if string(r.body) != want {
+		t.Fatalf("range:\n%s\nwant\n%s", r.body, want)
+	}
+	if p := s.promPost(200, "/api/v1/query_range", form); string(p.body) != want {
+		t.Fatalf("POST: %s", p.body)
+	}
+	form = url.Values{"query": {`up{instance="a"}`}, "start": {sec(0.5)}, "end": {sec(60.5)}, "step": {"10"}}
+	r = s.promGet(200, "/api/v1/query_range", form)
+	want = `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"up","instance":"a","job":"api"},"values":[` +
+		`[1714564800.500,"1"],[1714564810.500,"1"],[1714564820.500,"1"]]}]}}` + "\n"
+	if string(r.body) != want {
+		t.Fatalf("up{instance=a}, which a staleness marker ends:\n%s\nwant\n%s", r.body, want)
+	}
+	r = s.promGet(200, "/api/v1/query_range", url.Values{"query": {`rate(req_total[30s])`}, "start": {sec(30)}, "end": {sec(60)}, "step": {"30s"}})
+	var m struct {
+		Data struct {
+			Result []struct {
+				Metric map[string]string
+				Values [][2]any
+			}
+		}
+	}
+	if err := json.Unmarshal(r.body, &m); err != nil || len(m.Data.Result) != 2 {
+		t.Fatalf("rate: %v %s", err, r.body)
+	}
+	for _, s := range m.Data.Result {
+		if s.Metric["__name__"] != "" || len(s.Values) != 2 {
+			t.Fatalf("rate: %s", r.body)
+		}
+	}
+}
+
+// TestPromQLSeriesAndLabels: series, label names and values, with
+// match[], start and end, limit; metadata and buildinfo; a collection
+// that does not exist holds nothing.
+func TestPromQLSeriesAndLabels(t *testing.T) {
+	s := newPromQLServer(t, nil)
+	data := func(r reply) string {
+		var m struct {
+			Status   string
+			Data     json.RawMessage
+			Warnings []string
+		}
+		if err := json.Unmarshal(r.body, &m); err != nil || m.Status != "success" {
+			t.Fatalf("%v %s", err, r.body)
+		}
+		return string(m.Data) + fmt.Sprint(m.Warnings)
+	}
+	for _, tc := range []struct {
+		path string
+		form url.Values
+		want string
+	}{
+		{"/api/v1/series", url.Values{"match[]": {"up"}},
+			`[{"__name__":"up","instance":"a","job":"api"},{"__name__":"up","instance":"b","job":"api"}][]`},
+		{"/api/v1/series", url.Values{"match[]": {`up{instance="b"}`, `{__name__=~"up|req_total", code="500"}`, `up{instance=~"b|c"}`}},
+			`[{"__name__":"req_total","code":"500","job":"api"},{"__name__":"up","instance":"b","job":"api"}][]`},
+		{"/api/v1/series", url.Values{"match[]": {"up"}, "start": {sec(45)}, "end": {sec(100)}},
+			`[{"__name__":"up","instance":"b","job":"api"}][]`},
+		{"/api/v1/series", url.Values{"match[]": {"up"}, "limit": {"1"}},
+			`[{"__name__":"up","instance":"a","job":"api"}][results truncated due to limit]`},
+		{"/api/v1/labels", nil, `["__name__","code","instance","job"][]`},
+		{"/api/v1/labels", url.Values{"match[]": {"up"}}, `["__name__","instance","job"][]`},
+		{"/api/v1/labels", url.Values{"start": {sec(1000)}}, `[][]`},
+		{"/api/v1/label/__name__/values", nil, `["req_total","up"][]`},
+		{"/api/v1/label/code/values", url.Values{"match[]": {`req_total`}, "limit": {"1"}}, `["200"][results truncated due to limit]`},
+		{"/api/v1/label/instance/values", url.Values{"start": {"2024-05-01T12:00:45Z"}, "end": {"2024-05-01T13:00:00Z"}}, `["b"][]`},
+		{"/api/v1/label/nope/values", nil, `[][]`},
+		{"/api/v1/labels", url.Values{"collection": {"none"}}, `[][]`},
+		{"/api/v1/series", url.Values{"match[]": {"up"}, "collection": {"none"}}, `[][]`},
+		{"/api/v1/metadata", nil, `{}[]`},
+	} {
+		if got := data(s.promGet(200, tc.path, tc.form)); got != tc.want {
+			t.Errorf("GET %s?%s: %s, want %s", tc.path, tc.form.Encode(), got, tc.want)
+		}
+		if got := data(s.promPost(200, tc.path, tc.form)); got != tc.want {
+			t.Errorf("POST %s %s: %s, want %s", tc.path, tc.form.Encode(), got, tc.want)
+		}
+	}
+	var bi struct {
+		Data map[string]string
+	}
+	if err := json.Unmarshal(s.promGet(200, "/api/v1/status/buildinfo", nil).body, &bi); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"version", "revision", "branch", "buildUser", "buildDate", "goVersion"} {
+		if _, ok := bi.Data[k]; !ok {
+			t.Errorf("buildinfo lacks %q: %v", k, bi.Data)
+		}
+	}
+	if !strings.HasPrefix(bi.Data["version"], "3.") {
+		t.Errorf("buildinfo version %q: want the engine's Prometheus version", bi.Data["version"])
+	}
+}
+
+// TestPromQLErrors: each refusal in Prometheus' error shape, status and
+// errorType.
+func TestPromQLErrors(t *testing.T) {
+	s := newPromQLServer(t, nil)
+	s.mustDo(201, "PUT", "/v1/collections/plain", `{}`)
+	for _, tc := range []struct {
+		path   string
+		form   url.Values
+		status int
+		typ    string
+		msg    string
+	}{
+		{"/api/v1/query", url.Values{"query": {"sum("}}, 400, "bad_data", `invalid parameter "query"`},
+		{"/api/v1/query", url.Values{"query": {""}}, 400, "bad_data", `invalid parameter "query"`},
+		{"/api/v1/query", url.Values{"query": {"up"}, "time": {"yesterday"}}, 400, "bad_data", `invalid parameter "time"`},
+		{"/api/v1/query", url.Values{"query": {"up"}, "timeout": {"soon"}}, 400, "bad_data", `invalid parameter "timeout"`},
+		{"/api/v1/query", url.Values{"query": {"up"}, "collection": {"$bad"}}, 400, "bad_data", "collection"},
+		{"/api/v1/query", url.Values{"query": {"up"}, "collection": {"plain"}}, 400, "bad_data", "metaField"},
+		{"/api/v1/query", url.Values{"query": {`req_total + on(job) up`}, "time": {sec(20)}}, 422, "execution", "many-to-many"},
+		{"/api/v1/query_range", url.Values{"query": {"up"}, "start": {sec(60)}, "end": {sec(0)}, "step": {"15"}}, 400, "bad_data", "end timestamp must not be before start time"},
+		{"/api/v1/query_range", url.Values{"query": {"up"}, "start": {sec(0)}, "end": {sec(60)}, "step": {"0"}}, 400, "bad_data", "zero or negative query resolution step"},
+		{"/api/v1/query_range", url.Values{"query": {"up"}, "start": {sec(0)}, "end": {sec(60)}}, 400, "bad_data", `invalid parameter "step"`},
+		{"/api/v1/query_range", url.Values{"query": {"up"}, "start": {"0"}, "end": {"1000000"}, "step": {"1"}}, 400, "bad_data", "11,000 points"},
+		{"/api/v1/query_range", url.Values{"query": {"up"}, "end": {"0"}, "step": {"1"}}, 400, "bad_data", `invalid parameter "start"`},
+		{"/api/v1/query_range", url.Values{"query": {"up[5m]"}, "start": {"0"}, "end": {"10"}, "step": {"1"}}, 400, "bad_data", "range query"},
+		{"/api/v1/series", nil, 400, "bad_data", "no match[] parameter provided"},
+		{"/api/v1/series", url.Values{"match[]": {`{job=""}`}}, 400, "bad_data", "at least one non-empty matcher"},
+		{"/api/v1/series", url.Values{"match[]": {`up{`}}, 400, "bad_data", `invalid parameter "match[]"`},
+		{"/api/v1/labels", url.Values{"limit": {"-1"}}, 400, "bad_data", `invalid parameter "limit"`},
+		{"/api/v1/labels", url.Values{"end": {"never"}}, 400, "bad_data", `invalid parameter "end"`},
+	} {
+		r := s.promGet(tc.status, tc.path, tc.form)
+		typ, msg := promErrorOf(t, r)
+		if typ != tc.typ || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%s?%s: %s %q, want %s containing %q", tc.path, tc.form.Encode(), typ, msg, tc.typ, tc.msg)
+		}
+	}
+	// An endpoint the API does not serve is 405 on these paths, not a
+	// crash.
+	s.mustDo(405, "DELETE", "/api/v1/query", "")
+}
+
+// TestPromQLLimits: a query past the max samples, the request memory or
+// the time allowed fails as Prometheus' does.
+func TestPromQLLimits(t *testing.T) {
+	s := newPromQLServer(t, func(o *api.Options) { o.PromQLMaxSamples = 5 })
+	r := s.promGet(422, "/api/v1/query", url.Values{"query": {"req_total[1m]"}, "time": {sec(60)}})
+	if typ, msg := promErrorOf(t, r); typ != "execution" || !strings.Contains(msg, "too many samples") {
+		t.Fatalf("past the max samples: %s %s", typ, msg)
+	}
+	r = s.promGet(422, "/api/v1/query_range", url.Values{"query": {"sum(req_total)"}, "start": {sec(0)}, "end": {sec(60)}, "step": {"1"}})
+	if typ, msg := promErrorOf(t, r); typ != "execution" || !strings.Contains(msg, "too many samples") {
+		t.Fatalf("past the max samples, range: %s %s", typ, msg)
+	}
+	s.promGet(200, "/api/v1/query", url.Values{"query": {`up{instance="a"}`}, "time": {sec(20)}})
+
+	// 5,200 samples, 83 kB read, over a request memory of 64 KiB; written
+	// 400 at a time, which that memory takes.
+	small := newPromQLServer(t, func(o *api.Options) { o.MaxBody, o.MaxBodyMemory = 64<<10, 64<<10 })
+	for k := range int64(13) {
+		var many []prompb.Sample
+		for i := range int64(400) {
+			many = append(many, prompb.Sample{Timestamp: promT0 + (k*400+i)*1000, Value: float64(i)})
+		}
+		small.promWrite(204, "/api/v1/write", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{series(many, "__name__", "many")}}))
+	}
+	r = small.promGet(422, "/api/v1/query", url.Values{"query": {"count_over_time(many[2h])"}, "time": {sec(5000)}})
+	if typ, msg := promErrorOf(t, r); typ != "execution" || !strings.Contains(msg, "--max-body-memory") {
+		t.Fatalf("past the request memory: %s %s", typ, msg)
+	}
+	small.promGet(200, "/api/v1/query", url.Values{"query": {"count_over_time(many[10m])"}, "time": {sec(5000)}})
+
+	slow := newPromQLServer(t, func(o *api.Options) { o.PromQLTimeout = 1 })
+	r = slow.promGet(503, "/api/v1/query", url.Values{"query": {"up"}, "time": {sec(20)}})
+	if typ, _ := promErrorOf(t, r); typ != "timeout" {
+		t.Fatalf("past the timeout: %s", r.body)
+	}
+}
+
+// TestPromQLAuth: the token is required as on every Prometheus endpoint.
+func TestPromQLAuth(t *testing.T) {
+	s := newTestServer(t, func(o *api.Options) { o.AuthToken = "sekrit" })
+	for _, path := range []string{"/api/v1/query?query=1", "/api/v1/query_range", "/api/v1/series", "/api/v1/labels",
+		"/api/v1/label/job/values", "/api/v1/metadata", "/api/v1/status/buildinfo"} {
+		r := s.do("GET", path, nil, "Authorization", "")
+		if r.status != 401 {
+			t.Fatalf("%s without a token: %d", path, r.status)
+		}
+		if typ, _ := promErrorOf(t, r); typ != "bad_data" {
+			t.Fatalf("%s: %s", path, r.body)
+		}
+	}
+	s.mustDo(200, "GET", "/api/v1/query?query=1", "")
+}
+
+// TestPromQLGrafana replays the requests of Grafana's Prometheus data
+// source (its health check, a panel's range query, the query editor's
+// label and series lookups, the version probe) and checks the answers
+// have the shape Grafana reads.
+func TestPromQLGrafana(t *testing.T) {
+	s := newPromQLServer(t, nil)
+	decode := func(r reply) any {
+		var m struct {
+			Status string
+			Data   any
+		}
+		if err := json.Unmarshal(r.body, &m); err != nil || m.Status != "success" {
+			t.Fatalf("%v %s", err, r.body)
+		}
+		return m.Data
+	}
+	// Health check: GET /api/v1/query?query=1%2B1&time=<now>.
+	h := decode(s.mustDo(200, "GET", "/api/v1/query?query=1%2B1&time=1714564860", ""))
+	if !reflect.DeepEqual(h, map[string]any{"resultType": "scalar", "result": []any{1714564860.0, "2"}}) {
+		t.Fatalf("health check: %v", h)
+	}
+	// A panel: POST query_range, step in seconds, times in seconds.
+	body := "query=sum+by+%28code%29+%28rate%28req_total%5B1m%5D%29%29&start=1714564800&end=1714564860&step=15"
+	d := decode(s.mustDo(200, "POST", "/api/v1/query_range", body, "Content-Type", "application/x-www-form-urlencoded")).(map[string]any)
+	if d["resultType"] != "matrix" || len(d["result"].([]any)) != 2 {
+		t.Fatalf("panel query: %v", d)
+	}
+	for _, s := range d["result"].([]any) {
+		for _, v := range s.(map[string]any)["values"].([]any) {
+			p := v.([]any)
+			if _, ok := p[0].(float64); !ok {
+				t.Fatalf("time %v is not a number", p[0])
+			}
+			if _, err := strconv.ParseFloat(p[1].(string), 64); err != nil {
+				t.Fatalf("value %v: %v", p[1], err)
+			}
+		}
+	}
+	// The query editor: label names, metric names, series of a metric,
+	// values of a label, in the time range of the dashboard.
+	if d := decode(s.mustDo(200, "GET", "/api/v1/labels?start=1714564800&end=1714564860", "")); !reflect.DeepEqual(d, []any{"__name__", "code", "instance", "job"}) {
+		t.Fatalf("labels: %v", d)
+	}
+	if d := decode(s.mustDo(200, "GET", "/api/v1/label/__name__/values?start=1714564800&end=1714564860", "")); !reflect.DeepEqual(d, []any{"req_total", "up"}) {
+		t.Fatalf("metric names: %v", d)
+	}
+	sr := decode(s.mustDo(200, "POST", "/api/v1/series", "match%5B%5D=req_total&start=1714564800&end=1714564860",
+		"Content-Type", "application/x-www-form-urlencoded")).([]any)
+	if len(sr) != 2 || sr[0].(map[string]any)["code"] != "200" {
+		t.Fatalf("series: %v", sr)
+	}
+	if d := decode(s.mustDo(200, "GET", "/api/v1/label/code/values?match%5B%5D=req_total&start=1714564800&end=1714564860", "")); !reflect.DeepEqual(d, []any{"200", "500"}) {
+		t.Fatalf("label values: %v", d)
+	}
+	if d := decode(s.mustDo(200, "GET", "/api/v1/metadata", "")); !reflect.DeepEqual(d, map[string]any{}) {
+		t.Fatalf("metadata: %v", d)
+	}
+	if d := decode(s.mustDo(200, "GET", "/api/v1/status/buildinfo", "")).(map[string]any); d["version"] == "" {
+		t.Fatalf("buildinfo: %v", d)
+	}
+}
