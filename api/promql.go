@@ -211,6 +211,9 @@ func (s *Server) promEval(w http.ResponseWriter, r *http.Request, name, desc str
 	}
 	o := s.beginDoorOp(command.Prometheus, "query", name, r, desc)
 	defer s.endOp(o)
+	if s.promStarted != nil {
+		s.promStarted()
+	}
 	s.metrics.opQuery.Add(1)
 	q, err := s.promQueryable(name, o)
 	if err != nil {
@@ -361,6 +364,9 @@ func (s *Server) promLabelRequest(w http.ResponseWriter, r *http.Request, desc s
 	}
 	o := s.beginDoorOp(command.Prometheus, "query", name, r, desc)
 	defer s.endOp(o)
+	if s.promStarted != nil {
+		s.promStarted()
+	}
 	s.metrics.opQuery.Add(1)
 	store, err := s.promQueryable(name, o)
 	if err != nil {

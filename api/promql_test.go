@@ -4,15 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/command"
 )
 
 // promQLData: two counters of req_total (every 15 s from promT0 to
@@ -298,6 +301,16 @@ func TestPromQLLimits(t *testing.T) {
 		t.Fatalf("past the request memory: %s %s", typ, msg)
 	}
 	small.promGet(200, "/api/v1/query", url.Values{"query": {"count_over_time(many[10m])"}, "time": {sec(5000)}})
+	// While other requests hold the request memory: 429, to retry.
+	release := small.srv.HoldBodyMemory(small.srv.BodyMemoryFree() - 100)
+	r = small.promGet(429, "/api/v1/query", url.Values{"query": {"count_over_time(many[10m])"}, "time": {sec(5000)}})
+	release()
+	if typ, _ := promErrorOf(t, r); typ != "unavailable" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("request memory held by others: %s %v", r.body, r.header)
+	}
+	if n := small.srv.BodyMemoryFree(); n != 64<<10 {
+		t.Fatalf("the queries hold %d bytes of request memory after they ended", 64<<10-n)
+	}
 
 	slow := newPromQLServer(t, func(o *api.Options) { o.PromQLTimeout = 1 })
 	r = slow.promGet(503, "/api/v1/query", url.Values{"query": {"up"}, "time": {sec(20)}})
@@ -381,5 +394,49 @@ func TestPromQLGrafana(t *testing.T) {
 	}
 	if d := decode(s.mustDo(200, "GET", "/api/v1/status/buildinfo", "")).(map[string]any); d["version"] == "" {
 		t.Fatalf("buildinfo: %v", d)
+	}
+}
+
+// TestPromQLCurrentOp: a query, a range query and a label lookup are
+// listed by currentop while they run, at the Prometheus door, with their
+// collection and description, as remote read is.
+func TestPromQLCurrentOp(t *testing.T) {
+	s := newPromQLServer(t, nil)
+	hold := make(chan struct{})
+	s.srv.OnPromQuery(func() { <-hold })
+	for _, tc := range []struct{ path, desc string }{
+		{"/api/v1/query?query=up&collection=prometheus", "promql query"},
+		{"/api/v1/query_range?query=up&start=0&end=60&step=15", "promql query_range"},
+		{"/api/v1/labels", "labels"},
+		{"/api/v1/series?match[]=up", "series"},
+		{"/api/v1/label/job/values", "label values"},
+	} {
+		done := make(chan int)
+		go func() {
+			req, _ := http.NewRequest("GET", s.url+tc.path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		var found bool
+		for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); {
+			r := s.mustDo(200, "GET", "/v1/currentop", "")
+			found = strings.Contains(string(r.body), `"desc":"`+tc.desc+`"`) && strings.Contains(string(r.body), `"ns":"prometheus"`)
+			if !found {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		doors := s.srv.OpDoors("prometheus")
+		hold <- struct{}{}
+		if st := <-done; st != 200 {
+			t.Fatalf("%s: status %d", tc.path, st)
+		}
+		if !found || len(doors) != 1 || doors[0] != command.Prometheus {
+			t.Fatalf("%s: listed %v, doors %v", tc.desc, found, doors)
+		}
 	}
 }

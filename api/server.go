@@ -247,6 +247,9 @@ type Server struct {
 	// promEngine evaluates PromQL (Prometheus' own engine); safe for
 	// concurrent use.
 	promEngine *promql.Engine
+	// promStarted, when set (by tests), is called once a PromQL request
+	// is listed by currentop, before it reads.
+	promStarted func()
 
 	// Decoders kept with their series caches, one per write slot.
 	lineDecoders *keep.Keeper[*lineproto.Decoder]
