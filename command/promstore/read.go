@@ -73,7 +73,9 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 	if err != nil {
 		return nil, err
 	}
-	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter})
+	// Only the columns a sample needs: no _id is made for each row.
+	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter,
+		Projection: map[string]any{"_id": 0, timeField: 1, metaField: 1, ValueField: 1}})
 	if err != nil {
 		return nil, err
 	}
