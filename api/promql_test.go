@@ -115,6 +115,10 @@ func TestPromQLInstant(t *testing.T) {
 	if want := `{"status":"success","data":{"resultType":"scalar","result":[1714564800.123,"2"]}}` + "\n"; string(r.body) != want {
 		t.Fatalf("1+1: %s", r.body)
 	}
+	r = s.promGet(200, "/api/v1/query", url.Values{"query": {"time()"}, "time": {"1714564800.05"}})
+	if want := `{"status":"success","data":{"resultType":"scalar","result":[1714564800.050,"1714564800.05"]}}` + "\n"; string(r.body) != want {
+		t.Fatalf("time() at .05: %s", r.body)
+	}
 	r = s.promPost(200, "/api/v1/query", url.Values{"query": {`"hi"`}, "time": {"1714564800"}})
 	if want := `{"status":"success","data":{"resultType":"string","result":[1714564800,"hi"]}}` + "\n"; string(r.body) != want {
 		t.Fatalf(`"hi": %s`, r.body)
@@ -205,6 +209,8 @@ func TestPromQLSeriesAndLabels(t *testing.T) {
 		{"/api/v1/label/code/values", url.Values{"match[]": {`req_total`}, "limit": {"1"}}, `["200"][results truncated due to limit]`},
 		{"/api/v1/label/instance/values", url.Values{"start": {"2024-05-01T12:00:45Z"}, "end": {"2024-05-01T13:00:00Z"}}, `["b"][]`},
 		{"/api/v1/label/nope/values", nil, `[][]`},
+		{"/api/v1/label/job/values", url.Values{"match[]": {"up", "req_total"}}, `["api"][]`},
+		{"/api/v1/labels", url.Values{"match[]": {`up{instance="a"}`, "req_total"}}, `["__name__","code","instance","job"][]`},
 		{"/api/v1/labels", url.Values{"collection": {"none"}}, `[][]`},
 		{"/api/v1/series", url.Values{"match[]": {"up"}, "collection": {"none"}}, `[][]`},
 		{"/api/v1/metadata", nil, `{}[]`},
@@ -285,6 +291,12 @@ func TestPromQLLimits(t *testing.T) {
 	r = s.promGet(422, "/api/v1/query_range", url.Values{"query": {"sum(req_total)"}, "start": {sec(0)}, "end": {sec(60)}, "step": {"1"}})
 	if typ, msg := promErrorOf(t, r); typ != "execution" || !strings.Contains(msg, "too many samples") {
 		t.Fatalf("past the max samples, range: %s %s", typ, msg)
+	}
+	// An instant selector reads the samples of its lookback (5 of each
+	// series), holds one a series: the read is over the limit.
+	r = s.promGet(422, "/api/v1/query", url.Values{"query": {"req_total"}, "time": {sec(60)}})
+	if typ, msg := promErrorOf(t, r); typ != "execution" || !strings.Contains(msg, "--promql-max-samples (5)") {
+		t.Fatalf("reading past the max samples: %s %s", typ, msg)
 	}
 	s.promGet(200, "/api/v1/query", url.Values{"query": {`up{instance="a"}`}, "time": {sec(20)}})
 
