@@ -96,27 +96,42 @@ func newPromEngine(o *Options) *promql.Engine {
 }
 
 // promForm parses the parameters of a PromQL request (the query string,
-// and a form body on POST) and returns the collection it reads.
-func (s *Server) promForm(w http.ResponseWriter, r *http.Request) (string, error) {
-	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, min(s.opts.MaxBody, maxFormBytes))
+// and a form body on POST) and returns the collection it reads. A form
+// body is held in the request memory every door shares until the request
+// ends (release).
+func (s *Server) promForm(w http.ResponseWriter, r *http.Request) (name string, release func(), err error) {
+	release = func() {}
+	if r.Body != nil && r.Body != http.NoBody {
+		limit := min(s.opts.MaxBody, maxFormBytes)
+		n := r.ContentLength
+		if n < 0 || n > limit {
+			n = limit
+		}
+		budget := s.cmd.Bodies()
+		if n > 0 {
+			if !budget.TryTake(n) {
+				return "", release, errBodyBudget(budget.Max())
+			}
+			release = func() { budget.Give(n) }
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 	}
 	if err := r.ParseForm(); err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return "", &promAPIError{typ: promBadData, status: http.StatusRequestEntityTooLarge,
+			return "", release, &promAPIError{typ: promBadData, status: http.StatusRequestEntityTooLarge,
 				err: fmt.Errorf("form body over %d bytes", mb.Limit)}
 		}
-		return "", promBad("error parsing form values: %v", err)
+		return "", release, promBad("error parsing form values: %v", err)
 	}
-	name := r.FormValue("collection")
+	name = r.FormValue("collection")
 	if name == "" {
 		name = promCollection
 	}
 	if err := timeseries.ValidateName(name); err != nil {
-		return "", err
+		return "", release, err
 	}
-	return name, nil
+	return name, release, nil
 }
 
 // promQueryable is the Queryable of the collection name for one request:
@@ -130,7 +145,8 @@ func (s *Server) promQueryable(name string, o *command.Op) (*promstore.Queryable
 // handlePromInstant serves GET|POST /api/v1/query: one PromQL expression
 // evaluated at time (default now).
 func (s *Server) handlePromInstant(w http.ResponseWriter, r *http.Request) {
-	name, err := s.promForm(w, r)
+	name, release, err := s.promForm(w, r)
+	defer release()
 	if err != nil {
 		s.writePromAPIError(w, r, err)
 		return
@@ -148,7 +164,8 @@ func (s *Server) handlePromInstant(w http.ResponseWriter, r *http.Request) {
 // handlePromRange serves GET|POST /api/v1/query_range: one PromQL
 // expression evaluated at every step from start to end.
 func (s *Server) handlePromRange(w http.ResponseWriter, r *http.Request) {
-	name, err := s.promForm(w, r)
+	name, release, err := s.promForm(w, r)
+	defer release()
 	if err != nil {
 		s.writePromAPIError(w, r, err)
 		return
@@ -211,6 +228,22 @@ func (s *Server) promEval(w http.ResponseWriter, r *http.Request, name, desc str
 	}
 	o := s.beginDoorOp(command.Prometheus, "query", name, r, desc)
 	defer s.endOp(o)
+	// A turn among the evaluations, waited for within the query's time,
+	// as Prometheus' query queue is.
+	wait, cancel := context.WithTimeout(ctx, s.opts.PromQLTimeout)
+	select {
+	case s.promSlots <- struct{}{}:
+		cancel()
+		defer func() { <-s.promSlots }()
+	case <-wait.Done():
+		cancel()
+		if errors.Is(ctx.Err(), context.Canceled) {
+			s.writePromAPIError(w, r, promql.ErrQueryCanceled("query queue"))
+		} else {
+			s.writePromAPIError(w, r, promql.ErrQueryTimeout("query queue"))
+		}
+		return
+	}
 	if s.promStarted != nil {
 		s.promStarted()
 	}
@@ -335,7 +368,8 @@ func promLabelUnion(sets [][]*labels.Matcher, get func([]*labels.Matcher) ([]str
 // with what answer returns for a Querier of the range, truncated to limit.
 func (s *Server) promLabelRequest(w http.ResponseWriter, r *http.Request, desc string,
 	answer func(ctx context.Context, q storage.Querier, start, end int64, sets [][]*labels.Matcher) (any, error)) {
-	name, err := s.promForm(w, r)
+	name, release, err := s.promForm(w, r)
+	defer release()
 	if err != nil {
 		s.writePromAPIError(w, r, err)
 		return
@@ -421,7 +455,9 @@ func promMatcherSets(selectors []string) ([][]*labels.Matcher, error) {
 // metric metadata (remote write's metadata is accepted and not stored), so
 // the answer is the empty object Prometheus gives when it knows none.
 func (s *Server) handlePromMetadata(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.promForm(w, r); err != nil {
+	_, release, err := s.promForm(w, r)
+	defer release()
+	if err != nil {
 		s.writePromAPIError(w, r, err)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -333,6 +334,60 @@ func TestPromQLLimits(t *testing.T) {
 	}
 }
 
+// TestPromQLQueue: past PromQLMaxConcurrency a query waits its turn, and
+// one whose time runs out while it waits is 503 timeout, as Prometheus'
+// query queue answers; a form body takes from the request memory while
+// its request runs.
+func TestPromQLQueue(t *testing.T) {
+	s := newPromQLServer(t, func(o *api.Options) { o.PromQLMaxConcurrency, o.PromQLTimeout = 1, 300*time.Millisecond })
+	hold, held := make(chan struct{}), make(chan struct{}, 1)
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(letGo) // before the server closes, which waits for the held query
+	s.srv.OnPromQuery(func() {
+		select {
+		case held <- struct{}{}:
+			<-hold
+		default:
+		}
+	})
+	done := make(chan int)
+	go func() {
+		resp, err := http.Get(s.url + "/api/v1/query?query=up")
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	for len(held) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	r := s.promGet(503, "/api/v1/query", url.Values{"query": {"up"}})
+	if typ, msg := promErrorOf(t, r); typ != "timeout" || !strings.Contains(msg, "query queue") {
+		t.Fatalf("waiting past the timeout: %s %s", typ, msg)
+	}
+	letGo()
+	if st := <-done; st != 200 {
+		t.Fatalf("the query holding the slot: %d", st)
+	}
+	s.promGet(200, "/api/v1/query", url.Values{"query": {"up"}})
+
+	// A form body waits for no memory: 429 while others hold it.
+	free := s.srv.BodyMemoryFree()
+	release := s.srv.HoldBodyMemory(free - 10)
+	r = s.promPost(429, "/api/v1/query", url.Values{"query": {"up"}, "time": {sec(20)}})
+	release()
+	if typ, _ := promErrorOf(t, r); typ != "unavailable" {
+		t.Fatalf("form body without memory: %s", r.body)
+	}
+	s.promPost(200, "/api/v1/query", url.Values{"query": {"up"}, "time": {sec(20)}})
+	if n := s.srv.BodyMemoryFree(); n != free {
+		t.Fatalf("%d bytes of request memory kept after the requests", free-n)
+	}
+}
+
 // TestPromQLAuth: the token is required as on every Prometheus endpoint.
 func TestPromQLAuth(t *testing.T) {
 	s := newTestServer(t, func(o *api.Options) { o.AuthToken = "sekrit" })
@@ -445,7 +500,11 @@ func TestPromQLCurrentOp(t *testing.T) {
 			}
 		}
 		doors := s.srv.OpDoors("prometheus")
-		hold <- struct{}{}
+		select {
+		case hold <- struct{}{}:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s never reached the hook", tc.path)
+		}
 		if st := <-done; st != 200 {
 			t.Fatalf("%s: status %d", tc.path, st)
 		}

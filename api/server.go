@@ -107,6 +107,13 @@ type Options struct {
 	// Prometheus' --query.timeout.
 	PromQLTimeout time.Duration
 
+	// PromQLMaxConcurrency bounds the PromQL queries (query, query_range)
+	// evaluated at once; others wait their turn, within their timeout.
+	// Default 20, Prometheus' --query.max-concurrency: each evaluation
+	// may hold up to PromQLMaxSamples, so their number bounds the memory
+	// queries take together.
+	PromQLMaxConcurrency int
+
 	// Version is reported by /v1/status and /ping. Default "dev".
 	Version string
 
@@ -181,6 +188,9 @@ func (o *Options) EnsureDefaults() {
 	if o.PromQLTimeout == 0 {
 		o.PromQLTimeout = 2 * time.Minute
 	}
+	if o.PromQLMaxConcurrency == 0 {
+		o.PromQLMaxConcurrency = 20
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -222,9 +232,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("api: MaxConcurrentWrites %d must be positive and MaxQueuedWrites %d at least -1",
 			o.MaxConcurrentWrites, o.MaxQueuedWrites))
 	}
-	if o.MaxReadSamples < 1 || o.PromQLMaxSamples < 1 || o.PromQLTimeout < 0 {
-		errs = append(errs, fmt.Errorf("api: MaxReadSamples %d and PromQLMaxSamples %d must be positive, PromQLTimeout %s not negative",
-			o.MaxReadSamples, o.PromQLMaxSamples, o.PromQLTimeout))
+	if o.MaxReadSamples < 1 || o.PromQLMaxSamples < 1 || o.PromQLMaxConcurrency < 1 || o.PromQLTimeout < 0 {
+		errs = append(errs, fmt.Errorf("api: MaxReadSamples %d, PromQLMaxSamples %d and PromQLMaxConcurrency %d must be positive, PromQLTimeout %s not negative",
+			o.MaxReadSamples, o.PromQLMaxSamples, o.PromQLMaxConcurrency, o.PromQLTimeout))
 	}
 	if (o.Registerer == nil) != (o.Gatherer == nil) {
 		errs = append(errs, errors.New("api: Registerer and Gatherer are set together"))
@@ -247,6 +257,9 @@ type Server struct {
 	// promEngine evaluates PromQL (Prometheus' own engine); safe for
 	// concurrent use.
 	promEngine *promql.Engine
+	// promSlots holds a token for each PromQL evaluation running
+	// (PromQLMaxConcurrency).
+	promSlots chan struct{}
 	// promStarted, when set (by tests), is called once a PromQL request
 	// is listed by currentop, before it reads.
 	promStarted func()
@@ -280,6 +293,7 @@ func New(opts Options) (*Server, error) {
 		started: opts.Now(),
 
 		promEngine: newPromEngine(&opts),
+		promSlots:  make(chan struct{}, opts.PromQLMaxConcurrency),
 
 		lineDecoders: keep.New(opts.MaxConcurrentWrites, lineproto.NewDecoder),
 		docDecoders:  keep.New(opts.MaxConcurrentWrites, model.NewMeasurementDecoder),
