@@ -325,3 +325,44 @@ func TestQuerierLimits(t *testing.T) {
 		t.Fatalf("a collection without a metaField: %v", ss.Err())
 	}
 }
+
+// TestIntegerValues: a value field the document API wrote as integers
+// (an Int64 or Int32 column), or as integers and floats, gives samples;
+// a value field of text gives none. Each case is a collection of its own:
+// a find's column has one type for the collection.
+func TestIntegerValues(t *testing.T) {
+	svc := newService(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		vals []model.Value
+		want []float64
+	}{
+		{"ints", []model.Value{model.Int(1), model.Int(2)}, []float64{1, 2}},
+		{"int32s", []model.Value{model.Int32(3), model.Int32(4)}, []float64{3, 4}},
+		{"mixed", []model.Value{model.Int(5), model.Float(5.5)}, []float64{5, 5.5}},
+		{"text", []model.Value{model.String("a")}, nil},
+	} {
+		createProm(t, svc, tc.name)
+		var ms []model.Measurement
+		for i, v := range tc.vals {
+			ms = append(ms, model.Measurement{Time: (t0 + int64(i)*1000) * 1e6, Meta: map[string]any{"__name__": "m"},
+				Fields: []model.Field{{Name: promstore.ValueField, Value: v}}})
+		}
+		if res, err := svc.Writer().Insert(ctx, tc.name, timeseries.Batch{Measurements: ms}, timeseries.InsertOptions{}); err != nil || len(res.Errors) > 0 {
+			t.Fatalf("insert %s: %v %v", tc.name, err, res.Errors)
+		}
+		store, _ := promstore.New(svc, tc.name, promstore.Options{})
+		q := store.NewQuerier(t0, t0+10000)
+		var vals []float64
+		for _, s := range selectAll(t, q, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m")) {
+			for _, b := range s.bits {
+				vals = append(vals, math.Float64frombits(b))
+			}
+		}
+		q.Close()
+		if !slices.Equal(vals, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, vals, tc.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -96,12 +97,12 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 		}
 		times, ok1 := rec.Column(ti[0]).(*array.Timestamp)
 		metas, ok2 := rec.Column(mi[0]).(*array.String)
-		values, ok3 := rec.Column(vi[0]).(*array.Float64)
-		if !ok1 || !ok2 || !ok3 {
+		value := numbers(rec.Column(vi[0]))
+		if !ok1 || !ok2 || value == nil {
 			continue // a value field that is not numbers holds no samples
 		}
 		for j := range int(rec.NumRows()) {
-			if metas.IsNull(j) || values.IsNull(j) {
+			if metas.IsNull(j) || rec.Column(vi[0]).IsNull(j) {
 				continue
 			}
 			if key := metas.Value(j); !seen || key != lastKey {
@@ -119,7 +120,7 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 				continue
 			}
 			s := &out[at]
-			s.Samples = append(s.Samples, Sample{t: int64(times.Value(j)) / 1e6, f: values.Value(j)})
+			s.Samples = append(s.Samples, Sample{t: int64(times.Value(j)) / 1e6, f: value(j)})
 			if pending++; pending == 4096 {
 				if err := qr.charge(pending, pending*sampleBytes); err != nil {
 					return nil, err
@@ -136,6 +137,22 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 	}
 	slices.SortFunc(out, func(a, b Series) int { return labels.Compare(a.Labels, b.Labels) })
 	return mergeSeries(out), nil
+}
+
+// numbers returns the reader of a value column as floats: a column of
+// floats (remote write's, or numbers of both kinds), or of integers (a
+// field the document API wrote as integers only); nil for any other
+// column, which holds no samples.
+func numbers(col arrow.Array) func(int) float64 {
+	switch c := col.(type) {
+	case *array.Float64:
+		return c.Value
+	case *array.Int64:
+		return func(i int) float64 { return float64(c.Value(i)) }
+	case *array.Int32:
+		return func(i int) float64 { return float64(c.Value(i)) }
+	}
+	return nil
 }
 
 // mergeSeries merges the series of equal label sets, adjacent in all (in
