@@ -228,8 +228,19 @@ func (s *Server) promEval(w http.ResponseWriter, r *http.Request, name, desc str
 	}
 	o := s.beginDoorOp(command.Prometheus, "query", name, r, desc)
 	defer s.endOp(o)
-	// A turn among the evaluations, waited for within the query's time,
-	// as Prometheus' query queue is.
+	q, err := s.promQueryable(name, o)
+	if err != nil {
+		s.writePromAPIError(w, r, err)
+		return
+	}
+	qry, err := newQuery(ctx, q, promql.NewPrometheusQueryOpts(false, lookback, nil))
+	if err != nil {
+		s.writePromAPIError(w, r, promQueryError(err))
+		return
+	}
+	defer qry.Close()
+	// A turn among the evaluations, once the query parsed, waited for
+	// within the query's time, as Prometheus' query queue is.
 	wait, cancel := context.WithTimeout(ctx, s.opts.PromQLTimeout)
 	select {
 	case s.promSlots <- struct{}{}:
@@ -248,17 +259,6 @@ func (s *Server) promEval(w http.ResponseWriter, r *http.Request, name, desc str
 		s.promStarted()
 	}
 	s.metrics.opQuery.Add(1)
-	q, err := s.promQueryable(name, o)
-	if err != nil {
-		s.writePromAPIError(w, r, err)
-		return
-	}
-	qry, err := newQuery(ctx, q, promql.NewPrometheusQueryOpts(false, lookback, nil))
-	if err != nil {
-		s.writePromAPIError(w, r, promQueryError(err))
-		return
-	}
-	defer qry.Close()
 	res := qry.Exec(ctx)
 	if res.Err != nil {
 		s.writePromAPIError(w, r, res.Err)

@@ -130,18 +130,18 @@ func (qr *Querier) charge(n, b int64) error {
 	if budget == nil || qr.used <= qr.held {
 		return nil
 	}
-	take := max(qr.used-qr.held, reserveStep)
-	if qr.held+take > budget.Max() {
-		take = qr.used - qr.held
-	}
 	if qr.used > budget.Max() {
 		return fmt.Errorf("%w: %d bytes, over the budget of %d", ErrMemoryLimit, qr.used, budget.Max())
 	}
-	if !budget.TryTake(take) {
-		return fmt.Errorf("%w (%d bytes of %d)", ErrMemoryBusy, take, budget.Max())
+	// A step ahead when it is free, else what is needed now.
+	need := qr.used - qr.held
+	for _, take := range []int64{max(need, reserveStep), need} {
+		if budget.TryTake(take) {
+			qr.held += take
+			return nil
+		}
 	}
-	qr.held += take
-	return nil
+	return fmt.Errorf("%w (%d bytes of %d)", ErrMemoryBusy, need, budget.Max())
 }
 
 // Samples returns the samples read so far.
