@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/command"
+	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // promQLData: two counters of req_total (every 15 s from promT0 to
@@ -571,4 +573,58 @@ func BenchmarkPromQLRange(b *testing.B) {
 	samples := float64(nSeries * nSamples * b.N)
 	b.ReportMetric(samples/b.Elapsed().Seconds(), "samples/s")
 	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/samples, "alloc-bytes/sample")
+}
+
+// FuzzPromQL: whatever the query and the times, the query API answers in
+// Prometheus' shape with one of its statuses (200, 400 bad_data, 422
+// execution, 503 timeout), never a fault, over data with a staleness
+// marker.
+func FuzzPromQL(f *testing.F) {
+	for _, q := range []string{`up`, `rate(req_total[1m])`, `sum by (code) (req_total) / ignoring(code) group_left up`,
+		`label_replace(up, "x", "$1", "instance", "(.*)")`, `histogram_quantile(0.9, req_total)`, `up[5m:1s] @ end()`,
+		`{__name__=~".+", job!~"a|"}`, `count_values("v", up) offset -1m`, `sum(`, `"s"`, `1/0`, `time()`} {
+		f.Add(q, sec(30), "15s")
+	}
+	f.Add("up", "-1e300", "0")
+	f.Add("up", "2024-05-01T12:00:00Z", "1e-9")
+	db, err := timeseries.Open(timeseries.Options{Dir: f.TempDir(), NoSync: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv, err := api.New(api.Options{DB: db, PromQLTimeout: 2 * time.Second, PromQLMaxSamples: 100_000})
+	if err != nil {
+		f.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	f.Cleanup(func() {
+		hs.Close()
+		db.Close()
+	})
+	post(f, "POST", hs.URL+"/api/v1/write", "application/x-protobuf", promBody(f, &prompb.WriteRequest{Timeseries: promQLData()}), 204)
+	f.Fuzz(func(t *testing.T, q, tm, step string) {
+		for _, u := range []string{
+			"/api/v1/query?" + url.Values{"query": {q}, "time": {tm}}.Encode(),
+			"/api/v1/query_range?" + url.Values{"query": {q}, "start": {tm}, "end": {sec(60)}, "step": {step}}.Encode(),
+			"/api/v1/series?" + url.Values{"match[]": {q}, "start": {tm}}.Encode(),
+			"/api/v1/labels?" + url.Values{"match[]": {q}, "end": {tm}}.Encode(),
+		} {
+			resp, err := http.Get(hs.URL + u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var m struct {
+				Status    string `json:"status"`
+				ErrorType string `json:"errorType"`
+			}
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatalf("%s: %d, not JSON: %v %.300s", u, resp.StatusCode, err, b)
+			}
+			ok := map[int]string{200: "", 400: "bad_data", 422: "execution", 503: "timeout"}
+			if want, known := ok[resp.StatusCode]; !known || m.ErrorType != want || (resp.StatusCode == 200) != (m.Status == "success") {
+				t.Fatalf("%s: %d %.300s", u, resp.StatusCode, b)
+			}
+		}
+	})
 }
