@@ -582,7 +582,7 @@ func BenchmarkPromQLRange(b *testing.B) {
 func FuzzPromQL(f *testing.F) {
 	for _, q := range []string{`up`, `rate(req_total[1m])`, `sum by (code) (req_total) / ignoring(code) group_left up`,
 		`label_replace(up, "x", "$1", "instance", "(.*)")`, `histogram_quantile(0.9, req_total)`, `up[5m:1s] @ end()`,
-		`{__name__=~".+", job!~"a|"}`, `count_values("v", up) offset -1m`, `sum(`, `"s"`, `1/0`, `time()`} {
+		`{__name__=~".+", job!~"a|"}`, `count_values("v", up) offset -1m`, `sum(`, `"s"`, `1/0`, `time()`, `req_total + on(job) up`} {
 		f.Add(q, sec(30), "15s")
 	}
 	f.Add("up", "-1e300", "0")
