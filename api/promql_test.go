@@ -628,3 +628,52 @@ func FuzzPromQL(f *testing.F) {
 		}
 	})
 }
+
+// TestPromQLFieldsShape: a collection without remote write's value field
+// answers PromQL as API.md maps it: line-protocol data as
+// <measurement>_<field> with the tags as labels, another collection's
+// numeric fields as <collection>_<field> with the meta document's fields
+// as labels, or a scalar meta value as the label named after the
+// metaField; text fields are no series.
+func TestPromQLFieldsShape(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.mustDo(204, "POST", "/write?db=telegraf&precision=s",
+		"cpu,host=a,region=eu usage_user=1.5,usage_system=2i,state=\"ok\" 1714564800\n"+
+			"cpu,host=b usage_user=3 1714564800\n"+
+			"mem,host=a used=10 1714564800\n")
+	s.mustDo(201, "PUT", "/v1/collections/weather", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`)
+	s.mustDo(200, "POST", "/v1/collections/weather/documents", `[
+		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s1", "temp": 21.5, "note": "sunny"},
+		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s2", "temp": 19}]`)
+	result := func(collection, q string) string {
+		r := s.promGet(200, "/api/v1/query", url.Values{"query": {q}, "time": {sec(10)}, "collection": {collection}})
+		var m struct {
+			Data struct {
+				Result json.RawMessage
+			}
+		}
+		if err := json.Unmarshal(r.body, &m); err != nil {
+			t.Fatal(err)
+		}
+		return string(m.Data.Result)
+	}
+	for _, tc := range []struct{ coll, q, want string }{
+		{"telegraf", `cpu_usage_user`, `[{"metric":{"__name__":"cpu_usage_user","host":"a","region":"eu"},"value":[1714564810,"1.5"]},{"metric":{"__name__":"cpu_usage_user","host":"b"},"value":[1714564810,"3"]}]`},
+		{"telegraf", `cpu_usage_system{region="eu"}`, `[{"metric":{"__name__":"cpu_usage_system","host":"a","region":"eu"},"value":[1714564810,"2"]}]`},
+		{"telegraf", `sum by (__name__) ({host="a"})`, `[{"metric":{"__name__":"cpu_usage_system"},"value":[1714564810,"2"]},{"metric":{"__name__":"cpu_usage_user"},"value":[1714564810,"1.5"]},{"metric":{"__name__":"mem_used"},"value":[1714564810,"10"]}]`},
+		{"telegraf", `cpu_state`, `[]`},
+		{"weather", `weather_temp`, `[{"metric":{"__name__":"weather_temp","sensor":"s1"},"value":[1714564810,"21.5"]},{"metric":{"__name__":"weather_temp","sensor":"s2"},"value":[1714564810,"19"]}]`},
+	} {
+		if got := result(tc.coll, tc.q); got != tc.want {
+			t.Errorf("%s in %s:\n%s\nwant\n%s", tc.q, tc.coll, got, tc.want)
+		}
+	}
+	r := s.promGet(200, "/api/v1/label/__name__/values", url.Values{"collection": {"telegraf"}})
+	if want := `{"status":"success","data":["cpu_usage_system","cpu_usage_user","mem_used"]}` + "\n"; string(r.body) != want {
+		t.Fatalf("names in telegraf: %s", r.body)
+	}
+	r = s.promGet(200, "/api/v1/series", url.Values{"collection": {"weather"}, "match[]": {`{sensor="s2"}`}})
+	if want := `{"status":"success","data":[{"__name__":"weather_temp","sensor":"s2"}]}` + "\n"; string(r.body) != want {
+		t.Fatalf("series in weather: %s", r.body)
+	}
+}

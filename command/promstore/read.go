@@ -70,6 +70,9 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 	if !ok {
 		return nil, nil
 	}
+	if qr.fieldsShape() {
+		return qr.readFields(ctx, timeField, metaField, start, end, ms)
+	}
 	filter, err := selectFilter(timeField, metaField, start, end, ms)
 	if err != nil {
 		return nil, err
@@ -193,6 +196,19 @@ func (qr *Querier) labelSets(ctx context.Context, start, end int64, ms []*labels
 	if !ok {
 		return nil, nil
 	}
+	if qr.fieldsShape() {
+		// A series is a meta value and a numeric field: only the samples
+		// tell which fields a meta value has.
+		all, err := qr.readFields(ctx, timeField, metaField, start, end, ms)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]labels.Labels, len(all))
+		for i := range all {
+			out[i] = all[i].Labels
+		}
+		return out, nil
+	}
 	filter, err := selectFilter(timeField, metaField, start, end, ms)
 	if err != nil {
 		return nil, err
@@ -223,8 +239,7 @@ func (qr *Querier) labelSets(ctx context.Context, start, end int64, ms []*labels
 // index. A matcher whose condition the filter language cannot hold (a
 // regex it does not take) is left to the check in Go alone.
 func selectFilter(timeField, metaField string, start, end int64, ms []*labels.Matcher) (*partialfilter.Filter, error) {
-	conds := []any{map[string]any{timeField: map[string]any{
-		"$gte": time.UnixMilli(start).UTC(), "$lte": time.UnixMilli(end).UTC()}}}
+	conds := []any{map[string]any{timeField: map[string]any{"$gte": timeOf(start), "$lte": timeOf(end)}}}
 	for _, m := range ms {
 		f := matcherFilter(metaField, m)
 		if f == nil {
@@ -237,6 +252,9 @@ func selectFilter(timeField, metaField string, start, end int64, ms []*labels.Ma
 	}
 	return partialfilter.Parse(map[string]any{"$and": conds})
 }
+
+// timeOf is a time in milliseconds as the filter language takes it.
+func timeOf(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // matcherFilter is m as a condition on the meta field meta, or nil when
 // the label name cannot be a path (it holds a dot, starts with '$' or
