@@ -57,3 +57,8 @@ func (s *Server) HoldBodyMemory(n int64) (release func()) {
 
 // BodyMemoryFree is the body memory no request holds.
 func (s *Server) BodyMemoryFree() int64 { return s.cmd.Bodies().Max() - s.cmd.Bodies().InUse() }
+
+// OnPromQuery sets a function called by each PromQL request (query,
+// series, labels) once currentop lists it, before it reads; set it before
+// the server serves the requests it is for.
+func (s *Server) OnPromQuery(f func()) { s.promStarted = f }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/promql"
 
 	"github.com/hourglassdb/hourglass/api/lineproto"
 	"github.com/hourglassdb/hourglass/command"
@@ -94,6 +95,25 @@ type Options struct {
 	// a decoded sample that is 80 MB, near MaxBody's order.
 	MaxReadSamples int64
 
+	// PromQLMaxSamples bounds the samples one PromQL query may hold in
+	// memory while it is evaluated, and the samples it may read; past it
+	// the query fails with 422, as Prometheus' --query.max-samples, whose
+	// default it takes: 50,000,000 (at 16 bytes a sample, 800 MB; the
+	// samples read are also bounded by the request memory, MaxBodyMemory).
+	PromQLMaxSamples int
+
+	// PromQLTimeout bounds the time one PromQL query may take; past it
+	// the query fails with 503 errorType timeout. Default 2 minutes,
+	// Prometheus' --query.timeout.
+	PromQLTimeout time.Duration
+
+	// PromQLMaxConcurrency bounds the PromQL queries (query, query_range)
+	// evaluated at once; others wait their turn, within their timeout.
+	// Default 20, Prometheus' --query.max-concurrency: each evaluation
+	// may hold up to PromQLMaxSamples, so their number bounds the memory
+	// queries take together.
+	PromQLMaxConcurrency int
+
 	// Version is reported by /v1/status and /ping. Default "dev".
 	Version string
 
@@ -162,6 +182,15 @@ func (o *Options) EnsureDefaults() {
 	if o.MaxQueuedWrites == 0 {
 		o.MaxQueuedWrites = 64
 	}
+	if o.PromQLMaxSamples == 0 {
+		o.PromQLMaxSamples = 50_000_000
+	}
+	if o.PromQLTimeout == 0 {
+		o.PromQLTimeout = 2 * time.Minute
+	}
+	if o.PromQLMaxConcurrency == 0 {
+		o.PromQLMaxConcurrency = 20
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -203,6 +232,10 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("api: MaxConcurrentWrites %d must be positive and MaxQueuedWrites %d at least -1",
 			o.MaxConcurrentWrites, o.MaxQueuedWrites))
 	}
+	if o.MaxReadSamples < 1 || o.PromQLMaxSamples < 1 || o.PromQLMaxConcurrency < 1 || o.PromQLTimeout < 0 {
+		errs = append(errs, fmt.Errorf("api: MaxReadSamples %d, PromQLMaxSamples %d and PromQLMaxConcurrency %d must be positive, PromQLTimeout %s not negative",
+			o.MaxReadSamples, o.PromQLMaxSamples, o.PromQLMaxConcurrency, o.PromQLTimeout))
+	}
 	if (o.Registerer == nil) != (o.Gatherer == nil) {
 		errs = append(errs, errors.New("api: Registerer and Gatherer are set together"))
 	}
@@ -220,6 +253,16 @@ type Server struct {
 	cmd     *command.Service
 	metrics *metrics
 	started time.Time
+
+	// promEngine evaluates PromQL (Prometheus' own engine); safe for
+	// concurrent use.
+	promEngine *promql.Engine
+	// promSlots holds a token for each PromQL evaluation running
+	// (PromQLMaxConcurrency).
+	promSlots chan struct{}
+	// promStarted, when set (by tests), is called once a PromQL request
+	// is listed by currentop, before it reads.
+	promStarted func()
 
 	// Decoders kept with their series caches, one per write slot.
 	lineDecoders *keep.Keeper[*lineproto.Decoder]
@@ -248,6 +291,9 @@ func New(opts Options) (*Server, error) {
 		opts: opts, db: opts.DB, w: cmd.Writer(), log: opts.Logger, cmd: cmd,
 		peers:   &http.Client{Timeout: peerTimeout},
 		started: opts.Now(),
+
+		promEngine: newPromEngine(&opts),
+		promSlots:  make(chan struct{}, opts.PromQLMaxConcurrency),
 
 		lineDecoders: keep.New(opts.MaxConcurrentWrites, lineproto.NewDecoder),
 		docDecoders:  keep.New(opts.MaxConcurrentWrites, model.NewMeasurementDecoder),
@@ -312,6 +358,16 @@ func (s *Server) routes() chi.Router {
 		r.Use(s.instrument)
 		r.With(s.primaryOnlyProm).Post("/api/v1/write", s.handlePromWrite)
 		r.Post("/api/v1/read", s.handlePromRead)
+		// The query API (Prometheus' web/api/v1), GET or a POSTed form.
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			r.MethodFunc(m, "/api/v1/query", s.handlePromInstant)
+			r.MethodFunc(m, "/api/v1/query_range", s.handlePromRange)
+			r.MethodFunc(m, "/api/v1/series", s.handlePromSeries)
+			r.MethodFunc(m, "/api/v1/labels", s.handlePromLabels)
+			r.MethodFunc(m, "/api/v1/label/{name}/values", s.handlePromLabelValues)
+			r.MethodFunc(m, "/api/v1/metadata", s.handlePromMetadata)
+			r.MethodFunc(m, "/api/v1/status/buildinfo", s.handlePromBuildInfo)
+		}
 	})
 
 	r.Group(func(r chi.Router) {

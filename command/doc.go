@@ -1,6 +1,6 @@
 // Package command is the command layer of Hourglass: what every front door
-// (the HTTP API, the MongoDB wire protocol, the Prometheus endpoints to
-// come) shares, between their protocols and the engine. A door decodes its
+// (the HTTP API, the MongoDB wire protocol, the Prometheus endpoints)
+// shares, between their protocols and the engine. A door decodes its
 // protocol into the layer's terms, calls it, and encodes the answer; what a
 // request means is decided once, here and below.
 //

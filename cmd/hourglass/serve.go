@@ -48,6 +48,9 @@ type serveConfig struct {
 	maxConcurrentWrites int
 	maxQueuedWrites     int
 	maxReadSamples      int64
+	promqlMaxSamples    int
+	promqlTimeout       time.Duration
+	promqlConcurrency   int
 	checkpointInterval  time.Duration
 	shutdownTimeout     time.Duration
 	logFormat           string
@@ -89,6 +92,9 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.aggregateMaxCells, "aggregate-max-cells", timeseries.MaxAggregateCells, "(group, window) cells one aggregate may make (`n`); past it, 400 code 146")
 	fs.IntVar(&cfg.maxConcurrentWrites, "max-concurrent-writes", 0, "writes stored at once, HTTP ingest requests and MongoDB inserts alike (`n`, 0: 2 x CPUs)")
 	fs.Int64Var(&cfg.maxReadSamples, "max-read-samples", 5_000_000, "samples one Prometheus remote read may return before 400 (`n`)")
+	fs.IntVar(&cfg.promqlMaxSamples, "promql-max-samples", 50_000_000, "samples one PromQL query (/api/v1/query, ...) may hold in memory or read before 422, as Prometheus' --query.max-samples (`n`); the samples read also take from --max-body-memory")
+	fs.IntVar(&cfg.promqlConcurrency, "promql-max-concurrency", 20, "PromQL queries evaluated at once; others wait within their timeout, as with Prometheus' --query.max-concurrency (`n`)")
+	fs.DurationVar(&cfg.promqlTimeout, "promql-timeout", 2*time.Minute, "time one PromQL query may take before 503 timeout, as Prometheus' --query.timeout (`duration`)")
 	fs.IntVar(&cfg.maxQueuedWrites, "max-queued-writes", 64, "writes that may wait for a slot before 429 (HTTP) or IngressRequestRateLimitExceeded (MongoDB) (`n`, -1: none)")
 	fs.DurationVar(&cfg.checkpointInterval, "checkpoint-interval", time.Minute, "how often buckets are written to disk and the log truncated (`duration`)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in progress (`duration`)")
@@ -291,6 +297,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		DB: db, TTL: monitor, AuthToken: cfg.authToken, MaxBody: int64(cfg.maxBody),
 		MaxBodyMemory: int64(cfg.maxBodyMemory), MinBodyRate: int64(cfg.minBodyRate), BodyRateGrace: cfg.bodyRateGrace,
 		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites, MaxReadSamples: cfg.maxReadSamples,
+		PromQLMaxSamples: cfg.promqlMaxSamples, PromQLTimeout: cfg.promqlTimeout, PromQLMaxConcurrency: cfg.promqlConcurrency,
 		Version: versionString(), Build: thisBuild(), Logger: log.With("component", "api"), ReplicaSet: replica,
 	}
 	// One command layer for both doors: their operations are listed

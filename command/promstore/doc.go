@@ -1,0 +1,32 @@
+// Package promstore serves the samples of a time-series collection to
+// Prometheus: a storage.Queryable for Prometheus' own PromQL engine
+// (github.com/prometheus/prometheus/promql), and the reads of remote read,
+// both over the command layer.
+//
+// A collection holds Prometheus series as remote write stores them: the
+// timeField (t) is the sample's time, the metaField (labels) a document of
+// label name to value, __name__ included, and the float field value the
+// sample's value, kept bit for bit (staleness markers included). Each
+// label matcher becomes a condition on <metaField>.<name> that the engine
+// answers from its series index, and the time range a condition on the
+// timeField, so that a read decodes the buckets of the matching series in
+// the range only; every series is checked against the matchers again, so
+// a label name a path cannot name (one holding a dot) matches exactly.
+//
+// Usage:
+//
+//	q, err := promstore.New(svc, "prometheus", promstore.Options{Memory: svc.Bodies()})
+//	if err != nil {
+//		return err
+//	}
+//	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 50e6, Timeout: 2 * time.Minute})
+//	qry, err := engine.NewInstantQuery(ctx, q, nil, `rate(up[5m])`, time.Now())
+//	if err != nil {
+//		return err
+//	}
+//	defer qry.Close()
+//	res := qry.Exec(ctx)
+//
+// Every Querier holds the samples it read until it is closed; the engine
+// closes those it opens when the query is closed.
+package promstore

@@ -1,0 +1,202 @@
+package promstore
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hourglassdb/hourglass/command"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// measurementLabel is the meta field in which the line-protocol endpoints
+// keep a line's measurement (a tag set's _measurement).
+const measurementLabel = "_measurement"
+
+// fieldsShape reports whether the collection's samples are its numeric
+// fields, each a series (a collection without the value field remote
+// write stores: line-protocol data, documents): as API.md has it, a
+// line's field f of measurement m is the series m_f with the line's tags
+// as labels, and any other collection's numeric field f the series
+// <collection>_f with the fields of the meta document as labels (a meta
+// value that is not a document is the label named after the metaField).
+func (qr *Querier) fieldsShape() bool {
+	h, err := qr.q.svc.DB().Collection(qr.q.collection)
+	if err != nil {
+		return false
+	}
+	return !slices.Contains(h.FieldNames(), ValueField)
+}
+
+// readFields is Read on a collection of the fields shape. The matchers
+// are checked in Go only: a series' name is made of its measurement and
+// a field, which no filter on the meta field names, so the read is of
+// every series in the range.
+func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, start, end int64, ms []*labels.Matcher) ([]Series, error) {
+	filter, err := partialfilter.Parse(map[string]any{timeField: map[string]any{
+		"$gte": timeOf(start), "$lte": timeOf(end)}})
+	if err != nil {
+		return nil, err
+	}
+	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter, Projection: map[string]any{"_id": 0}})
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close()
+	var (
+		out     []Series
+		lastKey string
+		seen    bool
+		base    fieldBase
+		at      map[string]int // of lastKey's series: field -> index in out, -1 when it does not match
+		pending int64
+	)
+	type numberColumn struct {
+		name  string
+		col   interface{ IsNull(int) bool }
+		value func(int) float64
+	}
+	for cur.Next() {
+		rec := cur.Record()
+		sc := rec.Schema()
+		ti := sc.FieldIndices(timeField)
+		if len(ti) == 0 {
+			continue
+		}
+		times, ok := rec.Column(ti[0]).(*array.Timestamp)
+		if !ok {
+			continue
+		}
+		var metas *array.String
+		if mi := sc.FieldIndices(metaField); len(mi) > 0 {
+			metas, _ = rec.Column(mi[0]).(*array.String)
+		}
+		var cols []numberColumn
+		for i, f := range sc.Fields() {
+			if f.Name == timeField || f.Name == metaField {
+				continue
+			}
+			if v := numbers(rec.Column(i)); v != nil {
+				cols = append(cols, numberColumn{name: f.Name, col: rec.Column(i), value: v})
+			}
+		}
+		for j := range int(rec.NumRows()) {
+			key := "null"
+			if metas != nil && !metas.IsNull(j) {
+				key = metas.Value(j)
+			}
+			if !seen || key != lastKey {
+				seen, lastKey = true, key
+				base = fieldBaseOf(key, metaField, qr.q.collection)
+				at = map[string]int{}
+			}
+			for _, c := range cols {
+				if c.col.IsNull(j) {
+					continue
+				}
+				k, ok := at[c.name]
+				if !ok {
+					k = -1
+					if ls := base.labels(c.name); matchAll(ms, ls) {
+						if err := qr.charge(pending, seriesBytes+int64(ls.ByteSize())); err != nil {
+							return nil, err
+						}
+						pending = 0
+						out = append(out, Series{Labels: ls})
+						k = len(out) - 1
+					}
+					at[c.name] = k
+				}
+				if k < 0 {
+					continue
+				}
+				out[k].Samples = append(out[k].Samples, Sample{t: int64(times.Value(j)) / 1e6, f: c.value(j)})
+				if pending++; pending == 4096 {
+					if err := qr.charge(pending, pending*sampleBytes); err != nil {
+						return nil, err
+					}
+					pending = 0
+				}
+			}
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return nil, err
+	}
+	if err := qr.charge(pending, pending*sampleBytes); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Series) int { return labels.Compare(a.Labels, b.Labels) })
+	return mergeSeries(out), nil
+}
+
+// fieldBase is what the series of one meta value share: the prefix of
+// their names and their labels but the name.
+type fieldBase struct {
+	prefix string
+	pairs  []labels.Label
+}
+
+// labels returns the labels of the series of field f.
+func (b fieldBase) labels(f string) labels.Labels {
+	sb := labels.NewScratchBuilder(len(b.pairs) + 1)
+	sb.Add(labels.MetricName, b.prefix+"_"+f)
+	for _, l := range b.pairs {
+		sb.Add(l.Name, l.Value)
+	}
+	sb.Sort()
+	return sb.Labels()
+}
+
+// fieldBaseOf reads a meta key: a document gives its fields of string,
+// number or boolean values as labels, its _measurement (a line's) as the
+// prefix; a string, number or boolean gives the label named metaField; no
+// meta value gives no label. The prefix is otherwise the collection's
+// name.
+func fieldBaseOf(key, metaField, collection string) fieldBase {
+	b := fieldBase{prefix: collection}
+	d := json.NewDecoder(strings.NewReader(key))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return b
+	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		if text, ok := labelText(v); ok && text != "" {
+			b.pairs = append(b.pairs, labels.Label{Name: metaField, Value: text})
+		}
+		return b
+	}
+	for k, v := range doc {
+		text, ok := labelText(v)
+		if !ok || text == "" || k == labels.MetricName {
+			continue
+		}
+		if k == measurementLabel {
+			b.prefix = text
+			continue
+		}
+		b.pairs = append(b.pairs, labels.Label{Name: k, Value: text})
+	}
+	return b
+}
+
+// labelText is the text of a label's value: a string, a number or a
+// boolean; anything else is no label.
+func labelText(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case json.Number:
+		return v.String(), true
+	case bool:
+		return strconv.FormatBool(v), true
+	}
+	return "", false
+}

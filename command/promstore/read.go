@@ -1,0 +1,341 @@
+package promstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+
+	"github.com/hourglassdb/hourglass/command"
+	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// Series is a series read: its labels and its samples in time order.
+type Series struct {
+	Labels  labels.Labels
+	Samples []Sample
+}
+
+// Sample is a float sample: a time in milliseconds since the epoch and a
+// value. It implements chunks.Sample (a pointer to it does, without
+// allocating), so the engine iterates over samples as they were read.
+type Sample struct {
+	t int64
+	f float64
+}
+
+// NewSample returns the sample of value f at t (milliseconds).
+func NewSample(t int64, f float64) Sample { return Sample{t: t, f: f} }
+
+func (s *Sample) T() int64                      { return s.t }
+func (s *Sample) F() float64                    { return s.f }
+func (s *Sample) ST() int64                     { return 0 }
+func (s *Sample) H() *histogram.Histogram       { return nil }
+func (s *Sample) FH() *histogram.FloatHistogram { return nil }
+func (s *Sample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
+func (s *Sample) Copy() chunks.Sample           { c := *s; return &c }
+
+// seriesBytes is what a series costs besides its samples and label text:
+// its slices' headers and the labels' strings' headers, roughly.
+const seriesBytes = 128
+
+// sampleBytes is what one sample read costs: its time and its value.
+const sampleBytes = 16
+
+// Read returns the series of the collection whose labels match every
+// matcher, with their samples in [start, end] (milliseconds, both
+// included), in label set order (as Prometheus' storage returns them),
+// each with its samples in time order, bit for bit, duplicates (equal
+// timestamps) included. Series of meta values that give one label set (a
+// number and its text) are merged into one. The samples count against
+// the Querier's limits (ErrSampleLimit, ErrMemoryLimit, ErrMemoryBusy)
+// and are the caller's until the Querier is closed.
+func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Matcher) ([]Series, error) {
+	timeField, metaField, ok, err := qr.collection(ctx)
+	if err != nil || !ok {
+		return nil, err
+	}
+	start, end, ok = clampRange(start, end)
+	if !ok {
+		return nil, nil
+	}
+	if qr.fieldsShape() {
+		return qr.readFields(ctx, timeField, metaField, start, end, ms)
+	}
+	filter, err := selectFilter(timeField, metaField, start, end, ms)
+	if err != nil {
+		return nil, err
+	}
+	// Only the columns a sample needs: no _id is made for each row.
+	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter,
+		Projection: map[string]any{"_id": 0, timeField: 1, metaField: 1, ValueField: 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close()
+	var (
+		out     []Series
+		lastKey string
+		at      = -1 // index in out of lastKey's series; -1 when it does not match
+		seen    bool
+		pending int64 // samples not charged yet
+	)
+	for cur.Next() {
+		rec := cur.Record()
+		sc := rec.Schema()
+		ti, mi, vi := sc.FieldIndices(timeField), sc.FieldIndices(metaField), sc.FieldIndices(ValueField)
+		if len(ti) == 0 || len(mi) == 0 || len(vi) == 0 {
+			continue // no value field: no samples
+		}
+		times, ok1 := rec.Column(ti[0]).(*array.Timestamp)
+		metas, ok2 := rec.Column(mi[0]).(*array.String)
+		value := numbers(rec.Column(vi[0]))
+		if !ok1 || !ok2 || value == nil {
+			continue // a value field that is not numbers holds no samples
+		}
+		for j := range int(rec.NumRows()) {
+			if metas.IsNull(j) || rec.Column(vi[0]).IsNull(j) {
+				continue
+			}
+			if key := metas.Value(j); !seen || key != lastKey {
+				seen, lastKey, at = true, key, -1
+				if ls, ok := MetaLabels(key); ok && matchAll(ms, ls) {
+					if err := qr.charge(pending, seriesBytes+int64(ls.ByteSize())); err != nil {
+						return nil, err
+					}
+					pending = 0
+					out = append(out, Series{Labels: ls})
+					at = len(out) - 1
+				}
+			}
+			if at < 0 {
+				continue
+			}
+			s := &out[at]
+			s.Samples = append(s.Samples, Sample{t: int64(times.Value(j)) / 1e6, f: value(j)})
+			if pending++; pending == 4096 {
+				if err := qr.charge(pending, pending*sampleBytes); err != nil {
+					return nil, err
+				}
+				pending = 0
+			}
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return nil, err
+	}
+	if err := qr.charge(pending, pending*sampleBytes); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Series) int { return labels.Compare(a.Labels, b.Labels) })
+	return mergeSeries(out), nil
+}
+
+// numbers returns the reader of a value column as floats: a column of
+// floats (remote write's, or numbers of both kinds), or of integers (a
+// field the document API wrote as integers only); nil for any other
+// column, which holds no samples.
+func numbers(col arrow.Array) func(int) float64 {
+	switch c := col.(type) {
+	case *array.Float64:
+		return c.Value
+	case *array.Int64:
+		return func(i int) float64 { return float64(c.Value(i)) }
+	case *array.Int32:
+		return func(i int) float64 { return float64(c.Value(i)) }
+	}
+	return nil
+}
+
+// mergeSeries merges the series of equal label sets, adjacent in all (in
+// label set order), into one, and puts each series' samples in time order
+// where they are not: two meta values can give one label set (a number
+// and its text, or a label of empty value and none), and Prometheus holds
+// one series a label set.
+func mergeSeries(all []Series) []Series {
+	out := all[:0]
+	for _, s := range all {
+		if k := len(out) - 1; k >= 0 && labels.Equal(out[k].Labels, s.Labels) {
+			out[k].Samples = append(out[k].Samples, s.Samples...)
+			continue
+		}
+		out = append(out, s)
+	}
+	clear(all[len(out):])
+	out = all[:len(out)]
+	byTime := func(a, b Sample) int { return cmp.Compare(a.t, b.t) }
+	for i := range out {
+		// Stable: of equal timestamps, the first stored stays first.
+		if ss := out[i].Samples; !slices.IsSortedFunc(ss, byTime) {
+			slices.SortStableFunc(ss, byTime)
+		}
+	}
+	return out
+}
+
+// labelSets returns the label sets of the series with samples in [start,
+// end] that match every matcher, sorted and distinct, from the series
+// index (no sample is decoded).
+func (qr *Querier) labelSets(ctx context.Context, start, end int64, ms []*labels.Matcher) ([]labels.Labels, error) {
+	timeField, metaField, ok, err := qr.collection(ctx)
+	if err != nil || !ok {
+		return nil, err
+	}
+	start, end, ok = clampRange(start, end)
+	if !ok {
+		return nil, nil
+	}
+	if qr.fieldsShape() {
+		// A series is a meta value and a numeric field: only the samples
+		// tell which fields a meta value has.
+		all, err := qr.readFields(ctx, timeField, metaField, start, end, ms)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]labels.Labels, len(all))
+		for i := range all {
+			out[i] = all[i].Labels
+		}
+		return out, nil
+	}
+	filter, err := selectFilter(timeField, metaField, start, end, ms)
+	if err != nil {
+		return nil, err
+	}
+	metas, err := qr.q.svc.DistinctMeta(ctx, qr.q.collection, metaField, filter)
+	if err != nil {
+		return nil, err
+	}
+	var out []labels.Labels
+	for _, m := range metas {
+		key, err := model.CanonicalMeta(m)
+		if err != nil {
+			continue
+		}
+		if ls, ok := MetaLabels(key); ok && matchAll(ms, ls) {
+			if err := qr.charge(0, seriesBytes+int64(ls.ByteSize())); err != nil {
+				return nil, err
+			}
+			out = append(out, ls)
+		}
+	}
+	slices.SortFunc(out, labels.Compare)
+	return slices.CompactFunc(out, labels.Equal), nil
+}
+
+// selectFilter is the filter of a read: the time range, and each matcher
+// as a condition on the meta field the engine answers from its series
+// index. A matcher whose condition the filter language cannot hold (a
+// regex it does not take) is left to the check in Go alone.
+func selectFilter(timeField, metaField string, start, end int64, ms []*labels.Matcher) (*partialfilter.Filter, error) {
+	conds := []any{map[string]any{timeField: map[string]any{"$gte": timeOf(start), "$lte": timeOf(end)}}}
+	for _, m := range ms {
+		f := matcherFilter(metaField, m)
+		if f == nil {
+			continue
+		}
+		if _, err := partialfilter.Parse(f); err != nil {
+			continue
+		}
+		conds = append(conds, f)
+	}
+	return partialfilter.Parse(map[string]any{"$and": conds})
+}
+
+// timeOf is a time in milliseconds as the filter language takes it.
+func timeOf(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// matcherFilter is m as a condition on the meta field meta, or nil when
+// the label name cannot be a path (it holds a dot, starts with '$' or
+// holds a NUL byte). A series lacking the label matches as one whose
+// value is "" (remote write stores no label of empty value).
+func matcherFilter(meta string, m *labels.Matcher) map[string]any {
+	if m.Name == "" || strings.ContainsAny(m.Name, ".\x00") || m.Name[0] == '$' {
+		return nil
+	}
+	path := meta + "." + m.Name
+	absent := map[string]any{path: map[string]any{"$exists": false}}
+	present := map[string]any{path: map[string]any{"$exists": true}}
+	switch m.Type {
+	case labels.MatchEqual:
+		if m.Value == "" {
+			return absent
+		}
+		return map[string]any{path: m.Value}
+	case labels.MatchNotEqual:
+		if m.Value == "" {
+			return present
+		}
+		return map[string]any{path: map[string]any{"$ne": m.Value}} // $ne matches the series lacking it
+	case labels.MatchRegexp:
+		// Prometheus' regexes are RE2, anchored at both ends.
+		re := map[string]any{path: map[string]any{"$regex": "^(?s:" + m.Value + ")$"}}
+		if m.Matches("") {
+			return map[string]any{"$or": []any{re, absent}}
+		}
+		return re
+	case labels.MatchNotRegexp:
+		not := map[string]any{path: map[string]any{"$not": map[string]any{"$regex": "^(?s:" + m.Value + ")$"}}}
+		if !m.Matches("") { // the regex matches "": a series lacking the label does not match
+			return map[string]any{"$and": []any{not, present}}
+		}
+		return not
+	}
+	return nil
+}
+
+// matchAll reports whether ls matches every matcher; a label ls lacks has
+// the value "", as Prometheus sees it.
+func matchAll(ms []*labels.Matcher, ls labels.Labels) bool {
+	for _, m := range ms {
+		if !m.Matches(ls.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// MetaLabels returns the labels of a series from its meta key (the JSON of
+// its meta document): each field of a string, number or boolean value,
+// with its text; a field holding a document or an array, or of empty
+// text, is not a label. A meta value that is not a document, or one that
+// gives no label, is no series (ok false).
+func MetaLabels(key string) (ls labels.Labels, ok bool) {
+	d := json.NewDecoder(strings.NewReader(key))
+	d.UseNumber()
+	var doc map[string]any
+	if err := d.Decode(&doc); err != nil || len(doc) == 0 {
+		return labels.EmptyLabels(), false
+	}
+	b := labels.NewScratchBuilder(len(doc))
+	for k, v := range doc {
+		var text string
+		switch v := v.(type) {
+		case string:
+			text = v
+		case json.Number:
+			text = v.String()
+		case bool:
+			text = strconv.FormatBool(v)
+		default:
+			continue
+		}
+		if text != "" {
+			b.Add(k, text)
+		}
+	}
+	b.Sort()
+	ls = b.Labels()
+	return ls, !ls.IsEmpty()
+}
