@@ -205,11 +205,13 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, fieldTypeSet, 
 		// Also when nothing was deleted: a delete replayed after a crash
 		// may find its rows gone from the store already (its batch
 		// reached Pebble) while the marks it made did not survive.
+		now := db.opts.Now()
 		for _, k := range d.metaKeys {
 			if s := c.series[k]; s != nil {
-				db.markRollups(c, s, d.minTime, d.maxTime)
+				db.markRollups(c, s, d.minTime, d.maxTime, now)
 			}
 		}
+		db.wakeRollups()
 	}
 	db.mu.Unlock()
 	if deleted == 0 {

@@ -23,6 +23,10 @@ type series struct {
 	// (as seen when it opened the next): the capacity a new bucket's
 	// columns start with, so that they do not grow by doubling.
 	rowsHint int32
+	// ord numbers the series within its collection, from 0 in the order
+	// they were added (collection.addSeries): an index into per-series
+	// bitsets (rollup marks) where a map would cost a lookup a row.
+	ord uint32
 	// ttl is the series' effective TTL in seconds, -1 for none
 	// (collection.setSeriesTTL).
 	ttl int64

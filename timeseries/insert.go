@@ -446,6 +446,11 @@ func (db *DB) apply(c *collection, groups []group) {
 	db.mu.writeSeq++
 	seq := db.mu.writeSeq
 	var added int64
+	var now time.Time // for rollup marks
+	if len(c.rollups) > 0 {
+		now = db.opts.Now()
+		defer db.wakeRollups()
+	}
 	for gi := range groups {
 		g := &groups[gi]
 		s := g.s // resolved by the insert; series are never removed
@@ -465,7 +470,7 @@ func (db *DB) apply(c *collection, groups []group) {
 			for ri := range g.rows {
 				lo, hi = min(lo, g.rows[ri].Time), max(hi, g.rows[ri].Time)
 			}
-			db.markRollups(c, s, lo, hi)
+			db.markRollups(c, s, lo, hi, now)
 		}
 		var cur *memBucket
 		for ri := range g.rows {

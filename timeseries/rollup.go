@@ -184,11 +184,18 @@ type rollup struct {
 	// pass is recomputing. A checkpoint persists both (spaceRollup), so
 	// that a crash loses none.
 	pending, inflight map[uint64][]span
+	// bulk holds the marks of one range shared by many series, the
+	// common case of in-order writes (each batch marks the current
+	// windows of the series it reaches), as a bitset by series ord: a
+	// mark there costs a bit test, not a map lookup. It is part of
+	// pending.
+	bulk bulkMarks
 	// since is when the oldest mark in pending was made, passSince the
 	// same for inflight; zero when empty.
 	since, passSince time.Time
-	// matches caches, per source series, whether the filter takes it.
-	matches map[uint64]bool
+	// known and matched cache, per source series (by ord), whether the
+	// filter takes it.
+	known, matched bitset
 	// lastErr is the last pass's failure, shown by ListRollups.
 	lastErr error
 }
@@ -220,18 +227,70 @@ func windowEnd(t, w int64) int64 {
 	return lo + w
 }
 
-// takes reports whether the rollup covers series s. DB.mu is held.
+// bitset is a set of small integers.
+type bitset []uint64
+
+func (b bitset) has(i uint32) bool { return int(i>>6) < len(b) && b[i>>6]&(1<<(i&63)) != 0 }
+
+// set adds i and reports whether it was new.
+func (b *bitset) set(i uint32) bool {
+	for int(i>>6) >= len(*b) {
+		*b = append(*b, 0)
+	}
+	w := &(*b)[i>>6]
+	if *w&(1<<(i&63)) != 0 {
+		return false
+	}
+	*w |= 1 << (i & 63)
+	return true
+}
+
+// bulkMarks are marks of one span for a set of series (by ord).
+type bulkMarks struct {
+	span span
+	bits bitset
+	n    int // series in bits
+}
+
+// maxBulkMove is how many series a bulk may hold when a mark ahead of
+// its span comes: fewer move to the map and the bulk starts again there
+// (a late row began it); more stretch its span forward instead.
+const maxBulkMove = 64
+
+// takes reports whether the rollup covers series s. DB.mu is held for
+// writing.
 func (r *rollup) takes(s *series) bool {
 	if r.filter == nil {
 		return true
 	}
-	ok, cached := r.matches[s.id]
-	if !cached {
-		ok = r.filter.Match(r.src.metaDoc(seriesMeta(s)))
-		r.matches[s.id] = ok
+	if r.known.has(s.ord) {
+		return r.matched.has(s.ord)
+	}
+	r.known.set(s.ord)
+	ok := r.filter.Match(r.src.metaDoc(seriesMeta(s)))
+	if ok {
+		r.matched.set(s.ord)
 	}
 	return ok
 }
+
+// takeBulk moves the bulk's marks into m. DB.mu is held for writing.
+func (r *rollup) takeBulk(m map[uint64][]span) {
+	if r.bulk.n == 0 {
+		return
+	}
+	for _, s := range r.src.byID {
+		if r.bulk.bits.has(s.ord) {
+			m[s.id] = addSpan(m[s.id], r.bulk.span)
+		}
+	}
+	r.bulk = bulkMarks{bits: r.bulk.bits[:0]}
+	clear(r.bulk.bits[:cap(r.bulk.bits)])
+}
+
+// pendingSeriesCount counts the series with marks in pending (a series in
+// both the map and the bulk counts twice).
+func (r *rollup) pendingSeriesCount() int { return len(r.pending) + r.bulk.n }
 
 // mark records that the windows of series s from lo to hi (inclusive
 // times) need recomputing. DB.mu is held for writing.
@@ -247,10 +306,31 @@ func (r *rollup) markSpan(s *series, lo, hi int64, fill bool, now time.Time) {
 	if lo == math.MinInt64 {
 		sp.lo = math.MinInt64
 	}
-	r.pending[s.id] = addSpan(r.pending[s.id], sp)
 	if r.since.IsZero() {
 		r.since = now
 	}
+	if b := &r.bulk; !fill && sp.lo != math.MinInt64 && sp.hi != math.MaxInt64 {
+		if b.n > 0 && b.n <= maxBulkMove && sp.lo > b.span.hi {
+			r.takeBulk(r.pending)
+		}
+		if b.n == 0 {
+			b.span = sp
+		}
+		if sp.lo >= b.span.lo && (sp.lo <= b.span.hi || b.n > maxBulkMove) {
+			b.span.hi = max(b.span.hi, sp.hi)
+			if b.bits.set(s.ord) {
+				b.n++
+			}
+			return
+		}
+	}
+	ss := r.pending[s.id]
+	for _, x := range ss {
+		if x.lo <= sp.lo && sp.hi <= x.hi && (x.fill || !fill) {
+			return // marked already: in-order writes mark the same window batch after batch
+		}
+	}
+	r.pending[s.id] = addSpan(ss, sp)
 }
 
 // addSpan adds sp to the sorted disjoint spans ss, merging overlapping
@@ -289,17 +369,11 @@ func (r *rollup) markAll(now time.Time) {
 }
 
 // markRollups records the windows rows of s from lo to hi touched in
-// every rollup of c. DB.mu is held for writing.
-func (db *DB) markRollups(c *collection, s *series, lo, hi int64) {
-	now := db.opts.Now()
+// every rollup of c; the caller wakes the rollup loop (wakeRollups) once
+// it has marked what it changed. DB.mu is held for writing.
+func (db *DB) markRollups(c *collection, s *series, lo, hi int64, now time.Time) {
 	for _, r := range c.rollups {
 		r.mark(s, lo, hi, now)
-	}
-	if !db.recovering {
-		select {
-		case db.rollupWake <- struct{}{}:
-		default:
-		}
 	}
 }
 
@@ -340,7 +414,7 @@ func (db *DB) relinkRollups(stored map[uint32]map[uint64][]span) error {
 				return fmt.Errorf("timeseries: rollup %q: %w", c.name, err)
 			}
 			r = &rollup{coll: c, src: src, window: int64(d), fields: spec.Fields, funcs: funcs, filter: filter,
-				pending: map[uint64][]span{}, matches: map[uint64]bool{}}
+				pending: map[uint64][]span{}}
 			if marks, ok := stored[c.id]; ok {
 				r.pending = marks
 				if len(marks) > 0 {
@@ -386,7 +460,7 @@ func (db *DB) ListRollups(ctx context.Context, name string) ([]RollupInfo, error
 	out := []RollupInfo{}
 	for _, r := range c.rollups {
 		info := RollupInfo{Name: r.coll.name, Spec: *r.coll.opts.RollupOf, ExpireAfterSeconds: r.coll.opts.ExpireAfterSeconds,
-			Watermark: now.UTC(), PendingSeries: len(r.pending) + len(r.inflight)}
+			Watermark: now.UTC(), PendingSeries: r.pendingSeriesCount() + len(r.inflight)}
 		info.Spec.SourceID = 0
 		oldest := r.since
 		if !r.passSince.IsZero() && (oldest.IsZero() || r.passSince.Before(oldest)) {
@@ -417,9 +491,11 @@ func (db *DB) CatchUpRollups(ctx context.Context) error {
 }
 
 // rollupLoop maintains the rollups in the background: a pass when marks
-// arrive, then a pause of nine times the pass's duration (at least
-// rollupMinPause), so that recomputation takes at most a tenth of a
-// processor however fast writes come; the lag grows instead.
+// arrive, then, while writes go on, a pause of rollupPauseFactor times
+// the pass's duration (at least rollupMinPause), so that recomputation
+// takes a bounded share of the processors however fast writes come; the
+// lag grows instead. A pass's reads may use more than one processor, so
+// the pause is nineteen times its duration, not nine.
 func (db *DB) rollupLoop() {
 	defer close(db.rollupDone)
 	const rollupMinPause = 100 * time.Millisecond
@@ -449,12 +525,16 @@ func (db *DB) rollupLoop() {
 		} else {
 			failPause = 0
 		}
-		pause = max(pause, rollupMinPause, 9*time.Since(start))
+		pause = max(pause, rollupMinPause, rollupPauseFactor*time.Since(start))
 		if !db.rollupPause(pause, failPause > 0) {
 			return
 		}
 	}
 }
+
+// rollupPauseFactor is the pause between two passes while writes go on,
+// in passes' durations.
+const rollupPauseFactor = 19
 
 // rollupPause waits d, or less once writes stop: the pause leaves the
 // processor to ingest, and once none came for rollupMinPause the rest
@@ -497,7 +577,7 @@ func (db *DB) rollupPasses(ctx context.Context) (int, error) {
 	var rs []*rollup
 	for _, c := range db.mu.byID {
 		for _, r := range c.rollups {
-			if len(r.pending) > 0 {
+			if r.pendingSeriesCount() > 0 {
 				rs = append(rs, r)
 			}
 		}
@@ -530,10 +610,11 @@ type pendingSeries struct {
 // rollup keeps what the source loses. On failure the marks go back.
 func (db *DB) rollupPass(ctx context.Context, r *rollup) (n int, err error) {
 	db.mu.Lock()
-	if r.coll.dropped || r.src.dropped || len(r.pending) == 0 || r.inflight != nil {
+	if r.coll.dropped || r.src.dropped || r.pendingSeriesCount() == 0 || r.inflight != nil {
 		db.mu.Unlock()
 		return 0, nil
 	}
+	r.takeBulk(r.pending)
 	r.inflight, r.passSince = r.pending, r.since
 	r.pending, r.since = map[uint64][]span{}, time.Time{}
 	now := db.opts.Now()
@@ -800,9 +881,9 @@ func rollupMeasurements(a *aggregator, r *rollup) []model.Measurement {
 //	uvarint, then per span lo and hi varints and a byte, 1 for a fill.
 func rollupMarksKey(coll uint32) []byte { return collPrefix(spaceRollup, coll) }
 
-func encodeRollupMarks(pending, inflight map[uint64][]span) []byte {
+func encodeRollupMarks(sets ...map[uint64][]span) []byte {
 	all := map[uint64][]span{}
-	for _, m := range []map[uint64][]span{pending, inflight} {
+	for _, m := range sets {
 		for id, ss := range m {
 			for _, sp := range ss {
 				all[id] = addSpan(all[id], sp)
@@ -884,7 +965,15 @@ func (db *DB) captureRollupMarks() func(*pebble.Batch) error {
 	var all []marks
 	for _, c := range db.mu.byID {
 		for _, r := range c.rollups {
-			all = append(all, marks{r.coll.id, encodeRollupMarks(r.pending, r.inflight)})
+			bulk := map[uint64][]span{}
+			if r.bulk.n > 0 {
+				for _, s := range c.byID {
+					if r.bulk.bits.has(s.ord) {
+						bulk[s.id] = []span{r.bulk.span}
+					}
+				}
+			}
+			all = append(all, marks{r.coll.id, encodeRollupMarks(r.pending, r.inflight, bulk)})
 		}
 	}
 	if all == nil {

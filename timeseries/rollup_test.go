@@ -789,3 +789,55 @@ func TestRollupDeleteReplayedFindsNothing(t *testing.T) {
 		t.Fatalf("the rollup counts %v, want the 6 left", got)
 	}
 }
+
+// BenchmarkIngestWithRollups times inserts of a 10,000-sensor fleet (a
+// batch of 5,000 rows an op, a row per sensor every 10 s, in time order)
+// into a collection without rollups and into one with a 1m and a 1h
+// rollup kept current in the background, for the ingest cost of rollups
+// as a ratio in one run:
+//
+//	go test -run x -bench BenchmarkIngestWithRollups -count 4 ./timeseries
+func BenchmarkIngestWithRollups(b *testing.B) {
+	const sensors = 10000
+	for _, n := range []int{0, 2} {
+		b.Run(fmt.Sprintf("rollups=%d", n), func(b *testing.B) {
+			db := openTest(b, b.TempDir(), nil)
+			defer db.Close()
+			ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
+			if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+				b.Fatal(err)
+			}
+			for _, w := range []string{"1m", "1h"}[:n] {
+				opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: w, Fields: []string{"v"}, Funcs: []string{"min", "avg", "max", "count"}}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := db.CreateCollection(ctx, "r"+w, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			metas := make([]model.MetaKey, sensors)
+			for i := range metas {
+				k, _ := model.CanonicalMeta(fmt.Sprintf("s%05d", i))
+				metas[i] = model.MetaKey(k)
+			}
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+			ms := make([]model.Measurement, 5000)
+			row := 0
+			b.ResetTimer()
+			for range b.N {
+				for i := range ms {
+					s := row % sensors
+					ms[i] = model.Measurement{Time: t0 + int64(row/sensors)*int64(10*time.Second) + int64(s), Meta: metas[s],
+						Fields: []model.Field{{Name: "v", Value: model.Float(float64(row % 1000))}}}
+					row++
+				}
+				if _, err := db.Insert(ctx, "src", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*len(ms))/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
