@@ -206,19 +206,7 @@ func TestBSONTypesRoundTrip(t *testing.T) {
 // fields come back in the order they were first written, after the time
 // and meta fields.
 func TestTimeSeriesTypesRoundTrip(t *testing.T) {
-	dir := t.TempDir()
 	ctx := context.Background()
-	// serve runs fn against a server on the store in dir, closed after.
-	serve := func(name string, fn func(t *testing.T, mdb *mongo.Database, db *timeseries.DB)) {
-		t.Run(name, func(t *testing.T) {
-			db, err := timeseries.Open(timeseries.Options{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, addr := serveDB(t, db, Options{})
-			fn(t, connect(t, addr, "").Database("test"), db)
-		})
-	}
 	dec, _ := bson.ParseDecimal128("1.10")
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	docs := []bson.D{
@@ -322,11 +310,32 @@ func TestTimeSeriesTypesRoundTrip(t *testing.T) {
 			t.Errorf("%s: alpha < 2: %d, %v", when, n, err)
 		}
 	}
+	writeThenRead(t, "s", in, check)
+}
+
+// writeThenRead creates the time series "m" (timeField ts, metaField
+// meta) through the Go driver, inserts docs and runs check in memory,
+// after a checkpoint and after a restart of the server on the same store.
+func writeThenRead(t *testing.T, meta string, docs []any, check func(t *testing.T, mdb *mongo.Database, when string)) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx := context.Background()
+	// serve runs fn against a server on the store in dir, closed after.
+	serve := func(name string, fn func(t *testing.T, mdb *mongo.Database, db *timeseries.DB)) {
+		t.Run(name, func(t *testing.T) {
+			db, err := timeseries.Open(timeseries.Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, addr := serveDB(t, db, Options{})
+			fn(t, connect(t, addr, "").Database("test"), db)
+		})
+	}
 	serve("written", func(t *testing.T, mdb *mongo.Database, db *timeseries.DB) {
-		if err := mdb.RunCommand(ctx, bson.D{{Key: "create", Value: "m"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}, {Key: "metaField", Value: "s"}}}}).Err(); err != nil {
+		if err := mdb.RunCommand(ctx, bson.D{{Key: "create", Value: "m"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}, {Key: "metaField", Value: meta}}}}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := mdb.Collection("m").InsertMany(ctx, in); err != nil {
+		if _, err := mdb.Collection("m").InsertMany(ctx, docs); err != nil {
 			t.Fatal(err)
 		}
 		check(t, mdb, "in memory")
@@ -632,7 +641,6 @@ func TestMadeIDsOverTheWire(t *testing.T) {
 // int32 and an int64 of one value are two series, as they are two buckets
 // in MongoDB, yet one value to a filter and to $group.
 func TestTimeSeriesMetaTypesRoundTrip(t *testing.T) {
-	dir := t.TempDir()
 	ctx := context.Background()
 	dec, _ := bson.ParseDecimal128("1.10")
 	oid := bson.NewObjectID()
@@ -685,32 +693,9 @@ func TestTimeSeriesMetaTypesRoundTrip(t *testing.T) {
 			t.Errorf("%s: $group by sensor: %+v, want 5578 twice and 2.5 once", when, groups)
 		}
 	}
-	serve := func(name string, fn func(t *testing.T, mdb *mongo.Database, db *timeseries.DB)) {
-		t.Run(name, func(t *testing.T) {
-			db, err := timeseries.Open(timeseries.Options{Dir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, addr := serveDB(t, db, Options{})
-			fn(t, connect(t, addr, "").Database("test"), db)
-		})
+	var in []any
+	for i, m := range metas {
+		in = append(in, bson.D{{Key: "ts", Value: t0.Add(time.Duration(i) * time.Second)}, {Key: "sensor", Value: m.written}, {Key: "n", Value: int32(i)}})
 	}
-	serve("written", func(t *testing.T, mdb *mongo.Database, db *timeseries.DB) {
-		if err := mdb.RunCommand(ctx, bson.D{{Key: "create", Value: "m"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}, {Key: "metaField", Value: "sensor"}}}}).Err(); err != nil {
-			t.Fatal(err)
-		}
-		var in []any
-		for i, m := range metas {
-			in = append(in, bson.D{{Key: "ts", Value: t0.Add(time.Duration(i) * time.Second)}, {Key: "sensor", Value: m.written}, {Key: "n", Value: int32(i)}})
-		}
-		if _, err := mdb.Collection("m").InsertMany(ctx, in); err != nil {
-			t.Fatal(err)
-		}
-		check(t, mdb, "in memory")
-		if err := db.Checkpoint(); err != nil {
-			t.Fatal(err)
-		}
-		check(t, mdb, "stored")
-	})
-	serve("reopened", func(t *testing.T, mdb *mongo.Database, _ *timeseries.DB) { check(t, mdb, "after a restart") })
+	writeThenRead(t, "sensor", in, check)
 }
