@@ -31,6 +31,14 @@ type LoadConfig struct {
 	Workers, BatchRows int
 	// Gzip compresses the bodies.
 	Gzip bool
+	// Encode, if set, turns each batch of lines into the body sent (a
+	// remote write request: RemoteWriteEncoder), in each worker; its
+	// result is valid until its next call. Not with Gzip.
+	Encode func(lines []byte) ([]byte, error)
+	// NewEncode makes one Encode a worker (Encode is then ignored).
+	NewEncode func() func(lines []byte) ([]byte, error)
+	// Headers are added to every request.
+	Headers map[string]string
 	// Limit stops after this many rows; 0 loads the whole workload.
 	Limit int
 	// Duration, if positive, stops the load this long after it began: no
@@ -119,6 +127,9 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	}
 	if cfg.URL == "" {
 		return LoadResult{}, errors.New("bench: LoadConfig.URL is required")
+	}
+	if cfg.Gzip && (cfg.Encode != nil || cfg.NewEncode != nil) {
+		return LoadResult{}, errors.New("bench: Gzip and an encoder do not go together: a remote write body is snappy-compressed")
 	}
 	cfg.ensureDefaults()
 	l := &loader{cfg: &cfg, perRow: int64(src.FieldsPerRow()), total: int64(src.Rows()), window: newLatencyWindow(),
@@ -297,6 +308,10 @@ func (l *loader) work(ctx context.Context, batches <-chan batch, free chan<- []b
 		l.lats = append(l.lats, mine...)
 		l.mu.Unlock()
 	}()
+	encode := l.cfg.Encode
+	if l.cfg.NewEncode != nil {
+		encode = l.cfg.NewEncode()
+	}
 	for b := range batches {
 		if l.stopped.Load() {
 			// Time is up: drop what was generated but not sent.
@@ -304,6 +319,18 @@ func (l *loader) work(ctx context.Context, batches <-chan batch, free chan<- []b
 			continue
 		}
 		body := b.body
+		if encode != nil {
+			var err error
+			if body, err = encode(b.body); err != nil {
+				l.errs.Add(1)
+				l.mu.Lock()
+				if l.firstErr == "" {
+					l.firstErr = err.Error()
+				}
+				l.mu.Unlock()
+				continue
+			}
+		}
 		if l.cfg.Gzip {
 			zbuf.Reset()
 			zw.Reset(&zbuf)
@@ -359,6 +386,9 @@ func post(ctx context.Context, cfg *LoadConfig, body []byte) (retries int, err e
 		req.Header.Set("Content-Type", ct)
 		if cfg.Gzip {
 			req.Header.Set("Content-Encoding", "gzip")
+		}
+		for k, v := range cfg.Headers {
+			req.Header.Set(k, v)
 		}
 		if cfg.Token != "" && cfg.Bearer {
 			req.Header.Set("Authorization", "Bearer "+cfg.Token)

@@ -43,6 +43,14 @@ Targets:
   influx=URL          any InfluxDB line-protocol write URL, used as given:
                       influx=http://127.0.0.1:8428/write (VictoriaMetrics),
                       influx=http://127.0.0.1:8086/write?db=benchmark (InfluxDB)
+  remote=URL          any Prometheus remote write URL, used as given, with
+                      --format prom: remote=http://127.0.0.1:8428/api/v1/write
+                      (VictoriaMetrics)
+
+--format prom sends Prometheus remote write 1.0 (snappy protobuf): each
+field of a row a series <measurement>_<field> with the row's tags as
+labels, one sample a series (as Prometheus sends a scrape), to a Hourglass
+target's /api/v1/write?collection= and to remote= targets.
 
 Example, side by side with a local VictoriaMetrics:
   hourglass bench ingest http://127.0.0.1:7700 influx=http://127.0.0.1:8428/write
@@ -302,7 +310,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.workload, "workload", "cpu-only", "`name`: cpu-only (TSBS hosts, 10 fields), iot (sensors, 1-3 fields, jittered and late points) or high-cardinality (1M series of 10 points)")
 	fs.IntVar(&cfg.scale, "scale", bench.DefaultScale, "cpu-only: hosts in the workload (`n`)")
 	fs.IntVar(&cfg.hours, "hours", 24, "hours of data (`n`; cpu-only from 2016-01-01, iot from 2024-01-01)")
-	fs.StringVar(&cfg.format, "format", "lp", "what a Hourglass target is sent: `lp` (line protocol to /write) or json (NDJSON documents, the meta value a sub-document; iot only)")
+	fs.StringVar(&cfg.format, "format", "lp", "what a Hourglass target is sent: `lp` (line protocol to /write), json (NDJSON documents, the meta value a sub-document; iot only) or prom (Prometheus remote write to /api/v1/write; also what remote= targets are sent)")
 	fs.IntVar(&cfg.sensors, "sensors", 0, "iot and high-cardinality: sensors (`n`; 0: 10,000 for iot, 1,000,000 for high-cardinality)")
 	fs.IntVar(&cfg.fields, "fields", 2, "iot: fields per sensor (`n`, 1 to 3)")
 	fs.Float64Var(&cfg.late, "late", 0.01, "iot: share of points sent late, out of order (`fraction`)")
@@ -386,7 +394,25 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			rep.Buckets, rep.BucketsPer1000 = res.Buckets, res.BucketsPer1000()
 		}
 		return rep, nil
+	case strings.HasPrefix(target, "remote="):
+		if cfg.format != "prom" {
+			return rep, errors.New("a remote= target needs --format prom")
+		}
+		u := strings.TrimPrefix(target, "remote=")
+		peer, err := watchPeer(u)
+		if err != nil {
+			fmt.Fprintf(stderr, "[%s] peak RSS and bytes/point not measured: %v\n", target, err)
+		}
+		res, err := bench.Load(ctx, remoteWrite(loadConfig(cfg, src, order, u, progress)))
+		fill(&rep, res)
+		if peer != nil {
+			peer.finish(ctx, cfg, u, err == nil, &rep, stderr)
+		}
+		return rep, err
 	case strings.HasPrefix(target, "influx="):
+		if cfg.format == "prom" {
+			return rep, errors.New("an influx= target takes line protocol: use remote=URL with --format prom")
+		}
 		u := strings.TrimPrefix(target, "influx=")
 		peer, err := watchPeer(u)
 		if err != nil {
@@ -407,7 +433,11 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			return rep, err
 		}
 		lc := loadConfig(cfg, src, order, base+"/write?db="+url.QueryEscape(cfg.collection), progress)
-		if cfg.format == "json" {
+		if cfg.format == "prom" {
+			lc = remoteWrite(lc)
+			lc.URL = base + "/api/v1/write?collection=" + url.QueryEscape(cfg.collection)
+			lc.Bearer = true
+		} else if cfg.format == "json" {
 			iot, ok := src.(bench.IoT)
 			if !ok {
 				return rep, errors.New("--format json needs --workload iot")
@@ -500,6 +530,12 @@ func loadConfig(cfg *benchConfig, src bench.LineSource, order bench.Order, u str
 		Limit: cfg.limit, Duration: cfg.duration, Token: cfg.token, Progress: progress}
 }
 
+// remoteWrite makes lc send Prometheus remote write requests.
+func remoteWrite(lc bench.LoadConfig) bench.LoadConfig {
+	lc.NewEncode, lc.ContentType, lc.Headers = bench.RemoteWriteEncoder, bench.RemoteWriteContentType, bench.RemoteWriteHeaders
+	return lc
+}
+
 func fill(rep *targetReport, res bench.LoadResult) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	rep.Rows, rep.Points, rep.Seconds = res.Rows, res.Points, res.Elapsed.Seconds()
@@ -517,6 +553,9 @@ func prepareRollups(ctx context.Context, base string, cfg *benchConfig, src benc
 	}
 	if cfg.rollups < 0 || cfg.rollups > 2 {
 		return fmt.Errorf("--rollups %d: want 0, 1 or 2", cfg.rollups)
+	}
+	if cfg.format == "prom" {
+		return errors.New("--rollups takes --format lp or json")
 	}
 	coll := base + "/v1/collections/" + url.PathEscape(cfg.collection)
 	opts, field := `{"timeseries": {"timeField": "time", "metaField": "tags"}}`, "usage_user"
