@@ -800,10 +800,12 @@ func TestPromQLAllCollections(t *testing.T) {
 	}
 
 	// Two collections holding one label set give one series: the
-	// chained merge gives a sample both hold at one timestamp once.
+	// chained merge gives a sample both hold at one timestamp once. prom2
+	// holds two of prometheus' samples of up{instance="b"} (at 0 and
+	// 15 s) and one more (75 s): six in all.
 	var upB []prompb.Sample
-	for i := range int64(6) {
-		upB = append(upB, prompb.Sample{Timestamp: promT0 + i*15000, Value: 1})
+	for _, d := range []int64{0, 15, 75} {
+		upB = append(upB, prompb.Sample{Timestamp: promT0 + d*1000, Value: 1})
 	}
 	s.promWrite(204, "/api/v1/write?collection=prom2", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 		series(upB, "__name__", "up", "instance", "b", "job", "api")}}))
