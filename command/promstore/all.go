@@ -21,8 +21,8 @@ import (
 // (storage.NewMergeQuerier with storage.ChainedSeriesMerge): every
 // Select asks each collection for its series sorted, and series of equal
 // label sets from two collections are one series, their samples merged
-// in time order, a sample of a timestamp both hold given once (the
-// first collection's, by name, when their values differ). A collection
+// in time order, a sample of a timestamp both hold given once (which
+// collection's, when their values differ, is not specified). A collection
 // whose series' names cannot match a Select's __name__ matchers is not
 // read (see Options.Scanned). The limits of Options (MaxSamples, Memory)
 // bound the sum of what the collections read. It is safe for concurrent
@@ -56,7 +56,7 @@ func (a *AllQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
 	qs := make([]storage.Querier, 0, len(names))
 	for _, name := range names {
 		q := &Queryable{svc: a.svc, collection: name, opts: a.opts}
-		qs = append(qs, &Querier{q: q, mint: mint, maxt: maxt, m: m, shared: true, index: true})
+		qs = append(qs, &Querier{q: q, mint: mint, maxt: maxt, m: m, index: true})
 	}
 	return &allQuerier{Querier: storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), m: m}, nil
 }

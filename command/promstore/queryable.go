@@ -111,9 +111,6 @@ type Querier struct {
 	// m counts what the Querier read against the limits: its own, or
 	// the one all the Queriers of an AllQueryable's Querier share.
 	m *meter
-	// shared: m is not the Querier's own, and Close leaves it to its
-	// owner.
-	shared bool
 	// index: before a read, the __name__ matchers are checked against
 	// the names the collection's series index holds (mayHold), as an
 	// AllQueryable's Querier does of each collection it merges.
@@ -178,15 +175,10 @@ func (qr *Querier) Samples() int64 {
 	return qr.m.samples
 }
 
-// Close gives back the memory the Querier's reads took; the series they
-// returned must no longer be used. Closing twice is harmless. A Querier
-// of an AllQueryable's leaves that to the Querier it is part of.
-func (qr *Querier) Close() error {
-	if qr.shared {
-		return nil
-	}
-	return qr.m.close()
-}
+// Close gives back the memory the Querier's reads took (with those of
+// every Querier sharing its limits, for an AllQueryable's); the series
+// they returned must no longer be used. Closing twice is harmless.
+func (qr *Querier) Close() error { return qr.m.close() }
 
 // close gives back the memory the reads took.
 func (m *meter) close() error {
