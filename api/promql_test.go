@@ -526,8 +526,38 @@ func TestPromQLCurrentOp(t *testing.T) {
 // 10 series of 239 points answered (the first step has one sample, no
 // rate).
 func BenchmarkPromQLRange(b *testing.B) {
-	const nSeries, nSamples = 2000, 240
 	url0 := benchServer(b)
+	writePromRange(b, url0)
+	benchPromQLRange(b, url0, "")
+}
+
+// The series of BenchmarkPromQLRange: nSeries of nSamples each.
+const benchSeries, benchSamples = 2000, 240
+
+// BenchmarkPromQLRangeAll: BenchmarkPromQLRange's query over every
+// collection, with a line-protocol collection of 240,000 samples (1,000
+// series of cpu fields) beside prometheus, which the query's __name__
+// rules out before any read ("all"), and over prometheus alone
+// ("collection").
+func BenchmarkPromQLRangeAll(b *testing.B) {
+	url0 := benchServer(b)
+	for k := range 10 {
+		var lines strings.Builder
+		for h := k * 100; h < (k+1)*100; h++ {
+			for j := range 240 {
+				fmt.Fprintf(&lines, "cpu,host=h%d usage_user=%d %d\n", h, j, promT0/1000+int64(j)*15)
+			}
+		}
+		post(b, "POST", url0+"/write?db=telegraf&precision=s", "text/plain", []byte(lines.String()), 204)
+	}
+	writePromRange(b, url0)
+	b.Run("all", func(b *testing.B) { benchPromQLRange(b, url0, "") })
+	b.Run("collection", func(b *testing.B) { benchPromQLRange(b, url0, "prometheus") })
+}
+
+// writePromRange writes BenchmarkPromQLRange's series to url0.
+func writePromRange(b *testing.B, url0 string) {
+	const nSeries, nSamples = benchSeries, benchSamples
 	for k := 0; k < nSeries; k += 200 {
 		req := &prompb.WriteRequest{}
 		for i := k; i < k+200; i++ {
@@ -540,10 +570,20 @@ func BenchmarkPromQLRange(b *testing.B) {
 		}
 		post(b, "POST", url0+"/api/v1/write", "application/x-protobuf", promBody(b, req), 204)
 	}
+}
+
+// benchPromQLRange runs BenchmarkPromQLRange's query over collection (""
+// for every collection).
+func benchPromQLRange(b *testing.B, url0, collection string) {
+	const nSeries, nSamples = benchSeries, benchSamples
 	form := url.Values{"query": {`sum by (handler) (rate(http_requests_total{job="api"}[5m]))`},
-		"start": {sec(0)}, "end": {sec(float64(nSamples-1) * 15)}, "step": {"15"}}.Encode()
+		"start": {sec(0)}, "end": {sec(float64(nSamples-1) * 15)}, "step": {"15"}}
+	if collection != "" {
+		form.Set("collection", collection)
+	}
+	query := form.Encode()
 	run := func() []byte {
-		resp, err := http.Get(url0 + "/api/v1/query_range?" + form)
+		resp, err := http.Get(url0 + "/api/v1/query_range?" + query)
 		if err != nil {
 			b.Fatal(err)
 		}
