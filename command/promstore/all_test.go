@@ -57,6 +57,7 @@ func allFixture(t *testing.T) *command.Service {
 // the __name__ matchers, and leaves plain collections out.
 func TestAllQueryable(t *testing.T) {
 	svc := allFixture(t)
+	insert(t, svc, "prometheus", []string{"job", "nameless"}, float64(t0), 3) // as the document API can write
 	var scanned atomic.Int64
 	a, err := promstore.NewAll(svc, promstore.Options{Scanned: &scanned})
 	if err != nil {
@@ -88,6 +89,9 @@ func TestAllQueryable(t *testing.T) {
 		{labels.MustNewMatcher(labels.MatchRegexp, "__name__", "up|cpu_idle"), []string{want[0], want[4]}, 2},
 		{labels.MustNewMatcher(labels.MatchEqual, "__name__", "mem_usage"), nil, 0},
 		{labels.MustNewMatcher(labels.MatchEqual, "__name__", "up"), want[4:], 1},
+		// Matches a series without __name__ too: prometheus is read.
+		{labels.MustNewMatcher(labels.MatchNotRegexp, "__name__", ".+_.+"), []string{`{__name__="up", job="a"}`, `{job="nameless"}`}, 1},
+		{labels.MustNewMatcher(labels.MatchEqual, "__name__", ""), []string{`{job="nameless"}`}, 1},
 	} {
 		scanned.Store(0)
 		if got := names(selectAll(t, q, nil, tc.m)); !slices.Equal(got, tc.want) || scanned.Load() != tc.reads {

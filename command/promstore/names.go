@@ -58,7 +58,9 @@ func (qr *Querier) mayHold(ctx context.Context, timeField, metaField string, fie
 		return true, nil
 	}
 	if !fields {
-		if !qr.index {
+		if !qr.index || matchName(nms, "") {
+			// A series without __name__ (one the document API wrote)
+			// matches too: the series index has no name to tell.
 			return true, nil
 		}
 		var conds []any
