@@ -96,9 +96,10 @@ func newPromEngine(o *Options) *promql.Engine {
 }
 
 // promForm parses the parameters of a PromQL request (the query string,
-// and a form body on POST) and returns the collection it reads. A form
-// body is held in the request memory every door shares until the request
-// ends (release).
+// and a form body on POST) and returns the collection it reads: the one
+// ?collection= names, or "" (every time-series collection) without it.
+// A form body is held in the request memory every door shares until the
+// request ends (release).
 func (s *Server) promForm(w http.ResponseWriter, r *http.Request) (name string, release func(), err error) {
 	release = func() {}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -126,7 +127,7 @@ func (s *Server) promForm(w http.ResponseWriter, r *http.Request) (name string, 
 	}
 	name = r.FormValue("collection")
 	if name == "" {
-		name = promCollection
+		return "", release, nil
 	}
 	if err := timeseries.ValidateName(name); err != nil {
 		return "", release, err
@@ -134,12 +135,18 @@ func (s *Server) promForm(w http.ResponseWriter, r *http.Request) (name string, 
 	return name, release, nil
 }
 
-// promQueryable is the Queryable of the collection name for one request:
-// the samples its queriers read count in o and against the server's
-// limits (the max samples of a query, the request memory).
-func (s *Server) promQueryable(name string, o *command.Op) (*promstore.Queryable, error) {
-	return promstore.New(s.cmd, name, promstore.Options{
-		MaxSamples: int64(s.opts.PromQLMaxSamples), Memory: s.cmd.Bodies(), Read: &o.Docs})
+// promQueryable is the Queryable of the collection name for one request,
+// or of every time-series collection when name is "" (merged by
+// Prometheus' merge querier, see promstore.AllQueryable): the samples its
+// queriers read count in o and against the server's limits (the max
+// samples of a query, the request memory), summed over the collections.
+func (s *Server) promQueryable(name string, o *command.Op) (storage.Queryable, error) {
+	opts := promstore.Options{MaxSamples: int64(s.opts.PromQLMaxSamples), Memory: s.cmd.Bodies(),
+		Read: &o.Docs}
+	if name == "" {
+		return promstore.NewAll(s.cmd, opts)
+	}
+	return promstore.New(s.cmd, name, opts)
 }
 
 // handlePromInstant serves GET|POST /api/v1/query: one PromQL expression

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/command"
+	"github.com/hourglassdb/hourglass/command/promstore"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
@@ -475,12 +476,14 @@ func TestPromQLCurrentOp(t *testing.T) {
 	s := newPromQLServer(t, nil)
 	hold := make(chan struct{})
 	s.srv.OnPromQuery(func() { <-hold })
-	for _, tc := range []struct{ path, desc string }{
-		{"/api/v1/query?query=up&collection=prometheus", "promql query"},
-		{"/api/v1/query_range?query=up&start=0&end=60&step=15", "promql query_range"},
-		{"/api/v1/labels", "labels"},
-		{"/api/v1/series?match[]=up", "series"},
-		{"/api/v1/label/job/values", "label values"},
+	// A request without collection reads every collection: it is listed
+	// without one (no ns).
+	for _, tc := range []struct{ path, desc, coll, ns string }{
+		{"/api/v1/query?query=up&collection=prometheus", "promql query", "prometheus", "prometheus"},
+		{"/api/v1/query_range?query=up&start=0&end=60&step=15", "promql query_range", "", ""},
+		{"/api/v1/labels?collection=prometheus", "labels", "prometheus", "prometheus"},
+		{"/api/v1/series?match[]=up", "series", "", ""},
+		{"/api/v1/label/job/values", "label values", "", ""},
 	} {
 		done := make(chan int)
 		go func() {
@@ -496,12 +499,12 @@ func TestPromQLCurrentOp(t *testing.T) {
 		var found bool
 		for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); {
 			r := s.mustDo(200, "GET", "/v1/currentop", "")
-			found = strings.Contains(string(r.body), `"desc":"`+tc.desc+`"`) && strings.Contains(string(r.body), `"ns":"prometheus"`)
+			found = strings.Contains(string(r.body), `"desc":"`+tc.desc+`"`) && (tc.ns == "" || strings.Contains(string(r.body), `"ns":"`+tc.ns+`"`))
 			if !found {
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
-		doors := s.srv.OpDoors("prometheus")
+		doors := s.srv.OpDoors(tc.coll)
 		select {
 		case hold <- struct{}{}:
 		case <-time.After(5 * time.Second):
@@ -523,8 +526,38 @@ func TestPromQLCurrentOp(t *testing.T) {
 // 10 series of 239 points answered (the first step has one sample, no
 // rate).
 func BenchmarkPromQLRange(b *testing.B) {
-	const nSeries, nSamples = 2000, 240
 	url0 := benchServer(b)
+	writePromRange(b, url0)
+	benchPromQLRange(b, url0, "")
+}
+
+// The series of BenchmarkPromQLRange: nSeries of nSamples each.
+const benchSeries, benchSamples = 2000, 240
+
+// BenchmarkPromQLRangeAll: BenchmarkPromQLRange's query over every
+// collection, with a line-protocol collection of 240,000 samples (1,000
+// series of cpu fields) beside prometheus, which the query's __name__
+// rules out before any read ("all"), and over prometheus alone
+// ("collection").
+func BenchmarkPromQLRangeAll(b *testing.B) {
+	url0 := benchServer(b)
+	for k := range 10 {
+		var lines strings.Builder
+		for h := k * 100; h < (k+1)*100; h++ {
+			for j := range 240 {
+				fmt.Fprintf(&lines, "cpu,host=h%d usage_user=%d %d\n", h, j, promT0/1000+int64(j)*15)
+			}
+		}
+		post(b, "POST", url0+"/write?db=telegraf&precision=s", "text/plain", []byte(lines.String()), 204)
+	}
+	writePromRange(b, url0)
+	b.Run("all", func(b *testing.B) { benchPromQLRange(b, url0, "") })
+	b.Run("collection", func(b *testing.B) { benchPromQLRange(b, url0, "prometheus") })
+}
+
+// writePromRange writes BenchmarkPromQLRange's series to url0.
+func writePromRange(b *testing.B, url0 string) {
+	const nSeries, nSamples = benchSeries, benchSamples
 	for k := 0; k < nSeries; k += 200 {
 		req := &prompb.WriteRequest{}
 		for i := k; i < k+200; i++ {
@@ -537,10 +570,20 @@ func BenchmarkPromQLRange(b *testing.B) {
 		}
 		post(b, "POST", url0+"/api/v1/write", "application/x-protobuf", promBody(b, req), 204)
 	}
+}
+
+// benchPromQLRange runs BenchmarkPromQLRange's query over collection (""
+// for every collection).
+func benchPromQLRange(b *testing.B, url0, collection string) {
+	const nSeries, nSamples = benchSeries, benchSamples
 	form := url.Values{"query": {`sum by (handler) (rate(http_requests_total{job="api"}[5m]))`},
-		"start": {sec(0)}, "end": {sec(float64(nSamples-1) * 15)}, "step": {"15"}}.Encode()
+		"start": {sec(0)}, "end": {sec(float64(nSamples-1) * 15)}, "step": {"15"}}
+	if collection != "" {
+		form.Set("collection", collection)
+	}
+	query := form.Encode()
 	run := func() []byte {
-		resp, err := http.Get(url0 + "/api/v1/query_range?" + form)
+		resp, err := http.Get(url0 + "/api/v1/query_range?" + query)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -675,5 +718,176 @@ func TestPromQLFieldsShape(t *testing.T) {
 	r = s.promGet(200, "/api/v1/series", url.Values{"collection": {"weather"}, "match[]": {`{sensor="s2"}`}})
 	if want := `{"status":"success","data":[{"__name__":"weather_temp","sensor":"s2"}]}` + "\n"; string(r.body) != want {
 		t.Fatalf("series in weather: %s", r.body)
+	}
+}
+
+// newPromAllServer is a server holding promQLData in prometheus (remote
+// write's), line-protocol data in telegraf, a document-API time series
+// weather and a plain collection sessions, all at promT0.
+func newPromAllServer(t *testing.T, mod func(*api.Options)) *testServer {
+	s := newPromQLServer(t, mod)
+	s.mustDo(204, "POST", "/write?db=telegraf&precision=s",
+		"cpu,host=a,region=eu usage_user=1.5,usage_system=2i,state=\"ok\" 1714564800\n"+
+			"cpu,host=b usage_user=3 1714564800\n"+
+			"mem,host=a used=10 1714564800\n")
+	s.mustDo(201, "PUT", "/v1/collections/weather", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`)
+	s.mustDo(200, "POST", "/v1/collections/weather/documents", `[
+		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s1", "temp": 21.5, "note": "sunny"},
+		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s2", "temp": 19}]`)
+	s.mustDo(201, "PUT", "/v1/collections/sessions", `{}`)
+	s.mustDo(200, "POST", "/v1/collections/sessions/documents", `[{"_id": 1, "up": 5, "t": {"$date": "2024-05-01T12:00:00Z"}}]`)
+	return s
+}
+
+// promData is the data of a reply of the Prometheus API, as JSON.
+func promData(t *testing.T, r reply) string {
+	t.Helper()
+	var m struct {
+		Data json.RawMessage
+	}
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return string(m.Data)
+}
+
+// TestPromQLAllCollections: without ?collection= a query sees every
+// time-series collection, each as API.md maps it: remote-written series
+// with their labels, line-protocol fields as <measurement>_<field>, a
+// document time series' numeric fields as <collection>_<field>.
+func TestPromQLAllCollections(t *testing.T) {
+	s := newPromAllServer(t, nil)
+	query := func(q string, extra ...string) string {
+		t.Helper()
+		form := url.Values{"query": {q}, "time": {sec(10)}}
+		for i := 0; i+1 < len(extra); i += 2 {
+			form.Set(extra[i], extra[i+1])
+		}
+		var m struct{ Result json.RawMessage }
+		if err := json.Unmarshal([]byte(promData(t, s.promGet(200, "/api/v1/query", form))), &m); err != nil {
+			t.Fatal(err)
+		}
+		return string(m.Result)
+	}
+	all := `[{"metric":{"__name__":"cpu_usage_user","host":"a","region":"eu"},"value":[1714564810,"1.5"]},` +
+		`{"metric":{"__name__":"cpu_usage_user","host":"b"},"value":[1714564810,"3"]},` +
+		`{"metric":{"__name__":"up","instance":"a","job":"api"},"value":[1714564810,"1"]},` +
+		`{"metric":{"__name__":"up","instance":"b","job":"api"},"value":[1714564810,"1"]},` +
+		`{"metric":{"__name__":"weather_temp","sensor":"s1"},"value":[1714564810,"21.5"]},` +
+		`{"metric":{"__name__":"weather_temp","sensor":"s2"},"value":[1714564810,"19"]}]`
+	if got := query(`{__name__=~"up|cpu_usage_user|weather_temp"}`); got != all {
+		t.Fatalf("across the collections:\n%s\nwant\n%s", got, all)
+	}
+	// Across collections in one expression; the plain collection's up
+	// field is no series.
+	if got, want := query(`count(up) + count(weather_temp) + count(mem_used)`), `[{"metric":{},"value":[1714564810,"5"]}]`; got != want {
+		t.Fatalf("an expression over three collections: %s, want %s", got, want)
+	}
+
+	// A __name__ matcher reads only the collections that can hold its
+	// names: the others are ruled out by their fields or series index,
+	// before any of their samples is read.
+	for _, tc := range []struct {
+		q     string
+		reads int64
+	}{
+		{`weather_temp`, 1},
+		{`cpu_usage_user{host="b"}`, 1},
+		{`{__name__=~"weather_.*"}`, 1},
+		{`{__name__=~"req_.+", code="500"}`, 1},
+		{`no_such_metric`, 0},
+		{`{__name__=~"up|mem_used"}`, 2},
+		{`{job="api"}`, 3}, // no __name__: every time series is read
+	} {
+		before := promstore.CollectionsRead.Load()
+		query(tc.q)
+		if n := promstore.CollectionsRead.Load() - before; n != tc.reads {
+			t.Errorf("%s read %d collections, want %d", tc.q, n, tc.reads)
+		}
+	}
+
+	// ?collection= reads that one only.
+	for _, tc := range []struct{ coll, q, want string }{
+		{"telegraf", `{__name__=~"up|cpu_usage_user|weather_temp"}`, `[{"metric":{"__name__":"cpu_usage_user","host":"a","region":"eu"},"value":[1714564810,"1.5"]},{"metric":{"__name__":"cpu_usage_user","host":"b"},"value":[1714564810,"3"]}]`},
+		{"weather", `up`, `[]`},
+		{"prometheus", `count({__name__=~".+"})`, `[{"metric":{},"value":[1714564810,"4"]}]`},
+	} {
+		if got := query(tc.q, "collection", tc.coll); got != tc.want {
+			t.Errorf("%s in %s: %s, want %s", tc.q, tc.coll, got, tc.want)
+		}
+	}
+
+	// The series and label endpoints answer over every collection too.
+	if got, want := promData(t, s.promGet(200, "/api/v1/label/__name__/values", nil)),
+		`["cpu_usage_system","cpu_usage_user","mem_used","req_total","up","weather_temp"]`; got != want {
+		t.Errorf("names: %s, want %s", got, want)
+	}
+	if got, want := promData(t, s.promGet(200, "/api/v1/labels", nil)),
+		`["__name__","code","host","instance","job","region","sensor"]`; got != want {
+		t.Errorf("label names: %s, want %s", got, want)
+	}
+	if got, want := promData(t, s.promGet(200, "/api/v1/label/host/values", url.Values{"match[]": {`{__name__=~".+_used"}`}})),
+		`["a"]`; got != want {
+		t.Errorf("host values of *_used: %s, want %s", got, want)
+	}
+	if got, want := promData(t, s.promGet(200, "/api/v1/series", url.Values{"match[]": {`{__name__=~"up|weather_temp",instance!="a"}`, `mem_used`}})),
+		`[{"__name__":"mem_used","host":"a"},{"__name__":"up","instance":"b","job":"api"},{"__name__":"weather_temp","sensor":"s1"},{"__name__":"weather_temp","sensor":"s2"}]`; got != want {
+		t.Errorf("series: %s, want %s", got, want)
+	}
+	if got, want := promData(t, s.promGet(200, "/api/v1/label/__name__/values", url.Values{"collection": {"weather"}})),
+		`["weather_temp"]`; got != want {
+		t.Errorf("names in weather: %s, want %s", got, want)
+	}
+
+	// Two collections holding one label set give one series: the
+	// chained merge gives a sample both hold at one timestamp once. prom2
+	// holds two of prometheus' samples of up{instance="b"} (at 0 and
+	// 15 s) and one more (75 s): six in all.
+	var upB []prompb.Sample
+	for _, d := range []int64{0, 15, 75} {
+		upB = append(upB, prompb.Sample{Timestamp: promT0 + d*1000, Value: 1})
+	}
+	s.promWrite(204, "/api/v1/write?collection=prom2", promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		series(upB, "__name__", "up", "instance", "b", "job", "api")}}))
+	r := s.promGet(200, "/api/v1/query", url.Values{"query": {`count_over_time(up{instance="b"}[2m])`}, "time": {sec(75)}})
+	if got, want := promData(t, r), `{"resultType":"vector","result":[{"metric":{"instance":"b","job":"api"},"value":[1714564875,"6"]}]}`; got != want {
+		t.Errorf("one label set in two collections: %s, want %s", got, want)
+	}
+}
+
+// TestPromQLAllLimits: the limits of a query (its max samples, the
+// request memory) bound the sum of what it reads over the collections.
+func TestPromQLAllLimits(t *testing.T) {
+	// prometheus holds 18 samples, telegraf 4, weather 2.
+	s := newPromAllServer(t, func(o *api.Options) { o.PromQLMaxSamples = 20 })
+	s.promGet(200, "/api/v1/query", url.Values{"query": {`count({__name__=~".+"})`}, "time": {sec(60)}, "collection": {"prometheus"}})
+	s.promGet(200, "/api/v1/query", url.Values{"query": {`count({__name__=~"cpu_.+|weather_.+"})`}, "time": {sec(60)}})
+	r := s.promGet(422, "/api/v1/query", url.Values{"query": {`count({__name__=~".+"})`}, "time": {sec(60)}})
+	if typ, msg := promErrorOf(t, r); typ != "execution" || !strings.Contains(msg, "--promql-max-samples (20)") {
+		t.Fatalf("past the max samples over the collections: %s %s", typ, msg)
+	}
+
+	// 2,600 samples in each of two collections: each read alone fits a
+	// request memory of 64 KiB, both do not.
+	small := newPromQLServer(t, func(o *api.Options) { o.MaxBody, o.MaxBodyMemory = 64<<10, 64<<10 })
+	for _, coll := range []string{"prometheus", "other"} {
+		for k := range int64(13) {
+			var many []prompb.Sample
+			for i := range int64(200) {
+				many = append(many, prompb.Sample{Timestamp: promT0 + (k*200+i)*1000, Value: float64(i)})
+			}
+			small.promWrite(204, "/api/v1/write?collection="+coll, promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+				series(many, "__name__", "many", "in", coll)}}))
+		}
+	}
+	q := url.Values{"query": {"count_over_time(many[2h])"}, "time": {sec(5000)}}
+	r = small.promGet(422, "/api/v1/query", q)
+	if typ, msg := promErrorOf(t, r); typ != "execution" || !strings.Contains(msg, "--max-body-memory") {
+		t.Fatalf("past the request memory over the collections: %s %s", typ, msg)
+	}
+	q.Set("collection", "other")
+	small.promGet(200, "/api/v1/query", q)
+	if n := small.srv.BodyMemoryFree(); n != 64<<10 {
+		t.Fatalf("the queries hold %d bytes of request memory after they ended", 64<<10-n)
 	}
 }

@@ -27,6 +27,10 @@ import (
 // (labels, timestamps, values to 1e-9 relative, the order of sort and
 // sort_desc; an error an error of the same type). Prometheus 2.42 answers
 // from its own TSDB, Hourglass with Prometheus' engine over its storage.
+// Prometheus remote-writes each sample twice, to prometheus and to the
+// collection mirror: Hourglass answers over every collection (the two
+// merged, each sample of a timestamp once) and over prometheus alone
+// (?collection=), both as Prometheus.
 func TestPromQLDifferential(t *testing.T) {
 	bin := requirePrometheus(t)
 	corpus := readCorpus(t, "testdata/promql.txt")
@@ -65,7 +69,14 @@ remote_write:
       min_shards: 1
       max_shards: 1
       batch_send_deadline: 500ms
-`, port, hs.URL, token)
+  - url: %s/api/v1/write?collection=mirror
+    authorization:
+      credentials: %s
+    queue_config:
+      min_shards: 1
+      max_shards: 1
+      batch_send_deadline: 500ms
+`, port, hs.URL, token, hs.URL, token)
 	startPrometheus(t, bin, t.TempDir(), port, cfg)
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", port)
 
@@ -89,6 +100,11 @@ remote_write:
 		time.UnixMilli(end).UTC().Format(time.RFC3339Nano))
 
 	secs := func(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) }
+	// The answers over every collection merge mirror's samples.
+	if r := promGet(t, hs.URL+"/api/v1/query?"+url.Values{"query": {"count_over_time(up[10s])"},
+		"time": {secs(end)}, "collection": {"mirror"}}.Encode(), token); r.Status != "success" || len(r.Data.Result) < 10 {
+		t.Fatalf("mirror holds no up in the window: %s", r.raw)
+	}
 	var failed int
 	for _, q := range corpus {
 		for _, req := range []struct{ path, form string }{
@@ -96,10 +112,12 @@ remote_write:
 			{"/api/v1/query_range", url.Values{"query": {q}, "start": {secs(start)}, "end": {secs(end)}, "step": {"1"}}.Encode()},
 		} {
 			want := promGet(t, promURL+req.path+"?"+req.form, "")
-			got := promGet(t, hs.URL+req.path+"?"+req.form, token)
-			if diff := comparePromReplies(want, got, strings.HasPrefix(q, "sort")); diff != "" {
-				failed++
-				t.Errorf("%s %s: %s\nprometheus: %.600s\nhourglass:  %.600s", req.path, q, diff, want.raw, got.raw)
+			for _, form := range []string{req.form, req.form + "&collection=prometheus"} {
+				got := promGet(t, hs.URL+req.path+"?"+form, token)
+				if diff := comparePromReplies(want, got, strings.HasPrefix(q, "sort")); diff != "" {
+					failed++
+					t.Errorf("%s?%s: %s\nprometheus: %.600s\nhourglass:  %.600s", req.path, form, diff, want.raw, got.raw)
+				}
 			}
 		}
 	}

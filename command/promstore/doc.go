@@ -13,6 +13,17 @@
 // the range only; every series is checked against the matchers again, so
 // a label name a path cannot name (one holding a dot) matches exactly.
 //
+// A collection of another shape gives its numeric fields as series (see
+// API.md): line-protocol data as <measurement>_<field> with its tags as
+// labels, any other collection's fields as <collection>_<field> with the
+// meta document's fields as labels. Its names are known from its fields
+// (and its series index's measurements): a read whose __name__ matchers
+// none of them match does not read it.
+//
+// NewAll is the Queryable of every time-series collection at once, each
+// mapped so, merged by Prometheus' merge querier (ChainedSeriesMerge),
+// the limits bounding their sum.
+//
 // Usage:
 //
 //	q, err := promstore.New(svc, "prometheus", promstore.Options{Memory: svc.Bodies()})

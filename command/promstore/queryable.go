@@ -59,6 +59,12 @@ type Options struct {
 	// Read, when set, counts the samples read as they are read (a
 	// door's currentOp entry shows them while the query runs).
 	Read *atomic.Int64
+	// Scanned, when set, counts the collections a Querier read: each
+	// Select, LabelValues or LabelNames that reached a collection's data
+	// (its buckets or its series index for the labels) adds one. A
+	// collection whose series' names cannot match the __name__ matchers
+	// is not read and not counted.
+	Scanned *atomic.Int64
 }
 
 // Queryable is a storage.Queryable over one time-series collection of a
@@ -94,7 +100,7 @@ func (q *Queryable) Querier(mint, maxt int64) (storage.Querier, error) {
 // NewQuerier is Querier with its concrete type, whose Read serves remote
 // read.
 func (q *Queryable) NewQuerier(mint, maxt int64) *Querier {
-	return &Querier{q: q, mint: mint, maxt: maxt}
+	return &Querier{q: q, mint: mint, maxt: maxt, m: &meter{opts: q.opts}}
 }
 
 // Querier reads series of the Queryable's collection. Its reads count
@@ -102,6 +108,20 @@ func (q *Queryable) NewQuerier(mint, maxt int64) *Querier {
 type Querier struct {
 	q          *Queryable
 	mint, maxt int64
+	// m counts what the Querier read against the limits: its own, or
+	// the one all the Queriers of an AllQueryable's Querier share.
+	m *meter
+	// index: before a read, the __name__ matchers are checked against
+	// the names the collection's series index holds (mayHold), as an
+	// AllQueryable's Querier does of each collection it merges.
+	index bool
+}
+
+// meter counts the samples and memory of reads against Options' limits;
+// several Queriers (one a collection) can share one, so that the limits
+// bound their sum.
+type meter struct {
+	opts Options
 
 	mu      sync.Mutex // guards the fields below
 	samples int64      // read so far
@@ -115,55 +135,63 @@ type Querier struct {
 const reserveStep = 1 << 20
 
 // charge counts n samples and b bytes read, failing past the limits.
-func (qr *Querier) charge(n, b int64) error {
-	qr.mu.Lock()
-	defer qr.mu.Unlock()
-	if max := qr.q.opts.MaxSamples; max > 0 && qr.samples+n > max {
+func (qr *Querier) charge(n, b int64) error { return qr.m.charge(n, b) }
+
+// charge counts n samples and b bytes read, failing past the limits.
+func (m *meter) charge(n, b int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if max := m.opts.MaxSamples; max > 0 && m.samples+n > max {
 		return fmt.Errorf("%w: more than %d samples", ErrSampleLimit, max)
 	}
-	qr.samples += n
-	qr.used += b
-	if c := qr.q.opts.Read; c != nil && n > 0 {
+	m.samples += n
+	m.used += b
+	if c := m.opts.Read; c != nil && n > 0 {
 		c.Add(n)
 	}
-	budget := qr.q.opts.Memory
-	if budget == nil || qr.used <= qr.held {
+	budget := m.opts.Memory
+	if budget == nil || m.used <= m.held {
 		return nil
 	}
-	if qr.used > budget.Max() {
-		return fmt.Errorf("%w: %d bytes, over the budget of %d", ErrMemoryLimit, qr.used, budget.Max())
+	if m.used > budget.Max() {
+		return fmt.Errorf("%w: %d bytes, over the budget of %d", ErrMemoryLimit, m.used, budget.Max())
 	}
 	// A step ahead when it is free, else what is needed now.
-	need := qr.used - qr.held
+	need := m.used - m.held
 	for _, take := range []int64{max(need, reserveStep), need} {
 		if budget.TryTake(take) {
-			qr.held += take
+			m.held += take
 			return nil
 		}
 	}
 	return fmt.Errorf("%w (%d bytes of %d)", ErrMemoryBusy, need, budget.Max())
 }
 
-// Samples returns the samples read so far.
+// Samples returns the samples read so far (by every Querier sharing
+// this one's limits).
 func (qr *Querier) Samples() int64 {
-	qr.mu.Lock()
-	defer qr.mu.Unlock()
-	return qr.samples
+	qr.m.mu.Lock()
+	defer qr.m.mu.Unlock()
+	return qr.m.samples
 }
 
-// Close gives back the memory the Querier's reads took; the series they
-// returned must no longer be used. Closing twice is harmless.
-func (qr *Querier) Close() error {
-	qr.mu.Lock()
-	defer qr.mu.Unlock()
-	if qr.closed {
+// Close gives back the memory the Querier's reads took (with those of
+// every Querier sharing its limits, for an AllQueryable's); the series
+// they returned must no longer be used. Closing twice is harmless.
+func (qr *Querier) Close() error { return qr.m.close() }
+
+// close gives back the memory the reads took.
+func (m *meter) close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
 		return nil
 	}
-	qr.closed = true
-	if b := qr.q.opts.Memory; b != nil {
-		b.Give(qr.held)
+	m.closed = true
+	if b := m.opts.Memory; b != nil {
+		b.Give(m.held)
 	}
-	qr.held = 0
+	m.held = 0
 	return nil
 }
 

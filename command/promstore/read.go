@@ -70,7 +70,12 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 	if !ok {
 		return nil, nil
 	}
-	if qr.fieldsShape() {
+	fields := qr.fieldsShape()
+	if ok, err := qr.mayHold(ctx, timeField, metaField, fields, ms); err != nil || !ok {
+		return nil, err
+	}
+	qr.scanned()
+	if fields {
 		return qr.readFields(ctx, timeField, metaField, start, end, ms)
 	}
 	filter, err := selectFilter(timeField, metaField, start, end, ms)
@@ -196,7 +201,12 @@ func (qr *Querier) labelSets(ctx context.Context, start, end int64, ms []*labels
 	if !ok {
 		return nil, nil
 	}
-	if qr.fieldsShape() {
+	fields := qr.fieldsShape()
+	if ok, err := qr.mayHold(ctx, timeField, metaField, fields, ms); err != nil || !ok {
+		return nil, err
+	}
+	qr.scanned()
+	if fields {
 		// A series is a meta value and a numeric field: only the samples
 		// tell which fields a meta value has.
 		all, err := qr.readFields(ctx, timeField, metaField, start, end, ms)

@@ -1,0 +1,90 @@
+package promstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/prometheus/storage"
+
+	"github.com/hourglassdb/hourglass/command"
+)
+
+// AllQueryable is a storage.Queryable over every time-series collection
+// of a command.Service that has a metaField, each mapped as a Queryable
+// maps its one: a collection of remote write's shape (its value field)
+// gives its series with their own labels, any other its numeric fields
+// as <measurement>_<field> (line-protocol data) or <collection>_<field>.
+// Plain collections, and time series without a metaField, are left out.
+//
+// A Querier's collections are merged by Prometheus' own merge querier
+// (storage.NewMergeQuerier with storage.ChainedSeriesMerge): every
+// Select asks each collection for its series sorted, and series of equal
+// label sets from two collections are one series, their samples merged
+// in time order, a sample of a timestamp both hold given once (which
+// collection's, when their values differ, is not specified). A collection
+// whose series' names cannot match a Select's __name__ matchers is not
+// read (see Options.Scanned). The limits of Options (MaxSamples, Memory)
+// bound the sum of what the collections read. It is safe for concurrent
+// use.
+type AllQueryable struct {
+	svc  *command.Service
+	opts Options
+}
+
+// NewAll returns the AllQueryable of svc.
+func NewAll(svc *command.Service, opts Options) (*AllQueryable, error) {
+	if svc == nil {
+		return nil, errors.New("promstore: a command.Service is required")
+	}
+	if opts.MaxSamples < 0 {
+		return nil, fmt.Errorf("promstore: MaxSamples %d is negative", opts.MaxSamples)
+	}
+	return &AllQueryable{svc: svc, opts: opts}, nil
+}
+
+// Querier implements storage.Queryable: the merge of a Querier of each
+// time-series collection there is now, over [mint, maxt]
+// (milliseconds, both included), their reads counted together. The
+// caller closes it, which gives back the memory their samples held.
+func (a *AllQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
+	names, err := a.Collections(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	m := &meter{opts: a.opts}
+	qs := make([]storage.Querier, 0, len(names))
+	for _, name := range names {
+		q := &Queryable{svc: a.svc, collection: name, opts: a.opts}
+		qs = append(qs, &Querier{q: q, mint: mint, maxt: maxt, m: m, index: true})
+	}
+	return &allQuerier{Querier: storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), m: m}, nil
+}
+
+// Collections returns the names of the collections an AllQueryable
+// reads: every time-series collection with a metaField, sorted.
+func (a *AllQueryable) Collections(ctx context.Context) ([]string, error) {
+	infos, err := a.svc.DB().ListCollections(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, info := range infos {
+		if ts := info.Options.TimeSeries; ts != nil && ts.MetaField != "" {
+			out = append(out, info.Name)
+		}
+	}
+	return out, nil
+}
+
+// allQuerier is the merge of the Queriers of every collection, which
+// share one meter: closing it gives back what they all read.
+type allQuerier struct {
+	storage.Querier
+	m *meter
+}
+
+func (q *allQuerier) Close() error {
+	err := q.Querier.Close()
+	return errors.Join(err, q.m.close())
+}
