@@ -76,7 +76,7 @@ var Queries = []Query{
 		InfluxQL: "SELECT max(usage_user) FROM cpu WHERE hostname='host_0' AND " + influx12 + " GROUP BY time(1m)"},
 	{Name: "single-groupby-5-1-1", Description: "1-minute maxima of 5 fields of 1 host over 1 hour",
 		Hourglass: `{"filter": {` + h0Hour + `}, "window": "1m", "groupBy": null, "fields": ["usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait"], "funcs": ["max"]}`,
-		Prom:      `max_over_time({__name__=~"cpu_usage_(user|system|idle|nice|iowait)",hostname="host_0"}[1m])`, PromArgs: prom1h,
+		Prom:      prom5Fields, PromArgs: prom1h,
 		InfluxQL: "SELECT max(usage_user), max(usage_system), max(usage_idle), max(usage_nice), max(usage_iowait) FROM cpu WHERE hostname='host_0' AND " + influx1h + " GROUP BY time(1m)"},
 	{Name: "lastpoint", Description: "the last usage_user of every host",
 		Hourglass: `{"filter": {"time": {"$gte": {"$date": "2016-01-01T00:00:00Z"}}}, "window": "1d", "groupBy": "tags.hostname", "fields": ["usage_user"], "funcs": ["last"]}`,
@@ -236,3 +236,19 @@ func RunQueries(ctx context.Context, cfg QueryConfig) ([]QueryResult, error) {
 	}
 	return out, nil
 }
+
+// prom5Fields is single-groupby-5-1-1 in PromQL that Prometheus' own
+// engine takes as well as VictoriaMetrics': max_over_time drops the metric
+// name, and five series left with the same labels are an error there
+// ("vector cannot contain metrics with the same labelset"), so each field
+// names its result with a label instead.
+var prom5Fields = func() string {
+	var b strings.Builder
+	for i, f := range []string{"user", "system", "idle", "nice", "iowait"} {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		fmt.Fprintf(&b, `label_replace(max_over_time(cpu_usage_%s{hostname="host_0"}[1m]), "field", "usage_%s", "", "")`, f, f)
+	}
+	return b.String()
+}()

@@ -33,17 +33,28 @@ func (qr *Querier) fieldsShape() bool {
 	return !slices.Contains(h.FieldNames(), ValueField)
 }
 
-// readFields is Read on a collection of the fields shape. The matchers
-// are checked in Go only: a series' name is made of its measurement and
-// a field, which no filter on the meta field names, so the read is of
-// every series in the range.
+// readFields is Read on a collection of the fields shape. Every matcher
+// is checked in Go; some also narrow the read (fieldsPushdown): a label
+// equal to a string picks the series by their meta value in the series
+// index, and a name picks the fields that can make it.
 func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, start, end int64, ms []*labels.Matcher) ([]Series, error) {
-	filter, err := partialfilter.Parse(map[string]any{timeField: map[string]any{
-		"$gte": timeOf(start), "$lte": timeOf(end)}})
+	cond := map[string]any{timeField: map[string]any{"$gte": timeOf(start), "$lte": timeOf(end)}}
+	meta, fields := fieldsPushdown(metaField, ms)
+	for k, v := range meta {
+		cond[k] = v
+	}
+	filter, err := partialfilter.Parse(cond)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter, Projection: map[string]any{"_id": 0}})
+	proj := map[string]any{"_id": 0}
+	if fields != nil {
+		proj = map[string]any{"_id": 0, timeField: 1, metaField: 1}
+		for _, f := range fields {
+			proj[f] = 1
+		}
+	}
+	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter, Projection: proj})
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +144,40 @@ func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, 
 	}
 	slices.SortFunc(out, func(a, b Series) int { return labels.Compare(a.Labels, b.Labels) })
 	return mergeSeries(out), nil
+}
+
+// fieldsPushdown returns what of the matchers a read of a fields-shaped
+// collection can ask of the engine: for a label equal to a string that
+// cannot be the text of a number or a boolean (only a string meta value
+// gives such a label text), the condition that the meta document holds
+// it; for a name equal to a value, the fields that can make it (its
+// parts after each "_": the name is <measurement or collection>_<field>),
+// nil for all. The matchers are still checked on every series read.
+func fieldsPushdown(metaField string, ms []*labels.Matcher) (meta map[string]any, fields []string) {
+	meta = map[string]any{}
+	for _, m := range ms {
+		switch {
+		case m.Type != labels.MatchEqual:
+		case m.Name == labels.MetricName:
+			fields = []string{}
+			for i := 0; i < len(m.Value); i++ {
+				if m.Value[i] == '_' && i+1 < len(m.Value) {
+					fields = append(fields, m.Value[i+1:])
+				}
+			}
+			if len(fields) == 0 {
+				fields = []string{m.Value} // matches no field: nothing is read
+			}
+		case m.Value == "" || m.Name == metaField || m.Name == measurementLabel || strings.ContainsAny(m.Name, ".$\x00"):
+		case m.Value == "true" || m.Value == "false":
+		default:
+			if _, err := strconv.ParseFloat(m.Value, 64); err == nil {
+				continue // a number's text: the meta value may hold the number
+			}
+			meta[metaField+"."+m.Name] = m.Value
+		}
+	}
+	return meta, fields
 }
 
 // fieldBase is what the series of one meta value share: the prefix of
