@@ -295,6 +295,11 @@ func (r *rollup) pendingSeriesCount() int { return len(r.pending) + r.bulk.n }
 // mark records that the windows of series s from lo to hi (inclusive
 // times) need recomputing. DB.mu is held for writing.
 func (r *rollup) mark(s *series, lo, hi int64, now time.Time) {
+	// The common case first, with no division: in-order writes mark the
+	// series' current windows, which the bulk holds already.
+	if b := &r.bulk; b.n > 0 && lo >= b.span.lo && hi < b.span.hi && b.bits.has(s.ord) {
+		return
+	}
 	r.markSpan(s, lo, hi, false, now)
 }
 
