@@ -3,7 +3,9 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
@@ -92,6 +94,8 @@ func appendLine(req *prompb.WriteRequest, line []byte) error {
 		labels := make([]prompb.Label, 0, len(tags)+1)
 		labels = append(labels, prompb.Label{Name: "__name__", Value: measurement + "_" + string(k)})
 		labels = append(labels, tags...)
+		// In name order, as Prometheus sends them.
+		slices.SortFunc(labels, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
 		req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: labels,
 			Samples: []prompb.Sample{{Value: x, Timestamp: nanos / 1e6}}})
 	}
