@@ -61,22 +61,8 @@ func freePort(t *testing.T) int {
 // scrape job is gone.
 func TestPrometheusRemoteWrite(t *testing.T) {
 	bin := requirePrometheus(t)
-	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const token = "prom-e2e-token"
-	srv, err := api.New(api.Options{DB: db, AuthToken: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer func() {
-		hs.Close()
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	_, hs := serveHourglass(t, token)
 
 	dir := t.TempDir()
 	port := freePort(t)
@@ -201,22 +187,8 @@ func upBits(t *testing.T, url, token, instance string) []uint64 {
 // a regex matcher, an aggregation) returns exactly them.
 func TestPrometheusRemoteRead(t *testing.T) {
 	bin := requirePrometheus(t)
-	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const token = "prom-e2e-token"
-	srv, err := api.New(api.Options{DB: db, AuthToken: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer func() {
-		hs.Close()
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	_, hs := serveHourglass(t, token)
 
 	// Two series of 5 samples, 15 s apart, ending a minute ago.
 	now := time.Now().Truncate(time.Second)
@@ -353,4 +325,26 @@ func startPrometheus(t *testing.T, bin, dir string, port int, cfg string) *exec.
 		}
 	})
 	return cmd
+}
+
+// serveHourglass serves a Hourglass store of its own, with auth token,
+// over a loopback HTTP server; both are closed when the test ends.
+func serveHourglass(t *testing.T, token string) (*timeseries.DB, *httptest.Server) {
+	t.Helper()
+	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := api.New(api.Options{DB: db, AuthToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return db, hs
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -15,9 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hourglassdb/hourglass/api"
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // TestPromQLDifferential runs Prometheus scraping itself every second and
@@ -34,22 +30,8 @@ import (
 func TestPromQLDifferential(t *testing.T) {
 	bin := requirePrometheus(t)
 	corpus := readCorpus(t, "testdata/promql.txt")
-	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const token = "promql-diff-token"
-	srv, err := api.New(api.Options{DB: db, AuthToken: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer func() {
-		hs.Close()
-		if err := db.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	_, hs := serveHourglass(t, token)
 
 	// One shard sends the batches one after the other, in the order of
 	// Prometheus' log: once a scrape's up has arrived, every sample of

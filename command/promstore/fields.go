@@ -127,23 +127,13 @@ func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, 
 					continue
 				}
 				out[k].Samples = append(out[k].Samples, Sample{t: int64(times.Value(j)) / 1e6, f: c.value(j)})
-				if pending++; pending == 4096 {
-					if err := qr.charge(pending, pending*sampleBytes); err != nil {
-						return nil, err
-					}
-					pending = 0
+				if err := qr.sampleRead(&pending); err != nil {
+					return nil, err
 				}
 			}
 		}
 	}
-	if err := cur.Err(); err != nil {
-		return nil, err
-	}
-	if err := qr.charge(pending, pending*sampleBytes); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b Series) int { return labels.Compare(a.Labels, b.Labels) })
-	return mergeSeries(out), nil
+	return qr.endRead(cur.Err(), out, pending)
 }
 
 // fieldsPushdown returns what of the matchers a read of a fields-shaped

@@ -129,16 +129,30 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 			}
 			s := &out[at]
 			s.Samples = append(s.Samples, Sample{t: int64(times.Value(j)) / 1e6, f: value(j)})
-			if pending++; pending == 4096 {
-				if err := qr.charge(pending, pending*sampleBytes); err != nil {
-					return nil, err
-				}
-				pending = 0
+			if err := qr.sampleRead(&pending); err != nil {
+				return nil, err
 			}
 		}
 	}
-	if err := cur.Err(); err != nil {
-		return nil, err
+	return qr.endRead(cur.Err(), out, pending)
+}
+
+// sampleRead counts a sample read into pending, charged to the querier's
+// limits 4096 at a time.
+func (qr *Querier) sampleRead(pending *int64) error {
+	if *pending++; *pending < 4096 {
+		return nil
+	}
+	n := *pending
+	*pending = 0
+	return qr.charge(n, n*sampleBytes)
+}
+
+// endRead ends a read of series out: the cursor's error, the samples not
+// yet charged, and the series in label order, one a label set.
+func (qr *Querier) endRead(curErr error, out []Series, pending int64) ([]Series, error) {
+	if curErr != nil {
+		return nil, curErr
 	}
 	if err := qr.charge(pending, pending*sampleBytes); err != nil {
 		return nil, err
