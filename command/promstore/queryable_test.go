@@ -366,3 +366,29 @@ func TestIntegerValues(t *testing.T) {
 		}
 	}
 }
+
+// TestQuerierLimitsDuringRead: the samples of a read are counted against
+// the limits as they are read, not once it ends: a read past MaxSamples
+// stops within a few thousand samples of it (samples are charged 4,096 at
+// a time), holding no more.
+func TestQuerierLimitsDuringRead(t *testing.T) {
+	svc := newService(t)
+	samples := make([]float64, 0, 2*20000)
+	for i := range 20000 {
+		samples = append(samples, float64(t0+int64(i)), 1)
+	}
+	insert(t, svc, "prometheus", []string{"__name__", "big"}, samples...)
+	var read atomic.Int64
+	store, _ := promstore.New(svc, "prometheus", promstore.Options{MaxSamples: 5000, Read: &read})
+	q := store.NewQuerier(t0, t0+20000)
+	defer q.Close()
+	_, err := q.Read(context.Background(), t0, t0+20000, labels.MustNewMatcher(labels.MatchEqual, "__name__", "big"))
+	if !errors.Is(err, promstore.ErrSampleLimit) {
+		t.Fatalf("20,000 samples over a limit of 5,000: %v", err)
+	}
+	// Counted as read: what was charged before the charge that failed.
+	// Charged at the end only, none would be.
+	if n := read.Load(); n == 0 || n > 5000 {
+		t.Fatalf("%d samples charged before the limit stopped the read, want some and at most 5000", n)
+	}
+}
