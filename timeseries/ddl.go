@@ -274,10 +274,12 @@ func (db *DB) unlinkCollection(c *collection) bool {
 	return true
 }
 
-// ListCollections describes every collection, sorted by name.
-func (db *DB) ListCollections(ctx context.Context) ([]CollectionInfo, error) {
+// CollectionNames returns the names of the collections, sorted: a
+// listing that reads nothing else (ListCollections describes each, its
+// size on disk included).
+func (db *DB) CollectionNames() []string {
 	if db.closed.Load() {
-		return nil, ErrClosed
+		return nil
 	}
 	db.mu.RLock()
 	names := make([]string, 0, len(db.coll.byName))
@@ -286,6 +288,15 @@ func (db *DB) ListCollections(ctx context.Context) ([]CollectionInfo, error) {
 	}
 	db.mu.RUnlock()
 	sort.Strings(names)
+	return names
+}
+
+// ListCollections describes every collection, sorted by name.
+func (db *DB) ListCollections(ctx context.Context) ([]CollectionInfo, error) {
+	if db.closed.Load() {
+		return nil, ErrClosed
+	}
+	names := db.CollectionNames()
 	out := make([]CollectionInfo, 0, len(names))
 	for _, n := range names {
 		info, err := db.Describe(ctx, n)

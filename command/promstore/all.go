@@ -64,14 +64,18 @@ func (a *AllQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
 // Collections returns the names of the collections an AllQueryable
 // reads: every time-series collection with a metaField, sorted.
 func (a *AllQueryable) Collections(ctx context.Context) ([]string, error) {
-	infos, err := a.svc.DB().ListCollections(ctx)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	db := a.svc.DB()
 	var out []string
-	for _, info := range infos {
-		if ts := info.Options.TimeSeries; ts != nil && ts.MetaField != "" {
-			out = append(out, info.Name)
+	for _, name := range db.CollectionNames() {
+		h, err := db.Collection(name)
+		if err != nil {
+			continue // dropped meanwhile
+		}
+		if ts := h.TimeSeries(); ts != nil && ts.MetaField != "" {
+			out = append(out, name)
 		}
 	}
 	return out, nil
