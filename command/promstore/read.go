@@ -62,19 +62,12 @@ const sampleBytes = 16
 // the Querier's limits (ErrSampleLimit, ErrMemoryLimit, ErrMemoryBusy)
 // and are the caller's until the Querier is closed.
 func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Matcher) ([]Series, error) {
-	timeField, metaField, ok, err := qr.collection(ctx)
+	sc, ok, err := qr.scope(ctx, start, end, ms)
 	if err != nil || !ok {
 		return nil, err
 	}
-	start, end, ok = clampRange(start, end)
-	if !ok {
-		return nil, nil
-	}
-	fields := qr.fieldsShape()
-	if ok, err := qr.mayHold(ctx, timeField, metaField, fields, ms); err != nil || !ok {
-		return nil, err
-	}
-	qr.scanned()
+	timeField, metaField, fields := sc.timeField, sc.metaField, sc.fields
+	start, end = sc.start, sc.end
 	if fields {
 		return qr.readFields(ctx, timeField, metaField, start, end, ms)
 	}
@@ -207,19 +200,12 @@ func mergeSeries(all []Series) []Series {
 // end] that match every matcher, sorted and distinct, from the series
 // index (no sample is decoded).
 func (qr *Querier) labelSets(ctx context.Context, start, end int64, ms []*labels.Matcher) ([]labels.Labels, error) {
-	timeField, metaField, ok, err := qr.collection(ctx)
+	sc, ok, err := qr.scope(ctx, start, end, ms)
 	if err != nil || !ok {
 		return nil, err
 	}
-	start, end, ok = clampRange(start, end)
-	if !ok {
-		return nil, nil
-	}
-	fields := qr.fieldsShape()
-	if ok, err := qr.mayHold(ctx, timeField, metaField, fields, ms); err != nil || !ok {
-		return nil, err
-	}
-	qr.scanned()
+	timeField, metaField, fields := sc.timeField, sc.metaField, sc.fields
+	start, end = sc.start, sc.end
 	if fields {
 		// A series is a meta value and a numeric field: only the samples
 		// tell which fields a meta value has.
@@ -362,4 +348,33 @@ func MetaLabels(key string) (ls labels.Labels, ok bool) {
 	b.Sort()
 	ls = b.Labels()
 	return ls, !ls.IsEmpty()
+}
+
+// readScope is what a read of the collection needs to know: its fields,
+// the range clamped to the engine's, and whether its samples are its
+// numeric fields (fieldsShape).
+type readScope struct {
+	timeField, metaField string
+	start, end           int64
+	fields               bool
+}
+
+// scope prepares a read of [start, end] for matchers ms; ok is false when
+// the collection cannot hold a matching sample (missing, the range out of
+// the engine's, no name of it matching), and then nothing is counted as
+// read.
+func (qr *Querier) scope(ctx context.Context, start, end int64, ms []*labels.Matcher) (sc readScope, ok bool, err error) {
+	sc.timeField, sc.metaField, ok, err = qr.collection(ctx)
+	if err != nil || !ok {
+		return sc, false, err
+	}
+	if sc.start, sc.end, ok = clampRange(start, end); !ok {
+		return sc, false, nil
+	}
+	sc.fields = qr.fieldsShape()
+	if ok, err = qr.mayHold(ctx, sc.timeField, sc.metaField, sc.fields, ms); err != nil || !ok {
+		return sc, false, err
+	}
+	qr.scanned()
+	return sc, true, nil
 }
