@@ -274,8 +274,8 @@ func (r *rollup) takes(s *series) bool {
 	return ok
 }
 
-// takeBulk moves the bulk's marks into m. DB.mu is held for writing.
-func (r *rollup) takeBulk(m map[uint64][]span) {
+// addBulk adds the bulk's marks to m, as per-series spans. DB.mu is held.
+func (r *rollup) addBulk(m map[uint64][]span) {
 	if r.bulk.n == 0 {
 		return
 	}
@@ -284,6 +284,11 @@ func (r *rollup) takeBulk(m map[uint64][]span) {
 			m[s.id] = addSpan(m[s.id], r.bulk.span)
 		}
 	}
+}
+
+// takeBulk moves the bulk's marks into m. DB.mu is held for writing.
+func (r *rollup) takeBulk(m map[uint64][]span) {
+	r.addBulk(m)
 	r.bulk = bulkMarks{bits: r.bulk.bits[:0]}
 	clear(r.bulk.bits[:cap(r.bulk.bits)])
 }
@@ -814,10 +819,13 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 			rec.maxTime = math.MaxInt64
 		}
 		for _, p := range ps {
-			for _, k := range []string{p.key, "", "null"} {
-				// A source series with no meta value is one of these
-				// in the rollup.
-				if (k == p.key || p.key == "" || p.key == "null") && r.coll.series[k] != nil && !slices.Contains(rec.metaKeys, k) {
+			keys := []string{p.key}
+			if p.key == "" || p.key == "null" {
+				// No meta value: either key in the rollup.
+				keys = []string{"", "null"}
+			}
+			for _, k := range keys {
+				if r.coll.series[k] != nil && !slices.Contains(rec.metaKeys, k) {
 					rec.metaKeys = append(rec.metaKeys, k)
 				}
 			}
@@ -971,13 +979,7 @@ func (db *DB) captureRollupMarks() func(*pebble.Batch) error {
 	for _, c := range db.mu.byID {
 		for _, r := range c.rollups {
 			bulk := map[uint64][]span{}
-			if r.bulk.n > 0 {
-				for _, s := range c.byID {
-					if r.bulk.bits.has(s.ord) {
-						bulk[s.id] = []span{r.bulk.span}
-					}
-				}
-			}
+			r.addBulk(bulk)
 			all = append(all, marks{r.coll.id, encodeRollupMarks(r.pending, r.inflight, bulk)})
 		}
 	}

@@ -428,7 +428,11 @@ func TestRollupMarksPersist(t *testing.T) {
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	v, closer, err := db.pdb.Get(rollupMarksKey(db.mu.byID[2].id))
+	rc, err := db.lookup("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, closer, err := db.pdb.Get(rollupMarksKey(rc.id))
 	if err != nil {
 		t.Fatalf("no marks written by the checkpoint: %v", err)
 	}
