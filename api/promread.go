@@ -39,7 +39,6 @@ func (s *Server) handlePromRead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer putBody(buf)
-	s.metrics.bodyIn.Add(float64(len(buf.b)))
 	var req prompb.ReadRequest
 	if err := decodePromRead(buf.b, s.opts.MaxBody, &req); err != nil {
 		s.writePromError(w, r, err)
