@@ -346,6 +346,9 @@ func GroupMetaKey(key string) string {
 // other wrappers of canonical keys are the relaxed forms already.
 func AppendRelaxedMeta(dst []byte, key string) []byte {
 	const wrap = `{"$numberInt":"`
+	if strings.IndexByte(key, '$') < 0 {
+		return append(dst, key...) // most keys: one scan for a byte
+	}
 	for {
 		i := strings.Index(key, wrap)
 		if i < 0 {
