@@ -524,7 +524,7 @@ func csvNeedsQuotes(s string) bool {
 // appendCSVJSON appends a JSON text as a CSV cell: a JSON string is written
 // as its bare value, anything else as the JSON text.
 func appendCSVJSON(b []byte, js string) []byte {
-	if strings.Contains(js, `{"$numberInt":`) {
+	if strings.IndexByte(js, '$') >= 0 && strings.Contains(js, `{"$numberInt":`) {
 		js = string(model.AppendRelaxedMeta(nil, js))
 	}
 	if s, ok := simpleJSONString(js); ok {
