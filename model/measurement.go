@@ -327,7 +327,7 @@ func GroupMeta(v any) (string, error) {
 // GroupMetaKey is GroupMeta of the value canonical key encodes: the key
 // itself unless it holds an int32.
 func GroupMetaKey(key string) string {
-	if !strings.Contains(key, `{"$numberInt":`) {
+	if strings.IndexByte(key, '$') < 0 || !strings.Contains(key, `{"$numberInt":`) {
 		return key
 	}
 	v, err := DecodeMeta(key)
