@@ -680,14 +680,7 @@ func FuzzPromQL(f *testing.F) {
 // metaField; text fields are no series.
 func TestPromQLFieldsShape(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.mustDo(204, "POST", "/write?db=telegraf&precision=s",
-		"cpu,host=a,region=eu usage_user=1.5,usage_system=2i,state=\"ok\" 1714564800\n"+
-			"cpu,host=b usage_user=3 1714564800\n"+
-			"mem,host=a used=10 1714564800\n")
-	s.mustDo(201, "PUT", "/v1/collections/weather", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`)
-	s.mustDo(200, "POST", "/v1/collections/weather/documents", `[
-		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s1", "temp": 21.5, "note": "sunny"},
-		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s2", "temp": 19}]`)
+	writeFieldsData(s)
 	result := func(collection, q string) string {
 		r := s.promGet(200, "/api/v1/query", url.Values{"query": {q}, "time": {sec(10)}, "collection": {collection}})
 		var m struct {
@@ -726,14 +719,7 @@ func TestPromQLFieldsShape(t *testing.T) {
 // weather and a plain collection sessions, all at promT0.
 func newPromAllServer(t *testing.T, mod func(*api.Options)) *testServer {
 	s := newPromQLServer(t, mod)
-	s.mustDo(204, "POST", "/write?db=telegraf&precision=s",
-		"cpu,host=a,region=eu usage_user=1.5,usage_system=2i,state=\"ok\" 1714564800\n"+
-			"cpu,host=b usage_user=3 1714564800\n"+
-			"mem,host=a used=10 1714564800\n")
-	s.mustDo(201, "PUT", "/v1/collections/weather", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`)
-	s.mustDo(200, "POST", "/v1/collections/weather/documents", `[
-		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s1", "temp": 21.5, "note": "sunny"},
-		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s2", "temp": 19}]`)
+	writeFieldsData(s)
 	s.mustDo(201, "PUT", "/v1/collections/sessions", `{}`)
 	s.mustDo(200, "POST", "/v1/collections/sessions/documents", `[{"_id": 1, "up": 5, "t": {"$date": "2024-05-01T12:00:00Z"}}]`)
 	return s
@@ -890,4 +876,18 @@ func TestPromQLAllLimits(t *testing.T) {
 	if n := small.srv.BodyMemoryFree(); n != 64<<10 {
 		t.Fatalf("the queries hold %d bytes of request memory after they ended", 64<<10-n)
 	}
+}
+
+// writeFieldsData writes, at promT0, line-protocol data into telegraf
+// (cpu with a text field, mem) and a document-API time series weather
+// (a scalar meta value, a text field).
+func writeFieldsData(s *testServer) {
+	s.mustDo(204, "POST", "/write?db=telegraf&precision=s",
+		"cpu,host=a,region=eu usage_user=1.5,usage_system=2i,state=\"ok\" 1714564800\n"+
+			"cpu,host=b usage_user=3 1714564800\n"+
+			"mem,host=a used=10 1714564800\n")
+	s.mustDo(201, "PUT", "/v1/collections/weather", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`)
+	s.mustDo(200, "POST", "/v1/collections/weather/documents", `[
+		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s1", "temp": 21.5, "note": "sunny"},
+		{"t": {"$date": "2024-05-01T12:00:00Z"}, "sensor": "s2", "temp": 19}]`)
 }

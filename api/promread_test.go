@@ -257,20 +257,7 @@ func TestPromReadAuth(t *testing.T) {
 	s := newTestServer(t, func(o *api.Options) { o.AuthToken = "s3cret" })
 	body := promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}})
 	for _, h := range []string{"", "Bearer wrong"} {
-		req, _ := http.NewRequest("POST", s.url+"/api/v1/read", bytes.NewReader(body))
-		if h != "" {
-			req.Header.Set("Authorization", h)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("Authorization %q: status %d", h, resp.StatusCode)
-		}
-		promErrorOf(t, reply{status: resp.StatusCode, body: b})
+		checkPromUnauthorized(t, s, "/api/v1/read", body, h)
 	}
 	s.promRead("/api/v1/read", &prompb.ReadRequest{Queries: []*prompb.Query{query(promT0, promT0+60000)}})
 }
@@ -471,4 +458,24 @@ func TestPromReadReplyOverBodyMemory(t *testing.T) {
 	}
 	// One query's reply fits.
 	s.promRead("/api/v1/read", &prompb.ReadRequest{Queries: []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}})
+}
+
+// checkPromUnauthorized posts body to path with the Authorization header
+// h (none when empty) and expects 401 in Prometheus' error shape.
+func checkPromUnauthorized(t *testing.T, s *testServer, path string, body []byte, h string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.url+path, bytes.NewReader(body))
+	if h != "" {
+		req.Header.Set("Authorization", h)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("Authorization %q: status %d", h, resp.StatusCode)
+	}
+	promErrorOf(t, reply{status: resp.StatusCode, body: b})
 }

@@ -251,20 +251,7 @@ func TestPromWriteAuth(t *testing.T) {
 	body := promBody(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 		series([]prompb.Sample{{Value: 1, Timestamp: promT0}}, "__name__", "up")}})
 	for _, h := range []string{"", "Bearer wrong", "Token s3cret"} {
-		req, _ := http.NewRequest("POST", s.url+"/api/v1/write", bytes.NewReader(body))
-		if h != "" {
-			req.Header.Set("Authorization", h)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("Authorization %q: status %d", h, resp.StatusCode)
-		}
-		promErrorOf(t, reply{status: resp.StatusCode, body: b})
+		checkPromUnauthorized(t, s, "/api/v1/write", body, h)
 	}
 	s.mustDo(404, "GET", "/v1/collections/prometheus", "")
 	s.promWrite(204, "/api/v1/write", body) // s.do sends the bearer token
