@@ -99,6 +99,14 @@ type collectionReply struct {
 	Fields       map[string][]string          `json:"fields,omitempty"`
 	Created      string                       `json:"created"`
 	TTL          any                          `json:"ttl,omitempty"`
+	Archive      *archiveReply                `json:"archive,omitempty"`
+}
+
+// archiveReply is what archive passes moved out of a collection.
+type archiveReply struct {
+	Files        int64 `json:"files"`
+	Bytes        int64 `json:"bytes"`
+	Measurements int64 `json:"measurements"`
 }
 
 func describeReply(info timeseries.CollectionInfo) collectionReply {
@@ -106,10 +114,14 @@ func describeReply(info timeseries.CollectionInfo) collectionReply {
 	if info.Options.TimeSeries != nil {
 		typ = "timeseries"
 	}
-	return collectionReply{
+	out := collectionReply{
 		Name: info.Name, Type: typ, Options: info.Options, Count: info.Count, Buckets: info.Buckets,
 		StorageBytes: info.StorageBytes, DataBytes: info.DataBytes, Fields: info.Fields, Created: formatDate(info.Created),
 	}
+	if a := info.Archived; a != nil {
+		out.Archive = &archiveReply{Files: a.Files, Bytes: a.Bytes, Measurements: a.Measurements}
+	}
+	return out
 }
 
 func (s *Server) handleCreateCollection(w http.ResponseWriter, r *http.Request) {
@@ -273,8 +285,14 @@ func parseCollMod(raw map[string]any) (timeseries.CollModOptions, error) {
 			if m.TimeSeries, err = timeseries.ParseCollModTimeSeries(v); err != nil {
 				return m, err
 			}
+		case "archive":
+			b, ok := v.(bool)
+			if !ok {
+				return m, mongoerr.New(mongoerr.TypeMismatch, "'archive' must be true or false")
+			}
+			m.Archive = &b
 		default:
-			return m, mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'index', 'timeseries'", k)
+			return m, mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'archive', 'index', 'timeseries'", k)
 		}
 	}
 	return m, nil

@@ -115,6 +115,9 @@ func (d indexDoc) MarshalJSON() ([]byte, error) {
 		b.WriteString(`,"partialFilterExpression":`)
 		b.Write(pf)
 	}
+	if d.spec.Archive {
+		b.WriteString(`,"archive":true`)
+	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }
@@ -177,11 +180,17 @@ func parseIndexSpec(text []byte, raw map[string]any, path ...string) (timeseries
 				return spec, mongoerr.New(mongoerr.CannotCreateIndex, "'partialFilterExpression' must be an object")
 			}
 			spec.PartialFilterExpression = m
+		case "archive":
+			b, ok := v.(bool)
+			if !ok {
+				return spec, mongoerr.New(mongoerr.CannotCreateIndex, "'archive' must be true or false")
+			}
+			spec.Archive = b
 		case "v", "background":
 			// Accepted and ignored, as mongosh sends them.
 		default:
 			return spec, mongoerr.New(mongoerr.CannotCreateIndex,
-				"unknown index option %q; accepted: key, name, expireAfterSeconds, partialFilterExpression", k)
+				"unknown index option %q; accepted: key, name, expireAfterSeconds, partialFilterExpression, archive", k)
 		}
 	}
 	if spec.Key == nil {

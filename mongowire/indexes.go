@@ -114,11 +114,17 @@ func indexSpec(d bsoncore.Document) (timeseries.IndexSpec, error) {
 				return mongoerr.New(mongoerr.CannotCreateIndex, "invalid partialFilterExpression: %s", mongoerr.MessageOf(err))
 			}
 			spec.PartialFilterExpression = extJSONMap(m)
+		case "archive":
+			b, ok := v.BooleanOK()
+			if !ok {
+				return mongoerr.New(mongoerr.CannotCreateIndex, "'archive' must be true or false")
+			}
+			spec.Archive = b
 		case "v", "background":
 			// Accepted and ignored, as drivers and mongosh send them.
 		default:
 			return mongoerr.New(mongoerr.CannotCreateIndex,
-				"unknown index option %q; accepted: key, name, expireAfterSeconds, partialFilterExpression", k)
+				"unknown index option %q; accepted: key, name, expireAfterSeconds, partialFilterExpression, archive", k)
 		}
 		return nil
 	})
@@ -236,6 +242,9 @@ func indexDocument(spec timeseries.IndexSpec) (bsoncore.Document, error) {
 			return nil, err
 		}
 		dst = appendValue(dst, "partialFilterExpression", pf)
+	}
+	if spec.Archive {
+		dst = bsoncore.AppendBooleanElement(dst, "archive", true)
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst, nil
@@ -402,8 +411,16 @@ func cmdCollMod(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 			}
 			m.TimeSeries, err = timeseries.ParseCollModTimeSeries(x)
 			return err
+		case k == "archive":
+			changes++
+			b, ok := v.BooleanOK()
+			if !ok {
+				return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'collMod.archive' is the wrong type '%s', expected type 'bool'", v.Type)
+			}
+			m.Archive = &b
+			return nil
 		default:
-			return mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'index', 'timeseries'", k)
+			return mongoerr.New(mongoerr.InvalidOptions, "unknown collMod option %q; accepted: 'expireAfterSeconds', 'archive', 'index', 'timeseries'", k)
 		}
 	})
 	if err != nil {

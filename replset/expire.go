@@ -72,16 +72,19 @@ func (n *Node) expiryCommand(ctx context.Context, t ttl.Target, now time.Time) (
 		partial map[string]any
 	)
 	field := info.Options.TimeSeries.TimeField
+	archives := false
 	if t.Index == "" {
-		seconds = info.Options.ExpireAfterSeconds
+		seconds, archives = info.Options.ExpireAfterSeconds, info.Options.Archive
 	} else {
 		for _, ix := range info.Indexes {
 			if ix.Name == t.Index {
-				seconds, partial = ix.ExpireAfterSeconds, ix.PartialFilterExpression
+				seconds, partial, archives = ix.ExpireAfterSeconds, ix.PartialFilterExpression, ix.Archive
 			}
 		}
 	}
-	if seconds == nil {
+	// A set does not archive (docs/archive.md): a rule that archives
+	// keeps its data rather than delete what should have been moved.
+	if seconds == nil || archives {
 		return nil, false, nil
 	}
 	// A measurement expires when now > time + TTL.

@@ -23,6 +23,9 @@ type IndexSpec struct {
 	Key                     []IndexKey     `json:"key"`
 	ExpireAfterSeconds      *int64         `json:"expireAfterSeconds,omitempty"`
 	PartialFilterExpression map[string]any `json:"partialFilterExpression,omitempty"`
+	// Archive makes the TTL index move expiring data to the archive
+	// instead of deleting it (time-series collections).
+	Archive bool `json:"archive,omitempty"`
 	// ID numbers the index's entries in the store (plain collections);
 	// ids are never reused within a collection.
 	ID uint32 `json:"id,omitempty"`
@@ -54,6 +57,8 @@ type collectionRecord struct {
 	// the deletes Pebble made durable after their checkpoint: Open
 	// recounts such a time-series collection from its stored buckets.
 	CountExact bool `json:"countExact,omitempty"`
+	// Archived counts what archive passes moved out of the collection.
+	Archived *ArchiveStats `json:"archived,omitempty"`
 }
 
 // CollectionInfo describes a collection.
@@ -77,6 +82,9 @@ type CollectionInfo struct {
 	// OutOfRangeBuckets counts buckets holding measurements outside
 	// 1970..2038; while it is above 0 nothing in the collection expires.
 	OutOfRangeBuckets int64 `json:"outOfRangeBuckets"`
+	// Archived counts what archive passes moved out; nil when the
+	// collection never archived and has no rule that archives.
+	Archived *ArchiveStats `json:"archived,omitempty"`
 	// MinTime and MaxTime bound the measurement times of the collection;
 	// zero when empty. They are exact for data in memory and come from
 	// bucket control blocks for data on disk.
@@ -106,6 +114,10 @@ func (c *collection) recordWith(ch *catalogChange) ([]byte, error) {
 		r.Options, r.Indexes, r.NextIndexID, r.MaxSpan = ch.opts, ch.indexes, ch.nextIndexID, ch.maxSpan(c)
 	}
 	r.FieldNames = c.names
+	if c.archived != (ArchiveStats{}) {
+		a := c.archived
+		r.Archived = &a
+	}
 	if len(c.fieldTypes) > 0 {
 		r.FieldTypes = make(map[string][]string, len(c.fieldTypes))
 		for f, ts := range c.fieldTypes {
@@ -136,6 +148,9 @@ func (r *collectionRecord) toCollection() (*collection, error) {
 	}
 	if r.Options.TimeSeries == nil {
 		c.plain = &plainState{}
+	}
+	if r.Archived != nil {
+		c.archived = *r.Archived
 	}
 	for f, names := range r.FieldTypes {
 		for _, n := range names {

@@ -93,6 +93,14 @@ type collection struct {
 	// ttlResume is, per TTL rule (index name, "" for the collection's),
 	// the series id the monitor's next batch starts after.
 	ttlResume map[string]uint64
+	// archived counts what archive passes moved out (archive.go); it is
+	// in the catalog record. archiveFail is the last pass's failure, ""
+	// after a success; archiveRetry is when the next may run.
+	archived     ArchiveStats
+	archiveFail  string
+	archiveRetry time.Time
+	archiveWait  time.Duration
+	archiveLog   time.Time
 	// rulesVer counts rule changes (compileRules). ruleCache holds, per
 	// rule, the sorted ids of the series it applies to, as of rulesVer
 	// ruleCacheVer and ruleCacheSeries series (series are only added).

@@ -32,9 +32,12 @@ type CollectionOptions struct {
 	// ExpireAfterSeconds is the collection-level TTL of a time-series
 	// collection; nil means none.
 	ExpireAfterSeconds *int64 `json:"expireAfterSeconds,omitempty"`
-	Capped             bool   `json:"capped,omitempty"`
-	Size               int64  `json:"size,omitempty"`
-	Max                int64  `json:"max,omitempty"`
+	// Archive makes the collection-level TTL move expiring data to the
+	// archive (Options.Archive, docs/archive.md) instead of deleting it.
+	Archive bool  `json:"archive,omitempty"`
+	Capped  bool  `json:"capped,omitempty"`
+	Size    int64 `json:"size,omitempty"`
+	Max     int64 `json:"max,omitempty"`
 	// RollupOf makes a time-series collection a rollup of another
 	// (RollupOptions makes these options).
 	RollupOf *RollupSpec `json:"rollupOf,omitempty"`
@@ -98,6 +101,9 @@ func (o *CollectionOptions) Validate() error {
 		if v := *o.ExpireAfterSeconds; v < 0 || v > MaxExpireAfterSeconds {
 			return invalid("'expireAfterSeconds' must be within [0, %d]; got %d", MaxExpireAfterSeconds, v)
 		}
+	}
+	if o.Archive && (o.TimeSeries == nil || o.ExpireAfterSeconds == nil) {
+		return invalid("'archive' applies to a time-series collection's 'expireAfterSeconds': give both")
 	}
 	if o.RollupOf != nil && o.TimeSeries == nil {
 		return mongoerr.New(mongoerr.BadValue, "a rollup is a time-series collection")
@@ -342,6 +348,12 @@ func ParseCollectionOptions(raw map[string]any) (CollectionOptions, error) {
 				return o, err
 			}
 			o.ExpireAfterSeconds = &e
+		case "archive":
+			b, ok := v.(bool)
+			if !ok {
+				return o, wrongType("create.archive", v, "bool")
+			}
+			o.Archive = b
 		case "capped":
 			b, ok := v.(bool)
 			if !ok {

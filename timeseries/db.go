@@ -46,6 +46,8 @@ type DB struct {
 	rollupDone chan struct{}
 	// rollupMu serializes rollup passes (rollupPasses).
 	rollupMu sync.Mutex
+	// archiveMu serializes archive passes (archive.go).
+	archiveMu sync.Mutex
 
 	// The locks, in the order they are taken: a goroutine holding one
 	// takes only locks below it.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/ttl"
 
 	"github.com/cockroachdb/pebble"
 
@@ -230,7 +232,7 @@ func (db *DB) DropCollection(ctx context.Context, name string) error {
 	if err := b.Delete(catalogKey(name), nil); err != nil {
 		return err
 	}
-	for _, space := range []byte{spaceSeries, spaceBucket, spaceOpen, spaceDocument, spaceRollup} {
+	for _, space := range []byte{spaceSeries, spaceBucket, spaceOpen, spaceDocument, spaceRollup, spaceArchive} {
 		p := collPrefix(space, c.id)
 		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
 			return err
@@ -345,6 +347,10 @@ func (db *DB) DescribeShallow(ctx context.Context, name string) (CollectionInfo,
 		Count: c.count, Buckets: c.buckets, Fields: fieldTypeNames(c.fieldTypes), Created: c.created,
 		OutOfRangeBuckets: c.oorBuckets,
 	}
+	if c.archived != (ArchiveStats{}) || slices.ContainsFunc(c.rules, func(r ttl.Rule) bool { return r.Archive }) {
+		a := c.archived
+		info.Archived = &a
+	}
 	db.mu.RUnlock()
 	c.kind().stats(c, &info)
 	return info, nil
@@ -355,6 +361,9 @@ type CollModOptions struct {
 	// ExpireAfterSeconds sets the collection TTL; with ExpireOff, removes it.
 	ExpireAfterSeconds *int64
 	ExpireOff          bool
+	// Archive, when set, turns archiving of the collection-level TTL on
+	// or off (it needs the TTL; ExpireOff turns it off too).
+	Archive *bool `json:",omitempty"`
 	// TimeSeries changes the granularity or custom bucket values.
 	TimeSeries *model.TimeSeriesOptions
 	// Index changes an index's expireAfterSeconds (CollModIndex), in the
@@ -414,6 +423,15 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 			next.ExpireAfterSeconds = &v
 		}
 		res.NewExpireAfterSeconds = next.ExpireAfterSeconds
+	}
+	if m.Archive != nil {
+		next.Archive = *m.Archive
+	}
+	if m.ExpireOff {
+		next.Archive = false
+	}
+	if next.Archive && (next.TimeSeries == nil || next.ExpireAfterSeconds == nil) {
+		return CollModResult{}, invalid("'archive' applies to a time-series collection's 'expireAfterSeconds': %q has none", name)
 	}
 	if m.TimeSeries != nil {
 		if next.TimeSeries == nil {

@@ -99,6 +99,29 @@ func (timeSeriesKind) expire(ctx context.Context, db *DB, c *collection, index s
 	if !ok {
 		return out, nil
 	}
+	// Series whose rule archives go to an archive pass once the deletes
+	// are done and the maintenance lock is released (it runs after the
+	// unlock deferred below).
+	ids, arc := db.splitArchive(c, ids)
+	if len(arc) > 0 {
+		defer func() {
+			if err != nil || out.More {
+				return
+			}
+			b := budget
+			if b.Docs > 0 {
+				if b.Docs -= out.Docs; b.Docs <= 0 {
+					out.More = true
+					return
+				}
+			}
+			a, aerr := db.archiveSeries(ctx, c, index, arc, now, b)
+			out.Docs += a.Docs
+			out.Buckets += a.Buckets
+			out.More = a.More
+			err = aerr
+		}()
+	}
 	db.mu.RLock()
 	resume := c.ttlResume[index]
 	db.mu.RUnlock()

@@ -19,6 +19,9 @@ type series struct {
 	persisted bool
 	// hot is set while the series is in collection.hot.
 	hot bool
+	// archive is set when the rule that gives the series its TTL moves
+	// expiring data to the archive (collection.setSeriesTTL).
+	archive bool
 	// rowsHint is the most rows a bucket of the series has taken so far
 	// (as seen when it opened the next): the capacity a new bucket's
 	// columns start with, so that they do not grow by doubling.

@@ -89,6 +89,9 @@ func validateIndex(opts *CollectionOptions, spec *IndexSpec) (*partialfilter.Fil
 			return nil, err
 		}
 	}
+	if spec.Archive && (!spec.IsTTL() || opts.TimeSeries == nil) {
+		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "'archive' applies to a TTL index ('expireAfterSeconds') of a time-series collection")
+	}
 	if !spec.IsTTL() {
 		return f, nil
 	}
@@ -539,7 +542,7 @@ func (c *collection) compileRules() {
 	c.rules = nil // a new slice: Expire may hold a rule of the old one
 	if ts := c.opts.TimeSeries; ts != nil {
 		if c.opts.ExpireAfterSeconds != nil {
-			c.rules = append(c.rules, ttl.Rule{ExpireAfterSeconds: *c.opts.ExpireAfterSeconds})
+			c.rules = append(c.rules, ttl.Rule{ExpireAfterSeconds: *c.opts.ExpireAfterSeconds, Archive: c.opts.Archive})
 		}
 		for i := range c.indexes {
 			spec := &c.indexes[i]
@@ -550,7 +553,7 @@ func (c *collection) compileRules() {
 			if err != nil || spec.PartialFilterExpression == nil {
 				continue // validated when created; a stored one always parses
 			}
-			c.rules = append(c.rules, ttl.Rule{Index: spec.Name, ExpireAfterSeconds: *spec.ExpireAfterSeconds, Filter: f})
+			c.rules = append(c.rules, ttl.Rule{Index: spec.Name, ExpireAfterSeconds: *spec.ExpireAfterSeconds, Filter: f, Archive: spec.Archive})
 		}
 	}
 	// Each rule's required strings, quoted as meta keys hold them.
@@ -580,14 +583,22 @@ func (c *collection) compileRules() {
 // setSeriesTTL computes the TTL of s from c.rules. DB.mu is held for
 // writing.
 func (c *collection) setSeriesTTL(s *series) {
-	s.ttl = -1
+	s.ttl, s.archive = -1, false
 	if len(c.rules) == 0 {
 		return
 	}
 	var m seriesMetaDoc
 	for i := range c.rules {
-		if c.ruleMatches(i, s, &m) && (s.ttl < 0 || c.rules[i].ExpireAfterSeconds < s.ttl) {
-			s.ttl = c.rules[i].ExpireAfterSeconds
+		r := &c.rules[i]
+		if !c.ruleMatches(i, s, &m) {
+			continue
+		}
+		// The shortest TTL cuts the series; of rules with the same TTL,
+		// one that archives wins: nothing is lost for a tie.
+		if s.ttl < 0 || r.ExpireAfterSeconds < s.ttl {
+			s.ttl, s.archive = r.ExpireAfterSeconds, r.Archive
+		} else if r.ExpireAfterSeconds == s.ttl && r.Archive {
+			s.archive = true
 		}
 	}
 }

@@ -16,6 +16,7 @@ const (
 	spaceOpen     byte = 0x04 // 0x04 <coll u32> <series u64> <minTime i64> <bucket u64> -> open-bucket snapshot
 	spaceDocument byte = 0x05 // reserved for plain collections
 	spaceRollup   byte = 0x06 // 0x06 <coll u32>                  -> a rollup's windows to recompute
+	spaceArchive  byte = 0x07 // 0x07 <coll u32> <kind u8> <seq u64> [<n u16>] -> archive intents and files (archive.go)
 )
 
 // Keys of the meta space.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/hourglassdb/hourglass/objstore"
 )
 
 // Options configure a DB. The zero value of every field means its default.
@@ -66,6 +68,11 @@ type Options struct {
 	// is rebuilt from that log after a crash: a replica set member's,
 	// whose raft log is its durable record.
 	ExternalLog bool
+
+	// Archive is where TTL rules with archive set move expiring data
+	// (archive.go, docs/archive.md). Nil: such rules archive nothing
+	// and delete nothing; their TTL state says why.
+	Archive objstore.Store
 
 	// Logger receives the DB's logs. Default: discard.
 	Logger *slog.Logger

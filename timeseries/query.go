@@ -3,12 +3,10 @@ package timeseries
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/hourglassdb/hourglass/document"
@@ -539,7 +537,7 @@ func appendMadeID(b array.Builder, oc outColumn, id []byte) {
 		var buf [13]byte
 		b.(*array.BinaryBuilder).Append(appendCellBSON(buf[:0], &col, 0))
 	case oc.mixed:
-		b.(*array.StringBuilder).Append(cellJSON(&col, 0))
+		b.(*array.StringBuilder).Append(model.CellJSON(&col, 0))
 	default:
 		b.(*array.FixedSizeBinaryBuilder).Append(id)
 	}
@@ -553,7 +551,7 @@ func appendCell(b array.Builder, oc outColumn, col *bucket.Column, i int) {
 		b.(*array.BinaryBuilder).Append(appendCellBSON(buf[:0], col, i))
 		return
 	case oc.mixed:
-		b.(*array.StringBuilder).Append(cellJSON(col, i))
+		b.(*array.StringBuilder).Append(model.CellJSON(col, i))
 		return
 	}
 	switch oc.kind {
@@ -577,44 +575,6 @@ func appendCell(b array.Builder, oc outColumn, col *bucket.Column, i int) {
 	case model.KindObjectID:
 		b.(*array.FixedSizeBinaryBuilder).Append(col.ID(i))
 	}
-}
-
-// cellJSON renders one value as Extended JSON text.
-func cellJSON(col *bucket.Column, i int) string {
-	switch col.Type {
-	case model.KindFloat:
-		s, _ := model.CanonicalMeta(col.Floats[i])
-		return s
-	case model.KindInt, model.KindInt32:
-		return strconv.FormatInt(col.Ints[i], 10)
-	case model.KindDate:
-		s, _ := model.CanonicalMeta(time.Unix(0, col.Ints[i]).UTC())
-		return s
-	case model.KindString:
-		b, _ := json.Marshal(col.Strings[i])
-		return string(b)
-	case model.KindBool:
-		return strconv.FormatBool(col.Bools[i])
-	case model.KindObjectID, model.KindBSON:
-		bv := cellBSONValue(col, i)
-		if b, err := document.AppendJSONBSON(nil, bv); err == nil {
-			return string(b)
-		}
-	}
-	return "null"
-}
-
-// cellBSONValue returns row i of col, of kind ObjectID or BSON, as a BSON
-// value.
-func cellBSONValue(col *bucket.Column, i int) bsoncore.Value {
-	if col.Type == model.KindObjectID {
-		return bsoncore.Value{Type: bsoncore.TypeObjectID, Data: col.ID(i)}
-	}
-	s := col.Strings[i]
-	if s == "" {
-		return bsoncore.Value{Type: bsoncore.TypeNull}
-	}
-	return bsoncore.Value{Type: bsoncore.Type(s[0]), Data: []byte(s[1:])}
 }
 
 // appendCellBSON appends row i of col as its BSON type byte and bytes.

@@ -21,6 +21,7 @@ type TTLIndex struct {
 	Name                    string         `json:"name"`
 	ExpireAfterSeconds      int64          `json:"expireAfterSeconds"`
 	PartialFilterExpression map[string]any `json:"partialFilterExpression,omitempty"`
+	Archive                 bool           `json:"archive,omitempty"`
 }
 
 // TTLState is the expiry state of a time-series collection.
@@ -28,7 +29,8 @@ type TTLState struct {
 	ExpireAfterSeconds *int64     `json:"expireAfterSeconds"`
 	Indexes            []TTLIndex `json:"indexes"`
 	// Suspended is true while the collection holds a measurement outside
-	// 1970..2038 (SPEC 2.4); Reason says so.
+	// 1970..2038 (SPEC 2.4), or while its archive cannot be written (the
+	// data that would go there is kept); Reason says why.
 	Suspended         bool    `json:"suspended"`
 	Reason            *string `json:"reason"`
 	OutOfRangeBuckets int64   `json:"outOfRangeBuckets"`
@@ -63,7 +65,7 @@ func (timeSeriesKind) ttlState(ctx context.Context, db *DB, c *collection, st *T
 	for _, spec := range c.indexes {
 		if spec.IsTTL() {
 			st.Indexes = append(st.Indexes, TTLIndex{Name: spec.Name, ExpireAfterSeconds: *spec.ExpireAfterSeconds,
-				PartialFilterExpression: spec.PartialFilterExpression})
+				PartialFilterExpression: spec.PartialFilterExpression, Archive: spec.Archive})
 		}
 	}
 	st.OutOfRangeBuckets = c.oorBuckets
@@ -71,8 +73,15 @@ func (timeSeriesKind) ttlState(ctx context.Context, db *DB, c *collection, st *T
 		st.Suspended = true
 		reason := fmt.Sprintf("%d bucket(s) hold measurements outside 1970-01-01T00:00:00Z..2038-01-19T03:14:07Z: nothing in the collection expires until they are deleted", c.oorBuckets)
 		st.Reason = &reason
+	} else if c.archiveFail != "" {
+		// Only archiving waits: deletes of other series go on, and the
+		// next expiry is still worth showing.
+		st.Suspended = true
+		reason := fmt.Sprintf("the archive cannot be written, so expired data that archives is kept (retried at %s): %s",
+			c.archiveRetry.UTC().Format(time.RFC3339), c.archiveFail)
+		st.Reason = &reason
 	}
-	if !st.Suspended {
+	if c.oorBuckets == 0 {
 		for _, s := range c.series {
 			if s.ttl < 0 {
 				continue

@@ -37,6 +37,9 @@ type Rule struct {
 	// Filter selects the series the rule applies to, evaluated on the
 	// document {metaField: meta}; nil applies to every series.
 	Filter *partialfilter.Filter
+	// Archive makes the rule move expiring data to the archive instead of
+	// deleting it.
+	Archive bool
 }
 
 // Matches reports whether r applies to the series whose meta document

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/mongowire"
+	"github.com/hourglassdb/hourglass/objstore"
 	"github.com/hourglassdb/hourglass/replset"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
@@ -32,6 +34,8 @@ type serveConfig struct {
 	mongoListen         string
 	mongoMaxConnections int
 	dataDir             string
+	archiveURL          string
+	archiveS3Endpoint   string
 	authToken           string
 	insecure            bool
 	maxBody             byteSize
@@ -76,6 +80,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.mongoListen, "mongo-listen", "127.0.0.1:27017", "`address` to serve the MongoDB wire protocol on (docs/mongodb.md); empty: off; a non-loopback address needs --auth-token or --insecure")
 	fs.IntVar(&cfg.mongoMaxConnections, "mongo-max-connections", 0, "MongoDB connections open at once (`n`; 0: 10000, or 80% of the open-file limit when lower; MongoDB's maxIncomingConnections); one more is closed when accepted")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
+	fs.StringVar(&cfg.archiveURL, "archive-url", "", "where TTL rules with \"archive\": true move expiring data, as Parquet (docs/archive.md): file:///dir or s3://bucket/prefix (`url`; default file://<data-dir>/archive)")
+	fs.StringVar(&cfg.archiveS3Endpoint, "archive-s3-endpoint", "", "`url` of the S3-compatible server of an s3:// --archive-url (http://host:port); empty: AWS. Credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION")
 	fs.StringVar(&cfg.authToken, "auth-token", "", "bearer `token` required on every endpoint but /healthz and /ping; MongoDB clients log in as user hourglass with the token as password (SCRAM-SHA-256)")
 	fs.BoolVar(&cfg.replica.faultInjection, "fault-injection", false, "replica set: serve POST /v1/replset/partition, which cuts this member's raft traffic for a while (chaos runs only, never on a production set)")
 	fs.BoolVar(&cfg.insecure, "insecure", false, "allow a non-loopback --listen address without --auth-token")
@@ -221,6 +227,17 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		Dir: cfg.dataDir, MemoryBudget: int64(cfg.memoryBudget), CheckpointInterval: cfg.checkpointInterval,
 		QueryMemoryBytes: int64(cfg.queryMemory), QueryMemoryTotalBytes: int64(cfg.queryMemoryTotal), QueryConcurrency: cfg.queryConcurrency, DiskReserve: diskReserve(cfg.diskReserve), AggregateMaxCells: cfg.aggregateMaxCells,
 		Logger: log.With("component", "storage"),
+	}
+	if members == nil {
+		// A replica set does not archive yet (docs/archive.md).
+		st, err := openArchive(cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		engine.Archive = st
+	} else if cfg.archiveURL != "" {
+		return errors.New("--archive-url on a replica set member: a replica set does not archive yet (docs/archive.md)")
 	}
 	var (
 		db       *timeseries.DB
@@ -535,4 +552,25 @@ func diskReserve(s sizeOrZero) int64 {
 		return -1
 	}
 	return int64(s)
+}
+
+// openArchive opens the store --archive-url names, by default
+// <data-dir>/archive: a URL that does not parse, or a bucket that does not
+// exist, stops the server with a message saying so.
+func openArchive(cfg serveConfig) (objstore.Store, error) {
+	u := cfg.archiveURL
+	if u == "" {
+		dir, err := filepath.Abs(filepath.Join(cfg.dataDir, "archive"))
+		if err != nil {
+			return nil, fmt.Errorf("--archive-url: %w", err)
+		}
+		u = "file://" + filepath.ToSlash(dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := objstore.Open(ctx, u, objstore.Options{S3Endpoint: cfg.archiveS3Endpoint})
+	if err != nil {
+		return nil, fmt.Errorf("--archive-url: %w", err)
+	}
+	return st, nil
 }

@@ -1,0 +1,493 @@
+package archive
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/compress"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/model"
+)
+
+// Key-value metadata every file carries, for readers that restore the
+// collection's shape (Hourglass' own, and a re-ingest).
+const (
+	MetaTimeField = "hourglass.timeField"
+	MetaMetaField = "hourglass.metaField"
+	// MetaPaths lists, comma-separated, the columns that hold meta paths.
+	MetaPaths = "hourglass.metaPaths"
+)
+
+// RowGroupRows is the most rows a row group holds: small enough that a
+// reader skips a sensor's rows by statistics, big enough that a group's
+// column chunks compress well.
+const RowGroupRows = 64 << 10
+
+// Batch collects the rows of the buckets one archive pass moves out. It
+// is not safe for concurrent use.
+type Batch struct {
+	timeField, metaField string
+	segs                 []segment
+	rows                 int64
+}
+
+type segment struct {
+	metaKey string // canonical meta key: rows sort by it
+	meta    any
+	cols    *bucket.Columns
+}
+
+// NewBatch returns an empty batch for a collection with these fields
+// (metaField "" for none).
+func NewBatch(timeField, metaField string) *Batch {
+	return &Batch{timeField: timeField, metaField: metaField}
+}
+
+// Add adds the rows of one bucket of the series whose canonical meta key
+// is metaKey and meta value meta (model.MetaOfKey). The batch keeps cols
+// until Encode: the caller must not change them.
+func (b *Batch) Add(metaKey string, meta any, cols *bucket.Columns) {
+	if len(cols.Times) == 0 {
+		return
+	}
+	b.segs = append(b.segs, segment{metaKey: metaKey, meta: meta, cols: cols})
+	b.rows += int64(len(cols.Times))
+}
+
+// Rows returns the rows added so far.
+func (b *Batch) Rows() int64 { return b.rows }
+
+// File is one encoded Parquet file: the rows of one UTC day.
+type File struct {
+	// Date is the day, "YYYY-MM-DD" (UTC).
+	Date       string
+	Data       []byte
+	Rows       int64
+	MinT, MaxT int64 // nanoseconds since the epoch
+}
+
+// rowRef is one row of the batch: segment and row within it.
+type rowRef struct {
+	t   int64
+	seg int32
+	row int32
+}
+
+const nsPerDay = int64(24 * time.Hour)
+
+func dayOf(t int64) int64 {
+	d := t / nsPerDay
+	if t%nsPerDay < 0 {
+		d--
+	}
+	return d
+}
+
+// Encode encodes the batch as one Parquet file per UTC day, in day order.
+func (b *Batch) Encode() ([]File, error) {
+	refs := make([]rowRef, 0, b.rows)
+	for si, s := range b.segs {
+		for i, t := range s.cols.Times {
+			refs = append(refs, rowRef{t: t, seg: int32(si), row: int32(i)})
+		}
+	}
+	// By day, then meta key, then time; the sort is stable so that equal
+	// times keep the order they were added in.
+	sort.SliceStable(refs, func(i, j int) bool {
+		a, c := refs[i], refs[j]
+		if da, dc := dayOf(a.t), dayOf(c.t); da != dc {
+			return da < dc
+		}
+		if a.seg != c.seg {
+			if ka, kc := b.segs[a.seg].metaKey, b.segs[c.seg].metaKey; ka != kc {
+				return ka < kc
+			}
+		}
+		return a.t < c.t
+	})
+	var out []File
+	for len(refs) > 0 {
+		d := dayOf(refs[0].t)
+		n := sort.Search(len(refs), func(i int) bool { return dayOf(refs[i].t) > d })
+		f, err := b.encodeDay(refs[:n])
+		if err != nil {
+			return nil, err
+		}
+		f.Date = time.Unix(0, d*nsPerDay).UTC().Format(time.DateOnly)
+		out = append(out, f)
+		refs = refs[n:]
+	}
+	return out, nil
+}
+
+// colKind is what a Parquet column is made of, from the kinds of the
+// values it holds.
+type colKind uint8
+
+const (
+	kindNone colKind = iota
+	kindInt32
+	kindInt64
+	kindDouble
+	kindBool
+	kindString
+	kindTime
+	kindJSON // mixed or other types: relaxed Extended JSON text
+)
+
+// merge is the column kind for values of kinds a and k together.
+func merge(a, k colKind) colKind {
+	switch {
+	case a == kindNone || a == k:
+		return k
+	case isNumber(a) && isNumber(k):
+		if a == kindDouble || k == kindDouble {
+			return kindDouble
+		}
+		return kindInt64
+	}
+	return kindJSON
+}
+
+func isNumber(k colKind) bool { return k == kindInt32 || k == kindInt64 || k == kindDouble }
+
+func fieldKind(t bucket.Type) colKind {
+	switch t {
+	case bucket.TypeFloat:
+		return kindDouble
+	case bucket.TypeInt:
+		return kindInt64
+	case bucket.TypeInt32:
+		return kindInt32
+	case bucket.TypeBool:
+		return kindBool
+	case bucket.TypeString, bucket.TypeObjectID:
+		return kindString
+	case bucket.TypeDate:
+		return kindTime
+	}
+	return kindJSON
+}
+
+func metaKind(v any) colKind {
+	switch v.(type) {
+	case string:
+		return kindString
+	case int64, int:
+		return kindInt64
+	case int32:
+		return kindInt32
+	case float64:
+		return kindDouble
+	case bool:
+		return kindBool
+	case time.Time:
+		return kindTime
+	case nil:
+		return kindNone
+	}
+	return kindJSON
+}
+
+// flatten calls fn for every meta path of v below prefix: a document's
+// fields one by one (recursively), any other value as itself.
+func flatten(prefix string, v any, fn func(path string, v any)) {
+	if m, ok := v.(map[string]any); ok && len(m) > 0 {
+		for _, k := range slices.Sorted(mapsKeys(m)) {
+			flatten(prefix+"."+k, m[k], fn)
+		}
+		return
+	}
+	fn(prefix, v)
+}
+
+func mapsKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// column is one output column while a day is encoded.
+type column struct {
+	name string
+	kind colKind
+	meta bool
+	// field: the index of the field in each segment's columns (-1: none).
+	idx []int
+	// meta: each segment's value at this path (absent: nil, ok false).
+	vals []any
+	has  []bool
+}
+
+func (b *Batch) encodeDay(refs []rowRef) (File, error) {
+	f := File{Rows: int64(len(refs)), MinT: math.MaxInt64, MaxT: math.MinInt64}
+	used := map[int32]bool{}
+	for _, r := range refs {
+		used[r.seg] = true
+		f.MinT, f.MaxT = min(f.MinT, r.t), max(f.MaxT, r.t)
+	}
+	segs := slices.Sorted(func(yield func(int32) bool) {
+		for s := range used {
+			if !yield(s) {
+				return
+			}
+		}
+	})
+	byName := map[string]*column{}
+	var cols []*column
+	get := func(name string, meta bool) (*column, error) {
+		c := byName[name]
+		if c == nil {
+			c = &column{name: name, meta: meta}
+			if meta {
+				c.vals, c.has = make([]any, len(b.segs)), make([]bool, len(b.segs))
+			} else {
+				c.idx = make([]int, len(b.segs))
+				for i := range c.idx {
+					c.idx[i] = -1
+				}
+			}
+			byName[name] = c
+			cols = append(cols, c)
+		} else if c.meta != meta {
+			return nil, fmt.Errorf("archive: %q is both a meta path and a measurement field", name)
+		}
+		return c, nil
+	}
+	var err error
+	for _, si := range segs {
+		s := &b.segs[si]
+		if b.metaField != "" && s.meta != nil {
+			flatten(b.metaField, s.meta, func(path string, v any) {
+				c, e := get(path, true)
+				if e != nil {
+					err = e
+					return
+				}
+				c.vals[si], c.has[si] = v, true
+				c.kind = merge(c.kind, metaKind(v))
+			})
+		}
+		for i := range s.cols.Fields {
+			fc := &s.cols.Fields[i]
+			if fc.Name == b.timeField {
+				continue
+			}
+			c, e := get(fc.Name, false)
+			if e != nil {
+				return f, e
+			}
+			c.idx[si] = i
+			c.kind = merge(c.kind, fieldKind(fc.Type))
+		}
+	}
+	if err != nil {
+		return f, err
+	}
+	if _, ok := byName[b.timeField]; ok {
+		return f, fmt.Errorf("archive: the timeField %q is also a meta path", b.timeField)
+	}
+	// Meta paths first, then fields, each in name order: the schema of a
+	// day depends on its data only.
+	sort.SliceStable(cols, func(i, j int) bool {
+		if cols[i].meta != cols[j].meta {
+			return cols[i].meta
+		}
+		return cols[i].name < cols[j].name
+	})
+	unit := arrow.Microsecond
+	for _, r := range refs {
+		if r.t%1000 != 0 {
+			unit = arrow.Nanosecond
+			break
+		}
+	}
+	fields := []arrow.Field{{Name: b.timeField, Type: &arrow.TimestampType{Unit: unit, TimeZone: "UTC"}}}
+	var metaPaths []string
+	for _, c := range cols {
+		if c.kind == kindNone {
+			c.kind = kindString // only nulls
+		}
+		fields = append(fields, arrow.Field{Name: c.name, Type: arrowType(c.kind, unit), Nullable: true})
+		if c.meta {
+			metaPaths = append(metaPaths, c.name)
+		}
+	}
+	md := arrow.NewMetadata(
+		[]string{MetaTimeField, MetaMetaField, MetaPaths},
+		[]string{b.timeField, b.metaField, strings.Join(metaPaths, ",")})
+	schema := arrow.NewSchema(fields, &md)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer bld.Release()
+	tb := bld.Field(0).(*array.TimestampBuilder)
+	div := int64(1)
+	if unit == arrow.Microsecond {
+		div = 1000
+	}
+	for _, r := range refs {
+		tb.Append(arrow.Timestamp(r.t / div))
+	}
+	for ci, c := range cols {
+		ab := bld.Field(ci + 1)
+		for _, r := range refs {
+			if c.meta {
+				if !c.has[r.seg] || c.vals[r.seg] == nil {
+					ab.AppendNull()
+					continue
+				}
+				appendMeta(ab, c.kind, c.vals[r.seg], unit)
+				continue
+			}
+			fi := c.idx[r.seg]
+			if fi < 0 {
+				ab.AppendNull()
+				continue
+			}
+			fc := &b.segs[r.seg].cols.Fields[fi]
+			if !fc.IsPresent(int(r.row)) {
+				ab.AppendNull()
+				continue
+			}
+			appendField(ab, c.kind, fc, int(r.row), unit)
+		}
+	}
+	rec := bld.NewRecord()
+	defer rec.Release()
+	var buf bytes.Buffer
+	// Dictionaries for meta paths only: one value per series, repeated
+	// on each of its rows.
+	opts := []parquet.WriterProperty{
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithStats(true),
+		parquet.WithMaxRowGroupLength(RowGroupRows),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithCreatedBy("hourglass"),
+	}
+	for _, p := range metaPaths {
+		opts = append(opts, parquet.WithDictionaryFor(p, true))
+	}
+	props := parquet.NewWriterProperties(opts...)
+	w, err := pqarrow.NewFileWriter(schema, &buf, props, pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		return f, fmt.Errorf("archive: %w", err)
+	}
+	if err := w.WriteBuffered(rec); err != nil {
+		_ = w.Close()
+		return f, fmt.Errorf("archive: write %d rows: %w", rec.NumRows(), err)
+	}
+	if err := w.Close(); err != nil {
+		return f, fmt.Errorf("archive: %w", err)
+	}
+	f.Data = buf.Bytes()
+	return f, nil
+}
+
+func arrowType(k colKind, unit arrow.TimeUnit) arrow.DataType {
+	switch k {
+	case kindInt32:
+		return arrow.PrimitiveTypes.Int32
+	case kindInt64:
+		return arrow.PrimitiveTypes.Int64
+	case kindDouble:
+		return arrow.PrimitiveTypes.Float64
+	case kindBool:
+		return arrow.FixedWidthTypes.Boolean
+	case kindTime:
+		return &arrow.TimestampType{Unit: unit, TimeZone: "UTC"}
+	}
+	return arrow.BinaryTypes.String
+}
+
+func appendField(ab array.Builder, k colKind, fc *bucket.Column, i int, unit arrow.TimeUnit) {
+	switch k {
+	case kindInt32:
+		ab.(*array.Int32Builder).Append(int32(fc.Ints[i]))
+	case kindInt64:
+		ab.(*array.Int64Builder).Append(fc.Ints[i])
+	case kindDouble:
+		if fc.Type == bucket.TypeFloat {
+			ab.(*array.Float64Builder).Append(fc.Floats[i])
+		} else {
+			ab.(*array.Float64Builder).Append(float64(fc.Ints[i]))
+		}
+	case kindBool:
+		ab.(*array.BooleanBuilder).Append(fc.Bools[i])
+	case kindTime:
+		t := fc.Ints[i]
+		if unit == arrow.Microsecond {
+			t /= 1000
+		}
+		ab.(*array.TimestampBuilder).Append(arrow.Timestamp(t))
+	case kindString:
+		if fc.Type == bucket.TypeObjectID {
+			ab.(*array.StringBuilder).Append(hex.EncodeToString(fc.IDs[i*bucket.ObjectIDLen : (i+1)*bucket.ObjectIDLen]))
+		} else {
+			ab.(*array.StringBuilder).Append(fc.Strings[i])
+		}
+	default:
+		ab.(*array.StringBuilder).Append(model.CellJSON(fc, i))
+	}
+}
+
+func appendMeta(ab array.Builder, k colKind, v any, unit arrow.TimeUnit) {
+	switch k {
+	case kindInt32:
+		ab.(*array.Int32Builder).Append(v.(int32))
+	case kindInt64:
+		switch x := v.(type) {
+		case int64:
+			ab.(*array.Int64Builder).Append(x)
+		case int:
+			ab.(*array.Int64Builder).Append(int64(x))
+		case int32:
+			ab.(*array.Int64Builder).Append(int64(x))
+		}
+	case kindDouble:
+		switch x := v.(type) {
+		case float64:
+			ab.(*array.Float64Builder).Append(x)
+		case int64:
+			ab.(*array.Float64Builder).Append(float64(x))
+		case int:
+			ab.(*array.Float64Builder).Append(float64(x))
+		case int32:
+			ab.(*array.Float64Builder).Append(float64(x))
+		}
+	case kindBool:
+		ab.(*array.BooleanBuilder).Append(v.(bool))
+	case kindTime:
+		t := v.(time.Time).UnixNano()
+		if unit == arrow.Microsecond {
+			t /= 1000
+		}
+		ab.(*array.TimestampBuilder).Append(arrow.Timestamp(t))
+	case kindString:
+		ab.(*array.StringBuilder).Append(v.(string))
+	default:
+		if s, ok := v.(string); ok {
+			ab.(*array.StringBuilder).Append(s)
+			return
+		}
+		text, err := model.CanonicalMeta(v)
+		if err != nil {
+			text = fmt.Sprint(v)
+		}
+		ab.(*array.StringBuilder).Append(text)
+	}
+}

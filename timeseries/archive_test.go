@@ -1,0 +1,299 @@
+package timeseries
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/cockroachdb/pebble"
+
+	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/objstore"
+)
+
+// openArchiveTest opens a store whose archive is the directory arch, and
+// a collection "s" (meta "sensor", hourly buckets) with opts' TTL.
+func openArchiveTest(t *testing.T, dir, arch string, clock *testClock, opts CollectionOptions) *DB {
+	t.Helper()
+	st, err := objstore.Open(ctx, "file://"+arch, objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openTest(t, dir, func(o *Options) { o.Now = clock.Now; o.Archive = st; o.CheckpointInterval = time.Minute })
+	t.Cleanup(func() { db.Close() })
+	opts.TimeSeries = &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor", Granularity: model.GranularitySeconds}
+	if _, err := db.CreateCollection(ctx, "s", opts); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// storeAll makes checkpoints write every bucket to Pebble: the first
+// writes snapshots, the second, a checkpoint interval later, seals the
+// idle buckets and writes them out.
+func storeAll(t *testing.T, db *DB, clock *testClock) {
+	t.Helper()
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(db.opts.CheckpointInterval + time.Second)
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// parquetRows reads every archived file under arch and returns, per
+// sensor, the times (ns) and values "v" in file order.
+func parquetRows(t *testing.T, arch string) (times map[string][]int64, vals map[string][]int64, files int) {
+	t.Helper()
+	times, vals = map[string][]int64{}, map[string][]int64{}
+	err := filepath.WalkDir(arch, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".parquet") {
+			return err
+		}
+		files++
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		pr, err := file.NewParquetReader(bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			return err
+		}
+		tbl, err := fr.ReadTable(context.Background())
+		if err != nil {
+			return err
+		}
+		defer tbl.Release()
+		col := func(name string) any {
+			idx := tbl.Schema().FieldIndices(name)
+			if len(idx) != 1 {
+				t.Fatalf("%s: no column %q: %v", p, name, tbl.Schema())
+			}
+			return tbl.Column(idx[0]).Data().Chunk(0)
+		}
+		ts, ss, vs := col("t").(*array.Timestamp), col("sensor").(*array.String), col("v").(*array.Int64)
+		for i := 0; i < int(tbl.NumRows()); i++ {
+			s := ss.Value(i)
+			times[s] = append(times[s], int64(ts.Value(i))*1000)
+			vals[s] = append(vals[s], vs.Value(i))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return times, vals, files
+}
+
+// Expired buckets of an archiving rule leave the store only as Parquet
+// files holding exactly their rows, one file per day; the catalog records
+// the files and counts them; later data stays.
+func TestArchiveMovesExpiredData(t *testing.T) {
+	clock := newTestClock(t0)
+	arch := t.TempDir()
+	db := openArchiveTest(t, t.TempDir(), arch, clock, CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true})
+	// Two days of minutes, 22:00 to 02:00, for two sensors, then a
+	// fresh hour.
+	from := t0.Add(-2 * time.Hour)
+	insertMinutes(t, db, from, 240, "a", "b")
+	storeAll(t, db, clock)
+	now := t0.Add(26 * time.Hour)
+	clock.Set(now)
+	insertMinutes(t, db, now.Add(-10*time.Minute), 10, "a")
+
+	got := expireAll(t, db, now)
+	if got.Docs != 480 {
+		t.Fatalf("archived %d measurements, want 480", got.Docs)
+	}
+	if n := countRows(t, db, ""); n != 10 {
+		t.Fatalf("%d measurements left, want the 10 fresh ones", n)
+	}
+	times, vals, files := parquetRows(t, arch)
+	if files != 2 {
+		t.Fatalf("%d files, want one per day (2)", files)
+	}
+	for _, s := range []string{"a", "b"} {
+		if len(times[s]) != 240 {
+			t.Fatalf("sensor %s: %d rows archived, want 240", s, len(times[s]))
+		}
+		// Files are walked in day order: rows come back in time order.
+		for i := range times[s] {
+			if want := from.Add(time.Duration(i) * time.Minute).UnixNano(); times[s][i] != want || vals[s][i] != int64(i) {
+				t.Fatalf("sensor %s row %d: t=%d v=%d, want t=%d v=%d", s, i, times[s][i], vals[s][i], want, i)
+			}
+		}
+	}
+	info, err := db.Describe(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := info.Archived; a == nil || a.Files != 2 || a.Measurements != 480 || a.Bytes <= 0 {
+		t.Fatalf("archive stats %+v", info.Archived)
+	}
+	recs, err := db.ArchivedFiles(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Date < recs[j].Date })
+	if len(recs) != 2 || recs[0].Date != "2024-04-30" || recs[1].Date != "2024-05-01" || recs[0].Rows != 240 ||
+		recs[0].MinT != from.UnixNano() || !strings.HasPrefix(recs[0].Key, "s/date=2024-04-30/") {
+		t.Fatalf("file records %+v", recs)
+	}
+	for _, r := range recs {
+		st, err := os.Stat(filepath.Join(arch, r.Key))
+		if err != nil || st.Size() != r.Size {
+			t.Fatalf("file %s: %v, size %d, recorded %d", r.Key, err, st.Size(), r.Size)
+		}
+	}
+	// A second pass finds nothing more to move.
+	if got := expireAll(t, db, now); got.Docs != 0 {
+		t.Fatalf("second pass archived %d", got.Docs)
+	}
+	// The counts survive a restart.
+	db.Close()
+	db = openTest(t, db.opts.Dir, func(o *Options) { o.Now = clock.Now; o.Archive = db.opts.Archive })
+	defer db.Close()
+	if info, err := db.Describe(ctx, "s"); err != nil || info.Archived == nil || info.Archived.Measurements != 480 || info.Count != 10 {
+		t.Fatalf("after restart: %+v %v", info, err)
+	}
+}
+
+// A partial TTL index that archives moves its sensor's data; the
+// collection's TTL, which does not, deletes the others'.
+func TestArchivePerSensor(t *testing.T) {
+	clock := newTestClock(t0)
+	arch := t.TempDir()
+	db := openArchiveTest(t, t.TempDir(), arch, clock, CollectionOptions{ExpireAfterSeconds: int64p(3600)})
+	if _, _, err := db.CreateIndex(ctx, "s", IndexSpec{Name: "a_arch", Key: []IndexKey{{Field: "t", Direction: 1}},
+		ExpireAfterSeconds: int64p(3600), PartialFilterExpression: map[string]any{"sensor": "a"}, Archive: true}); err != nil {
+		t.Fatal(err)
+	}
+	insertMinutes(t, db, t0, 60, "a", "b")
+	storeAll(t, db, clock)
+	now := t0.Add(3 * time.Hour)
+	clock.Set(now)
+	if got := expireAll(t, db, now); got.Docs != 120 {
+		t.Fatalf("expired %d, want 120", got.Docs)
+	}
+	times, _, _ := parquetRows(t, arch)
+	if len(times["a"]) != 60 || len(times["b"]) != 0 {
+		t.Fatalf("archived a=%d b=%d, want 60 and 0", len(times["a"]), len(times["b"]))
+	}
+}
+
+// While the archive cannot be written nothing that archives is deleted,
+// the TTL state says why, and a later pass, once it can, moves it.
+func TestArchiveUnwritableKeepsData(t *testing.T) {
+	clock := newTestClock(t0)
+	arch := t.TempDir()
+	db := openArchiveTest(t, t.TempDir(), arch, clock, CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true})
+	insertMinutes(t, db, t0, 60, "a")
+	storeAll(t, db, clock)
+	now := t0.Add(3 * time.Hour)
+	clock.Set(now)
+	// The archive directory becomes a file: every write fails.
+	if err := os.RemoveAll(arch); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(arch, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := expireAll(t, db, now); got.Docs != 0 {
+		t.Fatalf("expired %d with an unwritable archive", got.Docs)
+	}
+	st, err := db.TTLState(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Suspended || st.Reason == nil || !strings.Contains(*st.Reason, "archive") {
+		t.Fatalf("TTL state %+v", st)
+	}
+	if info, _ := db.Describe(ctx, "s"); info.Count != 60 {
+		t.Fatalf("%d measurements kept, want 60", info.Count)
+	}
+	// Writable again: the pass waits for its retry time, then moves it.
+	if err := os.Remove(arch); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(arch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := expireAll(t, db, now); got.Docs != 0 {
+		t.Fatalf("a pass before the retry time moved %d", got.Docs)
+	}
+	clock.Advance(time.Minute)
+	if got := expireAll(t, db, clock.Now()); got.Docs != 60 {
+		t.Fatalf("after the store came back: %d archived, want 60", got.Docs)
+	}
+	if st, _ := db.TTLState(ctx, "s"); st.Suspended {
+		t.Fatalf("still suspended: %v", *st.Reason)
+	}
+}
+
+// The files of a pass cut off before its commit (an intent left in the
+// catalog) are removed by the next pass, which archives the data again:
+// no row is read back twice.
+func TestArchiveIntentUndone(t *testing.T) {
+	clock := newTestClock(t0)
+	arch := t.TempDir()
+	db := openArchiveTest(t, t.TempDir(), arch, clock, CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true})
+	insertMinutes(t, db, t0, 60, "a")
+	storeAll(t, db, clock)
+	// What a pass leaves when the process dies after its files are
+	// written: the intent, and a file under its key (of a day the next
+	// pass does not write, so that only the undo removes it).
+	c, err := db.lookup("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := archiveFileKey(c, "2024-04-29", 1)
+	if err := db.opts.Archive.Put(ctx, key, strings.NewReader("partial"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.pdb.Set(archiveKey(c.id, archiveIntent, 1), []byte(`["`+key+`"]`), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(3 * time.Hour)
+	clock.Set(now)
+	if got := expireAll(t, db, now); got.Docs != 60 {
+		t.Fatalf("archived %d, want 60", got.Docs)
+	}
+	times, _, files := parquetRows(t, arch)
+	if files != 1 || len(times["a"]) != 60 {
+		t.Fatalf("%d files, %d rows: want 1 file of 60 rows", files, len(times["a"]))
+	}
+}
+
+// Options that name archive without a TTL, or on a plain collection, are
+// refused.
+func TestArchiveRefusals(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
+	for _, o := range []CollectionOptions{{TimeSeries: ts, Archive: true}, {Archive: true, ExpireAfterSeconds: int64p(5)}} {
+		if _, err := db.CreateCollection(ctx, "x", o); err == nil {
+			t.Fatalf("created with %+v", o)
+		}
+	}
+	mustCreate(t, db, "ts", *ts)
+	if _, err := db.CollMod(ctx, "ts", CollModOptions{Archive: new(true)}); err == nil {
+		t.Fatal("collMod archive without a TTL accepted")
+	}
+	if _, _, err := db.CreateIndex(ctx, "ts", IndexSpec{Name: "i", Key: []IndexKey{{Field: "t", Direction: 1}}, Archive: true}); err == nil {
+		t.Fatal("archive on an index without a TTL accepted")
+	}
+}
