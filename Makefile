@@ -26,7 +26,7 @@ PROMETHEUS := /usr/bin/prometheus
 # Chromium for the console's end-to-end test, the console's npm packages,
 # mongosh for the MongoDB shell's test (mongowire/mongoshtest), PyMongo for
 # the Python driver's (mongowire/pymongotest), Prometheus for remote write's
-# (api/promtest).
+# (api/promtest), DuckDB for the archive's (archive/duckdbtest).
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
@@ -38,7 +38,8 @@ FUZZ ?=
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ=$(FUZZ) scripts/fuzz.sh
 
-deps: $(CHROMIUM) $(PYMONGO) $(PROMETHEUS) ui/node_modules/.package-lock.json mongowire/mongoshtest/node_modules/.package-lock.json
+deps: $(CHROMIUM) $(PYMONGO) $(PROMETHEUS) ui/node_modules/.package-lock.json mongowire/mongoshtest/node_modules/.package-lock.json \
+	archive/duckdbtest/node_modules/.package-lock.json
 
 # Node is on the project's machines; Debian's is enough where it is not.
 NPM := $(shell command -v npm 2>/dev/null)
@@ -71,6 +72,11 @@ ui/node_modules/.package-lock.json: ui/package-lock.json | $(NODE_DEP)
 # skips the install scripts of optional native modules mongosh runs without.
 mongowire/mongoshtest/node_modules/.package-lock.json: mongowire/mongoshtest/package-lock.json | $(NODE_DEP)
 	npm ci --prefix mongowire/mongoshtest
+
+# DuckDB, pinned in archive/duckdbtest/package-lock.json: it reads the
+# archive's Parquet files in the archive's test.
+archive/duckdbtest/node_modules/.package-lock.json: archive/duckdbtest/package-lock.json | $(NODE_DEP)
+	npm ci --prefix archive/duckdbtest
 
 # The console's assets: typecheck, then bundle into ui/dist (commit it).
 ui: ui/node_modules/.package-lock.json

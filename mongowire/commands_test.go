@@ -829,3 +829,41 @@ func TestListCollectionsBucketSeconds(t *testing.T) {
 		t.Errorf("%d collections listed, want 2", len(specs))
 	}
 }
+
+// The archive option over the wire protocol: on create, collMod and
+// createIndexes, shown by listIndexes, refused as the HTTP API refuses it.
+func TestArchiveOptionCommands(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	f.must(t, "test", bson.D{{Key: "create", Value: "w"}, {Key: "timeseries", Value: bson.D{
+		{Key: "timeField", Value: "ts"}, {Key: "metaField", Value: "sensor"}}}, {Key: "expireAfterSeconds", Value: 60}, {Key: "archive", Value: true}})
+	info, err := f.db.DescribeShallow(ctx, "w")
+	if err != nil || !info.Options.Archive {
+		t.Fatalf("after create: %+v %v", info.Options, err)
+	}
+	f.must(t, "test", bson.D{{Key: "collMod", Value: "w"}, {Key: "archive", Value: false}})
+	if info, _ := f.db.DescribeShallow(ctx, "w"); info.Options.Archive {
+		t.Fatal("collMod archive: false left it on")
+	}
+	f.must(t, "test", bson.D{{Key: "createIndexes", Value: "w"}, {Key: "indexes", Value: bson.A{bson.D{
+		{Key: "key", Value: bson.D{{Key: "ts", Value: 1}}}, {Key: "name", Value: "north"}, {Key: "expireAfterSeconds", Value: 10},
+		{Key: "partialFilterExpression", Value: bson.D{{Key: "sensor", Value: "north"}}}, {Key: "archive", Value: true}}}}})
+	raw := f.must(t, "test", bson.D{{Key: "listIndexes", Value: "w"}})
+	if !strings.Contains(raw.String(), `"name": "north","expireAfterSeconds": {"$numberInt":"10"},"partialFilterExpression": {"sensor": "north"},"archive": true`) {
+		t.Fatalf("listIndexes = %s", raw)
+	}
+	for _, c := range []struct {
+		cmd  bson.D
+		json string
+	}{
+		{bson.D{{Key: "archive", Value: "yes"}}, `{"archive": "yes"}`},
+		{bson.D{{Key: "expireAfterSeconds", Value: "off"}, {Key: "archive", Value: true}}, `{"expireAfterSeconds": "off", "archive": true}`},
+	} {
+		_, err := f.run(t, "test", append(bson.D{{Key: "collMod", Value: "w"}}, c.cmd...))
+		code, msg := errCode(err)
+		_, httpCode := f.httpCode(t, "PATCH", "/v1/collections/w", c.json)
+		if code == 0 || code != httpCode {
+			t.Errorf("collMod %v: wire %d (%s), HTTP %d", c.cmd, code, msg, httpCode)
+		}
+	}
+}

@@ -424,6 +424,9 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 		}
 		res.NewExpireAfterSeconds = next.ExpireAfterSeconds
 	}
+	if m.ExpireOff && m.Archive != nil && *m.Archive {
+		return CollModResult{}, invalid("'archive' applies to the collection's 'expireAfterSeconds', which this collMod turns off")
+	}
 	if m.Archive != nil {
 		next.Archive = *m.Archive
 	}
