@@ -2,13 +2,13 @@ package archive
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
-	"strings"
-	"time"
+		"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -26,9 +26,20 @@ import (
 const (
 	MetaTimeField = "hourglass.timeField"
 	MetaMetaField = "hourglass.metaField"
-	// MetaPaths lists, comma-separated, the columns that hold meta paths.
+	// MetaPaths lists, as a JSON array, the columns that hold meta paths.
 	MetaPaths = "hourglass.metaPaths"
+	// MetaJSONColumns lists, as a JSON array, the field columns whose
+	// strings are values' relaxed Extended JSON (mixed or other types);
+	// MetaObjectIDColumns those whose strings are ObjectIds in hex.
+	MetaJSONColumns     = "hourglass.jsonColumns"
+	MetaObjectIDColumns = "hourglass.objectIdColumns"
 )
+
+// MetaKeyColumn is the column, last in a file of a collection with a
+// metaField, holding each row's meta value as one canonical JSON text:
+// Hourglass reads rows back into their series by it, and a re-ingest can
+// take the meta value whole from it.
+const MetaKeyColumn = "$meta"
 
 // RowGroupRows is the most rows a row group holds: small enough that a
 // reader skips a sensor's rows by statistics, big enough that a group's
@@ -144,8 +155,14 @@ const (
 	kindBool
 	kindString
 	kindTime
-	kindJSON // mixed or other types: relaxed Extended JSON text
+	kindJSON     // mixed or other types: relaxed Extended JSON text
+	kindObjectID // ObjectIds only: hex text
 )
+
+func jsonList(s []string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
 
 // merge is the column kind for values of kinds a and k together.
 func merge(a, k colKind) colKind {
@@ -173,8 +190,10 @@ func fieldKind(t bucket.Type) colKind {
 		return kindInt32
 	case bucket.TypeBool:
 		return kindBool
-	case bucket.TypeString, bucket.TypeObjectID:
+	case bucket.TypeString:
 		return kindString
+	case bucket.TypeObjectID:
+		return kindObjectID
 	case bucket.TypeDate:
 		return kindTime
 	}
@@ -319,19 +338,30 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 		}
 	}
 	fields := []arrow.Field{{Name: b.timeField, Type: &arrow.TimestampType{Unit: unit, TimeZone: "UTC"}}}
-	var metaPaths []string
+	metaPaths, jsonCols, idCols := []string{}, []string{}, []string{}
 	for _, c := range cols {
 		if c.kind == kindNone {
 			c.kind = kindString // only nulls
 		}
 		fields = append(fields, arrow.Field{Name: c.name, Type: arrowType(c.kind, unit), Nullable: true})
-		if c.meta {
+		switch {
+		case c.meta:
 			metaPaths = append(metaPaths, c.name)
+		case c.kind == kindJSON:
+			jsonCols = append(jsonCols, c.name)
+		case c.kind == kindObjectID:
+			idCols = append(idCols, c.name)
 		}
 	}
+	if b.metaField != "" {
+		if _, dup := byName[MetaKeyColumn]; dup {
+			return f, fmt.Errorf("archive: a field is named %q", MetaKeyColumn)
+		}
+		fields = append(fields, arrow.Field{Name: MetaKeyColumn, Type: arrow.BinaryTypes.String})
+	}
 	md := arrow.NewMetadata(
-		[]string{MetaTimeField, MetaMetaField, MetaPaths},
-		[]string{b.timeField, b.metaField, strings.Join(metaPaths, ",")})
+		[]string{MetaTimeField, MetaMetaField, MetaPaths, MetaJSONColumns, MetaObjectIDColumns},
+		[]string{b.timeField, b.metaField, jsonList(metaPaths), jsonList(jsonCols), jsonList(idCols)})
 	schema := arrow.NewSchema(fields, &md)
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer bld.Release()
@@ -367,6 +397,12 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 			appendField(ab, c.kind, fc, int(r.row), unit)
 		}
 	}
+	if b.metaField != "" {
+		kb := bld.Field(len(cols) + 1).(*array.StringBuilder)
+		for _, r := range refs {
+			kb.Append(b.segs[r.seg].metaKey)
+		}
+	}
 	rec := bld.NewRecord()
 	defer rec.Release()
 	var buf bytes.Buffer
@@ -379,7 +415,7 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 		parquet.WithDictionaryDefault(false),
 		parquet.WithCreatedBy("hourglass"),
 	}
-	for _, p := range metaPaths {
+	for _, p := range append(metaPaths, MetaKeyColumn) {
 		opts = append(opts, parquet.WithDictionaryFor(p, true))
 	}
 	props := parquet.NewWriterProperties(opts...)
@@ -434,12 +470,10 @@ func appendField(ab array.Builder, k colKind, fc *bucket.Column, i int, unit arr
 			t /= 1000
 		}
 		ab.(*array.TimestampBuilder).Append(arrow.Timestamp(t))
+	case kindObjectID:
+		ab.(*array.StringBuilder).Append(hex.EncodeToString(fc.IDs[i*bucket.ObjectIDLen : (i+1)*bucket.ObjectIDLen]))
 	case kindString:
-		if fc.Type == bucket.TypeObjectID {
-			ab.(*array.StringBuilder).Append(hex.EncodeToString(fc.IDs[i*bucket.ObjectIDLen : (i+1)*bucket.ObjectIDLen]))
-		} else {
-			ab.(*array.StringBuilder).Append(fc.Strings[i])
-		}
+		ab.(*array.StringBuilder).Append(fc.Strings[i])
 	default:
 		ab.(*array.StringBuilder).Append(model.CellJSON(fc, i))
 	}
