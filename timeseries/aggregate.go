@@ -75,6 +75,8 @@ type AggregateOptions struct {
 	// result gives the time 0 (the epoch): it has no start. Window must
 	// be zero. False: windows of Window or Months.
 	WholeRange bool
+	// Archive reads archived data too (docs/archive.md).
+	Archive bool
 	// GroupBy is a path into the meta value ("" groups by the whole meta
 	// value, "sensor.region" by that sub-field). Ignored when Ungrouped.
 	GroupBy string
@@ -391,6 +393,14 @@ func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts Ag
 	// Cells fold rows in any order: open buckets are read unsorted.
 	plan := &scanPlan{unordered: true}
 	defer plan.close()
+	if opts.Archive {
+		// The fields to read: those asked for, or all (the numeric ones
+		// are known once the archive's types are).
+		var err error
+		if plan.archive, err = db.loadArchive(ctx, c, opts.Filter, opts.Fields, guard); err != nil {
+			return nil, err
+		}
+	}
 	fields, st, err := db.planAggregate(plan, c, name, opts, guard)
 	if err != nil {
 		return nil, err
@@ -856,17 +866,33 @@ func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts Agg
 	if ts == nil {
 		return nil, nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
 	}
+	types := func(f string) typeSet {
+		t := c.fieldTypes[f]
+		if plan.archive != nil {
+			t |= plan.archive.types[f]
+		}
+		return t
+	}
 	fields := opts.Fields
 	if fields == nil {
-		for f, t := range c.fieldTypes {
-			if t&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) == 0 {
+		seen := map[string]bool{}
+		for f := range c.fieldTypes {
+			seen[f] = true
+		}
+		if plan.archive != nil {
+			for f := range plan.archive.types {
+				seen[f] = true
+			}
+		}
+		for f := range seen {
+			if t := types(f); t&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) == 0 {
 				fields = append(fields, f)
 			}
 		}
 		sort.Strings(fields)
 	}
 	for _, f := range fields {
-		if t := c.fieldTypes[f]; t&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) != 0 {
+		if t := types(f); t&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) != 0 {
 			return nil, nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"hash/fnv"
 	"net/url"
 	"runtime"
@@ -65,6 +66,9 @@ type ArchiveFile struct {
 	Size int64  `json:"size"`
 	MinT int64  `json:"minT"`
 	MaxT int64  `json:"maxT"`
+	// CRC is the CRC-32C of the file's bytes, checked before a read
+	// parses it.
+	CRC uint32 `json:"crc"`
 }
 
 // ErrNoArchive is returned for an archive rule when the DB has no
@@ -370,7 +374,8 @@ func (db *DB) archiveCommit(c *collection, seq uint64, files []archive.File, key
 	}
 	st := ArchiveStats{Seq: seq}
 	for i, f := range files {
-		rec, err := json.Marshal(ArchiveFile{Key: keys[i], Date: f.Date, Rows: f.Rows, Size: int64(len(f.Data)), MinT: f.MinT, MaxT: f.MaxT})
+		rec, err := json.Marshal(ArchiveFile{Key: keys[i], Date: f.Date, Rows: f.Rows, Size: int64(len(f.Data)),
+			MinT: f.MinT, MaxT: f.MaxT, CRC: crc32.Checksum(f.Data, crcTable)})
 		if err != nil {
 			return 0, 0, err
 		}
@@ -469,12 +474,16 @@ func (db *DB) ArchivedFiles(ctx context.Context, name string) ([]ArchiveFile, er
 	if err != nil {
 		return nil, err
 	}
+	return db.archivedFiles(ctx, c)
+}
+
+func (db *DB) archivedFiles(ctx context.Context, c *collection) ([]ArchiveFile, error) {
 	p := append(collPrefix(spaceArchive, c.id), archiveFile)
 	var out []ArchiveFile
-	err = db.scan(p, prefixEnd(p), func(_, v []byte) error {
+	err := db.scan(p, prefixEnd(p), func(_, v []byte) error {
 		var f ArchiveFile
 		if err := json.Unmarshal(v, &f); err != nil {
-			return fmt.Errorf("%w: archive file record of %q: %v", ErrCorrupt, name, err)
+			return fmt.Errorf("%w: archive file record of %q: %v", ErrCorrupt, c.name, err)
 		}
 		out = append(out, f)
 		return ctx.Err()

@@ -3,6 +3,7 @@ package timeseries
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -295,5 +296,85 @@ func TestArchiveRefusals(t *testing.T) {
 	}
 	if _, _, err := db.CreateIndex(ctx, "ts", IndexSpec{Name: "i", Key: []IndexKey{{Field: "t", Direction: 1}}, Archive: true}); err == nil {
 		t.Fatal("archive on an index without a TTL accepted")
+	}
+}
+
+// Finds and aggregates with Archive read archived and live data together:
+// every measurement once, in time order, filters and projections applied
+// to archived rows as to stored ones; without Archive, only live data.
+func TestArchiveReadBack(t *testing.T) {
+	clock := newTestClock(t0)
+	arch := t.TempDir()
+	db := openArchiveTest(t, t.TempDir(), arch, clock, CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true})
+	from := t0.Add(-2 * time.Hour)
+	insertMinutes(t, db, from, 240, "a", "b")
+	storeAll(t, db, clock)
+	now := t0.Add(26 * time.Hour)
+	clock.Set(now)
+	fresh := now.Add(-10 * time.Minute)
+	insertMinutes(t, db, fresh, 10, "a")
+	if got := expireAll(t, db, now); got.Docs != 480 {
+		t.Fatalf("archived %d", got.Docs)
+	}
+	// Sorted by time, every row of a: 240 archived, then 10 live.
+	rows := findRows(t, db, "s", FindOptions{Archive: true, Order: SortAscending, Filter: mustFilter(t, `{"sensor": "a"}`)})
+	if len(rows) != 250 {
+		t.Fatalf("%d rows of a, want 250", len(rows))
+	}
+	for i, r := range rows {
+		want := from.Add(time.Duration(i) * time.Minute)
+		v := i
+		if i >= 240 {
+			want, v = fresh.Add(time.Duration(i-240)*time.Minute), i-240
+		}
+		if r.t != want.UnixNano() || r.meta != `"a"` || r.vals != fmt.Sprintf("v=%d ", v) {
+			t.Fatalf("row %d: %v, want t=%d v=%d", i, r, want.UnixNano(), v)
+		}
+	}
+	if n := len(findRows(t, db, "s", FindOptions{})); n != 10 {
+		t.Fatalf("without archive: %d rows, want the 10 live", n)
+	}
+	// A time range inside one archived day, and a filter on the value.
+	f := mustFilter(t, fmt.Sprintf(`{"t": {"$gte": {"$date": %q}, "$lt": {"$date": %q}}, "v": {"$gte": 100}}`,
+		t0.Format(time.RFC3339), t0.Add(time.Hour).Format(time.RFC3339)))
+	rows = findRows(t, db, "s", FindOptions{Archive: true, Filter: f})
+	if len(rows) != 2*60 {
+		t.Fatalf("a day's hour with v >= 100: %d rows, want 120", len(rows))
+	}
+	// Aggregates: a count and a sum per sensor over all time.
+	rec, err := db.Aggregate(ctx, "s", AggregateOptions{Archive: true, WholeRange: true, Fields: []string{"v"}, Funcs: []AggFunc{AggCount, AggSum}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	got := map[string]string{}
+	for i := 0; i < int(rec.NumRows()); i++ {
+		got[rec.Column(1).(*array.String).Value(i)] = fmt.Sprintf("%v %v", rec.Column(2).(*array.Int64).Value(i), rec.Column(3).(*array.Float64).Value(i))
+	}
+	// a: 0..239 archived and 0..9 live; b: 0..239.
+	if got[`"a"`] != "250 28725" || got[`"b"`] != "240 28680" || len(got) != 2 {
+		t.Fatalf("aggregate %v", got)
+	}
+	// A damaged file is refused, naming it, not parsed.
+	recs, err := db.ArchivedFiles(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(arch, recs[0].Key)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x40
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := db.Find(ctx, "s", FindOptions{Archive: true})
+	if err == nil {
+		cur.Close()
+		t.Fatal("a damaged archive file was read")
+	}
+	if !strings.Contains(err.Error(), "damaged") || !strings.Contains(err.Error(), recs[0].Key) {
+		t.Fatalf("damaged file: %v", err)
 	}
 }

@@ -167,6 +167,10 @@ type scanPlan struct {
 	// snaps is the slab the series of a stream's chunk are taken into.
 	snaps []seriesSnap
 
+	// archive holds the archived rows of a read with the archive
+	// (archive_read.go); nil for other reads.
+	archive *archiveView
+
 	// doc is the row document the residual filter is evaluated on, reused
 	// row after row; docPaths are the top-level fields the filter names.
 	doc      map[string]any
@@ -195,7 +199,7 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 		// not after holding its limit.
 		var least int64
 		for _, s := range list {
-			if max(p.filter.minTime, c.visibleFrom(s, now)) <= p.filter.maxTime {
+			if max(p.filter.minTime, p.visibleFrom(c, s, now)) <= p.filter.maxTime {
 				least += seriesSnapBytes + 8*int64(len(s.buckets))
 			}
 		}
@@ -282,7 +286,7 @@ func (db *DB) planWalk(p *scanPlan, c *collection, list []*series, now time.Time
 			}
 		}
 		// Expired measurements are never returned (SPEC 4.5).
-		lo := max(p.filter.minTime, c.visibleFrom(s, now))
+		lo := max(p.filter.minTime, p.visibleFrom(c, s, now))
 		if lo > p.filter.maxTime {
 			continue
 		}
@@ -352,6 +356,10 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 		}
 		snap.mem = append(snap.mem, &cols)
 		snap.memIDs = append(snap.memIDs, b.id)
+	}
+	if p.archive != nil {
+		// Archived rows, read before the plan: charged when read.
+		snap.mem = append(snap.mem, p.archive.byMeta[s.metaKey]...)
 	}
 	return snap, nil
 }

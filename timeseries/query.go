@@ -74,6 +74,8 @@ type FindOptions struct {
 	BatchRows int
 	// Allocator allocates the records' memory; nil means the Go allocator.
 	Allocator memory.Allocator
+	// Archive reads archived data too (time series; docs/archive.md).
+	Archive bool
 }
 
 // Cursor streams the result of a find as Arrow records. It is not safe for
@@ -162,10 +164,18 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 		return nil, err
 	}
 	defer db.releaseQuery()
+	guard := db.newQueryGuard(ctx)
+	if opts.Archive {
+		if cur.scan.archive, err = db.loadArchive(ctx, c, opts.Filter, opts.Fields, guard); err != nil {
+			guard.finish()
+			return nil, err
+		}
+	}
 	db.mu.RLock()
 	ts := c.opts.TimeSeries
 	if ts == nil || c.dropped {
 		db.mu.RUnlock()
+		guard.finish()
 		if ts == nil {
 			return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
 		}
@@ -174,6 +184,7 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 	order, err := sortOrder(ts, opts)
 	if err != nil {
 		db.mu.RUnlock()
+		guard.finish()
 		return nil, err
 	}
 	// The schema: every field seen, or the projection.
@@ -184,6 +195,9 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 	cur.idPos = -1
 	for i, f := range fieldNames {
 		types := c.fieldTypes[f]
+		if cur.scan.archive != nil {
+			types |= cur.scan.archive.types[f]
+		}
 		if f == idField {
 			// Measurements written without one have an _id made for them.
 			types |= 1 << model.KindObjectID
@@ -191,7 +205,6 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 		}
 		cur.out = append(cur.out, outputColumn(f, types, opts.ExactTypes))
 	}
-	guard := db.newQueryGuard(ctx)
 	if order == SortSeries {
 		cur.stream, err = db.newSeriesStream(&cur.scan, c, opts.Filter, opts.Fields, guard, true)
 	} else {

@@ -197,7 +197,7 @@ func (st *seriesStream) fill() (more bool, err error) {
 			break
 		}
 		// Expired measurements are never returned (SPEC 4.5).
-		lo := max(p.filter.minTime, c.visibleFrom(s, st.now))
+		lo := max(p.filter.minTime, p.visibleFrom(c, s, st.now))
 		if st.empty(s, lo) || st.want != nil && !st.want(s) {
 			continue
 		}
@@ -268,7 +268,7 @@ func (st *seriesStream) selectBatch() error {
 		if cands++; len(h) == n && s.metaKey >= h[0].metaKey {
 			continue
 		}
-		if st.empty(s, max(p.filter.minTime, c.visibleFrom(s, st.now))) {
+		if st.empty(s, max(p.filter.minTime, p.visibleFrom(c, s, st.now))) {
 			cands--
 			continue
 		}
