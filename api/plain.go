@@ -18,7 +18,7 @@ import (
 // kind:
 //
 //	{"filter": {...}, "projection": {...}, "sort": {"a": 1, "b": -1},
-//	 "skip": N, "limit": N, "explain": true}
+//	 "skip": N, "limit": N, "explain": true, "archive": true}
 //
 // A time series sorts by its timeField alone; explain serves plain
 // collections. The command layer checks both.
@@ -55,8 +55,14 @@ func parseFind(name string, raw map[string]any, text []byte) (f command.Find, ex
 				return f, false, badRequest("'explain' must be true or false")
 			}
 			explain = b
+		case "archive":
+			b, ok := v.(bool)
+			if !ok {
+				return f, false, badRequest("'archive' must be true or false")
+			}
+			f.Archive = b
 		default:
-			return f, false, badRequest("unknown find option %q; accepted: filter, projection, sort, skip, limit, explain", k)
+			return f, false, badRequest("unknown find option %q; accepted: filter, projection, sort, skip, limit, explain, archive", k)
 		}
 	}
 	return f, explain, nil

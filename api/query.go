@@ -205,7 +205,7 @@ func (s *Server) abort(r *http.Request, err error) {
 // aggregateRequest is the body of POST .../aggregate:
 //
 //	{"filter": {...}, "window": "1m", "origin": <date>, "groupBy": "sensor" | "sensor.id" | null,
-//	 "fields": ["temp"], "funcs": ["min", "avg", "max"]}
+//	 "fields": ["temp"], "funcs": ["min", "avg", "max"], "archive": true}
 func parseAggregateRequest(raw map[string]any, ts *model.TimeSeriesOptions) (timeseries.AggregateOptions, error) {
 	var opts timeseries.AggregateOptions
 	var err error
@@ -247,8 +247,14 @@ func parseAggregateRequest(raw map[string]any, ts *model.TimeSeriesOptions) (tim
 			for _, n := range names {
 				opts.Funcs = append(opts.Funcs, timeseries.AggFunc(n))
 			}
+		case "archive":
+			b, ok := v.(bool)
+			if !ok {
+				return opts, badRequest("'archive' must be true or false")
+			}
+			opts.Archive = b
 		default:
-			return opts, badRequest("unknown aggregate option %q; accepted: filter, window, origin, groupBy, fields, funcs", k)
+			return opts, badRequest("unknown aggregate option %q; accepted: filter, window, origin, groupBy, fields, funcs, archive", k)
 		}
 	}
 	if opts.Window == 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -28,6 +29,9 @@ type Find struct {
 	// written with (timeseries.FindOptions.ExactTypes), for doors that
 	// speak BSON or Extended JSON.
 	ExactTypes bool
+	// Archive reads a time series' archived data with its live data
+	// (docs/archive.md).
+	Archive bool
 }
 
 // Find runs f. The cursor yields Arrow records on a time-series
@@ -39,7 +43,10 @@ func (s *Service) Find(ctx context.Context, f Find) (*timeseries.Cursor, error) 
 	if err != nil {
 		return nil, err
 	}
-	opts := timeseries.FindOptions{Filter: f.Filter, Sort: f.Sort, Skip: f.Skip, Limit: f.Limit, ExactTypes: f.ExactTypes}
+	opts := timeseries.FindOptions{Filter: f.Filter, Sort: f.Sort, Skip: f.Skip, Limit: f.Limit, ExactTypes: f.ExactTypes, Archive: f.Archive}
+	if f.Archive && h.TimeSeries() == nil {
+		return nil, mongoerr.New(mongoerr.BadValue, "'archive' reads a time-series collection's archive; %q is a plain collection", f.Collection)
+	}
 	if ts := h.TimeSeries(); ts != nil {
 		p, err := ParseProjection(f.Projection)
 		if err != nil {

@@ -41,6 +41,7 @@ type findArgs struct {
 	limit      int64
 	batchSize  int64 // -1: default
 	single     bool
+	archive    bool // Hourglass' own: read the archive too (docs/archive.md)
 }
 
 // findOptionsIgnored are the find fields accepted that change nothing
@@ -96,9 +97,15 @@ func parseFind(cmd *wireCommand) (findArgs, error) {
 				return a, mongoerr.New(mongoerr.TypeMismatch, "'find.singleBatch' must be a boolean")
 			}
 			a.single = a.single || b
+		case "archive":
+			b, ok := v.(bool)
+			if !ok {
+				return a, mongoerr.New(mongoerr.TypeMismatch, "'find.archive' must be a boolean")
+			}
+			a.archive = b
 		default:
 			if !findOptionsIgnored[k] {
-				return a, mongoerr.New(unknownField, "BSON field 'find.%s' is an unknown field; Hourglass supports filter, projection, sort, skip, limit, batchSize and singleBatch", k)
+				return a, mongoerr.New(unknownField, "BSON field 'find.%s' is an unknown field; Hourglass supports filter, projection, sort, skip, limit, batchSize, singleBatch and archive", k)
 			}
 		}
 	}
@@ -367,7 +374,7 @@ func cmdKillCursors(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 func (s *Server) find(name string, filter *partialfilter.Filter, a *findArgs) (source, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cur, err := s.cmd.Find(ctx, command.Find{Collection: name, Filter: filter, Projection: a.projection,
-		Sort: a.sort, Skip: a.skip, Limit: a.limit, ExactTypes: true})
+		Sort: a.sort, Skip: a.skip, Limit: a.limit, ExactTypes: true, Archive: a.archive})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -159,6 +159,21 @@ func TestDuckDBReadsArchive(t *testing.T) {
 		t.Fatalf("after the pass: %+v, want every one of %d measurements archived, in a file per day", info, n)
 	}
 
+	// Hourglass reads the archive back: the same aggregate, and every
+	// measurement, with "archive": true; none without.
+	again := do(t, u, "POST", "/v1/collections/weather/aggregate",
+		`{"window": "30d", "groupBy": "sensor", "fields": ["v"], "funcs": ["count", "avg"], "archive": true}`)
+	if !bytes.Equal(again, agg) {
+		t.Fatalf("aggregate with the archive:\n%s\nwant, as before it expired:\n%s", again, agg)
+	}
+	nd := do(t, u, "POST", "/v1/collections/weather/find", `{"archive": true}`)
+	if lines := bytes.Count(nd, []byte(`"sensor"`)); lines != n {
+		t.Fatalf("find with the archive: %d measurements, want %d", lines, n)
+	}
+	if live := do(t, u, "POST", "/v1/collections/weather/find", `{}`); strings.TrimSpace(strings.ReplaceAll(string(live), "\n", "")) != "[]" {
+		t.Fatalf("find without the archive: %.200s", live)
+	}
+
 	cmd := exec.Command(nodeBin, "testdata/per_sensor.mjs", filepath.ToSlash(arch))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -187,14 +202,14 @@ func TestDuckDBReadsArchive(t *testing.T) {
 
 	// Restore, as docs/archive.md says: DuckDB writes the archived days
 	// as NDJSON, which the documents endpoint takes back.
-	nd := filepath.Join(t.TempDir(), "restore.ndjson")
+	restored := filepath.Join(t.TempDir(), "restore.ndjson")
 	from, to := start.Format(time.DateOnly), start.Add(72*time.Hour).Format(time.DateOnly)
-	cmd = exec.Command(nodeBin, "testdata/restore.mjs", filepath.ToSlash(arch), "weather", from, to, nd)
+	cmd = exec.Command(nodeBin, "testdata/restore.mjs", filepath.ToSlash(arch), "weather", from, to, restored)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("restore export: %v\n%s", err, out)
 	}
 	do(t, u, "PUT", "/v1/collections/restored", `{"timeseries": {"timeField": "t", "metaField": "sensor", "granularity": "minutes"}}`)
-	f, err := os.Open(nd)
+	f, err := os.Open(restored)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +225,7 @@ func TestDuckDBReadsArchive(t *testing.T) {
 	if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != fmt.Sprintf(`{"inserted":%d}`, n) {
 		t.Fatalf("restore insert: %d %s", resp.StatusCode, b)
 	}
-	again := do(t, u, "POST", "/v1/collections/restored/aggregate",
+	again = do(t, u, "POST", "/v1/collections/restored/aggregate",
 		`{"window": "30d", "groupBy": "sensor", "fields": ["v"], "funcs": ["count", "avg"]}`)
 	if !bytes.Equal(again, agg) {
 		t.Fatalf("restored aggregate differs:\n%s\nwant\n%s", again, agg)

@@ -9,7 +9,7 @@ const inst = await DuckDBInstance.create(':memory:');
 const con = await inst.connect();
 await con.run(`
   COPY (
-    SELECT {'$date': strftime(t, '%Y-%m-%dT%H:%M:%S.%gZ')} AS t, * EXCLUDE (t, date)
+    SELECT {'$date': strftime(t, '%Y-%m-%dT%H:%M:%S.%gZ')} AS t, * EXCLUDE (t, date, "$meta")
     FROM read_parquet('${dir}/${coll}/**/*.parquet', hive_partitioning = true, union_by_name = true)
     WHERE date BETWEEN '${from}' AND '${to}'
   ) TO '${out}' (FORMAT json)`);
