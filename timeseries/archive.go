@@ -202,6 +202,7 @@ func (db *DB) archivePass(ctx context.Context, c *collection, index string, ids 
 	if err := db.flushStore(db.stop); err != nil {
 		return out, err
 	}
+	db.archiveHook("intent")
 	undo := func(cause error) error {
 		for _, k := range keys {
 			if err := st.Delete(context.WithoutCancel(ctx), k); err != nil {
@@ -215,12 +216,20 @@ func (db *DB) archivePass(ctx context.Context, c *collection, index string, ids 
 			return out, undo(fmt.Errorf("archive %s: %w", st, err))
 		}
 	}
+	db.archiveHook("files")
 	docs, buckets, err := db.archiveCommit(c, seq, files, keys, read, gone)
 	if err != nil {
 		return out, undo(err)
 	}
+	db.archiveHook("commit")
 	out.Docs, out.Buckets, out.More = docs, buckets, more
 	return out, nil
+}
+
+func (db *DB) archiveHook(step string) {
+	if h := db.hooks.archiveStep; h != nil {
+		h(step)
+	}
 }
 
 // errArchiveRace aborts a pass whose buckets changed while its files were

@@ -3,11 +3,17 @@ package timeseries
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,9 +22,12 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/hourglassdb/hourglass/archive"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/objstore"
+	"github.com/hourglassdb/hourglass/ttl"
 )
 
 // openArchiveTest opens a store whose archive is the directory arch, and
@@ -376,5 +385,178 @@ func TestArchiveReadBack(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "damaged") || !strings.Contains(err.Error(), recs[0].Key) {
 		t.Fatalf("damaged file: %v", err)
+	}
+}
+
+// dyingStore is a directory store that stops writing once its process
+// is taken for dead: after a simulated power cut, a pass that goes on
+// running must not reach the archive, as a dead process would not.
+type dyingStore struct {
+	objstore.Store
+	dead atomic.Bool
+}
+
+var errDead = errors.New("the process is dead")
+
+func (d *dyingStore) Put(ctx context.Context, key string, body io.Reader, size int64) error {
+	if d.dead.Load() {
+		return errDead
+	}
+	return d.Store.Put(ctx, key, body, size)
+}
+
+func (d *dyingStore) Delete(ctx context.Context, key string) error {
+	if d.dead.Load() {
+		return errDead
+	}
+	return d.Store.Delete(ctx, key)
+}
+
+// Power cuts at every step of archive passes (after the intent is
+// durable, after the files are written, after the commit is applied but
+// before it is durable, or none), on a file system that forgets what was
+// not synced while the archive keeps every file: after each restart a read
+// with the archive returns every acknowledged measurement exactly once,
+// and once a pass completes, the archive directory holds each archived
+// measurement exactly once, as a Parquet engine reads it.
+func TestArchivePowerLoss(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("HOURGLASS_ARCHIVE_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (rerun with HOURGLASS_ARCHIVE_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	fs := vfs.NewStrictMem()
+	arch := t.TempDir()
+	dir, err := objstore.Open(ctx, "file://"+arch, objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &dyingStore{Store: dir}
+	clock := newTestClock(t0)
+	open := func() *DB {
+		db, err := Open(Options{Dir: "/data", FS: fs, Now: clock.Now, Archive: st, CheckpointInterval: time.Minute})
+		if err != nil {
+			t.Fatalf("seed %d: open: %v", seed, err)
+		}
+		return db
+	}
+	db := open()
+	defer func() { db.Close() }()
+	if _, err := db.CreateCollection(ctx, "s", CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true,
+		TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor", BucketMaxSpanSeconds: 3600, BucketRoundingSeconds: 3600}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[int64]bool{}
+	next := int64(0)
+	check := func(what string) {
+		t.Helper()
+		seen := map[int64]int{}
+		for _, r := range findRows(t, db, "s", FindOptions{Archive: true}) {
+			var n int64
+			if _, err := fmt.Sscanf(r.vals, "n=%d", &n); err != nil {
+				t.Fatalf("seed %d, %s: row %v (%q)", seed, what, r, r.vals)
+			}
+			seen[n]++
+		}
+		for n := range acked {
+			if seen[n] != 1 {
+				t.Fatalf("seed %d, %s: measurement %d read %d times", seed, what, n, seen[n])
+			}
+		}
+		if len(seen) != len(acked) {
+			t.Fatalf("seed %d, %s: %d measurements read, %d acknowledged", seed, what, len(seen), len(acked))
+		}
+	}
+	steps := []string{"", "intent", "files", "commit"}
+	for round := 0; round < 24; round++ {
+		// Rows of the last day, for a few sensors: the older expire.
+		var ms []model.Measurement
+		for range 1 + rng.IntN(40) {
+			tm := clock.Now().Add(-time.Duration(rng.Int64N(int64(30 * time.Hour))))
+			ms = append(ms, model.Measurement{Time: tm.UnixNano(), Meta: fmt.Sprintf("s%d", rng.IntN(4)),
+				Fields: []model.Field{{Name: "n", Value: model.Int(next)}}})
+			acked[next] = true
+			next++
+		}
+		if res, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil || len(res.Errors) > 0 {
+			t.Fatalf("insert: %v %v", err, res.Errors)
+		}
+		storeAll(t, db, clock)
+		clock.Advance(time.Duration(rng.IntN(3)) * time.Hour)
+		cut := steps[rng.IntN(len(steps))]
+		db.hooks.archiveStep = func(step string) {
+			if step == cut {
+				fs.SetIgnoreSyncs(true)
+				st.dead.Store(true)
+			}
+		}
+		targets, err := db.Targets(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range targets {
+			db.Expire(ctx, tg, clock.Now(), ttl.Budget{Docs: int64(1 + rng.IntN(60))}) // a cut fails it
+		}
+		if st.dead.Load() {
+			db.Close()
+			fs.ResetToSyncedState()
+			fs.SetIgnoreSyncs(false)
+			st.dead.Store(false)
+			db = open()
+			check("after a power cut at " + cut)
+		} else {
+			db.hooks.archiveStep = nil
+			check("after a pass")
+		}
+		// The retry after a failure waits.
+		clock.Advance(archiveRetryMax)
+	}
+	// A complete pass removes what interrupted ones left: the directory
+	// and the store together hold every measurement once.
+	db.hooks.archiveStep = nil
+	clock.Advance(48 * time.Hour)
+	expireAll(t, db, clock.Now())
+	check("at the end")
+	live := len(findRows(t, db, "s", FindOptions{}))
+	seen := map[int64]int{}
+	err = filepath.WalkDir(arch, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(p, ".parquet") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		r, err := archive.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		for g := 0; g < r.NumRowGroups(); g++ {
+			segs, _, err := r.ReadRowGroup(ctx, g, []string{"n"}, math.MinInt64, math.MaxInt64, nil)
+			if err != nil {
+				return err
+			}
+			for _, s := range segs {
+				for _, v := range s.Cols.Fields[0].Ints {
+					seen[v]++
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, k := range seen {
+		if k != 1 {
+			t.Fatalf("seed %d: the directory holds measurement %d %d times", seed, n, k)
+		}
+	}
+	if len(seen)+live != len(acked) || live != 0 {
+		t.Fatalf("seed %d: %d in the directory, %d live, %d acknowledged", seed, len(seen), live, len(acked))
 	}
 }

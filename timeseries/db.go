@@ -162,6 +162,10 @@ type DB struct {
 		// ddlStep runs at the steps of DDL a crash may come between
 		// (ddlStep's callers name them).
 		ddlStep func(step string)
+		// archiveStep runs at the steps of an archive pass a crash may
+		// come between: "intent" (durable), "files" (written), "commit"
+		// (applied, durable with the next flush).
+		archiveStep func(step string)
 		// catalogCleared runs when ReplaceFrom has emptied the catalog in
 		// memory, before it loads the new one.
 		catalogCleared func()

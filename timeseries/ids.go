@@ -38,17 +38,21 @@ func madeID(series uint64, t int64) [bucket.ObjectIDLen]byte {
 // first, where the collection never stored one (measurements written
 // without one have one made), then the fields in the order the collection
 // first saw them (its name table). DB.mu is held.
-func (c *collection) findFields() []string {
+func (c *collection) findFields() []string { return c.findFieldsWith(nil) }
+
+// findFieldsWith is findFields with the fields of more too (a read's
+// archived rows: archiveView.types).
+func (c *collection) findFieldsWith(more map[string]typeSet) []string {
 	if c.opts.TimeSeries == nil {
 		return nil
 	}
 	out := make([]string, 0, len(c.fieldTypes)+1)
-	if c.fieldTypes[idField] == 0 {
+	if c.fieldTypes[idField]|more[idField] == 0 {
 		out = append(out, idField)
 	}
 	named := 0
 	for _, f := range c.names {
-		if c.fieldTypes[f] != 0 {
+		if c.fieldTypes[f]|more[f] != 0 {
 			out = append(out, f)
 			named++
 		}

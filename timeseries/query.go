@@ -190,7 +190,11 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 	// The schema: every field seen, or the projection.
 	fieldNames := opts.Fields
 	if fieldNames == nil {
-		fieldNames = c.findFields()
+		if cur.scan.archive != nil {
+			fieldNames = c.findFieldsWith(cur.scan.archive.types)
+		} else {
+			fieldNames = c.findFields()
+		}
 	}
 	cur.idPos = -1
 	for i, f := range fieldNames {
