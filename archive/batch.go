@@ -418,6 +418,14 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 	for _, p := range append(metaPaths, MetaKeyColumn) {
 		opts = append(opts, parquet.WithDictionaryFor(p, true))
 	}
+	// Times and integers as deltas, bit-packed: regular times cost bits
+	// per row, not bytes, before zstd.
+	for _, fl := range fields {
+		switch fl.Type.ID() {
+		case arrow.TIMESTAMP, arrow.INT64, arrow.INT32:
+			opts = append(opts, parquet.WithEncodingFor(fl.Name, parquet.Encodings.DeltaBinaryPacked))
+		}
+	}
 	props := parquet.NewWriterProperties(opts...)
 	w, err := pqarrow.NewFileWriter(schema, &buf, props, pqarrow.NewArrowWriterProperties())
 	if err != nil {

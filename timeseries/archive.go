@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
+	"math"
 	"net/url"
 	"runtime"
 	"slices"
@@ -87,6 +88,12 @@ func archiveKey(coll uint32, kind byte, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
+// archiveBatchRows is the least a batch of an archive pass moves, whatever
+// the TTL monitor's budget of documents (its time budget still holds): a
+// file per batch and day, the files hold many rows, which Parquet engines
+// read faster and compress better.
+const archiveBatchRows = 256 << 10
+
 // archiveRetryMax bounds the wait between failed passes of a collection.
 const archiveRetryMax = 5 * time.Minute
 
@@ -133,6 +140,9 @@ func (db *DB) archiveSeries(ctx context.Context, c *collection, index string, id
 	db.mu.RUnlock()
 	if now := db.opts.Now(); now.Before(retry) {
 		return out, nil // backing off after a failure
+	}
+	if budget.Docs > 0 {
+		budget.Docs = max(budget.Docs, archiveBatchRows)
 	}
 	out, err = db.archivePass(ctx, c, index, ids, now, budget)
 	db.mu.Lock()
@@ -260,6 +270,69 @@ func (db *DB) archiveRead(ctx context.Context, c *collection, index string, ids 
 	defer it.Close()
 	var r bucket.Reader
 	inMem := map[uint64]bool{}
+	// series reads, under DB.mu, what a pass needs of series id: its
+	// cutoff and the ids of its buckets in memory (whose stored copies are
+	// older); false when it does not archive.
+	series := func(id uint64) (cutoff int64, metaKey string, ok bool) {
+		db.mu.RLock()
+		defer db.mu.RUnlock()
+		s := c.seriesOf(id)
+		if s == nil || s.ttl < 0 || !s.archive || c.dropped || c.oorBuckets > 0 {
+			return 0, "", false
+		}
+		clear(inMem)
+		for _, b := range s.buckets {
+			inMem[b.id] = true
+		}
+		return ttl.Cutoff(now, s.ttl), s.metaKey, true
+	}
+	// expired reports whether the bucket at the iterator is one to move,
+	// with its key's parts and value.
+	expired := func(cutoff int64) (kp bucketKeyParts, v []byte, rows int, ok bool, err error) {
+		if kp, err = parseBucketKey(it.Key()); err != nil || inMem[kp.id] {
+			return kp, nil, 0, false, err // a newer copy lives in memory
+		}
+		if v, err = it.ValueAndErr(); err != nil {
+			return kp, nil, 0, false, err
+		}
+		rows, _, maxT, err := bucket.Peek(v)
+		if err != nil {
+			return kp, nil, 0, false, fmt.Errorf("series %d bucket %d: %w", kp.series, kp.id, err)
+		}
+		return kp, v, rows, maxT < cutoff, nil
+	}
+	// A pass moves the oldest UTC day of expired data first, across all
+	// the series, so that a day's file holds every series of the day:
+	// the least min time of a bucket to move makes the window, and the
+	// pass takes the buckets that start before its end.
+	first := int64(math.MaxInt64)
+	for n, id := range order {
+		if n%64 == 63 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+		cutoff, _, ok := series(id)
+		if !ok {
+			continue
+		}
+		upper := seriesTimeKey(spaceBucket, c.id, id, min(cutoff, first))
+		for valid := it.SeekGE(seriesPrefix(spaceBucket, c.id, id)); valid && bytes.Compare(it.Key(), upper) < 0; valid = it.Next() {
+			kp, _, _, ok, err := expired(cutoff)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				first = min(first, kp.minTime)
+				break
+			}
+		}
+	}
+	if first == math.MaxInt64 {
+		return false, nil
+	}
+	const day = int64(24 * time.Hour)
+	windowEnd := floorDiv(first, day) + day
 	over := func() bool {
 		return (budget.Docs > 0 && batch.Rows() >= budget.Docs) ||
 			(!budget.Deadline.IsZero() && db.opts.Now().After(budget.Deadline))
@@ -276,40 +349,20 @@ func (db *DB) archiveRead(ctx context.Context, c *collection, index string, ids 
 		if n%64 == 63 {
 			runtime.Gosched()
 		}
-		db.mu.RLock()
-		s := c.seriesOf(id)
-		if s == nil || s.ttl < 0 || !s.archive || c.dropped || c.oorBuckets > 0 {
-			db.mu.RUnlock()
+		cutoff, metaKey, ok := series(id)
+		if !ok {
 			last = id
 			continue
 		}
-		cutoff := ttl.Cutoff(now, s.ttl)
-		clear(inMem)
-		for _, b := range s.buckets {
-			inMem[b.id] = true
-		}
-		metaKey := s.metaKey
-		db.mu.RUnlock()
 		meta := model.MetaOfKey(metaKey)
-		upper := seriesTimeKey(spaceBucket, c.id, id, cutoff)
+		upper := seriesTimeKey(spaceBucket, c.id, id, min(cutoff, windowEnd))
 		stopped := false
 		for valid := it.SeekGE(seriesPrefix(spaceBucket, c.id, id)); valid && bytes.Compare(it.Key(), upper) < 0; valid = it.Next() {
-			kp, err := parseBucketKey(it.Key())
+			kp, v, rows, ok, err := expired(cutoff)
 			if err != nil {
 				return false, err
 			}
-			if inMem[kp.id] {
-				continue // a newer copy lives in memory
-			}
-			v, err := it.ValueAndErr()
-			if err != nil {
-				return false, err
-			}
-			rows, _, maxT, err := bucket.Peek(v)
-			if err != nil {
-				return false, fmt.Errorf("series %d bucket %d: %w", id, kp.id, err)
-			}
-			if maxT >= cutoff {
+			if !ok {
 				continue
 			}
 			if over() {
@@ -339,6 +392,9 @@ func (db *DB) archiveRead(ctx context.Context, c *collection, index string, ids 
 	}
 	if !more {
 		last = 0
+		// The next window may hold more: the monitor asks again until a
+		// pass finds nothing.
+		more = len(*read) > 0
 	}
 	db.mu.Lock()
 	if c.ttlResume == nil {
