@@ -15,7 +15,7 @@ import (
 // binary, each a restart on the same data directory, a check of what the
 // clients were told against what the server returns, then a mixed load
 // (JSON and line-protocol writers, plain-collection inserts, deletes, TTL
-// passes and DDL) cut by SIGKILL at a random point.
+// passes, archive passes and DDL) cut by SIGKILL at a random point.
 type CrashConfig struct {
 	// Binary is the hourglass executable to run as "serve".
 	Binary string
@@ -240,6 +240,9 @@ const (
 	crashLP    = "crash_lp"    // time series, line-protocol writers
 	crashPlain = "crash_plain" // plain documents
 	crashTTL   = "crash_ttl"   // time series with a TTL
+	// crashArchive is a time series whose TTL moves expiring rows to the
+	// archive: a find with the archive returns every row once.
+	crashArchive = "crash_archive"
 )
 
 // crashTTLs are the TTLs collMod sets crash_ttl to in turn. Rows written
@@ -265,6 +268,7 @@ func newCrashModel(seed uint64) *crashModel {
 	add(kindLP, crashLP, "l1")
 	add(kindPlain, crashPlain, "p0")
 	add(kindTTL, crashTTL, "t0")
+	add(kindArchive, crashArchive, "a0")
 	m.ddl = &ddlClient{model: m, rng: rand.New(rand.NewPCG(seed, 0x64646c)), ttl: crashTTLs[0]}
 	return m
 }
@@ -295,6 +299,7 @@ func (m *crashModel) setup(ctx context.Context, c *apiClient) error {
 		{crashLP, map[string]any{"timeseries": map[string]any{"timeField": "time", "metaField": "tags"}}},
 		{crashPlain, map[string]any{}},
 		{crashTTL, map[string]any{"timeseries": map[string]any{"timeField": "t", "metaField": "sensor"}, "expireAfterSeconds": crashTTLs[0]}},
+		{crashArchive, map[string]any{"timeseries": map[string]any{"timeField": "t", "metaField": "sensor"}, "expireAfterSeconds": 3600, "archive": true}},
 	} {
 		if err := c.call(ctx, http.MethodPut, "/v1/collections/"+p.name, p.body, nil); err != nil {
 			return err

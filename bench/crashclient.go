@@ -18,6 +18,7 @@ const (
 	kindLP                      // line protocol into a time series
 	kindPlain                   // documents into a plain collection
 	kindTTL                     // NDJSON into a time series with a TTL: rows already expired and rows just written
+	kindArchive                 // as kindTTL, into a time series whose TTL archives: every row stays readable
 )
 
 // States of a row (or of an index, or a collection) in the model.
@@ -38,7 +39,7 @@ type crashWriter struct {
 	rng        *rand.Rand
 
 	states []uint8 // by row number
-	times  []int64 // kindTTL: each row's time, Unix ms
+	times  []int64 // kindTTL and kindArchive: each row's time, Unix ms
 	delLow int     // rows below it were in a delete sent
 
 	acked, unacked int // this cycle's
@@ -50,7 +51,7 @@ const crashLive = 20000
 
 // rowTime is row seq's time.
 func (w *crashWriter) rowTime(seq int) time.Time {
-	if w.kind == kindTTL {
+	if w.kind == kindTTL || w.kind == kindArchive {
 		return time.UnixMilli(w.times[seq]).UTC()
 	}
 	return crashEpoch.Add(time.Duration(seq) * time.Second)
@@ -60,7 +61,7 @@ func (w *crashWriter) rowTime(seq int) time.Time {
 func (w *crashWriter) run(ctx context.Context, c *apiClient) {
 	for ctx.Err() == nil {
 		live := len(w.states) - w.delLow
-		del := w.kind != kindTTL && live > 0 && (live > crashLive || w.rng.IntN(8) == 0)
+		del := w.kind != kindTTL && w.kind != kindArchive && live > 0 && (live > crashLive || w.rng.IntN(8) == 0)
 		var more bool
 		if del {
 			more = w.delete(ctx, c)
@@ -93,7 +94,7 @@ func (w *crashWriter) insert(ctx context.Context, c *apiClient) bool {
 				body.WriteByte(',')
 			}
 			fmt.Fprintf(&body, `{"_id": "%s-%d", "w": %q, "v": %d}`, w.name, seq, w.name, seq)
-		case kindTTL:
+		case kindTTL, kindArchive:
 			t := now // odd rows expired when written, even ones just written
 			if seq%2 == 1 {
 				t = now.Add(-3 * time.Hour)

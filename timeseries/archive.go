@@ -468,13 +468,20 @@ func (db *DB) archiveCommit(c *collection, seq uint64, files []archive.File, key
 	}
 	// No checkpoint writes c's record before this batch is applied
 	// (maintMu is held), and writers do not take stored buckets back into
-	// memory: the lock is not needed across the sync.
+	// memory: the lock is not needed across the sync. The counts in
+	// memory change together once it is applied, so that a describe sees
+	// every measurement either live or archived.
+	next := c.archived
+	next.Seq = seq
+	next.Files += st.Files
+	next.Bytes += st.Bytes
+	next.Measurements += st.Measurements
 	before := c.archived
 	c.ckptCount -= docs
 	c.ckptBuckets -= buckets
-	c.archived = ArchiveStats{Seq: seq, Files: before.Files + st.Files, Bytes: before.Bytes + st.Bytes,
-		Measurements: before.Measurements + st.Measurements}
+	c.archived = next
 	rec, err := c.record()
+	c.archived = before
 	db.mu.Unlock()
 	if err == nil {
 		err = b.Set(catalogKey(c.name), rec, nil)
@@ -488,10 +495,10 @@ func (db *DB) archiveCommit(c *collection, seq uint64, files []archive.File, key
 	if err != nil {
 		c.ckptCount += docs
 		c.ckptBuckets += buckets
-		c.archived = before
 		db.mu.Unlock()
 		return 0, 0, err
 	}
+	c.archived = next
 	c.count -= docs
 	c.buckets -= buckets
 	c.dirty = true
