@@ -14,11 +14,11 @@ import (
 type writerKind uint8
 
 const (
-	kindJSON  writerKind = iota // NDJSON into a time series
-	kindLP                      // line protocol into a time series
-	kindPlain                   // documents into a plain collection
-	kindTTL                     // NDJSON into a time series with a TTL: rows already expired and rows just written
-	kindArchive                 // as kindTTL, into a time series whose TTL archives: every row stays readable
+	kindJSON    writerKind = iota // NDJSON into a time series
+	kindLP                        // line protocol into a time series
+	kindPlain                     // documents into a plain collection
+	kindTTL                       // NDJSON into a time series with a TTL: rows already expired and rows just written
+	kindArchive                   // as kindTTL, into a time series whose TTL archives: every row stays readable
 )
 
 // States of a row (or of an index, or a collection) in the model.
