@@ -1,0 +1,184 @@
+package timeseries
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// ErrBackupRunning is what Backup answers while another backup of the same
+// DB is running.
+var ErrBackupRunning = errors.New("timeseries: a backup is already running")
+
+// backupDirName is the directory under Options.Dir where Backup builds its
+// image; whatever a crash left there is removed by the next backup.
+const backupDirName = "backup.tmp"
+
+// BackupImage is a consistent image of the store on the store's own
+// filesystem, made by Backup: a Pebble checkpoint (store/) and the log
+// segments that go with it (wal/). Copied into an empty data directory, in
+// the same relative paths, it is a store that Open opens with every write
+// acknowledged before Backup was called, as Open recovers a store after a
+// crash: the log's records are replayed over the checkpoint.
+type BackupImage struct {
+	// Files are the image's files, paths relative to the data directory
+	// with forward slashes ("store/000012.sst", "wal/00000000000000000007.wal"), sorted.
+	// Every file is immutable while the image exists.
+	Files []BackupFile
+	// Taken is when the log was cut: writes acknowledged before it are in
+	// the image.
+	Taken time.Time
+
+	fs   vfs.FS
+	root string
+}
+
+// BackupFile is a file of a BackupImage.
+type BackupFile struct {
+	Path string
+	Size int64
+}
+
+// Open opens the image's file at path (one of Files' paths) for reading.
+// The caller closes it.
+func (im *BackupImage) Open(path string) (io.ReadCloser, error) {
+	if !slices.ContainsFunc(im.Files, func(f BackupFile) bool { return f.Path == path }) {
+		return nil, fmt.Errorf("timeseries: %s is not a file of the backup image", path)
+	}
+	return im.fs.Open(filepath.Join(im.root, filepath.FromSlash(path)))
+}
+
+// Backup makes an image of the store while writers keep going, calls fn
+// with it, and removes it once fn returns; fn's error is Backup's. The
+// image is made under the lock that checkpoints, deletes, merges, TTL
+// passes and DDL take (they wait for it, not for fn): Pebble's tables are
+// flushed and checkpointed (hard links), then the log is cut, and the log
+// segments from the store's last checkpoint to the cut are linked beside
+// them. Writers are never excluded: an insert that lands after the
+// Pebble checkpoint is in a log segment the image holds, or after the cut
+// and not in the image at all; nothing of a write is in it without its
+// log record. The image costs disk space only as the live store compacts
+// away from its tables and truncates its log.
+//
+// One backup runs at a time: a second call while one runs fails with
+// ErrBackupRunning. fn may run while the DB closes; the image stays valid.
+func (db *DB) Backup(fn func(*BackupImage) error) (err error) {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if err := db.checkSpace(-1); err != nil {
+		return err
+	}
+	if !db.backupBusy.CompareAndSwap(false, true) {
+		return ErrBackupRunning
+	}
+	defer db.backupBusy.Store(false)
+	fs := db.opts.FS
+	root := filepath.Join(db.opts.Dir, backupDirName)
+	if err := fs.RemoveAll(root); err != nil {
+		return fmt.Errorf("timeseries: remove the old backup image %s: %w", root, err)
+	}
+	defer func() {
+		if rerr := fs.RemoveAll(root); rerr != nil && err == nil {
+			err = fmt.Errorf("timeseries: remove the backup image %s: %w", root, rerr)
+		}
+	}()
+	im, err := db.backupImage(root)
+	if err != nil {
+		return err
+	}
+	return fn(im)
+}
+
+// backupImage makes the image in root.
+func (db *DB) backupImage(root string) (*BackupImage, error) {
+	fs := db.opts.FS
+	if err := fs.MkdirAll(filepath.Join(root, "wal"), 0o755); err != nil {
+		return nil, fmt.Errorf("timeseries: backup image %s: %w", root, db.diskErr(err))
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	// Plain collections' documents go to Pebble directly and its own log
+	// is off: the flush puts them in tables, so that little of the log is
+	// needed. It is not needed for correctness: whatever the memtables
+	// hold is in the log segments the image takes.
+	if err := db.pdb.Flush(); err != nil {
+		return nil, fmt.Errorf("timeseries: backup: flush the store: %w", db.diskErr(err))
+	}
+	// The segment replay starts from: it changes only under maintMu.
+	var first uint64
+	if v, closer, err := db.pdb.Get(keyCheckpoint); err == nil {
+		st, derr := decodeCheckpointState(v)
+		closer.Close()
+		if derr != nil {
+			return nil, fmt.Errorf("timeseries: backup: %w", derr)
+		}
+		first = st.segment
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return nil, fmt.Errorf("timeseries: backup: %w", err)
+	}
+	if err := db.pdb.Checkpoint(filepath.Join(root, "store")); err != nil {
+		return nil, fmt.Errorf("timeseries: backup: checkpoint the store into %s: %w", root, db.diskErr(err))
+	}
+	// The cut comes after the checkpoint: every write in the checkpoint has
+	// its record below the cut, and every write acknowledged before the
+	// call too.
+	cut, err := db.wal.Cut()
+	if err != nil {
+		return nil, fmt.Errorf("timeseries: backup: cut the log: %w", err)
+	}
+	taken := time.Now()
+	walDir := filepath.Join(db.opts.Dir, "wal")
+	names, err := fs.List(walDir)
+	if err != nil {
+		return nil, fmt.Errorf("timeseries: backup: list the log: %w", err)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		n, ok := segmentNumber(name)
+		if !ok || n < first || n >= cut {
+			continue
+		}
+		if err := fs.Link(filepath.Join(walDir, name), filepath.Join(root, "wal", name)); err != nil {
+			return nil, fmt.Errorf("timeseries: backup: link log segment %d: %w", n, db.diskErr(err))
+		}
+	}
+	im := &BackupImage{Taken: taken, fs: fs, root: root}
+	for _, sub := range []string{"store", "wal"} {
+		names, err := fs.List(filepath.Join(root, sub))
+		if err != nil {
+			return nil, fmt.Errorf("timeseries: backup image: %w", err)
+		}
+		for _, name := range names {
+			st, err := fs.Stat(filepath.Join(root, sub, name))
+			if err != nil {
+				return nil, fmt.Errorf("timeseries: backup image: %w", err)
+			}
+			if st.IsDir() {
+				continue
+			}
+			im.Files = append(im.Files, BackupFile{Path: sub + "/" + name, Size: st.Size()})
+		}
+	}
+	slices.SortFunc(im.Files, func(a, b BackupFile) int { return strings.Compare(a.Path, b.Path) })
+	return im, nil
+}
+
+// segmentNumber is the number of a log segment's file name: digits and
+// ".wal" (wal's segmentName).
+func segmentNumber(name string) (uint64, bool) {
+	base, ok := strings.CutSuffix(name, ".wal")
+	if !ok || base == "" || strings.TrimLeft(base, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(base, 10, 64)
+	return n, err == nil
+}
