@@ -93,16 +93,27 @@ func Create(ctx context.Context, db *timeseries.DB, st objstore.Store, o Options
 		}
 		o.Progress.TotalFiles.Store(int64(len(im.Files)))
 		o.Progress.TotalBytes.Store(m.Bytes)
+		known := knownSums(ctx, st)
 		var reused []File
 		for _, f := range im.Files {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			sum, err := hashImageFile(im, f)
+			fi, err := im.Stat(f.Path)
 			if err != nil {
-				return err
+				return fmt.Errorf("backup: %w", err)
 			}
-			bf := File{Path: f.Path, Size: f.Size, SHA256: sum, Key: fileKey(f.Path, f.Size, sum)}
+			ident := identity(fi)
+			sum := ""
+			if ident != "" {
+				sum = known[f.Path+"\x00"+ident]
+			}
+			if sum == "" {
+				if sum, err = hashImageFile(im, f); err != nil {
+					return err
+				}
+			}
+			bf := File{Path: f.Path, Size: f.Size, SHA256: sum, Key: fileKey(f.Path, f.Size, sum), Ident: ident}
 			if size, ok := have[bf.Key]; ok && size == f.Size {
 				reused = append(reused, bf)
 			} else {
@@ -149,6 +160,23 @@ func Create(ctx context.Context, db *timeseries.DB, st objstore.Store, o Options
 	o.Logger.Info("backup complete", "backup", id, "target", st.String(), "files", res.Files,
 		"bytes", res.Bytes, "copiedBytes", res.CopiedBytes, "took", res.Took)
 	return res, nil
+}
+
+// knownSums maps the path and identity of each file of the newest
+// complete backup in st to its checksum; empty when there is none, or its
+// manifest does not verify.
+func knownSums(ctx context.Context, st objstore.Store) map[string]string {
+	known := map[string]string{}
+	m, err := resolve(ctx, st, "")
+	if err != nil {
+		return known
+	}
+	for _, f := range m.Files {
+		if f.Ident != "" {
+			known[f.Path+"\x00"+f.Ident] = f.SHA256
+		}
+	}
+	return known
 }
 
 // targetErr is an error of the target: ErrTarget naming it.

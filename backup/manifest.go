@@ -46,6 +46,11 @@ type File struct {
 	SHA256 string `json:"sha256"`
 	// Key is the object holding it (fileKey).
 	Key string `json:"key"`
+	// Ident is the local file's identity when it was backed up (device,
+	// inode, size, modification time; "" if unknown): the next backup of
+	// the same store takes the checksum of a file with the same path and
+	// identity from here instead of reading the file again.
+	Ident string `json:"ident,omitempty"`
 }
 
 // Keys of a target.

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -47,6 +47,16 @@ type BackupFile struct {
 	Size int64
 }
 
+// Stat describes the image's file at path (one of Files' paths). A
+// table of the store is a hard link to the store's own file: the same
+// file (its inode) in two images is the same content.
+func (im *BackupImage) Stat(path string) (os.FileInfo, error) {
+	if !slices.ContainsFunc(im.Files, func(f BackupFile) bool { return f.Path == path }) {
+		return nil, fmt.Errorf("timeseries: %s is not a file of the backup image", path)
+	}
+	return im.fs.Stat(filepath.Join(im.root, filepath.FromSlash(path)))
+}
+
 // Open opens the image's file at path (one of Files' paths) for reading.
 // The caller closes it.
 func (im *BackupImage) Open(path string) (io.ReadCloser, error) {
@@ -60,9 +70,10 @@ func (im *BackupImage) Open(path string) (io.ReadCloser, error) {
 // with it, and removes it once fn returns; fn's error is Backup's. The
 // image is made under the lock that checkpoints, deletes, merges, TTL
 // passes and DDL take (they wait for it, not for fn): Pebble's tables are
-// flushed and checkpointed (hard links), then the log is cut, and the log
-// segments from the store's last checkpoint to the cut are linked beside
-// them. Writers are never excluded: an insert that lands after the
+// checkpointed (hard links), then the log is cut, and the log's segments
+// below the cut are linked beside them: the image is the store as a crash
+// at the cut would leave it, with no memtable flushed since the
+// checkpoint. Writers are never excluded: an insert that lands after the
 // Pebble checkpoint is in a log segment the image holds, or after the cut
 // and not in the image at all; nothing of a write is in it without its
 // log record. The image costs disk space only as the live store compacts
@@ -106,25 +117,12 @@ func (db *DB) backupImage(root string) (*BackupImage, error) {
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
-	// Plain collections' documents go to Pebble directly and its own log
-	// is off: the flush puts them in tables, so that little of the log is
-	// needed. It is not needed for correctness: whatever the memtables
-	// hold is in the log segments the image takes.
-	if err := db.pdb.Flush(); err != nil {
-		return nil, fmt.Errorf("timeseries: backup: flush the store: %w", db.diskErr(err))
-	}
-	// The segment replay starts from: it changes only under maintMu.
-	var first uint64
-	if v, closer, err := db.pdb.Get(keyCheckpoint); err == nil {
-		st, derr := decodeCheckpointState(v)
-		closer.Close()
-		if derr != nil {
-			return nil, fmt.Errorf("timeseries: backup: %w", derr)
-		}
-		first = st.segment
-	} else if !errors.Is(err, pebble.ErrNotFound) {
-		return nil, fmt.Errorf("timeseries: backup: %w", err)
-	}
+	// Every segment the log holds goes with the checkpoint: those from the
+	// one its recovery starts at (a checkpoint's own segment, or an older
+	// one when a checkpoint's flush failed) are all there, and older ones
+	// are skipped by the replay. Documents of plain collections still in
+	// Pebble's memtables are not in the checkpoint; their records are in
+	// these segments.
 	if err := db.pdb.Checkpoint(filepath.Join(root, "store")); err != nil {
 		return nil, fmt.Errorf("timeseries: backup: checkpoint the store into %s: %w", root, db.diskErr(err))
 	}
@@ -144,7 +142,7 @@ func (db *DB) backupImage(root string) (*BackupImage, error) {
 	slices.Sort(names)
 	for _, name := range names {
 		n, ok := segmentNumber(name)
-		if !ok || n < first || n >= cut {
+		if !ok || n >= cut {
 			continue
 		}
 		if err := fs.Link(filepath.Join(walDir, name), filepath.Join(root, "wal", name)); err != nil {
