@@ -2,7 +2,10 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -15,10 +18,11 @@ import (
 // handleBackup takes an online backup and replies once its manifest is
 // durable:
 //
-//	POST /v1/admin/backup {"to": "file:///var/backups/hourglass" | "s3://bucket/prefix"}
+//	POST /v1/admin/backup {"to": "file:///var/backups/hourglass" | "s3://bucket/prefix", "maxBytesPerSecond": n}
 //	-> {"backup": "<id>", "files": N, "bytes": B, "copiedBytes": C, "tookMillis": T, "ok": 1}
 //
-// A target that does not parse, or that cannot be opened or written, is
+// maxBytesPerSecond (optional, 0: no limit) paces the backup's reads of
+// the store's files. A target that does not parse, or that cannot be opened or written, is
 // 400 BadValue naming it; a backup while another runs is 409. The backup
 // goes on if the client goes away (a backup cut short is wasted work);
 // /v1/currentop lists it, the files copied so far as documentsHandled.
@@ -29,9 +33,19 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	to, ok := raw["to"].(string)
-	for k := range raw {
-		if k != "to" {
-			s.writeError(w, r, badRequest("unknown field %q: a backup takes {\"to\": \"file:///dir\" | \"s3://bucket/prefix\"}", k))
+	var rate int64
+	for k, v := range raw {
+		switch k {
+		case "to":
+		case "maxBytesPerSecond":
+			n, err := nonNegativeInt(v)
+			if err != nil {
+				s.writeError(w, r, badRequest("maxBytesPerSecond: %v", err))
+				return
+			}
+			rate = n
+		default:
+			s.writeError(w, r, badRequest("unknown field %q: a backup takes {\"to\": \"file:///dir\" | \"s3://bucket/prefix\", \"maxBytesPerSecond\": n}", k))
 			return
 		}
 	}
@@ -71,7 +85,7 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	res, err := backup.Create(ctx, s.opts.DB, st, backup.Options{Logger: s.log, Now: s.opts.Now,
-		Version: s.opts.Version, Progress: &progress})
+		Version: s.opts.Version, Progress: &progress, MaxBytesPerSecond: rate})
 	switch {
 	case errors.Is(err, timeseries.ErrBackupRunning):
 		s.writeError(w, r, newHTTPError(http.StatusConflict, mongoerr.IllegalOperation,
@@ -87,4 +101,25 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 	o.Docs.Store(int64(res.Files))
 	writeJSON(w, http.StatusOK, map[string]any{"backup": res.ID, "files": res.Files, "bytes": res.Bytes,
 		"copiedBytes": res.CopiedBytes, "tookMillis": res.Took.Milliseconds(), "ok": 1})
+}
+
+// nonNegativeInt is a JSON number that is a whole number >= 0.
+func nonNegativeInt(v any) (int64, error) {
+	var f float64
+	switch v := v.(type) {
+	case json.Number:
+		n, err := v.Int64()
+		if err == nil && n >= 0 {
+			return n, nil
+		}
+		f, _ = v.Float64()
+	case float64:
+		f = v
+	default:
+		return 0, fmt.Errorf("must be a number, not %T", v)
+	}
+	if f < 0 || f != math.Trunc(f) || f > math.MaxInt64/2 {
+		return 0, fmt.Errorf("must be a whole number >= 0, not %v", v)
+	}
+	return int64(f), nil
 }

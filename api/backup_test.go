@@ -57,7 +57,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	s.mustDo(200, "POST", "/v1/collections/p/documents", `[{"_id": 1, "x": "before"}]`)
 	before := acked.Load()
 	target := t.TempDir()
-	r := s.mustDo(200, "POST", "/v1/admin/backup", fmt.Sprintf(`{"to": "file://%s"}`, target))
+	r := s.mustDo(200, "POST", "/v1/admin/backup", fmt.Sprintf(`{"to": "file://%s", "maxBytesPerSecond": 100000000}`, target))
 	time.Sleep(50 * time.Millisecond)
 	close(stop)
 	wg.Wait()
@@ -119,6 +119,9 @@ func TestBackupBadTarget(t *testing.T) {
 		{`{"to": 5}`, "must name the backup"},
 		{`{}`, "must name the backup"},
 		{`{"to": "file:///tmp/x", "keep": 3}`, "unknown field"},
+		{`{"to": "file:///tmp/x", "maxBytesPerSecond": -1}`, "maxBytesPerSecond"},
+		{`{"to": "file:///tmp/x", "maxBytesPerSecond": 1.5}`, "maxBytesPerSecond"},
+		{`{"to": "file:///tmp/x", "maxBytesPerSecond": "fast"}`, "maxBytesPerSecond"},
 		{`[1]`, ""},
 		{fmt.Sprintf(`{"to": "file://%s/sub"}`, file), file},
 	} {

@@ -484,3 +484,24 @@ func firstDiff(got, want string) string {
 	}
 	return fmt.Sprintf("%d lines, want %d", len(g), len(w))
 }
+
+// TestPaced: a backup with MaxBytesPerSecond takes at least its bytes at
+// that rate.
+func TestPaced(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	defer db.Close()
+	fill(t, db)
+	st := openTarget(t, t.TempDir())
+	res, err := backup.Create(ctx, db, st, backup.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := res.Bytes * 2 // half a second: each file is read to checksum it and to copy it
+	res, err = backup.Create(ctx, db, openTarget(t, t.TempDir()), backup.Options{MaxBytesPerSecond: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Took < 400*time.Millisecond {
+		t.Fatalf("a backup of %d bytes at %d bytes/s took %v", res.Bytes, rate, res.Took)
+	}
+}

@@ -22,8 +22,9 @@ import (
 // random hex, which Snappy does not shrink, and a time series): a full backup into
 // a directory, an incremental one after 1% more data, a restore (MB/s of
 // the backup's size); and the p50/p99 of two writers' 1000-measurement
-// inserts without a backup and while backups run back to back, in
-// alternating 5 s phases.
+// inserts without a backup and while backups run back to back (full ones,
+// incremental ones, full ones paced at 50 MB/s of reads), in alternating
+// 5 s phases, twice each.
 //
 //	go test -run XXX -bench Backup -benchtime 1x ./backup/
 func BenchmarkBackup(b *testing.B) {
@@ -94,8 +95,9 @@ func BenchmarkBackup(b *testing.B) {
 	lat := map[string][]time.Duration{}
 	var seq int64
 	backups := map[string]int{}
-	for round := range 6 {
-		mode := [...]string{"none", "full", "incremental"}[round%3]
+	modes := []string{"none", "full", "incremental", "full-paced"}
+	for round := range 2 * len(modes) {
+		mode := modes[round%len(modes)]
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for w := range 2 {
@@ -138,9 +140,12 @@ func BenchmarkBackup(b *testing.B) {
 				// A full backup goes into a new target each time: the most
 				// a backup reads and writes. An incremental one goes where
 				// the others went.
-				to := st
-				if mode == "full" {
+				to, o := st, o
+				if mode != "incremental" {
 					to = openTarget(b, b.TempDir())
+				}
+				if mode == "full-paced" {
+					o.MaxBytesPerSecond = 50e6
 				}
 				if _, err := backup.Create(ctx, db, to, o); err != nil {
 					b.Fatal(err)
@@ -157,12 +162,12 @@ func BenchmarkBackup(b *testing.B) {
 	}
 	none := pct(lat["none"], 0.99)
 	b.ReportMetric(float64(none.Microseconds())/1e3, "p99-ms-without")
-	for _, mode := range []string{"full", "incremental"} {
+	for _, mode := range modes[1:] {
 		p99 := pct(lat[mode], 0.99)
 		b.ReportMetric(float64(p99.Microseconds())/1e3, "p99-ms-"+mode)
 		b.ReportMetric(float64(p99)/float64(none), "p99-ratio-"+mode)
 	}
-	for _, mode := range []string{"none", "full", "incremental"} {
+	for _, mode := range modes {
 		b.Logf("inserts, %s backups running back to back (%d backups): %d, p50 %v p99 %v max %v", mode, backups[mode],
 			len(lat[mode]), pct(lat[mode], 0.5), pct(lat[mode], 0.99), pct(lat[mode], 1))
 	}

@@ -28,6 +28,11 @@ type Options struct {
 	// Progress, when set, is updated as files are copied; readers load it
 	// while the backup runs (the server's currentop shows it).
 	Progress *Progress
+	// MaxBytesPerSecond paces Create's reads of the store's files (to
+	// checksum and to copy them), so that a backup leaves the disk and
+	// the cores to the writers; 0 means no limit: the backup takes what
+	// the disk gives (docs/benchmarks.md has writers' latency either way).
+	MaxBytesPerSecond int64
 }
 
 // Progress counts a backup's or a restore's work so far; its fields are
@@ -94,6 +99,7 @@ func Create(ctx context.Context, db *timeseries.DB, st objstore.Store, o Options
 		o.Progress.TotalFiles.Store(int64(len(im.Files)))
 		o.Progress.TotalBytes.Store(m.Bytes)
 		known := knownSums(ctx, st)
+		pace := &pacer{rate: o.MaxBytesPerSecond, start: time.Now()}
 		var reused []File
 		for _, f := range im.Files {
 			if err := ctx.Err(); err != nil {
@@ -109,7 +115,7 @@ func Create(ctx context.Context, db *timeseries.DB, st objstore.Store, o Options
 				sum = known[f.Path+"\x00"+ident]
 			}
 			if sum == "" {
-				if sum, err = hashImageFile(im, f); err != nil {
+				if sum, err = hashImageFile(im, f, pace); err != nil {
 					return err
 				}
 			}
@@ -117,7 +123,7 @@ func Create(ctx context.Context, db *timeseries.DB, st objstore.Store, o Options
 			if size, ok := have[bf.Key]; ok && size == f.Size {
 				reused = append(reused, bf)
 			} else {
-				if err := putImageFile(ctx, st, im, bf); err != nil {
+				if err := putImageFile(ctx, st, im, bf, pace); err != nil {
 					return err
 				}
 				res.CopiedBytes += f.Size
@@ -131,7 +137,7 @@ func Create(ctx context.Context, db *timeseries.DB, st objstore.Store, o Options
 		// run alongside): it is copied again before the manifest names it.
 		for _, f := range reused {
 			if _, err := st.Stat(ctx, f.Key); errors.Is(err, objstore.ErrNotExist) {
-				if err := putImageFile(ctx, st, im, f); err != nil {
+				if err := putImageFile(ctx, st, im, f, pace); err != nil {
 					return err
 				}
 				res.CopiedBytes += f.Size
@@ -189,14 +195,14 @@ func targetErr(st objstore.Store, op string, err error) error {
 
 // hashImageFile is the SHA-256 of an image's file, checked against its
 // size.
-func hashImageFile(im *timeseries.BackupImage, f timeseries.BackupFile) (string, error) {
+func hashImageFile(im *timeseries.BackupImage, f timeseries.BackupFile, pace *pacer) (string, error) {
 	r, err := im.Open(f.Path)
 	if err != nil {
 		return "", fmt.Errorf("backup: read %s: %w", f.Path, err)
 	}
 	defer r.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, r)
+	n, err := io.Copy(h, pace.reader(r))
 	if err != nil {
 		return "", fmt.Errorf("backup: read %s: %w", f.Path, err)
 	}
@@ -209,14 +215,14 @@ func hashImageFile(im *timeseries.BackupImage, f timeseries.BackupFile) (string,
 // putImageFile copies an image's file to its key, checking what it sent
 // against the checksum the key names; an object that does not match is
 // removed (its key would lie to every later backup).
-func putImageFile(ctx context.Context, st objstore.Store, im *timeseries.BackupImage, f File) error {
+func putImageFile(ctx context.Context, st objstore.Store, im *timeseries.BackupImage, f File, pace *pacer) error {
 	r, err := im.Open(f.Path)
 	if err != nil {
 		return fmt.Errorf("backup: read %s: %w", f.Path, err)
 	}
 	defer r.Close()
 	h := sha256.New()
-	if err := st.Put(ctx, f.Key, io.TeeReader(r, h), f.Size); err != nil {
+	if err := st.Put(ctx, f.Key, io.TeeReader(pace.reader(r), h), f.Size); err != nil {
 		return targetErr(st, "write "+f.Key+" to", err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
@@ -224,4 +230,41 @@ func putImageFile(ctx context.Context, st objstore.Store, im *timeseries.BackupI
 		return fmt.Errorf("backup: %s changed while it was copied (sha256 %s, then %s)", f.Path, f.SHA256, got)
 	}
 	return nil
+}
+
+// pacer keeps a backup's reads under rate bytes a second on average since
+// start (0: no limit). It is used by one goroutine.
+type pacer struct {
+	rate  int64
+	start time.Time
+	n     int64
+}
+
+// reader is r paced.
+func (p *pacer) reader(r io.Reader) io.Reader {
+	if p.rate <= 0 {
+		return r
+	}
+	return pacedReader{r: r, p: p}
+}
+
+type pacedReader struct {
+	r io.Reader
+	p *pacer
+}
+
+// pacedChunk bounds one read, so that the pause after it stays short.
+const pacedChunk = 256 << 10
+
+func (pr pacedReader) Read(b []byte) (int, error) {
+	if len(b) > pacedChunk {
+		b = b[:pacedChunk]
+	}
+	n, err := pr.r.Read(b)
+	pr.p.n += int64(n)
+	due := pr.p.start.Add(time.Duration(float64(pr.p.n) / float64(pr.p.rate) * float64(time.Second)))
+	if d := time.Until(due); d > 0 {
+		time.Sleep(d)
+	}
+	return n, err
 }

@@ -110,6 +110,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 func runBackupCreate(args []string, stdout, stderr io.Writer) error {
 	var server, to, token string
+	var rate int64
 	fs := verbFlags("backup create", `Usage: hourglass backup create --to URL [--server URL] [--auth-token T]
 
 Asks the server at --server to take an online backup into --to and waits
@@ -120,13 +121,14 @@ how many bytes it copied: files the target held already are not copied).
 	fs.StringVar(&server, "server", "http://127.0.0.1:7700", "the server's HTTP `URL`")
 	fs.StringVar(&to, "to", "", "the backups' target `URL`: file:///dir (a directory on the server's machine) or s3://bucket/prefix")
 	fs.StringVar(&token, "auth-token", "", "the server's bearer `token`, if it has one")
+	fs.Int64Var(&rate, "max-bytes-per-second", 0, "pace the server's reads of its files to `n` bytes a second on average, leaving the disk to writers; 0: no limit")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if to == "" {
 		return fmt.Errorf("--to is required: the backups' target, file:///dir or s3://bucket/prefix")
 	}
-	body, _ := json.Marshal(map[string]string{"to": to})
+	body, _ := json.Marshal(map[string]any{"to": to, "maxBytesPerSecond": rate})
 	ctx, cancel := signalContext()
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(server, "/")+"/v1/admin/backup", bytes.NewReader(body))
