@@ -79,6 +79,10 @@ func (im *BackupImage) Open(path string) (io.ReadCloser, error) {
 // log record. The image costs disk space only as the live store compacts
 // away from its tables and truncates its log.
 //
+// With Options.ExternalLog (no log), a checkpoint first writes what is in
+// memory to Pebble: the image holds every write applied before the call,
+// and whole writes only.
+//
 // One backup runs at a time: a second call while one runs fails with
 // ErrBackupRunning. fn may run while the DB closes; the image stays valid.
 func (db *DB) Backup(fn func(*BackupImage) error) (err error) {
@@ -117,6 +121,14 @@ func (db *DB) backupImage(root string) (*BackupImage, error) {
 	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
+	if db.opts.ExternalLog {
+		// No log holds what is in memory (a replica set member's engine):
+		// a checkpoint writes it to Pebble and flushes it, documents of
+		// plain collections included, before the tables are linked.
+		if err := db.checkpointLocked(db.stop); err != nil {
+			return nil, fmt.Errorf("timeseries: backup: checkpoint: %w", err)
+		}
+	}
 	// Every segment the log holds goes with the checkpoint: those from the
 	// one its recovery starts at (a checkpoint's own segment, or an older
 	// one when a checkpoint's flush failed) are all there, and older ones
