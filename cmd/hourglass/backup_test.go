@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hourglass runs the command line in this process.
@@ -109,5 +110,60 @@ func TestBackupRestoreCommands(t *testing.T) {
 	code, out, _ = hourglass("backup", "prune", "--from", target, "--keep", "1")
 	if code != 0 || !strings.Contains(out, "kept 1 backups") {
 		t.Fatalf("prune: %d %s", code, out)
+	}
+}
+
+// TestBackupFromSecondary takes a backup on a follower of a three-member
+// set, restores it, and serves it as a standalone store holding what the
+// follower had applied.
+func TestBackupFromSecondary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three binaries")
+	}
+	ms := startMembers(t)
+	leader := waitLeaderOf(t, ms, 10*time.Second)
+	if st := leader.srv.put(t, "/v1/collections/m", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`); st != 201 {
+		t.Fatalf("create on the leader: %d", st)
+	}
+	var body strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&body, `{"t": {"$date": "2026-01-01T00:%02d:%02dZ"}, "sensor": "s%d", "v": %d}`+"\n", i/60, i%60, i%5, i)
+	}
+	if st, b, err := leader.srv.post(t, "/v1/collections/m/documents", "application/x-ndjson", body.String()); err != nil || st != 200 {
+		t.Fatalf("insert: %d %s %v", st, b, err)
+	}
+	var follower *member
+	for _, m := range ms {
+		if m != leader {
+			follower = m
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; n != 100; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the follower applied %d of 100 measurements", n)
+		}
+		n = 0
+		for _, c := range sensorCounts(follower) {
+			n += c
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	target := "file://" + t.TempDir()
+	st, b, err := follower.srv.post(t, "/v1/admin/backup", "application/json", `{"to": "`+target+`"}`)
+	if err != nil || st != 200 {
+		t.Fatalf("backup on the follower: %d %s %v", st, b, err)
+	}
+	dir := filepath.Join(t.TempDir(), "restored")
+	if code, out, errOut := hourglass("restore", "--from", target, "--data-dir", dir, "--log-level", "warn"); code != 0 {
+		t.Fatalf("restore: %d %s %s", code, out, errOut)
+	}
+	r := startServer(t, dir)
+	n := 0
+	for _, c := range sensorCounts(&member{http: strings.TrimPrefix(r.url, "http://")}) {
+		n += c
+	}
+	if n != 100 {
+		t.Fatalf("the restored store holds %d of the 100 measurements", n)
 	}
 }
