@@ -161,3 +161,39 @@ func TestBackupBadTarget(t *testing.T) {
 	}
 	s.mustDo(200, "POST", "/v1/admin/backup", fmt.Sprintf(`{"to": "file://%s"}`, target))
 }
+
+// TestBackupInCurrentOp: a backup in progress is listed by /v1/currentop
+// with the files it has done.
+func TestBackupInCurrentOp(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.createSensors("s")
+	s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	target := t.TempDir()
+	done := make(chan reply, 1)
+	go func() {
+		// Paced to last about a second.
+		done <- s.do("POST", "/v1/admin/backup", []byte(fmt.Sprintf(`{"to": "file://%s", "maxBytesPerSecond": 8000}`, target)))
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := s.mustDo(200, "GET", "/v1/currentop", "")
+		if strings.Contains(string(r.body), `"desc":"backup to file://`+target) {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the backup ended (%d %s) and currentop never listed it", r.status, r.body)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("currentop never listed the backup")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := <-done; r.status != 200 {
+		t.Fatalf("backup: %d %s", r.status, r.body)
+	}
+	if r := s.mustDo(200, "GET", "/v1/currentop", ""); strings.Contains(string(r.body), "backup to") {
+		t.Fatalf("a finished backup is still listed: %s", r.body)
+	}
+}
