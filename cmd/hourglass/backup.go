@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -86,6 +87,12 @@ func (t *targetFlags) open(ctx context.Context) (objstore.Store, string, error) 
 		return nil, "", fmt.Errorf("--from is required: the backups' target, file:///dir or s3://bucket/prefix")
 	}
 	target, id := backup.SplitURL(t.from)
+	// Opening a directory target creates it: a target to read must exist.
+	if u, err := url.Parse(target); err == nil && u.Scheme == "file" && u.Path != "" {
+		if _, err := os.Stat(u.Path); err != nil {
+			return nil, "", fmt.Errorf("backup target %s: %w", target, err)
+		}
+	}
 	st, err := objstore.Open(ctx, target, objstore.Options{S3Endpoint: t.s3Endpoint})
 	if err != nil {
 		return nil, "", err

@@ -98,6 +98,14 @@ func TestBackupRestoreCommands(t *testing.T) {
 	if _, err := os.Stat(dir2); !os.IsNotExist(err) {
 		t.Fatalf("a refused restore left %s", dir2)
 	}
+	// A target to read is not created.
+	missing := filepath.Join(t.TempDir(), "none")
+	if code, _, errOut := hourglass("backup", "verify", "--from", "file://"+missing); code != 1 || !strings.Contains(errOut, "no such file") {
+		t.Fatalf("verify of a missing target: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("verify created %s", missing)
+	}
 	// Usage errors.
 	for _, args := range [][]string{{"backup"}, {"backup", "bogus"}, {"restore", "--bogus"}} {
 		if code, _, _ := hourglass(args...); code != 2 {
