@@ -70,8 +70,9 @@ func (im *BackupImage) Open(path string) (io.ReadCloser, error) {
 // with it, and removes it once fn returns; fn's error is Backup's. The
 // image is made under the lock that checkpoints, deletes, merges, TTL
 // passes and DDL take (they wait for it, not for fn): Pebble's tables are
-// checkpointed (hard links), then the log is cut, and the log's segments
-// below the cut are linked beside them: the image is the store as a crash
+// checkpointed, then the log is cut, and the log's segments below the cut
+// are linked beside them (hard links where the file system has them,
+// copies elsewhere): the image is the store as a crash
 // at the cut would leave it, with no memtable flushed since the
 // checkpoint. Writers are never excluded: an insert that lands after the
 // Pebble checkpoint is in a log segment the image holds, or after the cut
@@ -157,7 +158,7 @@ func (db *DB) backupImage(root string) (*BackupImage, error) {
 		if !ok || n >= cut {
 			continue
 		}
-		if err := fs.Link(filepath.Join(walDir, name), filepath.Join(root, "wal", name)); err != nil {
+		if err := vfs.LinkOrCopy(fs, filepath.Join(walDir, name), filepath.Join(root, "wal", name)); err != nil {
 			return nil, fmt.Errorf("timeseries: backup: link log segment %d: %w", n, db.diskErr(err))
 		}
 	}
