@@ -73,84 +73,13 @@ type Result struct {
 // call meanwhile fails with timeseries.ErrBackupRunning.
 func Create(ctx context.Context, db *timeseries.DB, st objstore.Store, o Options) (Result, error) {
 	o.ensureDefaults()
-	start := o.Now()
-	id := newID(start)
-	res := Result{ID: id}
-	var m *Manifest
-	err := db.Backup(func(im *timeseries.BackupImage) error {
-		// The marker tells Prune a backup is under way, and shows an
-		// interrupted one for what it is.
-		marker, _ := json.Marshal(map[string]any{"id": id, "started": start.UTC()})
-		if err := st.Put(ctx, pendingKey(id), bytes.NewReader(marker), int64(len(marker))); err != nil {
-			return targetErr(st, "write", err)
-		}
-		have := map[string]int64{}
-		err := st.List(ctx, filesPrefix, func(in objstore.Info) error {
-			have[in.Key] = in.Size
-			return nil
-		})
-		if err != nil {
-			return targetErr(st, "list", err)
-		}
-		m = &Manifest{Format: manifestFormat, ID: id, Taken: im.Taken.UTC(), Version: o.Version}
-		for _, f := range im.Files {
-			m.Bytes += f.Size
-		}
-		o.Progress.TotalFiles.Store(int64(len(im.Files)))
-		o.Progress.TotalBytes.Store(m.Bytes)
-		known := knownSums(ctx, st)
-		pace := &pacer{rate: o.MaxBytesPerSecond, start: time.Now()}
-		var reused []File
-		for _, f := range im.Files {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			fi, err := im.Stat(f.Path)
-			if err != nil {
-				return fmt.Errorf("backup: %w", err)
-			}
-			ident := identity(fi)
-			sum := ""
-			if ident != "" {
-				sum = known[f.Path+"\x00"+ident]
-			}
-			if sum == "" {
-				if sum, err = hashImageFile(im, f, pace); err != nil {
-					return err
-				}
-			}
-			bf := File{Path: f.Path, Size: f.Size, SHA256: sum, Key: fileKey(f.Path, f.Size, sum), Ident: ident}
-			if size, ok := have[bf.Key]; ok && size == f.Size {
-				reused = append(reused, bf)
-			} else {
-				if err := putImageFile(ctx, st, im, bf, pace); err != nil {
-					return err
-				}
-				res.CopiedBytes += f.Size
-				o.Progress.CopiedBytes.Add(f.Size)
-			}
-			m.Files = append(m.Files, bf)
-			o.Progress.Files.Add(1)
-			o.Progress.Bytes.Add(f.Size)
-		}
-		// A file found at the start may have been pruned since (a prune
-		// run alongside): it is copied again before the manifest names it.
-		for _, f := range reused {
-			if _, err := st.Stat(ctx, f.Key); errors.Is(err, objstore.ErrNotExist) {
-				if err := putImageFile(ctx, st, im, f, pace); err != nil {
-					return err
-				}
-				res.CopiedBytes += f.Size
-			} else if err != nil {
-				return targetErr(st, "stat", err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	c := &creation{ctx: ctx, st: st, o: o, start: o.Now()}
+	c.res.ID = newID(c.start)
+	if err := db.Backup(c.copyImage); err != nil {
 		return Result{}, err
 	}
 	// Last: the manifest makes the backup complete.
+	m, id := c.m, c.res.ID
 	m.Finished = o.Now().UTC()
 	b, err := encodeManifest(m)
 	if err != nil {
@@ -162,10 +91,106 @@ func Create(ctx context.Context, db *timeseries.DB, st objstore.Store, o Options
 	if err := st.Delete(ctx, pendingKey(id)); err != nil {
 		o.Logger.Warn("backup complete; its pending marker was not removed", "backup", id, "target", st.String(), "err", err)
 	}
-	res.Files, res.Bytes, res.Took = len(m.Files), m.Bytes, o.Now().Sub(start)
+	res := c.res
+	res.Files, res.Bytes, res.Took = len(m.Files), m.Bytes, o.Now().Sub(c.start)
 	o.Logger.Info("backup complete", "backup", id, "target", st.String(), "files", res.Files,
 		"bytes", res.Bytes, "copiedBytes", res.CopiedBytes, "took", res.Took)
 	return res, nil
+}
+
+// creation is one Create: what copyImage fills in.
+type creation struct {
+	ctx   context.Context
+	st    objstore.Store
+	o     Options
+	start time.Time
+	m     *Manifest
+	res   Result
+}
+
+// copyImage copies the files of im that st does not hold, and makes the
+// manifest (c.m) of them all.
+func (c *creation) copyImage(im *timeseries.BackupImage) error {
+	ctx, st, o, id := c.ctx, c.st, c.o, c.res.ID
+	// The marker tells Prune a backup is under way, and shows an
+	// interrupted one for what it is.
+	marker, _ := json.Marshal(map[string]any{"id": id, "started": c.start.UTC()})
+	if err := st.Put(ctx, pendingKey(id), bytes.NewReader(marker), int64(len(marker))); err != nil {
+		return targetErr(st, "write", err)
+	}
+	have := map[string]int64{}
+	err := st.List(ctx, filesPrefix, func(in objstore.Info) error {
+		have[in.Key] = in.Size
+		return nil
+	})
+	if err != nil {
+		return targetErr(st, "list", err)
+	}
+	m := &Manifest{Format: manifestFormat, ID: id, Taken: im.Taken.UTC(), Version: o.Version}
+	c.m = m
+	for _, f := range im.Files {
+		m.Bytes += f.Size
+	}
+	o.Progress.TotalFiles.Store(int64(len(im.Files)))
+	o.Progress.TotalBytes.Store(m.Bytes)
+	known := knownSums(ctx, st)
+	pace := &pacer{rate: o.MaxBytesPerSecond, start: time.Now()}
+	var reused []File
+	for _, f := range im.Files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bf, err := describeFile(im, f, known, pace)
+		if err != nil {
+			return err
+		}
+		if size, ok := have[bf.Key]; ok && size == f.Size {
+			reused = append(reused, bf)
+		} else {
+			if err := putImageFile(ctx, st, im, bf, pace); err != nil {
+				return err
+			}
+			c.res.CopiedBytes += f.Size
+			o.Progress.CopiedBytes.Add(f.Size)
+		}
+		m.Files = append(m.Files, bf)
+		o.Progress.Files.Add(1)
+		o.Progress.Bytes.Add(f.Size)
+	}
+	// A file found at the start may have been pruned since (a prune run
+	// alongside): it is copied again before the manifest names it.
+	for _, f := range reused {
+		if _, err := st.Stat(ctx, f.Key); errors.Is(err, objstore.ErrNotExist) {
+			if err := putImageFile(ctx, st, im, f, pace); err != nil {
+				return err
+			}
+			c.res.CopiedBytes += f.Size
+		} else if err != nil {
+			return targetErr(st, "stat", err)
+		}
+	}
+	return nil
+}
+
+// describeFile is f as the manifest lists it: its checksum is read from
+// known when the newest backup had the same file (path and identity),
+// computed otherwise.
+func describeFile(im *timeseries.BackupImage, f timeseries.BackupFile, known map[string]string, pace *pacer) (File, error) {
+	fi, err := im.Stat(f.Path)
+	if err != nil {
+		return File{}, fmt.Errorf("backup: %w", err)
+	}
+	ident := identity(fi)
+	sum := ""
+	if ident != "" {
+		sum = known[f.Path+"\x00"+ident]
+	}
+	if sum == "" {
+		if sum, err = hashImageFile(im, f, pace); err != nil {
+			return File{}, err
+		}
+	}
+	return File{Path: f.Path, Size: f.Size, SHA256: sum, Key: fileKey(f.Path, f.Size, sum), Ident: ident}, nil
 }
 
 // knownSums maps the path and identity of each file of the newest
