@@ -412,6 +412,7 @@ func (s *Server) routes() chi.Router {
 			w.Delete("/rollups/{rollup}", s.handleDropRollup)
 		})
 		r.Post("/v1/admin/ttl/run", s.handleTTLRun)
+		r.Post("/v1/admin/backup", s.handleBackup)
 	})
 	return r
 }

@@ -136,6 +136,8 @@ type DB struct {
 	// that let go of DB.mu during its walk checks it (planScan).
 	mergeGen atomic.Uint64
 	closed   atomic.Bool
+	// backupBusy is set while Backup runs (backup.go): one at a time.
+	backupBusy atomic.Bool
 	// noRoom is set while checkpoints are skipped for lack of disk space
 	// (errNoRoom), so that writers waiting for memory give up.
 	noRoom atomic.Bool

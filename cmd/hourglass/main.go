@@ -2,6 +2,8 @@
 // its tools.
 //
 //	hourglass serve      run the server (data in ./hourglass-data by default)
+//	hourglass backup     take, list, verify and prune backups
+//	hourglass restore    restore a backup into a new data directory
 //	hourglass version    print the version and the commit it was built from
 //
 // Run "hourglass <command> --help" for a command's flags. Every flag can
@@ -25,6 +27,8 @@ type subcommand struct {
 func subcommands() []subcommand {
 	return []subcommand{
 		{"serve", "run the server: HTTP API, storage, background work", runServe},
+		{"backup", "take (through a server), list, verify and prune backups (docs/backup.md)", runBackup},
+		{"restore", "restore a backup into a new data directory", runRestore},
 		{"bench", "benchmarks against Hourglass and other line-protocol databases; the crash loop and the soak", runBench},
 		{"version", "print the version, the commit it was built from and the Go toolchain", runVersion},
 	}
