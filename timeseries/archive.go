@@ -456,6 +456,11 @@ func (db *DB) archiveCommit(c *collection, seq uint64, files []archive.File, key
 		return 0, 0, err
 	}
 	db.mu.Lock()
+	if c.dropped {
+		// Dropped while the files were written: they are undone.
+		db.mu.Unlock()
+		return 0, 0, notFound(c.name)
+	}
 	for _, a := range read {
 		if s := c.seriesOf(a.series); s != nil {
 			for _, mb := range s.buckets {

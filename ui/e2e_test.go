@@ -138,6 +138,32 @@ func seed(t *testing.T, s *testServer) (north, south int) {
 		{"t": map[string]any{"$date": "1960-03-01T00:00:00Z"}, "meter": "m1", "kwh": 1.5},
 		{"t": map[string]any{"$date": now.Add(-2 * time.Hour).Format(time.RFC3339)}, "meter": "m1", "kwh": 2.5},
 	}, nil)
+
+	// "archived" archives what expires, into an archive that cannot be
+	// written: once its buckets are stored (checkpoints a second apart
+	// seal idle ones), a pass suspends its archiving.
+	s.must(t, "PUT", "/v1/collections/archived", map[string]any{
+		"timeseries": map[string]any{"timeField": "t", "metaField": "meter"}, "expireAfterSeconds": 3600, "archive": true}, nil)
+	s.must(t, "POST", "/v1/collections/archived/documents", []map[string]any{
+		{"t": map[string]any{"$date": now.Add(-48 * time.Hour).Format(time.RFC3339)}, "meter": "m2", "kwh": 3.5},
+	}, nil)
+	for i := 0; ; i++ {
+		time.Sleep(1200 * time.Millisecond)
+		s.must(t, "POST", "/v1/collections/archived/compact", nil, nil)
+		s.must(t, "POST", "/v1/admin/ttl/run", nil, nil)
+		var c struct {
+			TTL struct {
+				Suspended bool `json:"suspended"`
+			} `json:"ttl"`
+		}
+		s.must(t, "GET", "/v1/collections/archived", nil, &c)
+		if c.TTL.Suspended {
+			break
+		}
+		if i == 10 {
+			t.Fatal("the archived collection's archiving was never suspended")
+		}
+	}
 	return north, south
 }
 

@@ -8,10 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/hourglassdb/hourglass/api"
+	"github.com/hourglassdb/hourglass/objstore"
 	"github.com/hourglassdb/hourglass/timeseries"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -25,7 +28,21 @@ type testServer struct {
 
 func startServer(t *testing.T, token string) *testServer {
 	t.Helper()
-	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
+	// The archive is a file where a directory should be: every archive
+	// pass fails, and the console shows the collection's archiving
+	// suspended. Checkpoints a second apart seal idle buckets soon.
+	archPath := filepath.Join(t.TempDir(), "archive")
+	arch, err := objstore.Open(context.Background(), "file://"+archPath, objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(archPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(archPath, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir(), Archive: arch, CheckpointInterval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

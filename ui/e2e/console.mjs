@@ -92,7 +92,8 @@ try {
   const row = page.locator("table.data tbody tr", { has: page.locator(`a:text-is("${coll}")`) });
   await row.waitFor();
   await page.locator(".notice.warning", { hasText: "Expiry suspended" }).first().waitFor();
-  check(await page.locator(".notice.warning").first().textContent().then((t) => /outside 1970-01-01T00:00:00Z\.\.2038-01-19T03:14:07Z/.test(t)), "warning names the range");
+  check(await page.locator(".notice.warning", { hasText: "Expiry suspended" }).first().textContent().then((t) => /outside 1970-01-01T00:00:00Z\.\.2038-01-19T03:14:07Z/.test(t)), "warning names the range");
+  await page.locator(".notice.warning", { hasText: "Archiving suspended" }).first().waitFor();
   await shot("collections");
   await page.keyboard.press("Tab");
   check(await page.evaluate(() => document.activeElement?.textContent) === "Skip to content", "the first Tab reaches the skip link");
@@ -283,6 +284,13 @@ try {
   check(await page.locator(".notice.warning").count() === 0, "the warning is gone");
   const legacy = await api("GET", "/v1/collections/legacy");
   check(legacy.body.ttl.suspended === false && legacy.body.count === 1, `legacy after the delete: ${JSON.stringify(legacy.body.ttl)}`);
+
+  step("archiving suspended: the archive cannot be written");
+  await page.goto(`${base}/ui/#/collections/archived`);
+  await page.locator('[data-testid="archive-suspended"]', { hasText: "Archiving suspended" }).waitFor();
+  check(await page.locator('[data-action="fix-range"]').count() === 0, "no out-of-range fix is offered for an archive that cannot be written");
+  await page.locator('[data-testid="archive-suspended"]', { hasText: "cannot be written" }).waitFor();
+  await page.locator('[data-testid="stat-archived"]', { hasText: "0" }).waitFor();
 
   step("server page: counters, charts, operations");
   await page.goto(`${base}/ui/#/server`);

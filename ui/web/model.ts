@@ -52,7 +52,7 @@ export interface Collection {
   type: string;
   options: {
     timeseries?: TimeseriesOptions; expireAfterSeconds?: number; capped?: boolean; size?: number; max?: number;
-    rollupOf?: RollupSpec;
+    rollupOf?: RollupSpec; archive?: boolean;
   };
   count: number;
   buckets?: number;
@@ -60,6 +60,8 @@ export interface Collection {
   fields?: Record<string, string[]>;
   created?: string;
   ttl?: TTLState;
+  /** What archive passes moved out (docs/archive.md). */
+  archive?: { files: number; bytes: number; measurements: number };
 }
 
 export interface IndexSpec {

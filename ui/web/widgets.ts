@@ -25,11 +25,20 @@ export function outOfRange(timeField: string): object[] {
 
 /**
  * suspendedWarning explains a collection whose expiry is suspended by the
- * 1970-2038 rule, and what to do about it; null when it is not.
+ * 1970-2038 rule, and what to do about it, or whose archive cannot be
+ * written; null when neither.
  */
 export function suspendedWarning(c: Collection, action?: HTMLElement): HTMLElement | null {
   const t = c.ttl;
   if (!t || !t.suspended) return null;
+  if (t.outOfRangeBuckets === 0) {
+    // The archive cannot be written: what would go there is kept.
+    return h("div", { class: "notice warning", role: "status", "data-testid": "archive-suspended" },
+      h("p", null, h("strong", null, "Archiving suspended. "),
+        "The archive cannot be written, so the expired data of ", h("code", null, c.name),
+        " that its rules move to the archive is kept, and the server retries on its own (with a growing wait, up to 5 minutes)."),
+      t.reason ? h("p", { class: "muted small" }, `Server: ${t.reason}`) : null);
+  }
   const tf = c.options.timeseries?.timeField ?? "timestamp";
   const auth = hasToken() ? ` -H "Authorization: Bearer $HOURGLASS_AUTH_TOKEN"` : "";
   const cmd = outOfRange(tf).map((f) => `curl${auth} ${location.origin}/v1/collections/${c.name}/delete -d '${JSON.stringify({ filter: f })}'`).join("\n");

@@ -111,7 +111,7 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
           c.type === "timeseries" ? passBtn : null)),
       rollupNote(c),
       stats(c),
-      suspendedWarning(c, c.ttl?.suspended ? fixRange(c) : undefined),
+      suspendedWarning(c, c.ttl?.suspended && c.ttl.outOfRangeBuckets > 0 ? fixRange(c) : undefined),
       h("div", { class: "columns" },
         h("section", { class: "card", "aria-labelledby": "opt-h" }, h("h2", { id: "opt-h" }, "Options"), options(c)),
         c.type === "timeseries"
@@ -132,6 +132,8 @@ export async function collectionPage(root: HTMLElement, name: string, signal: Ab
       stat("Buckets", fmtInt(c.buckets), "stat-buckets"),
       stat("Storage", storageText(c), "stat-storage"),
       stat("Bytes/point", bytesPerPoint(c), "stat-bpp"),
+      c.archive ? stat("Archived", [fmtInt(c.archive.measurements), h("span", { class: "muted small" },
+        ` in ${fmtInt(c.archive.files)} file${c.archive.files === 1 ? "" : "s"}, ${fmtBytes(c.archive.bytes)}`)], "stat-archived") : null,
       stat("Next expiry", c.ttl?.suspended ? badge("suspended", "warn")
         : next ? [timeEl(next), next.getTime() < Date.now() ? h("span", { class: "muted small due" }, " due: awaiting the TTL monitor") : null]
           : h("span", { class: "muted" }, "none"), "stat-next"));
