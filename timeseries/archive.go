@@ -246,8 +246,90 @@ func (db *DB) archiveHook(step string) {
 // written.
 var errArchiveRace = errors.New("timeseries: buckets changed while they were archived; the next pass archives them again")
 
+// archiveScan is an archive pass's walk over the stored buckets of a
+// collection, under the maintenance lock.
+type archiveScan struct {
+	db    *DB
+	c     *collection
+	now   time.Time
+	it    *pebble.Iterator
+	inMem map[uint64]bool // the current series' buckets in memory
+}
+
+// series reads, under DB.mu, what a pass needs of series id: its cutoff,
+// its meta key and the ids of its buckets in memory (whose stored copies
+// are older); false when it does not archive.
+func (a *archiveScan) series(id uint64) (cutoff int64, metaKey string, ok bool) {
+	a.db.mu.RLock()
+	defer a.db.mu.RUnlock()
+	c := a.c
+	s := c.seriesOf(id)
+	if s == nil || s.ttl < 0 || !s.archive || c.dropped || c.oorBuckets > 0 {
+		return 0, "", false
+	}
+	clear(a.inMem)
+	for _, b := range s.buckets {
+		a.inMem[b.id] = true
+	}
+	return ttl.Cutoff(a.now, s.ttl), s.metaKey, true
+}
+
+// expired reports whether the bucket at the iterator is one to move,
+// with its key's parts and value.
+func (a *archiveScan) expired(cutoff int64) (kp bucketKeyParts, v []byte, rows int, ok bool, err error) {
+	if kp, err = parseBucketKey(a.it.Key()); err != nil || a.inMem[kp.id] {
+		return kp, nil, 0, false, err // a newer copy lives in memory
+	}
+	if v, err = a.it.ValueAndErr(); err != nil {
+		return kp, nil, 0, false, err
+	}
+	rows, _, maxT, err := bucket.Peek(v)
+	if err != nil {
+		return kp, nil, 0, false, fmt.Errorf("series %d bucket %d: %w", kp.series, kp.id, err)
+	}
+	return kp, v, rows, maxT < cutoff, nil
+}
+
+// window returns the end of the pass's window: a pass moves the oldest
+// UTC day of expired data first, across all the series, so that a day's
+// file holds every series of the day. The least min time of a bucket to
+// move makes the window; the pass takes the buckets that start before
+// its end. ok is false when nothing is to move.
+func (a *archiveScan) window(ctx context.Context, order []uint64) (end int64, ok bool, err error) {
+	c := a.c
+	first := int64(math.MaxInt64)
+	for n, id := range order {
+		if n%64 == 63 {
+			if err := ctx.Err(); err != nil {
+				return 0, false, err
+			}
+		}
+		cutoff, _, ok := a.series(id)
+		if !ok {
+			continue
+		}
+		upper := seriesTimeKey(spaceBucket, c.id, id, min(cutoff, first))
+		for valid := a.it.SeekGE(seriesPrefix(spaceBucket, c.id, id)); valid && bytes.Compare(a.it.Key(), upper) < 0; valid = a.it.Next() {
+			kp, _, _, ok, err := a.expired(cutoff)
+			if err != nil {
+				return 0, false, err
+			}
+			if ok {
+				first = min(first, kp.minTime)
+				break
+			}
+		}
+	}
+	if first == math.MaxInt64 {
+		return 0, false, nil
+	}
+	const day = int64(24 * time.Hour)
+	return floorDiv(first, day) + day, true, nil
+}
+
 // archiveRead reads, under the maintenance lock, the expired stored
-// buckets of series ids into batch, within budget, and lists them in read.
+// buckets of series ids in the pass's window into batch, within budget,
+// and lists them in read.
 func (db *DB) archiveRead(ctx context.Context, c *collection, index string, ids []uint64, now time.Time, budget ttl.Budget, batch *archive.Batch, read *[]archivedBucket, gone fieldTypeSet) (more bool, err error) {
 	resumeKey := "\x00archive:" + index
 	db.mu.RLock()
@@ -268,71 +350,12 @@ func (db *DB) archiveRead(ctx context.Context, c *collection, index string, ids 
 		return false, err
 	}
 	defer it.Close()
+	a := &archiveScan{db: db, c: c, now: now, it: it, inMem: map[uint64]bool{}}
+	windowEnd, ok, err := a.window(ctx, order)
+	if err != nil || !ok {
+		return false, err
+	}
 	var r bucket.Reader
-	inMem := map[uint64]bool{}
-	// series reads, under DB.mu, what a pass needs of series id: its
-	// cutoff and the ids of its buckets in memory (whose stored copies are
-	// older); false when it does not archive.
-	series := func(id uint64) (cutoff int64, metaKey string, ok bool) {
-		db.mu.RLock()
-		defer db.mu.RUnlock()
-		s := c.seriesOf(id)
-		if s == nil || s.ttl < 0 || !s.archive || c.dropped || c.oorBuckets > 0 {
-			return 0, "", false
-		}
-		clear(inMem)
-		for _, b := range s.buckets {
-			inMem[b.id] = true
-		}
-		return ttl.Cutoff(now, s.ttl), s.metaKey, true
-	}
-	// expired reports whether the bucket at the iterator is one to move,
-	// with its key's parts and value.
-	expired := func(cutoff int64) (kp bucketKeyParts, v []byte, rows int, ok bool, err error) {
-		if kp, err = parseBucketKey(it.Key()); err != nil || inMem[kp.id] {
-			return kp, nil, 0, false, err // a newer copy lives in memory
-		}
-		if v, err = it.ValueAndErr(); err != nil {
-			return kp, nil, 0, false, err
-		}
-		rows, _, maxT, err := bucket.Peek(v)
-		if err != nil {
-			return kp, nil, 0, false, fmt.Errorf("series %d bucket %d: %w", kp.series, kp.id, err)
-		}
-		return kp, v, rows, maxT < cutoff, nil
-	}
-	// A pass moves the oldest UTC day of expired data first, across all
-	// the series, so that a day's file holds every series of the day:
-	// the least min time of a bucket to move makes the window, and the
-	// pass takes the buckets that start before its end.
-	first := int64(math.MaxInt64)
-	for n, id := range order {
-		if n%64 == 63 {
-			if err := ctx.Err(); err != nil {
-				return false, err
-			}
-		}
-		cutoff, _, ok := series(id)
-		if !ok {
-			continue
-		}
-		upper := seriesTimeKey(spaceBucket, c.id, id, min(cutoff, first))
-		for valid := it.SeekGE(seriesPrefix(spaceBucket, c.id, id)); valid && bytes.Compare(it.Key(), upper) < 0; valid = it.Next() {
-			kp, _, _, ok, err := expired(cutoff)
-			if err != nil {
-				return false, err
-			}
-			if ok {
-				first = min(first, kp.minTime)
-				break
-			}
-		}
-	}
-	if first == math.MaxInt64 {
-		return false, nil
-	}
-	const day = int64(24 * time.Hour)
-	windowEnd := floorDiv(first, day) + day
 	over := func() bool {
 		return (budget.Docs > 0 && batch.Rows() >= budget.Docs) ||
 			(!budget.Deadline.IsZero() && db.opts.Now().After(budget.Deadline))
@@ -349,7 +372,7 @@ func (db *DB) archiveRead(ctx context.Context, c *collection, index string, ids 
 		if n%64 == 63 {
 			runtime.Gosched()
 		}
-		cutoff, metaKey, ok := series(id)
+		cutoff, metaKey, ok := a.series(id)
 		if !ok {
 			last = id
 			continue
@@ -358,7 +381,7 @@ func (db *DB) archiveRead(ctx context.Context, c *collection, index string, ids 
 		upper := seriesTimeKey(spaceBucket, c.id, id, min(cutoff, windowEnd))
 		stopped := false
 		for valid := it.SeekGE(seriesPrefix(spaceBucket, c.id, id)); valid && bytes.Compare(it.Key(), upper) < 0; valid = it.Next() {
-			kp, v, rows, ok, err := expired(cutoff)
+			kp, v, rows, ok, err := a.expired(cutoff)
 			if err != nil {
 				return false, err
 			}
