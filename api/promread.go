@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/klauspost/compress/snappy"
@@ -55,8 +54,11 @@ func (s *Server) handlePromRead(w http.ResponseWriter, r *http.Request) {
 	// against the limit together; its ranges are each query's own.
 	qr := store.NewQuerier(math.MinInt64, math.MaxInt64)
 	defer qr.Close()
+	// Every query is read before the reply starts, so that a limit met
+	// is an error reply, not a stream cut short.
+	series := make([][]promstore.Series, len(req.Queries))
 	for i, q := range req.Queries {
-		res, err := promQuery(r, qr, q)
+		all, err := promSeries(r, qr, q)
 		if errors.Is(err, promstore.ErrSampleLimit) {
 			err = newHTTPError(http.StatusBadRequest, mongoerr.ExceededMemoryLimit,
 				"exceeded sample limit (%d): the read returns more samples than --max-read-samples; narrow its matchers or time range", s.opts.MaxReadSamples)
@@ -65,10 +67,21 @@ func (s *Server) handlePromRead(w http.ResponseWriter, r *http.Request) {
 			s.writePromError(w, r, err)
 			return
 		}
-		resp.Results[i] = res
+		series[i] = all
 	}
 	n := qr.Samples()
 	o.Docs.Add(n)
+	if typ, _ := promResponseType(req.AcceptedResponseTypes); typ == prompb.ReadRequest_STREAMED_XOR_CHUNKS {
+		if err := writePromStream(w, series); err != nil {
+			s.abort(r, err)
+		}
+		s.metrics.docsReturned.Add(n)
+		s.metrics.returned.Add(float64(n))
+		return
+	}
+	for i, all := range series {
+		resp.Results[i] = promResult(all)
+	}
 	// The reply is held twice (marshalled, then compressed) until sent:
 	// that memory is taken from the request memory the doors share.
 	held := 2 * int64(resp.Size())
@@ -101,10 +114,10 @@ func (s *Server) handlePromRead(w http.ResponseWriter, r *http.Request) {
 
 // decodePromRead decompresses body (snappy's block format) and decodes
 // the ReadRequest into req, whose decompressed length is bounded by
-// limit. The request asks for the SAMPLES response type, or for none
-// (which older clients mean as SAMPLES): the STREAMED_XOR_CHUNKS type
-// alone is refused, as Prometheus refuses a request none of whose types
-// it serves. Every error is a 400 (or 413) for the client.
+// limit. The request asks for the SAMPLES or STREAMED_XOR_CHUNKS
+// response type, or for none (which older clients mean as SAMPLES); a
+// request none of whose types is served is refused, as Prometheus refuses
+// it. Every error is a 400 (or 413) for the client.
 func decodePromRead(body []byte, limit int64, req *prompb.ReadRequest) error {
 	if len(body) == 0 {
 		return badRequest("empty body: remote read sends a snappy-compressed ReadRequest")
@@ -123,8 +136,8 @@ func decodePromRead(body []byte, limit int64, req *prompb.ReadRequest) error {
 	if err := req.Unmarshal(pb); err != nil {
 		return badRequest("cannot decode the ReadRequest: %v", err)
 	}
-	if len(req.AcceptedResponseTypes) > 0 && !slices.Contains(req.AcceptedResponseTypes, prompb.ReadRequest_SAMPLES) {
-		return badRequest("none of the accepted response types %v is served: only SAMPLES is", req.AcceptedResponseTypes)
+	if _, err := promResponseType(req.AcceptedResponseTypes); err != nil {
+		return err
 	}
 	for i, q := range req.Queries {
 		if q == nil {
@@ -147,10 +160,10 @@ func decodePromRead(body []byte, limit int64, req *prompb.ReadRequest) error {
 	return nil
 }
 
-// promQuery answers one query of a remote read on the Querier's
+// promSeries answers one query of a remote read on the Querier's
 // collection: its series, with their samples; the samples of every query
 // of a read count against MaxReadSamples together (the Querier's limit).
-func promQuery(r *http.Request, qr *promstore.Querier, q *prompb.Query) (*prompb.QueryResult, error) {
+func promSeries(r *http.Request, qr *promstore.Querier, q *prompb.Query) ([]promstore.Series, error) {
 	ms := make([]*labels.Matcher, len(q.Matchers))
 	for i, m := range q.Matchers {
 		var typ labels.MatchType
@@ -170,10 +183,11 @@ func promQuery(r *http.Request, qr *promstore.Querier, q *prompb.Query) (*prompb
 		}
 		ms[i] = lm
 	}
-	all, err := qr.Read(r.Context(), q.StartTimestampMs, q.EndTimestampMs, ms...)
-	if err != nil {
-		return nil, err
-	}
+	return qr.Read(r.Context(), q.StartTimestampMs, q.EndTimestampMs, ms...)
+}
+
+// promResult is the SAMPLES result of one query's series.
+func promResult(all []promstore.Series) *prompb.QueryResult {
 	res := &prompb.QueryResult{Timeseries: make([]*prompb.TimeSeries, len(all))}
 	for i := range all {
 		s := &all[i]
@@ -184,5 +198,5 @@ func promQuery(r *http.Request, qr *promstore.Querier, q *prompb.Query) (*prompb
 		}
 		res.Timeseries[i] = ts
 	}
-	return res, nil
+	return res
 }

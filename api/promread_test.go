@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"io"
 	"math"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/hourglassdb/hourglass/api"
 )
@@ -155,7 +158,8 @@ func TestPromRead(t *testing.T) {
 		{query(promT0+10000, promT0, matcher(prompb.LabelMatcher_EQ, "__name__", "up")), ""},
 		{query(math.MinInt64, math.MaxInt64, matcher(prompb.LabelMatcher_EQ, "job", "prometheus")), "a:9090=3"},
 	}
-	req := &prompb.ReadRequest{AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS, prompb.ReadRequest_SAMPLES}}
+	// SAMPLES first: the client's first served type is answered.
+	req := &prompb.ReadRequest{AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS}}
 	for _, c := range cases {
 		req.Queries = append(req.Queries, c.q)
 	}
@@ -199,9 +203,12 @@ func TestPromReadBadBodies(t *testing.T) {
 		{"empty", nil, 400, "empty body"},
 		{"not snappy", []byte("\xff\xff\xff\xff\xff"), 400, "decompress"},
 		{"not protobuf", snappy.Encode(nil, []byte{0x0a, 0xff}), 400, "ReadRequest"},
-		{"streamed chunks only", promReadBody(t, &prompb.ReadRequest{
+		{"no response type served", promReadBody(t, &prompb.ReadRequest{
+			AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{5},
+			Queries:               []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}}), 400, "none of the accepted response types"},
+		{"over the sample limit, streamed", promReadBody(t, &prompb.ReadRequest{
 			AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
-			Queries:               []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "node"))}}), 400, "only SAMPLES"},
+			Queries:               []*prompb.Query{query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "__name__", "up"))}}), 400, "exceeded sample limit (4)"},
 		{"bad regex", promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{
 			query(promT0, promT0+60000, matcher(prompb.LabelMatcher_RE, "job", "("))}}), 400, "regular expression"},
 		{"bad matcher type", promReadBody(t, &prompb.ReadRequest{Queries: []*prompb.Query{
@@ -478,4 +485,112 @@ func checkPromUnauthorized(t *testing.T, s *testServer, path string, body []byte
 		t.Fatalf("Authorization %q: status %d", h, resp.StatusCode)
 	}
 	promErrorOf(t, reply{status: resp.StatusCode, body: b})
+}
+
+// promStream posts req asking for streamed chunks and decodes the frames:
+// each frame's CRC checked, each chunk read with Prometheus' own XOR
+// decoder into a SAMPLES-shaped result per query.
+func (s *testServer) promStream(path string, req *prompb.ReadRequest) (results []*prompb.QueryResult, frames int) {
+	s.t.Helper()
+	r := s.do("POST", path, promReadBody(s.t, req), "Content-Encoding", "snappy", "Content-Type", "application/x-protobuf",
+		"X-Prometheus-Remote-Read-Version", "0.1.0")
+	if r.status != http.StatusOK {
+		s.t.Fatalf("POST %s: status %d: %s", path, r.status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse" || r.header.Get("Content-Encoding") != "" {
+		s.t.Fatalf("Content-Type %q, Content-Encoding %q", ct, r.header.Get("Content-Encoding"))
+	}
+	results = make([]*prompb.QueryResult, len(req.Queries))
+	for i := range results {
+		results[i] = &prompb.QueryResult{}
+	}
+	b := r.body
+	for len(b) > 0 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || len(b) < k+4+int(n) {
+			s.t.Fatalf("frame %d: bad length", frames)
+		}
+		msg := b[k+4 : k+4+int(n)]
+		if crc32.Checksum(msg, crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(b[k:]) {
+			s.t.Fatalf("frame %d: CRC mismatch", frames)
+		}
+		b = b[k+4+int(n):]
+		frames++
+		var resp prompb.ChunkedReadResponse
+		if err := resp.Unmarshal(msg); err != nil {
+			s.t.Fatal(err)
+		}
+		res := results[resp.QueryIndex]
+		for _, cs := range resp.ChunkedSeries {
+			var ts *prompb.TimeSeries
+			if l := len(res.Timeseries); l > 0 && labelsKey(res.Timeseries[l-1].Labels) == labelsKey(cs.Labels) {
+				ts = res.Timeseries[l-1] // a series split over frames
+			} else {
+				ts = &prompb.TimeSeries{Labels: cs.Labels}
+				res.Timeseries = append(res.Timeseries, ts)
+			}
+			for _, ch := range cs.Chunks {
+				c, err := chunkenc.FromData(chunkenc.EncXOR, ch.Data)
+				if err != nil || ch.Type != prompb.Chunk_XOR {
+					s.t.Fatalf("chunk: %v %v", ch.Type, err)
+				}
+				it := c.Iterator(nil)
+				first := true
+				for it.Next() == chunkenc.ValFloat {
+					t, v := it.At()
+					if first && t != ch.MinTimeMs {
+						s.t.Fatalf("chunk starts at %d, says %d", t, ch.MinTimeMs)
+					}
+					first = false
+					ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: t, Value: v})
+				}
+				if n := len(ts.Samples); n == 0 || ts.Samples[n-1].Timestamp != ch.MaxTimeMs {
+					s.t.Fatalf("chunk ends at %v, says %d", ts.Samples, ch.MaxTimeMs)
+				}
+			}
+		}
+	}
+	return results, frames
+}
+
+// Streamed remote read (STREAMED_XOR_CHUNKS) answers what SAMPLES
+// answers, bit for bit, each series in XOR chunks of at most 120 samples.
+func TestPromReadStreamed(t *testing.T) {
+	s := newTestServer(t, nil)
+	data := promReadData()
+	// A long series: chunks of 120 samples and one of 60.
+	var long []prompb.Sample
+	for i := range 300 {
+		long = append(long, prompb.Sample{Timestamp: promT0 + int64(i)*1000, Value: float64(i) / 7})
+	}
+	data = append(data, series(long, "__name__", "long", "job", "node"))
+	s.promWrite(204, "/api/v1/write", promBody(t, &prompb.WriteRequest{Timeseries: data}))
+	queries := []*prompb.Query{
+		query(promT0-1000, promT0+600000, matcher(prompb.LabelMatcher_RE, "__name__", ".+")),
+		query(promT0+15000, promT0+15000, matcher(prompb.LabelMatcher_EQ, "__name__", "up")),
+		query(promT0, promT0+60000, matcher(prompb.LabelMatcher_EQ, "job", "none")),
+	}
+	want := s.promRead("/api/v1/read", &prompb.ReadRequest{Queries: queries})
+	got, frames := s.promStream("/api/v1/read", &prompb.ReadRequest{Queries: queries,
+		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS, prompb.ReadRequest_SAMPLES}})
+	if frames != 4+2 { // one a series: 4, then 2
+		t.Errorf("%d frames", frames)
+	}
+	for i := range queries {
+		w, g := want.Results[i].Timeseries, got[i].Timeseries
+		if len(w) != len(g) {
+			t.Fatalf("query %d: %d series streamed, %d as samples", i, len(g), len(w))
+		}
+		for j := range w {
+			if labelsKey(w[j].Labels) != labelsKey(g[j].Labels) || len(w[j].Samples) != len(g[j].Samples) {
+				t.Fatalf("query %d series %d: %v, want %v", i, j, g[j].Labels, w[j].Labels)
+			}
+			for k := range w[j].Samples {
+				ws, gs := w[j].Samples[k], g[j].Samples[k]
+				if ws.Timestamp != gs.Timestamp || math.Float64bits(ws.Value) != math.Float64bits(gs.Value) {
+					t.Fatalf("query %d series %d sample %d: %v, want %v", i, j, k, gs, ws)
+				}
+			}
+		}
+	}
 }
