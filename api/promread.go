@@ -17,7 +17,8 @@ import (
 
 // handlePromRead serves POST /api/v1/read: Prometheus remote read, a
 // snappy-compressed protobuf ReadRequest answered with a ReadResponse of
-// the SAMPLES response type. Each query's matchers select the series of
+// the SAMPLES response type, or a stream of STREAMED_XOR_CHUNKS frames
+// (promread_stream.go). Each query's matchers select the series of
 // the collection (prometheus, or ?collection=) by their meta document,
 // its time range (both ends included) their samples; each result holds
 // its series with their labels in name order and their samples in time
