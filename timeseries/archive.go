@@ -20,6 +20,7 @@ import (
 	"github.com/hourglassdb/hourglass/archive"
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/ttl"
 )
 
@@ -101,6 +102,16 @@ const archiveRetryMax = 5 * time.Minute
 // <collection>/date=YYYY-MM-DD/<collection id>-<seq>.parquet.
 func archiveFileKey(c *collection, date string, seq uint64) string {
 	return fmt.Sprintf("%s/date=%s/%08x-%016x.parquet", url.PathEscape(c.name), date, c.id, seq)
+}
+
+// archiveServed refuses, with code, a rule that archives on an engine
+// whose writes are logged elsewhere (a replica set member's): rebuilt from
+// that log after a crash, it would hold again what it archived.
+func (db *DB) archiveServed(code mongoerr.Code) error {
+	if db.opts.ExternalLog {
+		return mongoerr.New(code, "'archive' is not served by a replica set member yet: a member rebuilt from the raft log would hold again what it archived (docs/archive.md)")
+	}
+	return nil
 }
 
 // splitArchive splits ids into the series that delete and those that

@@ -26,6 +26,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/archive"
 	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/objstore"
 	"github.com/hourglassdb/hourglass/ttl"
 )
@@ -576,4 +577,26 @@ func expireDone(t *testing.T, db *DB, now time.Time) ttl.Batch {
 	}
 	t.Fatal("TTL batches never ended")
 	return sum
+}
+
+// An engine whose writes are logged elsewhere (a replica set member's)
+// refuses rules that archive: rebuilt from that log, it would hold again
+// what it archived.
+func TestArchiveRefusedWithExternalLog(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.ExternalLog = true })
+	defer db.Close()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
+	if _, err := db.CreateCollection(ctx, "x", CollectionOptions{TimeSeries: ts, ExpireAfterSeconds: int64p(5), Archive: true}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
+		t.Fatalf("create: %v", err)
+	}
+	if _, err := db.CreateCollection(ctx, "x", CollectionOptions{TimeSeries: ts, ExpireAfterSeconds: int64p(5)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CollMod(ctx, "x", CollModOptions{Archive: new(true)}); mongoerr.CodeOf(err) != mongoerr.InvalidOptions {
+		t.Fatalf("collMod: %v", err)
+	}
+	if _, _, err := db.CreateIndex(ctx, "x", IndexSpec{Name: "i", Key: []IndexKey{{Field: "t", Direction: 1}}, ExpireAfterSeconds: int64p(5),
+		PartialFilterExpression: map[string]any{"m": "a"}, Archive: true}); mongoerr.CodeOf(err) != mongoerr.CannotCreateIndex {
+		t.Fatalf("index: %v", err)
+	}
 }

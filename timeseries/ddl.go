@@ -30,6 +30,11 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	if err := opts.Validate(); err != nil {
 		return false, err
 	}
+	if opts.Archive {
+		if err := db.archiveServed(mongoerr.InvalidOptions); err != nil {
+			return false, err
+		}
+	}
 	if db.closed.Load() {
 		return false, ErrClosed
 	}
@@ -435,6 +440,11 @@ func (db *DB) CollMod(ctx context.Context, name string, m CollModOptions) (CollM
 	}
 	if next.Archive && (next.TimeSeries == nil || next.ExpireAfterSeconds == nil) {
 		return CollModResult{}, invalid("'archive' applies to a time-series collection's 'expireAfterSeconds': %q has none", name)
+	}
+	if m.Archive != nil && *m.Archive {
+		if err := db.archiveServed(mongoerr.InvalidOptions); err != nil {
+			return CollModResult{}, err
+		}
 	}
 	if m.TimeSeries != nil {
 		if next.TimeSeries == nil {

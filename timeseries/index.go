@@ -185,6 +185,13 @@ func (db *DB) CreateIndexes(ctx context.Context, name string, specs []IndexSpec)
 	if len(specs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index")
 	}
+	for _, spec := range specs {
+		if spec.Archive {
+			if err := db.archiveServed(mongoerr.CannotCreateIndex); err != nil {
+				return nil, err
+			}
+		}
+	}
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	db.mu.RLock()
