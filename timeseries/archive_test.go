@@ -110,21 +110,30 @@ func parquetRows(t *testing.T, arch string) (times map[string][]int64, vals map[
 	return times, vals, files
 }
 
+// twoDaysToArchive opens a collection whose TTL (1 h) archives, with two
+// sensors' minutes over two days (22:00 to 02:00, from on), stored, and
+// ten fresh minutes of sensor a (from fresh on), at the clock's now, 26 h
+// after t0.
+func twoDaysToArchive(t *testing.T) (db *DB, arch string, clock *testClock, from, fresh time.Time) {
+	t.Helper()
+	clock = newTestClock(t0)
+	arch = t.TempDir()
+	db = openArchiveTest(t, t.TempDir(), arch, clock, CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true})
+	from = t0.Add(-2 * time.Hour)
+	insertMinutes(t, db, from, 240, "a", "b")
+	storeAll(t, db, clock)
+	clock.Set(t0.Add(26 * time.Hour))
+	fresh = clock.Now().Add(-10 * time.Minute)
+	insertMinutes(t, db, fresh, 10, "a")
+	return db, arch, clock, from, fresh
+}
+
 // Expired buckets of an archiving rule leave the store only as Parquet
 // files holding exactly their rows, one file per day; the catalog records
 // the files and counts them; later data stays.
 func TestArchiveMovesExpiredData(t *testing.T) {
-	clock := newTestClock(t0)
-	arch := t.TempDir()
-	db := openArchiveTest(t, t.TempDir(), arch, clock, CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true})
-	// Two days of minutes, 22:00 to 02:00, for two sensors, then a
-	// fresh hour.
-	from := t0.Add(-2 * time.Hour)
-	insertMinutes(t, db, from, 240, "a", "b")
-	storeAll(t, db, clock)
-	now := t0.Add(26 * time.Hour)
-	clock.Set(now)
-	insertMinutes(t, db, now.Add(-10*time.Minute), 10, "a")
+	db, arch, clock, from, _ := twoDaysToArchive(t)
+	now := clock.Now()
 
 	got := expireDone(t, db, now)
 	if got.Docs != 480 {
@@ -313,16 +322,8 @@ func TestArchiveRefusals(t *testing.T) {
 // every measurement once, in time order, filters and projections applied
 // to archived rows as to stored ones; without Archive, only live data.
 func TestArchiveReadBack(t *testing.T) {
-	clock := newTestClock(t0)
-	arch := t.TempDir()
-	db := openArchiveTest(t, t.TempDir(), arch, clock, CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true})
-	from := t0.Add(-2 * time.Hour)
-	insertMinutes(t, db, from, 240, "a", "b")
-	storeAll(t, db, clock)
-	now := t0.Add(26 * time.Hour)
-	clock.Set(now)
-	fresh := now.Add(-10 * time.Minute)
-	insertMinutes(t, db, fresh, 10, "a")
+	db, arch, clock, from, fresh := twoDaysToArchive(t)
+	now := clock.Now()
 	if got := expireDone(t, db, now); got.Docs != 480 {
 		t.Fatalf("archived %d", got.Docs)
 	}
