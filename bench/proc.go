@@ -205,7 +205,9 @@ const atClockTick = 17
 // counts CPU time (sysconf(_SC_CLK_TCK)), which the kernel hands every
 // process in its auxiliary vector (/proc/self/auxv); 100, the value on
 // every Linux architecture, when it cannot be read.
-var ClockTicks = sync.OnceValue(func() uint64 {
+func ClockTicks() uint64 { return clockTicks() }
+
+var clockTicks = sync.OnceValue(func() uint64 {
 	b, err := os.ReadFile("/proc/self/auxv")
 	if err != nil {
 		return 100

@@ -53,12 +53,12 @@ func TestBenchIngestSettled(t *testing.T) {
 		r.DiskBytes <= 0 || r.SettledBytesPerPoint != float64(r.DiskBytes)/float64(r.Points) || r.SettleTimedOut {
 		t.Fatalf("sizes %+v", r)
 	}
-	// Settled: the wait was at least --settle, and the size is what the
-	// directory holds now (nothing is written to it any more).
+	// Settled: the wait was at least --settle, and the size is about what
+	// the directory holds now (a background pass may have written since).
 	if r.SettleSeconds < 1 || r.SettleSeconds > took.Seconds() {
 		t.Fatalf("settled %.2f s after the load, the run took %v", r.SettleSeconds, took)
 	}
-	if now, err := bench.DirsUsage(dataDir); err != nil || now != r.DiskBytes {
+	if now, err := bench.DirsUsage(dataDir); err != nil || now < r.DiskBytes*9/10 || now > r.DiskBytes*11/10 {
 		t.Fatalf("%s holds %d bytes now (%v), the report %d", dataDir, now, err, r.DiskBytes)
 	}
 	// CPU of the server during the load, apart from the compaction's.
