@@ -3,7 +3,8 @@
 // and other line-protocol databases over HTTP or in process ("hourglass
 // bench"), the TTL sweep benchmark, the charts of a run (points/s and
 // batch latency), and the measurement of a server on the same machine
-// through /proc (resident size, data directories and their size on disk).
+// through /proc (resident size, CPU time, data directories and their size
+// on disk, settled).
 // Their figures are in docs/benchmarks.md, each with the command that
 // produced it.
 //

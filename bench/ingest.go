@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -37,6 +38,12 @@ type IngestConfig struct {
 	// completes) with the rows written so far and the latencies of the
 	// batches written since the previous call.
 	Progress func(Progress)
+	// Settle, after the load and its flush and with the DB still open,
+	// waits for the size of Dir to stay the same this long (SettleUsage,
+	// read every second, 5 minutes at most) and reports it as
+	// SettledBytes, as "bench ingest" measures a server's data directory;
+	// 0 takes it at once.
+	Settle time.Duration
 }
 
 // IngestResult reports an ingest run.
@@ -45,8 +52,20 @@ type IngestResult struct {
 	Stopped      bool          // Duration ended the run before the workload was written
 	Elapsed      time.Duration // first insert to last acknowledgement
 	FlushElapsed time.Duration // checkpoint and compaction after the load
-	DiskBytes    int64         // allocated bytes of the data directory after the flush
+	DiskBytes    int64         // allocated bytes of the data directory after the flush and Close
 	Buckets      int64         // buckets of the collection after the flush
+	// SettledBytes is the allocated size of the data directory after the
+	// flush, the DB still open, once it stayed the same for Settle;
+	// SettleWaited the wait, SettleTimedOut set if it was still changing
+	// after 5 minutes.
+	SettledBytes   int64
+	SettleWaited   time.Duration
+	SettleTimedOut bool
+	// CPU is the CPU time this process spent during the load (Elapsed),
+	// the workload's batches being turned into measurements included;
+	// SettleCPU the CPU time spent on the flush and the settle. Both are
+	// zero where /proc/self/stat cannot be read.
+	CPU, SettleCPU time.Duration
 }
 
 // PointsPerSecond is the ingest rate.
@@ -101,6 +120,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 	}
 
 	var res IngestResult
+	cpu0, cpuErr := ProcessCPU(os.Getpid())
 	batches := make(chan []Row, cfg.Workers)
 	window := newLatencyWindow()
 	errs := make(chan error, cfg.Workers)
@@ -193,6 +213,11 @@ feed:
 	}
 	res.Elapsed = time.Since(start)
 	res.Stopped = done < len(rows)
+	var cpu1 time.Duration
+	if cpuErr == nil {
+		cpu1, cpuErr = ProcessCPU(os.Getpid())
+		res.CPU = cpu1 - cpu0
+	}
 	if cfg.Progress != nil {
 		n, lat := window.take()
 		cfg.Progress(Progress{Rows: int64(done), Points: int64(done) * NumFields, TotalRows: int64(len(rows)),
@@ -208,6 +233,16 @@ feed:
 		return res, err
 	}
 	res.Buckets = info.Buckets
+	settled, err := SettleUsage(ctx, []string{cfg.Dir}, SettleConfig{Quiet: cfg.Settle})
+	if err != nil {
+		return res, err
+	}
+	res.SettledBytes, res.SettleWaited, res.SettleTimedOut = settled.Bytes, settled.Waited, settled.TimedOut
+	if cpuErr == nil {
+		if cpu2, err := ProcessCPU(os.Getpid()); err == nil {
+			res.SettleCPU = cpu2 - cpu1
+		}
+	}
 	if err := db.Close(); err != nil {
 		return res, err
 	}

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -155,6 +157,76 @@ func ProcessMemory(pid int) (rss, hwm int64, err error) {
 	return int64(st.VmRSS), int64(st.VmHWM), nil
 }
 
+// ProcessCPU returns the CPU time a process has spent so far, in user
+// and kernel mode together (utime and stime of /proc/PID/stat, every
+// thread of it, in clock ticks of ClockTicks a second).
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	utime, stime, err := parseStatCPU(b)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	hz := ClockTicks()
+	ticks := utime + stime
+	return time.Duration(ticks/hz)*time.Second + time.Duration(ticks%hz)*time.Second/time.Duration(hz), nil
+}
+
+// parseStatCPU reads utime and stime, the 14th and 15th fields of a
+// /proc/PID/stat line. The 2nd, the program's name in parentheses, may
+// hold spaces and parentheses itself: the fields are counted from the
+// last ')'.
+func parseStatCPU(b []byte) (utime, stime uint64, err error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, errors.New("no ')' after the program's name")
+	}
+	// After the name: state (3rd), ppid, ..., utime (14th), stime (15th).
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, 0, fmt.Errorf("%d fields after the program's name, want at least 13", len(f))
+	}
+	if utime, err = strconv.ParseUint(f[11], 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("utime: %w", err)
+	}
+	if stime, err = strconv.ParseUint(f[12], 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("stime: %w", err)
+	}
+	return utime, stime, nil
+}
+
+// atClockTick is AT_CLKTCK, the key of the clock ticks a second in the
+// ELF auxiliary vector (the kernel's include/uapi/linux/auxvec.h).
+const atClockTick = 17
+
+// ClockTicks returns the clock ticks a second in which /proc/PID/stat
+// counts CPU time (sysconf(_SC_CLK_TCK)), which the kernel hands every
+// process in its auxiliary vector (/proc/self/auxv); 100, the value on
+// every Linux architecture, when it cannot be read.
+func ClockTicks() uint64 { return clockTicks() }
+
+var clockTicks = sync.OnceValue(func() uint64 {
+	b, err := os.ReadFile("/proc/self/auxv")
+	if err != nil {
+		return 100
+	}
+	word := strconv.IntSize / 8
+	for ; len(b) >= 2*word; b = b[2*word:] {
+		var k, v uint64
+		if word == 8 {
+			k, v = binary.NativeEndian.Uint64(b), binary.NativeEndian.Uint64(b[8:])
+		} else {
+			k, v = uint64(binary.NativeEndian.Uint32(b)), uint64(binary.NativeEndian.Uint32(b[4:]))
+		}
+		if k == atClockTick && v > 0 {
+			return v
+		}
+	}
+	return 100
+})
+
 // RSSWatch samples a process's resident size until stopped.
 type RSSWatch struct {
 	pid  int
@@ -215,6 +287,7 @@ func (w *RSSWatch) Stop() (peakRSS, hwm int64, err error) {
 const (
 	KindVictoriaMetrics = "VictoriaMetrics"
 	KindInfluxDB        = "InfluxDB 1.x"
+	KindHourglass       = "Hourglass"
 )
 
 // DataDirs returns what kind of server s is and the directories its data
@@ -228,7 +301,9 @@ const (
 //     ~/.influxdb/influxdb.conf or /etc/influxdb/influxdb.conf, whichever
 //     exists first, else ~/.influxdb/{meta,data,wal}); the environment
 //     variables INFLUXDB_META_DIR, INFLUXDB_DATA_DIR and
-//     INFLUXDB_DATA_WAL_DIR override them.
+//     INFLUXDB_DATA_WAL_DIR override them;
+//   - Hourglass ("hourglass serve"): --data-dir, else
+//     $HOURGLASS_DATA_DIR, else hourglass-data in its working directory.
 //
 // kind is "" for any other server.
 func (s *LocalServer) DataDirs() (kind string, dirs []string, err error) {
@@ -272,6 +347,21 @@ func serverDataDirs(argv, env []string, cwd, home string, readFile func(string) 
 	}
 	name := filepath.Base(argv[0])
 	args := argv[1:]
+	if strings.HasPrefix(name, "hourglass") && len(args) > 0 && args[0] == "serve" {
+		// The command line wins over the environment, as in serve.
+		v, ok := flagValue(args[1:], "data-dir")
+		if !ok || v == "" {
+			v = getenv("HOURGLASS_DATA_DIR")
+		}
+		if v == "" {
+			v = "hourglass-data"
+		}
+		d, err := abs(v)
+		if err != nil {
+			return KindHourglass, nil, err
+		}
+		return KindHourglass, []string{d}, nil
+	}
 	if v, ok := flagValue(args, "storageDataPath"); ok || strings.HasPrefix(name, "victoria-metrics") {
 		if !ok {
 			v = "victoria-metrics-data"

@@ -178,7 +178,7 @@ bind-address = "127.0.0.1:8088"
 		return readAll("/nonexistent")
 	}
 	readNone := func(p string) ([]byte, error) { return readAll("/nonexistent") }
-	vm, influx := KindVictoriaMetrics, KindInfluxDB
+	vm, influx, hg := KindVictoriaMetrics, KindInfluxDB, KindHourglass
 	for _, c := range []struct {
 		argv, env []string
 		cwd, home string
@@ -214,7 +214,14 @@ bind-address = "127.0.0.1:8088"
 			kind: influx, dirs: []string{"/root/.influxdb/meta", "/root/.influxdb/data", "/root/.influxdb/wal"}},
 		{argv: []string{"influxd", "-config", "/tmp/broken.conf"}, read: readAll, kind: influx, err: "lacks"},
 		{argv: []string{"influxd", "-config", "/tmp/missing.conf"}, read: readAll, kind: influx, err: "not exist"},
-		{argv: []string{"/usr/bin/hourglass", "serve", "--data-dir", "/x"}},
+		{argv: []string{"/usr/bin/hourglass", "serve", "--listen", "127.0.0.1:7700", "--data-dir", "/x"}, env: []string{"HOURGLASS_DATA_DIR=/env"},
+			kind: hg, dirs: []string{"/x"}}, // the command line wins
+		{argv: []string{"hourglass", "serve", "-data-dir=d"}, cwd: "/srv", kind: hg, dirs: []string{"/srv/d"}},
+		{argv: []string{"hourglass", "serve"}, env: []string{"HOURGLASS_DATA_DIR=/env/hg"}, kind: hg, dirs: []string{"/env/hg"}},
+		{argv: []string{"/opt/hourglass", "serve"}, cwd: "/home/bench", kind: hg, dirs: []string{"/home/bench/hourglass-data"}},
+		{argv: []string{"hourglass", "serve"}, kind: hg, err: "working directory"},
+		{argv: []string{"/usr/bin/hourglass", "bench", "ingest", "--data-dir", "/x"}},
+		{argv: []string{"/tmp/hourglass.test", "-test.run=TestX"}},
 		{argv: []string{"postgres", "-D", "/var/lib/postgresql"}},
 		{argv: nil},
 	} {
@@ -251,5 +258,70 @@ func TestDirsUsage(t *testing.T) {
 	}
 	if _, err := DirsUsage(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a missing directory: %v", err)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	for _, c := range []struct {
+		line         string
+		utime, stime uint64
+		err          string
+	}{
+		// Linux 6.x, 52 fields; utime and stime are the 14th and 15th.
+		{line: "4242 (victoria-metric) S 1 4242 4242 0 -1 4194560 90112 0 3 0 1234 567 0 0 20 0 9 0 1733 1543507968 21000 18446744073709551615 1 1 0 0 0 0 0 0 2143420159 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+			utime: 1234, stime: 567},
+		// A name with spaces and parentheses.
+		{line: "7 (a) b (c)) R 1 7 7 0 -1 0 0 0 0 0 99 1 0 0 20 0 1 0 5 0 0\n", utime: 99, stime: 1},
+		{line: "7 a R 1", err: "no ')'"},
+		{line: "7 (a) R 1 7 7 0 -1 0 0 0 0 0 99", err: "fields"},
+		{line: "7 (a) R 1 7 7 0 -1 0 0 0 0 0 x 1 0", err: "utime"},
+	} {
+		u, s, err := parseStatCPU([]byte(c.line))
+		if u != c.utime || s != c.stime || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: %d %d %v; want %d %d %q", c.line, u, s, err, c.utime, c.stime, c.err)
+		}
+	}
+}
+
+// TestProcessCPU reads this process's CPU time while it spins, and checks
+// it against what getrusage says.
+func TestProcessCPU(t *testing.T) {
+	skipUnlessProc(t)
+	rusage := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	before, err := ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 300 ms of CPU, however long a shared machine takes to give them.
+	ru0, x := rusage(), 0
+	for spin := time.Now(); rusage()-ru0 < 300*time.Millisecond && time.Since(spin) < time.Minute; {
+		for i := range 100_000 {
+			x += i * x
+		}
+	}
+	lo, err := ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ru := rusage()
+	hi, err := ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kernel counts both from the same clock, /proc in whole ticks;
+	// threads running elsewhere between the reads (the collector) may add
+	// a few. A wrong tick rate is ten times off.
+	slack := 5 * time.Second / time.Duration(ClockTicks())
+	if lo-before < 250*time.Millisecond || ru < lo-slack || ru > hi+slack {
+		t.Fatalf("spun 300 ms of CPU: /proc/self/stat %v, then %v, %v; getrusage %v (slack %v) %d", before, lo, hi, ru, slack, x)
+	}
+	if _, err := ProcessCPU(1 << 30); err == nil {
+		t.Fatal("no such process, yet read")
 	}
 }

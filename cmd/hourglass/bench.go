@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -37,7 +38,8 @@ high-cardinality is 1M series (--sensors) of 10 points each.
 Targets:
 
   embedded            the storage engine in this process, in a temporary
-                      directory (no HTTP)
+                      directory (no HTTP); the load generator runs in this
+                      process too
   http://host:port    a Hourglass server: line protocol to /write into
                       --collection, then a compaction and its size on disk
   influx=URL          any InfluxDB line-protocol write URL, used as given:
@@ -66,10 +68,11 @@ refusal), latency p50/p99/max and the largest answer; compare points/s
 with a run without --queries for the cost of the reads to ingest.
 
 The report gives points acknowledged, points/s, batch latency (p50, p99,
-max), bytes/point on disk, buckets per 1000 rows (Hourglass targets) and
-peak RSS. For a Hourglass server, the size is
-its collection's after a compaction and the peak RSS its VmHWM (the peak since
-the server started, from /v1/status). For an influx= target on a loopback
+max), bytes/point on disk, buckets per 1000 rows (Hourglass targets), peak
+RSS, settled bytes/point and CPU s/Mpoint. For a Hourglass server,
+bytes/point is its collection's size after a compaction (storageBytes, as
+in earlier reports) and the peak RSS its VmHWM (the peak since the server
+started, from /v1/status). For an influx= or remote= target on a loopback
 address, the process listening on the URL's port is found through /proc
 (the same user or root is needed to see it): its peak RSS is the highest
 VmRSS sampled every 100 ms from the start of the load until its size is
@@ -79,9 +82,29 @@ directories are known from its command line (VictoriaMetrics'
 configuration file), their allocated size after the load gives bytes/point:
 VictoriaMetrics is first told to flush (/internal/force_flush), then, for
 either, the size is taken once it has not changed for --settle (background
-flushes and merges go on for seconds after a load). Start such a server on
-an empty data directory: everything in it is counted. Any other target, or
-one not found, leaves these columns empty.
+flushes and merges go on for seconds after a load).
+
+Settled bytes/point measures every target the same way: the allocated
+size of its data directories once it has not changed for --settle (read
+every second, 5 minutes at most), over the points acknowledged. For a peer
+it is its bytes/point; a Hourglass server on a loopback address is found
+through /proc as a peer is, its directory is its --data-dir (from its
+command line, else HOURGLASS_DATA_DIR in its environment, else
+hourglass-data in its working directory), and the wait starts after the
+compaction; the embedded target's directory is waited for after its flush,
+still open (its bytes/point is the directory's size once closed). Start a
+server on an empty data directory: everything in it is counted.
+
+CPU s/Mpoint is the CPU time (user and system, utime and stime of
+/proc/PID/stat) the target's process spent during the load alone, per
+million points acknowledged; the CPU time spent after the load until the
+size settled is reported apart. For the embedded target it is this
+process's, which also turns the workload's rows into measurements and
+writes them: the load generator's CPU is counted with the engine's (the
+rows are generated before the load starts); its peak RSS is this process's
+highest VmRSS sampled, the generated workload included.
+
+Any target, or process, not found leaves these columns empty, with a note.
 
 "bench query" then times queries on the loaded data; median and p99 of
 --runs runs each. On cpu-only (the default): the peers harness's q1 (max of
@@ -166,6 +189,81 @@ type targetReport struct {
 	DataDirs        []string `json:"dataDirs,omitempty"`
 	DiskBytes       int64    `json:"diskBytes,omitempty"`
 	DiskBytesBefore int64    `json:"diskBytesBefore,omitempty"`
+	// StorageBytes is a Hourglass server's collection's size after its
+	// compaction (its storageBytes), which BytesPerPoint divides for a
+	// Hourglass server, as before the settled size was measured.
+	StorageBytes int64 `json:"storageBytes,omitempty"`
+	// SettledBytesPerPoint is DiskBytes per point: the allocated size of
+	// the target's data directories once it stayed the same for --settle
+	// after the load, measured the same way for every target whose
+	// directory is known (for a local peer it is also BytesPerPoint).
+	SettledBytesPerPoint float64 `json:"settledBytesPerPoint,omitempty"`
+	// SettleSeconds is the time from the end of the load to the settled
+	// size: the flush (a Hourglass compaction, VictoriaMetrics'
+	// force_flush) and the wait; SettleTimedOut is set if the size was
+	// still changing after 5 minutes.
+	SettleSeconds  float64 `json:"settleSeconds,omitempty"`
+	SettleTimedOut bool    `json:"settleTimedOut,omitempty"`
+	// CPUSeconds is the CPU time (user and system) the target's process
+	// spent during the load alone, CPUSecondsPerMPoint the same per
+	// million points acknowledged, and SettleCPUSeconds the CPU time it
+	// spent after the load until its size settled. For the embedded
+	// target the process is this one, load generator included.
+	CPUSeconds          float64 `json:"cpuSeconds,omitempty"`
+	CPUSecondsPerMPoint float64 `json:"cpuSecondsPerMPoint,omitempty"`
+	SettleCPUSeconds    float64 `json:"settleCPUSeconds,omitempty"`
+}
+
+// setCPU fills the report's CPU columns from the CPU time spent during
+// the load and after it.
+func (r *targetReport) setCPU(load, settle time.Duration) {
+	r.CPUSeconds, r.SettleCPUSeconds = load.Seconds(), settle.Seconds()
+	if r.Points > 0 {
+		r.CPUSecondsPerMPoint = load.Seconds() / float64(r.Points) * 1e6
+	}
+}
+
+// setSettled fills the report's settled size.
+func (r *targetReport) setSettled(s bench.Settled) {
+	r.DiskBytes, r.SettleTimedOut = s.Bytes, s.TimedOut
+	if r.Points > 0 {
+		r.SettledBytesPerPoint = float64(s.Bytes) / float64(r.Points)
+	}
+}
+
+// cpuMeter reads a local target's CPU time (bench.ProcessCPU) at the
+// start of its load, at its end, and once its size settled.
+type cpuMeter struct {
+	pid           int
+	start, loaded time.Duration
+	err           error
+}
+
+func startCPU(pid int) *cpuMeter {
+	c := &cpuMeter{pid: pid}
+	c.start, c.err = bench.ProcessCPU(pid)
+	return c
+}
+
+// loadDone marks the end of the load.
+func (c *cpuMeter) loadDone() {
+	if c.err == nil {
+		c.loaded, c.err = bench.ProcessCPU(c.pid)
+	}
+}
+
+// settleDone fills rep's CPU columns; a process that could not be read
+// leaves them empty, with a note.
+func (c *cpuMeter) settleDone(rep *targetReport, stderr io.Writer) {
+	var now time.Duration
+	if c.err == nil {
+		now, c.err = bench.ProcessCPU(c.pid)
+	}
+	if c.err != nil {
+		fmt.Fprintf(stderr, "[%s] CPU time of pid %d not measured: %v\n", rep.Target, c.pid, c.err)
+		return
+	}
+	rep.setCPU(c.loaded-c.start, now-c.loaded)
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -322,7 +420,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.BoolVar(&cfg.gzip, "gzip", false, "gzip request bodies")
 	fs.IntVar(&cfg.limit, "limit", 0, "stop after this many rows (`n`, 0: the whole workload; HTTP targets)")
 	fs.DurationVar(&cfg.duration, "duration", 0, "stop each target's load after this `time` (e.g. 30s; 0: the whole workload): no batch is sent after it, those in flight are waited for, and the report counts the points acknowledged")
-	fs.DurationVar(&cfg.settle, "settle", 10*time.Second, "local VictoriaMetrics or InfluxDB target whose data directory is known: after the load (and VictoriaMetrics' /internal/force_flush), take its size on disk once it has stayed the same for this `time`, checked every second, 5 minutes at most (0: at once)")
+	fs.DurationVar(&cfg.settle, "settle", 10*time.Second, "every target whose data directory is known (the embedded one, a local Hourglass server, VictoriaMetrics or InfluxDB): after the load (and Hourglass' compaction or flush, VictoriaMetrics' /internal/force_flush), take its size on disk once it has stayed the same for this `time`, checked every second, 5 minutes at most (0: at once)")
 	fs.StringVar(&cfg.collection, "collection", "bench_cpu", "collection a Hourglass target is loaded into (`name`)")
 	fs.BoolVar(&cfg.replace, "replace", false, "drop --collection first if it exists on a Hourglass target")
 	fs.StringVar(&cfg.token, "token", "", "auth `token` for HTTP targets")
@@ -382,8 +480,12 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if cfg.workload != "cpu-only" {
 			return rep, errors.New("the embedded target runs the cpu-only workload; load iot over HTTP")
 		}
+		// This process's resident size, the workload generated in memory
+		// included.
+		rss := bench.WatchRSS(os.Getpid(), rssEvery)
 		res, err := bench.Ingest(ctx, bench.IngestConfig{Workload: w, Dir: dir + "/data", Workers: cfg.workers, BatchRows: cfg.batch,
-			Duration: cfg.duration, Order: order, Progress: progress})
+			Duration: cfg.duration, Order: order, Progress: progress, Settle: cfg.settle})
+		peak, _, rssErr := rss.Stop()
 		if err != nil {
 			return rep, err
 		}
@@ -392,6 +494,14 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if res.Points > 0 {
 			rep.BytesPerPoint = res.BytesPerPoint()
 			rep.Buckets, rep.BucketsPer1000 = res.Buckets, res.BucketsPer1000()
+			rep.setSettled(bench.Settled{Bytes: res.SettledBytes, Waited: res.SettleWaited, TimedOut: res.SettleTimedOut})
+			rep.SettleSeconds = (res.FlushElapsed + res.SettleWaited).Seconds()
+		}
+		if res.CPU > 0 {
+			rep.setCPU(res.CPU, res.SettleCPU)
+		}
+		if rssErr == nil {
+			rep.PeakRSSMiB = peak >> 20
 		}
 		return rep, nil
 	case strings.HasPrefix(target, "remote="):
@@ -399,36 +509,21 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			return rep, errors.New("a remote= target needs --format prom")
 		}
 		u := strings.TrimPrefix(target, "remote=")
-		peer, err := watchPeer(u)
-		if err != nil {
-			fmt.Fprintf(stderr, "[%s] peak RSS and bytes/point not measured: %v\n", target, err)
-		}
-		res, err := bench.Load(ctx, remoteWrite(loadConfig(cfg, src, order, u, progress)))
-		fill(&rep, res)
-		if peer != nil {
-			peer.finish(ctx, cfg, u, err == nil, &rep, stderr)
-		}
-		return rep, err
+		return rep, loadPeer(ctx, cfg, remoteWrite(loadConfig(cfg, src, order, u, progress)), &rep, stderr)
 	case strings.HasPrefix(target, "influx="):
 		if cfg.format == "prom" {
 			return rep, errors.New("an influx= target takes line protocol: use remote=URL with --format prom")
 		}
 		u := strings.TrimPrefix(target, "influx=")
-		peer, err := watchPeer(u)
-		if err != nil {
-			fmt.Fprintf(stderr, "[%s] peak RSS and bytes/point not measured: %v\n", target, err)
-		}
-		res, err := bench.Load(ctx, loadConfig(cfg, src, order, u, progress))
-		fill(&rep, res)
-		if peer != nil {
-			peer.finish(ctx, cfg, u, err == nil, &rep, stderr)
-		}
-		return rep, err
+		return rep, loadPeer(ctx, cfg, loadConfig(cfg, src, order, u, progress), &rep, stderr)
 	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
 		base := strings.TrimRight(target, "/")
 		if err := prepareCollection(ctx, base, cfg); err != nil {
 			return rep, err
 		}
+		// Its process, when it runs on this machine: its CPU time and
+		// its data directory.
+		hg := watchHourglass(base, &rep, stderr)
 		if err := prepareRollups(ctx, base, cfg, src); err != nil {
 			return rep, err
 		}
@@ -476,6 +571,9 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			}()
 		}
 		res, err := bench.Load(ctx, lc)
+		if hg != nil {
+			hg.loadDone()
+		}
 		loaded()
 		if queried != nil {
 			rep.Queries = <-queried
@@ -502,7 +600,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			if err := apiCall(ctx, cfg, http.MethodPost, coll+"/compact", &c); err != nil {
 				return rep, err
 			}
-			rep.BytesPerPoint = float64(c.StorageBytes) / float64(rep.Points)
+			rep.StorageBytes, rep.BytesPerPoint = c.StorageBytes, float64(c.StorageBytes)/float64(rep.Points)
 			var info struct {
 				Buckets int64 `json:"buckets"`
 			}
@@ -510,6 +608,14 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 				return rep, err
 			}
 			rep.Buckets, rep.BucketsPer1000 = info.Buckets, 1000*float64(info.Buckets)/float64(rep.Rows)
+			if hg != nil {
+				if err := hg.settle(ctx, cfg, &rep, stderr); err != nil {
+					return rep, err
+				}
+			}
+		}
+		if hg != nil {
+			hg.cpu.settleDone(&rep, stderr)
 		}
 		var st struct {
 			Mem struct {
@@ -523,6 +629,118 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		return rep, nil
 	}
 	return rep, fmt.Errorf("unknown target %q: want embedded, http://host:port or influx=URL", target)
+}
+
+// loadPeer loads a remote= or influx= target and measures its process
+// when it runs on this machine (peerWatch, cpuMeter).
+func loadPeer(ctx context.Context, cfg *benchConfig, lc bench.LoadConfig, rep *targetReport, stderr io.Writer) error {
+	peer, err := watchPeer(lc.URL)
+	if err != nil {
+		fmt.Fprintf(stderr, "[%s] peak RSS, bytes/point and CPU time not measured: %v\n", rep.Target, err)
+	}
+	var cpu *cpuMeter
+	if peer != nil {
+		cpu = startCPU(peer.srv.PID)
+	}
+	res, err := bench.Load(ctx, lc)
+	fill(rep, res)
+	if peer == nil {
+		return err
+	}
+	cpu.loadDone()
+	start := time.Now()
+	peer.finish(ctx, cfg, lc.URL, err == nil, rep, stderr)
+	if rep.DiskBytes > 0 {
+		rep.SettleSeconds = time.Since(start).Seconds()
+		rep.SettledBytesPerPoint = rep.BytesPerPoint
+	}
+	cpu.settleDone(rep, stderr)
+	return err
+}
+
+// hourglassWatch measures the process of a Hourglass server on this
+// machine: its CPU time, and the size of its data directory (as
+// peerWatch measures a peer's).
+type hourglassWatch struct {
+	srv    *bench.LocalServer
+	cpu    *cpuMeter
+	dirs   []string
+	before int64
+	loaded time.Time // the end of the load
+}
+
+// loadDone marks the end of the load.
+func (h *hourglassWatch) loadDone() {
+	h.cpu.loadDone()
+	h.loaded = time.Now()
+}
+
+// watchHourglass finds the process listening on base's port and starts
+// reading its CPU time. It returns nil, with a note, when there is no
+// such process or it cannot be read.
+func watchHourglass(base string, rep *targetReport, stderr io.Writer) *hourglassWatch {
+	note := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "[%s] "+format+"\n", append([]any{rep.Target}, args...)...)
+	}
+	srv, err := bench.FindLocalServer(base)
+	if err != nil {
+		note("settled bytes/point and CPU time not measured: %v", err)
+		return nil
+	}
+	h := &hourglassWatch{srv: srv, cpu: startCPU(srv.PID)}
+	rep.PID = srv.PID
+	kind, dirs, err := srv.DataDirs()
+	rep.Server = "?"
+	if len(srv.Argv) > 0 {
+		rep.Server = filepath.Base(srv.Argv[0])
+	}
+	if kind != "" {
+		rep.Server += ", " + kind
+	}
+	switch {
+	case err != nil:
+		note("settled bytes/point not measured: pid %d (%s): %v", srv.PID, rep.Server, err)
+	case kind != bench.KindHourglass:
+		note("settled bytes/point not measured: pid %d (%s) is not \"hourglass serve\"", srv.PID, rep.Server)
+	default:
+		if h.before, err = bench.DirsUsage(dirs...); err != nil {
+			note("settled bytes/point not measured: %v", err)
+		} else {
+			h.dirs = dirs
+		}
+	}
+	return h
+}
+
+// settle takes the size of the server's data directory once it has
+// stayed the same for --settle, after the load's compaction.
+func (h *hourglassWatch) settle(ctx context.Context, cfg *benchConfig, rep *targetReport, stderr io.Writer) error {
+	if len(h.dirs) == 0 {
+		return nil
+	}
+	if cfg.settle > 0 {
+		fmt.Fprintf(stderr, "[%s] waiting for the size of %s (pid %d) to stay the same for %v\n", rep.Target, strings.Join(h.dirs, ", "), h.srv.PID, cfg.settle)
+	}
+	s, err := bench.SettleUsage(ctx, h.dirs, bench.SettleConfig{Quiet: cfg.settle, Max: maxSettle})
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "[%s] settled bytes/point not measured: %v\n", rep.Target, err)
+		return nil
+	}
+	rep.setSettled(s)
+	rep.DataDirs, rep.DiskBytesBefore = h.dirs, h.before
+	rep.SettleSeconds = time.Since(h.loaded).Seconds()
+	fmt.Fprintf(stderr, "[%s] %d bytes on disk in %s, %v after the compaction\n", rep.Target, s.Bytes, strings.Join(h.dirs, ", "), s.Waited.Round(100*time.Millisecond))
+	if s.TimedOut {
+		fmt.Fprintf(stderr, "[%s] the size was still changing after %v; measured anyway\n", rep.Target, maxSettle)
+	}
+	if h.before > 1<<20 {
+		fmt.Fprintf(stderr, "[%s] the data directory held %.1f MiB before the load: settled bytes/point counts it too; start the server on an empty one\n",
+			rep.Target, float64(h.before)/(1<<20))
+	}
+	return nil
 }
 
 func loadConfig(cfg *benchConfig, src bench.LineSource, order bench.Order, u string, progress func(bench.Progress)) bench.LoadConfig {
@@ -677,7 +895,7 @@ func apiRequest(ctx context.Context, cfg *benchConfig, method, u string, body io
 
 func printReport(w io.Writer, reports []targetReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tpoints\tseconds\tpoints/s\tMB/s\tbatch p50 ms\tp99 ms\tmax ms\tretries\terrors\tbytes/point\tbuckets/1000\tpeak RSS MiB\t")
+	fmt.Fprintln(tw, "target\tpoints\tseconds\tpoints/s\tMB/s\tbatch p50 ms\tp99 ms\tmax ms\tretries\terrors\tbytes/point\tbuckets/1000\tpeak RSS MiB\tsettled bytes/point\tCPU s/Mpoint\t")
 	opt := func(v float64, format string) string {
 		if v == 0 {
 			return "-"
@@ -685,18 +903,27 @@ func printReport(w io.Writer, reports []targetReport) {
 		return fmt.Sprintf(format, v)
 	}
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", r.Target, r.Points, r.Seconds, r.PointsPerSecond,
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Target, r.Points, r.Seconds, r.PointsPerSecond,
 			opt(r.MBPerSecond, "%.1f"), opt(r.P50Millis, "%.1f"), opt(r.P99Millis, "%.1f"), opt(r.MaxMillis, "%.1f"),
-			r.Retries, r.Errors, opt(r.BytesPerPoint, "%.3f"), opt(r.BucketsPer1000, "%.2f"), opt(float64(r.PeakRSSMiB), "%.0f"))
+			r.Retries, r.Errors, opt(r.BytesPerPoint, "%.3f"), opt(r.BucketsPer1000, "%.2f"), opt(float64(r.PeakRSSMiB), "%.0f"),
+			opt(r.SettledBytesPerPoint, "%.3f"), opt(r.CPUSecondsPerMPoint, "%.2f"))
 	}
 	tw.Flush()
 	for _, r := range reports {
 		if r.StoppedByDuration {
 			fmt.Fprintf(w, "%s: stopped by --duration after %.2f s\n", r.Target, r.Seconds)
 		}
-		if r.PID != 0 && r.PeakRSSMiB > 0 {
+		if r.PID != 0 && r.PeakRSSMiB > 0 && r.VmHWMMiB > 0 {
 			fmt.Fprintf(w, "%s: peak RSS is the highest VmRSS sampled of pid %d (%s); its VmHWM since it started: %d MiB\n",
 				r.Target, r.PID, r.Server, r.VmHWMMiB)
+		}
+		if r.CPUSeconds > 0 {
+			who := fmt.Sprintf("pid %d", r.PID)
+			if r.Target == "embedded" {
+				who = "this process, the load included"
+			}
+			fmt.Fprintf(w, "%s: CPU %.2f s during the load, %.2f s in the %.1f s after it until its size settled (%s)\n",
+				r.Target, r.CPUSeconds, r.SettleCPUSeconds, r.SettleSeconds, who)
 		}
 		if r.FirstError != "" {
 			fmt.Fprintf(w, "%s: first error: %s\n", r.Target, r.FirstError)

@@ -146,7 +146,8 @@ func TestBenchIngestLocalPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(r.DataDirs, []string{dataDir}) || r.DiskBytes != disk || r.BytesPerPoint != float64(disk)/float64(r.Points) {
+	if !slices.Equal(r.DataDirs, []string{dataDir}) || r.DiskBytes != disk || r.BytesPerPoint != float64(disk)/float64(r.Points) ||
+		r.SettledBytesPerPoint != r.BytesPerPoint || r.SettleSeconds < 1 {
 		t.Fatalf("disk: %+v; %s holds %d bytes", r, dataDir, disk)
 	}
 	// The chart has both a rate and a latency line for the target.
@@ -250,7 +251,7 @@ func TestBenchIngestDuration(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	// The default workload, 8.64M points: far more than 300 ms of loading.
 	start := time.Now()
-	code := run([]string{"bench", "ingest", "--duration", "300ms", "--collection", "dur", "--json", srv.url}, &stdout, &stderr)
+	code := run([]string{"bench", "ingest", "--duration", "300ms", "--settle", "0", "--collection", "dur", "--json", srv.url}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -277,7 +278,7 @@ func TestBenchIngestDuration(t *testing.T) {
 	}
 	// In process: 2,160 batches of 10 rows, each fsynced.
 	stdout.Reset()
-	code = run([]string{"bench", "ingest", "--duration", "50ms", "--scale", "10", "--hours", "6", "--batch", "10", "--json", "embedded"}, &stdout, &stderr)
+	code = run([]string{"bench", "ingest", "--duration", "50ms", "--settle", "0", "--scale", "10", "--hours", "6", "--batch", "10", "--json", "embedded"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("embedded: exit %d: %s", code, stderr.String())
 	}
@@ -290,14 +291,14 @@ func TestBenchIngestDuration(t *testing.T) {
 	}
 	// The text report says so.
 	stdout.Reset()
-	if code := run([]string{"bench", "ingest", "--duration", "300ms", "--collection", "dur2", srv.url}, &stdout, &stderr); code != 0 ||
+	if code := run([]string{"bench", "ingest", "--duration", "300ms", "--settle", "0", "--collection", "dur2", srv.url}, &stdout, &stderr); code != 0 ||
 		!strings.Contains(stdout.String(), "stopped by --duration") {
 		t.Fatalf("exit %d: %s\n%s", code, stdout.String(), stderr.String())
 	}
 	// Stopped before the first batch was even generated: an empty report,
 	// not a failed run.
 	stdout.Reset()
-	if code := run([]string{"bench", "ingest", "--duration", "1ns", "--collection", "dur3", "--json", srv.url}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"bench", "ingest", "--duration", "1ns", "--settle", "0", "--collection", "dur3", "--json", srv.url}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	reports = nil
@@ -314,7 +315,7 @@ func TestBenchIngestOrder(t *testing.T) {
 	var per1000 []float64
 	for _, o := range []string{"asc", "desc", "shuffle"} {
 		var stdout, stderr bytes.Buffer
-		args := []string{"bench", "ingest", "--order", o, "--scale", "3", "--hours", "3", "--batch", "300", "--workers", "1", "--json", "embedded"}
+		args := []string{"bench", "ingest", "--order", o, "--settle", "0", "--scale", "3", "--hours", "3", "--batch", "300", "--workers", "1", "--json", "embedded"}
 		if code := run(args, &stdout, &stderr); code != 0 {
 			t.Fatalf("--order %s: exit %d: %s", o, code, stderr.String())
 		}

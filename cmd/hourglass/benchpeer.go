@@ -100,33 +100,22 @@ func (p *peerWatch) measureDisk(ctx context.Context, cfg *benchConfig, writeURL 
 			flushed = " (flushed with /internal/force_flush first)"
 		}
 	}
-	n, err := bench.DirsUsage(p.dirs...)
+	var n int64
+	var err error
 	waited := time.Duration(0)
-	if err == nil && cfg.settle > 0 {
+	if cfg.settle > 0 {
 		// Background flushes and merges go on after a load: take the size
 		// once it has stayed the same for cfg.settle.
 		note("waiting for the size of %s (pid %d, %s) to stay the same for %v", strings.Join(p.dirs, ", "), p.srv.PID, p.name(), cfg.settle)
-		step := min(cfg.settle, time.Second)
-		start, quiet := time.Now(), time.Now()
-		for time.Since(quiet) < cfg.settle {
-			if time.Since(start) >= maxSettle {
-				note("the size was still changing after %v; measured anyway", maxSettle)
-				break
-			}
-			select {
-			case <-time.After(step):
-			case <-ctx.Done():
-				return
-			}
-			var m int64
-			if m, err = bench.DirsUsage(p.dirs...); err != nil {
-				break
-			}
-			if m != n {
-				n, quiet = m, time.Now()
-			}
-		}
-		waited = time.Since(start).Round(100 * time.Millisecond)
+	}
+	var st bench.Settled
+	st, err = bench.SettleUsage(ctx, p.dirs, bench.SettleConfig{Quiet: cfg.settle, Max: maxSettle})
+	if ctx.Err() != nil {
+		return
+	}
+	n, waited = st.Bytes, st.Waited.Round(100*time.Millisecond)
+	if st.TimedOut {
+		note("the size was still changing after %v; measured anyway", maxSettle)
 	}
 	if err != nil {
 		note("bytes/point not measured: %v", err)

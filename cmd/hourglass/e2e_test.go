@@ -316,7 +316,7 @@ func TestByteSize(t *testing.T) {
 func TestBenchIngest(t *testing.T) {
 	srv := startServer(t, t.TempDir())
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "ingest", "--scale", "3", "--hours", "1", "--batch", "200", "--json", srv.url, "embedded"}, &stdout, &stderr)
+	code := run([]string{"bench", "ingest", "--settle", "0", "--scale", "3", "--hours", "1", "--batch", "200", "--json", srv.url, "embedded"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -365,7 +365,7 @@ func TestBenchIngest(t *testing.T) {
 	for _, wl := range [][]string{{"--workload", "iot", "--sensors", "50", "--hours", "4", "--queries", "3", "--batch", "200", "--workers", "1", "--collection", "iot"},
 		{"--workload", "high-cardinality", "--sensors", "300", "--collection", "hc"}} {
 		stdout.Reset()
-		if code := run(append([]string{"bench", "ingest", "--json", srv.url}, wl...), &stdout, &stderr); code != 0 {
+		if code := run(append([]string{"bench", "ingest", "--settle", "0", "--json", srv.url}, wl...), &stdout, &stderr); code != 0 {
 			t.Fatalf("%v: exit %d: %s", wl, code, stderr.String())
 		}
 		var rs []targetReport
@@ -389,7 +389,7 @@ func TestBenchIngest(t *testing.T) {
 		}
 	}
 	// A second run refuses to load into the same collection without --replace.
-	if code := run([]string{"bench", "ingest", "--scale", "1", "--hours", "1", srv.url}, &stdout, &stderr); code != 1 {
+	if code := run([]string{"bench", "ingest", "--settle", "0", "--scale", "1", "--hours", "1", srv.url}, &stdout, &stderr); code != 1 {
 		t.Fatalf("second run without --replace: exit %d", code)
 	}
 }
@@ -489,7 +489,7 @@ func TestDiskReserveFlag(t *testing.T) {
 func TestBenchIngestRemoteWrite(t *testing.T) {
 	srv := startServer(t, t.TempDir())
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "ingest", "--format", "prom", "--workload", "iot", "--sensors", "20", "--hours", "1", "--json", srv.url}, &stdout, &stderr)
+	code := run([]string{"bench", "ingest", "--settle", "0", "--format", "prom", "--workload", "iot", "--sensors", "20", "--hours", "1", "--json", srv.url}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -523,11 +523,11 @@ func TestBenchIngestRemoteWrite(t *testing.T) {
 	// A remote= target takes the same requests (the server's own endpoint
 	// here); line protocol does not go there.
 	stdout.Reset()
-	if code := run([]string{"bench", "ingest", "--format", "prom", "--workload", "iot", "--sensors", "5", "--hours", "1", "--json",
+	if code := run([]string{"bench", "ingest", "--settle", "0", "--format", "prom", "--workload", "iot", "--sensors", "5", "--hours", "1", "--json",
 		"remote=" + srv.url + "/api/v1/write?collection=other"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("remote=: exit %d: %s", code, stderr.String())
 	}
-	if code := run([]string{"bench", "ingest", "--workload", "iot", "--sensors", "5", "--hours", "1", "remote=" + srv.url + "/api/v1/write"}, &stdout, &stderr); code == 0 {
+	if code := run([]string{"bench", "ingest", "--settle", "0", "--workload", "iot", "--sensors", "5", "--hours", "1", "remote=" + srv.url + "/api/v1/write"}, &stdout, &stderr); code == 0 {
 		t.Fatal("remote= without --format prom ran")
 	}
 }
