@@ -79,7 +79,7 @@ func (d *dirStore) Put(ctx context.Context, key string, body io.Reader, size int
 			_ = os.Remove(tmp)
 		}
 	}()
-	n, err := io.Copy(f, io.LimitReader(body, size+1))
+	n, err := io.Copy(f, io.LimitReader(withContext(ctx, body), size+1))
 	if err != nil {
 		return fmt.Errorf("objstore: put %s: %w", key, err)
 	}

@@ -143,7 +143,7 @@ func (s *s3Store) Put(ctx context.Context, key string, body io.Reader, size int6
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r, err := exactBody(body, size)
+	r, err := exactBody(ctx, body, size)
 	if err != nil {
 		return fmt.Errorf("objstore: put %s: %w", key, err)
 	}
@@ -154,74 +154,6 @@ func (s *s3Store) Put(ctx context.Context, key string, body io.Reader, size int6
 		return s.errorf("put", key, err)
 	}
 	return nil
-}
-
-// exactBody returns a reader of exactly size bytes of body that fails,
-// before handing over the last byte, when body holds fewer or more: the
-// request then ends short of its Content-Length and the server stores
-// nothing. A body that can seek and read at offsets is measured instead,
-// and given as a section that minio-go can rewind to retry a request.
-func exactBody(body io.Reader, size int64) (io.Reader, error) {
-	if ra, ok := body.(interface {
-		io.ReaderAt
-		io.Seeker
-	}); ok {
-		off, err := ra.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return nil, err
-		}
-		end, err := ra.Seek(0, io.SeekEnd)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := ra.Seek(off, io.SeekStart); err != nil {
-			return nil, err
-		}
-		if end-off != size {
-			return nil, fmt.Errorf("body holds %d bytes, not the %d announced", end-off, size)
-		}
-		return io.NewSectionReader(ra, off, size), nil
-	}
-	return &exactReader{r: body, size: size, left: size}, nil
-}
-
-type exactReader struct {
-	r          io.Reader
-	size, left int64
-}
-
-func (e *exactReader) Read(p []byte) (int, error) {
-	if e.left == 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > e.left {
-		p = p[:e.left]
-	}
-	n, err := e.r.Read(p)
-	e.left -= int64(n)
-	if e.left > 0 {
-		if err == io.EOF {
-			return 0, fmt.Errorf("objstore: body holds %d bytes, not the %d announced", e.size-e.left, e.size)
-		}
-		return n, err
-	}
-	if err != nil && err != io.EOF {
-		return 0, err
-	}
-	// The last bytes: give them only if the body ends here.
-	var one [1]byte
-	for {
-		m, err := e.r.Read(one[:])
-		if m > 0 {
-			return 0, fmt.Errorf("objstore: body holds more than the %d bytes announced", e.size)
-		}
-		if err == io.EOF {
-			return n, io.EOF
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
 }
 
 // s3Object reads an object by ranged GETs under the ETag it was opened

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
 	"github.com/hourglassdb/hourglass/internal/s3test"
 	"github.com/hourglassdb/hourglass/objstore"
 )
@@ -56,6 +59,7 @@ func testStore(t *testing.T, newStore storeFunc) {
 		{"BadKeys", testBadKeys},
 		{"WrongSize", testWrongSize},
 		{"Cancelled", testCancelled},
+		{"StalledBody", testStalledBody},
 		{"TempLookalike", testTempLookalike},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })
@@ -448,6 +452,26 @@ func testCancelled(t *testing.T, newStore storeFunc) {
 	}
 }
 
+// testStalledBody: a Put whose body stops coming ends at its context's
+// deadline and stores nothing.
+func testStalledBody(t *testing.T, newStore storeFunc) {
+	st := newStore(t)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { _, _ = pw.Write(pattern(1000, 7)) }() // then nothing
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	began := time.Now()
+	err := st.Put(ctx, "k", pr, 1<<20)
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("Put took %v under a 1 s context", took)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Put: %v, want context.DeadlineExceeded", err)
+	}
+	notExist(t, st, "k")
+}
+
 // A store on a prefix sees its own keys only, relative to the prefix.
 func testPrefixes(t *testing.T, srv s3test.Server) {
 	o := objstore.Options{S3Endpoint: srv.Endpoint}
@@ -463,13 +487,25 @@ func testPrefixes(t *testing.T, srv s3test.Server) {
 	}
 	put(t, a, "x", []byte("x"))
 	put(t, ab, "yy", []byte("yy"))
+	// A folder marker another tool made is no object of the store's.
+	c, err := minio.New(strings.TrimPrefix(srv.Endpoint, "http://"), &minio.Options{
+		Creds:        credentials.NewStaticV4(srv.AccessKey, srv.SecretKey, ""),
+		Region:       "us-east-1",
+		BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := strings.TrimPrefix(base, "s3://"+srv.Bucket+"/")
+	if _, err := c.PutObject(t.Context(), srv.Bucket, rel+"/a/folder/", bytes.NewReader(nil), 0, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if got := list(t, a, ""); !slices.Equal(got, []string{"x"}) {
 		t.Fatalf("a lists %q", got)
 	}
 	if got := list(t, ab, ""); !slices.Equal(got, []string{"yy"}) {
 		t.Fatalf("ab lists %q", got)
 	}
-	rel := strings.TrimPrefix(base, "s3://"+srv.Bucket+"/")
 	if _, err := whole.Stat(t.Context(), rel+"/a/x"); err != nil {
 		t.Fatalf("the bucket's store does not see a's object: %v", err)
 	}
