@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -638,5 +639,138 @@ func TestS3Unresponsive(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, objstore.ErrBadURL) || !strings.Contains(err.Error(), endpoint) {
 		t.Fatalf("Open: %v, want a deadline error naming %s", err, endpoint)
+	}
+}
+
+// freezer is a TCP proxy in front of a server that can be made to hang:
+// after freeze, it passes no more bytes either way and answers no new
+// connection, as a server that stopped responding (not one that went
+// away, whose connections are refused).
+type freezer struct {
+	l      net.Listener
+	to     string
+	frozen chan struct{}
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newFreezer(t *testing.T, to string) *freezer {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{l: l, to: to, frozen: make(chan struct{})}
+	t.Cleanup(f.close)
+	go f.serve()
+	return f
+}
+
+func (f *freezer) addr() string { return "http://" + f.l.Addr().String() }
+
+func (f *freezer) freeze() { close(f.frozen) }
+
+func (f *freezer) close() {
+	f.l.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		c.Close()
+	}
+}
+
+func (f *freezer) keep(c net.Conn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.conns = append(f.conns, c)
+}
+
+func (f *freezer) serve() {
+	for {
+		c, err := f.l.Accept()
+		if err != nil {
+			return
+		}
+		f.keep(c)
+		select {
+		case <-f.frozen:
+			continue // held open, never answered
+		default:
+		}
+		up, err := net.Dial("tcp", f.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		f.keep(up)
+		go f.pipe(up, c)
+		go f.pipe(c, up)
+	}
+}
+
+// pipe copies src to dst until the freeze, after which it drops what it
+// reads.
+func (f *freezer) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-f.frozen:
+			n = 0
+		default:
+		}
+		if n > 0 {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestS3ServerHangs: every call on a store whose server stopped answering
+// ends at its context's deadline (an open object's reads, at the deadline
+// of the context it was opened with) with an error naming the store.
+func TestS3ServerHangs(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	fr := newFreezer(t, strings.TrimPrefix(srv.Endpoint, "http://"))
+	st := open(t, "s3://"+srv.Bucket+"/hangs", objstore.Options{S3Endpoint: fr.addr()})
+	put(t, st, "k", []byte("abc"))
+	const bound = time.Second
+	octx, ocancel := context.WithTimeout(t.Context(), 3*bound)
+	defer ocancel()
+	obj, err := st.Open(octx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	fr.freeze()
+
+	for _, c := range []struct {
+		name string
+		do   func(context.Context) error
+	}{
+		{"Put", func(ctx context.Context) error { return st.Put(ctx, "k2", strings.NewReader("x"), 1) }},
+		{"Put stream", func(ctx context.Context) error { return st.Put(ctx, "k2", stream{strings.NewReader("x")}, 1) }},
+		{"Open", func(ctx context.Context) error { _, err := st.Open(ctx, "k"); return err }},
+		{"Stat", func(ctx context.Context) error { _, err := st.Stat(ctx, "k"); return err }},
+		{"List", func(ctx context.Context) error {
+			return st.List(ctx, "", func(objstore.Info) error { return nil })
+		}},
+		{"Delete", func(ctx context.Context) error { return st.Delete(ctx, "k") }},
+		{"ReadAt", func(context.Context) error { _, err := obj.ReadAt(make([]byte, 2), 1); return err }},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), bound)
+		began := time.Now()
+		err := c.do(ctx)
+		cancel()
+		if took := time.Since(began); took > 3*bound+2*time.Second {
+			t.Errorf("%s: took %v on a server that hangs", c.name, took)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), st.String()) {
+			t.Errorf("%s: %v, want a deadline error naming %s", c.name, err, st)
+		}
 	}
 }
