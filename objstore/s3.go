@@ -12,6 +12,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/s3utils"
 )
 
 // s3Store is a Store in an S3-compatible bucket: a key is an object name
@@ -59,7 +60,13 @@ func openS3(ctx context.Context, u *url.URL, o Options) (Store, error) {
 		}
 		prefix += "/"
 	}
-	name := "s3://" + bucket + "/" + strings.TrimSuffix(prefix, "/")
+	if err := s3utils.CheckValidBucketName(bucket); err != nil {
+		return nil, fmt.Errorf("%w: s3://%s: %v", ErrBadURL, bucket, err)
+	}
+	name := "s3://" + bucket
+	if prefix != "" {
+		name += "/" + strings.TrimSuffix(prefix, "/")
+	}
 
 	host, secure, lookup := awsEndpoint, true, minio.BucketLookupAuto
 	endpoint := "https://" + awsEndpoint

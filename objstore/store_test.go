@@ -43,6 +43,7 @@ func TestS3(t *testing.T) {
 	t.Run("MissingBucket", func(t *testing.T) { testMissingBucket(t, srv) })
 	t.Run("Prefixes", func(t *testing.T) { testPrefixes(t, srv) })
 	t.Run("BadURLs", func(t *testing.T) { testBadS3URLs(t, srv) })
+	t.Run("ServerHangs", func(t *testing.T) { testServerHangs(t, srv) })
 }
 
 func testStore(t *testing.T, newStore storeFunc) {
@@ -62,6 +63,7 @@ func testStore(t *testing.T, newStore storeFunc) {
 		{"Cancelled", testCancelled},
 		{"StalledBody", testStalledBody},
 		{"TempLookalike", testTempLookalike},
+		{"OddKeys", testOddKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })
 	}
@@ -435,6 +437,30 @@ func testTempLookalike(t *testing.T, newStore storeFunc) {
 	}
 }
 
+// testOddKeys: keys with characters that URLs and shells treat apart are
+// stored, found and listed as they are.
+func testOddKeys(t *testing.T, newStore storeFunc) {
+	st := newStore(t)
+	keys := []string{"a b/c d", "date=2026-01-02/x+y.parquet", "p%20q", "q#r", "s?t=u", "ü/ß/日本", "~x", "a:b", "'\"", "-"}
+	for _, k := range keys {
+		put(t, st, k, []byte(k))
+		if got := get(t, st, k); string(got) != k {
+			t.Errorf("%q reads %q", k, got)
+		}
+	}
+	if got, want := list(t, st, ""), slices.Sorted(slices.Values(keys)); !slices.Equal(got, want) {
+		t.Errorf("List = %q, want %q", got, want)
+	}
+	for _, k := range keys {
+		if err := st.Delete(t.Context(), k); err != nil {
+			t.Error(err)
+		}
+	}
+	if got := list(t, st, ""); len(got) != 0 {
+		t.Errorf("after Delete, List = %q", got)
+	}
+}
+
 type iotestErr struct{}
 
 func (iotestErr) Read([]byte) (int, error) { return 0, errors.New("the disk went away") }
@@ -480,6 +506,9 @@ func testPrefixes(t *testing.T, srv s3test.Server) {
 	a := open(t, base+"/a", o)
 	ab := open(t, base+"/ab/", o)
 	whole := open(t, "s3://"+srv.Bucket, o)
+	if whole.String() != "s3://"+srv.Bucket {
+		t.Fatalf("String() = %q, want s3://%s", whole.String(), srv.Bucket)
+	}
 	if a.String() != base+"/a" || ab.String() != base+"/ab" {
 		t.Fatalf("String() = %q, %q", a.String(), ab.String())
 	}
@@ -530,6 +559,8 @@ func testBadS3URLs(t *testing.T, srv s3test.Server) {
 		{"s3:///prefix", srv.Endpoint},
 		{"s3://" + srv.Bucket + "/a/../b", srv.Endpoint},
 		{"s3://" + srv.Bucket + "/a//b", srv.Endpoint},
+		{"s3://Bad_Bucket/p", srv.Endpoint},
+		{"s3://b/p", srv.Endpoint}, // too short a bucket name
 		{"s3://key:secret@" + srv.Bucket + "/p", srv.Endpoint},
 		{"s3://" + srv.Bucket + "/p", "127.0.0.1:9000"},
 		{"s3://" + srv.Bucket + "/p", "ftp://127.0.0.1:9000"},
@@ -729,12 +760,10 @@ func (f *freezer) pipe(dst, src net.Conn) {
 	}
 }
 
-// TestS3ServerHangs: every call on a store whose server stopped answering
+// testServerHangs: every call on a store whose server stopped answering
 // ends at its context's deadline (an open object's reads, at the deadline
 // of the context it was opened with) with an error naming the store.
-func TestS3ServerHangs(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
+func testServerHangs(t *testing.T, srv s3test.Server) {
 	fr := newFreezer(t, strings.TrimPrefix(srv.Endpoint, "http://"))
 	st := open(t, "s3://"+srv.Bucket+"/hangs", objstore.Options{S3Endpoint: fr.addr()})
 	put(t, st, "k", []byte("abc"))
