@@ -100,14 +100,19 @@ func Start(t testing.TB) Server {
 
 func start(t testing.TB, bin string) (Server, error) {
 	t.Helper()
+	sweep()
 	// A short directory of its own, not t.TempDir: weed puts Unix sockets
 	// in it, whose paths must stay under 108 bytes.
-	dir, err := os.MkdirTemp("", "s3test-")
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return Server{}, err
 	}
 	ports, err := freePorts(8)
 	if err != nil {
+		os.RemoveAll(dir)
+		return Server{}, err
+	}
+	if err := writeOwner(dir, ports); err != nil {
 		os.RemoveAll(dir)
 		return Server{}, err
 	}
@@ -190,14 +195,8 @@ func start(t testing.TB, bin string) (Server, error) {
 			}
 			_ = syscall.Kill(pg, syscall.SIGKILL) // anything of the group left behind
 			logf.Close()
+			removeSockets(ports)
 			os.RemoveAll(dir)
-			// weed names its gRPC Unix sockets /tmp/seaweedfs-<service>-grpc-<port>.sock
-			// whatever -dir is, and leaves some behind.
-			for _, svc := range []string{"master", "volume", "filer", "s3"} {
-				for _, port := range ports {
-					_ = os.Remove(fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", svc, port))
-				}
-			}
 		})
 	}
 
@@ -275,4 +274,58 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// dirPrefix names a server's directory in os.TempDir.
+const dirPrefix = "s3test-"
+
+// writeOwner notes in dir the test binary that runs the server and the
+// ports it has, for sweep.
+func writeOwner(dir string, ports []int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", os.Getpid())
+	for _, p := range ports {
+		fmt.Fprintf(&b, " %d", p)
+	}
+	return os.WriteFile(filepath.Join(dir, "owner"), []byte(b.String()), 0o644)
+}
+
+// sweep removes what servers of test binaries that died without their
+// cleanup (a test timeout, a kill) left: their directories and sockets.
+// Their weed processes died with them (Pdeathsig).
+func sweep() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err != nil {
+			continue // not ours, or being made
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[0])
+		if err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // its test binary is alive
+		}
+		var ports []int
+		for _, s := range f[1:] {
+			if p, err := strconv.Atoi(s); err == nil {
+				ports = append(ports, p)
+			}
+		}
+		removeSockets(ports)
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// removeSockets removes the gRPC Unix sockets weed makes for ports: it
+// names them /tmp/seaweedfs-<service>-grpc-<port>.sock whatever -dir is,
+// and leaves some behind.
+func removeSockets(ports []int) {
+	for _, svc := range []string{"master", "volume", "filer", "s3"} {
+		for _, port := range ports {
+			_ = os.Remove(fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", svc, port))
+		}
+	}
 }

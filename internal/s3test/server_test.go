@@ -3,8 +3,10 @@ package s3test_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,11 +23,48 @@ import (
 // TestStart starts a server, writes through its S3 API with its
 // credentials, and checks that Stop leaves no process, port or file.
 func TestStart(t *testing.T) {
+	// What a test binary killed before its cleanup left, which Start
+	// removes: its directory and weed's sockets.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := os.MkdirTemp("", "s3test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := fmt.Sprintf("%d 1 2", dead.Process.Pid)
+	if err := os.WriteFile(filepath.Join(stale, "owner"), []byte(owner), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	alive, err := os.MkdirTemp("", "s3test-") // a running test binary's: kept
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(alive)
+	if err := os.WriteFile(filepath.Join(alive, "owner"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := "/tmp/seaweedfs-master-grpc-2.sock"
+	if err := os.WriteFile(sock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(sock)
+
 	srv := s3test.Start(t)
+	if _, err := os.Stat(alive); err != nil {
+		t.Errorf("the directory of a live test binary's server was removed: %v", err)
+	}
+	for _, p := range []string{stale, sock} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s, left by a dead test binary, is still there: %v", p, err)
+		}
+	}
 	c, err := minio.New(strings.TrimPrefix(srv.Endpoint, "http://"), &minio.Options{
 		Creds:        credentials.NewStaticV4(srv.AccessKey, srv.SecretKey, ""),
 		Region:       "us-east-1",
 		BucketLookup: minio.BucketLookupPath,
+		MaxRetries:   1,
 	})
 	if err != nil {
 		t.Fatal(err)
