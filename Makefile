@@ -42,7 +42,7 @@ deps: $(CHROMIUM) $(PYMONGO) $(PROMETHEUS) ui/node_modules/.package-lock.json mo
 
 # SeaweedFS's weed, the S3 server of objstore's tests (internal/s3test),
 # pinned in internal/s3test/build.go: built from the Go module proxy into
-# $HOURGLASS_CACHE, else ~/.cache/hourglass, once (about 5 minutes on two
+# $HOURGLASS_CACHE, else ~/.cache/hourglass, once (5 to 9 minutes on two
 # cores, with a module and build cache of its own that it removes after);
 # a second run finds it and returns at once. Not in go.mod.
 .PHONY: weed
