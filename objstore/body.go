@@ -12,27 +12,38 @@ import (
 // nothing. A body that can seek and read at offsets is measured instead,
 // and given as a section that minio-go can rewind to retry a request.
 func exactBody(ctx context.Context, body io.Reader, size int64) (io.Reader, error) {
-	if ra, ok := body.(interface {
-		io.ReaderAt
-		io.Seeker
-	}); ok {
-		off, err := ra.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return nil, err
-		}
-		end, err := ra.Seek(0, io.SeekEnd)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := ra.Seek(off, io.SeekStart); err != nil {
-			return nil, err
-		}
+	if ra, off, end, ok := seekable(body); ok {
 		if end-off != size {
 			return nil, fmt.Errorf("body holds %d bytes, not the %d announced", end-off, size)
 		}
 		return io.NewSectionReader(ra, off, size), nil
 	}
 	return &exactReader{r: withContext(ctx, body), size: size, left: size}, nil
+}
+
+// seekable reports whether body can seek and read at offsets, as a file or
+// an in-memory reader can (a pipe's *os.File has the methods but cannot
+// seek), with its offset and end, where it leaves it.
+func seekable(body io.Reader) (ra io.ReaderAt, off, end int64, ok bool) {
+	rs, ok := body.(interface {
+		io.ReaderAt
+		io.Seeker
+	})
+	if !ok {
+		return nil, 0, 0, false
+	}
+	off, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, 0, 0, false
+	}
+	end, err = rs.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, 0, 0, false
+	}
+	if _, err := rs.Seek(off, io.SeekStart); err != nil {
+		return nil, 0, 0, false
+	}
+	return rs, off, end, true
 }
 
 type exactReader struct {
@@ -82,10 +93,7 @@ func (e *exactReader) Read(p []byte) (int, error) {
 // Files and in-memory readers, which can seek and read at offsets, are
 // returned as they are.
 func withContext(ctx context.Context, body io.Reader) io.Reader {
-	if _, ok := body.(interface {
-		io.ReaderAt
-		io.Seeker
-	}); ok {
+	if _, _, _, ok := seekable(body); ok {
 		return body
 	}
 	return &ctxReader{ctx: ctx, r: body}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,6 +65,7 @@ func testStore(t *testing.T, newStore storeFunc) {
 		{"StalledBody", testStalledBody},
 		{"TempLookalike", testTempLookalike},
 		{"OddKeys", testOddKeys},
+		{"Bodies", testBodies},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })
 	}
@@ -458,6 +460,47 @@ func testOddKeys(t *testing.T, newStore storeFunc) {
 	}
 	if got := list(t, st, ""); len(got) != 0 {
 		t.Errorf("after Delete, List = %q", got)
+	}
+}
+
+// testBodies puts from the readers callers have: in memory, a file part
+// read, a pipe's *os.File (which has Seek and ReadAt, and cannot seek).
+func testBodies(t *testing.T, newStore storeFunc) {
+	st := newStore(t)
+	want := pattern(5000, 8)
+
+	f, err := os.CreateTemp(t.TempDir(), "body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(1000, io.SeekStart); err != nil { // the rest of a file
+		t.Fatal(err)
+	}
+	if err := st.Put(t.Context(), "file", f, 4000); err != nil {
+		t.Fatalf("from a file: %v", err)
+	}
+	if got := get(t, st, "file"); !bytes.Equal(got, want[1000:]) {
+		t.Fatal("from a file: wrong bytes")
+	}
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	go func() {
+		defer pw.Close()
+		_, _ = pw.Write(want)
+	}()
+	if err := st.Put(t.Context(), "pipe", pr, int64(len(want))); err != nil {
+		t.Fatalf("from a pipe: %v", err)
+	}
+	if got := get(t, st, "pipe"); !bytes.Equal(got, want) {
+		t.Fatal("from a pipe: wrong bytes")
 	}
 }
 
