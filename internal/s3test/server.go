@@ -71,8 +71,9 @@ const Bucket = "hourglass-test"
 const startTimeout = 60 * time.Second
 
 // Start builds weed if the cache lacks it, starts `weed mini` (master,
-// volume server, filer, S3 gateway) on free loopback ports and a data directory of its own,
-// waits until an object can be written, and stops it at t.Cleanup.
+// volume server, filer, S3 gateway) on free loopback ports with a data
+// directory of its own, waits until an object can be written, and stops it
+// at t.Cleanup.
 func Start(t testing.TB) Server {
 	t.Helper()
 	bin, err := Binary()
@@ -204,7 +205,7 @@ func start(t testing.TB, bin string) (Server, error) {
 	if err := ready(srv, exited); err != nil {
 		log, _ := os.ReadFile(logPath)
 		srv.stop()
-		return Server{}, fmt.Errorf("weed server on %s: %w\n%s", srv.Endpoint, err, tail(string(log), 4000))
+		return Server{}, fmt.Errorf("weed mini on %s: %w\n%s", srv.Endpoint, err, tail(string(log), 4000))
 	}
 	t.Logf("s3test: SeaweedFS S3 on %s ready in %v", srv.Endpoint, time.Since(began).Round(time.Millisecond))
 	t.Cleanup(srv.stop)
