@@ -26,7 +26,8 @@ PROMETHEUS := /usr/bin/prometheus
 # Chromium for the console's end-to-end test, the console's npm packages,
 # mongosh for the MongoDB shell's test (mongowire/mongoshtest), PyMongo for
 # the Python driver's (mongowire/pymongotest), Prometheus for remote write's
-# (api/promtest), DuckDB for the archive's (archive/duckdbtest).
+# (api/promtest), DuckDB for the archive's (archive/duckdbtest), SeaweedFS's
+# weed for the S3 store's (objstore, timeseries' archive, backup).
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
@@ -39,7 +40,16 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ=$(FUZZ) scripts/fuzz.sh
 
 deps: $(CHROMIUM) $(PYMONGO) $(PROMETHEUS) ui/node_modules/.package-lock.json mongowire/mongoshtest/node_modules/.package-lock.json \
-	archive/duckdbtest/node_modules/.package-lock.json
+	archive/duckdbtest/node_modules/.package-lock.json weed
+
+# SeaweedFS's weed, the S3 server of objstore's tests (internal/s3test),
+# pinned in internal/s3test/build.go: built from the Go module proxy into
+# $HOURGLASS_CACHE, else ~/.cache/hourglass, once (5 to 9 minutes on two
+# cores, with a module and build cache of its own that it removes after);
+# a second run finds it and returns at once. Not in go.mod.
+.PHONY: weed
+weed:
+	$(GO) run ./internal/s3test/buildweed
 
 # Node is on the project's machines; Debian's is enough where it is not.
 NPM := $(shell command -v npm 2>/dev/null)

@@ -23,8 +23,10 @@ type dirStore struct {
 	root string
 }
 
-// tmpMark is in the name of a Put's temporary file: ".<name>.tmp-<hex>".
-const tmpMark = ".tmp-"
+// tmpMark is in the name of a Put's temporary file: ".<name>\tmp-<hex>".
+// No key holds a backslash (ValidKey), so no object is ever taken for a
+// temporary file: not hidden by List, not removed by a Put's sweep.
+const tmpMark = `\tmp-`
 
 func openDir(root string) (*dirStore, error) {
 	root = filepath.Clean(root)
@@ -77,7 +79,7 @@ func (d *dirStore) Put(ctx context.Context, key string, body io.Reader, size int
 			_ = os.Remove(tmp)
 		}
 	}()
-	n, err := io.Copy(f, io.LimitReader(body, size+1))
+	n, err := io.Copy(f, io.LimitReader(withContext(ctx, body), size+1))
 	if err != nil {
 		return fmt.Errorf("objstore: put %s: %w", key, err)
 	}
@@ -103,7 +105,7 @@ func (d *dirStore) Put(ctx context.Context, key string, body io.Reader, size int
 // sweep removes the temporary files earlier Puts of name left in dir (a
 // crash between create and rename).
 func (d *dirStore) sweep(dir, name string) {
-	old, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(name)+tmpMark+"*"))
+	old, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(name)+globEscape(tmpMark)+"*"))
 	for _, p := range old {
 		_ = os.Remove(p)
 	}
@@ -137,6 +139,10 @@ func (d *dirStore) Open(ctx context.Context, key string) (Object, error) {
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("objstore: open %s: %w", key, err)
+	}
+	if st.IsDir() {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: %s (a directory)", ErrNotExist, key)
 	}
 	return dirObject{File: f, size: st.Size()}, nil
 }
@@ -179,7 +185,7 @@ func (d *dirStore) List(ctx context.Context, prefix string, fn func(Info) error)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if e.IsDir() || (strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), tmpMark)) {
+		if e.IsDir() || strings.Contains(e.Name(), tmpMark) {
 			return nil
 		}
 		rel, err := filepath.Rel(d.root, p)

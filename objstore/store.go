@@ -40,10 +40,15 @@ var (
 type Store interface {
 	// Put writes size bytes from body under key, replacing any object
 	// there, and returns once the object is durable. On error no object,
-	// or the old one, is under key.
+	// or the old one, is under key: a body that holds fewer or more than
+	// size bytes is an error. A Put that ends with ctx while a Read of a
+	// body that cannot seek is blocked leaves that Read to return later.
 	Put(ctx context.Context, key string, body io.Reader, size int64) error
 	// Open opens the object under key for random access (Parquet readers
-	// read its footer first). The caller closes it.
+	// read its footer first). The caller closes it. The object's reads
+	// run under ctx (an S3 object is read by ranged GETs): keep it alive
+	// while reading. An object replaced after Open reads as the old one
+	// or fails, never as a mix of both.
 	Open(ctx context.Context, key string) (Object, error)
 	// Stat describes the object under key (ErrNotExist if none).
 	Stat(ctx context.Context, key string) (Info, error)
