@@ -56,7 +56,7 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 	// The backup is not tied to the request: it finishes, or fails, on
 	// its own.
 	ctx := context.WithoutCancel(r.Context())
-	st, err := objstore.Open(ctx, to, objstore.Options{})
+	st, err := objstore.Open(ctx, to, objstore.Options{S3Endpoint: s.opts.BackupS3Endpoint})
 	if err != nil {
 		if errors.Is(err, objstore.ErrBadURL) {
 			s.writeError(w, r, badRequest("backup target %q: %v", to, err))

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/api"
 	"github.com/hourglassdb/hourglass/backup"
+	"github.com/hourglassdb/hourglass/internal/s3test"
 	"github.com/hourglassdb/hourglass/objstore"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -195,5 +198,37 @@ func TestBackupInCurrentOp(t *testing.T) {
 	}
 	if r := s.mustDo(200, "GET", "/v1/currentop", ""); strings.Contains(string(r.body), "backup to") {
 		t.Fatalf("a finished backup is still listed: %s", r.body)
+	}
+}
+
+// A backup over HTTP into an S3 bucket of a real S3 server (SeaweedFS on
+// loopback), the server's BackupS3Endpoint naming it; a bucket that does
+// not exist is a 400 naming it, and nothing is written.
+func TestBackupToS3(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	s := newTestServer(t, func(o *api.Options) { o.BackupS3Endpoint = srv.Endpoint })
+	s.createSensors("s")
+	s.mustDo(200, "POST", "/v1/collections/s/documents", sensorDocs)
+	r := s.mustDo(200, "POST", "/v1/admin/backup", fmt.Sprintf(`{"to": "s3://%s/nightly"}`, srv.Bucket))
+	var rep struct {
+		Backup string `json:"backup"`
+		Files  int    `json:"files"`
+		Bytes  int64  `json:"bytes"`
+	}
+	if err := json.Unmarshal(r.body, &rep); err != nil || rep.Backup == "" || rep.Files == 0 || rep.Bytes == 0 {
+		t.Fatalf("reply %s: %v", r.body, err)
+	}
+	st, err := objstore.Open(context.Background(), "s3://"+srv.Bucket+"/nightly", objstore.Options{S3Endpoint: srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := backup.Verify(context.Background(), st, rep.Backup); err != nil {
+		t.Fatalf("verify the backup in the bucket: %v", err)
+	}
+	r = s.mustDo(400, "POST", "/v1/admin/backup", `{"to": "s3://no-such-bucket/x"}`)
+	if code := r.errorCode(t); code != 2 || !strings.Contains(string(r.body), "no-such-bucket") {
+		t.Fatalf("missing bucket: %s", r.body)
 	}
 }

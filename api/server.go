@@ -94,6 +94,9 @@ type Options struct {
 	// Default 5,000,000: the reply is built whole, and at about 16 bytes
 	// a decoded sample that is 80 MB, near MaxBody's order.
 	MaxReadSamples int64
+	// BackupS3Endpoint is the S3-compatible server of s3:// backup
+	// targets (POST /v1/admin/backup); empty: AWS.
+	BackupS3Endpoint string
 
 	// PromQLMaxSamples bounds the samples one PromQL query may hold in
 	// memory while it is evaluated, and the samples it may read; past it

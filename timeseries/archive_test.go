@@ -25,6 +25,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/hourglassdb/hourglass/archive"
+	"github.com/hourglassdb/hourglass/internal/s3test"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/objstore"
@@ -599,5 +600,54 @@ func TestArchiveRefusedWithExternalLog(t *testing.T) {
 	if _, _, err := db.CreateIndex(ctx, "x", IndexSpec{Name: "i", Key: []IndexKey{{Field: "t", Direction: 1}}, ExpireAfterSeconds: int64p(5),
 		PartialFilterExpression: map[string]any{"m": "a"}, Archive: true}); mongoerr.CodeOf(err) != mongoerr.CannotCreateIndex {
 		t.Fatalf("index: %v", err)
+	}
+}
+
+// An archive in an S3 bucket (a real S3 server on loopback): passes move
+// expired data there, reads with the archive find it, and while the
+// server is down nothing is deleted and the TTL state says why.
+func TestArchiveToS3(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	st, err := objstore.Open(ctx, "s3://"+srv.Bucket+"/hourglass/archive", objstore.Options{S3Endpoint: srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clock := newTestClock(t0)
+	db := openTest(t, t.TempDir(), func(o *Options) { o.Now = clock.Now; o.Archive = st; o.CheckpointInterval = time.Minute })
+	defer db.Close()
+	if _, err := db.CreateCollection(ctx, "s", CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true,
+		TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"}}); err != nil {
+		t.Fatal(err)
+	}
+	insertMinutes(t, db, t0, 90, "a", "b")
+	storeAll(t, db, clock)
+	clock.Set(t0.Add(26 * time.Hour))
+	if got := expireDone(t, db, clock.Now()); got.Docs != 180 {
+		t.Fatalf("archived %d, want 180", got.Docs)
+	}
+	var keys []string
+	if err := st.List(ctx, "s/", func(in objstore.Info) error { keys = append(keys, in.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || !strings.HasPrefix(keys[0], "s/date=2024-05-01/") {
+		t.Fatalf("objects %v", keys)
+	}
+	if n := len(findRows(t, db, "s", FindOptions{Archive: true})); n != 180 {
+		t.Fatalf("read back %d", n)
+	}
+	// The server goes away: the next data stays, suspended.
+	insertMinutes(t, db, clock.Now().Add(-3*time.Hour), 30, "a")
+	storeAll(t, db, clock)
+	srv.Stop()
+	if got := expireDone(t, db, clock.Now()); got.Docs != 0 {
+		t.Fatalf("archived %d with the server down", got.Docs)
+	}
+	if s, _ := db.TTLState(ctx, "s"); !s.Suspended || !strings.Contains(*s.Reason, "s3://"+srv.Bucket+"/hourglass/archive") {
+		t.Fatalf("TTL state %+v", s)
+	}
+	if info, _ := db.Describe(ctx, "s"); info.Count != 30 {
+		t.Fatalf("%d live measurements, want the 30 kept", info.Count)
 	}
 }

@@ -36,6 +36,7 @@ type serveConfig struct {
 	dataDir             string
 	archiveURL          string
 	archiveS3Endpoint   string
+	backupS3Endpoint    string
 	authToken           string
 	insecure            bool
 	maxBody             byteSize
@@ -81,6 +82,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.mongoMaxConnections, "mongo-max-connections", 0, "MongoDB connections open at once (`n`; 0: 10000, or 80% of the open-file limit when lower; MongoDB's maxIncomingConnections); one more is closed when accepted")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./hourglass-data", "`directory` holding the data; created if missing")
 	fs.StringVar(&cfg.archiveURL, "archive-url", "", "where TTL rules with \"archive\": true move expiring data, as Parquet (docs/archive.md): file:///dir or s3://bucket/prefix (`url`; default file://<data-dir>/archive)")
+	fs.StringVar(&cfg.backupS3Endpoint, "backup-s3-endpoint", "", "`url` of the S3-compatible server of s3:// targets of POST /v1/admin/backup (http://host:port); empty: AWS. Credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION")
 	fs.StringVar(&cfg.archiveS3Endpoint, "archive-s3-endpoint", "", "`url` of the S3-compatible server of an s3:// --archive-url (http://host:port); empty: AWS. Credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION")
 	fs.StringVar(&cfg.authToken, "auth-token", "", "bearer `token` required on every endpoint but /healthz and /ping; MongoDB clients log in as user hourglass with the token as password (SCRAM-SHA-256)")
 	fs.BoolVar(&cfg.replica.faultInjection, "fault-injection", false, "replica set: serve POST /v1/replset/partition, which cuts this member's raft traffic for a while (chaos runs only, never on a production set)")
@@ -313,7 +315,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	apiOpts := api.Options{
 		DB: db, TTL: monitor, AuthToken: cfg.authToken, MaxBody: int64(cfg.maxBody),
 		MaxBodyMemory: int64(cfg.maxBodyMemory), MinBodyRate: int64(cfg.minBodyRate), BodyRateGrace: cfg.bodyRateGrace,
-		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites, MaxReadSamples: cfg.maxReadSamples,
+		MaxConcurrentWrites: cfg.maxConcurrentWrites, MaxQueuedWrites: cfg.maxQueuedWrites, MaxReadSamples: cfg.maxReadSamples, BackupS3Endpoint: cfg.backupS3Endpoint,
 		PromQLMaxSamples: cfg.promqlMaxSamples, PromQLTimeout: cfg.promqlTimeout, PromQLMaxConcurrency: cfg.promqlConcurrency,
 		Version: versionString(), Build: thisBuild(), Logger: log.With("component", "api"), ReplicaSet: replica,
 	}
