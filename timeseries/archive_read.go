@@ -3,6 +3,7 @@ package timeseries
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -113,6 +114,13 @@ func (db *DB) readArchiveFile(ctx context.Context, st objstore.Store, f ArchiveF
 	}
 	defer guard.release(f.Size)
 	obj, err := st.Open(ctx, f.Key)
+	if errors.Is(err, objstore.ErrNotExist) {
+		// Removed from the archive by its operator: what it held is
+		// gone, as a delete would have made it.
+		db.log.Warn("an archived file recorded in the catalog is missing from the archive: its rows are not read",
+			"archive", st.String(), "file", f.Key, "measurements", f.Rows)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", st, err)
 	}

@@ -389,6 +389,13 @@ func TestArchiveReadBack(t *testing.T) {
 	if !strings.Contains(err.Error(), "damaged") || !strings.Contains(err.Error(), recs[0].Key) {
 		t.Fatalf("damaged file: %v", err)
 	}
+	// A file removed from the archive is skipped: its rows are gone.
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(findRows(t, db, "s", FindOptions{Archive: true})); n != 490-int(recs[0].Rows) {
+		t.Fatalf("with %s removed: %d rows, want %d", recs[0].Key, n, 490-recs[0].Rows)
+	}
 }
 
 // dyingStore is a directory store that stops writing once its process
