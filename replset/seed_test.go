@@ -205,6 +205,9 @@ func seedSet(t *testing.T, mod func(*Options), after func(s *testSet, l *Node, i
 	if first, err := n4.store.FirstIndex(); err != nil || first != info.Index+1 && n4.fsm.restores.Load() == 0 {
 		t.Fatalf("the seeded member's log starts at %d (%v), the backup's index is %d", first, err, info.Index)
 	}
+	first, _ := n4.store.FirstIndex()
+	t.Logf("backup of %s at index %d, term %d; leader at %d; the seeded member's log starts at %d; snapshots installed: %d",
+		info.Member, info.Index, info.Term, l.AppliedIndex(), first, n4.fsm.restores.Load())
 	for _, coll := range []string{"cpu", "events"} {
 		if got, want := contentText(t, n4.DB(), coll), contentText(t, l.DB(), coll); got != want {
 			t.Fatalf("%s on the seeded member:\n%s\nthe leader's:\n%s", coll, got, want)
