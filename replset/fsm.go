@@ -33,7 +33,7 @@ import (
 var appliedKey = []byte("applied")
 
 // appliedTermKey is the stable-store key of the term of the entry at
-// appliedKey, recorded with it (a backup names both: SeedState).
+// appliedKey, recorded with it (a backup of the member records both: seedState).
 var appliedTermKey = []byte("appliedTerm")
 
 // Result is what a replicated command did, on the member that applied it.
@@ -467,8 +467,6 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // from the snapshot, which the store keeps.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	f.applyMu.Lock()
-	defer f.applyMu.Unlock()
 	if _, halted := f.state(); halted != nil {
 		return fmt.Errorf("%w: %v", ErrHalted, halted)
 	}
@@ -488,6 +486,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
+	// The engine changes from here: a backup waits (the stream above
+	// does not hold it up).
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	err = f.db.ReplaceFrom(filepath.Join(dir, engineDir))
 	if err == nil {
 		err = f.members.replace(f.store, st.Members)
