@@ -66,7 +66,11 @@ func contentText(t *testing.T, db *timeseries.DB, coll string) string {
 // directory, seeds a fourth member from it, adds it, and waits until every
 // member holds what the leader holds. It returns the set, the seeded
 // member and the backup's index.
-func seedSet(t *testing.T, mod func(*Options), after func(s *testSet, l *Node, index uint64)) (*testSet, *Node, uint64) {
+//
+// With replace, the follower the backup was taken on is removed from the
+// set, stopped and its directory deleted, and the seeded member takes its
+// ID: a wiped member brought back from a backup.
+func seedSet(t *testing.T, mod func(*Options), replace bool, after func(s *testSet, l *Node, index uint64)) (*testSet, *Node, uint64) {
 	s := startSetWith(t, 3, mod)
 	li, l := s.leaderWithCPU()
 	ctx := context.Background()
@@ -86,7 +90,8 @@ func seedSet(t *testing.T, mod func(*Options), after func(s *testSet, l *Node, i
 	s.waitCount("cpu", 200)
 	s.waitCount("events", 1)
 
-	f := s.nodes[(li+1)%3]
+	fi := (li + 1) % 3
+	f := s.nodes[fi]
 	st, err := objstore.Open(ctx, "file://"+t.TempDir(), objstore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +170,21 @@ func seedSet(t *testing.T, mod func(*Options), after func(s *testSet, l *Node, i
 	if after != nil {
 		after(s, l, info.Index)
 	}
+	id := "n4"
+	if replace {
+		id = f.ID()
+		if err := l.RemoveMember(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(s.opts[fi].Dir); err != nil {
+			t.Fatal(err)
+		}
+		s.nodes[fi] = nil
+		insert(t, l, 900, 10) // while the member is gone
+	}
 
 	dir := filepath.Join(t.TempDir(), "n4")
 	if _, err := backup.Restore(ctx, st, res.ID, filepath.Join(dir, "engine"), backup.Options{}); err != nil {
@@ -173,7 +193,7 @@ func seedSet(t *testing.T, mod func(*Options), after func(s *testSet, l *Node, i
 	if _, err := Seed(dir, m.Member, nil); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{ID: "n4", Dir: dir, Addr: "127.0.0.1:0", Engine: timeseries.Options{NoSync: true}}
+	o := Options{ID: id, Dir: dir, Addr: "127.0.0.1:0", Engine: timeseries.Options{NoSync: true}}
 	if mod != nil {
 		mod(&o)
 	}
@@ -190,7 +210,7 @@ func seedSet(t *testing.T, mod func(*Options), after func(s *testSet, l *Node, i
 	if got := count(t, n4.DB(), "cpu"); got <= 200 {
 		t.Fatalf("the seeded member holds %d measurements before it joins, the backup more than 200", got)
 	}
-	if err := l.AddMember(ctx, MemberAddrs{ID: "n4", Raft: n4.Addr()}, false); err != nil {
+	if err := l.AddMember(ctx, MemberAddrs{ID: id, Raft: n4.Addr()}, false); err != nil {
 		t.Fatal(err)
 	}
 	insert(t, l, 1000, 10)
@@ -221,7 +241,7 @@ func seedSet(t *testing.T, mod func(*Options), after func(s *testSet, l *Node, i
 // the member then holds exactly what the leader holds, a retried write
 // applied once.
 func TestSeedFromBackup(t *testing.T) {
-	s, n4, index := seedSet(t, nil, nil)
+	s, n4, index := seedSet(t, nil, false, nil)
 	if got := n4.fsm.restores.Load(); got != 0 {
 		t.Fatalf("the seeded member installed %d snapshots; the leader's log still held the entries after index %d", got, index)
 	}
@@ -244,7 +264,7 @@ func TestSeedFromBackup(t *testing.T) {
 // When the leader's log no longer reaches back to the backup's index, the
 // seeded member is sent a snapshot, as a new member is.
 func TestSeedFromBackupBehindTheLog(t *testing.T) {
-	_, n4, _ := seedSet(t, snapshotOpts, func(s *testSet, l *Node, index uint64) {
+	_, n4, _ := seedSet(t, snapshotOpts, false, func(s *testSet, l *Node, index uint64) {
 		// Enough entries that every member's log starts after the
 		// backup's index once it has snapshotted.
 		for i := range 20 {
@@ -252,6 +272,9 @@ func TestSeedFromBackupBehindTheLog(t *testing.T) {
 		}
 		s.waitCount("cpu", count(t, l.DB(), "cpu"))
 		for _, n := range s.nodes {
+			if n == nil {
+				continue
+			}
 			if err := n.Snapshot(); err != nil && !errors.Is(err, ErrNothingToSnapshot) {
 				t.Fatal(err)
 			}
@@ -263,6 +286,22 @@ func TestSeedFromBackupBehindTheLog(t *testing.T) {
 	if got := n4.fsm.restores.Load(); got != 1 {
 		t.Fatalf("the seeded member installed %d snapshots, want 1: the leader's log did not reach back to its index", got)
 	}
+}
+
+// A member removed from the set and wiped comes back under its own ID
+// from a backup taken on it, and catches up from the log.
+func TestSeedReplacesAWipedMember(t *testing.T) {
+	s, n4, index := seedSet(t, nil, true, nil)
+	if got := n4.fsm.restores.Load(); got != 0 {
+		t.Fatalf("the seeded member installed %d snapshots; the leader's log still held the entries after index %d", got, index)
+	}
+	// It can be given its vote, and the set goes on.
+	l := s.nodes[s.leader()]
+	if err := l.AddMember(context.Background(), MemberAddrs{ID: n4.ID(), Raft: n4.Addr()}, true); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, l, 5000, 10)
+	s.waitCount("cpu", count(t, l.DB(), "cpu"))
 }
 
 // A backup of a server that is not a member seeds nothing, and a member
