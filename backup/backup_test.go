@@ -582,3 +582,47 @@ func TestS3(t *testing.T) {
 		t.Fatal("verify passed a flipped byte")
 	}
 }
+
+// TestMemberState: the state a DB's backup hook returns is the manifest's
+// Member, read back by ReadManifest; a backup without a hook has none.
+func TestMemberState(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	defer db.Close()
+	fill(t, db)
+	st := openTarget(t, t.TempDir())
+	res, err := backup.Create(ctx, db, st, backup.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := backup.ReadManifest(ctx, st, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Member != nil {
+		t.Fatalf("a standalone backup records member state %s", m.Member)
+	}
+	db.SetBackupHook(func() ([]byte, func(), error) {
+		return []byte(`{"index":42,"term":3}`), func() {}, nil
+	})
+	res, err = backup.Create(ctx, db, st, backup.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{res.ID, ""} {
+		m, err := backup.ReadManifest(ctx, st, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Index, Term uint64 }
+		if err := json.Unmarshal(m.Member, &got); err != nil || got.Index != 42 || got.Term != 3 {
+			t.Fatalf("manifest %q member %s (%v), want index 42, term 3", id, m.Member, err)
+		}
+	}
+	if _, err := backup.Verify(ctx, st, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	db.SetBackupHook(func() ([]byte, func(), error) { return []byte("not json"), func() {}, nil })
+	if _, err := backup.Create(ctx, db, st, backup.Options{}); err == nil {
+		t.Fatal("a backup recorded member state that is not JSON")
+	}
+}

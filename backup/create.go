@@ -127,6 +127,12 @@ func (c *creation) copyImage(im *timeseries.BackupImage) error {
 		return targetErr(st, "list", err)
 	}
 	m := &Manifest{Format: manifestFormat, ID: id, Taken: im.Taken.UTC(), Version: o.Version}
+	if len(im.State) > 0 {
+		if !json.Valid(im.State) {
+			return fmt.Errorf("backup: the member state recorded with the image is not JSON (%d bytes)", len(im.State))
+		}
+		m.Member = json.RawMessage(im.State)
+	}
 	c.m = m
 	for _, f := range im.Files {
 		m.Bytes += f.Size

@@ -15,6 +15,11 @@
 // a backup. Restore checks every byte against the manifest before the
 // data directory appears.
 //
+// A backup of a replica set member's engine also records, in the
+// manifest's Member, the member's raft state at the index its image holds
+// (what the DB's backup hook returned); replset.Seed makes a new member of
+// the restored engine with it.
+//
 // Layout of a target:
 //
 //	backups/<id>/pending    written first, removed once the manifest is durable

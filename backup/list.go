@@ -66,6 +66,13 @@ func List(ctx context.Context, st objstore.Store) ([]Info, error) {
 	return out, nil
 }
 
+// ReadManifest returns the manifest of backup id in st, or of the newest
+// complete backup when id is "", checked against its own checksum (its
+// files are not read: Verify reads them).
+func ReadManifest(ctx context.Context, st objstore.Store, id string) (*Manifest, error) {
+	return resolve(ctx, st, id)
+}
+
 // resolve returns the manifest of backup id, or of the newest complete
 // backup when id is "".
 func resolve(ctx context.Context, st objstore.Store, id string) (*Manifest, error) {

@@ -36,6 +36,14 @@ type Manifest struct {
 	// Bytes is the sum of the files' sizes.
 	Bytes int64  `json:"bytes"`
 	Files []File `json:"files"`
+	// Member is the state of the replica set member the backup was taken
+	// on, taken with its image while the member applied nothing
+	// (timeseries.BackupImage.State): the raft index and term of the last
+	// entry the backup holds, the set's configuration, and what the
+	// member's state machine keeps besides the engine (package replset,
+	// SeedState, in JSON). Absent in a backup of a server that is not a
+	// member. Restore ignores it; replset.Seed makes a member of it.
+	Member json.RawMessage `json:"member,omitempty"`
 }
 
 // File is a file of a backup.

@@ -34,6 +34,11 @@
 // (as non-voters, then given their vote) and removed while the set runs
 // (AddMember, RemoveMember).
 //
+// A backup of a member's engine (package backup) records the member's
+// raft state at the index its image holds; Seed makes a new member's
+// directory of the restored engine, which the leader sends the log after
+// that index.
+//
 // A Node is the ttl.Store of a TTL monitor: it has targets on the leader
 // only, where Expire decides a cutoff per rule and replicates the deletes
 // it implies, so that every member removes the same measurements although

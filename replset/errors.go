@@ -31,6 +31,14 @@ var (
 	// ErrNothingToSnapshot is Node.Snapshot's answer when nothing was
 	// applied since the last snapshot.
 	ErrNothingToSnapshot = errors.New("replset: nothing applied since the last snapshot")
+	// ErrStandaloneDir is returned by Open for a directory that holds the
+	// store of a server that is not a member.
+	ErrStandaloneDir = errors.New("replset: not a member's directory")
+	// ErrNotSeedable is returned (wrapped) by ParseSeed and Seed for a
+	// backup that cannot seed a member: one taken on a server that is not
+	// a member, one whose member state does not decode, or one of a member
+	// that had applied nothing.
+	ErrNotSeedable = errors.New("replset: the backup cannot seed a member")
 )
 
 // NotLeaderError is returned by a write sent to a member that is not the

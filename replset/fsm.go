@@ -32,6 +32,10 @@ import (
 // twice.
 var appliedKey = []byte("applied")
 
+// appliedTermKey is the stable-store key of the term of the entry at
+// appliedKey, recorded with it (a backup of the member records both: seedState).
+var appliedTermKey = []byte("appliedTerm")
+
 // Result is what a replicated command did, on the member that applied it.
 type Result struct {
 	// Created is CreateCollection's answer: false when the collection
@@ -65,7 +69,9 @@ type applyResult struct {
 
 // fsm applies committed commands to the engine through its exported API.
 // raft calls ApplyBatch from one goroutine; mu guards applied and halted
-// against Node's readers.
+// against Node's readers. applyMu is held while the engine is changed (a
+// batch applied, a snapshot restored), so that a holder sees the engine
+// at exactly the applied index (Node.backupState).
 type fsm struct {
 	db    *timeseries.DB
 	store *logStore
@@ -76,8 +82,13 @@ type fsm struct {
 	// onHalt is called once, in its own goroutine, when the member halts.
 	onHalt func(error)
 
+	applyMu sync.Mutex
+
 	mu      sync.Mutex
 	applied uint64 // last index applied and recorded under appliedKey
+	// term is the term of the entry at applied (appliedTermKey); 0 when
+	// unknown (recorded by an older version, or nothing applied).
+	term uint64
 	// unrecorded, set by tests, applies entries without recording the
 	// applied index: a member killed between the two.
 	unrecorded atomic.Bool
@@ -149,12 +160,16 @@ func newFSM(db *timeseries.DB, store *logStore, snapDir, restoreDir string, log 
 	if err != nil {
 		return nil, err
 	}
+	term, err := store.GetUint64(appliedTermKey)
+	if err != nil {
+		return nil, fmt.Errorf("replset: read applied term: %w", err)
+	}
 	sessions, err := loadSessions(store)
 	if err != nil {
 		return nil, err
 	}
 	return &fsm{db: db, store: store, snapDir: snapDir, restoreDir: restoreDir, log: log, onHalt: onHalt, applied: applied,
-		members: members, sessions: sessions}, nil
+		term: term, members: members, sessions: sessions}, nil
 }
 
 // Apply applies one entry (raft.FSM).
@@ -163,9 +178,11 @@ func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 // ApplyBatch applies committed entries in order and records the last
 // applied index once for the batch (raft.BatchingFSM).
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	out := make([]any, len(logs))
 	f.mu.Lock()
-	applied, halted := f.applied, f.halted
+	applied, halted, term := f.applied, f.halted, f.term
 	f.mu.Unlock()
 	last := applied
 	// Every entry selected at the start is taken from next, whether it is
@@ -194,7 +211,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			out[i] = &applyResult{}
 			continue
 		case l.Type != raft.LogCommand:
-			last = l.Index
+			last, term = l.Index, l.Term
 			continue
 		}
 		var r *applyResult
@@ -213,19 +230,19 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			out[i] = &applyResult{err: fmt.Errorf("%w: %v", ErrHalted, halted)}
 			continue
 		}
-		last = l.Index
+		last, term = l.Index, l.Term
 		out[i] = r
 		if c != nil && c.Session != "" {
 			f.sessions.put(c.Session, toStored(l.Index, r))
 		}
 	}
 	if last > applied && !f.unrecorded.Load() {
-		if err := f.record(last); err != nil && halted == nil {
+		if err := f.record(last, term); err != nil && halted == nil {
 			halted = fmt.Errorf("record applied index %d: %w", last, err)
 		}
 	}
 	f.mu.Lock()
-	f.applied = last
+	f.applied, f.term = last, term
 	first := f.halted == nil && halted != nil
 	f.halted = halted
 	f.mu.Unlock()
@@ -295,12 +312,15 @@ func (f *fsm) hasSession(key string) bool {
 	return ok
 }
 
-// record writes the applied index and the session keys applied since the
-// last record, in one synced batch.
-func (f *fsm) record(applied uint64) error {
+// record writes the applied index, its entry's term and the session keys
+// applied since the last record, in one synced batch.
+func (f *fsm) record(applied, term uint64) error {
 	b := f.store.db.NewBatch()
 	defer b.Close()
 	if err := b.Set(stableKey(appliedKey), binary.BigEndian.AppendUint64(nil, applied), nil); err != nil {
+		return err
+	}
+	if err := b.Set(stableKey(appliedTermKey), binary.BigEndian.AppendUint64(nil, term), nil); err != nil {
 		return err
 	}
 	if err := f.sessions.flush(b); err != nil {
@@ -412,7 +432,9 @@ func (f *fsm) state() (uint64, error) {
 // the copy holds exactly the entries up to the applied index; the copy is
 // a Pebble checkpoint (hard links), and Persist moves it into place.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	applied, halted := f.state()
+	f.mu.Lock()
+	applied, term, halted := f.applied, f.term, f.halted
+	f.mu.Unlock()
 	if halted != nil {
 		return nil, fmt.Errorf("%w: %v", ErrHalted, halted)
 	}
@@ -425,7 +447,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("replset: snapshot at %d: %w", applied, err)
 	}
-	b, err := json.Marshal(snapshotState{Applied: applied, Members: f.members.list(), Sessions: f.sessions.entries()})
+	b, err := json.Marshal(snapshotState{Applied: applied, Term: term, Members: f.members.list(), Sessions: f.sessions.entries()})
 	if err == nil {
 		err = writeFileSync(filepath.Join(dir, stateFile), b)
 	}
@@ -464,12 +486,19 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
+	// The engine changes from here: a backup waits (the stream above
+	// does not hold it up).
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	err = f.db.ReplaceFrom(filepath.Join(dir, engineDir))
 	if err == nil {
 		err = f.members.replace(f.store, st.Members)
 	}
 	if err == nil {
 		err = f.sessions.replace(f.store, st.Sessions)
+	}
+	if err == nil {
+		err = f.store.SetUint64(appliedTermKey, st.Term)
 	}
 	if err == nil {
 		err = f.store.SetUint64(appliedKey, st.Applied)
@@ -479,7 +508,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		f.halted = fmt.Errorf("restore of a snapshot at %d: %w", st.Applied, err)
 	} else {
-		f.applied = st.Applied
+		f.applied, f.term = st.Applied, st.Term
 		f.restores.Add(1)
 	}
 	halted := f.halted

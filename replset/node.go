@@ -102,6 +102,9 @@ func Open(opts Options) (*Node, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("replset: %w", err)
 	}
+	if err := checkNotStandalone(opts.Dir); err != nil {
+		return nil, err
+	}
 	eng := opts.Engine
 	eng.Dir = filepath.Join(opts.Dir, "engine")
 	if eng.Logger == nil {
@@ -143,6 +146,9 @@ func Open(opts Options) (*Node, error) {
 	if n.raft, err = raft.NewRaft(n.raftConfig(raftLog), n.fsm, n.store, n.store, n.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("replset: start raft: %w", err)
 	}
+	// A backup of the engine records the member's raft state with it, so
+	// that a member can be seeded from it (Seed).
+	n.db.SetBackupHook(n.backupState)
 	ok = true
 	n.opened = true
 	n.stopPublish = make(chan struct{})
@@ -151,6 +157,21 @@ func Open(opts Options) (*Node, error) {
 		go n.publishAddrs(n.stopPublish)
 	}
 	return n, nil
+}
+
+// checkNotStandalone refuses a directory that holds the store of a server
+// that is not a member (store/ at its top, as hourglass restore and a
+// standalone server leave it): a member keeps its engine in engine/, and
+// would start empty beside it.
+func checkNotStandalone(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "store")); err != nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "raft")); err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s holds the store of a server that is not a replica set member (store/); a member keeps its engine in engine/ and its raft state in raft/: "+
+		"seed a member from a backup taken on a member (docs/replication.md), or start it on an empty directory to be sent a snapshot", ErrStandaloneDir, dir)
 }
 
 // cleanKey is the stable-store key set to 1 when a member closes cleanly,
@@ -194,6 +215,9 @@ func (n *Node) recoverEngine(engineDir string) (snapshot string, err error) {
 		if err := n.store.SetUint64(appliedKey, 0); err != nil {
 			return "", fmt.Errorf("replset: reset the applied index: %w", err)
 		}
+		if err := n.store.SetUint64(appliedTermKey, 0); err != nil {
+			return "", fmt.Errorf("replset: reset the applied term: %w", err)
+		}
 		// The retryable writes applied are the snapshot's (rebuildFrom)
 		// and those the log applies again.
 		if err := (&sessionTable{}).replace(n.store, nil); err != nil {
@@ -219,6 +243,9 @@ func (n *Node) rebuildFrom(dir string) error {
 	}
 	if err := (&sessionTable{}).replace(n.store, st.Sessions); err != nil {
 		return fmt.Errorf("replset: the session table of snapshot %s: %w", dir, err)
+	}
+	if err := n.store.SetUint64(appliedTermKey, st.Term); err != nil {
+		return fmt.Errorf("replset: record the applied term: %w", err)
 	}
 	if err := n.store.SetUint64(appliedKey, st.Applied); err != nil {
 		return fmt.Errorf("replset: record the applied index: %w", err)
@@ -679,6 +706,7 @@ func (n *Node) shutdown(markClean bool) error {
 		errs = append(errs, n.transport.Close())
 	}
 	if n.db != nil {
+		n.db.SetBackupHook(nil)
 		errs = append(errs, n.db.Close())
 	}
 	if n.store != nil {

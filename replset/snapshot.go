@@ -52,6 +52,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type snapshotState struct {
 	// Applied is the last raft index the engine copy holds.
 	Applied uint64 `json:"applied"`
+	// Term is the term of the entry at Applied; 0 in a snapshot of an
+	// older version.
+	Term uint64 `json:"term,omitempty"`
 	// Members is the address table (OpMember) at that index.
 	Members []MemberAddrs `json:"members,omitempty"`
 	// Sessions are the retryable writes applied, oldest first.

@@ -36,6 +36,11 @@ type BackupImage struct {
 	// Taken is when the log was cut: writes acknowledged before it are in
 	// the image.
 	Taken time.Time
+	// State is what the DB's BackupHook returned for this image (nil
+	// without a hook): the state of its owner that goes with exactly
+	// these contents, a replica set member's applied raft index among
+	// them. The caller must not modify it.
+	State []byte
 
 	fs   vfs.FS
 	root string
@@ -66,6 +71,26 @@ func (im *BackupImage) Open(path string) (io.ReadCloser, error) {
 	return im.fs.Open(filepath.Join(im.root, filepath.FromSlash(path)))
 }
 
+// BackupHook is called by Backup before it makes an image, with none of
+// the DB's locks held. It returns the state to record with the image
+// (BackupImage.State) and a function Backup calls once the image is made
+// (or failed), before the image is handed on. Between the two, the hook's
+// owner keeps the DB unchanged: a replica set member stops applying its
+// log there, so that the index it returns names exactly what the image
+// holds. An error fails the backup.
+type BackupHook func() (state []byte, release func(), err error)
+
+// SetBackupHook makes h the hook every later Backup of db calls; nil
+// removes it. The DB's owner removes it before it closes the DB. Safe for
+// concurrent use; a Backup already past its hook is not affected.
+func (db *DB) SetBackupHook(h BackupHook) {
+	if h == nil {
+		db.backupHook.Store(nil)
+		return
+	}
+	db.backupHook.Store(&h)
+}
+
 // Backup makes an image of the store while writers keep going, calls fn
 // with it, and removes it once fn returns; fn's error is Backup's. The
 // image is made under the lock that checkpoints, deletes, merges, TTL
@@ -83,6 +108,9 @@ func (im *BackupImage) Open(path string) (io.ReadCloser, error) {
 // With Options.ExternalLog (no log), a checkpoint first writes what is in
 // memory to Pebble: the image holds every write applied before the call,
 // and whole writes only.
+//
+// With a BackupHook (SetBackupHook), the hook is called first and its
+// state is the image's State; its release runs once the image is made.
 //
 // One backup runs at a time: a second call while one runs fails with
 // ErrBackupRunning. fn may run while the DB closes; the image stays valid.
@@ -107,10 +135,23 @@ func (db *DB) Backup(fn func(*BackupImage) error) (err error) {
 			err = fmt.Errorf("timeseries: remove the backup image %s: %w", root, rerr)
 		}
 	}()
+	var (
+		state   []byte
+		release func()
+	)
+	if h := db.backupHook.Load(); h != nil {
+		if state, release, err = (*h)(); err != nil {
+			return fmt.Errorf("timeseries: backup: %w", err)
+		}
+	}
 	im, err := db.backupImage(root)
+	if release != nil {
+		release()
+	}
 	if err != nil {
 		return err
 	}
+	im.State = state
 	return fn(im)
 }
 

@@ -378,3 +378,48 @@ func TestBackupExternalLog(t *testing.T) {
 		t.Fatalf("restored:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestBackupHook: the hook runs before the image is made, its state is
+// the image's, and its release runs once the image exists, before fn; a
+// hook's error fails the backup; a removed hook is not called.
+func TestBackupHook(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.ExternalLog = true })
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	insertSensors(t, db, "m", 0, 100, "a")
+	var steps []string
+	db.SetBackupHook(func() ([]byte, func(), error) {
+		steps = append(steps, "hook")
+		return []byte("index 7"), func() { steps = append(steps, "release") }, nil
+	})
+	err := db.Backup(func(im *BackupImage) error {
+		steps = append(steps, "image")
+		if string(im.State) != "index 7" {
+			t.Errorf("image state %q, want the hook's", im.State)
+		}
+		if len(im.Files) == 0 {
+			t.Error("the image has no files")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(steps, ","); got != "hook,release,image" {
+		t.Fatalf("steps %s, want hook,release,image", got)
+	}
+	refused := errors.New("not now")
+	db.SetBackupHook(func() ([]byte, func(), error) { return nil, nil, refused })
+	if err := db.Backup(func(*BackupImage) error { return nil }); !errors.Is(err, refused) {
+		t.Fatalf("a hook's error: %v, want it", err)
+	}
+	db.SetBackupHook(nil)
+	if err := db.Backup(func(im *BackupImage) error {
+		if im.State != nil {
+			t.Errorf("state %q without a hook", im.State)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

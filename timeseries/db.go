@@ -48,6 +48,9 @@ type DB struct {
 	rollupMu sync.Mutex
 	// archiveMu serializes archive passes (archive.go).
 	archiveMu sync.Mutex
+	// backupHook is the hook of SetBackupHook: the DB's owner's (a
+	// replica set member's), set after it opened the DB.
+	backupHook atomic.Pointer[BackupHook]
 
 	// The locks, in the order they are taken: a goroutine holding one
 	// takes only locks below it.

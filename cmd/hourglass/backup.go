@@ -3,15 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -19,6 +24,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/backup"
 	"github.com/hourglassdb/hourglass/objstore"
+	"github.com/hourglassdb/hourglass/replset"
 )
 
 // backupVerbs are the verbs of "hourglass backup".
@@ -289,7 +295,8 @@ is removed.
 func runRestore(args []string, stdout, stderr io.Writer) error {
 	var t targetFlags
 	var dataDir, logFormat, logLevel string
-	fs := verbFlags("restore", `Usage: hourglass restore --from URL[/ID] --data-dir DIR
+	var member bool
+	fs := verbFlags("restore", `Usage: hourglass restore --from URL[/ID] --data-dir DIR [--member]
 
 Restores a backup (the newest complete one in the target, or the one whose
 ID ends --from) into DIR, which must not exist or be empty. Every file is
@@ -298,9 +305,18 @@ opened once (its log replayed) before it appears at DIR: a damaged or
 incomplete backup is refused and leaves no DIR. Then:
 
   hourglass serve --data-dir DIR
+
+With --member, a backup taken on a replica set member becomes a new
+member's data directory, holding the backup's data at the raft index the
+backup recorded; it joins the set and receives the log after that index
+(docs/replication.md):
+
+  hourglass serve --replica-set NAME --node-id ID --raft-listen HOST:PORT \
+    --join MEMBER-HTTP-ADDRESS --listen HOST:PORT --data-dir DIR
 `)
 	t.register(fs, "the backups' target `URL`, or a backup's: <target>/<id>")
 	fs.StringVar(&dataDir, "data-dir", "", "the new data `directory`")
+	fs.BoolVar(&member, "member", false, "make DIR a new replica set member's directory, seeded from a backup taken on a member: it joins with serve --join and catches up from the log after the backup's raft index")
 	fs.StringVar(&logFormat, "log-format", "text", "log `format`: text or json")
 	fs.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -320,6 +336,9 @@ incomplete backup is refused and leaves no DIR. Then:
 		return err
 	}
 	defer st.Close()
+	if member {
+		return restoreMember(ctx, st, id, dataDir, log, stdout)
+	}
 	m, err := backup.Restore(ctx, st, id, dataDir, backup.Options{Logger: log})
 	if err != nil {
 		if errors.Is(err, backup.ErrDamaged) {
@@ -329,5 +348,66 @@ incomplete backup is refused and leaves no DIR. Then:
 	}
 	fmt.Fprintf(stdout, "restored backup %s (taken %s: %d files, %d bytes) into %s\nstart it with: hourglass serve --data-dir %s\n",
 		m.ID, m.Taken.Format(time.RFC3339), len(m.Files), m.Bytes, dataDir, dataDir)
+	if info, err := replset.ParseSeed(m.Member); err == nil {
+		fmt.Fprintf(stdout, "(taken on replica set member %s at raft index %d: restore it with --member to seed a new member)\n", info.Member, info.Index)
+	}
+	return nil
+}
+
+// restoreMember restores backup id of st as a new replica set member's
+// data directory (replset.Seed): the engine in DIR/engine, a snapshot of
+// it at the backup's raft index, the raft state. It is built beside DIR
+// and renamed into place once whole; a backup of a server that is not a
+// member is refused before anything is written.
+func restoreMember(ctx context.Context, st objstore.Store, id, dataDir string, log *slog.Logger, stdout io.Writer) error {
+	dataDir = filepath.Clean(dataDir)
+	m, err := backup.ReadManifest(ctx, st, id)
+	if err != nil {
+		return err
+	}
+	if _, err := replset.ParseSeed(m.Member); err != nil {
+		return fmt.Errorf("backup %s cannot seed a replica set member: %w; restore it without --member to serve it on its own, or start a new member on an empty --data-dir to be sent a snapshot", m.ID, err)
+	}
+	if ents, err := os.ReadDir(dataDir); err == nil && len(ents) > 0 {
+		return fmt.Errorf("%w: %s is not empty: restore into a new directory", backup.ErrDataDir, dataDir)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %v", backup.ErrDataDir, err)
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := dataDir + ".seed-" + hex.EncodeToString(rnd[:])
+	done := false
+	defer func() {
+		if !done {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	if _, err := backup.Restore(ctx, st, m.ID, filepath.Join(tmp, "engine"), backup.Options{Logger: log}); err != nil {
+		if errors.Is(err, backup.ErrDamaged) {
+			return fmt.Errorf("%w; nothing was written to %s", err, dataDir)
+		}
+		return err
+	}
+	info, err := replset.Seed(tmp, m.Member, log)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(dataDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %v", backup.ErrDataDir, err)
+	}
+	if err := os.Rename(tmp, dataDir); err != nil {
+		return fmt.Errorf("%w: %v", backup.ErrDataDir, err)
+	}
+	done = true
+	if d, err := os.Open(filepath.Dir(dataDir)); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "restored backup %s (taken %s on replica set member %s, raft index %d, term %d: %d files, %d bytes) into %s as a new member's directory\n"+
+		"join the set with: hourglass serve --replica-set NAME --node-id ID --raft-listen HOST:PORT --join MEMBER-HTTP-ADDRESS --listen HOST:PORT --data-dir %s\n",
+		m.ID, m.Taken.Format(time.RFC3339), info.Member, info.Index, info.Term, len(m.Files), m.Bytes, dataDir, dataDir)
 	return nil
 }

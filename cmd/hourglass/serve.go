@@ -266,6 +266,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		node, err = replset.Open(replset.Options{ID: cfg.replica.nodeID, Dir: cfg.dataDir, Addr: cfg.replica.raftListen,
 			Addrs: addrs, Engine: engine, Logger: log.With("component", "replset"),
 			SnapshotThreshold: cfg.replica.snapshotThreshold, TrailingLogs: cfg.replica.trailingLogs})
+		if errors.Is(err, replset.ErrStandaloneDir) {
+			return fmt.Errorf("open replica set member in %s: %w (hourglass restore --member makes a member's directory of a backup taken on a member)", cfg.dataDir, err)
+		}
 		if err != nil {
 			return fmt.Errorf("open replica set member in %s: %w", cfg.dataDir, err)
 		}
