@@ -106,6 +106,19 @@ func (t *targetFlags) open(ctx context.Context) (objstore.Store, string, error) 
 	return st, id, nil
 }
 
+// with opens the target of --from under a context that a signal ends,
+// runs fn with it and the backup ID --from names, and closes it.
+func (t *targetFlags) with(fn func(ctx context.Context, st objstore.Store, id string) error) error {
+	ctx, cancel := signalContext()
+	defer cancel()
+	st, id, err := t.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(ctx, st, id)
+}
+
 // verbFlags makes a verb's flag set with its usage text.
 func verbFlags(name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -199,30 +212,25 @@ taken) as such: they are never restored.
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	st, _, err := t.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	list, err := backup.List(ctx, st)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tTAKEN\tFILES\tBYTES")
-	for _, b := range list {
-		switch {
-		case !b.Complete:
-			fmt.Fprintf(tw, "%s\tincomplete\t-\t-\t-\n", b.ID)
-		case b.Err != nil:
-			fmt.Fprintf(tw, "%s\tdamaged: %v\t-\t-\t-\n", b.ID, b.Err)
-		default:
-			fmt.Fprintf(tw, "%s\tcomplete\t%s\t%d\t%d\n", b.ID, b.Manifest.Taken.Format(time.RFC3339), len(b.Manifest.Files), b.Manifest.Bytes)
+	return t.with(func(ctx context.Context, st objstore.Store, _ string) error {
+		list, err := backup.List(ctx, st)
+		if err != nil {
+			return err
 		}
-	}
-	return tw.Flush()
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATE\tTAKEN\tFILES\tBYTES")
+		for _, b := range list {
+			switch {
+			case !b.Complete:
+				fmt.Fprintf(tw, "%s\tincomplete\t-\t-\t-\n", b.ID)
+			case b.Err != nil:
+				fmt.Fprintf(tw, "%s\tdamaged: %v\t-\t-\t-\n", b.ID, b.Err)
+			default:
+				fmt.Fprintf(tw, "%s\tcomplete\t%s\t%d\t%d\n", b.ID, b.Manifest.Taken.Format(time.RFC3339), len(b.Manifest.Files), b.Manifest.Bytes)
+			}
+		}
+		return tw.Flush()
+	})
 }
 
 func runBackupVerify(args []string, stdout, stderr io.Writer) error {
@@ -238,19 +246,14 @@ file; such a backup is not restored.
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	st, id, err := t.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	m, err := backup.Verify(ctx, st, id)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "backup %s is complete and intact: %d files, %d bytes, taken %s\n", m.ID, len(m.Files), m.Bytes, m.Taken.Format(time.RFC3339))
-	return nil
+	return t.with(func(ctx context.Context, st objstore.Store, id string) error {
+		m, err := backup.Verify(ctx, st, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "backup %s is complete and intact: %d files, %d bytes, taken %s\n", m.ID, len(m.Files), m.Bytes, m.Taken.Format(time.RFC3339))
+		return nil
+	})
 }
 
 func runBackupPrune(args []string, stdout, stderr io.Writer) error {
@@ -271,25 +274,20 @@ is removed.
 	if keep < 1 {
 		return fmt.Errorf("--keep is required, at least 1: the number of newest backups to keep")
 	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	st, _, err := t.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	res, err := backup.Prune(ctx, st, keep, time.Now())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "kept %d backups, removed %d; removed %d files (%d bytes)\n", len(res.Kept), len(res.Removed), res.Files, res.Bytes)
-	for _, id := range res.Removed {
-		fmt.Fprintf(stdout, "removed %s\n", id)
-	}
-	if res.FilesSkipped {
-		fmt.Fprintln(stdout, "no file removed: an incomplete backup less than a day old may be under way")
-	}
-	return nil
+	return t.with(func(ctx context.Context, st objstore.Store, _ string) error {
+		res, err := backup.Prune(ctx, st, keep, time.Now())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "kept %d backups, removed %d; removed %d files (%d bytes)\n", len(res.Kept), len(res.Removed), res.Files, res.Bytes)
+		for _, id := range res.Removed {
+			fmt.Fprintf(stdout, "removed %s\n", id)
+		}
+		if res.FilesSkipped {
+			fmt.Fprintln(stdout, "no file removed: an incomplete backup less than a day old may be under way")
+		}
+		return nil
+	})
 }
 
 func runRestore(args []string, stdout, stderr io.Writer) error {
@@ -329,29 +327,24 @@ backup recorded; it joins the set and receives the log after that index
 	if err != nil {
 		return err
 	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	st, id, err := t.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if member {
-		return restoreMember(ctx, st, id, dataDir, log, stdout)
-	}
-	m, err := backup.Restore(ctx, st, id, dataDir, backup.Options{Logger: log})
-	if err != nil {
-		if errors.Is(err, backup.ErrDamaged) {
-			return fmt.Errorf("%w; nothing was written to %s", err, dataDir)
+	return t.with(func(ctx context.Context, st objstore.Store, id string) error {
+		if member {
+			return restoreMember(ctx, st, id, dataDir, log, stdout)
 		}
-		return err
-	}
-	fmt.Fprintf(stdout, "restored backup %s (taken %s: %d files, %d bytes) into %s\nstart it with: hourglass serve --data-dir %s\n",
-		m.ID, m.Taken.Format(time.RFC3339), len(m.Files), m.Bytes, dataDir, dataDir)
-	if info, err := replset.ParseSeed(m.Member); err == nil {
-		fmt.Fprintf(stdout, "(taken on replica set member %s at raft index %d: restore it with --member to seed a new member)\n", info.Member, info.Index)
-	}
-	return nil
+		m, err := backup.Restore(ctx, st, id, dataDir, backup.Options{Logger: log})
+		if err != nil {
+			if errors.Is(err, backup.ErrDamaged) {
+				return fmt.Errorf("%w; nothing was written to %s", err, dataDir)
+			}
+			return err
+		}
+		fmt.Fprintf(stdout, "restored backup %s (taken %s: %d files, %d bytes) into %s\nstart it with: hourglass serve --data-dir %s\n",
+			m.ID, m.Taken.Format(time.RFC3339), len(m.Files), m.Bytes, dataDir, dataDir)
+		if info, err := replset.ParseSeed(m.Member); err == nil {
+			fmt.Fprintf(stdout, "(taken on replica set member %s at raft index %d: restore it with --member to seed a new member)\n", info.Member, info.Index)
+		}
+		return nil
+	})
 }
 
 // restoreMember restores backup id of st as a new replica set member's
