@@ -167,6 +167,8 @@ func jsonList(s []string) string {
 // merge is the column kind for values of kinds a and k together.
 func merge(a, k colKind) colKind {
 	switch {
+	case k == kindNone:
+		return a
 	case a == kindNone || a == k:
 		return k
 	case isNumber(a) && isNumber(k):
@@ -252,6 +254,35 @@ type column struct {
 	// meta: each segment's value at this path (absent: nil, ok false).
 	vals []any
 	has  []bool
+	// bigInt: an integer of the column is beyond 2^53, which a DOUBLE
+	// column would round.
+	bigInt bool
+}
+
+// nullBSON reports whether a TypeBSON value (its type byte, then its
+// bytes) is a BSON null: written as a Parquet null.
+func nullBSON(v string) bool { return v == "" || v[0] == 0x0A }
+
+// columnKind is the kind a bucket column's present values need, and
+// whether one of its integers is beyond 2^53. A column of BSON nulls
+// alone needs none.
+func columnKind(fc *bucket.Column) (colKind, bool) {
+	switch fc.Type {
+	case bucket.TypeBSON:
+		for i, v := range fc.Strings {
+			if fc.IsPresent(i) && !nullBSON(v) {
+				return kindJSON, false
+			}
+		}
+		return kindNone, false
+	case bucket.TypeInt:
+		for i, v := range fc.Ints {
+			if fc.IsPresent(i) && (v > 1<<53 || v < -(1<<53)) {
+				return kindInt64, true
+			}
+		}
+	}
+	return fieldKind(fc.Type), false
 }
 
 func (b *Batch) encodeDay(refs []rowRef) (File, error) {
@@ -313,7 +344,9 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 				return f, e
 			}
 			c.idx[si] = i
-			c.kind = merge(c.kind, fieldKind(fc.Type))
+			k, big := columnKind(fc)
+			c.kind = merge(c.kind, k)
+			c.bigInt = c.bigInt || big
 		}
 	}
 	if err != nil {
@@ -342,6 +375,9 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 	for _, c := range cols {
 		if c.kind == kindNone {
 			c.kind = kindString // only nulls
+		}
+		if c.kind == kindDouble && c.bigInt {
+			c.kind = kindJSON // a double would round the large integers
 		}
 		fields = append(fields, arrow.Field{Name: c.name, Type: arrowType(c.kind, unit), Nullable: true})
 		switch {
@@ -390,7 +426,7 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 				continue
 			}
 			fc := &b.segs[r.seg].cols.Fields[fi]
-			if !fc.IsPresent(int(r.row)) {
+			if !fc.IsPresent(int(r.row)) || (fc.Type == bucket.TypeBSON && nullBSON(fc.Strings[r.row])) {
 				ab.AppendNull()
 				continue
 			}

@@ -399,3 +399,30 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// A null value is a Parquet null, not a reason for a column of text: a
+// float field with nulls stays DOUBLE. Integers beyond 2^53 beside
+// doubles are kept exactly, as Extended JSON text.
+func TestEncodeNullsAndLargeIntegers(t *testing.T) {
+	null := string([]byte{0x0A})
+	b := NewBatch("t", "m")
+	b.Add(`"a"`, "a", &bucket.Columns{Times: []int64{day0, day0 + 1}, Fields: []bucket.Column{
+		{Name: "temp", Type: bucket.TypeFloat, Floats: []float64{21.5, 22}},
+		{Name: "big", Type: bucket.TypeFloat, Floats: []float64{1.5, 2.5}}}})
+	b.Add(`"b"`, "b", &bucket.Columns{Times: []int64{day0 + 2}, Fields: []bucket.Column{
+		{Name: "temp", Type: bucket.TypeBSON, Strings: []string{null}},
+		{Name: "big", Type: bucket.TypeInt, Ints: []int64{1<<53 + 1}}}})
+	files, err := b.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := readFile(t, files[0].Data)
+	temp, ok := colOf(t, tbl, "temp").(*array.Float64)
+	if !ok || temp.Value(0) != 21.5 || !temp.IsNull(2) {
+		t.Fatalf("temp: %v", colOf(t, tbl, "temp"))
+	}
+	big, ok := colOf(t, tbl, "big").(*array.String)
+	if !ok || big.Value(2) != "9007199254740993" {
+		t.Fatalf("big: %v", colOf(t, tbl, "big"))
+	}
+}

@@ -166,6 +166,8 @@ func (r *Reader) nanos(v int64) int64 {
 
 // Segment is the rows of one series in a row group, in time order.
 type Segment struct {
+	// MetaKey is the series' canonical meta key: "null" in a file of a
+	// collection without a metaField.
 	MetaKey string
 	Cols    bucket.Columns
 }
@@ -209,7 +211,7 @@ func (r *Reader) ReadRowGroup(ctx context.Context, i int, fields []string, minT,
 	}
 	n := int(rec.NumRows())
 	for a := 0; a < n; {
-		key := ""
+		key := "null" // a collection without a metaField: one series, of meta value null
 		if metas != nil {
 			key = metas.Value(a)
 		}

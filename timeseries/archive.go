@@ -3,6 +3,7 @@ package timeseries
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -95,13 +96,24 @@ func archiveKey(coll uint32, kind byte, seq uint64) []byte {
 // read faster and compress better.
 const archiveBatchRows = 256 << 10
 
+// archiveMaxRows bounds a batch: its rows are held decoded, then encoded,
+// until its files are written, and a file must be readable within a
+// query's memory.
+const archiveMaxRows = 2 << 20
+
 // archiveRetryMax bounds the wait between failed passes of a collection.
 const archiveRetryMax = 5 * time.Minute
 
-// archiveFileKey names the file of day date of pass seq of collection c:
-// <collection>/date=YYYY-MM-DD/<collection id>-<seq>.parquet.
-func archiveFileKey(c *collection, date string, seq uint64) string {
-	return fmt.Sprintf("%s/date=%s/%08x-%016x.parquet", url.PathEscape(c.name), date, c.id, seq)
+// archiveFileKey names the file of day date of pass seq of collection c,
+// whose bytes are data: <collection>/date=YYYY-MM-DD/<collection
+// id>-<seq>-<hash>.parquet, hash the first 8 bytes of the data's SHA-256
+// in hex. The name follows from the pass and its content: a pass tried
+// again on the same data writes the same file, and two stores that share
+// an archive (a store and one restored from its backup, say) never write
+// different bytes under one name.
+func archiveFileKey(c *collection, date string, seq uint64, data []byte) string {
+	sum := sha256.Sum256(data)
+	return fmt.Sprintf("%s/date=%s/%08x-%016x-%x.parquet", url.PathEscape(c.name), date, c.id, seq, sum[:8])
 }
 
 // archiveServed refuses, with code, a rule that archives on an engine
@@ -152,9 +164,12 @@ func (db *DB) archiveSeries(ctx context.Context, c *collection, index string, id
 	if now := db.opts.Now(); now.Before(retry) {
 		return out, nil // backing off after a failure
 	}
-	if budget.Docs > 0 {
-		budget.Docs = max(budget.Docs, archiveBatchRows)
+	// A batch takes at least archiveBatchRows and at most archiveMaxRows,
+	// whatever the monitor's budget (none included).
+	if budget.Docs <= 0 {
+		budget.Docs = archiveMaxRows
 	}
+	budget.Docs = min(max(budget.Docs, archiveBatchRows), archiveMaxRows)
 	out, err = db.archivePass(ctx, c, index, ids, now, budget)
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -195,6 +210,11 @@ func (db *DB) archivePass(ctx context.Context, c *collection, index string, ids 
 	batch := archive.NewBatch(ts.TimeField, ts.MetaField)
 	var read []archivedBucket
 	gone := fieldTypeSet{}
+	// The rules the pass reads under: a change before its commit (a
+	// longer TTL, archiving turned off) makes it start over.
+	db.mu.RLock()
+	rulesVer := c.rulesVer
+	db.mu.RUnlock()
 	more, err := db.archiveRead(ctx, c, index, ids, now, budget, batch, &read, gone)
 	if err != nil || len(read) == 0 {
 		return out, err
@@ -208,7 +228,7 @@ func (db *DB) archivePass(ctx context.Context, c *collection, index string, ids 
 	db.mu.RUnlock()
 	keys := make([]string, len(files))
 	for i, f := range files {
-		keys[i] = archiveFileKey(c, f.Date, seq)
+		keys[i] = archiveFileKey(c, f.Date, seq, f.Data)
 	}
 	intent, err := json.Marshal(keys)
 	if err != nil {
@@ -238,7 +258,7 @@ func (db *DB) archivePass(ctx context.Context, c *collection, index string, ids 
 		}
 	}
 	db.archiveHook("files")
-	docs, buckets, err := db.archiveCommit(c, seq, files, keys, read, gone)
+	docs, buckets, err := db.archiveCommit(c, seq, rulesVer, files, keys, read, gone)
 	if err != nil {
 		return out, undo(err)
 	}
@@ -343,18 +363,18 @@ func (a *archiveScan) window(ctx context.Context, order []uint64) (end int64, ok
 // and lists them in read.
 func (db *DB) archiveRead(ctx context.Context, c *collection, index string, ids []uint64, now time.Time, budget ttl.Budget, batch *archive.Batch, read *[]archivedBucket, gone fieldTypeSet) (more bool, err error) {
 	resumeKey := "\x00archive:" + index
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	if err := db.settlePending(); err != nil {
+		return false, err
+	}
+	// The name table after any checkpoint the stored buckets come from.
 	db.mu.RLock()
 	resume := c.ttlResume[resumeKey]
 	names := c.names
 	db.mu.RUnlock()
 	start, _ := slices.BinarySearch(ids, resume+1)
 	order := append(slices.Clip(ids[start:]), ids[:start]...)
-
-	db.maintMu.Lock()
-	defer db.maintMu.Unlock()
-	if err := db.settlePending(); err != nil {
-		return false, err
-	}
 	cp := collPrefix(spaceBucket, c.id)
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: cp, UpperBound: prefixEnd(cp)})
 	if err != nil {
@@ -441,7 +461,7 @@ func (db *DB) archiveRead(ctx context.Context, c *collection, index string, ids 
 
 // archiveCommit deletes the buckets read, once their files are durable,
 // and records the files: one batch.
-func (db *DB) archiveCommit(c *collection, seq uint64, files []archive.File, keys []string, read []archivedBucket, gone fieldTypeSet) (docs, buckets int64, err error) {
+func (db *DB) archiveCommit(c *collection, seq, rulesVer uint64, files []archive.File, keys []string, read []archivedBucket, gone fieldTypeSet) (docs, buckets int64, err error) {
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	// Every bucket read is still stored as it was, and none was taken
@@ -495,6 +515,10 @@ func (db *DB) archiveCommit(c *collection, seq uint64, files []archive.File, key
 		db.mu.Unlock()
 		return 0, 0, notFound(c.name)
 	}
+	if c.rulesVer != rulesVer {
+		db.mu.Unlock()
+		return 0, 0, errArchiveRace
+	}
 	for _, a := range read {
 		if s := c.seriesOf(a.series); s != nil {
 			for _, mb := range s.buckets {
@@ -526,6 +550,10 @@ func (db *DB) archiveCommit(c *collection, seq uint64, files []archive.File, key
 		err = b.Set(catalogKey(c.name), rec, nil)
 	}
 	if err == nil {
+		// Reads with the archive that listed the files before this and
+		// take their snapshot after it fail and are retried
+		// (archiveView.gen): they would miss the rows moved.
+		db.archiveGen.Add(1)
 		if err = db.pdb.Apply(b, pebble.NoSync); err != nil {
 			err = db.diskErr(err)
 		}
@@ -543,8 +571,9 @@ func (db *DB) archiveCommit(c *collection, seq uint64, files []archive.File, key
 	c.dirty = true
 	db.mu.Unlock()
 	db.expiredUnflushed.Store(true)
+	// Committed: a failure from here on must not undo the files.
 	if err := db.refreshFieldTypes(c, gone); err != nil {
-		return docs, buckets, err
+		db.log.Warn("after an archive pass, the collection's field types were not refreshed", "collection", c.name, "err", err)
 	}
 	return docs, buckets, nil
 }
@@ -576,6 +605,40 @@ func (db *DB) undoArchiveIntents(ctx context.Context, c *collection) error {
 		}
 	}
 	return nil
+}
+
+// sweepArchiveIntents undoes, at Open, what archive passes cut off by a
+// crash left, whatever the collections' rules are now: a pass undoes its
+// collection's intents first, but no pass may come (archiving turned
+// off since). A failure is logged; the next pass of the collection
+// tries again.
+func (db *DB) sweepArchiveIntents() {
+	if db.opts.Archive == nil {
+		return
+	}
+	var colls []*collection
+	db.mu.RLock()
+	for _, c := range db.mu.byID {
+		colls = append(colls, c)
+	}
+	db.mu.RUnlock()
+	for _, c := range colls {
+		p := append(collPrefix(spaceArchive, c.id), archiveIntent)
+		found := false
+		_ = db.scan(p, prefixEnd(p), func(_, _ []byte) error { found = true; return errStopScan })
+		if !found {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		db.archiveMu.Lock()
+		err := db.undoArchiveIntents(ctx, c)
+		db.archiveMu.Unlock()
+		cancel()
+		if err != nil {
+			db.log.Warn("the files of an archive pass cut off by a crash were not removed; the collection's next pass tries again",
+				"collection", c.name, "err", err)
+		}
+	}
 }
 
 // ArchivedFiles lists the archived files of collection name recorded in

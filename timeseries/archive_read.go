@@ -12,6 +12,7 @@ import (
 
 	"github.com/hourglassdb/hourglass/archive"
 	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/objstore"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -37,6 +38,20 @@ type archiveView struct {
 	byMeta map[string][]*bucket.Columns
 	types  map[string]typeSet
 	files  int // files opened
+	// gen is DB.archiveGen before the files were listed: a snapshot the
+	// read takes after another commit would lack rows the view lacks too
+	// (archiveView.check).
+	gen uint64
+}
+
+// check fails a read whose snapshot was taken after an archive commit
+// that came after its files were listed: the rows that commit moved are
+// in neither. Nil view: a read without the archive.
+func (v *archiveView) check(db *DB, c *collection) error {
+	if v == nil || db.archiveGen.Load() == v.gen {
+		return nil
+	}
+	return mongoerr.New(mongoerr.QueryPlanKilled, "an archive pass moved data of %q during the read; retry it", c.name)
 }
 
 func (v *archiveView) has(metaKey string) bool {
@@ -60,7 +75,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // read with filter and the projection fields (nil: all) needs. DB.mu is
 // not held.
 func (db *DB) loadArchive(ctx context.Context, c *collection, filter *partialfilter.Filter, fields []string, guard *scanGuard) (*archiveView, error) {
-	view := &archiveView{byMeta: map[string][]*bucket.Columns{}, types: map[string]typeSet{}}
+	view := &archiveView{byMeta: map[string][]*bucket.Columns{}, types: map[string]typeSet{}, gen: db.archiveGen.Load()}
 	db.mu.RLock()
 	ts := c.opts.TimeSeries
 	if ts == nil || c.dropped {

@@ -281,7 +281,7 @@ func TestArchiveIntentUndone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := archiveFileKey(c, "2024-04-29", 1)
+	key := archiveFileKey(c, "2024-04-29", 1, []byte("partial"))
 	if err := db.opts.Archive.Put(ctx, key, strings.NewReader("partial"), 7); err != nil {
 		t.Fatal(err)
 	}
@@ -656,5 +656,141 @@ func TestArchiveToS3(t *testing.T) {
 	}
 	if info, _ := db.Describe(ctx, "s"); info.Count != 30 {
 		t.Fatalf("%d live measurements, want the 30 kept", info.Count)
+	}
+}
+
+// A collection without a metaField archives and reads back (its one
+// series has the meta key "null", which its files do not hold).
+func TestArchiveWithoutMetaField(t *testing.T) {
+	clock := newTestClock(t0)
+	st, err := objstore.Open(ctx, "file://"+t.TempDir(), objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openTest(t, t.TempDir(), func(o *Options) { o.Now = clock.Now; o.Archive = st; o.CheckpointInterval = time.Minute })
+	defer db.Close()
+	if _, err := db.CreateCollection(ctx, "s", CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true,
+		TimeSeries: &model.TimeSeriesOptions{TimeField: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	var ms []model.Measurement
+	for i := range 100 {
+		ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(i) * time.Minute).UnixNano(), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
+	}
+	if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	storeAll(t, db, clock)
+	clock.Set(t0.Add(48 * time.Hour))
+	if got := expireDone(t, db, clock.Now()); got.Docs != 100 {
+		t.Fatalf("archived %d", got.Docs)
+	}
+	if n := len(findRows(t, db, "s", FindOptions{Archive: true})); n != 100 {
+		t.Fatalf("read back %d of 100", n)
+	}
+}
+
+// An error after a pass committed (here: refreshing the field types meets
+// a damaged bucket of another series) does not undo its files: what it
+// moved stays readable.
+func TestArchiveErrorAfterCommit(t *testing.T) {
+	clock := newTestClock(t0)
+	arch := t.TempDir()
+	db := openArchiveTest(t, t.TempDir(), arch, clock, CollectionOptions{ExpireAfterSeconds: int64p(3600), Archive: true})
+	insertMinutes(t, db, t0.Add(-2*time.Hour), 240, "a", "b")
+	storeAll(t, db, clock)
+	clock.Set(t0.Add(26 * time.Hour))
+	// A damaged stored bucket of b that starts now: the pass does not
+	// reach it (it has not expired), but refreshing the field types
+	// after the pass (no bucket in memory holds v) reads every stored
+	// bucket, and fails on it.
+	c, _ := db.lookup("s")
+	var bid uint64
+	for _, s := range c.series {
+		if s.metaKey == `"b"` {
+			bid = s.id
+		}
+	}
+	if err := db.pdb.Set(bucketKey(spaceBucket, c.id, bid, clock.Now().UnixNano(), 1<<40), []byte("damaged"), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if got := expireDone(t, db, clock.Now()); got.Docs != 480 {
+		t.Fatalf("archived %d, want 480", got.Docs)
+	}
+	_, _, files := parquetRows(t, arch)
+	if files != 2 {
+		t.Fatalf("%d files in the archive after the pass, want 2", files)
+	}
+	if n := len(findRows(t, db, "s", FindOptions{Archive: true, Filter: mustFilter(t, `{"sensor": "a"}`)})); n != 240 {
+		t.Fatalf("a with the archive: %d rows, want 240", n)
+	}
+}
+
+// A rule change between a pass's read and its commit (here the TTL made
+// ten years long while its files are written) makes the pass start over:
+// nothing that no longer expires is moved.
+func TestArchiveRuleChangeDuringPass(t *testing.T) {
+	db, _, clock, _, _ := twoDaysToArchive(t)
+	db.hooks.archiveStep = func(step string) {
+		if step == "files" {
+			db.hooks.archiveStep = nil
+			if _, err := db.CollMod(ctx, "s", CollModOptions{ExpireAfterSeconds: int64p(10 * 365 * 86400)}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if got := expireDone(t, db, clock.Now()); got.Docs != 0 {
+		t.Fatalf("moved %d after the TTL became ten years", got.Docs)
+	}
+	if n := len(findRows(t, db, "s", FindOptions{})); n != 490 {
+		t.Fatalf("%d live rows, want 490", n)
+	}
+}
+
+// A read with the archive during which a pass commits (between its
+// listing of the files and its snapshot) fails with QueryPlanKilled
+// rather than miss the rows moved; read again, it has them all.
+func TestArchiveReadDuringPass(t *testing.T) {
+	db, _, clock, _, _ := twoDaysToArchive(t)
+	defer func(n int) { planYieldEvery = n }(planYieldEvery)
+	planYieldEvery = 1 // the walk lets go of DB.mu between series
+	db.hooks.planYielded = func() {
+		db.hooks.planYielded = nil
+		if got := expireDone(t, db, clock.Now()); got.Docs == 0 {
+			t.Error("the pass in the read moved nothing")
+		}
+	}
+	cur, err := db.Find(ctx, "s", FindOptions{Archive: true, Order: SortAscending})
+	if mongoerr.CodeOf(err) != mongoerr.QueryPlanKilled {
+		if err == nil {
+			cur.Close()
+		}
+		t.Fatalf("a read across a pass: %v", err)
+	}
+	if n := len(findRows(t, db, "s", FindOptions{Archive: true, Order: SortAscending})); n != 490 {
+		t.Fatalf("read again: %d rows, want 490", n)
+	}
+}
+
+// The files of a pass cut off by a crash are removed when the store
+// opens, even when nothing archives any more (archiving turned off since).
+func TestArchiveIntentSweptAtOpen(t *testing.T) {
+	db, arch, clock, _, _ := twoDaysToArchive(t)
+	c, _ := db.lookup("s")
+	key := archiveFileKey(c, "2024-04-29", 1, []byte("left"))
+	if err := db.opts.Archive.Put(ctx, key, strings.NewReader("left"), 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.pdb.Set(archiveKey(c.id, archiveIntent, 1), []byte(`["`+key+`"]`), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CollMod(ctx, "s", CollModOptions{Archive: new(false)}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = openTest(t, db.opts.Dir, func(o *Options) { o.Now = clock.Now; o.Archive = db.opts.Archive })
+	defer db.Close()
+	if _, err := os.Stat(filepath.Join(arch, key)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file of the interrupted pass: %v", err)
 	}
 }

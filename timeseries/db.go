@@ -48,6 +48,9 @@ type DB struct {
 	rollupMu sync.Mutex
 	// archiveMu serializes archive passes (archive.go).
 	archiveMu sync.Mutex
+	// archiveGen counts archive commits, bumped before each is applied
+	// (archiveView.gen).
+	archiveGen atomic.Uint64
 	// backupHook is the hook of SetBackupHook: the DB's owner's (a
 	// replica set member's), set after it opened the DB.
 	backupHook atomic.Pointer[BackupHook]

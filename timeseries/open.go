@@ -122,6 +122,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, err
 	}
 	if !db.readOnly {
+		db.sweepArchiveIntents()
 		go db.run()
 		if db.opts.ManualRollups {
 			close(db.rollupDone)

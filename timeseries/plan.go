@@ -228,6 +228,9 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 	// Pebble's view is taken after memory's, so that a bucket leaving
 	// memory for Pebble in between is seen (once, thanks to memIDs).
 	p.snap = db.pdb.NewSnapshot()
+	if err := p.archive.check(db, c); err != nil {
+		return err
+	}
 	sort.Slice(p.series, func(i, j int) bool { return p.series[i].metaKey < p.series[j].metaKey })
 	return nil
 }

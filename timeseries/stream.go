@@ -221,6 +221,9 @@ func (st *seriesStream) fill() (more bool, err error) {
 	readStats.chunks.Add(1)
 	// Pebble's view is taken after memory's, under the same hold.
 	p.snap = db.pdb.NewSnapshot()
+	if err := p.archive.check(db, c); err != nil {
+		return false, err
+	}
 	if st.sortChunks && !st.metaOrder {
 		sort.Slice(p.series, func(i, j int) bool { return p.series[i].metaKey < p.series[j].metaKey })
 	}
