@@ -33,6 +33,9 @@ const (
 	// MetaObjectIDColumns those whose strings are ObjectIds in hex.
 	MetaJSONColumns     = "hourglass.jsonColumns"
 	MetaObjectIDColumns = "hourglass.objectIdColumns"
+	// MetaFieldColumns maps, as a JSON object, a column renamed because a
+	// meta path has its field's name to that field's name.
+	MetaFieldColumns = "hourglass.fieldColumns"
 )
 
 // MetaKeyColumn is the column, last in a file of a collection with a
@@ -301,7 +304,7 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 	})
 	byName := map[string]*column{}
 	var cols []*column
-	get := func(name string, meta bool) (*column, error) {
+	get := func(name string, meta bool) *column {
 		c := byName[name]
 		if c == nil {
 			c = &column{name: name, meta: meta}
@@ -315,42 +318,42 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 			}
 			byName[name] = c
 			cols = append(cols, c)
-		} else if c.meta != meta {
-			return nil, fmt.Errorf("archive: %q is both a meta path and a measurement field", name)
 		}
-		return c, nil
+		return c
 	}
-	var err error
+	// Meta paths first: a measurement field named as one (a dotted name,
+	// "tags.host" beside a meta document {host: ...}) takes the column
+	// "$field:<name>", which no field or meta path can be named
+	// (MetaFieldColumns maps it back).
 	for _, si := range segs {
 		s := &b.segs[si]
 		if b.metaField != "" && s.meta != nil {
 			flatten(b.metaField, s.meta, func(path string, v any) {
-				c, e := get(path, true)
-				if e != nil {
-					err = e
-					return
-				}
+				c := get(path, true)
 				c.vals[si], c.has[si] = v, true
 				c.kind = merge(c.kind, metaKind(v))
 			})
 		}
+	}
+	renamed := map[string]string{}
+	for _, si := range segs {
+		s := &b.segs[si]
 		for i := range s.cols.Fields {
 			fc := &s.cols.Fields[i]
 			if fc.Name == b.timeField {
 				continue
 			}
-			c, e := get(fc.Name, false)
-			if e != nil {
-				return f, e
+			name := fc.Name
+			if c := byName[name]; (c != nil && c.meta) || name == MetaKeyColumn {
+				name = "$field:" + fc.Name
+				renamed[name] = fc.Name
 			}
+			c := get(name, false)
 			c.idx[si] = i
 			k, big := columnKind(fc)
 			c.kind = merge(c.kind, k)
 			c.bigInt = c.bigInt || big
 		}
-	}
-	if err != nil {
-		return f, err
 	}
 	if _, ok := byName[b.timeField]; ok {
 		return f, fmt.Errorf("archive: the timeField %q is also a meta path", b.timeField)
@@ -395,9 +398,10 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 		}
 		fields = append(fields, arrow.Field{Name: MetaKeyColumn, Type: arrow.BinaryTypes.String})
 	}
+	fieldCols, _ := json.Marshal(renamed)
 	md := arrow.NewMetadata(
-		[]string{MetaTimeField, MetaMetaField, MetaPaths, MetaJSONColumns, MetaObjectIDColumns},
-		[]string{b.timeField, b.metaField, jsonList(metaPaths), jsonList(jsonCols), jsonList(idCols)})
+		[]string{MetaTimeField, MetaMetaField, MetaPaths, MetaJSONColumns, MetaObjectIDColumns, MetaFieldColumns},
+		[]string{b.timeField, b.metaField, jsonList(metaPaths), jsonList(jsonCols), jsonList(idCols), string(fieldCols)})
 	schema := arrow.NewSchema(fields, &md)
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer bld.Release()

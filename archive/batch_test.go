@@ -426,3 +426,27 @@ func TestEncodeNullsAndLargeIntegers(t *testing.T) {
 		t.Fatalf("big: %v", colOf(t, tbl, "big"))
 	}
 }
+
+// A measurement field named as a meta path (a dotted name beside a meta
+// document) is written under a column of its own and read back as itself.
+func TestEncodeFieldNamedAsMetaPath(t *testing.T) {
+	b := NewBatch("t", "m")
+	b.Add(`{"x":"a"}`, map[string]any{"x": "a"}, &bucket.Columns{Times: []int64{day0}, Fields: []bucket.Column{
+		{Name: "m.x", Type: bucket.TypeFloat, Floats: []float64{4.5}}}})
+	files, err := b.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := readFile(t, files[0].Data)
+	if colOf(t, tbl, "m.x").(*array.String).Value(0) != "a" || colOf(t, tbl, "$field:m.x").(*array.Float64).Value(0) != 4.5 {
+		t.Fatalf("columns %v", tbl.Schema())
+	}
+	r, err := NewReader(bytes.NewReader(files[0].Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, _, err := r.ReadRowGroup(context.Background(), 0, nil, math.MinInt64, math.MaxInt64, nil)
+	if err != nil || len(segs) != 1 || len(segs[0].Cols.Fields) != 1 || segs[0].Cols.Fields[0].Name != "m.x" || segs[0].Cols.Fields[0].Floats[0] != 4.5 {
+		t.Fatalf("read back %+v %v", segs, err)
+	}
+}

@@ -70,11 +70,23 @@ func NewReader(r parquet.ReaderAtSeeker) (*Reader, error) {
 			}
 		}
 	}
+	renamed := map[string]string{} // column -> field
+	if v, ok := get(MetaFieldColumns); ok && v != "" {
+		if err := json.Unmarshal([]byte(v), &renamed); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrNotArchive, MetaFieldColumns, err)
+		}
+	}
+	field := func(col string) string {
+		if f, ok := renamed[col]; ok {
+			return f
+		}
+		return col
+	}
 	for _, c := range jsonCols {
-		rd.json[c] = true
+		rd.json[field(c)] = true
 	}
 	for _, c := range idCols {
-		rd.ids[c] = true
+		rd.ids[field(c)] = true
 	}
 	isMeta := map[string]bool{}
 	for _, p := range metaPaths {
@@ -101,7 +113,7 @@ func NewReader(r parquet.ReaderAtSeeker) (*Reader, error) {
 			rd.metaCol = i
 		case isMeta[f.Name]:
 		default:
-			rd.fields[f.Name] = i
+			rd.fields[field(f.Name)] = i
 		}
 	}
 	if rd.timeCol < 0 || (rd.metaField != "" && rd.metaCol < 0) {
