@@ -32,6 +32,9 @@ type Find struct {
 	// Archive reads a time series' archived data with its live data
 	// (docs/archive.md).
 	Archive bool
+	// MetaRuns gives a time series' meta values as runs of rows of one
+	// series instead of a column (timeseries.FindOptions.MetaRuns).
+	MetaRuns bool
 }
 
 // Find runs f. The cursor yields Arrow records on a time-series
@@ -43,7 +46,7 @@ func (s *Service) Find(ctx context.Context, f Find) (*timeseries.Cursor, error) 
 	if err != nil {
 		return nil, err
 	}
-	opts := timeseries.FindOptions{Filter: f.Filter, Sort: f.Sort, Skip: f.Skip, Limit: f.Limit, ExactTypes: f.ExactTypes, Archive: f.Archive}
+	opts := timeseries.FindOptions{Filter: f.Filter, Sort: f.Sort, Skip: f.Skip, Limit: f.Limit, ExactTypes: f.ExactTypes, Archive: f.Archive, MetaRuns: f.MetaRuns}
 	if f.Archive && h.TimeSeries() == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "'archive' reads a time-series collection's archive; %q is a plain collection", f.Collection)
 	}

@@ -76,6 +76,19 @@ type FindOptions struct {
 	Allocator memory.Allocator
 	// Archive reads archived data too (time series; docs/archive.md).
 	Archive bool
+	// MetaRuns leaves the meta column out of the records (as OmitMeta)
+	// and gives instead, for each record, the runs of its rows that
+	// belong to one series (Cursor.MetaRuns): a reader that groups rows
+	// by series gets each series' meta value once, not on every row.
+	MetaRuns bool
+}
+
+// MetaRun is a run of consecutive rows of a record that belong to one
+// series: its canonical meta key ("null" without a meta value) and how
+// many rows.
+type MetaRun struct {
+	Key  string
+	Rows int
 }
 
 // Cursor streams the result of a find as Arrow records. It is not safe for
@@ -106,6 +119,10 @@ type Cursor struct {
 	docs     *docCursor
 	omitTime bool
 	omitMeta bool
+	// metaRuns: runs holds the current record's runs of rows of one
+	// series (FindOptions.MetaRuns).
+	metaRuns bool
+	runs     []MetaRun
 	nextSer  int
 	cur      *seriesScan  // SortSeries: the series being read
 	merge    *seriesMerge // global orders
@@ -150,7 +167,8 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 	if opts.Projection != nil {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is a time-series collection: a find projects its fields, not a document projection", name)
 	}
-	cur := &Cursor{db: db, ctx: ctx, batch: opts.BatchRows, limit: opts.Limit, skip: opts.Skip, omitTime: opts.OmitTime, omitMeta: opts.OmitMeta}
+	cur := &Cursor{db: db, ctx: ctx, batch: opts.BatchRows, limit: opts.Limit, skip: opts.Skip, omitTime: opts.OmitTime,
+		omitMeta: opts.OmitMeta || opts.MetaRuns, metaRuns: opts.MetaRuns}
 	if cur.batch <= 0 {
 		cur.batch = 4096
 	}
@@ -232,7 +250,7 @@ func (timeSeriesKind) find(ctx context.Context, db *DB, c *collection, opts Find
 	if !opts.OmitTime {
 		fs = append(fs, arrow.Field{Name: ts.TimeField, Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}})
 	}
-	if !opts.OmitMeta && ts.MetaField != "" {
+	if !cur.omitMeta && ts.MetaField != "" {
 		fs = append(fs, arrow.Field{Name: ts.MetaField, Type: arrow.BinaryTypes.String, Nullable: true,
 			Metadata: arrow.NewMetadata([]string{model.MetaColumnMetadataKey}, []string{"json"})})
 	}
@@ -356,6 +374,11 @@ func (c *Cursor) Next() bool {
 	return true
 }
 
+// MetaRuns returns, with FindOptions.MetaRuns, the runs of rows of one
+// series of the current record, in row order; they are valid until the
+// next call to Next.
+func (c *Cursor) MetaRuns() []MetaRun { return c.runs }
+
 // Record returns the current record. It is valid until the next call of
 // Next or Close; Retain it to keep it longer.
 func (c *Cursor) Record() arrow.Record { return c.rec }
@@ -450,6 +473,7 @@ func (c *Cursor) advance(sc *seriesScan) error {
 // fill appends up to one batch of rows to the builder.
 func (c *Cursor) fill() (int, error) {
 	n := 0
+	c.runs = c.runs[:0]
 	for n < c.batch {
 		if c.limit > 0 && c.emitted >= c.limit {
 			break
@@ -506,6 +530,17 @@ func (c *Cursor) appendRow(s *seriesSnap, rc *rowCursor) {
 	if !c.omitTime {
 		c.bld.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(rc.time()))
 		base++
+	}
+	if c.metaRuns {
+		key := s.metaKey
+		if !s.hasMeta() {
+			key = "null"
+		}
+		if n := len(c.runs); n > 0 && c.runs[n-1].Key == key {
+			c.runs[n-1].Rows++
+		} else {
+			c.runs = append(c.runs, MetaRun{Key: key, Rows: 1})
+		}
 	}
 	if !c.omitMeta && c.scan.ts.MetaField != "" {
 		b := c.bld.Field(base).(*array.StringBuilder)

@@ -49,12 +49,12 @@ func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, 
 	}
 	proj := map[string]any{"_id": 0}
 	if fields != nil {
-		proj = map[string]any{"_id": 0, timeField: 1, metaField: 1}
+		proj = map[string]any{"_id": 0, timeField: 1}
 		for _, f := range fields {
 			proj[f] = 1
 		}
 	}
-	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter, Projection: proj})
+	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter, Projection: proj, MetaRuns: true})
 	if err != nil {
 		return nil, err
 	}
@@ -83,10 +83,6 @@ func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, 
 		if !ok {
 			continue
 		}
-		var metas *array.String
-		if mi := sc.FieldIndices(metaField); len(mi) > 0 {
-			metas, _ = rec.Column(mi[0]).(*array.String)
-		}
 		var cols []numberColumn
 		for i, f := range sc.Fields() {
 			if f.Name == timeField || f.Name == metaField {
@@ -96,11 +92,9 @@ func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, 
 				cols = append(cols, numberColumn{name: f.Name, col: rec.Column(i), value: v})
 			}
 		}
+		keys := newRunKeys(cur.MetaRuns())
 		for j := range int(rec.NumRows()) {
-			key := "null"
-			if metas != nil && !metas.IsNull(j) {
-				key = metas.Value(j)
-			}
+			key := keys.next()
 			if !seen || key != lastKey {
 				seen, lastKey = true, key
 				base = fieldBaseOf(key, metaField, qr.q.collection)

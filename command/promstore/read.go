@@ -19,6 +19,7 @@ import (
 	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
+	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // Series is a series read: its labels and its samples in time order.
@@ -76,8 +77,8 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 		return nil, err
 	}
 	// Only the columns a sample needs: no _id is made for each row.
-	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter,
-		Projection: map[string]any{"_id": 0, timeField: 1, metaField: 1, ValueField: 1}})
+	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter, MetaRuns: true,
+		Projection: map[string]any{"_id": 0, timeField: 1, ValueField: 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -92,21 +93,22 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 	for cur.Next() {
 		rec := cur.Record()
 		sc := rec.Schema()
-		ti, mi, vi := sc.FieldIndices(timeField), sc.FieldIndices(metaField), sc.FieldIndices(ValueField)
-		if len(ti) == 0 || len(mi) == 0 || len(vi) == 0 {
+		ti, vi := sc.FieldIndices(timeField), sc.FieldIndices(ValueField)
+		if len(ti) == 0 || len(vi) == 0 {
 			continue // no value field: no samples
 		}
 		times, ok1 := rec.Column(ti[0]).(*array.Timestamp)
-		metas, ok2 := rec.Column(mi[0]).(*array.String)
 		value := numbers(rec.Column(vi[0]))
-		if !ok1 || !ok2 || value == nil {
+		if !ok1 || value == nil {
 			continue // a value field that is not numbers holds no samples
 		}
+		keys := newRunKeys(cur.MetaRuns())
 		for j := range int(rec.NumRows()) {
-			if metas.IsNull(j) || rec.Column(vi[0]).IsNull(j) {
+			key := keys.next()
+			if key == "null" || rec.Column(vi[0]).IsNull(j) {
 				continue
 			}
-			if key := metas.Value(j); !seen || key != lastKey {
+			if !seen || key != lastKey {
 				seen, lastKey, at = true, key, -1
 				if ls, ok := MetaLabels(key); ok && matchAll(ms, ls) {
 					if err := qr.charge(pending, seriesBytes+int64(ls.ByteSize())); err != nil {
@@ -128,6 +130,31 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 		}
 	}
 	return qr.endRead(cur.Err(), out, pending)
+}
+
+// runKeys gives, row after row, the meta key of each row of a record
+// from its runs (timeseries.FindOptions.MetaRuns): the key of every row
+// of a series, made once.
+type runKeys struct {
+	runs []timeseries.MetaRun
+	i    int
+	left int // rows of runs[i] not given yet
+}
+
+func newRunKeys(runs []timeseries.MetaRun) *runKeys {
+	r := &runKeys{runs: runs, i: -1}
+	return r
+}
+
+// next returns the key of the next row; every row of the record takes
+// one call, in order.
+func (r *runKeys) next() string {
+	for r.left == 0 {
+		r.i++
+		r.left = r.runs[r.i].Rows
+	}
+	r.left--
+	return r.runs[r.i].Key
 }
 
 // sampleRead counts a sample read into pending, charged to the querier's
