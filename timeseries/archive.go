@@ -72,6 +72,8 @@ type ArchiveFile struct {
 	// CRC is the CRC-32C of the file's bytes, checked before a read
 	// parses it.
 	CRC uint32 `json:"crc"`
+	// Store is the archive the file went to (objstore.Store.String).
+	Store string `json:"store,omitempty"`
 }
 
 // ErrNoArchive is returned for an archive rule when the DB has no
@@ -494,7 +496,7 @@ func (db *DB) archiveCommit(c *collection, seq, rulesVer uint64, files []archive
 	st := ArchiveStats{Seq: seq}
 	for i, f := range files {
 		rec, err := json.Marshal(ArchiveFile{Key: keys[i], Date: f.Date, Rows: f.Rows, Size: int64(len(f.Data)),
-			MinT: f.MinT, MaxT: f.MaxT, CRC: crc32.Checksum(f.Data, crcTable)})
+			MinT: f.MinT, MaxT: f.MaxT, CRC: crc32.Checksum(f.Data, crcTable), Store: db.opts.Archive.String()})
 		if err != nil {
 			return 0, 0, err
 		}

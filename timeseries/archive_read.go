@@ -124,6 +124,9 @@ func (db *DB) loadArchive(ctx context.Context, c *collection, filter *partialfil
 // the file is read whole (charged to the query while it is parsed) and
 // checked against its checksum before any of it is parsed.
 func (db *DB) readArchiveFile(ctx context.Context, st objstore.Store, f ArchiveFile, fields []string, minT, maxT int64, keys map[string]bool, want func(string) bool, guard *scanGuard, view *archiveView) error {
+	if f.Store != "" && f.Store != st.String() {
+		return fmt.Errorf("archive: file %s was moved to %s, and this server's archive is %s: start it with --archive-url naming that archive to read it", f.Key, f.Store, st)
+	}
 	if err := guard.charge(f.Size, "the archived files it reads"); err != nil {
 		return err
 	}

@@ -794,3 +794,28 @@ func TestArchiveIntentSweptAtOpen(t *testing.T) {
 		t.Fatalf("the file of the interrupted pass: %v", err)
 	}
 }
+
+// Files moved to one archive are not looked for in another: a read with
+// the archive of a store opened with a different archive fails, naming
+// both, rather than answer without them.
+func TestArchiveReadFromAnotherArchive(t *testing.T) {
+	db, _, clock, _, _ := twoDaysToArchive(t)
+	if got := expireDone(t, db, clock.Now()); got.Docs != 480 {
+		t.Fatalf("archived %d", got.Docs)
+	}
+	first := db.opts.Archive.String()
+	db.Close()
+	other, err := objstore.Open(ctx, "file://"+t.TempDir(), objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, db.opts.Dir, func(o *Options) { o.Now = clock.Now; o.Archive = other })
+	defer db.Close()
+	_, err = db.Find(ctx, "s", FindOptions{Archive: true})
+	if err == nil || !strings.Contains(err.Error(), first) || !strings.Contains(err.Error(), "--archive-url") {
+		t.Fatalf("a read from another archive: %v", err)
+	}
+	if n := len(findRows(t, db, "s", FindOptions{})); n != 10 {
+		t.Fatalf("live rows %d, want 10", n)
+	}
+}
