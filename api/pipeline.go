@@ -13,7 +13,7 @@ import (
 )
 
 // parsePipeline reads the body {"pipeline": [<stage>, ...],
-// "allowDiskUse": false} of POST
+// "allowDiskUse": false, "archive": false} of POST
 // .../aggregate: MongoDB's stages as relaxed Extended JSON, read by the
 // MongoDB driver's own reader into BSON (a JSON integer is an int32 where
 // it fits, else an int64; a number with a fraction or an exponent a
@@ -30,8 +30,14 @@ func parsePipeline(name string, raw map[string]any, text []byte) (command.Pipeli
 				return p, badRequest("'allowDiskUse' must be true or false")
 			}
 			p.AllowDiskUse = b
+		case "archive":
+			b, ok := v.(bool)
+			if !ok {
+				return p, badRequest("'archive' must be true or false")
+			}
+			p.Archive = b
 		default:
-			return p, badRequest("a body with 'pipeline' takes only 'allowDiskUse' beside it; got %q (the window form's filter, window, groupBy, fields and funcs are a $match and a $group in the pipeline)", k)
+			return p, badRequest("a body with 'pipeline' takes only 'allowDiskUse' and 'archive' beside it; got %q (the window form's filter, window, groupBy, fields and funcs are a $match and a $group in the pipeline)", k)
 		}
 	}
 	if _, ok := raw["pipeline"].([]any); !ok {

@@ -262,7 +262,7 @@ func TestPipelineHTTPRefusals(t *testing.T) {
 		{`{"pipeline": [{"$sort": {"a": 2}}]}`, 400, 15975, "$sort key ordering must be 1"},
 		{`{"pipeline": [{"$setWindowFields": {"sortBy": {"ts": 1}, "output": {"x": {"$avg": "$temp", "window": {"documents": [1, 0]}}}}}]}`, 400, 5339900, ""},
 		{`{"pipeline": [{"$match": {"ts": {"$date": "yesterday"}}}]}`, 400, 2, "not valid Extended JSON"},
-		{`{"pipeline": [], "window": "1m"}`, 400, 2, "a body with 'pipeline' takes only 'allowDiskUse' beside it"},
+		{`{"pipeline": [], "window": "1m"}`, 400, 2, "a body with 'pipeline' takes only 'allowDiskUse' and 'archive' beside it"},
 		{`{"pipeline": [], "allowDiskUse": 1}`, 400, 2, "'allowDiskUse' must be true or false"},
 	} {
 		r := d.http.do("POST", "/v1/collections/weather/aggregate", []byte(c.body))

@@ -99,6 +99,10 @@ type Pipeline struct {
 	// answers Docs too (read from the find's cursor), for a door that
 	// encodes every result one way. Otherwise it answers Find.
 	Documents bool
+	// Archive reads a time series' archived data with its live data
+	// (docs/archive.md): the find, the engine's aggregate and the count
+	// the pipeline runs on read both.
+	Archive bool
 }
 
 // PipelineResult is what a pipeline yields: exactly one of Find and Docs.
@@ -147,13 +151,16 @@ func (s *Service) Pipeline(ctx context.Context, p Pipeline) (*PipelineResult, er
 	if err != nil {
 		return nil, err
 	}
+	if p.Archive && info.Options.TimeSeries == nil {
+		return nil, mongoerr.New(mongoerr.BadValue, "'archive' reads a time-series collection's archive; %q is a plain collection", p.Collection)
+	}
 	if p.MaxMemory <= 0 {
 		p.MaxMemory = s.opts.StageMemory
 	}
 	// The files a sort spills close with the result, also when the door
 	// gives it up before its end.
 	spills := &pipeline.Spills{}
-	res, err := s.aggregateCollection(ctx, p.Collection, info, p.Stages, pipeline.Options{MaxMemory: p.MaxMemory, AllowDiskUse: p.AllowDiskUse, Spills: spills})
+	res, err := s.aggregateCollection(ctx, p.Collection, info, p.Stages, pipeline.Options{MaxMemory: p.MaxMemory, AllowDiskUse: p.AllowDiskUse, Spills: spills}, p.Archive)
 	if err != nil {
 		spills.Close()
 		return nil, err
@@ -177,8 +184,23 @@ func (s *Service) Pipeline(ctx context.Context, p Pipeline) (*PipelineResult, er
 	return res, nil
 }
 
+// countFind counts the rows find f returns.
+func (s *Service) countFind(ctx context.Context, f Find) (int64, error) {
+	f.Projection = nil
+	cur, err := s.Find(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	defer cur.Close()
+	var n int64
+	for cur.Next() {
+		n += cur.Record().NumRows()
+	}
+	return n, cur.Err()
+}
+
 // aggregateCollection runs a pipeline on a collection.
-func (s *Service) aggregateCollection(ctx context.Context, name string, info timeseries.CollectionInfo, stages []Stage, mem pipeline.Options) (*PipelineResult, error) {
+func (s *Service) aggregateCollection(ctx context.Context, name string, info timeseries.CollectionInfo, stages []Stage, mem pipeline.Options, archive bool) (*PipelineResult, error) {
 	// The leading $match stages: the filter.
 	var matches []any
 	i := 0
@@ -212,7 +234,7 @@ func (s *Service) aggregateCollection(ctx context.Context, name string, info tim
 		if ts == nil {
 			return nil, stages[i].unsupported("on a collection that is not a time-series collection (other than a count: {_id: null, n: {$sum: 1}})")
 		}
-		docs, err := s.groupMeasurements(ctx, name, ts, filter, stages[i])
+		docs, err := s.groupMeasurements(ctx, name, ts, filter, stages[i], archive)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +245,7 @@ func (s *Service) aggregateCollection(ctx context.Context, name string, info tim
 		return docsResult(docs), nil
 	}
 	// A find: $sort, $skip, $limit and $project, then perhaps a count.
-	a := Find{Collection: name, Filter: filter, ExactTypes: true}
+	a := Find{Collection: name, Filter: filter, ExactTypes: true, Archive: archive}
 	empty := false
 	for ; i < len(stages); i++ {
 		st := stages[i]
@@ -278,7 +300,14 @@ func (s *Service) aggregateCollection(ctx context.Context, name string, info tim
 		var n int64
 		if !empty {
 			var err error
-			if n, err = s.Count(ctx, name, filter, timeseries.CountOptions{Skip: a.Skip, Limit: a.Limit}); err != nil {
+			if archive {
+				// The engine's count reads live data only: count what
+				// the find with the archive returns.
+				n, err = s.countFind(ctx, a)
+			} else {
+				n, err = s.Count(ctx, name, filter, timeseries.CountOptions{Skip: a.Skip, Limit: a.Limit})
+			}
+			if err != nil {
 				return nil, err
 			}
 		}

@@ -319,13 +319,13 @@ type group struct {
 // $dateTrunc, and every group's documents counted in the same pass
 // (CountDocs), also a group none of whose documents holds one of the
 // fields.
-func (s *Service) groupMeasurements(ctx context.Context, name string, ts *model.TimeSeriesOptions, filter *partialfilter.Filter, st Stage) ([]map[string]any, error) {
+func (s *Service) groupMeasurements(ctx context.Context, name string, ts *model.TimeSeriesOptions, filter *partialfilter.Filter, st Stage, archive bool) ([]map[string]any, error) {
 	g, err := parseGroup(st, ts)
 	if err != nil {
 		return nil, err
 	}
 	opts := timeseries.AggregateOptions{Filter: filter, Origin: g.origin, GroupBy: g.groupBy, Ungrouped: !g.hasMeta,
-		Fields: append([]string{}, g.fields...), Funcs: g.funcs(), CountDocs: true}
+		Fields: append([]string{}, g.fields...), Funcs: g.funcs(), CountDocs: true, Archive: archive}
 	switch {
 	case !g.hasWin:
 		opts.WholeRange = true

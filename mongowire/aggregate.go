@@ -19,7 +19,7 @@ var aggregateOptionsIgnored = map[string]bool{"hint": true, "bypassDocumentValid
 func parsePipeline(cmd *wireCommand) (command.Pipeline, int64, error) {
 	batchSize := int64(-1)
 	var pipeline []command.Stage
-	var allowDiskUse bool
+	var allowDiskUse, archive bool
 	sawCursor := false
 	err := model.EachBSONElement(cmd.body, func(key string, v bsoncore.Value) error {
 		switch {
@@ -55,10 +55,17 @@ func parsePipeline(cmd *wireCommand) (command.Pipeline, int64, error) {
 			default:
 				return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'aggregate.allowDiskUse' is the wrong type '%s', expected types '[bool]'", v.Type)
 			}
+		case key == "archive":
+			// Hourglass' own: read the archive too (docs/archive.md).
+			b, ok := v.BooleanOK()
+			if !ok {
+				return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'aggregate.archive' is the wrong type '%s', expected type 'bool'", v.Type)
+			}
+			archive = b
 		case key == "explain":
 			return mongoerr.New(mongoerr.NotImplemented, "aggregate with explain is not supported by Hourglass")
 		case !aggregateOptionsIgnored[key]:
-			return mongoerr.New(unknownField, "BSON field 'aggregate.%s' is an unknown field; Hourglass supports pipeline and cursor", key)
+			return mongoerr.New(unknownField, "BSON field 'aggregate.%s' is an unknown field; Hourglass supports pipeline, cursor, allowDiskUse and archive", key)
 		}
 		return nil
 	})
@@ -68,7 +75,7 @@ func parsePipeline(cmd *wireCommand) (command.Pipeline, int64, error) {
 	if !sawCursor {
 		return command.Pipeline{}, 0, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
-	return command.Pipeline{Stages: pipeline, AllowDiskUse: allowDiskUse}, batchSize, nil
+	return command.Pipeline{Stages: pipeline, AllowDiskUse: allowDiskUse, Archive: archive}, batchSize, nil
 }
 
 // cmdAggregate is aggregate: on a collection, a codec over the command

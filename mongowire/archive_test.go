@@ -83,4 +83,26 @@ func TestFindArchive(t *testing.T) {
 	if _, err := mdb.RunCommand(ctx, bson.D{{Key: "find", Value: "w"}, {Key: "archive", Value: "yes"}}).Raw(); err == nil {
 		t.Fatal("archive: \"yes\" accepted")
 	}
+	// aggregate with archive: a $group on the engine's aggregate, and a
+	// count (which the engine's count would answer from live data alone).
+	agg := func(pipe bson.A) bson.Raw {
+		t.Helper()
+		r := run(bson.D{{Key: "aggregate", Value: "w"}, {Key: "pipeline", Value: pipe}, {Key: "cursor", Value: bson.D{}}, {Key: "archive", Value: true}})
+		vals, err := r.Lookup("cursor", "firstBatch").Array().Values()
+		if err != nil || len(vals) != 1 {
+			t.Fatalf("aggregate %v: %s %v", pipe, r, err)
+		}
+		return vals[0].Document()
+	}
+	g := agg(bson.A{bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}, {Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}})
+	if n, _ := g.Lookup("n").AsInt64OK(); n != 51 {
+		t.Fatalf("$group with the archive: %s", g)
+	}
+	if s, _ := g.Lookup("s").AsFloat64OK(); s != 1225+99 {
+		t.Fatalf("$group with the archive: %s", g)
+	}
+	c := agg(bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "sensor", Value: "a"}}}}, bson.D{{Key: "$count", Value: "n"}}})
+	if n, _ := c.Lookup("n").AsInt64OK(); n != 51 {
+		t.Fatalf("$count with the archive: %s", c)
+	}
 }
