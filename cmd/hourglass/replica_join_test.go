@@ -43,22 +43,7 @@ func TestReplicaSetJoin(t *testing.T) {
 	if st := l.srv.put(t, "/v1/collections/m", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`); st != 201 {
 		t.Fatalf("create: %d", st)
 	}
-	written := map[string]int{}
-	write := func(n int) {
-		t.Helper()
-		for i := range n {
-			sensor := fmt.Sprintf("s%d", len(written))
-			var body strings.Builder
-			for j := range 10 {
-				fmt.Fprintf(&body, `{"t": {"$date": "2026-01-01T00:%02d:%02dZ"}, "sensor": %q, "v": %d}`+"\n", i%60, j, sensor, j)
-			}
-			st, b, err := leader().srv.post(t, "/v1/collections/m/documents", "application/x-ndjson", body.String())
-			if err != nil || st != 200 {
-				t.Fatalf("write: %d %s %v", st, b, err)
-			}
-			written[sensor] = 10
-		}
-	}
+	written, write := sensorWriter(t, leader)
 	write(30)
 
 	addrs := freeAddrs(t, 2)
@@ -129,6 +114,27 @@ func TestReplicaSetJoin(t *testing.T) {
 				t.Fatalf("%s holds %d sensors of %d", m.id, len(sensorCounts(m)), len(written))
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// sensorWriter returns a writer of n new sensors of 10 measurements each
+// into collection m through the leader, and what it wrote: sensor -> 10.
+func sensorWriter(t *testing.T, leader func() *member) (map[string]int, func(n int)) {
+	written := map[string]int{}
+	return written, func(n int) {
+		t.Helper()
+		for i := range n {
+			sensor := fmt.Sprintf("s%d", len(written))
+			var body strings.Builder
+			for j := range 10 {
+				fmt.Fprintf(&body, `{"t": {"$date": "2026-01-01T00:%02d:%02dZ"}, "sensor": %q, "v": %d}`+"\n", i%60, j, sensor, j)
+			}
+			st, b, err := leader().srv.post(t, "/v1/collections/m/documents", "application/x-ndjson", body.String())
+			if err != nil || st != 200 {
+				t.Fatalf("write: %d %s %v", st, b, err)
+			}
+			written[sensor] = 10
 		}
 	}
 }

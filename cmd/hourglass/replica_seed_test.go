@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -55,22 +54,7 @@ func TestReplicaSeedFromBackup(t *testing.T) {
 	if st := leader().srv.put(t, "/v1/collections/m", `{"timeseries": {"timeField": "t", "metaField": "sensor"}}`); st != 201 {
 		t.Fatalf("create: %d", st)
 	}
-	written := map[string]int{}
-	write := func(n int) {
-		t.Helper()
-		for i := range n {
-			sensor := fmt.Sprintf("s%d", len(written))
-			var body strings.Builder
-			for j := range 10 {
-				fmt.Fprintf(&body, `{"t": {"$date": "2026-01-01T00:%02d:%02dZ"}, "sensor": %q, "v": %d}`+"\n", i%60, j, sensor, j)
-			}
-			st, b, err := leader().srv.post(t, "/v1/collections/m/documents", "application/x-ndjson", body.String())
-			if err != nil || st != 200 {
-				t.Fatalf("write: %d %s %v", st, b, err)
-			}
-			written[sensor] = 10
-		}
-	}
+	written, write := sensorWriter(t, leader)
 	holdsAll := func(m *member) bool { return maps.Equal(sensorCounts(m), written) }
 	write(30)
 	l := leader()
