@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -229,22 +230,12 @@ func metaKind(v any) colKind {
 // fields one by one (recursively), any other value as itself.
 func flatten(prefix string, v any, fn func(path string, v any)) {
 	if m, ok := v.(map[string]any); ok && len(m) > 0 {
-		for _, k := range slices.Sorted(mapsKeys(m)) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			flatten(prefix+"."+k, m[k], fn)
 		}
 		return
 	}
 	fn(prefix, v)
-}
-
-func mapsKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // column is one output column while a day is encoded.
@@ -295,13 +286,7 @@ func (b *Batch) encodeDay(refs []rowRef) (File, error) {
 		used[r.seg] = true
 		f.MinT, f.MaxT = min(f.MinT, r.t), max(f.MaxT, r.t)
 	}
-	segs := slices.Sorted(func(yield func(int32) bool) {
-		for s := range used {
-			if !yield(s) {
-				return
-			}
-		}
-	})
+	segs := slices.Sorted(maps.Keys(used))
 	byName := map[string]*column{}
 	var cols []*column
 	get := func(name string, meta bool) *column {

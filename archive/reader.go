@@ -315,12 +315,6 @@ func (r *Reader) readColumns(ctx context.Context, cols []int, i int) (rec arrow.
 	return rec, nil
 }
 
-// cell is one decoded value of a JSON column.
-type cell struct {
-	kind bucket.Type
-	v    model.Value
-}
-
 // segments makes the columns of rows (indexes into rec) of one series. A
 // JSON column's values may change type from row to row: rows are grouped
 // by the types of their JSON cells, one segment per group, each in time
@@ -333,9 +327,9 @@ func (r *Reader) segments(rec arrow.Record, names []string, key string, times *a
 		}
 	}
 	groups := [][]int{rows}
-	var cells map[[2]int]cell
+	var cells map[[2]int]model.Value
 	if len(jsonIdx) > 0 {
-		cells = map[[2]int]cell{}
+		cells = map[[2]int]model.Value{}
 		order := map[string]int{}
 		groups = nil
 		sig := make([]byte, 0, len(jsonIdx))
@@ -351,7 +345,7 @@ func (r *Reader) segments(rec arrow.Record, names []string, key string, times *a
 				if err != nil {
 					return nil, 0, fmt.Errorf("archive: column %q: %w", names[k], err)
 				}
-				cells[[2]int{k, j}] = cell{kind: v.Kind, v: v}
+				cells[[2]int{k, j}] = v
 				sig = append(sig, byte(v.Kind))
 			}
 			g, ok := order[string(sig)]
@@ -420,7 +414,7 @@ func decodeCell(text string) (model.Value, error) {
 
 // column makes the column of field name (array a) for rows g; ok is false
 // when none of them holds a value.
-func (r *Reader) column(a arrow.Array, name string, k int, g []int, cells map[[2]int]cell) (c bucket.Column, ok bool, err error) {
+func (r *Reader) column(a arrow.Array, name string, k int, g []int, cells map[[2]int]model.Value) (c bucket.Column, ok bool, err error) {
 	c.Name = name
 	n := len(g)
 	present := make([]uint64, (n+63)/64)
@@ -482,13 +476,13 @@ func (r *Reader) column(a arrow.Array, name string, k int, g []int, cells map[[2
 			var kind bucket.Type
 			for _, j := range g {
 				if cl, ok := cells[[2]int{k, j}]; ok {
-					kind = cl.kind
+					kind = cl.Kind
 					break
 				}
 			}
 			c.Type = kind
 			for _, j := range g {
-				v := cells[[2]int{k, j}].v
+				v := cells[[2]int{k, j}]
 				switch kind {
 				case bucket.TypeFloat:
 					c.Floats = append(c.Floats, v.F)

@@ -37,7 +37,6 @@ import (
 type archiveView struct {
 	byMeta map[string][]*bucket.Columns
 	types  map[string]typeSet
-	files  int // files opened
 	// gen is DB.archiveGen before the files were listed: a snapshot the
 	// read takes after another commit would lack rows the view lacks too
 	// (archiveView.check).
@@ -157,7 +156,6 @@ func (db *DB) readArchiveFile(ctx context.Context, st objstore.Store, f ArchiveF
 	if err != nil {
 		return fmt.Errorf("archive %s: %s: %w", st, f.Key, err)
 	}
-	view.files++
 	for g := 0; g < r.NumRowGroups(); g++ {
 		if err := ctx.Err(); err != nil {
 			return err
