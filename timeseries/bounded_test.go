@@ -207,7 +207,7 @@ func TestScanStopsOnCancel(t *testing.T) {
 func TestQueryMemoryLimit(t *testing.T) {
 	const series = 40
 	// Each series holds one open bucket of one column in memory.
-	need := int64(series) * (seriesSnapBytes + 8 + capturedBytes(&bucket.Columns{Fields: make([]bucket.Column, 1)}))
+	need := int64(series) * (seriesSnapBytes + 8 + capturedBytes(&bucket.Columns{Fields: make([]bucket.Column, 1)}, false))
 	for _, c := range []struct {
 		limit int64
 		ok    bool
@@ -343,8 +343,8 @@ func planCharge(db *DB, coll string) int64 {
 	for _, s := range db.coll.byName[coll].byID {
 		n += seriesSnapBytes + 8*int64(len(s.buckets))
 		for _, b := range s.buckets {
-			cols := b.capture().cols
-			n += capturedBytes(&cols)
+			cp := b.capture()
+			n += capturedBytes(&cp.cols, cp.thawed)
 		}
 	}
 	return n

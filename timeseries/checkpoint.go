@@ -117,13 +117,36 @@ func (db *DB) Flush() error {
 type ckptBucket struct {
 	b      *memBucket
 	series uint64
-	// cols is what was captured: a sealed bucket's own columns, which
-	// nothing changes in place (captureSealed), or an open one's headers
-	// captured into the checkpoint's ckptCapture.
-	cols   bucket.Columns
-	refs   []uint32 // the fields' indexes in the collection's name table
-	coll   uint32
-	sealed bool
+	// cols is what was captured: a sealed bucket's own plain columns,
+	// which nothing changes in place (nothing appends to a sealed bucket,
+	// and every other change replaces its slices), or an open one's
+	// headers captured into the checkpoint's ckptCapture.
+	cols bucket.Columns
+	// frozen and frozenRows are the bucket's frozen rows, before cols'.
+	frozen     []byte
+	frozenRows int
+	refs       []uint32 // the fields' indexes in the collection's name table
+	coll       uint32
+	sealed     bool
+	unordered  bool
+}
+
+// rows returns the rows w writes.
+func (w *ckptBucket) rows() int { return w.frozenRows + len(w.cols.Times) }
+
+// columns returns the rows w encodes: its frozen rows decoded, and put in
+// time order for a sealed bucket (a stored bucket's rows are).
+func (w *ckptBucket) columns() *bucket.Columns {
+	cols := &w.cols
+	if w.frozenRows > 0 {
+		all := thawColumns(w.frozen, w.frozenRows, &w.cols)
+		cols = &all
+	}
+	if w.sealed && w.unordered {
+		sorted := sortedColumns(cols)
+		cols = &sorted
+	}
+	return cols
 }
 
 // ckptCapture holds what a checkpoint captured of its open buckets in a
@@ -178,7 +201,7 @@ func (pe *parallelEncoder) encode(ws []ckptBucket) error {
 			for i := k; i < len(ws); i += n {
 				at := len(buf)
 				var err error
-				if buf, err = pe.encs[k].EncodeRefs(buf, &ws[i].cols, ws[i].refs); err != nil {
+				if buf, err = pe.encs[k].EncodeRefs(buf, ws[i].columns(), ws[i].refs); err != nil {
 					pe.errs[k] = fmt.Errorf("timeseries: encode bucket %d: %w", ws[i].b.id, err)
 					return
 				}
@@ -484,9 +507,10 @@ func (db *DB) sizeCapture(run *ckptRun) {
 // capture takes bucket b of series s of collection c into the checkpoint:
 // a sealed bucket's own columns, an open one's headers into cp.
 func (cp *ckptCapture) capture(c *collection, s *series, b *memBucket) ckptBucket {
-	w := ckptBucket{b: b, coll: c.id, series: s.id, sealed: b.sealed}
+	w := ckptBucket{b: b, coll: c.id, series: s.id, sealed: b.sealed, unordered: b.unordered,
+		frozen: b.frozen[:len(b.frozen):len(b.frozen)], frozenRows: b.frozenRows}
 	if b.sealed {
-		w.cols = b.captureSealed()
+		w.cols = b.cols
 	} else {
 		at := len(cp.fields)
 		w.cols.Times, cp.fields, cp.present = b.appendCapture(cp.fields, cp.present)
@@ -554,7 +578,7 @@ func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_
 				}
 			}
 			buf = pe.out[i%encodeWindow]
-		} else if buf, err = enc.EncodeRefs(buf[:0], &w.cols, w.refs); err != nil {
+		} else if buf, err = enc.EncodeRefs(buf[:0], w.columns(), w.refs); err != nil {
 			return nil, fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
 		}
 		if w.sealed {
@@ -602,7 +626,7 @@ func (db *DB) releaseCheckpoint(run *ckptRun) {
 		w := &run.work[i]
 		b := w.b
 		if !w.sealed {
-			b.snapshot, b.snapRows = true, len(w.cols.Times)
+			b.snapshot, b.snapRows = true, w.rows()
 			continue
 		}
 		c := db.mu.byID[w.coll]

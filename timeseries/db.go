@@ -106,6 +106,8 @@ type DB struct {
 		// sealScratch is sealForBudget's list of open buckets, kept
 		// between calls without its pointers.
 		sealScratch []*memBucket
+		// freezeScratch is where apply encodes a bucket's rows it freezes.
+		freezeScratch []byte
 	}
 	// coll guards byName for lookup, which does not take mu: an insert
 	// finds its collection while another applies its batch. Writers of

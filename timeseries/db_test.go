@@ -771,7 +771,7 @@ func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 	insert := func(hour int, rows int) {
 		t.Helper()
 		var ms []model.Measurement
-		for s := 0; s < 400; s++ {
+		for s := 0; s < 1600; s++ {
 			for i := 0; i < rows; i++ {
 				ms = append(ms, model.Measurement{Time: int64(hour)*3600e9 + int64(i)*10e9, Meta: int64(s),
 					Fields: []model.Field{{Name: "a", Value: model.Float(float64(i) + 0.5)}, {Name: "b", Value: model.Int(int64(i))}}})
@@ -797,7 +797,7 @@ func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != 400*301 {
-		t.Fatalf("%d rows, want %d", len(rows), 400*301)
+	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != 1600*301 {
+		t.Fatalf("%d rows, want %d", len(rows), 1600*301)
 	}
 }

@@ -633,9 +633,10 @@ func (b *memBucket) deleteRows(lo, hi int64, rf *rowFilter, timeField string) de
 	if b.rows() == 0 || b.maxT < lo || b.minT > hi {
 		return deleted{}
 	}
+	all := b.capture().cols // frozen rows decoded
 	keep := make([]int32, 0, b.rows())
-	for i, t := range b.cols.Times {
-		if t < lo || t > hi || rf != nil && !rf.match(&b.cols, i) {
+	for i, t := range all.Times {
+		if t < lo || t > hi || rf != nil && !rf.match(&all, i) {
 			keep = append(keep, int32(i))
 		}
 	}
@@ -644,7 +645,8 @@ func (b *memBucket) deleteRows(lo, hi int64, rf *rowFilter, timeField string) de
 		return deleted{}
 	}
 	b.changed()
-	b.cols = permuteColumns(&b.cols, keep)
+	b.cols = permuteColumns(&all, keep)
+	b.frozen, b.frozenRows = nil, 0
 	before := b.mem
 	b.mem = bucketMem(&b.cols)
 	b.size = estimateSize(&b.cols, timeField)

@@ -54,7 +54,8 @@ func checkBucketBounds(t *testing.T, db *DB, name string) {
 				t.Fatalf("series %s: an empty bucket in memory", s.metaKey)
 			}
 			n++
-			lo, hi := slices.Min(b.cols.Times), slices.Max(b.cols.Times)
+			all := b.capture().cols.Times
+			lo, hi := slices.Min(all), slices.Max(all)
 			if b.minT != lo || b.maxT != hi {
 				t.Fatalf("series %s bucket %d: bounds [%d, %d], rows [%d, %d]", s.metaKey, b.id, b.minT, b.maxT, lo, hi)
 			}

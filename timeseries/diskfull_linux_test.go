@@ -431,7 +431,7 @@ func TestDiskFullCheckpointMeasured(t *testing.T) {
 	defer db.Close()
 	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	for b := range 40 {
+	for b := range 120 {
 		ms := make([]model.Measurement, 10000)
 		for i := range ms {
 			n := b*len(ms) + i
@@ -454,7 +454,7 @@ func TestDiskFullCheckpointMeasured(t *testing.T) {
 		t.Fatal("a checkpoint that succeeded left the room it needs set")
 	}
 	rows := findRows(t, db, "m", FindOptions{})
-	if len(rows) != 400000 {
+	if len(rows) != 1200000 {
 		t.Fatalf("%d rows after the checkpoint", len(rows))
 	}
 }

@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"fmt"
 	"sort"
 	"sync/atomic"
 	"unsafe"
@@ -75,20 +76,29 @@ func (c *collection) coolHot() {
 }
 
 // memBucket is a bucket in memory: open (taking measurements) or sealed and
-// waiting for the next checkpoint. Its columns only ever grow by appending,
+// waiting for the next checkpoint. Its rows are its frozen rows, then the
+// rows of cols. Its columns and frozen rows only ever grow by appending,
 // and every other change replaces the slices, so a reader that captured a
 // prefix under DB.mu can read it after releasing the lock.
 type memBucket struct {
 	id      uint64
 	minTime int64 // rounded minimum: the bucket covers [minTime, minTime+span)
 	span    int64
-	cols    bucket.Columns
-	capHint int   // rows the columns are made for (series.rowsHint)
-	minT    int64 // smallest measurement time
-	maxT    int64 // largest measurement time (the control max)
-	size    int   // MongoDB-style data size, for the byte limit
-	mem     int64 // bytes of memory held by cols, for the budget
-	sealed  bool
+	// cols holds the rows taken since the last freeze, as plain columns,
+	// and the header (name, type) of every column of the bucket, in the
+	// order the frozen rows index them.
+	cols bucket.Columns
+	// frozen holds the bucket's older rows, frozenRows of them, as chunks
+	// compressed by bucket.AppendFrozen: an open bucket of a fleet costs a
+	// few bytes a value, not 8 (freeze).
+	frozen     []byte
+	frozenRows int
+	capHint    int   // rows the columns are made for (series.rowsHint)
+	minT       int64 // smallest measurement time
+	maxT       int64 // largest measurement time (the control max)
+	size       int   // MongoDB-style data size, for the byte limit
+	mem        int64 // bytes of memory held by cols, for the budget
+	sealed     bool
 	// unordered is set once a row came before an earlier one in time:
 	// when it is clear, the rows are in time order.
 	unordered bool
@@ -140,7 +150,7 @@ func (b *memBucket) sortedCapture(acct *atomic.Int64, max int64) (cols bucket.Co
 	cp := b.capture()
 	sorted := sortedColumns(&cp.cols)
 	if len(sorted.Times) == 0 || &sorted.Times[0] == &cp.cols.Times[0] {
-		return sorted, false // in order: the capture itself
+		return sorted, cp.thawed // in order: the capture itself
 	}
 	s := &sortedRows{cols: sorted, bytes: columnsBytes(&sorted), acct: acct}
 	if acct.Add(s.bytes) > max {
@@ -153,7 +163,76 @@ func (b *memBucket) sortedCapture(acct *atomic.Int64, max int64) (cols bucket.Co
 	return sorted, true
 }
 
-func (b *memBucket) rows() int { return len(b.cols.Times) }
+func (b *memBucket) rows() int { return b.frozenRows + len(b.cols.Times) }
+
+// freezeRows is how many plain rows an open bucket takes before they are
+// frozen: a multiple of 64, so that frozen rows fill whole presence words.
+// Smaller costs more chunk headers; larger keeps more rows plain (on
+// average half of it a bucket).
+const freezeRows = 64
+
+// tailCap is the capacity b's plain columns are made with: what the rest
+// of the bucket is expected to need (series.rowsHint), up to freezeRows.
+func (b *memBucket) tailCap() int {
+	return max(min(freezeRows, b.capHint-b.frozenRows), minColumnRows)
+}
+
+// freeze compresses b's plain rows into b.frozen and starts its plain
+// columns again, empty, with the same headers. scratch is the caller's
+// buffer for the chunk; it returns it and the change in memory held. The
+// rows do not move in order, so a sorted copy stays valid. DB.mu is held
+// for writing.
+func (b *memBucket) freeze(scratch []byte) ([]byte, int64) {
+	n := len(b.cols.Times)
+	if n == 0 {
+		return scratch, 0
+	}
+	scratch = bucket.AppendFrozen(scratch[:0], &b.cols, n)
+	// Made to measure, not grown by append: a fleet holds a million.
+	frozen := make([]byte, len(b.frozen)+len(scratch))
+	copy(frozen[copy(frozen, b.frozen):], scratch)
+	b.frozen, b.frozenRows = frozen, b.frozenRows+n
+	tc := b.tailCap()
+	b.cols.Times = make([]int64, 0, tc)
+	for i := range b.cols.Fields {
+		col := &b.cols.Fields[i]
+		*col = emptyColumn(col.Name, col.Type, tc)
+	}
+	before := b.mem
+	b.mem = memBucketMem + int64(len(b.frozen)) + columnsMem(&b.cols)
+	return scratch, b.mem - before
+}
+
+// emptyColumn returns a column of no rows with room for c.
+func emptyColumn(name string, k model.Kind, c int) bucket.Column {
+	col := bucket.Column{Name: name, Type: k}
+	switch k {
+	case model.KindFloat:
+		col.Floats = make([]float64, 0, c)
+	case model.KindInt, model.KindDate, model.KindInt32:
+		col.Ints = make([]int64, 0, c)
+	case model.KindString, model.KindBSON:
+		col.Strings = make([]string, 0, c)
+	case model.KindObjectID:
+		col.IDs = make([]byte, 0, c*bucket.ObjectIDLen)
+	case model.KindBool:
+		col.Bools = make([]bool, 0, c)
+	}
+	return col
+}
+
+// thaw makes every row of b plain again, for a change that rewrites rows.
+// It returns the change in memory held. DB.mu is held for writing.
+func (b *memBucket) thaw() int64 {
+	if b.frozenRows == 0 {
+		return 0
+	}
+	b.cols = b.capture().cols
+	b.frozen, b.frozenRows = nil, 0
+	before := b.mem
+	b.mem = bucketMem(&b.cols)
+	return b.mem - before
+}
 
 // fits reports whether a measurement at time t of size sz with fields fs can
 // go into b under the rollover rules.
@@ -199,20 +278,21 @@ func (b *memBucket) appendRow(t int64, sz int, fs []model.Field) int64 {
 	n := len(b.cols.Times)
 	before := b.mem
 	if b.cols.Times == nil && b.capHint > 0 {
-		b.cols.Times = make([]int64, 0, b.capHint)
+		b.cols.Times = make([]int64, 0, b.tailCap())
 	}
 	if b.cols.Fields == nil {
 		b.cols.Fields = make([]bucket.Column, 0, len(fs))
 	}
 	b.cols.Times = append(b.cols.Times, t)
 	b.mem += 8
-	if n == 0 || t < b.minT {
+	first := n+b.frozenRows == 0
+	if first || t < b.minT {
 		b.minT = t
 	}
-	if n > 0 && t < b.maxT {
+	if !first && t < b.maxT {
 		b.unordered = true
 	}
-	if n == 0 || t > b.maxT {
+	if first || t > b.maxT {
 		b.maxT = t
 	}
 	b.size += sz
@@ -248,10 +328,11 @@ func (b *memBucket) appendRow(t int64, sz int, fs []model.Field) int64 {
 // appending until its next bucket is made to its size.
 const minColumnRows = 4
 
-// addColumn adds a column whose first n rows are absent.
+// addColumn adds a column whose first n plain rows are absent (and its
+// frozen rows, which were frozen without it).
 func (b *memBucket) addColumn(name string, k model.Kind, n int) int {
 	col := bucket.Column{Name: name, Type: k}
-	c := max(n+minColumnRows, b.capHint)
+	c := max(n+minColumnRows, min(b.capHint, b.tailCap()))
 	switch k {
 	case model.KindFloat:
 		col.Floats = make([]float64, n, c)
@@ -339,14 +420,79 @@ func setBit(c *bucket.Column, i int) {
 type captured struct {
 	b    *memBucket
 	cols bucket.Columns
+	// thawed is set when cols are new columns holding the bucket's frozen
+	// rows decoded (every value copied) rather than a prefix of its own.
+	thawed bool
 }
 
 // capture takes a prefix of b's columns that later appends cannot change:
 // value slices are cut to the row count and presence bitmaps are copied (an
-// append may set bits in their last word).
+// append may set bits in their last word). Frozen rows are decoded into
+// new columns with the plain ones after them.
 func (b *memBucket) capture() captured {
 	times, fields, _ := b.appendCapture(make([]bucket.Column, 0, len(b.cols.Fields)), nil)
-	return captured{b: b, cols: bucket.Columns{Times: times, Fields: fields}}
+	cols := bucket.Columns{Times: times, Fields: fields}
+	if b.frozenRows == 0 {
+		return captured{b: b, cols: cols}
+	}
+	return captured{b: b, cols: thawColumns(b.frozen, b.frozenRows, &cols), thawed: true}
+}
+
+// thawColumns returns the frozenRows rows of frozen followed by the rows of
+// tail, as new columns in the order of tail's (which lists every column
+// of the bucket).
+func thawColumns(frozen []byte, frozenRows int, tail *bucket.Columns) bucket.Columns {
+	n := frozenRows + len(tail.Times)
+	out := bucket.Columns{Times: make([]int64, n), Fields: make([]bucket.Column, len(tail.Fields))}
+	for i := range tail.Fields {
+		src, dst := &tail.Fields[i], &out.Fields[i]
+		*dst = emptyColumn(src.Name, src.Type, n)
+		switch src.Type {
+		case model.KindFloat:
+			dst.Floats = dst.Floats[:n]
+		case model.KindInt, model.KindDate, model.KindInt32:
+			dst.Ints = dst.Ints[:n]
+		case model.KindString, model.KindBSON:
+			dst.Strings = dst.Strings[:n]
+		case model.KindObjectID:
+			dst.IDs = dst.IDs[:n*bucket.ObjectIDLen]
+		case model.KindBool:
+			dst.Bools = dst.Bools[:n]
+		}
+	}
+	got, err := bucket.DecodeFrozen(frozen, &out, func(ci int) { out.Fields[ci].Present = allPresent(n) })
+	if err != nil || got != frozenRows {
+		// Frozen rows are made by this process and never leave it.
+		panic(fmt.Sprintf("timeseries: frozen rows do not decode: %d of %d rows, %v", got, frozenRows, err))
+	}
+	copy(out.Times[frozenRows:], tail.Times)
+	for i := range tail.Fields {
+		src, dst := &tail.Fields[i], &out.Fields[i]
+		switch src.Type {
+		case model.KindFloat:
+			copy(dst.Floats[frozenRows:], src.Floats)
+		case model.KindInt, model.KindDate, model.KindInt32:
+			copy(dst.Ints[frozenRows:], src.Ints)
+		case model.KindString, model.KindBSON:
+			copy(dst.Strings[frozenRows:], src.Strings)
+		case model.KindObjectID:
+			copy(dst.IDs[frozenRows*bucket.ObjectIDLen:], src.IDs)
+		case model.KindBool:
+			copy(dst.Bools[frozenRows:], src.Bools)
+		}
+		if src.Present == nil {
+			continue
+		}
+		if dst.Present == nil {
+			dst.Present = allPresent(n)
+		}
+		for r := range tail.Times {
+			if !src.IsPresent(r) {
+				dst.Present[(frozenRows+r)/64] &^= 1 << ((frozenRows + r) % 64)
+			}
+		}
+	}
+	return out
 }
 
 // appendCapture is capture with the column headers appended to fields and
@@ -386,14 +532,6 @@ func (b *memBucket) appendCapture(fields []bucket.Column, present []uint64) ([]i
 		fields = append(fields, dst)
 	}
 	return b.cols.Times[:n:n], fields, present
-}
-
-// captureSealed is capture for a sealed bucket: its columns themselves.
-// Nothing appends to a sealed bucket, and every other change (seal's sort,
-// deleteRows) replaces its slices rather than writing into them, so they
-// stay valid after DB.mu is released.
-func (b *memBucket) captureSealed() bucket.Columns {
-	return b.cols
 }
 
 // presenceWords is how many presence words a capture of b copies.
@@ -544,6 +682,9 @@ type limits struct {
 	maxCount int
 	maxBytes int
 	maxOpen  int
+	// freezeAt is the plain rows at which an open bucket freezes them:
+	// freezeRows (tests compare with buckets that never freeze).
+	freezeAt int
 }
 
 // floorDiv rounds t down (toward -inf) to a multiple of r.

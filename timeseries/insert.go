@@ -482,6 +482,11 @@ func (db *DB) apply(c *collection, groups []group) {
 			}
 			nf := len(cur.cols.Fields)
 			added += cur.appendRow(m.Time, sz, m.Fields)
+			if len(cur.cols.Times) >= db.lim.freezeAt && !cur.sealed {
+				var d int64
+				db.mu.freezeScratch, d = cur.freeze(db.mu.freezeScratch)
+				added += d
+			}
 			if !cur.oor && !ttl.InRange(m.Time) {
 				cur.oor = true
 				if c.oorBuckets++; c.oorBuckets == 1 && !db.recovering {
@@ -572,19 +577,14 @@ func (db *DB) bucketFor(c *collection, s *series, m *model.Measurement, sz int, 
 	return b
 }
 
-// seal closes b: its rows are sorted by time and it waits for the next
-// checkpoint. db.mu must be held.
+// seal closes b: it waits for the next checkpoint, which writes its rows
+// in time order. db.mu must be held.
 func (db *DB) seal(b *memBucket) {
 	if b.sealed {
 		return
 	}
 	b.sealed = true
-	b.changed()
-	b.cols = sortedColumns(&b.cols)
-	mem := bucketMem(&b.cols)
-	db.headMem.Add(mem - b.mem)
-	db.sealedSince.Add(mem)
-	b.mem = mem
+	db.sealedSince.Add(b.mem)
 }
 
 // rowBytes estimates the size a measurement adds to a bucket the way MongoDB

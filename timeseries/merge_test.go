@@ -258,7 +258,7 @@ func TestMergeProperty(t *testing.T) {
 			db.mu.RLock()
 			for _, s := range db.coll.byName["m"].series {
 				for _, b := range s.buckets {
-					for _, tm := range b.cols.Times {
+					for _, tm := range b.capture().cols.Times {
 						if tm >= cutoff {
 							inMem++
 						}

@@ -298,11 +298,15 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 		s.storedMax = max(s.storedMax, mv.from.storedMax)
 		for _, b := range mv.buckets {
 			b.dirty, b.snapshot, b.snapRows = true, false, 0
-			// The ids made of the series moved from stay theirs.
+			// The ids made of the series moved from stay theirs: every
+			// row's, so its frozen rows are made plain.
+			d := b.thaw()
 			if added, changed := storeMadeIDs(&b.cols, mv.from.id); changed {
 				b.changed()
 				b.mem += added
+				d += added
 			}
+			db.headMem.Add(d)
 		}
 		s.buckets = append(s.buckets, mv.buckets...)
 		c.markHot(s)

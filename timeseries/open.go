@@ -40,7 +40,7 @@ func Open(opts Options) (*DB, error) {
 	}
 	db := &DB{
 		opts:       opts,
-		lim:        limits{maxCount: opts.BucketMaxCount, maxBytes: opts.BucketMaxBytes, maxOpen: opts.MaxOpenBucketsPerSeries},
+		lim:        limits{maxCount: opts.BucketMaxCount, maxBytes: opts.BucketMaxBytes, maxOpen: opts.MaxOpenBucketsPerSeries, freezeAt: freezeRows},
 		symbols:    newSymbolCacheOrNil(opts.SymbolCacheBytes),
 		log:        opts.Logger,
 		querySlots: make(chan struct{}, opts.QueryConcurrency),
@@ -310,6 +310,7 @@ func (db *DB) load() error {
 	}
 	// Open-bucket snapshots.
 	var r bucket.Reader
+	var scratch []byte
 	return db.scan([]byte{spaceOpen}, []byte{spaceOpen + 1}, func(k, v []byte) error {
 		kp, err := parseBucketKey(k)
 		if err != nil {
@@ -323,7 +324,7 @@ func (db *DB) load() error {
 		if s == nil {
 			return fmt.Errorf("%w: open bucket %d of unknown series %d", ErrCorrupt, kp.id, kp.series)
 		}
-		b, err := decodeMemBucket(&r, v, kp, c)
+		b, err := decodeMemBucket(&r, v, kp, c, &scratch)
 		if err != nil {
 			return err
 		}
@@ -367,7 +368,8 @@ func (db *DB) recountStored(c *collection) error {
 }
 
 // decodeMemBucket rebuilds an open bucket from its snapshot.
-func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collection) (*memBucket, error) {
+// Its rows are frozen, in scratch (the caller's buffer).
+func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collection, scratch *[]byte) (*memBucket, error) {
 	ts := c.opts.TimeSeries
 	if err := r.ResetNames(v, c.names); err != nil {
 		return nil, fmt.Errorf("open bucket %d: %w", kp.id, err)
@@ -380,6 +382,9 @@ func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collectio
 	b.mem = bucketMem(&b.cols)
 	b.size = estimateSize(&b.cols, ts.TimeField)
 	b.unordered = !slices.IsSorted(b.cols.Times)
+	if len(b.cols.Times) >= freezeRows {
+		*scratch, _ = b.freeze(*scratch)
+	}
 	return b, nil
 }
 

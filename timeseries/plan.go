@@ -330,12 +330,13 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 			continue
 		}
 		var cols bucket.Columns
-		if b.sealed {
-			cols = captureFor(p, b)
+		var thawed bool
+		if b.sealed && !b.unordered {
+			cols, thawed = captureFor(p, b)
 		} else if p.unordered && b.sorted.Load() == nil {
-			cols = captureFor(p, b)
+			cols, thawed = captureFor(p, b)
 			if b.unordered {
-				if err := charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
+				if err := charge(capturedBytes(&cols, thawed), "the buckets in memory it reads"); err != nil {
 					return nil, err
 				}
 				snap.loose = append(snap.loose, looseCols{cols: &cols, minT: b.minT, maxT: b.maxT})
@@ -353,8 +354,8 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 			cols = sorted
 		}
 		// A capture copies the column headers and bitmaps; the values
-		// are shared (a sorted copy is charged whole above).
-		if err := charge(capturedBytes(&cols), "the buckets in memory it reads"); err != nil {
+		// are shared unless thawed (a sorted copy is charged whole above).
+		if err := charge(capturedBytes(&cols, thawed), "the buckets in memory it reads"); err != nil {
 			return nil, err
 		}
 		snap.mem = append(snap.mem, &cols)
@@ -368,13 +369,19 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 }
 
 // captureFor captures bucket b for a read of p: its times alone when the
-// read decodes no field (a count), else every column.
-func captureFor(p *scanPlan, b *memBucket) bucket.Columns {
+// read decodes no field (a count), else every column. thawed reports
+// columns decoded from frozen rows, which the read holds alone.
+func captureFor(p *scanPlan, b *memBucket) (cols bucket.Columns, thawed bool) {
 	if p.fields != nil && len(p.fields) == 0 {
-		n := b.rows()
-		return bucket.Columns{Times: b.cols.Times[:n:n]}
+		n := len(b.cols.Times)
+		cols = bucket.Columns{Times: b.cols.Times[:n:n]}
+		if b.frozenRows == 0 {
+			return cols, false
+		}
+		return thawColumns(b.frozen, b.frozenRows, &cols), true
 	}
-	return b.capture().cols
+	cp := b.capture()
+	return cp.cols, cp.thawed
 }
 
 // seriesScan starts a scan of series s of the plan, in descending time

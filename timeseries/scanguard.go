@@ -203,8 +203,12 @@ func (g *scanGuard) finish() {
 }
 
 // capturedBytes is what a capture of a bucket's columns holds beside the
-// values it shares: the Columns, their headers and presence bitmaps.
-func capturedBytes(cols *bucket.Columns) int64 {
+// values it shares: the Columns, their headers and presence bitmaps; all
+// of it when the capture was thawed from frozen rows (it shares nothing).
+func capturedBytes(cols *bucket.Columns, thawed bool) int64 {
+	if thawed {
+		return columnsBytes(cols)
+	}
 	n := int64(unsafe.Sizeof(*cols)) + 8 + int64(len(cols.Fields))*int64(unsafe.Sizeof(bucket.Column{}))
 	for i := range cols.Fields {
 		n += 8 * int64(len(cols.Fields[i].Present))

@@ -1,0 +1,217 @@
+package bucket
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// frozenPart returns rows [at, at+n) of the first k columns of cols, their
+// presence bitmaps moved to start at row 0.
+func frozenPart(cols *Columns, at, n, k int) *Columns {
+	part := &Columns{Times: cols.Times[at : at+n]}
+	for ci := 0; ci < k; ci++ {
+		c := &cols.Fields[ci]
+		p := Column{Name: c.Name, Type: c.Type}
+		if c.Present != nil {
+			p.Present = make([]uint64, (n+63)/64)
+			for i := 0; i < n; i++ {
+				if c.IsPresent(at + i) {
+					p.Present[i/64] |= 1 << (i % 64)
+				}
+			}
+		}
+		switch c.Type {
+		case TypeFloat:
+			p.Floats = c.Floats[at : at+n]
+		case TypeInt, TypeDate, TypeInt32:
+			p.Ints = c.Ints[at : at+n]
+		case TypeString, TypeBSON:
+			p.Strings = c.Strings[at : at+n]
+		case TypeObjectID:
+			p.IDs = c.IDs[at*ObjectIDLen : (at+n)*ObjectIDLen]
+		case TypeBool:
+			p.Bools = c.Bools[at : at+n]
+		}
+		part.Fields = append(part.Fields, p)
+	}
+	return part
+}
+
+// frozenRoundTrip freezes cols in chunks of size rows (each chunk with
+// one more column than the last when grow is set, as a bucket whose
+// columns come one by one), decodes them and compares.
+func frozenRoundTrip(t *testing.T, cols *Columns, size int, grow bool) {
+	t.Helper()
+	rows, nf := len(cols.Times), len(cols.Fields)
+	absent := make([][]bool, nf) // rows a chunk left out of a column
+	for ci := range absent {
+		absent[ci] = make([]bool, rows)
+	}
+	var buf []byte
+	for at, j := 0, 0; at < rows; at, j = at+size, j+1 {
+		n, k := min(size, rows-at), nf
+		if grow {
+			k = min(nf, j)
+		}
+		buf = AppendFrozen(buf, frozenPart(cols, at, n, k), n)
+		for ci := k; ci < nf; ci++ {
+			for i := at; i < at+n; i++ {
+				absent[ci][i] = true
+			}
+		}
+	}
+	if n, err := FrozenRows(buf); err != nil || n != rows {
+		t.Fatalf("FrozenRows = %d, %v; want %d", n, err, rows)
+	}
+	dst := &Columns{Times: make([]int64, rows)}
+	for ci := range cols.Fields {
+		c := &cols.Fields[ci]
+		d := Column{Name: c.Name, Type: c.Type}
+		switch c.Type {
+		case TypeFloat:
+			d.Floats = make([]float64, rows)
+		case TypeInt, TypeDate, TypeInt32:
+			d.Ints = make([]int64, rows)
+		case TypeString, TypeBSON:
+			d.Strings = make([]string, rows)
+		case TypeObjectID:
+			d.IDs = make([]byte, rows*ObjectIDLen)
+		case TypeBool:
+			d.Bools = make([]bool, rows)
+		}
+		dst.Fields = append(dst.Fields, d)
+	}
+	need := func(ci int) {
+		p := make([]uint64, (rows+63)/64)
+		for i := range p {
+			p[i] = ^uint64(0)
+		}
+		dst.Fields[ci].Present = p
+	}
+	n, err := DecodeFrozen(buf, dst, need)
+	if err != nil || n != rows {
+		t.Fatalf("DecodeFrozen = %d, %v; want %d rows", n, err, rows)
+	}
+	for i, ts := range cols.Times {
+		if dst.Times[i] != ts {
+			t.Fatalf("time %d: %d, want %d", i, dst.Times[i], ts)
+		}
+	}
+	for ci := range cols.Fields {
+		c, d := &cols.Fields[ci], &dst.Fields[ci]
+		for i := 0; i < rows; i++ {
+			want := c.IsPresent(i) && !absent[ci][i]
+			if d.IsPresent(i) != want {
+				t.Fatalf("column %d row %d: present %v, want %v", ci, i, d.IsPresent(i), want)
+			}
+			if !want {
+				continue
+			}
+			same := true
+			switch c.Type {
+			case TypeFloat:
+				same = math.Float64bits(c.Floats[i]) == math.Float64bits(d.Floats[i])
+			case TypeInt, TypeDate, TypeInt32:
+				same = c.Ints[i] == d.Ints[i]
+			case TypeString, TypeBSON:
+				same = c.Strings[i] == d.Strings[i]
+			case TypeObjectID:
+				same = string(c.ID(i)) == string(d.ID(i))
+			case TypeBool:
+				same = c.Bools[i] == d.Bools[i]
+			}
+			if !same {
+				t.Fatalf("column %d (%v) row %d differs", ci, c.Type, i)
+			}
+		}
+	}
+}
+
+func TestFrozenRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 300; i++ {
+		b := make([]byte, 64+rng.Intn(6000))
+		rng.Read(b)
+		cols := fuzzColumns(b)
+		frozenRoundTrip(t, cols, 1+rng.Intn(130), i%2 == 1)
+	}
+	// Floats the decimal form must not take: -0, NaN, infinities, and
+	// values beyond its range.
+	cols := &Columns{Times: []int64{1, 2, 3, 4, 5, 6, 7}, Fields: []Column{{Name: "f", Type: TypeFloat,
+		Floats: []float64{1.5, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 1e300, 2.25}}}}
+	frozenRoundTrip(t, cols, 7, false)
+	frozenRoundTrip(t, cols, 2, false)
+}
+
+// TestFrozenSmaller checks that a sensor's rows take a few bytes each:
+// what freezing an open bucket is for.
+func TestFrozenSmaller(t *testing.T) {
+	cols := sensorChunk(64)
+	b := AppendFrozen(nil, cols, 64)
+	// 8 bytes a time and a value each: 32 bytes a row plain.
+	if per := float64(len(b)) / 64; per > 10 {
+		t.Fatalf("%.1f bytes a row frozen; want <= 10", per)
+	}
+}
+
+func TestFrozenCorrupt(t *testing.T) {
+	b := AppendFrozen(nil, sensorChunk(64), 64)
+	for cut := 0; cut < len(b); cut++ {
+		if _, err := FrozenRows(b[:cut]); cut > 0 && err == nil {
+			t.Fatalf("a chunk cut to %d of %d bytes decoded", cut, len(b))
+		}
+	}
+}
+
+// sensorChunk is rows of a sensor: jittered nanosecond times, a reading
+// with two decimals and two small integers.
+func sensorChunk(n int) *Columns {
+	rng := rand.New(rand.NewSource(1))
+	c := &Columns{Fields: []Column{{Name: "value", Type: TypeFloat}, {Name: "battery", Type: TypeInt}, {Name: "rssi", Type: TypeInt}}}
+	t, v := int64(1704067200e9), 25.0
+	for i := 0; i < n; i++ {
+		t += 10e9 + int64(rng.Intn(2e8)) - 1e8
+		v += rng.Float64() - 0.5
+		c.Times = append(c.Times, t)
+		c.Fields[0].Floats = append(c.Fields[0].Floats, math.Round(v*100)/100)
+		c.Fields[1].Ints = append(c.Fields[1].Ints, 100-int64(i/50))
+		c.Fields[2].Ints = append(c.Fields[2].Ints, -60-int64(rng.Intn(20)))
+	}
+	return c
+}
+
+func FuzzFrozen(f *testing.F) {
+	f.Add([]byte{}, uint8(5), false)
+	f.Add([]byte{200, 1, 7, 3, 3, 3, 3, 3, 3, 3, 3, 0x41, 0x42, 0xff, 0xfe, 0, 1, 2, 7, 8, 9, 10}, uint8(64), true)
+	f.Fuzz(func(t *testing.T, data []byte, size uint8, grow bool) {
+		frozenRoundTrip(t, fuzzColumns(data), 1+int(size)%130, grow)
+		// Arbitrary bytes as chunks: an error or rows, never a panic.
+		if n, err := FrozenRows(data); err == nil && n > 0 && n < 1<<16 {
+			dst := &Columns{Times: make([]int64, n)}
+			DecodeFrozen(data, dst, func(int) {})
+		}
+	})
+}
+
+func BenchmarkFrozen(b *testing.B) {
+	cols := sensorChunk(64)
+	var buf []byte
+	b.Run("append", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			buf = AppendFrozen(buf[:0], cols, 64)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/row")
+		b.ReportMetric(float64(len(buf))/64, "B/row")
+	})
+	b.Run("decode", func(b *testing.B) {
+		dst := &Columns{Times: make([]int64, 64), Fields: []Column{{Type: TypeFloat, Floats: make([]float64, 64)},
+			{Type: TypeInt, Ints: make([]int64, 64)}, {Type: TypeInt, Ints: make([]int64, 64)}}}
+		for i := 0; i < b.N; i++ {
+			if _, err := DecodeFrozen(buf, dst, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/row")
+	})
+}

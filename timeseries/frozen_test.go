@@ -1,0 +1,155 @@
+package timeseries
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/hourglassdb/hourglass/model"
+)
+
+// frozenLoad writes to db what TestOpenBucketsFrozen compares: series
+// whose rows come mostly in time order (some late), with a reading, a
+// counter, and fields that come and go (a string every 7th row, a bool
+// from row 100 on, an int that turns up in one stretch), in batches that
+// interleave the series as writers do.
+func frozenLoad(t *testing.T, db *DB, series, rows int) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(7))
+	base := int64(1_735_689_600e9) // 2025-01-01
+	vals := make([]float64, series)
+	var batch []model.Measurement
+	for r := 0; r < rows; r++ {
+		for s := 0; s < series; s++ {
+			tm := base + int64(r)*10e9 + rng.Int63n(1e9)
+			if rng.Intn(50) == 0 {
+				tm -= rng.Int63n(300e9) // late
+			}
+			vals[s] = math.Round((vals[s]+rng.Float64()-0.5)*100) / 100
+			fs := []model.Field{{Name: "v", Value: model.Float(vals[s])}, {Name: "n", Value: model.Int(int64(r * s))}}
+			if r%7 == 0 {
+				fs = append(fs, model.Field{Name: "note", Value: model.String(fmt.Sprintf("r%d", r))})
+			}
+			if r >= 100 {
+				fs = append(fs, model.Field{Name: "ok", Value: model.Bool(r%3 == 0)})
+			}
+			if r > 150 && r < 170 {
+				fs = append(fs, model.Field{Name: "spike", Value: model.Float(rng.NormFloat64())})
+			}
+			batch = append(batch, model.Measurement{Time: tm, Meta: sensor(fmt.Sprintf("s%d", s)), Fields: fs})
+			if len(batch) == 500 {
+				if _, err := db.Insert(ctx, "m", Batch{Measurements: batch}, InsertOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				batch = nil
+			}
+		}
+	}
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: batch}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenBucketsFrozen: open buckets freeze their rows as they fill,
+// and hold a few bytes a row rather than 8 a value; finds, aggregates,
+// deletes, a checkpoint and a reopen give what buckets that never freeze
+// give.
+func TestOpenBucketsFrozen(t *testing.T) {
+	const series, rows = 40, 800 // 2 h 13 min: the first hour's buckets seal
+	open := func(dir string, freeze bool) *DB {
+		db := openTest(t, dir, func(o *Options) { o.CheckpointLogBytes = 1 << 40 })
+		if !freeze {
+			db.lim.freezeAt = math.MaxInt
+		}
+		return db
+	}
+	dir := t.TempDir()
+	db, plain := open(dir, true), open(t.TempDir(), false)
+	defer func() { db.Close() }()
+	defer plain.Close()
+	for _, d := range []*DB{db, plain} {
+		mustCreate(t, d, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+		frozenLoad(t, d, series, rows)
+	}
+	db.mu.RLock()
+	frozen, open0, sealed := 0, 0, 0
+	for _, s := range db.coll.byName["m"].series {
+		for _, b := range s.buckets {
+			frozen += b.frozenRows
+			if all := b.capture().cols.Times; b.minT != slices.Min(all) || b.maxT != slices.Max(all) {
+				t.Errorf("bucket %d: bounds [%d, %d], rows [%d, %d]", b.id, b.minT, b.maxT, slices.Min(all), slices.Max(all))
+			}
+			if b.sealed && b.unordered && b.frozenRows > 0 {
+				sealed++
+			}
+			if !b.sealed {
+				open0++
+				if len(b.cols.Times) >= freezeRows {
+					t.Errorf("an open bucket holds %d plain rows; want fewer than %d", len(b.cols.Times), freezeRows)
+				}
+			}
+		}
+	}
+	db.mu.RUnlock()
+	if frozen < series*rows/2 || open0 == 0 || sealed == 0 {
+		t.Fatalf("%d rows frozen in %d open buckets (%d sealed out of order) of %d rows: the test proves nothing", frozen, open0, sealed, series*rows)
+	}
+	// The plain buckets hold 8 bytes a time and a value, more for the
+	// strings; frozen ones under half that.
+	if got, want := db.headMem.Load(), plain.headMem.Load(); got*2 > want {
+		t.Errorf("buckets in memory hold %d bytes frozen, %d plain; want under half", got, want)
+	}
+	same := func(step string) {
+		t.Helper()
+		for _, o := range []FindOptions{{}, {Order: SortAscending}, {Order: SortDescending, Limit: 500},
+			{Filter: mustFilter(t, `{"s.id": "s3", "v": {"$gt": 0}}`)},
+			{Filter: mustFilter(t, `{"ts": {"$gte": {"$date": "2025-01-01T00:40:00Z"}, "$lt": {"$date": "2025-01-01T01:30:00Z"}}}`)}} {
+			got, want := findRows(t, db, "m", o), findRows(t, plain, "m", o)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: find %+v: %d rows differ from the %d of buckets that never froze", step, o, len(got), len(want))
+			}
+		}
+		agg := AggregateOptions{Window: 60e9, GroupBy: "s", Fields: []string{"v", "n", "spike"}, Funcs: []AggFunc{AggCount, AggSum, AggFirst, AggLast, AggMin}}
+		got, err := db.Aggregate(ctx, "m", agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer got.Release()
+		want, err := plain.Aggregate(ctx, "m", agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer want.Release()
+		if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {
+			t.Fatalf("%s: the aggregate differs from that of buckets that never froze", step)
+		}
+	}
+	same("loaded")
+	for _, d := range []*DB{db, plain} {
+		if _, err := d.Delete(ctx, "m", mustFilter(t, `{"s.id": {"$in": ["s1", "s2"]}, "n": {"$gt": 300}}`), DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same("after a delete")
+	// A checkpoint writes the open buckets' snapshots from their frozen
+	// rows; the reopened store freezes them again.
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	crash(db)
+	db = open(dir, true)
+	same("reopened")
+	db.mu.RLock()
+	frozen = 0
+	for _, s := range db.coll.byName["m"].series {
+		for _, b := range s.buckets {
+			frozen += b.frozenRows
+		}
+	}
+	db.mu.RUnlock()
+	if frozen == 0 {
+		t.Error("no open bucket read back at open froze its rows")
+	}
+}
