@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hourglassdb/hourglass/command"
@@ -30,6 +31,8 @@ import (
 type AllQueryable struct {
 	svc  *command.Service
 	opts Options
+	// fullReads: see Queryable.fullReads.
+	fullReads bool
 }
 
 // NewAll returns the AllQueryable of svc.
@@ -54,11 +57,13 @@ func (a *AllQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
 	}
 	m := &meter{opts: a.opts}
 	qs := make([]storage.Querier, 0, len(names))
+	each := make([]*Querier, 0, len(names))
 	for _, name := range names {
-		q := &Queryable{svc: a.svc, collection: name, opts: a.opts}
-		qs = append(qs, &Querier{q: q, mint: mint, maxt: maxt, m: m, index: true})
+		q := &Queryable{svc: a.svc, collection: name, opts: a.opts, fullReads: a.fullReads}
+		qr := &Querier{q: q, mint: mint, maxt: maxt, m: m, index: true}
+		qs, each = append(qs, qr), append(each, qr)
 	}
-	return &allQuerier{Querier: storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), m: m}, nil
+	return &allQuerier{Querier: storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), each: each, m: m}, nil
 }
 
 // Collections returns the names of the collections an AllQueryable
@@ -85,7 +90,61 @@ func (a *AllQueryable) Collections(ctx context.Context) ([]string, error) {
 // share one meter: closing it gives back what they all read.
 type allQuerier struct {
 	storage.Querier
-	m *meter
+	each []*Querier // the merged Queriers, one a collection
+	m    *meter
+}
+
+// Select is the merge querier's, but for last_over_time at one instant
+// over several collections: each collection reads only the last samples
+// of its series (readTail) unless one of them, in any collection, ends
+// with a staleness marker; then every collection reads its whole range,
+// as the merge of a series held by two collections may need the samples
+// before the marker from the other. The series sets are merged as the
+// merge querier merges them.
+func (q *allQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	if len(q.each) < 2 || !q.each[0].fastLast(hints) {
+		return q.Querier.Select(ctx, sortSeries, hints, ms...)
+	}
+	type part struct {
+		sc  readScope
+		in  bool // the collection may hold a matching sample
+		all []Series
+	}
+	parts := make([]part, len(q.each))
+	tails := true
+	for i, qr := range q.each {
+		p := &parts[i]
+		start, end := qr.selectRange(hints)
+		var err error
+		if p.sc, p.in, err = qr.scope(ctx, start, end, ms); err != nil {
+			return newSeriesSet(nil, err, nil)
+		}
+		if !p.in || !tails {
+			continue
+		}
+		var ok bool
+		if p.all, ok, err = qr.readTail(ctx, p.sc, ms); err != nil {
+			return newSeriesSet(nil, err, nil)
+		}
+		tails = tails && ok
+	}
+	sets := make([]storage.SeriesSet, len(q.each))
+	for i, qr := range q.each {
+		p := &parts[i]
+		if p.in && !tails {
+			var err error
+			if p.all, err = qr.read(ctx, p.sc, ms); err != nil {
+				return newSeriesSet(nil, err, nil)
+			}
+			dedupe(p.all)
+		}
+		sets[i] = newSeriesSet(p.all, nil, hints)
+	}
+	var limit int
+	if hints != nil {
+		limit = hints.Limit
+	}
+	return storage.NewMergeSeriesSet(sets, limit, storage.ChainedSeriesMerge)
 }
 
 func (q *allQuerier) Close() error {
