@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"context"
+	"slices"
 
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -18,14 +19,30 @@ import (
 // value of each series (Prometheus' last_over_time) reads those rows, not
 // the whole range. It is the aggregate of func last over the whole range
 // by series, and decodes, as that does, about one bucket a series: the
-// newest of each, older ones passed over by their time bounds.
+// newest of each, older ones passed over by their time bounds once each
+// field has a last value (a field the collection never held is not
+// asked for: it would have a series' every bucket read).
 func (db *DB) EarliestLast(ctx context.Context, name string, filter *partialfilter.Filter, fields []string) (t int64, ok bool, err error) {
-	opts := AggregateOptions{Filter: filter, WholeRange: true, Fields: fields, Funcs: []AggFunc{AggLast}, exactGroups: true}
-	win, err := aggWindowing(&opts)
+	c, err := db.lookup(name)
 	if err != nil {
 		return 0, false, err
 	}
-	c, err := db.lookup(name)
+	if fields != nil {
+		held := make([]string, 0, len(fields))
+		db.mu.RLock()
+		for _, f := range fields {
+			if _, ok := c.fieldTypes[f]; ok && !slices.Contains(held, f) {
+				held = append(held, f)
+			}
+		}
+		db.mu.RUnlock()
+		if len(held) == 0 {
+			return 0, false, nil
+		}
+		fields = held
+	}
+	opts := AggregateOptions{Filter: filter, WholeRange: true, Fields: fields, Funcs: []AggFunc{AggLast}, exactGroups: true}
+	win, err := aggWindowing(&opts)
 	if err != nil {
 		return 0, false, err
 	}
