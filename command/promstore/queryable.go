@@ -205,7 +205,9 @@ func (m *meter) close() error {
 // series is left out, as Prometheus' storage keeps one sample a
 // timestamp. Hints whose Func is "series" ask for labels only (the
 // series API): the series are read from the series index, without
-// samples.
+// samples. Hints of last_over_time at one instant (lastInstant) get of
+// each series only its samples from its last one's time on, or from an
+// earlier time (readLast): all last_over_time looks at.
 func (qr *Querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	start, end := qr.selectRange(hints)
 	var (
