@@ -12,10 +12,13 @@ import (
 
 // lastInstant reports whether a Select's hints are those of
 // last_over_time over a range at one instant (an instant query, no
-// subquery around it: Step 0; neither anchored nor smoothed: the range
-// reaches back Range less a millisecond from End), which needs only the
-// last sample of each series that is not a staleness marker: its value is
-// the result, wherever the range ends (offset and @ are in End).
+// subquery around it: Step 0; the range reaching back Range less a
+// millisecond from End, as neither an anchored nor a smoothed one does,
+// which the engine refuses with last_over_time today), which needs only
+// the last sample of each series that is not a staleness marker: its
+// value is the result, wherever the range ends (offset and @ are in End).
+// Either condition alone tells a range query or a subquery (whose Start
+// lies a step or more earlier).
 func lastInstant(h *storage.SelectHints) bool {
 	return h != nil && h.Func == "last_over_time" && h.Step == 0 && h.Range > 0 && h.Start == h.End-h.Range+1
 }
