@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -96,11 +97,12 @@ type allQuerier struct {
 
 // Select is the merge querier's, but for last_over_time at one instant
 // over several collections: each collection reads only the last samples
-// of its series (readTail) unless one of them, in any collection, ends
-// with a staleness marker; then every collection reads its whole range,
-// as the merge of a series held by two collections may need the samples
-// before the marker from the other. The series sets are merged as the
-// merge querier merges them.
+// of its series (readTail), but the series that end with a staleness
+// marker in any collection, which every collection holding them reads
+// whole (as the merge of a series held by two collections may need the
+// samples before the marker from the other); with more than
+// maxStaleSeries of those, every collection reads its whole range. The
+// series sets are merged as the merge querier merges them.
 func (q *allQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	if len(q.each) < 2 || !q.each[0].fastLast(hints) {
 		return q.Querier.Select(ctx, sortSeries, hints, ms...)
@@ -111,6 +113,7 @@ func (q *allQuerier) Select(ctx context.Context, sortSeries bool, hints *storage
 		all []Series
 	}
 	parts := make([]part, len(q.each))
+	var stale []labels.Labels
 	tails := true
 	for i, qr := range q.each {
 		p := &parts[i]
@@ -122,21 +125,32 @@ func (q *allQuerier) Select(ctx context.Context, sortSeries bool, hints *storage
 		if !p.in || !tails {
 			continue
 		}
-		var ok bool
-		if p.all, ok, err = qr.readTail(ctx, p.sc, ms); err != nil {
+		var (
+			ok bool
+			st []labels.Labels
+		)
+		if p.all, st, ok, err = qr.readTail(ctx, p.sc, ms); err != nil {
 			return newSeriesSet(nil, err, nil)
 		}
-		tails = tails && ok
+		stale = append(stale, st...)
+		tails = ok && len(stale) <= maxStaleSeries
 	}
+	slices.SortFunc(stale, labels.Compare)
+	stale = slices.CompactFunc(stale, labels.Equal)
 	sets := make([]storage.SeriesSet, len(q.each))
 	for i, qr := range q.each {
 		p := &parts[i]
-		if p.in && !tails {
-			var err error
-			if p.all, err = qr.read(ctx, p.sc, ms); err != nil {
-				return newSeriesSet(nil, err, nil)
-			}
+		var err error
+		switch {
+		case !p.in:
+		case tails:
+			err = qr.readWhole(ctx, p.sc, ms, p.all, stale)
+		default:
+			p.all, err = qr.read(ctx, p.sc, ms)
 			dedupe(p.all)
+		}
+		if err != nil {
+			return newSeriesSet(nil, err, nil)
 		}
 		sets[i] = newSeriesSet(p.all, nil, hints)
 	}

@@ -21,9 +21,10 @@ import (
 // lastFixture holds what last_over_time's fast path must read as the
 // whole range does: in prometheus, series of up ending in a staleness
 // marker, a NaN that is not one, a sample exactly at a range's start,
-// none in the range, two samples of one timestamp; in mirror, up{a} again
-// ending with a marker at the time of prometheus' last sample and a
-// series of its own; in lp, line-protocol data (cpu_usage_user,
+// none in the range, two samples of one timestamp, and a series of two
+// meta values ending in a marker; in mirror, up{a} again ending with a
+// marker at the time of prometheus' last sample, a series of its own and
+// one whose labels hold a's; in lp, line-protocol data (cpu_usage_user,
 // cpu_usage_system) with two rows in one millisecond and a field missing
 // from a series' last row.
 func lastFixture(t *testing.T) *command.Service {
@@ -46,8 +47,19 @@ func lastFixture(t *testing.T) *command.Service {
 	up("prometheus", "dup", at(40), 3, at(50), 1)
 	up("prometheus", "dup", at(50), 2)
 	insert(t, svc, "prometheus", []string{"__name__", "http_requests_total", "job", "node"}, at(0), 10, at(30), 20, at(60), 30)
+	// One label set from two meta values, a number's and its text's,
+	// ending with a marker.
+	insert(t, svc, "prometheus", []string{"__name__", "http_requests_total", "code", "500", "job", "node"}, at(0), 1, at(10), stale)
+	res0, err := svc.Writer().Insert(context.Background(), "prometheus", timeseries.Batch{Measurements: []model.Measurement{{
+		Time: (t0 + 5000) * 1e6, Meta: map[string]any{"__name__": "http_requests_total", "code": 500, "job": "node"},
+		Fields: []model.Field{{Name: promstore.ValueField, Value: model.Float(2)}}}}}, timeseries.InsertOptions{})
+	if err != nil || len(res0.Errors) > 0 {
+		t.Fatalf("insert: %v %v", err, res0.Errors)
+	}
 	up("mirror", "a", at(50), 6, at(60), stale)
 	up("mirror", "m", at(40), 3)
+	// Its labels hold a's and sort before them.
+	insert(t, svc, "mirror", []string{"__name__", "up", "env", "x", "instance", "a", "job", "node"}, at(0), 4, at(30), 5)
 
 	ctx := context.Background()
 	opts := timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "time", MetaField: "tags"}}
@@ -99,6 +111,7 @@ var lastQueries = []string{
 	`last_over_time(last_over_time(up[1m])[2m:10s])`,
 	`timestamp(last_over_time(up[1m]))`,
 	`last_over_time(nothing[1m])`,
+	`last_over_time(http_requests_total[1m])`,
 	`last_over_time(cpu_usage_user[1m])`,
 	`last_over_time(cpu_usage_user[30s])`,
 	`last_over_time({__name__=~"cpu_.*"}[1m])`,
@@ -209,8 +222,8 @@ func TestLastOverTimeFast(t *testing.T) {
 }
 
 // TestLastOverTimeReads: the fast path reads fewer samples than the
-// range holds; a range query, or an instant one whose series ends with
-// a staleness marker, reads them all.
+// range holds, and a series ending with a staleness marker whole; a
+// range query reads them all.
 func TestLastOverTimeReads(t *testing.T) {
 	svc := lastFixture(t)
 	eng := lastEngine()
@@ -236,8 +249,10 @@ func TestLastOverTimeReads(t *testing.T) {
 	if fast, full := read(q, at-30000, at, false), read(q, at-30000, at, true); fast != full {
 		t.Errorf("%s as a range query: %d samples read, %d by the whole read", q, fast, full)
 	}
-	q = `last_over_time(up{instance="stale"}[1m])`
-	if fast, full := read(q, at, 0, false), read(q, at, 0, true); fast < full {
+	// From 20 s (stale's last sample, a marker): a's 5 and dup's 3,
+	// then stale whole (3); the whole range holds 7 + 3 + 3.
+	q = `last_over_time(up{instance=~"a|dup|stale"}[5m])`
+	if fast, full := read(q, at, 0, false), read(q, at, 0, true); fast != 12 || full != 13 {
 		t.Errorf("%s: %d samples read, %d by the whole read", q, fast, full)
 	}
 }
