@@ -37,11 +37,11 @@ func (qr *Querier) fastLast(h *storage.SelectHints) bool {
 const maxStaleSeries = 64
 
 // readLast is Read, deduplicated as Select has it, for last_over_time at
-// one instant: of each series only its samples from its last one in
-// [start, end] on, the rest of the range left unread (readTail), but the
-// series whose last sample is a staleness marker, which last_over_time
-// passes over: each of those is read whole (or, when there are more than
-// maxStaleSeries of them, every series).
+// one instant: every series from the earliest time at which one of them
+// holds its last sample in [start, end] on, the rest of the range left
+// unread (readTail), but the series whose last sample is a staleness
+// marker, which last_over_time passes over: each of those is read whole
+// (or, when there are more than maxStaleSeries of them, every series).
 func (qr *Querier) readLast(ctx context.Context, start, end int64, ms []*labels.Matcher) ([]Series, error) {
 	sc, ok, err := qr.scope(ctx, start, end, ms)
 	if err != nil || !ok {
