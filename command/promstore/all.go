@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hourglassdb/hourglass/command"
@@ -30,6 +32,8 @@ import (
 type AllQueryable struct {
 	svc  *command.Service
 	opts Options
+	// fullReads: see Queryable.fullReads.
+	fullReads bool
 }
 
 // NewAll returns the AllQueryable of svc.
@@ -54,11 +58,13 @@ func (a *AllQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
 	}
 	m := &meter{opts: a.opts}
 	qs := make([]storage.Querier, 0, len(names))
+	each := make([]*Querier, 0, len(names))
 	for _, name := range names {
-		q := &Queryable{svc: a.svc, collection: name, opts: a.opts}
-		qs = append(qs, &Querier{q: q, mint: mint, maxt: maxt, m: m, index: true})
+		q := &Queryable{svc: a.svc, collection: name, opts: a.opts, fullReads: a.fullReads}
+		qr := &Querier{q: q, mint: mint, maxt: maxt, m: m, index: true}
+		qs, each = append(qs, qr), append(each, qr)
 	}
-	return &allQuerier{Querier: storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), m: m}, nil
+	return &allQuerier{Querier: storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), each: each, m: m}, nil
 }
 
 // Collections returns the names of the collections an AllQueryable
@@ -85,7 +91,74 @@ func (a *AllQueryable) Collections(ctx context.Context) ([]string, error) {
 // share one meter: closing it gives back what they all read.
 type allQuerier struct {
 	storage.Querier
-	m *meter
+	each []*Querier // the merged Queriers, one a collection
+	m    *meter
+}
+
+// Select is the merge querier's, but for last_over_time at one instant
+// over several collections: each collection reads only the last samples
+// of its series (readTail), but the series that end with a staleness
+// marker in any collection, which every collection holding them reads
+// whole (as the merge of a series held by two collections may need the
+// samples before the marker from the other); with more than
+// maxStaleSeries of those, every collection reads its whole range. The
+// series sets are merged as the merge querier merges them.
+func (q *allQuerier) Select(ctx context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	if len(q.each) < 2 || !q.each[0].fastLast(hints) {
+		return q.Querier.Select(ctx, sortSeries, hints, ms...)
+	}
+	type part struct {
+		sc  readScope
+		in  bool // the collection may hold a matching sample
+		all []Series
+	}
+	parts := make([]part, len(q.each))
+	var stale []labels.Labels
+	tails := true
+	for i, qr := range q.each {
+		p := &parts[i]
+		start, end := qr.selectRange(hints)
+		var err error
+		if p.sc, p.in, err = qr.scope(ctx, start, end, ms); err != nil {
+			return newSeriesSet(nil, err, nil)
+		}
+		if !p.in || !tails {
+			continue
+		}
+		var (
+			ok bool
+			st []labels.Labels
+		)
+		if p.all, st, ok, err = qr.readTail(ctx, p.sc, ms); err != nil {
+			return newSeriesSet(nil, err, nil)
+		}
+		stale = append(stale, st...)
+		tails = ok && len(stale) <= maxStaleSeries
+	}
+	slices.SortFunc(stale, labels.Compare)
+	stale = slices.CompactFunc(stale, labels.Equal)
+	sets := make([]storage.SeriesSet, len(q.each))
+	for i, qr := range q.each {
+		p := &parts[i]
+		var err error
+		switch {
+		case !p.in:
+		case tails:
+			err = qr.readWhole(ctx, p.sc, ms, p.all, stale)
+		default:
+			p.all, err = qr.read(ctx, p.sc, ms)
+			dedupe(p.all)
+		}
+		if err != nil {
+			return newSeriesSet(nil, err, nil)
+		}
+		sets[i] = newSeriesSet(p.all, nil, hints)
+	}
+	var limit int
+	if hints != nil {
+		limit = hints.Limit
+	}
+	return storage.NewMergeSeriesSet(sets, limit, storage.ChainedSeriesMerge)
 }
 
 func (q *allQuerier) Close() error {

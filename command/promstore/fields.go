@@ -38,12 +38,7 @@ func (qr *Querier) fieldsShape() bool {
 // equal to a string picks the series by their meta value in the series
 // index, and a name picks the fields that can make it.
 func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, start, end int64, ms []*labels.Matcher) ([]Series, error) {
-	cond := map[string]any{timeField: map[string]any{"$gte": timeOf(start), "$lte": timeOf(end)}}
-	meta, fields := fieldsPushdown(metaField, ms)
-	for k, v := range meta {
-		cond[k] = v
-	}
-	filter, err := partialfilter.Parse(cond)
+	filter, fields, err := fieldsFilter(timeField, metaField, start, end, ms)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +123,19 @@ func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, 
 		}
 	}
 	return qr.endRead(cur.Err(), out, pending)
+}
+
+// fieldsFilter is the filter of a read of [start, end] of a fields-shaped
+// collection, and the fields that can make a series the matchers match
+// (nil for all; see fieldsPushdown).
+func fieldsFilter(timeField, metaField string, start, end int64, ms []*labels.Matcher) (*partialfilter.Filter, []string, error) {
+	cond := map[string]any{timeField: map[string]any{"$gte": timeOf(start), "$lte": timeOf(end)}}
+	meta, fields := fieldsPushdown(metaField, ms)
+	for k, v := range meta {
+		cond[k] = v
+	}
+	filter, err := partialfilter.Parse(cond)
+	return filter, fields, err
 }
 
 // fieldsPushdown returns what of the matchers a read of a fields-shaped

@@ -74,6 +74,9 @@ type Queryable struct {
 	svc        *command.Service
 	collection string
 	opts       Options
+	// fullReads: every Select reads its whole range, also where the
+	// query needs only the last samples (readLast); for tests.
+	fullReads bool
 }
 
 // New returns the Queryable of collection name of svc.
@@ -202,26 +205,34 @@ func (m *meter) close() error {
 // series is left out, as Prometheus' storage keeps one sample a
 // timestamp. Hints whose Func is "series" ask for labels only (the
 // series API): the series are read from the series index, without
-// samples.
+// samples. Hints of last_over_time at one instant (lastInstant) get of
+// each series only its samples from its last one's time on, or from an
+// earlier time (readLast): all last_over_time looks at.
 func (qr *Querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
-	start, end := qr.mint, qr.maxt
-	if hints != nil {
-		start, end = max(start, hints.Start), min(end, hints.End)
-	}
+	start, end := qr.selectRange(hints)
 	var (
 		all []Series
 		err error
 	)
-	if hints != nil && hints.Func == "series" {
+	switch {
+	case hints != nil && hints.Func == "series":
 		var sets []labels.Labels
 		sets, err = qr.labelSets(ctx, start, end, ms)
 		for _, ls := range sets {
 			all = append(all, Series{Labels: ls})
 		}
-	} else {
+	case qr.fastLast(hints):
+		all, err = qr.readLast(ctx, start, end, ms)
+	default:
 		all, err = qr.Read(ctx, start, end, ms...)
 		dedupe(all)
 	}
+	return newSeriesSet(all, err, hints)
+}
+
+// newSeriesSet is the SeriesSet of a Select that read all, or failed
+// with err.
+func newSeriesSet(all []Series, err error, hints *storage.SelectHints) storage.SeriesSet {
 	if err != nil {
 		return storage.ErrSeriesSet(&StorageError{Err: err})
 	}
@@ -229,6 +240,16 @@ func (qr *Querier) Select(ctx context.Context, _ bool, hints *storage.SelectHint
 		all = all[:hints.Limit]
 	}
 	return &seriesSet{all: all, i: -1}
+}
+
+// selectRange is the range of a Select of hints: the hints' within the
+// Querier's.
+func (qr *Querier) selectRange(hints *storage.SelectHints) (start, end int64) {
+	start, end = qr.mint, qr.maxt
+	if hints != nil {
+		start, end = max(start, hints.Start), min(end, hints.End)
+	}
+	return start, end
 }
 
 // LabelValues implements storage.LabelQuerier: the values of label name

@@ -67,8 +67,13 @@ func (qr *Querier) Read(ctx context.Context, start, end int64, ms ...*labels.Mat
 	if err != nil || !ok {
 		return nil, err
 	}
+	return qr.read(ctx, sc, ms)
+}
+
+// read is Read of the range of sc, prepared by scope.
+func (qr *Querier) read(ctx context.Context, sc readScope, ms []*labels.Matcher) ([]Series, error) {
 	timeField, metaField, fields := sc.timeField, sc.metaField, sc.fields
-	start, end = sc.start, sc.end
+	start, end := sc.start, sc.end
 	if fields {
 		return qr.readFields(ctx, timeField, metaField, start, end, ms)
 	}
