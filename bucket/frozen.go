@@ -212,7 +212,7 @@ func frozenHeader(src []byte) (rows, ncols int, rest []byte, err error) {
 // skipFrozen checks a chunk's body, decoding it nowhere, and returns what
 // follows it.
 func skipFrozen(src []byte, rows, ncols int) ([]byte, error) {
-	return decodeFrozenBody(src, rows, ncols, nil, 0, nil)
+	return decodeFrozenBody(src, rows, ncols, nil, 0, nil, nil)
 }
 
 // DecodeFrozen decodes the frozen chunks in src into dst, from row 0:
@@ -236,7 +236,7 @@ func DecodeFrozen(src []byte, dst *Columns, need func(col int)) (int, error) {
 		if at+rows > len(dst.Times) {
 			return 0, ErrFrozen
 		}
-		if src, err = decodeFrozenBody(rest, rows, ncols, dst, at, need); err != nil {
+		if src, err = decodeFrozenBody(rest, rows, ncols, dst, at, need, nil); err != nil {
 			return 0, err
 		}
 		for ci := ncols; ci < len(dst.Fields); ci++ {
@@ -254,7 +254,13 @@ func DecodeFrozen(src []byte, dst *Columns, need func(col int)) (int, error) {
 	return at, nil
 }
 
-func decodeFrozenBody(src []byte, rows, ncols int, dst *Columns, at int, need func(int)) ([]byte, error) {
+// decodeFrozenBody decodes a chunk's body into dst from row at; with dst
+// nil, it checks the body, and its columns' encodings against types when
+// types lists them.
+func decodeFrozenBody(src []byte, rows, ncols int, dst *Columns, at int, need func(int), types []Type) ([]byte, error) {
+	if types != nil && ncols > len(types) {
+		return nil, ErrFrozen
+	}
 	var prev, delta int64
 	var ts []int64
 	if dst != nil {
@@ -284,8 +290,12 @@ func decodeFrozenBody(src []byte, rows, ncols int, dst *Columns, at int, need fu
 		tag := src[0]
 		src = src[1:]
 		var c *Column
+		var typ Type
 		if dst != nil && ci < len(dst.Fields) {
 			c = &dst.Fields[ci]
+			typ = c.Type
+		} else if types != nil {
+			typ = types[ci]
 		}
 		if tag&(1<<3) != 0 {
 			words := (rows + 63) / 64
@@ -313,14 +323,16 @@ func decodeFrozenBody(src []byte, rows, ncols int, dst *Columns, at int, need fu
 			}
 		}
 		var err error
-		if src, err = decodeFrozenValues(src, tag, rows, c, at); err != nil {
+		if src, err = decodeFrozenValues(src, tag, rows, c, typ, at); err != nil {
 			return nil, err
 		}
 	}
 	return src, nil
 }
 
-func decodeFrozenValues(src []byte, tag byte, rows int, c *Column, at int) ([]byte, error) {
+// decodeFrozenValues decodes a column's values into c (nil: nowhere) from
+// row at, checking the encoding against typ (0: unknown).
+func decodeFrozenValues(src []byte, tag byte, rows int, c *Column, typ Type, at int) ([]byte, error) {
 	want := func(ok bool) error {
 		if !ok {
 			return ErrFrozen
@@ -331,10 +343,10 @@ func decodeFrozenValues(src []byte, tag byte, rows int, c *Column, at int) ([]by
 	case frozenInts, frozenDecimal:
 		k := int(tag >> 4)
 		if tag&7 == frozenInts {
-			if k != 0 || c != nil && c.Type != TypeInt && c.Type != TypeDate && c.Type != TypeInt32 {
+			if k != 0 || typ != 0 && typ != TypeInt && typ != TypeDate && typ != TypeInt32 {
 				return nil, ErrFrozen
 			}
-		} else if k > maxDecimalScale || c != nil && c.Type != TypeFloat {
+		} else if k > maxDecimalScale || typ != 0 && typ != TypeFloat {
 			return nil, ErrFrozen
 		}
 		var prev int64
@@ -355,7 +367,7 @@ func decodeFrozenValues(src []byte, tag byte, rows int, c *Column, at int) ([]by
 			}
 		}
 	case frozenXOR:
-		if err := want(c == nil || c.Type == TypeFloat); err != nil {
+		if err := want(typ == 0 || typ == TypeFloat); err != nil {
 			return nil, err
 		}
 		var prev uint64
@@ -383,7 +395,7 @@ func decodeFrozenValues(src []byte, tag byte, rows int, c *Column, at int) ([]by
 			}
 		}
 	case frozenStrings:
-		if err := want(c == nil || c.Type == TypeString || c.Type == TypeBSON); err != nil {
+		if err := want(typ == 0 || typ == TypeString || typ == TypeBSON); err != nil {
 			return nil, err
 		}
 		for i := 0; i < rows; i++ {
@@ -397,7 +409,7 @@ func decodeFrozenValues(src []byte, tag byte, rows int, c *Column, at int) ([]by
 			src = src[n+int(l):]
 		}
 	case frozenIDs:
-		if err := want((c == nil || c.Type == TypeObjectID) && len(src) >= rows*ObjectIDLen); err != nil {
+		if err := want((typ == 0 || typ == TypeObjectID) && len(src) >= rows*ObjectIDLen); err != nil {
 			return nil, err
 		}
 		if c != nil {
@@ -406,7 +418,7 @@ func decodeFrozenValues(src []byte, tag byte, rows int, c *Column, at int) ([]by
 		src = src[rows*ObjectIDLen:]
 	case frozenBools:
 		nb := (rows + 7) / 8
-		if err := want((c == nil || c.Type == TypeBool) && len(src) >= nb); err != nil {
+		if err := want((typ == 0 || typ == TypeBool) && len(src) >= nb); err != nil {
 			return nil, err
 		}
 		if c != nil {
@@ -419,4 +431,168 @@ func decodeFrozenValues(src []byte, tag byte, rows int, c *Column, at int) ([]by
 		return nil, ErrFrozen
 	}
 	return src, nil
+}
+
+// VersionSnapshot is the first byte of an open bucket's snapshot written
+// as its frozen rows (AppendSnapshot), where a bucket has its version.
+const VersionSnapshot = 0x46
+
+// Snapshot is an open bucket's snapshot as ReadSnapshot parses it.
+type Snapshot struct {
+	Rows       int
+	MinT, MaxT int64
+	// Refs and Types are the bucket's columns, in the order its frozen
+	// rows index them: name references (as EncodeRefs stores them) and
+	// types.
+	Refs  []uint32
+	Types []Type
+	// Frozen is the rows as frozen chunks (a slice of the snapshot).
+	Frozen []byte
+}
+
+// AppendSnapshot appends to dst the snapshot of an open bucket of rows
+// rows with times in [minT, maxT]: a header as a bucket's (VersionSnapshot,
+// rows, minT, the span), its columns' name references and types, then
+// frozen, the bucket's frozen rows, and the rows of tail frozen. An open
+// bucket is written by a checkpoint again and again as it fills: its
+// frozen rows are copied, not encoded again. tail lists every column of
+// the bucket (its header), refs their references.
+func AppendSnapshot(dst []byte, minT, maxT int64, refs []uint32, frozen []byte, frozenRows int, tail *Columns) []byte {
+	rows := frozenRows + len(tail.Times)
+	dst = append(dst, VersionSnapshot)
+	dst = binary.AppendUvarint(dst, uint64(rows))
+	dst = binary.AppendUvarint(dst, zigzag(minT))
+	dst = binary.AppendUvarint(dst, uint64(maxT-minT))
+	dst = binary.AppendUvarint(dst, uint64(len(tail.Fields)))
+	for i := range tail.Fields {
+		dst = binary.AppendUvarint(dst, uint64(refs[i]))
+		dst = append(dst, byte(tail.Fields[i].Type))
+	}
+	dst = append(dst, frozen...)
+	if len(tail.Times) > 0 {
+		dst = AppendFrozen(dst, tail, len(tail.Times))
+	}
+	return dst
+}
+
+// ReadSnapshot parses data, a snapshot made by AppendSnapshot, into s, and
+// checks it: its chunks' rows add up to its rows, each chunk's columns
+// are encoded as their types. s.Frozen is a slice of data.
+func ReadSnapshot(data []byte, s *Snapshot) error {
+	if len(data) == 0 || data[0] != VersionSnapshot {
+		return ErrFrozen
+	}
+	c := cursor{data: data, p: data[1:]}
+	var h [4]uint64
+	for i := range h {
+		v, err := c.uvarint("snapshot header")
+		if err != nil {
+			return err
+		}
+		h[i] = v
+	}
+	if h[0] == 0 || h[0] > MaxRows || h[3] > MaxFields || int64(h[2]) < 0 {
+		return ErrFrozen
+	}
+	s.Rows, s.MinT = int(h[0]), unzigzag(h[1])
+	s.MaxT = s.MinT + int64(h[2])
+	if s.MaxT < s.MinT {
+		return ErrFrozen
+	}
+	s.Refs, s.Types = s.Refs[:0], s.Types[:0]
+	for i := 0; i < int(h[3]); i++ {
+		ref, err := c.uvarint("column reference")
+		if err != nil {
+			return err
+		}
+		t, err := c.byte("column type")
+		if err != nil {
+			return err
+		}
+		if ref > MaxRef || !Type(t).valid() {
+			return ErrFrozen
+		}
+		s.Refs, s.Types = append(s.Refs, uint32(ref)), append(s.Types, Type(t))
+	}
+	s.Frozen = c.p
+	rows, src := 0, s.Frozen
+	for len(src) > 0 {
+		n, ncols, rest, err := frozenHeader(src)
+		if err != nil {
+			return err
+		}
+		if src, err = decodeFrozenBody(rest, n, ncols, nil, 0, nil, s.Types); err != nil {
+			return err
+		}
+		rows += n
+	}
+	if rows != s.Rows {
+		return ErrFrozen
+	}
+	return nil
+}
+
+// FrozenPresent reports whether column col holds a value in some row of
+// the frozen chunks in src. It reads presence words and skips values,
+// decoding none.
+func FrozenPresent(src []byte, col int) bool {
+	for len(src) > 0 {
+		rows, ncols, rest, err := frozenHeader(src)
+		if err != nil {
+			return false
+		}
+		if col < ncols {
+			if has, ok := chunkPresent(rest, rows, col); ok && has {
+				return true
+			}
+		}
+		if src, err = skipFrozen(rest, rows, ncols); err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// chunkPresent is FrozenPresent for the chunk body src of rows rows; ok is
+// false when src does not decode.
+func chunkPresent(src []byte, rows, col int) (has, ok bool) {
+	// Skip the times and the columns before col.
+	for i := 0; i < rows; i++ {
+		_, n := binary.Varint(src)
+		if n <= 0 {
+			return false, false
+		}
+		src = src[n:]
+	}
+	for ci := 0; ; ci++ {
+		if len(src) == 0 {
+			return false, false
+		}
+		tag := src[0]
+		words := 0
+		if tag&(1<<3) != 0 {
+			words = (rows + 63) / 64
+		}
+		if ci == col {
+			if words == 0 {
+				return true, true
+			}
+			if len(src) < 1+8*words {
+				return false, false
+			}
+			for w := 0; w < words; w++ {
+				if binary.LittleEndian.Uint64(src[1+8*w:]) != 0 {
+					return true, true
+				}
+			}
+			return false, true
+		}
+		if len(src) < 1+8*words {
+			return false, false
+		}
+		var err error
+		if src, err = decodeFrozenValues(src[1+8*words:], tag, rows, nil, 0, 0); err != nil {
+			return false, false
+		}
+	}
 }

@@ -1,8 +1,10 @@
 package bucket
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -100,6 +102,13 @@ func frozenRoundTrip(t *testing.T, cols *Columns, size int, grow bool) {
 	}
 	for ci := range cols.Fields {
 		c, d := &cols.Fields[ci], &dst.Fields[ci]
+		any := false
+		for i := 0; i < rows; i++ {
+			any = any || c.IsPresent(i) && !absent[ci][i]
+		}
+		if got := FrozenPresent(buf, ci); got != any {
+			t.Fatalf("FrozenPresent(column %d) = %v, want %v", ci, got, any)
+		}
 		for i := 0; i < rows; i++ {
 			want := c.IsPresent(i) && !absent[ci][i]
 			if d.IsPresent(i) != want {
@@ -213,5 +222,75 @@ func BenchmarkFrozen(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/row")
+	})
+}
+
+// TestSnapshot: an open bucket's snapshot holds its frozen rows and its
+// plain rows frozen; Peek and ReadSnapshot read its header, and
+// ReadSnapshot refuses one cut short or with a column of another type.
+func TestSnapshot(t *testing.T) {
+	cols := sensorChunk(100)
+	frozen := AppendFrozen(nil, frozenPart(cols, 0, 64, 3), 64)
+	tail := frozenPart(cols, 64, 36, 3)
+	snap := AppendSnapshot(nil, cols.Times[0], cols.Times[99], []uint32{4, 0, 9}, frozen, 64, tail)
+	rows, lo, hi, err := Peek(snap)
+	if err != nil || rows != 100 || lo != cols.Times[0] || hi != cols.Times[99] {
+		t.Fatalf("Peek = %d [%d, %d] %v", rows, lo, hi, err)
+	}
+	var s Snapshot
+	if err := ReadSnapshot(snap, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Rows != 100 || !slices.Equal(s.Refs, []uint32{4, 0, 9}) || !slices.Equal(s.Types, []Type{TypeFloat, TypeInt, TypeInt}) {
+		t.Fatalf("snapshot %+v", s)
+	}
+	dst := &Columns{Times: make([]int64, 100), Fields: []Column{{Type: TypeFloat, Floats: make([]float64, 100)},
+		{Type: TypeInt, Ints: make([]int64, 100)}, {Type: TypeInt, Ints: make([]int64, 100)}}}
+	if n, err := DecodeFrozen(s.Frozen, dst, nil); err != nil || n != 100 || !slices.Equal(dst.Times, cols.Times) ||
+		!slices.Equal(dst.Fields[2].Ints, cols.Fields[2].Ints) {
+		t.Fatalf("the snapshot's rows: %d, %v", n, err)
+	}
+	for cut := 1; cut < len(snap); cut++ {
+		if ReadSnapshot(snap[:cut], &s) == nil {
+			t.Fatalf("a snapshot cut to %d of %d bytes read", cut, len(snap))
+		}
+	}
+	bad := slices.Clone(snap)
+	bad[1+1+len(binary.AppendUvarint(nil, zigzag(cols.Times[0])))+len(binary.AppendUvarint(nil, uint64(cols.Times[99]-cols.Times[0])))+1+1] = byte(TypeString)
+	if ReadSnapshot(bad, &s) == nil {
+		t.Fatal("a snapshot whose float column says string read")
+	}
+}
+
+func FuzzSnapshot(f *testing.F) {
+	cols := sensorChunk(70)
+	f.Add(AppendSnapshot(nil, cols.Times[0], cols.Times[69], []uint32{0, 1, 2}, nil, 0, cols))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s Snapshot
+		if ReadSnapshot(data, &s) != nil {
+			return
+		}
+		// What ReadSnapshot accepts decodes into columns of its types.
+		dst := &Columns{Times: make([]int64, s.Rows)}
+		for _, typ := range s.Types {
+			c := Column{Type: typ}
+			switch typ {
+			case TypeFloat:
+				c.Floats = make([]float64, s.Rows)
+			case TypeInt, TypeDate, TypeInt32:
+				c.Ints = make([]int64, s.Rows)
+			case TypeString, TypeBSON:
+				c.Strings = make([]string, s.Rows)
+			case TypeObjectID:
+				c.IDs = make([]byte, s.Rows*ObjectIDLen)
+			case TypeBool:
+				c.Bools = make([]bool, s.Rows)
+			}
+			dst.Fields = append(dst.Fields, c)
+		}
+		need := func(ci int) { dst.Fields[ci].Present = make([]uint64, (s.Rows+63)/64) }
+		if n, err := DecodeFrozen(s.Frozen, dst, need); err != nil || n != s.Rows {
+			t.Fatalf("an accepted snapshot decodes %d of %d rows: %v", n, s.Rows, err)
+		}
 	})
 }

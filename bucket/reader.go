@@ -578,12 +578,13 @@ func scatter[T any](dst, vals []T, present []uint64) {
 
 // Peek returns the row count and time range of an encoded bucket from its first bytes,
 // without parsing the field entries: cheaper than Reset for pruning by time. It does not
-// validate the rest of the bucket.
+// validate the rest of the bucket. An open bucket's snapshot (AppendSnapshot) has the same
+// header.
 func Peek(data []byte) (rows int, minTime, maxTime int64, err error) {
 	if len(data) == 0 {
 		return 0, 0, 0, corruptf("empty bucket")
 	}
-	if data[0] != Version && data[0] != VersionRefs && data[0] != VersionShared {
+	if data[0] != Version && data[0] != VersionRefs && data[0] != VersionShared && data[0] != VersionSnapshot {
 		return 0, 0, 0, fmt.Errorf("%w: %d", ErrVersion, data[0])
 	}
 	p := data[1:]

@@ -129,6 +129,17 @@ type ckptBucket struct {
 	coll       uint32
 	sealed     bool
 	unordered  bool
+	minT, maxT int64
+}
+
+// encode appends what w writes to dst: a sealed bucket encoded, an open
+// one's snapshot (its frozen rows copied, its plain ones frozen: an open
+// bucket is written again at every checkpoint while it fills).
+func (w *ckptBucket) encode(enc *bucket.Encoder, dst []byte) ([]byte, error) {
+	if !w.sealed {
+		return bucket.AppendSnapshot(dst, w.minT, w.maxT, w.refs, w.frozen, w.frozenRows, &w.cols), nil
+	}
+	return enc.EncodeRefs(dst, w.columns(), w.refs)
 }
 
 // rows returns the rows w writes.
@@ -201,7 +212,7 @@ func (pe *parallelEncoder) encode(ws []ckptBucket) error {
 			for i := k; i < len(ws); i += n {
 				at := len(buf)
 				var err error
-				if buf, err = pe.encs[k].EncodeRefs(buf, ws[i].columns(), ws[i].refs); err != nil {
+				if buf, err = ws[i].encode(&pe.encs[k], buf); err != nil {
 					pe.errs[k] = fmt.Errorf("timeseries: encode bucket %d: %w", ws[i].b.id, err)
 					return
 				}
@@ -508,7 +519,7 @@ func (db *DB) sizeCapture(run *ckptRun) {
 // a sealed bucket's own columns, an open one's headers into cp.
 func (cp *ckptCapture) capture(c *collection, s *series, b *memBucket) ckptBucket {
 	w := ckptBucket{b: b, coll: c.id, series: s.id, sealed: b.sealed, unordered: b.unordered,
-		frozen: b.frozen[:len(b.frozen):len(b.frozen)], frozenRows: b.frozenRows}
+		frozen: b.frozen[:len(b.frozen):len(b.frozen)], frozenRows: b.frozenRows, minT: b.minT, maxT: b.maxT}
 	if b.sealed {
 		w.cols = b.cols
 	} else {
@@ -578,7 +589,7 @@ func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_
 				}
 			}
 			buf = pe.out[i%encodeWindow]
-		} else if buf, err = enc.EncodeRefs(buf[:0], w.columns(), w.refs); err != nil {
+		} else if buf, err = w.encode(&enc, buf[:0]); err != nil {
 			return nil, fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
 		}
 		if w.sealed {

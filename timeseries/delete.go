@@ -223,15 +223,11 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, fieldTypeSet, 
 // fieldTypeSet is a set of (field, type) pairs.
 type fieldTypeSet map[string]typeSet
 
-// addColumns adds the fields of cols with a value.
-func (g fieldTypeSet) addColumns(cols *bucket.Columns) {
-	for i := range cols.Fields {
-		f := &cols.Fields[i]
-		for r := range cols.Times {
-			if f.IsPresent(r) {
-				g[f.Name] |= 1 << f.Type
-				break
-			}
+// addBucket adds the fields of b with a value.
+func (g fieldTypeSet) addBucket(b *memBucket) {
+	for i := range b.cols.Fields {
+		if f := &b.cols.Fields[i]; b.present(i) {
+			g[f.Name] |= 1 << f.Type
 		}
 	}
 }
@@ -245,17 +241,11 @@ func (g fieldTypeSet) addStored(r *bucket.Reader) {
 	}
 }
 
-// removeColumns removes the fields of cols with a value from g.
-func (g fieldTypeSet) removeColumns(cols *bucket.Columns) {
-	for i := range cols.Fields {
-		f := &cols.Fields[i]
-		if t := g[f.Name]; t.has(f.Type) {
-			for r := range cols.Times {
-				if f.IsPresent(r) {
-					g.drop(f.Name, f.Type)
-					break
-				}
-			}
+// removeBucket removes the fields of b with a value from g.
+func (g fieldTypeSet) removeBucket(b *memBucket) {
+	for i := range b.cols.Fields {
+		if f := &b.cols.Fields[i]; g[f.Name].has(f.Type) && b.present(i) {
+			g.drop(f.Name, f.Type)
 		}
 	}
 }
@@ -296,7 +286,7 @@ func (db *DB) refreshFieldTypes(c *collection, gone fieldTypeSet) error {
 				if len(gone) == 0 {
 					return
 				}
-				gone.removeColumns(&b.cols)
+				gone.removeBucket(b)
 			}
 		}
 	}
@@ -392,7 +382,7 @@ func (db *DB) deleteInMemory(c *collection, d *deleteRecord, rf *rowFilter, gone
 		for _, b := range s.buckets {
 			t.inMem[b.id] = true
 			if b.rows() > 0 && b.maxT >= d.minTime && b.minT <= d.maxTime {
-				gone.addColumns(&b.cols)
+				gone.addBucket(b)
 			}
 			n := b.deleteRows(d.minTime, d.maxTime, rf, c.opts.TimeSeries.TimeField)
 			deleted += int64(n.rows)

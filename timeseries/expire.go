@@ -362,7 +362,7 @@ func (x *expiry) series(id uint64, now time.Time) (more bool, err error) {
 			continue
 		}
 		n := int64(b.rows())
-		x.gone.addColumns(&b.cols)
+		x.gone.addBucket(b)
 		b.changed() // its sorted copy, if any, goes too
 		x.docs += n
 		x.memDocs += n

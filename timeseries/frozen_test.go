@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/model"
 )
 
@@ -138,6 +139,16 @@ func TestOpenBucketsFrozen(t *testing.T) {
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
+	snaps := 0
+	if err := db.scan([]byte{spaceOpen}, []byte{spaceOpen + 1}, func(k, v []byte) error {
+		if v[0] != bucket.VersionSnapshot {
+			t.Errorf("an open bucket's snapshot starts with %d", v[0])
+		}
+		snaps++
+		return nil
+	}); err != nil || snaps == 0 {
+		t.Fatalf("%d open-bucket snapshots, %v", snaps, err)
+	}
 	crash(db)
 	db = open(dir, true)
 	same("reopened")
@@ -152,4 +163,20 @@ func TestOpenBucketsFrozen(t *testing.T) {
 	if frozen == 0 {
 		t.Error("no open bucket read back at open froze its rows")
 	}
+	// Rows hours later seal the buckets read back: the checkpoint writes
+	// their rows in time order, late ones included.
+	for _, d := range []*DB{db, plain} {
+		var ms []model.Measurement
+		for s := 0; s < series; s++ {
+			ms = append(ms, model.Measurement{Time: int64(1_735_689_600e9) + 6*3600e9, Meta: sensor(fmt.Sprintf("s%d", s)),
+				Fields: []model.Field{{Name: "v", Value: model.Float(1)}}})
+		}
+		if _, err := d.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	same("sealed after the reopen")
 }

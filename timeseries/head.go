@@ -165,6 +165,18 @@ func (b *memBucket) sortedCapture(acct *atomic.Int64, max int64) (cols bucket.Co
 
 func (b *memBucket) rows() int { return b.frozenRows + len(b.cols.Times) }
 
+// present reports whether column i of b holds a value in some row, plain
+// or frozen.
+func (b *memBucket) present(i int) bool {
+	f := &b.cols.Fields[i]
+	for r := range b.cols.Times {
+		if f.IsPresent(r) {
+			return true
+		}
+	}
+	return b.frozenRows > 0 && bucket.FrozenPresent(b.frozen, i)
+}
+
 // freezeRows is how many plain rows an open bucket takes before they are
 // frozen: a multiple of 64, so that frozen rows fill whole presence words.
 // Smaller costs more chunk headers; larger keeps more rows plain (on

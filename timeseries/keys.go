@@ -33,8 +33,9 @@ var (
 // time mode 2), which builds of version 1 cannot read; 3: int and date
 // columns may be divided by a power of ten (bucket encoding 6, scaled int);
 // 4: measurement values of types int32, bson and objectid (bucket types
-// 6-8, bucket encoding 7, log record value kinds 6-8).
-const formatVersion = 4
+// 6-8, bucket encoding 7, log record value kinds 6-8); 5: an open bucket's
+// snapshot may be its frozen rows (bucket.VersionSnapshot).
+const formatVersion = 5
 
 const bucketKeyLen = 1 + 4 + 8 + 8 + 8
 

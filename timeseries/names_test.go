@@ -61,15 +61,31 @@ func TestNameTable(t *testing.T) {
 		}
 		for it.First(); it.Valid(); it.Next() {
 			v := it.Value()
-			if v[0] != bucket.VersionRefs {
+			var cols bucket.Columns
+			switch {
+			case space == spaceOpen && v[0] == bucket.VersionSnapshot:
+				// An open bucket's frozen rows, written as a bucket
+				// holding its names as a store of format 1 did.
+				kp, err := parseBucketKey(it.Key())
+				if err != nil {
+					t.Fatal(err)
+				}
+				db.mu.RLock()
+				b, err := decodeSnapshot(v, kp, db.coll.byName["m"])
+				db.mu.RUnlock()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cols = b.capture().cols
+			case v[0] != bucket.VersionRefs:
 				t.Fatalf("bucket %x has version %d", it.Key(), v[0])
-			}
-			if err := r.ResetNames(v, names); err != nil {
-				t.Fatal(err)
-			}
-			cols, err := decodeAll(&r)
-			if err != nil {
-				t.Fatal(err)
+			default:
+				if err := r.ResetNames(v, names); err != nil {
+					t.Fatal(err)
+				}
+				if cols, err = decodeAll(&r); err != nil {
+					t.Fatal(err)
+				}
 			}
 			old, err := enc.Encode(nil, &cols)
 			if err != nil {

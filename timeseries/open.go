@@ -371,6 +371,9 @@ func (db *DB) recountStored(c *collection) error {
 // Its rows are frozen, in scratch (the caller's buffer).
 func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collection, scratch *[]byte) (*memBucket, error) {
 	ts := c.opts.TimeSeries
+	if len(v) > 0 && v[0] == bucket.VersionSnapshot {
+		return decodeSnapshot(v, kp, c)
+	}
 	if err := r.ResetNames(v, c.names); err != nil {
 		return nil, fmt.Errorf("open bucket %d: %w", kp.id, err)
 	}
@@ -385,6 +388,34 @@ func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collectio
 	if len(b.cols.Times) >= freezeRows {
 		*scratch, _ = b.freeze(*scratch)
 	}
+	return b, nil
+}
+
+// decodeSnapshot rebuilds an open bucket from a snapshot of its frozen
+// rows (bucket.AppendSnapshot): they are checked and kept as they are,
+// and decoded once for the bucket's size and order.
+func decodeSnapshot(v []byte, kp bucketKeyParts, c *collection) (*memBucket, error) {
+	ts := c.opts.TimeSeries
+	var snap bucket.Snapshot
+	if err := bucket.ReadSnapshot(v, &snap); err != nil {
+		return nil, fmt.Errorf("%w: open bucket %d: %v", ErrCorrupt, kp.id, err)
+	}
+	b := &memBucket{id: kp.id, minTime: kp.minTime, span: ts.Span(), minT: snap.MinT, maxT: snap.MaxT,
+		frozen: slices.Clone(snap.Frozen), frozenRows: snap.Rows}
+	b.cols.Times = []int64{}
+	for i, ref := range snap.Refs {
+		if int(ref) >= len(c.names) {
+			return nil, fmt.Errorf("%w: open bucket %d: name reference %d of %d names", ErrCorrupt, kp.id, ref, len(c.names))
+		}
+		b.cols.Fields = append(b.cols.Fields, emptyColumn(c.names[ref], snap.Types[i], 0))
+	}
+	all := b.capture().cols
+	if lo, hi := slices.Min(all.Times), slices.Max(all.Times); lo != b.minT || hi != b.maxT {
+		return nil, fmt.Errorf("%w: open bucket %d: times [%d, %d], bounds [%d, %d]", ErrCorrupt, kp.id, lo, hi, b.minT, b.maxT)
+	}
+	b.mem = memBucketMem + int64(len(b.frozen)) + columnsMem(&b.cols)
+	b.size = estimateSize(&all, ts.TimeField)
+	b.unordered = !slices.IsSorted(all.Times)
 	return b, nil
 }
 
