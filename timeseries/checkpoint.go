@@ -101,12 +101,21 @@ func (db *DB) Checkpoint() error {
 	return db.checkpoint(db.stop)
 }
 
-// Flush writes everything to disk (Checkpoint), merges small sealed
-// buckets (MergeBuckets) and compacts the store, so that its size on disk
-// is settled.
+// Flush writes everything to disk (Checkpoint, with the open buckets
+// encoded as buckets rather than as their frozen rows), merges small
+// sealed buckets (MergeBuckets) and compacts the store, so that its size
+// on disk is settled.
 func (db *DB) Flush() error {
-	if err := db.Checkpoint(); err != nil {
-		return err
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if !db.readOnly {
+		db.maintMu.Lock()
+		err := db.checkpointWith(db.stop, &ckptChange{encodeOpen: true})
+		db.maintMu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
 	if err := db.MergeBuckets(context.Background()); err != nil {
 		return err
@@ -130,13 +139,16 @@ type ckptBucket struct {
 	sealed     bool
 	unordered  bool
 	minT, maxT int64
+	// encodeOpen: an open bucket encoded as a bucket, not written as its
+	// frozen rows (ckptChange.encodeOpen).
+	encodeOpen bool
 }
 
 // encode appends what w writes to dst: a sealed bucket encoded, an open
 // one's snapshot (its frozen rows copied, its plain ones frozen: an open
 // bucket is written again at every checkpoint while it fills).
 func (w *ckptBucket) encode(enc *bucket.Encoder, dst []byte) ([]byte, error) {
-	if !w.sealed {
+	if !w.sealed && !w.encodeOpen {
 		return bucket.AppendSnapshot(dst, w.minT, w.maxT, w.refs, w.frozen, w.frozenRows, &w.cols), nil
 	}
 	return enc.EncodeRefs(dst, w.columns(), w.refs)
@@ -256,6 +268,10 @@ type ckptChange struct {
 	// checkpoint, instead of a cut of the log: a change replayed during
 	// recovery, whose record is the last of segment seg-1.
 	seg uint64
+	// encodeOpen writes every open bucket, written since the last
+	// checkpoint or snapshotted as its frozen rows, as an encoded bucket:
+	// a few bytes a row fewer on disk, for a compaction (Flush).
+	encodeOpen bool
 }
 
 // capturePoint is a checkpoint capture: when it ran and the writeSeq
@@ -451,7 +467,8 @@ func (db *DB) captureCheckpoint(ch *ckptChange) (*ckptRun, error) {
 				run.newSeries = append(run.newSeries, seriesRec{seriesKey(c.id, s.id), s.metaKey, s})
 			}
 			for _, b := range s.buckets {
-				if !b.sealed && !b.dirty && b.snapshot {
+				encodeOpen := ch != nil && ch.encodeOpen && !b.sealed
+				if !b.sealed && !b.dirty && b.snapshot && !(encodeOpen && b.snapFrozen) {
 					if idle == 0 || b.lastWrite > idle {
 						continue
 					}
@@ -463,7 +480,9 @@ func (db *DB) captureCheckpoint(ch *ckptChange) (*ckptRun, error) {
 					db.seal(b)
 					db.stats.sealedIdle.Add(1)
 				}
-				run.work = append(run.work, run.cp.capture(c, s, b))
+				w := run.cp.capture(c, s, b)
+				w.encodeOpen = encodeOpen && !b.sealed
+				run.work = append(run.work, w)
 				b.dirty = false
 			}
 		}
@@ -637,7 +656,7 @@ func (db *DB) releaseCheckpoint(run *ckptRun) {
 		w := &run.work[i]
 		b := w.b
 		if !w.sealed {
-			b.snapshot, b.snapRows = true, w.rows()
+			b.snapshot, b.snapRows, b.snapFrozen = true, w.rows(), !w.encodeOpen
 			continue
 		}
 		c := db.mu.byID[w.coll]

@@ -179,4 +179,22 @@ func TestOpenBucketsFrozen(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("sealed after the reopen")
+	// A compaction (Flush) writes the open buckets as encoded buckets,
+	// which take fewer bytes on disk than frozen rows.
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	snaps = 0
+	if err := db.scan([]byte{spaceOpen}, []byte{spaceOpen + 1}, func(k, v []byte) error {
+		if v[0] == bucket.VersionSnapshot {
+			t.Errorf("an open bucket's snapshot is its frozen rows after a flush")
+		}
+		snaps++
+		return nil
+	}); err != nil || snaps == 0 {
+		t.Fatalf("%d open-bucket snapshots, %v", snaps, err)
+	}
+	crash(db)
+	db = open(dir, true)
+	same("reopened after a flush")
 }

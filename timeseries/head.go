@@ -108,6 +108,9 @@ type memBucket struct {
 	// snapshot is true when an open-bucket snapshot of this bucket is in
 	// Pebble; dirty when the bucket changed since that snapshot.
 	snapshot bool
+	// snapFrozen is set when that snapshot is the bucket's frozen rows
+	// (bucket.AppendSnapshot), clear when it is an encoded bucket.
+	snapFrozen bool
 	// snapRows is the rows of that snapshot (set with snapshot, under
 	// maintMu: a TTL batch counts what it deletes without reading it).
 	snapRows  int
