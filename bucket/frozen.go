@@ -12,9 +12,10 @@ import (
 // frozen, compressed into a chunk appended to a byte string, and the plain
 // columns start again empty. A chunk is cheap to make (one pass, no
 // statistics, no search for the best encoding) and to decode, as the
-// head chunks of Prometheus are; it is never written to disk (a checkpoint
-// encodes a bucket from the decoded rows), so its layout may change from
-// one build to the next.
+// head chunks of Prometheus are. A checkpoint writes an open bucket as its
+// frozen rows (AppendSnapshot): the layout is part of store format 5
+// (docs/format/bucket.md, "Open-bucket snapshot") and changes only with a
+// new store format.
 //
 // A chunk holds rows rows of the first ncols columns of the bucket, in the
 // order of the bucket's column list (columns are only ever appended to it,
@@ -500,6 +501,7 @@ func ReadSnapshot(data []byte, s *Snapshot) error {
 		return ErrFrozen
 	}
 	s.Refs, s.Types = s.Refs[:0], s.Types[:0]
+	seen := make(map[uint64]bool, h[3])
 	for i := 0; i < int(h[3]); i++ {
 		ref, err := c.uvarint("column reference")
 		if err != nil {
@@ -509,9 +511,10 @@ func ReadSnapshot(data []byte, s *Snapshot) error {
 		if err != nil {
 			return err
 		}
-		if ref > MaxRef || !Type(t).valid() {
-			return ErrFrozen
+		if ref > MaxRef || !Type(t).valid() || seen[ref] {
+			return ErrFrozen // a reference used twice: two columns of one name
 		}
+		seen[ref] = true
 		s.Refs, s.Types = append(s.Refs, uint32(ref)), append(s.Types, Type(t))
 	}
 	s.Frozen = c.p
@@ -532,67 +535,47 @@ func ReadSnapshot(data []byte, s *Snapshot) error {
 	return nil
 }
 
-// FrozenPresent reports whether column col holds a value in some row of
-// the frozen chunks in src. It reads presence words and skips values,
-// decoding none.
-func FrozenPresent(src []byte, col int) bool {
+// FrozenPresent sets present[i] for each column i < len(present) that
+// holds a value in some row of the frozen chunks in src, in one pass: it
+// reads presence words and skips values. It returns ErrFrozen for chunks
+// that do not decode.
+func FrozenPresent(src []byte, present []bool) error {
 	for len(src) > 0 {
 		rows, ncols, rest, err := frozenHeader(src)
 		if err != nil {
-			return false
+			return err
 		}
-		if col < ncols {
-			if has, ok := chunkPresent(rest, rows, col); ok && has {
-				return true
+		for i := 0; i < rows; i++ { // the times
+			_, n := binary.Varint(rest)
+			if n <= 0 {
+				return ErrFrozen
 			}
+			rest = rest[n:]
 		}
-		if src, err = skipFrozen(rest, rows, ncols); err != nil {
-			return false
-		}
-	}
-	return false
-}
-
-// chunkPresent is FrozenPresent for the chunk body src of rows rows; ok is
-// false when src does not decode.
-func chunkPresent(src []byte, rows, col int) (has, ok bool) {
-	// Skip the times and the columns before col.
-	for i := 0; i < rows; i++ {
-		_, n := binary.Varint(src)
-		if n <= 0 {
-			return false, false
-		}
-		src = src[n:]
-	}
-	for ci := 0; ; ci++ {
-		if len(src) == 0 {
-			return false, false
-		}
-		tag := src[0]
-		words := 0
-		if tag&(1<<3) != 0 {
-			words = (rows + 63) / 64
-		}
-		if ci == col {
-			if words == 0 {
-				return true, true
+		for ci := 0; ci < ncols; ci++ {
+			if len(rest) == 0 {
+				return ErrFrozen
 			}
-			if len(src) < 1+8*words {
-				return false, false
+			tag := rest[0]
+			words := 0
+			if tag&(1<<3) != 0 {
+				words = (rows + 63) / 64
 			}
-			for w := 0; w < words; w++ {
-				if binary.LittleEndian.Uint64(src[1+8*w:]) != 0 {
-					return true, true
+			if len(rest) < 1+8*words {
+				return ErrFrozen
+			}
+			if ci < len(present) && !present[ci] {
+				has := words == 0
+				for w := 0; w < words && !has; w++ {
+					has = binary.LittleEndian.Uint64(rest[1+8*w:]) != 0
 				}
+				present[ci] = has
 			}
-			return false, true
+			if rest, err = decodeFrozenValues(rest[1+8*words:], tag, rows, nil, 0, 0); err != nil {
+				return err
+			}
 		}
-		if len(src) < 1+8*words {
-			return false, false
-		}
-		var err error
-		if src, err = decodeFrozenValues(src[1+8*words:], tag, rows, nil, 0, 0); err != nil {
-			return false, false
-		}
+		src = rest
 	}
+	return nil
 }

@@ -106,8 +106,9 @@ func frozenRoundTrip(t *testing.T, cols *Columns, size int, grow bool) {
 		for i := 0; i < rows; i++ {
 			any = any || c.IsPresent(i) && !absent[ci][i]
 		}
-		if got := FrozenPresent(buf, ci); got != any {
-			t.Fatalf("FrozenPresent(column %d) = %v, want %v", ci, got, any)
+		got := make([]bool, nf)
+		if err := FrozenPresent(buf, got); err != nil || got[ci] != any {
+			t.Fatalf("FrozenPresent: column %d %v, want %v (%v)", ci, got[ci], any, err)
 		}
 		for i := 0; i < rows; i++ {
 			want := c.IsPresent(i) && !absent[ci][i]
@@ -254,6 +255,9 @@ func TestSnapshot(t *testing.T) {
 		if ReadSnapshot(snap[:cut], &s) == nil {
 			t.Fatalf("a snapshot cut to %d of %d bytes read", cut, len(snap))
 		}
+	}
+	if ReadSnapshot(AppendSnapshot(nil, cols.Times[0], cols.Times[99], []uint32{4, 4, 9}, frozen, 64, tail), &s) == nil {
+		t.Fatal("a snapshot naming one reference for two columns read")
 	}
 	bad := slices.Clone(snap)
 	bad[1+1+len(binary.AppendUvarint(nil, zigzag(cols.Times[0])))+len(binary.AppendUvarint(nil, uint64(cols.Times[99]-cols.Times[0])))+1+1] = byte(TypeString)

@@ -678,6 +678,7 @@ func (db *DB) releaseCheckpoint(run *ckptRun) {
 			if x == b {
 				s.buckets = append(s.buckets[:j], s.buckets[j+1:]...)
 				freed += b.mem
+				b.changed() // its sorted copy, if a read made one, goes too
 				break
 			}
 		}

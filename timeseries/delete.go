@@ -225,8 +225,8 @@ type fieldTypeSet map[string]typeSet
 
 // addBucket adds the fields of b with a value.
 func (g fieldTypeSet) addBucket(b *memBucket) {
-	for i := range b.cols.Fields {
-		if f := &b.cols.Fields[i]; b.present(i) {
+	for i, has := range b.presentColumns() {
+		if f := &b.cols.Fields[i]; has {
 			g[f.Name] |= 1 << f.Type
 		}
 	}
@@ -243,8 +243,8 @@ func (g fieldTypeSet) addStored(r *bucket.Reader) {
 
 // removeBucket removes the fields of b with a value from g.
 func (g fieldTypeSet) removeBucket(b *memBucket) {
-	for i := range b.cols.Fields {
-		if f := &b.cols.Fields[i]; g[f.Name].has(f.Type) && b.present(i) {
+	for i, has := range b.presentColumns() {
+		if f := &b.cols.Fields[i]; has && g[f.Name].has(f.Type) {
 			g.drop(f.Name, f.Type)
 		}
 	}

@@ -198,3 +198,36 @@ func TestOpenBucketsFrozen(t *testing.T) {
 	db = open(dir, true)
 	same("reopened after a flush")
 }
+
+// TestSealedSortedCopyReleased: a read of a sealed bucket whose rows came
+// out of order keeps a sorted copy for the reads after it; the checkpoint
+// that writes the bucket out lets the copy go from DB.sortedMem.
+func TestSealedSortedCopyReleased(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.BucketMaxCount = 100; o.MemoryBudget = 1 << 20 })
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s", Granularity: model.GranularityHours})
+	insert := func(from int) {
+		var ms []model.Measurement
+		for k := from; k < from+50; k++ {
+			ms = append(ms, model.Measurement{Time: int64(1_700_000_000e9) + int64(k)*1e9, Meta: "s0",
+				Fields: []model.Field{{Name: "v", Value: model.Int(int64(k))}}})
+		}
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(50)
+	insert(0) // the 100th row seals the bucket, its rows out of order
+	if rows := findRows(t, db, "m", FindOptions{Filter: mustFilter(t, `{"s": "s0"}`), Order: SortAscending}); len(rows) != 100 || rows[0].t > rows[99].t {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if db.sortedMem.Load() == 0 {
+		t.Fatal("no sorted copy kept: the test proves nothing")
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.sortedMem.Load(); n != 0 {
+		t.Fatalf("%d bytes of sorted copies counted after the bucket left memory", n)
+	}
+}

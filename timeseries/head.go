@@ -168,16 +168,25 @@ func (b *memBucket) sortedCapture(acct *atomic.Int64, max int64) (cols bucket.Co
 
 func (b *memBucket) rows() int { return b.frozenRows + len(b.cols.Times) }
 
-// present reports whether column i of b holds a value in some row, plain
-// or frozen.
-func (b *memBucket) present(i int) bool {
-	f := &b.cols.Fields[i]
-	for r := range b.cols.Times {
-		if f.IsPresent(r) {
-			return true
+// presentColumns reports for each column of b whether it holds a value in
+// some row, plain or frozen.
+func (b *memBucket) presentColumns() []bool {
+	present := make([]bool, len(b.cols.Fields))
+	for i := range b.cols.Fields {
+		f := &b.cols.Fields[i]
+		for r := range b.cols.Times {
+			if f.IsPresent(r) {
+				present[i] = true
+				break
+			}
 		}
 	}
-	return b.frozenRows > 0 && bucket.FrozenPresent(b.frozen, i)
+	if b.frozenRows > 0 {
+		if err := bucket.FrozenPresent(b.frozen, present); err != nil {
+			panic(fmt.Sprintf("timeseries: frozen rows do not decode: %v", err))
+		}
+	}
+	return present
 }
 
 // freezeRows is how many plain rows an open bucket takes before they are
@@ -203,10 +212,17 @@ func (b *memBucket) freeze(scratch []byte) ([]byte, int64) {
 		return scratch, 0
 	}
 	scratch = bucket.AppendFrozen(scratch[:0], &b.cols, n)
-	// Made to measure, not grown by append: a fleet holds a million.
-	frozen := make([]byte, len(b.frozen)+len(scratch))
-	copy(frozen[copy(frozen, b.frozen):], scratch)
-	b.frozen, b.frozenRows = frozen, b.frozenRows+n
+	if len(b.frozen)+len(scratch) <= frozenExact {
+		// Made to measure, not grown by append: a fleet holds a million.
+		frozen := make([]byte, len(b.frozen)+len(scratch))
+		copy(frozen[copy(frozen, b.frozen):], scratch)
+		b.frozen = frozen
+	} else {
+		// A large bucket grows by append, not by a copy a freeze: an
+		// append past len writes no byte a capture holds.
+		b.frozen = append(b.frozen, scratch...)
+	}
+	b.frozenRows += n
 	tc := b.tailCap()
 	b.cols.Times = make([]int64, 0, tc)
 	for i := range b.cols.Fields {
@@ -214,9 +230,14 @@ func (b *memBucket) freeze(scratch []byte) ([]byte, int64) {
 		*col = emptyColumn(col.Name, col.Type, tc)
 	}
 	before := b.mem
-	b.mem = memBucketMem + int64(len(b.frozen)) + columnsMem(&b.cols)
+	b.mem = memBucketMem + int64(cap(b.frozen)) + columnsMem(&b.cols)
 	return scratch, b.mem - before
 }
+
+// frozenExact is the frozen bytes up to which a freeze copies them into an
+// array of their exact size; past it they grow by append (amortized: a
+// bucket of a million rows would otherwise copy its bytes a freeze).
+const frozenExact = 16 << 10
 
 // emptyColumn returns a column of no rows with room for c.
 func emptyColumn(name string, k model.Kind, c int) bucket.Column {
@@ -477,7 +498,8 @@ func thawColumns(frozen []byte, frozenRows int, tail *bucket.Columns) bucket.Col
 	}
 	got, err := bucket.DecodeFrozen(frozen, &out, func(ci int) { out.Fields[ci].Present = allPresent(n) })
 	if err != nil || got != frozenRows {
-		// Frozen rows are made by this process and never leave it.
+		// Frozen rows are made by this process, or checked at open
+		// (bucket.ReadSnapshot) before they are kept.
 		panic(fmt.Sprintf("timeseries: frozen rows do not decode: %d of %d rows, %v", got, frozenRows, err))
 	}
 	copy(out.Times[frozenRows:], tail.Times)
