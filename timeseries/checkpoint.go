@@ -162,7 +162,7 @@ func (w *ckptBucket) rows() int { return w.frozenRows + len(w.cols.Times) }
 func (w *ckptBucket) columns() *bucket.Columns {
 	cols := &w.cols
 	if w.frozenRows > 0 {
-		all := thawColumns(w.frozen, w.frozenRows, &w.cols)
+		all := thawColumns(w.frozen, w.frozenRows, &w.cols, nil)
 		cols = &all
 	}
 	if w.sealed && w.unordered {

@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"unsafe"
@@ -471,17 +472,20 @@ func (b *memBucket) capture() captured {
 	if b.frozenRows == 0 {
 		return captured{b: b, cols: cols}
 	}
-	return captured{b: b, cols: thawColumns(b.frozen, b.frozenRows, &cols), thawed: true}
+	return captured{b: b, cols: thawColumns(b.frozen, b.frozenRows, &cols, nil), thawed: true}
 }
 
 // thawColumns returns the frozenRows rows of frozen followed by the rows of
 // tail, as new columns in the order of tail's (which lists every column
-// of the bucket).
-func thawColumns(frozen []byte, frozenRows int, tail *bucket.Columns) bucket.Columns {
+// of the bucket); with keep, only the columns it keeps are decoded.
+func thawColumns(frozen []byte, frozenRows int, tail *bucket.Columns, keep func(name string) bool) bucket.Columns {
 	n := frozenRows + len(tail.Times)
 	out := bucket.Columns{Times: make([]int64, n), Fields: make([]bucket.Column, len(tail.Fields))}
 	for i := range tail.Fields {
 		src, dst := &tail.Fields[i], &out.Fields[i]
+		if keep != nil && !keep(src.Name) {
+			continue // Type 0: DecodeFrozen skips it
+		}
 		*dst = emptyColumn(src.Name, src.Type, n)
 		switch src.Type {
 		case model.KindFloat:
@@ -505,6 +509,9 @@ func thawColumns(frozen []byte, frozenRows int, tail *bucket.Columns) bucket.Col
 	copy(out.Times[frozenRows:], tail.Times)
 	for i := range tail.Fields {
 		src, dst := &tail.Fields[i], &out.Fields[i]
+		if dst.Type == 0 {
+			continue
+		}
 		switch src.Type {
 		case model.KindFloat:
 			copy(dst.Floats[frozenRows:], src.Floats)
@@ -528,6 +535,9 @@ func thawColumns(frozen []byte, frozenRows int, tail *bucket.Columns) bucket.Col
 				dst.Present[(frozenRows+r)/64] &^= 1 << ((frozenRows + r) % 64)
 			}
 		}
+	}
+	if keep != nil {
+		out.Fields = slices.DeleteFunc(out.Fields, func(c bucket.Column) bool { return c.Type == 0 })
 	}
 	return out
 }

@@ -331,7 +331,9 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 		}
 		var cols bucket.Columns
 		var thawed bool
-		if b.sealed && !b.unordered {
+		if !b.unordered {
+			// In time order: the capture itself (a sealed bucket, or an
+			// open one, whose frozen rows only the read's fields decode).
 			cols, thawed = captureFor(p, b)
 		} else if p.unordered && b.sorted.Load() == nil {
 			cols, thawed = captureFor(p, b)
@@ -378,7 +380,13 @@ func captureFor(p *scanPlan, b *memBucket) (cols bucket.Columns, thawed bool) {
 		if b.frozenRows == 0 {
 			return cols, false
 		}
-		return thawColumns(b.frozen, b.frozenRows, &cols), true
+		return thawColumns(b.frozen, b.frozenRows, &cols, nil), true
+	}
+	if b.frozenRows > 0 && p.fields != nil {
+		// Only the fields the read decodes, as from a stored bucket.
+		times, fields, _ := b.appendCapture(make([]bucket.Column, 0, len(b.cols.Fields)), nil)
+		tail := bucket.Columns{Times: times, Fields: fields}
+		return thawColumns(b.frozen, b.frozenRows, &tail, func(name string) bool { return contains(p.fields, name) }), true
 	}
 	cp := b.capture()
 	return cp.cols, cp.thawed
