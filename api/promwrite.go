@@ -179,7 +179,7 @@ func promContentType(ct string) error {
 // limit and taken from the budget before anything is allocated for it, so
 // that a small body announcing a large one costs nothing. The decoded
 // request can take more memory than its bytes (a series of two bytes is
-// a struct of 100): promSize counts its elements first, and that memory
+// a struct of 104): promSize counts its elements first, and that memory
 // is taken from the budget too.
 func (s *Server) decodePromWrite(body []byte, req *promReq) (release func(), err error) {
 	budget := s.cmd.Bodies()
