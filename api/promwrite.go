@@ -330,13 +330,21 @@ func eachField(b []byte, fn func(num protowire.Number, v []byte) error) error {
 // timestamp beyond the engine's range (nanoseconds in an int64) are
 // refused (native histograms were, by promSize). Labels with an empty
 // value are left out, as Prometheus treats them as absent. A series whose
-// key promKeys gave passed these checks before: only its timestamps are
-// checked.
+// key promKeys gave, or whose encoded labels are those of the series
+// before, passed these checks before: only its timestamps are checked.
 func (b *promBatch) check(req *promReq) (int, error) {
 	samples := 0
+	var last *promWSeries // the series before with encoded labels
 	for i := range req.series {
 		ts := &req.series[i]
-		if !ts.cached {
+		if ts.wire != nil {
+			if !ts.cached && last != nil && bytes.Equal(ts.wire, last.wire) {
+				// The labels of the series before, which passed.
+				ts.key = last.key
+			}
+			last = ts
+		}
+		if ts.key == nil {
 			labels := req.labels[ts.l0:ts.l1]
 			// In name order, as the meta key is written; Prometheus sends
 			// them so, and checking costs one pass.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/hourglassdb/hourglass/model"
@@ -53,12 +54,19 @@ func (c *promKeyCache) lookup(series []promWSeries) {
 		return
 	}
 	promote := false
+	var last *promWSeries // the series before with encoded labels
 	c.mu.RLock()
 	for i := range series {
 		s := &series[i]
 		if s.wire == nil {
 			continue
 		}
+		if last != nil && bytes.Equal(s.wire, last.wire) {
+			// A series sent once a sample: found, or not, as before.
+			s.key, s.cached = last.key, last.cached
+			continue
+		}
+		last = s
 		if e, ok := c.cur[string(s.wire)]; ok {
 			s.key, s.cached = e.key, true
 		} else if e, ok := c.prev[string(s.wire)]; ok {

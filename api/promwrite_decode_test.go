@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/prompb"
 
@@ -323,6 +324,36 @@ func TestPromSampleFastPath(t *testing.T) {
 		rev = binary.LittleEndian.AppendUint64(append(rev, 0x09), math.Float64bits(sm.Value))
 		if got, err := pbSample(rev); err != nil || got.t != sm.Timestamp || math.Float64bits(got.v) != math.Float64bits(sm.Value) {
 			t.Fatalf("%v reversed: %v %v", sm, got, err)
+		}
+	}
+}
+
+// TestPromConsecutiveSeries: a series sent once a sample, its labels
+// repeated in consecutive TimeSeries, is keyed once; each sample is still
+// checked.
+func TestPromConsecutiveSeries(t *testing.T) {
+	l := []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "a"}}
+	req := &prompb.WriteRequest{}
+	for i := range 3 {
+		req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: l, Samples: []prompb.Sample{{Value: 1, Timestamp: int64(i)}}})
+	}
+	pb, _ := req.Marshal()
+	rq, keys, samples, err, _ := decodeAndCheck(t, pb, nil)
+	if err != nil || samples != 3 || len(keys) != 3 || keys[0] != `{"__name__":"up","job":"a"}` || keys[1] != keys[0] || keys[2] != keys[0] {
+		t.Fatalf("keys %q, %d samples, %v", keys, samples, err)
+	}
+	// The very same boxed key: made once.
+	data := func(k any) *byte { return unsafe.StringData(string(k.(model.MetaKey))) }
+	if data(rq.series[1].key) != data(rq.series[0].key) || data(rq.series[2].key) != data(rq.series[0].key) {
+		t.Fatal("a key made for each series")
+	}
+	req.Timeseries[2].Samples[0].Timestamp = math.MinInt64 / 10
+	pb, _ = req.Marshal()
+	for _, c := range []*promKeyCache{nil, newPromKeyCache(1 << 20)} {
+		for range 2 {
+			if _, _, _, err, _ := decodeAndCheck(t, pb, c); err == nil || !strings.Contains(err.Error(), "series 2: timestamp") {
+				t.Fatalf("a repeated series' timestamp out of range: %v", err)
+			}
 		}
 	}
 }
