@@ -227,7 +227,7 @@ func (s *Server) decodePromWrite(body []byte, req *promReq) (release func(), err
 	if err != nil {
 		return release, badRequest("cannot decode the WriteRequest: %v", err)
 	}
-	if err := take(counts.bytes(len(pb))); err != nil {
+	if err := take(counts.bytes()); err != nil {
 		return release, err
 	}
 	if err := req.decode(pb, counts, promKeys); err != nil {
@@ -250,10 +250,11 @@ type promCounts struct {
 }
 
 // bytes bounds the memory decoding a request of these counts takes
-// beyond its n bytes: its slices, each at up to twice its length (pooled
-// slices keep the capacity of larger requests).
-func (c promCounts) bytes(n int) int64 {
-	return 2*(c.series*sizeSeries+c.labels*sizeLabel+c.samples*sizeSample) + int64(n)
+// beyond its decompressed bytes, which its labels are slices of: its
+// slices, each at up to twice its length (pooled slices keep the capacity
+// of larger requests).
+func (c promCounts) bytes() int64 {
+	return 2 * (c.series*sizeSeries + c.labels*sizeLabel + c.samples*sizeSample)
 }
 
 // promSize counts the elements of pb, a WriteRequest, by walking the
