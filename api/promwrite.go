@@ -298,6 +298,27 @@ func promSize(pb []byte) (promCounts, error) {
 // (the others are skipped), stopping at fn's first error.
 func eachField(b []byte, fn func(num protowire.Number, v []byte) error) error {
 	for len(b) > 0 {
+		// A length-delimited field of a one-byte tag and a length of one
+		// or two bytes (labels, samples, most series), as protowire
+		// reads it; anything else goes the general way below.
+		if c := b[0]; c < 0x80 && c>>3 != 0 && c&7 == byte(protowire.BytesType) && len(b) >= 3 {
+			n, h := int(b[1]), 2
+			if n >= 0x80 {
+				if b[2] >= 0x80 {
+					goto general
+				}
+				n, h = n&0x7f|int(b[2])<<7, 3
+			}
+			if h+n <= len(b) {
+				v := b[h : h+n]
+				b = b[h+n:]
+				if err := fn(protowire.Number(c>>3), v); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+	general:
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)
