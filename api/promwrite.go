@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -13,7 +14,6 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/snappy"
-	"github.com/prometheus/prometheus/prompb"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/hourglassdb/hourglass/command"
@@ -66,21 +66,10 @@ func (s *Server) writePromError(w http.ResponseWriter, r *http.Request, err erro
 	writeJSON(w, c.HTTPStatus, promError{Status: "error", ErrorType: c.ErrorType, Error: c.Message})
 }
 
-// promRequests recycles decoded write requests: their series slice is
-// kept between requests.
-var promRequests = sync.Pool{New: func() any { return new(prompb.WriteRequest) }}
-
-func putPromRequest(req *prompb.WriteRequest) {
-	clear(req.Timeseries) // drop the labels and samples of the request
-	req.Timeseries, req.Metadata, req.XXX_unrecognized = req.Timeseries[:0], req.Metadata[:0], nil
-	promRequests.Put(req)
-}
-
 // promBatch is the scratch space of one remote write's inserts.
 type promBatch struct {
 	ms     []model.Measurement
 	fields []model.Field
-	keys   []any // each series' meta key, boxed once
 	buf    []byte
 }
 
@@ -114,8 +103,8 @@ func (s *Server) handlePromWrite(w http.ResponseWriter, r *http.Request) {
 	defer putBody(buf)
 	s.metrics.bodyIn.Add(float64(len(buf.b)))
 
-	req := promRequests.Get().(*prompb.WriteRequest)
-	defer putPromRequest(req)
+	req := getPromReq()
+	defer putPromReq(req)
 	release, err := s.decodePromWrite(buf.b, req)
 	defer release()
 	if err != nil {
@@ -125,6 +114,7 @@ func (s *Server) handlePromWrite(w http.ResponseWriter, r *http.Request) {
 	b := promBatches.Get().(*promBatch)
 	defer promBatches.Put(b)
 	samples, err := b.check(req)
+	promKeys.add(req.series)
 	if err != nil {
 		s.writePromError(w, r, err)
 		return
@@ -182,17 +172,27 @@ func promContentType(ct string) error {
 }
 
 // decodePromWrite decompresses body (snappy's block format) and decodes
-// the WriteRequest into req. The decompressed length, which the block
-// announces first, is checked against the body limit and taken from the
-// body budget before anything is allocated for it, so that a small body
-// announcing a large one costs nothing. The decoded request can take far
-// more memory than its bytes (a series of two bytes is a struct of 150):
-// promSize counts its elements first, and that memory is taken from the
-// budget too, until release is called (also on error).
-func (s *Server) decodePromWrite(body []byte, req *prompb.WriteRequest) (release func(), err error) {
+// the WriteRequest into req, whose labels are then slices of the
+// decompressed bytes: those are held, with their memory taken from the
+// body budget, until release is called (also on error). The decompressed
+// length, which the block announces first, is checked against the body
+// limit and taken from the budget before anything is allocated for it, so
+// that a small body announcing a large one costs nothing. The decoded
+// request can take more memory than its bytes (a series of two bytes is
+// a struct of 104): promSize counts its elements first, and that memory
+// is taken from the budget too.
+func (s *Server) decodePromWrite(body []byte, req *promReq) (release func(), err error) {
 	budget := s.cmd.Bodies()
 	var held int64
-	release = func() { budget.Give(held); held = 0 }
+	var dst []byte // the decompressed body, pooled
+	release = func() {
+		budget.Give(held)
+		held = 0
+		if dst != nil {
+			command.PutBuffer(dst)
+			dst = nil
+		}
+	}
 	take := func(n int64) error {
 		if n > budget.Max() {
 			return newHTTPError(http.StatusRequestEntityTooLarge, mongoerr.BSONObjectTooLarge,
@@ -218,45 +218,51 @@ func (s *Server) decodePromWrite(body []byte, req *prompb.WriteRequest) (release
 	if err := take(class); err != nil {
 		return release, err
 	}
-	dst := command.GetBuffer(max(n, 1))
-	defer func() {
-		command.PutBuffer(dst)
-		budget.Give(class)
-		held -= class
-	}()
+	dst = command.GetBuffer(max(n, 1))
 	pb, err := snappy.Decode(dst[:cap(dst)], body)
 	if err != nil {
 		return release, badRequest("cannot decompress the body (snappy block format): %v", err)
 	}
-	size, err := promSize(pb)
+	counts, err := promSize(pb)
 	if err != nil {
 		return release, badRequest("cannot decode the WriteRequest: %v", err)
 	}
-	if err := take(size); err != nil {
+	if err := take(counts.bytes()); err != nil {
 		return release, err
 	}
-	if err := req.Unmarshal(pb); err != nil {
+	if err := req.decode(pb, counts, promKeys); err != nil {
 		return release, badRequest("cannot decode the WriteRequest: %v", err)
 	}
 	return release, nil
 }
 
-// Sizes of the decoded request's elements, for promSize.
+// Sizes of the decoded request's elements, for promCounts.bytes.
 var (
-	sizeSeries   = int64(unsafe.Sizeof(prompb.TimeSeries{}))
-	sizeLabel    = int64(unsafe.Sizeof(prompb.Label{}))
-	sizeSample   = int64(unsafe.Sizeof(prompb.Sample{}))
-	sizeExemplar = int64(unsafe.Sizeof(prompb.Exemplar{}))
-	sizeMetadata = int64(unsafe.Sizeof(prompb.MetricMetadata{}))
+	sizeSeries = int64(unsafe.Sizeof(promWSeries{}))
+	sizeLabel  = int64(unsafe.Sizeof(promLabel{}))
+	sizeSample = int64(unsafe.Sizeof(promSample{}))
 )
 
-// promSize bounds the memory prompb takes to decode pb, a WriteRequest:
-// its elements counted by walking the message's fields (protowire, no
-// decoding), each slice at up to twice its length as appends grow it,
-// and the strings within pb's length. Native histograms are refused here,
+// promCounts are the elements of a WriteRequest, counted by promSize.
+// labels counts the exemplars' too (an upper bound of the series').
+type promCounts struct {
+	series, labels, samples int64
+}
+
+// bytes bounds the memory decoding a request of these counts takes
+// beyond its decompressed bytes, which its labels are slices of: its
+// slices, each at up to twice its length (pooled slices keep the capacity
+// of larger requests).
+func (c promCounts) bytes() int64 {
+	return 2 * (c.series*sizeSeries + c.labels*sizeLabel + c.samples*sizeSample)
+}
+
+// promSize counts the elements of pb, a WriteRequest, by walking the
+// message's fields (protowire, no decoding), so that their memory is
+// taken before they are decoded. Native histograms are refused here,
 // before their many slices are decoded. An error means pb is malformed.
-func promSize(pb []byte) (int64, error) {
-	var series, labels, samples, exemplars, metadata int64
+func promSize(pb []byte) (promCounts, error) {
+	var series, labels, samples int64
 	err := eachField(pb, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1: // timeseries
@@ -268,7 +274,6 @@ func promSize(pb []byte) (int64, error) {
 				case 2:
 					samples++
 				case 3:
-					exemplars++
 					return eachField(v, func(num protowire.Number, _ []byte) error {
 						if num == 1 {
 							labels++
@@ -280,21 +285,40 @@ func promSize(pb []byte) (int64, error) {
 				}
 				return nil
 			})
-		case 3: // metadata
-			metadata++
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return promCounts{}, err
 	}
-	return 2*(series*sizeSeries+labels*sizeLabel+samples*sizeSample+exemplars*sizeExemplar+metadata*sizeMetadata) + int64(len(pb)), nil
+	return promCounts{series: series, labels: labels, samples: samples}, nil
 }
 
 // eachField calls fn with each length-delimited field of the message b
 // (the others are skipped), stopping at fn's first error.
 func eachField(b []byte, fn func(num protowire.Number, v []byte) error) error {
 	for len(b) > 0 {
+		// A length-delimited field of a one-byte tag and a length of one
+		// or two bytes (labels, samples, most series), as protowire
+		// reads it; anything else goes the general way below.
+		if c := b[0]; c < 0x80 && c>>3 != 0 && c&7 == byte(protowire.BytesType) && len(b) >= 3 {
+			n, h := int(b[1]), 2
+			if n >= 0x80 {
+				if b[2] >= 0x80 {
+					goto general
+				}
+				n, h = n&0x7f|int(b[2])<<7, 3
+			}
+			if h+n <= len(b) {
+				v := b[h : h+n]
+				b = b[h+n:]
+				if err := fn(protowire.Number(c>>3), v); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+	general:
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)
@@ -321,72 +345,88 @@ func eachField(b []byte, fn func(num protowire.Number, v []byte) error) error {
 }
 
 // check checks every series of req as the collection would and makes
-// each series' meta key, into b.keys; it returns the number of samples.
-// Label names must be non-empty UTF-8, not start with '$' nor hold a NUL
-// byte (a meta document's field names), label values UTF-8; a name given
-// twice, a series with no labels and a timestamp beyond the engine's range
-// (nanoseconds in an int64) are refused (native histograms were, by
-// promSize). Labels with an empty value are left out, as Prometheus treats
-// them as absent.
-func (b *promBatch) check(req *prompb.WriteRequest) (int, error) {
-	b.keys = slices.Grow(b.keys[:0], len(req.Timeseries))[:0]
+// the meta key of each series whose key promKeys did not give; it
+// returns the number of samples. Label names must be non-empty UTF-8, not
+// start with '$' nor hold a NUL byte (a meta document's field names),
+// label values UTF-8; a name given twice, a series with no labels and a
+// timestamp beyond the engine's range (nanoseconds in an int64) are
+// refused (native histograms were, by promSize). Labels with an empty
+// value are left out, as Prometheus treats them as absent. A series whose
+// key promKeys gave, or whose encoded labels are those of the series
+// before, passed these checks before: only its timestamps are checked.
+func (b *promBatch) check(req *promReq) (int, error) {
 	samples := 0
-	for i := range req.Timeseries {
-		ts := &req.Timeseries[i]
-		// In name order, as the meta key is written; Prometheus sends
-		// them so, and checking costs one pass.
-		if !slices.IsSortedFunc(ts.Labels, labelOrder) {
-			slices.SortStableFunc(ts.Labels, labelOrder)
+	var last *promWSeries // the series before with encoded labels
+	for i := range req.series {
+		ts := &req.series[i]
+		if ts.wire != nil {
+			if !ts.cached && last != nil && bytes.Equal(ts.wire, last.wire) {
+				// The labels of the series before, which passed.
+				ts.key = last.key
+			}
+			last = ts
 		}
-		for j, l := range ts.Labels {
-			switch {
-			case l.Name == "":
-				return 0, badRequest("series %d: empty label name", i)
-			case !utf8.ValidString(l.Name):
-				return 0, badRequest("series %d: label name %q is not valid UTF-8", i, l.Name)
-			case !utf8.ValidString(l.Value):
-				return 0, badRequest("series %d: the value of label %q is not valid UTF-8", i, l.Name)
-			case l.Name[0] == '$' || strings.IndexByte(l.Name, 0) >= 0:
-				return 0, badRequest("series %d: label name %q cannot start with '$' or hold a NUL byte", i, l.Name)
-			case j > 0 && l.Name == ts.Labels[j-1].Name:
-				return 0, badRequest("series %d: label %q is given twice", i, l.Name)
+		if ts.key == nil {
+			labels := req.labels[ts.l0:ts.l1]
+			// In name order, as the meta key is written; Prometheus sends
+			// them so, and checking costs one pass.
+			if !slices.IsSortedFunc(labels, labelOrder) {
+				slices.SortStableFunc(labels, labelOrder)
+			}
+			for j, l := range labels {
+				switch {
+				case len(l.name) == 0:
+					return 0, badRequest("series %d: empty label name", i)
+				case !utf8.Valid(l.name):
+					return 0, badRequest("series %d: label name %q is not valid UTF-8", i, l.name)
+				case !utf8.Valid(l.value):
+					return 0, badRequest("series %d: the value of label %q is not valid UTF-8", i, l.name)
+				case l.name[0] == '$' || bytes.IndexByte(l.name, 0) >= 0:
+					return 0, badRequest("series %d: label name %q cannot start with '$' or hold a NUL byte", i, l.name)
+				case j > 0 && bytes.Equal(l.name, labels[j-1].name):
+					return 0, badRequest("series %d: label %q is given twice", i, l.name)
+				}
+			}
+			key, err := b.metaKey(labels)
+			if err != nil {
+				return 0, badRequest("series %d: %v", i, err)
+			}
+			ts.key = key
+		}
+		if ts.badTime {
+			for _, sm := range req.samples[ts.s0:ts.s1] {
+				if sm.t > math.MaxInt64/int64(1e6) || sm.t < math.MinInt64/int64(1e6) {
+					return 0, badRequest("series %d: timestamp %d ms is out of range", i, sm.t)
+				}
 			}
 		}
-		key, err := b.metaKey(ts.Labels)
-		if err != nil {
-			return 0, badRequest("series %d: %v", i, err)
-		}
-		for _, sm := range ts.Samples {
-			if sm.Timestamp > math.MaxInt64/int64(1e6) || sm.Timestamp < math.MinInt64/int64(1e6) {
-				return 0, badRequest("series %d: timestamp %d ms is out of range", i, sm.Timestamp)
-			}
-		}
-		samples += len(ts.Samples)
-		b.keys = append(b.keys, key)
+		samples += ts.s1 - ts.s0
 	}
 	return samples, nil
 }
 
-func labelOrder(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) }
+func labelOrder(a, b promLabel) int { return bytes.Compare(a.name, b.name) }
 
 // metaKey is the canonical meta key (model.CanonicalMeta) of the
 // document {name: value} of labels, which are in name order, without
-// those of empty value.
-func (b *promBatch) metaKey(labels []prompb.Label) (any, error) {
+// those of empty value, boxed.
+func (b *promBatch) metaKey(labels []promLabel) (any, error) {
 	dst := append(b.buf[:0], '{')
 	for _, l := range labels {
-		if l.Value == "" {
+		if len(l.value) == 0 {
 			continue
 		}
 		if len(dst) > 1 {
 			dst = append(dst, ',')
 		}
-		dst = model.AppendMetaString(dst, l.Name)
+		dst = model.AppendMetaString(dst, bytesString(l.name))
 		dst = append(dst, ':')
-		dst = model.AppendMetaString(dst, l.Value)
+		dst = model.AppendMetaString(dst, bytesString(l.value))
 	}
 	dst = append(dst, '}')
-	b.buf = dst
+	if cap(dst) <= model.MaxMetaBytes+1024 {
+		b.buf = dst
+	}
 	switch {
 	case len(dst) == 2:
 		return nil, errors.New("no labels")
@@ -396,11 +436,15 @@ func (b *promBatch) metaKey(labels []prompb.Label) (any, error) {
 	return model.MetaKey(dst), nil
 }
 
+// bytesString is b as a string without a copy, for reading while b does
+// not change.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // insertProm stores the samples of req, checked by b.check, promChunk at
 // a time; it returns how many were stored. A sample the collection
 // refuses is an error naming it (the checks of b.check leave none the
 // engine refuses on its own).
-func (s *Server) insertProm(r *http.Request, name string, req *prompb.WriteRequest, b *promBatch, o *command.Op) (int, error) {
+func (s *Server) insertProm(r *http.Request, name string, req *promReq, b *promBatch, o *command.Op) (int, error) {
 	wrote := 0
 	flush := func() error {
 		if len(b.ms) == 0 {
@@ -424,18 +468,18 @@ func (s *Server) insertProm(r *http.Request, name string, req *prompb.WriteReque
 		b.fields = make([]model.Field, 0, promChunk)
 		b.ms = make([]model.Measurement, 0, promChunk)
 	}
-	for i := range req.Timeseries {
-		key := b.keys[i]
-		for _, sm := range req.Timeseries[i].Samples {
+	for i := range req.series {
+		ts := &req.series[i]
+		for _, sm := range req.samples[ts.s0:ts.s1] {
 			if len(b.ms) == promChunk {
 				if err := flush(); err != nil {
 					return wrote, err
 				}
 			}
 			// One field a measurement, cut from one slab.
-			b.fields = append(b.fields, model.Field{Name: promValueField, Value: model.Float(sm.Value)})
+			b.fields = append(b.fields, model.Field{Name: promValueField, Value: model.Float(sm.v)})
 			f := len(b.fields)
-			b.ms = append(b.ms, model.Measurement{Time: sm.Timestamp * 1e6, Meta: key, Fields: b.fields[f-1 : f : f]})
+			b.ms = append(b.ms, model.Measurement{Time: sm.t * 1e6, Meta: ts.key, Fields: b.fields[f-1 : f : f]})
 		}
 	}
 	return wrote, flush()
