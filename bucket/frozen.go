@@ -219,8 +219,8 @@ func skipFrozen(src []byte, rows, ncols int) ([]byte, error) {
 // DecodeFrozen decodes the frozen chunks in src into dst, from row 0:
 // dst.Times must be long enough for every chunk's rows, and dst.Fields
 // holds the columns to decode, by column index, each with its Name and
-// Type and value slices of dst.Times' length (zero-valued); a chunk's
-// columns beyond them are skipped. A value of
+// Type and value slices of dst.Times' length (zero-valued); a column of
+// Type 0, and a chunk's columns beyond them, are skipped. A value of
 // an absent row stays zero. Presence: dst's Present bitmaps, where not nil,
 // get the chunks' rows' bits; where a chunk has absent rows and a column's
 // Present is nil, need is called with the column's index, and must set
@@ -243,6 +243,9 @@ func DecodeFrozen(src []byte, dst *Columns, need func(col int)) (int, error) {
 		for ci := ncols; ci < len(dst.Fields); ci++ {
 			// A column added after this chunk: absent from its rows.
 			c := &dst.Fields[ci]
+			if c.Type == 0 {
+				continue
+			}
 			if c.Present == nil {
 				need(ci)
 			}
@@ -292,7 +295,7 @@ func decodeFrozenBody(src []byte, rows, ncols int, dst *Columns, at int, need fu
 		src = src[1:]
 		var c *Column
 		var typ Type
-		if dst != nil && ci < len(dst.Fields) {
+		if dst != nil && ci < len(dst.Fields) && dst.Fields[ci].Type != 0 {
 			c = &dst.Fields[ci]
 			typ = c.Type
 		} else if types != nil {
