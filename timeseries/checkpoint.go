@@ -147,23 +147,24 @@ type ckptBucket struct {
 // encode appends what w writes to dst: a sealed bucket encoded, an open
 // one's snapshot (its frozen rows copied, its plain ones frozen: an open
 // bucket is written again at every checkpoint while it fills).
-func (w *ckptBucket) encode(enc *bucket.Encoder, dst []byte) ([]byte, error) {
+func (w *ckptBucket) encode(enc *bucket.Encoder, dst []byte, scratch *bucket.Columns) ([]byte, error) {
 	if !w.sealed && !w.encodeOpen {
 		return bucket.AppendSnapshot(dst, w.minT, w.maxT, w.refs, w.frozen, w.frozenRows, &w.cols), nil
 	}
-	return enc.EncodeRefs(dst, w.columns(), w.refs)
+	return enc.EncodeRefs(dst, w.columns(scratch), w.refs)
 }
 
 // rows returns the rows w writes.
 func (w *ckptBucket) rows() int { return w.frozenRows + len(w.cols.Times) }
 
-// columns returns the rows w encodes: its frozen rows decoded, and put in
-// time order for a sealed bucket (a stored bucket's rows are).
-func (w *ckptBucket) columns() *bucket.Columns {
+// columns returns the rows w encodes: its frozen rows decoded (into
+// scratch, which the caller reuses), and put in time order for a sealed
+// bucket (a stored bucket's rows are).
+func (w *ckptBucket) columns(scratch *bucket.Columns) *bucket.Columns {
 	cols := &w.cols
 	if w.frozenRows > 0 {
-		all := thawColumns(w.frozen, w.frozenRows, &w.cols, nil)
-		cols = &all
+		thawColumnsInto(scratch, w.frozen, w.frozenRows, &w.cols, nil)
+		cols = scratch
 	}
 	if w.sealed && w.unordered {
 		sorted := sortedColumns(cols)
@@ -195,14 +196,16 @@ const (
 // parallelEncoder encodes a window of a checkpoint's buckets in parallel.
 type parallelEncoder struct {
 	encs []bucket.Encoder
-	bufs [][]byte // each encoder's output, reused across windows
-	out  [][]byte // the window's encoded buckets, into bufs
+	thaw []bucket.Columns // each encoder's frozen rows decoded
+	bufs [][]byte         // each encoder's output, reused across windows
+	out  [][]byte         // the window's encoded buckets, into bufs
 	errs []error
 }
 
 func newParallelEncoder(n int) *parallelEncoder {
 	return &parallelEncoder{
 		encs: make([]bucket.Encoder, n),
+		thaw: make([]bucket.Columns, n),
 		bufs: make([][]byte, n),
 		out:  make([][]byte, encodeWindow),
 		errs: make([]error, n),
@@ -224,7 +227,7 @@ func (pe *parallelEncoder) encode(ws []ckptBucket) error {
 			for i := k; i < len(ws); i += n {
 				at := len(buf)
 				var err error
-				if buf, err = ws[i].encode(&pe.encs[k], buf); err != nil {
+				if buf, err = ws[i].encode(&pe.encs[k], buf, &pe.thaw[k]); err != nil {
 					pe.errs[k] = fmt.Errorf("timeseries: encode bucket %d: %w", ws[i].b.id, err)
 					return
 				}
@@ -592,6 +595,7 @@ func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_
 		}
 	}
 	var enc bucket.Encoder
+	var thaw bucket.Columns // frozen rows decoded, bucket after bucket
 	var buf []byte
 	var pe *parallelEncoder
 	work := run.work
@@ -608,7 +612,7 @@ func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_
 				}
 			}
 			buf = pe.out[i%encodeWindow]
-		} else if buf, err = w.encode(&enc, buf[:0]); err != nil {
+		} else if buf, err = w.encode(&enc, buf[:0], &thaw); err != nil {
 			return nil, fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
 		}
 		if w.sealed {

@@ -479,28 +479,42 @@ func (b *memBucket) capture() captured {
 // tail, as new columns in the order of tail's (which lists every column
 // of the bucket); with keep, only the columns it keeps are decoded.
 func thawColumns(frozen []byte, frozenRows int, tail *bucket.Columns, keep func(name string) bool) bucket.Columns {
+	var out bucket.Columns
+	thawColumnsInto(&out, frozen, frozenRows, tail, keep)
+	return out
+}
+
+// thawColumnsInto is thawColumns into out, whose slices it reuses: a
+// checkpoint decodes a bucket after another into the same columns.
+func thawColumnsInto(out *bucket.Columns, frozen []byte, frozenRows int, tail *bucket.Columns, keep func(name string) bool) {
 	n := frozenRows + len(tail.Times)
-	out := bucket.Columns{Times: make([]int64, n), Fields: make([]bucket.Column, len(tail.Fields))}
+	out.Times = zeroed(out.Times, n)
+	if cap(out.Fields) < len(tail.Fields) {
+		out.Fields = make([]bucket.Column, len(tail.Fields))
+	}
+	out.Fields = out.Fields[:len(tail.Fields)]
 	for i := range tail.Fields {
 		src, dst := &tail.Fields[i], &out.Fields[i]
+		dst.Name, dst.Type, dst.Present = src.Name, src.Type, nil
 		if keep != nil && !keep(src.Name) {
-			continue // Type 0: DecodeFrozen skips it
+			dst.Type = 0 // DecodeFrozen skips it
+			continue
 		}
-		*dst = emptyColumn(src.Name, src.Type, n)
+		dst.Floats, dst.Ints, dst.Strings, dst.IDs, dst.Bools = dst.Floats[:0], dst.Ints[:0], dst.Strings[:0], dst.IDs[:0], dst.Bools[:0]
 		switch src.Type {
 		case model.KindFloat:
-			dst.Floats = dst.Floats[:n]
+			dst.Floats = zeroed(dst.Floats, n)
 		case model.KindInt, model.KindDate, model.KindInt32:
-			dst.Ints = dst.Ints[:n]
+			dst.Ints = zeroed(dst.Ints, n)
 		case model.KindString, model.KindBSON:
-			dst.Strings = dst.Strings[:n]
+			dst.Strings = zeroed(dst.Strings, n)
 		case model.KindObjectID:
-			dst.IDs = dst.IDs[:n*bucket.ObjectIDLen]
+			dst.IDs = zeroed(dst.IDs, n*bucket.ObjectIDLen)
 		case model.KindBool:
-			dst.Bools = dst.Bools[:n]
+			dst.Bools = zeroed(dst.Bools, n)
 		}
 	}
-	got, err := bucket.DecodeFrozen(frozen, &out, func(ci int) { out.Fields[ci].Present = allPresent(n) })
+	got, err := bucket.DecodeFrozen(frozen, out, func(ci int) { out.Fields[ci].Present = allPresent(n) })
 	if err != nil || got != frozenRows {
 		// Frozen rows are made by this process, or checked at open
 		// (bucket.ReadSnapshot) before they are kept.
@@ -539,7 +553,17 @@ func thawColumns(frozen []byte, frozenRows int, tail *bucket.Columns, keep func(
 	if keep != nil {
 		out.Fields = slices.DeleteFunc(out.Fields, func(c bucket.Column) bool { return c.Type == 0 })
 	}
-	return out
+}
+
+// zeroed returns s with length n and every element zero, reusing its
+// array when it is large enough.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // appendCapture is capture with the column headers appended to fields and
