@@ -139,15 +139,8 @@ func TestOpenBucketsFrozen(t *testing.T) {
 	if err := db.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	snaps := 0
-	if err := db.scan([]byte{spaceOpen}, []byte{spaceOpen + 1}, func(k, v []byte) error {
-		if v[0] != bucket.VersionSnapshot {
-			t.Errorf("an open bucket's snapshot starts with %d", v[0])
-		}
-		snaps++
-		return nil
-	}); err != nil || snaps == 0 {
-		t.Fatalf("%d open-bucket snapshots, %v", snaps, err)
+	if frozen, all := openSnapshots(t, db); frozen != all {
+		t.Errorf("%d of %d open buckets' snapshots are their frozen rows; want all", frozen, all)
 	}
 	crash(db)
 	db = open(dir, true)
@@ -184,19 +177,29 @@ func TestOpenBucketsFrozen(t *testing.T) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	snaps = 0
-	if err := db.scan([]byte{spaceOpen}, []byte{spaceOpen + 1}, func(k, v []byte) error {
-		if v[0] == bucket.VersionSnapshot {
-			t.Errorf("an open bucket's snapshot is its frozen rows after a flush")
-		}
-		snaps++
-		return nil
-	}); err != nil || snaps == 0 {
-		t.Fatalf("%d open-bucket snapshots, %v", snaps, err)
+	if frozen, all := openSnapshots(t, db); frozen != 0 {
+		t.Errorf("%d of %d open buckets' snapshots are their frozen rows after a flush; want none", frozen, all)
 	}
 	crash(db)
 	db = open(dir, true)
 	same("reopened after a flush")
+}
+
+// openSnapshots counts the open-bucket snapshots in db's store, and those
+// of them that are frozen rows (bucket.VersionSnapshot); it fails the test
+// if there is none.
+func openSnapshots(t *testing.T, db *DB) (frozen, all int) {
+	t.Helper()
+	if err := db.scan([]byte{spaceOpen}, []byte{spaceOpen + 1}, func(k, v []byte) error {
+		if v[0] == bucket.VersionSnapshot {
+			frozen++
+		}
+		all++
+		return nil
+	}); err != nil || all == 0 {
+		t.Fatalf("%d open-bucket snapshots, %v", all, err)
+	}
+	return frozen, all
 }
 
 // TestSealedSortedCopyReleased: a read of a sealed bucket whose rows came
