@@ -36,6 +36,8 @@ var walFixtures = []struct {
 	{"v3/logonly/wal", "v3/logonly.wal.json", true},
 	{"v4/logonly/wal", "v4/logonly.wal.json", true},
 	{"v5/logonly/wal", "v5/logonly.wal.json", true},
+	{"v6/logonly/wal", "v6/logonly.wal.json", true},
+	{"v7/logonly/wal", "v7/logonly.wal.json", true},
 }
 
 func readFixtureRecords(t *testing.T, path string) []fixtureRecord {
