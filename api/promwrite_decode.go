@@ -239,6 +239,16 @@ func pbSkipTypes(b []byte) (int, error) {
 	return 0, io.ErrUnexpectedEOF
 }
 
+// pbLenField returns where the length-delimited field at i (its tag, of
+// wire type typ, read) lies, or an error for a field of another type or
+// cut short. field names it.
+func pbLenField(b []byte, i, typ int, field string) (start, end int, err error) {
+	if typ != 2 {
+		return 0, 0, pbWrongType(typ, field)
+	}
+	return pbBytes(b, i)
+}
+
 func pbWrongType(typ int, field string) error {
 	return fmt.Errorf("proto: wrong wireType = %d for field %s", typ, field)
 }
@@ -265,10 +275,7 @@ func (rq *promReq) decode(pb []byte, counts promCounts, keys *promKeyCache) erro
 		i = next
 		switch num {
 		case 1:
-			if typ != 2 {
-				return pbWrongType(typ, "Timeseries")
-			}
-			start, end, err := pbBytes(pb, i)
+			start, end, err := pbLenField(pb, i, typ, "Timeseries")
 			if err != nil {
 				return err
 			}
@@ -277,10 +284,7 @@ func (rq *promReq) decode(pb []byte, counts promCounts, keys *promKeyCache) erro
 			}
 			i = end
 		case 3:
-			if typ != 2 {
-				return pbWrongType(typ, "Metadata")
-			}
-			start, end, err := pbBytes(pb, i)
+			start, end, err := pbLenField(pb, i, typ, "Metadata")
 			if err != nil {
 				return err
 			}
@@ -331,10 +335,7 @@ func (rq *promReq) decodeSeries(b []byte) error {
 		i = next
 		switch num {
 		case 1:
-			if typ != 2 {
-				return pbWrongType(typ, "Labels")
-			}
-			_, end, err := pbBytes(b, i)
+			_, end, err := pbLenField(b, i, typ, "Labels")
 			if err != nil {
 				return err
 			}
@@ -346,10 +347,7 @@ func (rq *promReq) decodeSeries(b []byte) error {
 			}
 			lend, i = end, end
 		case 2:
-			if typ != 2 {
-				return pbWrongType(typ, "Samples")
-			}
-			start, end, err := pbBytes(b, i)
+			start, end, err := pbLenField(b, i, typ, "Samples")
 			if err != nil {
 				return err
 			}
@@ -363,10 +361,7 @@ func (rq *promReq) decodeSeries(b []byte) error {
 			rq.samples = append(rq.samples, sm)
 			i = end
 		case 3:
-			if typ != 2 {
-				return pbWrongType(typ, "Exemplars")
-			}
-			start, end, err := pbBytes(b, i)
+			start, end, err := pbLenField(b, i, typ, "Exemplars")
 			if err != nil {
 				return err
 			}
@@ -444,10 +439,7 @@ func pbLabel(b []byte) (promLabel, error) {
 		i = next
 		switch num {
 		case 1, 2:
-			if typ != 2 {
-				return l, pbWrongType(typ, [...]string{1: "Name", 2: "Value"}[num])
-			}
-			start, end, err := pbBytes(b, i)
+			start, end, err := pbLenField(b, i, typ, [...]string{1: "Name", 2: "Value"}[num])
 			if err != nil {
 				return l, err
 			}
