@@ -404,13 +404,19 @@ func TestIdleBucketsSealedLoseNothing(t *testing.T) {
 // checkpoint held off: 10,000 series of a reading (a random walk with two
 // decimals) and a battery level every 10 s, times jittered by up to a
 // second in nanoseconds, 3.6M rows written time-major in batches of
-// 5,000. It reports the Go heap in use per row after a collection (the
-// open buckets' cost), what the memory budget counts, the insert rate,
-// and the time of a checkpoint that writes every open bucket.
+// 5,000 (with HG_OPEN_HOURS=N, N hours: the buckets of the hours before
+// the last stay open for late rows). It reports the Go heap in use per
+// row after a collection (the open buckets' cost), what the memory budget
+// counts, the insert rate, and the time of a checkpoint that writes every
+// open bucket.
 //
 //	go test ./timeseries -run '^$' -bench OpenHourMemory -benchtime 1x
 func BenchmarkOpenHourMemory(b *testing.B) {
-	const n, points = 10_000, 360
+	const n = 10_000
+	points := 360
+	if h, err := strconv.Atoi(os.Getenv("HG_OPEN_HOURS")); err == nil && h > 0 {
+		points *= h // the hours before the last left open for late rows
+	}
 	for i := 0; i < b.N; i++ {
 		db := openTest(b, b.TempDir(), func(o *Options) {
 			o.MemoryBudget = 64 << 30

@@ -754,7 +754,8 @@ type limits struct {
 	maxBytes int
 	maxOpen  int
 	// freezeAt is the plain rows at which an open bucket freezes them:
-	// freezeRows (tests compare with buckets that never freeze).
+	// freezeRows (tests compare with buckets that never freeze, at
+	// math.MaxInt).
 	freezeAt int
 }
 

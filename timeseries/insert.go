@@ -566,6 +566,14 @@ func (db *DB) bucketFor(c *collection, s *series, m *model.Measurement, sz int, 
 	}
 	if newest != nil {
 		s.rowsHint = int32(min(max(int(s.rowsHint), newest.rows()), db.lim.maxCount))
+		if !newest.sealed && m.Time >= newest.minTime+newest.span && len(newest.cols.Times) > 0 && db.lim.freezeAt < math.MaxInt {
+			// The series moved on: the bucket left open takes only late
+			// rows from now on, so its plain rows are frozen now rather
+			// than held plain (and their room) until it seals.
+			var d int64
+			db.mu.freezeScratch, d = newest.freeze(db.mu.freezeScratch)
+			db.headMem.Add(d)
+		}
 	}
 	b := &memBucket{id: db.mu.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: int(s.rowsHint), mem: memBucketMem}
 	c.oldestMin, c.newMin = min(c.oldestMin, b.minTime), min(c.newMin, b.minTime)
