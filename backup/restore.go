@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hourglassdb/hourglass/internal/durable"
 	"github.com/hourglassdb/hourglass/objstore"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -139,7 +140,7 @@ func Restore(ctx context.Context, st objstore.Store, id, dataDir string, o Optio
 		return nil, de
 	}
 	for _, d := range []string{filepath.Join(tmp, "store"), filepath.Join(tmp, "wal"), tmp} {
-		if err := syncDir(d); err != nil {
+		if err := durable.SyncDir(d); err != nil {
 			return nil, err
 		}
 	}
@@ -157,7 +158,7 @@ func Restore(ctx context.Context, st objstore.Store, id, dataDir string, o Optio
 		return nil, fmt.Errorf("%w: %v", ErrDataDir, err)
 	}
 	done = true
-	if err := syncDir(filepath.Dir(dataDir)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(dataDir)); err != nil {
 		return nil, err
 	}
 	o.Logger.Info("restore complete", "backup", m.ID, "from", st.String(), "dataDir", dataDir,
@@ -176,18 +177,6 @@ func restoreFile(ctx context.Context, st objstore.Store, f File, path string) er
 		err = w.Sync()
 	}
 	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/hourglassdb/hourglass/internal/durable"
 )
 
 // dirStore is a Store in a local directory: a key is a path under root.
@@ -250,17 +252,11 @@ func mkdirSynced(dir string) error {
 	return syncDir(parent)
 }
 
+// syncDir is durable.SyncDir for a directory that a concurrent delete may
+// have removed meanwhile: nothing is left in it to make durable.
 func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if err := durable.SyncDir(dir); !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return nil
 }

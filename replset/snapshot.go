@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/hourglassdb/hourglass/internal/durable"
 )
 
 // A snapshot is a directory of Dir/snapshots:
@@ -503,7 +504,7 @@ func (d *dirSink) close() error {
 		err = writeFileSync(filepath.Join(d.tmp, metaFile), b)
 	}
 	if err == nil {
-		err = syncDir(d.tmp)
+		err = durable.SyncDir(d.tmp)
 	}
 	if err != nil {
 		os.RemoveAll(d.tmp)
@@ -516,7 +517,7 @@ func (d *dirSink) close() error {
 		os.RemoveAll(d.tmp)
 		return fmt.Errorf("replset: complete snapshot %s: %w", d.meta.ID, err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := durable.SyncDir(s.dir); err != nil {
 		return err
 	}
 	s.reap()
@@ -546,14 +547,6 @@ func writeFileSync(p string, b []byte) error {
 		err = f.Sync()
 	}
 	return errors.Join(err, f.Close())
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Sync(), f.Close())
 }
 
 // fsmSnapshot is a checkpoint the FSM took between two entries
