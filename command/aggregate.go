@@ -184,21 +184,6 @@ func (s *Service) Pipeline(ctx context.Context, p Pipeline) (*PipelineResult, er
 	return res, nil
 }
 
-// countFind counts the rows find f returns.
-func (s *Service) countFind(ctx context.Context, f Find) (int64, error) {
-	f.Projection = nil
-	cur, err := s.Find(ctx, f)
-	if err != nil {
-		return 0, err
-	}
-	defer cur.Close()
-	var n int64
-	for cur.Next() {
-		n += cur.Record().NumRows()
-	}
-	return n, cur.Err()
-}
-
 // aggregateCollection runs a pipeline on a collection.
 func (s *Service) aggregateCollection(ctx context.Context, name string, info timeseries.CollectionInfo, stages []Stage, mem pipeline.Options, archive bool) (*PipelineResult, error) {
 	// The leading $match stages: the filter.
@@ -300,13 +285,7 @@ func (s *Service) aggregateCollection(ctx context.Context, name string, info tim
 		var n int64
 		if !empty {
 			var err error
-			if archive {
-				// The engine's count reads live data only: count what
-				// the find with the archive returns.
-				n, err = s.countFind(ctx, a)
-			} else {
-				n, err = s.Count(ctx, name, filter, timeseries.CountOptions{Skip: a.Skip, Limit: a.Limit})
-			}
+			n, err = s.Count(ctx, name, filter, timeseries.CountOptions{Skip: a.Skip, Limit: a.Limit, Archive: archive})
 			if err != nil {
 				return nil, err
 			}

@@ -47,8 +47,8 @@ func (s *Service) Find(ctx context.Context, f Find) (*timeseries.Cursor, error) 
 		return nil, err
 	}
 	opts := timeseries.FindOptions{Filter: f.Filter, Sort: f.Sort, Skip: f.Skip, Limit: f.Limit, ExactTypes: f.ExactTypes, Archive: f.Archive, MetaRuns: f.MetaRuns}
-	if f.Archive && h.TimeSeries() == nil {
-		return nil, mongoerr.New(mongoerr.BadValue, "'archive' reads a time-series collection's archive; %q is a plain collection", f.Collection)
+	if err := archiveOfPlain(h, f.Archive); err != nil {
+		return nil, err
 	}
 	if ts := h.TimeSeries(); ts != nil {
 		p, err := ParseProjection(f.Projection)
@@ -69,7 +69,19 @@ func (s *Service) Count(ctx context.Context, name string, f *partialfilter.Filte
 	if err != nil {
 		return 0, err
 	}
+	if err := archiveOfPlain(h, o.Archive); err != nil {
+		return 0, err
+	}
 	return h.Count(ctx, f, o)
+}
+
+// archiveOfPlain refuses a read of the archive of h when h is a plain
+// collection: only time series archive what expires.
+func archiveOfPlain(h *timeseries.Collection, archive bool) error {
+	if archive && h.TimeSeries() == nil {
+		return mongoerr.New(mongoerr.BadValue, "'archive' reads a time-series collection's archive; %q is a plain collection", h.Name())
+	}
+	return nil
 }
 
 // Aggregate runs a windowed aggregate on a time-series collection (see

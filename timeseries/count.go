@@ -16,6 +16,10 @@ type CountOptions struct {
 	Skip int64
 	// Limit bounds the count; 0 means no limit.
 	Limit int64
+	// Archive counts a time series' archived measurements too, as a find
+	// with Archive returns them (FindOptions.Archive): the count reads
+	// the archive's files, not the collection's count.
+	Archive bool
 }
 
 // Count returns the number of measurements (a time-series collection) or
@@ -41,9 +45,10 @@ func (db *DB) Count(ctx context.Context, name string, f *partialfilter.Filter, o
 	return h.Count(ctx, f, o)
 }
 
-// countFound counts the measurements a find of f returns, up to limit.
-func (db *DB) countFound(ctx context.Context, c *collection, f *partialfilter.Filter, limit int64) (int64, error) {
-	cur, err := timeSeriesKind{}.find(ctx, db, c, FindOptions{Filter: f, Fields: []string{}, OmitTime: true, Limit: limit})
+// countFound counts the measurements a find of f returns (with archive,
+// those archived too), up to limit (0: all).
+func (db *DB) countFound(ctx context.Context, c *collection, f *partialfilter.Filter, limit int64, archive bool) (int64, error) {
+	cur, err := timeSeriesKind{}.find(ctx, db, c, FindOptions{Filter: f, Fields: []string{}, OmitTime: true, Limit: limit, Archive: archive})
 	if err != nil {
 		return 0, err
 	}

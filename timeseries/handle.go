@@ -179,7 +179,10 @@ func (plainKind) delete(ctx context.Context, db *DB, c *collection, f *partialfi
 
 func (timeSeriesKind) count(ctx context.Context, db *DB, c *collection, f *partialfilter.Filter, o CountOptions) (int64, error) {
 	if o.Limit > 0 {
-		return db.countFound(ctx, c, f, o.Skip+o.Limit)
+		return db.countFound(ctx, c, f, o.Skip+o.Limit, o.Archive)
+	}
+	if o.Archive {
+		return db.countFound(ctx, c, f, 0, true)
 	}
 	return db.countAll(ctx, c, c.name, f)
 }
