@@ -162,61 +162,30 @@ func pbSkip(b []byte, pre int) (int, error) {
 
 // pbSkipTypes is prompb's skipTypes.
 func pbSkipTypes(b []byte) (int, error) {
-	l := len(b)
-	i := 0
-	depth := 0
-	for i < l {
-		var wire uint64
-		for shift := uint(0); ; shift += 7 {
-			if shift >= 64 {
-				return 0, errPBOverflow
-			}
-			if i >= l {
-				return 0, io.ErrUnexpectedEOF
-			}
-			c := b[i]
-			i++
-			wire |= uint64(c&0x7f) << shift
-			if c < 0x80 {
-				break
-			}
+	i, depth := 0, 0
+	for i < len(b) {
+		wire, next, err := pbVarint(b, i)
+		if err != nil {
+			return 0, err
 		}
+		i = next
 		switch typ := int(wire & 7); typ {
 		case 0:
-			for shift := uint(0); ; shift += 7 {
-				if shift >= 64 {
-					return 0, errPBOverflow
-				}
-				if i >= l {
-					return 0, io.ErrUnexpectedEOF
-				}
-				i++
-				if b[i-1] < 0x80 {
-					break
-				}
+			if _, i, err = pbVarint(b, i); err != nil {
+				return 0, err
 			}
 		case 1:
 			i += 8
 		case 2:
-			var length int
-			for shift := uint(0); ; shift += 7 {
-				if shift >= 64 {
-					return 0, errPBOverflow
-				}
-				if i >= l {
-					return 0, io.ErrUnexpectedEOF
-				}
-				c := b[i]
-				i++
-				length |= int(c&0x7f) << shift
-				if c < 0x80 {
-					break
-				}
+			n, next, err := pbVarint(b, i)
+			if err != nil {
+				return 0, err
 			}
+			length := int(n)
 			if length < 0 {
 				return 0, errPBLength
 			}
-			i += length
+			i = next + length
 		case 3:
 			depth++
 		case 4:
