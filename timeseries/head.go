@@ -241,19 +241,22 @@ func (b *memBucket) freeze(scratch []byte) ([]byte, int64) {
 const frozenExact = 16 << 10
 
 // emptyColumn returns a column of no rows with room for c.
-func emptyColumn(name string, k model.Kind, c int) bucket.Column {
+func emptyColumn(name string, k model.Kind, c int) bucket.Column { return zeroColumn(name, k, 0, c) }
+
+// zeroColumn returns a column of n zero values with room for c.
+func zeroColumn(name string, k model.Kind, n, c int) bucket.Column {
 	col := bucket.Column{Name: name, Type: k}
 	switch k {
 	case model.KindFloat:
-		col.Floats = make([]float64, 0, c)
+		col.Floats = make([]float64, n, c)
 	case model.KindInt, model.KindDate, model.KindInt32:
-		col.Ints = make([]int64, 0, c)
+		col.Ints = make([]int64, n, c)
 	case model.KindString, model.KindBSON:
-		col.Strings = make([]string, 0, c)
+		col.Strings = make([]string, n, c)
 	case model.KindObjectID:
-		col.IDs = make([]byte, 0, c*bucket.ObjectIDLen)
+		col.IDs = make([]byte, n*bucket.ObjectIDLen, c*bucket.ObjectIDLen)
 	case model.KindBool:
-		col.Bools = make([]bool, 0, c)
+		col.Bools = make([]bool, n, c)
 	}
 	return col
 }
@@ -368,20 +371,7 @@ const minColumnRows = 4
 // addColumn adds a column whose first n plain rows are absent (and its
 // frozen rows, which were frozen without it).
 func (b *memBucket) addColumn(name string, k model.Kind, n int) int {
-	col := bucket.Column{Name: name, Type: k}
-	c := max(n+minColumnRows, min(b.capHint, b.tailCap()))
-	switch k {
-	case model.KindFloat:
-		col.Floats = make([]float64, n, c)
-	case model.KindInt, model.KindDate, model.KindInt32:
-		col.Ints = make([]int64, n, c)
-	case model.KindString, model.KindBSON:
-		col.Strings = make([]string, n, c)
-	case model.KindObjectID:
-		col.IDs = make([]byte, n*bucket.ObjectIDLen, c*bucket.ObjectIDLen)
-	case model.KindBool:
-		col.Bools = make([]bool, n, c)
-	}
+	col := zeroColumn(name, k, n, max(n+minColumnRows, min(b.capHint, b.tailCap())))
 	if n > 0 {
 		col.Present = make([]uint64, (n+63)/64, (n+64)/64+1)
 	}
