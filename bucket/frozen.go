@@ -180,24 +180,6 @@ func floatsScale(fs []float64) (int, bool) {
 	return k, true
 }
 
-// FrozenRows returns the rows of the frozen chunks in src.
-func FrozenRows(src []byte) (int, error) {
-	n := 0
-	for len(src) > 0 {
-		rows, ncols, rest, err := frozenHeader(src)
-		if err != nil {
-			return 0, err
-		}
-		// Walk the chunk to find the next: a chunk holds no length.
-		if rest, err = skipFrozen(rest, rows, ncols); err != nil {
-			return 0, err
-		}
-		n += rows
-		src = rest
-	}
-	return n, nil
-}
-
 func frozenHeader(src []byte) (rows, ncols int, rest []byte, err error) {
 	r, n := binary.Uvarint(src)
 	if n <= 0 || r == 0 || r > MaxRows {
@@ -208,12 +190,6 @@ func frozenHeader(src []byte) (rows, ncols int, rest []byte, err error) {
 		return 0, 0, nil, ErrFrozen
 	}
 	return int(r), int(c), src[n+m:], nil
-}
-
-// skipFrozen checks a chunk's body, decoding it nowhere, and returns what
-// follows it.
-func skipFrozen(src []byte, rows, ncols int) ([]byte, error) {
-	return decodeFrozenBody(src, rows, ncols, nil, 0, nil, nil)
 }
 
 // DecodeFrozen decodes the frozen chunks in src into dst, from row 0:
