@@ -712,6 +712,23 @@ func TestPromQLFieldsShape(t *testing.T) {
 	if want := `{"status":"success","data":[{"__name__":"weather_temp","sensor":"s2"}]}` + "\n"; string(r.body) != want {
 		t.Fatalf("series in weather: %s", r.body)
 	}
+	// Line-protocol fields named value are m_value, as any other field,
+	// in a collection holding other fields or that one alone: only remote
+	// write's shape (timeField t, metaField labels) keeps its labels.
+	s.mustDo(204, "POST", "/write?db=iot&precision=s", "iot,sensor=s1 value=1.5,battery=90i 1714564800\ntemp,sensor=s2 value=3 1714564800\n")
+	s.mustDo(204, "POST", "/write?db=temps&precision=s", "temp,sensor=s2 value=3 1714564800\n")
+	for _, tc := range []struct{ coll, want string }{
+		{"iot", `[{"__name__":"iot_battery","sensor":"s1"},{"__name__":"iot_value","sensor":"s1"},{"__name__":"temp_value","sensor":"s2"}]`},
+		{"temps", `[{"__name__":"temp_value","sensor":"s2"}]`},
+	} {
+		r = s.promGet(200, "/api/v1/series", url.Values{"collection": {tc.coll}, "match[]": {`{sensor=~"s.*"}`}})
+		if got := promData(t, r); got != tc.want {
+			t.Errorf("series in %s: %s, want %s", tc.coll, got, tc.want)
+		}
+	}
+	if got := result("iot", `iot_value`); got != `[{"metric":{"__name__":"iot_value","sensor":"s1"},"value":[1714564810,"1.5"]}]` {
+		t.Errorf("iot_value in iot: %s", got)
+	}
 }
 
 // newPromAllServer is a server holding promQLData in prometheus (remote

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/hourglassdb/hourglass/command"
+	"github.com/hourglassdb/hourglass/command/promstore"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
@@ -26,9 +27,9 @@ import (
 // another, and its fields (API.md, "Prometheus").
 const (
 	promCollection = "prometheus"
-	promTimeField  = "t"
-	promMetaField  = "labels"
-	promValueField = "value"
+	promTimeField  = promstore.TimeField
+	promMetaField  = promstore.MetaField
+	promValueField = promstore.ValueField
 )
 
 // promChunk is how many samples one insert of a remote write stores: the

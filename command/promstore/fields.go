@@ -18,19 +18,25 @@ import (
 // keep a line's measurement (a tag set's _measurement).
 const measurementLabel = "_measurement"
 
-// fieldsShape reports whether the collection's samples are its numeric
-// fields, each a series (a collection without the value field remote
-// write stores: line-protocol data, documents): as API.md has it, a
-// line's field f of measurement m is the series m_f with the line's tags
-// as labels, and any other collection's numeric field f the series
-// <collection>_f with the fields of the meta document as labels (a meta
-// value that is not a document is the label named after the metaField).
-func (qr *Querier) fieldsShape() bool {
+// fieldsShape reports whether the samples of a collection with these
+// time and meta fields are its numeric fields, each a series: any
+// collection but one of remote write's shape (its time and meta fields,
+// and no field but the value and the made _id). As API.md has it, a line's field f of
+// measurement m is the series m_f with the line's tags as labels, and any
+// other collection's numeric field f the series <collection>_f with the
+// fields of the meta document as labels (a meta value that is not a
+// document is the label named after the metaField). A line-protocol
+// collection holding a field named value is of this shape: its series
+// are m_value.
+func (qr *Querier) fieldsShape(timeField, metaField string) bool {
+	if timeField != TimeField || metaField != MetaField {
+		return true
+	}
 	h, err := qr.q.svc.DB().Collection(qr.q.collection)
 	if err != nil {
 		return false
 	}
-	return !slices.Contains(h.FieldNames(), ValueField)
+	return slices.ContainsFunc(h.FieldNames(), func(f string) bool { return f != ValueField && f != "_id" })
 }
 
 // readFields is Read on a collection of the fields shape. Every matcher

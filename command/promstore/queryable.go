@@ -18,9 +18,13 @@ import (
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-// ValueField is the field holding a sample's value, as remote write
-// stores it.
-const ValueField = "value"
+// The time, meta and value fields of a collection remote write stores
+// samples in (API.md, "Prometheus").
+const (
+	TimeField  = "t"
+	MetaField  = "labels"
+	ValueField = "value"
+)
 
 // The errors of a read, checked with errors.Is. A door words them for its
 // clients, with the setting that bounds them.

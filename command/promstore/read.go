@@ -403,7 +403,7 @@ func (qr *Querier) scope(ctx context.Context, start, end int64, ms []*labels.Mat
 	if sc.start, sc.end, ok = clampRange(start, end); !ok {
 		return sc, false, nil
 	}
-	sc.fields = qr.fieldsShape()
+	sc.fields = qr.fieldsShape(sc.timeField, sc.metaField)
 	if ok, err = qr.mayHold(ctx, sc.timeField, sc.metaField, sc.fields, ms); err != nil || !ok {
 		return sc, false, err
 	}
