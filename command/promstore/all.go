@@ -14,7 +14,7 @@ import (
 
 // AllQueryable is a storage.Queryable over every time-series collection
 // of a command.Service that has a metaField, each mapped as a Queryable
-// maps its one: a collection of remote write's shape (its value field)
+// maps its one: a collection of remote write's shape (fieldsShape)
 // gives its series with their own labels, any other its numeric fields
 // as <measurement>_<field> (line-protocol data) or <collection>_<field>.
 // Plain collections, and time series without a metaField, are left out.
