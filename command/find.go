@@ -97,6 +97,14 @@ func (s *Service) DistinctMeta(ctx context.Context, name, path string, f *partia
 	return s.db.DistinctMeta(ctx, name, path, f)
 }
 
+// SeriesFields lists the series a filter selects, each with its fields
+// that hold a number in a row it selects (timeseries.DB.SeriesFields):
+// Prometheus' series API over a collection whose numeric fields are
+// series.
+func (s *Service) SeriesFields(ctx context.Context, name string, f *partialfilter.Filter, fields []string) ([]timeseries.SeriesFields, error) {
+	return s.db.SeriesFields(ctx, name, f, fields)
+}
+
 // MetaValuesDistinct reports whether no two series a filter selects have
 // meta values that compare equal (see timeseries.DB.MetaValuesDistinct):
 // whether the engine's order by series is an order by meta value, which

@@ -672,6 +672,7 @@ func (db *DB) releaseCheckpoint(run *ckptRun) {
 			continue
 		}
 		s.storedMax = max(s.storedMax, b.maxT)
+		c.foldLast(s, b)
 		if db.smallBucket(b) {
 			if !c.markMerge(s.id, b.minTime, now) && db.stats.marksDropped.Add(1) == 1 {
 				db.opts.Logger.Warn("merge marks full: small buckets stay unmerged", "collection", c.name, "marks", maxMarks)

@@ -377,6 +377,7 @@ func (db *DB) deleteInMemory(c *collection, d *deleteRecord, rf *rowFilter, gone
 			continue
 		}
 		rf.series(s.id, key)
+		s.lastKnown = false // its stored rows too, unread here
 		t := deleteTarget{id: s.id, key: key, inMem: map[uint64]bool{}}
 		kept := s.buckets[:0]
 		for _, b := range s.buckets {
@@ -649,6 +650,7 @@ func (b *memBucket) deleteRows(lo, hi int64, rf *rowFilter, timeField string) de
 			b.maxT = t
 		}
 	}
+	b.lastNum, b.lastOver = lastNumbers(&b.cols, b.maxT)
 	b.dirty = true
 	return deleted{rows: n, mem: b.mem - before}
 }

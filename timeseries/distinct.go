@@ -33,7 +33,9 @@ const distinctValueBytes = 96
 // and deletes: a series counts only if it holds a row f matches that has
 // not expired, which is learnt for the series whose values are not known
 // yet only, cheapest first: the series' bounds in memory (its buckets'
-// times, the latest time it has stored), then its buckets in memory, then
+// times, the latest time it has stored), its newest row's time when it is
+// known (collection.lastRows: for a filter on the range and the meta
+// value alone), then its buckets in memory, then
 // its stored buckets in time order, the first whose rows all lie in the
 // range settling it from its header. The series are read a chunk at a
 // time (seriesStream); the values are de-duplicated as they come and
@@ -168,17 +170,42 @@ func (db *DB) planDistinct(plan *scanPlan, c *collection, name, path string, f *
 	}
 	plan.presenceOnly = plan.filter.residual == nil
 	clear(d.pending)
-	st.want = func(s *series) bool {
+	st.want = func(s *series, lo int64) (bool, error) {
 		texts := d.textsOf(s.metaKey)
 		for _, t := range texts {
-			if _, ok := d.seen[t]; !ok {
-				d.pending[s.id] = texts
-				return true
+			if _, ok := d.seen[t]; ok {
+				continue
 			}
+			// A series whose newest row is in range holds a row the
+			// read returns, when the filter asks no more than the
+			// range and the meta value: its rows need not be read.
+			if plan.presenceOnly && plan.archive == nil {
+				if t, _, _, ok := c.lastRows(s); ok && t != math.MinInt64 && t >= lo && t <= plan.filter.maxTime {
+					readStats.lastKnown.Add(1)
+					return false, d.add(plan.guard, texts)
+				}
+			}
+			d.pending[s.id] = texts
+			return true, nil
 		}
-		return false
+		return false, nil
 	}
 	return st, nil
+}
+
+// add adds the texts not seen yet.
+func (d *distinct) add(guard *scanGuard, texts []string) error {
+	for _, t := range texts {
+		if _, ok := d.seen[t]; ok {
+			continue
+		}
+		if err := guard.charge(int64(len(t))+distinctValueBytes, "the distinct values"); err != nil {
+			return err
+		}
+		d.seen[t] = struct{}{}
+		d.texts = append(d.texts, t)
+	}
+	return nil
 }
 
 // chunk adds the values of the series of the chunk in plan that hold a
@@ -202,15 +229,8 @@ func (d *distinct) chunk(plan *scanPlan) error {
 		if !ok {
 			continue
 		}
-		for _, t := range texts {
-			if _, ok := d.seen[t]; ok {
-				continue
-			}
-			if err := plan.guard.charge(int64(len(t))+distinctValueBytes, "the distinct values"); err != nil {
-				return err
-			}
-			d.seen[t] = struct{}{}
-			d.texts = append(d.texts, t)
+		if err := d.add(plan.guard, texts); err != nil {
+			return err
 		}
 	}
 	return nil

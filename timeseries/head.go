@@ -24,6 +24,10 @@ type series struct {
 	// archive is set when the rule that gives the series its TTL moves
 	// expiring data to the archive (collection.setSeriesTTL).
 	archive bool
+	// lastKnown is set while lastT, lastNum and everNum are exact: for a
+	// series made since the store opened that no delete, meta update or
+	// change of its TTL reached (lastRows).
+	lastKnown bool
 	// rowsHint is the most rows a bucket of the series has taken so far
 	// (as seen when it opened the next): the capacity a new bucket's
 	// columns start with, so that they do not grow by doubling.
@@ -42,6 +46,13 @@ type series struct {
 	// reading the open hour of a fleet costs no seek per series. It only
 	// grows: deletes, TTL passes and merges leave it an upper bound.
 	storedMax int64
+	// lastT is the time of the newest row of the series' buckets that
+	// left memory (math.MinInt64: none), lastNum the fields, as bits by
+	// index in the collection's name table, that hold a number
+	// (numberKind) in a row at lastT, and everNum those that held one in
+	// a row of those buckets (foldLast).
+	lastT            int64
+	lastNum, everNum uint32
 	// buckets holds the open buckets and the sealed ones not yet written
 	// by a checkpoint, in no particular order.
 	buckets []*memBucket
@@ -97,9 +108,13 @@ type memBucket struct {
 	capHint    int   // rows the columns are made for (series.rowsHint)
 	minT       int64 // smallest measurement time
 	maxT       int64 // largest measurement time (the control max)
-	size       int   // MongoDB-style data size, for the byte limit
-	mem        int64 // bytes of memory held by cols, for the budget
-	sealed     bool
+	// lastNum has bit i set when column i holds a number (numberKind) in
+	// a row at maxT (lastOver, below, when such a column is the 64th or
+	// later, which lastNum cannot say; lastRows).
+	lastNum uint64
+	size    int   // MongoDB-style data size, for the byte limit
+	mem     int64 // bytes of memory held by cols, for the budget
+	sealed  bool
 	// unordered is set once a row came before an earlier one in time:
 	// when it is clear, the rows are in time order.
 	unordered bool
@@ -116,6 +131,7 @@ type memBucket struct {
 	// maintMu: a TTL batch counts what it deletes without reading it).
 	snapRows  int
 	dirty     bool
+	lastOver  bool
 	lastWrite uint64
 	// sorted is the time-ordered copy of an open bucket's rows that came
 	// out of order, made by a read and shared by the reads after it until
@@ -334,7 +350,9 @@ func (b *memBucket) appendRow(t int64, sz int, fs []model.Field) int64 {
 	}
 	if first || t > b.maxT {
 		b.maxT = t
+		b.lastNum, b.lastOver = 0, false
 	}
+	atMax := t == b.maxT
 	b.size += sz
 	for i := range fs {
 		f := &fs[i]
@@ -343,6 +361,9 @@ func (b *memBucket) appendRow(t int64, sz int, fs []model.Field) int64 {
 			c = b.addColumn(f.Name, f.Value.Kind, n)
 		}
 		b.mem += appendValue(&b.cols.Fields[c], f.Value)
+		if atMax && numberKind(f.Value.Kind) {
+			b.markLast(c)
+		}
 	}
 	// Columns the measurement did not set get an absent row.
 	for c := range b.cols.Fields {

@@ -583,7 +583,13 @@ func (c *collection) compileRules() {
 		}
 	}
 	for _, s := range c.series {
+		ttl := s.ttl
 		c.setSeriesTTL(s)
+		if s.ttl != ttl {
+			// Rows a shorter TTL expired and deleted would be visible
+			// again under a longer one, for all lastT says.
+			s.lastKnown = false
+		}
 	}
 }
 

@@ -273,6 +273,7 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 	// Every series moved from is emptied before any takes buckets.
 	for _, m := range moved {
 		m.from.buckets = nil
+		m.from.lastKnown = false
 	}
 	// Their measurements keep the ids made of the series they leave:
 	// stored from now on (storeMadeIDs), in memory here and in Pebble by
@@ -295,6 +296,7 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 			db.seriesMem.Add(seriesMem(s))
 		}
 		mv.to = s
+		s.lastKnown = false // it takes stored buckets too
 		s.storedMax = max(s.storedMax, mv.from.storedMax)
 		for _, b := range mv.buckets {
 			b.dirty, b.snapshot, b.snapRows = true, false, 0

@@ -385,6 +385,7 @@ func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collectio
 	b.mem = bucketMem(&b.cols)
 	b.size = estimateSize(&b.cols, ts.TimeField)
 	b.unordered = !slices.IsSorted(b.cols.Times)
+	b.lastNum, b.lastOver = lastNumbers(&b.cols, b.maxT)
 	if len(b.cols.Times) >= freezeRows {
 		*scratch, _ = b.freeze(*scratch)
 	}
@@ -416,6 +417,7 @@ func decodeSnapshot(v []byte, kp bucketKeyParts, c *collection) (*memBucket, err
 	b.mem = memBucketMem + int64(len(b.frozen)) + columnsMem(&b.cols)
 	b.size = estimateSize(&all, ts.TimeField)
 	b.unordered = !slices.IsSorted(all.Times)
+	b.lastNum, b.lastOver = lastNumbers(&all, b.maxT)
 	return b, nil
 }
 

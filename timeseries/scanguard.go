@@ -227,6 +227,9 @@ var readStats struct {
 	// existChecks counts the series DistinctMeta read to learn whether
 	// they hold a row (seriesHasRow).
 	existChecks atomic.Int64
+	// lastKnown counts the series a listing took from their newest row's
+	// time and fields without reading their rows (collection.lastRows).
+	lastKnown atomic.Int64
 	// maxHeld is the most query memory one query held at once (a
 	// guard's peak, recorded when it finishes).
 	maxHeld atomic.Int64

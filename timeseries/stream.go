@@ -57,9 +57,10 @@ type seriesStream struct {
 	batchCharge   int64 // charged for batch
 	chunkCharge   int64 // charged for the chunk in p
 	listCharge    int64 // charged for list (a meta filter's matches)
-	// want, if set, is asked under DB.mu (shared) about each candidate
-	// before it is taken: false leaves it out.
-	want func(s *series) bool
+	// want, if set, is asked under DB.mu (shared) about each candidate,
+	// with the lower bound of its rows the read may return, before it is
+	// taken: false leaves it out; an error ends the read.
+	want func(s *series, lo int64) (bool, error)
 	// sortChunks puts each chunk of an id-order stream in meta order (an
 	// aggregate grouped by the whole meta value makes its cells in
 	// order, which a read of one chunk then need not sort).
@@ -198,8 +199,15 @@ func (st *seriesStream) fill() (more bool, err error) {
 		}
 		// Expired measurements are never returned (SPEC 4.5).
 		lo := max(p.filter.minTime, p.visibleFrom(c, s, st.now))
-		if st.empty(s, lo) || st.want != nil && !st.want(s) {
+		if st.empty(s, lo) {
 			continue
+		}
+		if st.want != nil {
+			if ok, err := st.want(s, lo); err != nil {
+				return false, err
+			} else if !ok {
+				continue
+			}
 		}
 		if len(p.series) > 0 && st.chunkCharge+seriesSnapBytes+8*int64(len(s.buckets)) > room {
 			st.unread()

@@ -131,6 +131,54 @@ func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, 
 	return qr.endRead(cur.Err(), out, pending)
 }
 
+// fieldLabelSets is labelSets on a collection of the fields shape: a
+// series is a meta value and a field of numbers only holding one in the
+// range, which the engine lists (timeseries.DB.SeriesFields) from each series'
+// newest row where it can, without reading samples.
+func (qr *Querier) fieldLabelSets(ctx context.Context, timeField, metaField string, start, end int64, ms []*labels.Matcher) ([]labels.Labels, error) {
+	filter, fields, err := fieldsFilter(timeField, metaField, start, end, ms)
+	if err != nil {
+		return nil, err
+	}
+	h, err := qr.q.svc.DB().Collection(qr.q.collection)
+	if err != nil {
+		return nil, err
+	}
+	// A read gives samples of the fields that never held anything but
+	// numbers (a field that held text too is read as text): those alone
+	// make series.
+	var numeric []string
+	for f, types := range h.Fields() {
+		if f != timeField && f != metaField && (fields == nil || slices.Contains(fields, f)) &&
+			!slices.ContainsFunc(types, func(t string) bool { return !slices.Contains(numberTypes, t) }) {
+			numeric = append(numeric, f)
+		}
+	}
+	if len(numeric) == 0 {
+		return nil, nil
+	}
+	all, err := qr.q.svc.SeriesFields(ctx, qr.q.collection, filter, numeric)
+	if err != nil {
+		return nil, err
+	}
+	var out []labels.Labels
+	for _, s := range all {
+		base := fieldBaseOf(s.Key, metaField, qr.q.collection)
+		for _, f := range s.Fields {
+			ls := base.labels(f)
+			if !matchAll(ms, ls) {
+				continue
+			}
+			if err := qr.charge(0, seriesBytes+int64(ls.ByteSize())); err != nil {
+				return nil, err
+			}
+			out = append(out, ls)
+		}
+	}
+	slices.SortFunc(out, labels.Compare)
+	return slices.CompactFunc(out, labels.Equal), nil
+}
+
 // fieldsFilter is the filter of a read of [start, end] of a fields-shaped
 // collection, and the fields that can make a series the matchers match
 // (nil for all; see fieldsPushdown).

@@ -239,17 +239,7 @@ func (qr *Querier) labelSets(ctx context.Context, start, end int64, ms []*labels
 	timeField, metaField, fields := sc.timeField, sc.metaField, sc.fields
 	start, end = sc.start, sc.end
 	if fields {
-		// A series is a meta value and a numeric field: only the samples
-		// tell which fields a meta value has.
-		all, err := qr.readFields(ctx, timeField, metaField, start, end, ms)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]labels.Labels, len(all))
-		for i := range all {
-			out[i] = all[i].Labels
-		}
-		return out, nil
+		return qr.fieldLabelSets(ctx, timeField, metaField, start, end, ms)
 	}
 	filter, err := selectFilter(timeField, metaField, start, end, ms)
 	if err != nil {
