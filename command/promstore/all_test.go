@@ -169,6 +169,12 @@ func TestFieldsPushdown(t *testing.T) {
 			[]string{`{__name__="d_temp", id="3", ok="true", site="n"}`, `{__name__="d_temp", id="3", ok="true", site="s"}`}},
 		{[]*labels.Matcher{eq("__name__", "d_rh")}, []string{`{__name__="d_rh", id="3", ok="true", site="n"}`}},
 		{[]*labels.Matcher{eq("__name__", "d_temp"), eq("site", "nowhere")}, nil},
+		// A set of strings selects in the series index; one holding
+		// the text of a number cannot.
+		{[]*labels.Matcher{eq("__name__", "d_temp"), labels.MustNewMatcher(labels.MatchRegexp, "site", "s|nowhere")},
+			[]string{`{__name__="d_temp", id="3", ok="true", site="s"}`}},
+		{[]*labels.Matcher{eq("__name__", "d_temp"), labels.MustNewMatcher(labels.MatchRegexp, "id", "3|y")},
+			[]string{`{__name__="d_temp", id="3", ok="true", site="n"}`, `{__name__="d_temp", id="3", ok="true", site="s"}`}},
 	} {
 		if got := names(selectAll(t, q, nil, tc.ms...)); !slices.Equal(got, tc.want) {
 			t.Errorf("%v: %q, want %q", tc.ms, got, tc.want)

@@ -195,16 +195,20 @@ func fieldsFilter(timeField, metaField string, start, end int64, ms []*labels.Ma
 // fieldsPushdown returns what of the matchers a read of a fields-shaped
 // collection can ask of the engine: for a label equal to a string that
 // cannot be the text of a number or a boolean (only a string meta value
-// gives such a label text), the condition that the meta document holds
-// it; for a name equal to a value, the fields that can make it (its
-// parts after each "_": the name is <measurement or collection>_<field>),
-// nil for all. The matchers are still checked on every series read.
+// gives such a label text), or matching a regex that is a set of such
+// strings (site=~"a|b"), the condition that the meta document holds it
+// (one of them); for a name equal to a value, the fields that can make
+// it (its parts after each "_": the name is <measurement or
+// collection>_<field>), nil for all. The matchers are still checked on
+// every series read.
 func fieldsPushdown(metaField string, ms []*labels.Matcher) (meta map[string]any, fields []string) {
 	meta = map[string]any{}
 	for _, m := range ms {
 		switch {
-		case m.Type != labels.MatchEqual:
 		case m.Name == labels.MetricName:
+			if m.Type != labels.MatchEqual {
+				continue
+			}
 			fields = []string{}
 			for i := 0; i < len(m.Value); i++ {
 				if m.Value[i] == '_' && i+1 < len(m.Value) {
@@ -214,16 +218,35 @@ func fieldsPushdown(metaField string, ms []*labels.Matcher) (meta map[string]any
 			if len(fields) == 0 {
 				fields = []string{m.Value} // matches no field: nothing is read
 			}
-		case m.Value == "" || m.Name == metaField || m.Name == measurementLabel || strings.ContainsAny(m.Name, ".$\x00"):
-		case m.Value == "true" || m.Value == "false":
-		default:
-			if _, err := strconv.ParseFloat(m.Value, 64); err == nil {
-				continue // a number's text: the meta value may hold the number
+		case m.Name == metaField || m.Name == measurementLabel || strings.ContainsAny(m.Name, ".$\x00"):
+		case m.Type == labels.MatchEqual:
+			if onlyString(m.Value) {
+				meta[metaField+"."+m.Name] = m.Value
 			}
-			meta[metaField+"."+m.Name] = m.Value
+		case m.Type == labels.MatchRegexp:
+			set := m.SetMatches()
+			if len(set) == 0 || slices.ContainsFunc(set, func(v string) bool { return !onlyString(v) }) {
+				continue
+			}
+			in := make([]any, len(set))
+			for i, v := range set {
+				in[i] = v
+			}
+			meta[metaField+"."+m.Name] = map[string]any{"$in": in}
 		}
 	}
 	return meta, fields
+}
+
+// onlyString reports whether only a string meta value gives the label
+// text v: it is not empty (a missing label's) nor the text of a boolean
+// or a number.
+func onlyString(v string) bool {
+	if v == "" || v == "true" || v == "false" {
+		return false
+	}
+	_, err := strconv.ParseFloat(v, 64)
+	return err != nil
 }
 
 // fieldBase is what the series of one meta value share: the prefix of
