@@ -211,6 +211,43 @@ func MetaKeyField(key string, path []string) (raw string, ok bool) {
 	return d.s[start:d.i], true
 }
 
+// MetaKeyFields calls fn with the name and canonical JSON of each field
+// of the document that canonical key encodes, in key order, cut from the
+// key without decoding it (as MetaKeyField cuts one). ok is false, and fn
+// may have been called for some fields, for a key that is not a document
+// or that this does not read (escapes, Extended JSON), which the caller
+// decodes.
+func MetaKeyFields(key string, fn func(name, raw string)) (ok bool) {
+	d := metaKeyDecoder{s: key}
+	if d.i >= len(d.s) || d.s[d.i] != '{' {
+		return false
+	}
+	d.i++
+	if d.i < len(d.s) && d.s[d.i] == '}' {
+		return d.i+1 == len(d.s)
+	}
+	for {
+		k, ok := d.str()
+		if !ok || k == "" || k[0] == '$' || d.i >= len(d.s) || d.s[d.i] != ':' {
+			return false
+		}
+		d.i++
+		start := d.i
+		if !d.skip(1) || d.i >= len(d.s) {
+			return false
+		}
+		fn(k, d.s[start:d.i])
+		switch d.s[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			return d.i+1 == len(d.s)
+		default:
+			return false
+		}
+	}
+}
+
 // skip moves past one value of the plain canonical form, as value reads
 // it, without making it.
 func (d *metaKeyDecoder) skip(depth int) bool {

@@ -3,6 +3,8 @@ package model
 import (
 	"math"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,6 +124,56 @@ func BenchmarkDecodeMetaKey(b *testing.B) {
 			if _, err := DecodeMeta(key); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// FuzzMetaKeyFields checks that the fields MetaKeyFields cuts from a
+// canonical key are the document's, in order, each decoding to the
+// field's value, and that it reads every plain document (no escape, no
+// Extended JSON, no empty name).
+func FuzzMetaKeyFields(f *testing.F) {
+	for _, v := range []any{
+		map[string]any{"sensor": "s000001", "site": "site-3", "kind": "temperature", "n": int64(3), "x": 2.50, "ok": true},
+		map[string]any{"a": []any{int64(1), 1e300, map[string]any{}, []any{}}, "b": map[string]any{"c": nil}, "e": ""},
+		map[string]any{"id": int32(7), "q": "a\"b"},
+		map[string]any{}, "s1", int64(4), []any{"x"},
+	} {
+		k, err := CanonicalMeta(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := DecodeMeta(s)
+		if err != nil {
+			return
+		}
+		key, err := CanonicalMeta(v)
+		if err != nil {
+			return
+		}
+		doc, isDoc := v.(map[string]any)
+		var names []string
+		ok := MetaKeyFields(key, func(name, raw string) {
+			names = append(names, name)
+			got, err := DecodeMeta(raw)
+			if err != nil {
+				t.Fatalf("%q: field %s: %q: %v", key, name, raw, err)
+			}
+			if !isDoc || !equalMeta(got, doc[name]) {
+				t.Fatalf("%q: field %s is %#v, want %#v", key, name, got, doc[name])
+			}
+		})
+		if !ok {
+			if isDoc && !strings.ContainsAny(key, `\$`) && !strings.Contains(key, `"":`) {
+				t.Fatalf("%q: a plain document not read", key)
+			}
+			return
+		}
+		if !isDoc || len(names) != len(doc) || !slices.IsSorted(names) {
+			t.Fatalf("%q: fields %q of %#v", key, names, v)
 		}
 	})
 }

@@ -274,29 +274,25 @@ func (b fieldBase) labels(f string) labels.Labels {
 // name.
 func fieldBaseOf(key, metaField, collection string) fieldBase {
 	b := fieldBase{prefix: collection}
+	if metaLabelTexts(key, func(name, text string) {
+		switch name {
+		case labels.MetricName:
+		case measurementLabel:
+			b.prefix = text
+		default:
+			b.pairs = append(b.pairs, labels.Label{Name: name, Value: text})
+		}
+	}) {
+		return b
+	}
 	d := json.NewDecoder(strings.NewReader(key))
 	d.UseNumber()
 	var v any
 	if err := d.Decode(&v); err != nil {
 		return b
 	}
-	doc, ok := v.(map[string]any)
-	if !ok {
-		if text, ok := labelText(v); ok && text != "" {
-			b.pairs = append(b.pairs, labels.Label{Name: metaField, Value: text})
-		}
-		return b
-	}
-	for k, v := range doc {
-		text, ok := labelText(v)
-		if !ok || text == "" || k == labels.MetricName {
-			continue
-		}
-		if k == measurementLabel {
-			b.prefix = text
-			continue
-		}
-		b.pairs = append(b.pairs, labels.Label{Name: k, Value: text})
+	if text, ok := labelText(v); ok && text != "" {
+		b.pairs = append(b.pairs, labels.Label{Name: metaField, Value: text})
 	}
 	return b
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -344,32 +343,52 @@ func matchAll(ms []*labels.Matcher, ls labels.Labels) bool {
 // text, is not a label. A meta value that is not a document, or one that
 // gives no label, is no series (ok false).
 func MetaLabels(key string) (ls labels.Labels, ok bool) {
-	d := json.NewDecoder(strings.NewReader(key))
-	d.UseNumber()
-	var doc map[string]any
-	if err := d.Decode(&doc); err != nil || len(doc) == 0 {
+	b := labels.NewScratchBuilder(8)
+	if !metaLabelTexts(key, func(name, text string) { b.Add(name, text) }) {
 		return labels.EmptyLabels(), false
-	}
-	b := labels.NewScratchBuilder(len(doc))
-	for k, v := range doc {
-		var text string
-		switch v := v.(type) {
-		case string:
-			text = v
-		case json.Number:
-			text = v.String()
-		case bool:
-			text = strconv.FormatBool(v)
-		default:
-			continue
-		}
-		if text != "" {
-			b.Add(k, text)
-		}
 	}
 	b.Sort()
 	ls = b.Labels()
 	return ls, !ls.IsEmpty()
+}
+
+// metaLabelTexts calls fn with the name and text of each field of the
+// document that meta key encodes whose value is a string, a number or a
+// boolean of non-empty text; ok is false when the key is not a document.
+// The plain canonical form is read from the key as it is
+// (model.MetaKeyFields); escapes and Extended JSON by a JSON decoder.
+func metaLabelTexts(key string, fn func(name, text string)) (ok bool) {
+	var pairs [16][2]string
+	n := pairs[:0]
+	if model.MetaKeyFields(key, func(name, raw string) {
+		var text string
+		switch c := raw[0]; {
+		case c == '"':
+			text = raw[1 : len(raw)-1] // no escape: MetaKeyFields read it
+		case c == 't' || c == 'f' || c == '-' || c >= '0' && c <= '9':
+			text = raw // a boolean, or a number's canonical text
+		}
+		if text != "" {
+			n = append(n, [2]string{name, text})
+		}
+	}) {
+		for _, p := range n {
+			fn(p[0], p[1])
+		}
+		return true
+	}
+	d := json.NewDecoder(strings.NewReader(key))
+	d.UseNumber()
+	var doc map[string]any
+	if err := d.Decode(&doc); err != nil || doc == nil {
+		return false
+	}
+	for k, v := range doc {
+		if text, ok := labelText(v); ok && text != "" {
+			fn(k, text)
+		}
+	}
+	return true
 }
 
 // readScope is what a read of the collection needs to know: its fields,
