@@ -105,6 +105,12 @@ func (s *Service) SeriesFields(ctx context.Context, name string, f *partialfilte
 	return s.db.SeriesFields(ctx, name, f, fields)
 }
 
+// HasRows reports whether a time series holds a row a filter selects
+// (timeseries.DB.HasRows).
+func (s *Service) HasRows(ctx context.Context, name string, f *partialfilter.Filter) (bool, error) {
+	return s.db.HasRows(ctx, name, f)
+}
+
 // MetaValuesDistinct reports whether no two series a filter selects have
 // meta values that compare equal (see timeseries.DB.MetaValuesDistinct):
 // whether the engine's order by series is an order by meta value, which

@@ -47,7 +47,7 @@ func (db *DB) DistinctMeta(ctx context.Context, name, path string, f *partialfil
 		return nil, err
 	}
 	defer end()
-	d, err := db.distinctMeta(ctx, guard, name, path, f)
+	d, err := db.distinctMeta(ctx, guard, name, path, f, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (db *DB) MetaValuesDistinct(ctx context.Context, name string, f *partialfil
 		return false, err
 	}
 	defer end()
-	d, err := db.distinctMeta(ctx, guard, name, ts.MetaField, f)
+	d, err := db.distinctMeta(ctx, guard, name, ts.MetaField, f, 0)
 	if err != nil {
 		return false, err
 	}
@@ -95,9 +95,39 @@ func (db *DB) MetaValuesDistinct(ctx context.Context, name string, f *partialfil
 	return true, guard.ctx.Err()
 }
 
+// HasRows reports whether time-series collection name (it must have a
+// metaField) holds a row f selects (nil: any), expired rows counting for
+// nothing: DistinctMeta's read, ended at the first series that holds one
+// (its newest row's time alone settles most).
+func (db *DB) HasRows(ctx context.Context, name string, f *partialfilter.Filter) (bool, error) {
+	c, err := db.lookup(name)
+	if err != nil {
+		return false, err
+	}
+	db.mu.RLock()
+	ts := c.opts.TimeSeries
+	db.mu.RUnlock()
+	if ts == nil || ts.MetaField == "" {
+		return false, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time series with a metaField", name)
+	}
+	guard, end, err := db.startQuery(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer end()
+	d, err := db.distinctMeta(ctx, guard, name, ts.MetaField, f, 1)
+	if err != nil {
+		return false, err
+	}
+	return len(d.texts) > 0, nil
+}
+
+// errDistinctFull ends a distinct read that has the values it wanted.
+var errDistinctFull = errors.New("timeseries: the distinct values wanted are found")
+
 // distinctMeta reads the distinct texts of the values at path of the
-// series f selects.
-func (db *DB) distinctMeta(ctx context.Context, guard *scanGuard, name, path string, f *partialfilter.Filter) (*distinct, error) {
+// series f selects, the first limit of them (0: all).
+func (db *DB) distinctMeta(ctx context.Context, guard *scanGuard, name, path string, f *partialfilter.Filter, limit int) (*distinct, error) {
 	c, err := db.lookup(name)
 	if err != nil {
 		return nil, err
@@ -105,7 +135,7 @@ func (db *DB) distinctMeta(ctx context.Context, guard *scanGuard, name, path str
 	db.stats.distincts.Add(1)
 	plan := &scanPlan{unordered: true}
 	defer plan.close()
-	d := &distinct{seen: map[string]struct{}{}, pending: map[uint64][]string{}}
+	d := &distinct{seen: map[string]struct{}{}, pending: map[uint64][]string{}, limit: limit}
 	st, err := db.planDistinct(plan, c, name, path, f, guard, d)
 	if err != nil {
 		return nil, err
@@ -113,13 +143,18 @@ func (db *DB) distinctMeta(ctx context.Context, guard *scanGuard, name, path str
 	defer st.close()
 	for {
 		more, err := st.next()
+		if errors.Is(err, errDistinctFull) {
+			return d, nil
+		}
 		if err != nil {
 			return nil, err
 		}
 		if !more {
 			break
 		}
-		if err := d.chunk(plan); err != nil {
+		if err := d.chunk(plan); errors.Is(err, errDistinctFull) {
+			return d, nil
+		} else if err != nil {
 			return nil, err
 		}
 	}
@@ -138,6 +173,7 @@ type distinct struct {
 	// of their values (stream.want).
 	pending map[uint64][]string
 	scratch []string
+	limit   int // the values wanted, 0: all (errDistinctFull)
 }
 
 // planDistinct checks a DistinctMeta's path against collection c and
@@ -204,6 +240,9 @@ func (d *distinct) add(guard *scanGuard, texts []string) error {
 		}
 		d.seen[t] = struct{}{}
 		d.texts = append(d.texts, t)
+		if len(d.texts) == d.limit {
+			return errDistinctFull
+		}
 	}
 	return nil
 }

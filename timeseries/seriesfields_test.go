@@ -22,7 +22,7 @@ type lfRow struct {
 }
 
 // TestSeriesFieldsDifferential lists series and their fields holding
-// numbers (SeriesFields) and the sensors (DistinctMeta) over random
+// numbers (SeriesFields) and the sensors (DistinctMeta, HasRows) over random
 // ranges after random inserts (late rows, fields missing, a field
 // changing type), checkpoints, deletes by range and by field, meta
 // updates and TTL changes and passes, and compares them with a model of
@@ -174,6 +174,9 @@ func seriesFieldsRun(t *testing.T, seed uint64) {
 			}
 			if fmt.Sprint(gotSensors) != fmt.Sprint(wantSensors) {
 				t.Fatalf("%s: DistinctMeta %s:\n got %v\nwant %v", when, filter, gotSensors, wantSensors)
+			}
+			if has, err := db.HasRows(ctx, "s", mustFilter(t, filter)); err != nil || has != (len(wantSensors) > 0) {
+				t.Fatalf("%s: HasRows %s: %v %v, want %v", when, filter, has, err, len(wantSensors) > 0)
 			}
 		}
 	}

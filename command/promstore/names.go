@@ -101,6 +101,8 @@ func (qr *Querier) mayHold(ctx context.Context, timeField, metaField string, fie
 		return false, nil
 	}
 	// <measurement>_<f>: a name the matchers list must end in _<f>.
+	var cands []any // the measurements the names the matchers list can be of
+	listed := false
 	for _, m := range nms {
 		set := m.SetMatches()
 		if m.Type == labels.MatchEqual {
@@ -115,9 +117,36 @@ func (qr *Querier) mayHold(ctx context.Context, timeField, metaField string, fie
 		}) {
 			return false, nil
 		}
+		if listed {
+			continue
+		}
+		listed = true
+		for _, name := range set {
+			for _, f := range numeric {
+				if m := strings.TrimSuffix(name, "_"+f); len(m) < len(name) && m != "" && matchName(nms, name) && !slices.Contains(cands, any(m)) {
+					cands = append(cands, m)
+				}
+			}
+		}
 	}
 	if !qr.index {
 		return true, nil
+	}
+	if listed && !slices.ContainsFunc(cands, func(m any) bool { return !onlyString(m.(string)) }) {
+		// Whether a series of those measurements holds a row: the first
+		// found settles it.
+		if len(cands) == 0 {
+			return false, nil
+		}
+		f, err := partialfilter.Parse(map[string]any{metaField + "." + measurementLabel: map[string]any{"$in": cands}})
+		if err != nil {
+			return false, err
+		}
+		has, err := qr.q.svc.HasRows(ctx, qr.q.collection, f)
+		if mongoerr.CodeOf(err) == mongoerr.NamespaceNotFound {
+			return false, nil // dropped meanwhile
+		}
+		return has, err
 	}
 	ms2, other, err := qr.distinct(ctx, metaField+"."+measurementLabel, map[string]any{})
 	if err != nil || other {
