@@ -434,8 +434,10 @@ func (s *Server) promLabelRequest(w http.ResponseWriter, r *http.Request, desc s
 		}
 	case []labels.Labels:
 		if limit > 0 && len(d) > limit {
-			data, warnings = d[:limit], []string{"results truncated due to limit"}
+			d, warnings = d[:limit], []string{"results truncated due to limit"}
 		}
+		writePromLabelSets(w, d, warnings)
+		return
 	}
 	writeJSON(w, http.StatusOK, promSuccess{Status: "success", Data: data, Warnings: warnings})
 }

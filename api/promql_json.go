@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
@@ -210,11 +211,36 @@ func appendPromFloat(b []byte, f float64) []byte {
 	return append(b, '"')
 }
 
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	q, err := json.Marshal(s)
-	if err != nil {
-		return append(b, `""`...)
+// appendJSONString appends s as a JSON string, as encoding/json writes it.
+func appendJSONString(b []byte, s string) []byte { return document.AppendJSONString(b, s, true) }
+
+// writePromLabelSets replies to a series request with the label sets ls
+// and warnings, as writeJSON writes a promSuccess of them, encoded by
+// hand: a series list of a fleet is thousands of label sets, which
+// encoding/json would turn into maps first.
+func writePromLabelSets(w http.ResponseWriter, ls []labels.Labels, warnings []string) {
+	b := make([]byte, 0, 64+96*len(ls))
+	b = append(b, `{"status":"success","data":[`...)
+	for i, l := range ls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendPromLabels(b, l)
 	}
-	return append(b, q...)
+	b = append(b, ']')
+	if len(warnings) > 0 {
+		b = append(b, `,"warnings":[`...)
+		for i, s := range warnings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, s)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
 }
