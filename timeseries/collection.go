@@ -41,6 +41,10 @@ type collection struct {
 	// maps a name to its index. Both change under DB.mu held for writing.
 	names   []string
 	nameIdx map[string]uint32
+	// lastForgets counts the series whose newest row a change of their
+	// TTL made unknown (series.forgetLast): a read that started before
+	// one does not make any known (recoverChunk).
+	lastForgets uint64
 	// matches caches the series meta filters select.
 	matches seriesMatches
 	// maxSpan is the largest bucket span the collection ever used, so that

@@ -179,6 +179,9 @@ type DB struct {
 		// catalogCleared runs when ReplaceFrom has emptied the catalog in
 		// memory, before it loads the new one.
 		catalogCleared func()
+		// lastRead runs when recoverChunk has read series' newest stored
+		// rows, before it makes them known.
+		lastRead func()
 	}
 
 	stats struct {

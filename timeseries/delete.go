@@ -377,7 +377,7 @@ func (db *DB) deleteInMemory(c *collection, d *deleteRecord, rf *rowFilter, gone
 			continue
 		}
 		rf.series(s.id, key)
-		s.lastKnown = false // its stored rows too, unread here
+		s.loseLast() // its stored rows too, unread here
 		t := deleteTarget{id: s.id, key: key, inMem: map[uint64]bool{}}
 		kept := s.buckets[:0]
 		for _, b := range s.buckets {

@@ -135,7 +135,7 @@ func (db *DB) distinctMeta(ctx context.Context, guard *scanGuard, name, path str
 	db.stats.distincts.Add(1)
 	plan := &scanPlan{unordered: true}
 	defer plan.close()
-	d := &distinct{seen: map[string]struct{}{}, pending: map[uint64][]string{}, limit: limit}
+	d := &distinct{seen: map[string]struct{}{}, pending: map[uint64][]string{}, recover: map[uint64]bool{}, limit: limit}
 	st, err := db.planDistinct(plan, c, name, path, f, guard, d)
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (db *DB) distinctMeta(ctx context.Context, guard *scanGuard, name, path str
 		if !more {
 			break
 		}
-		if err := d.chunk(plan); errors.Is(err, errDistinctFull) {
+		if err := d.chunk(db, c, plan); errors.Is(err, errDistinctFull) {
 			return d, nil
 		} else if err != nil {
 			return nil, err
@@ -172,6 +172,9 @@ type distinct struct {
 	// pending holds, for the series of the chunk being taken, the texts
 	// of their values (stream.want).
 	pending map[uint64][]string
+	// recover holds the series of the chunk loaded at open whose newest
+	// stored row the chunk reads back first (recoverChunk).
+	recover map[uint64]bool
 	scratch []string
 	limit   int // the values wanted, 0: all (errDistinctFull)
 }
@@ -214,11 +217,18 @@ func (db *DB) planDistinct(plan *scanPlan, c *collection, name, path string, f *
 			}
 			// A series whose newest row is in range holds a row the
 			// read returns, when the filter asks no more than the
-			// range and the meta value: its rows need not be read.
+			// range and the meta value; one whose newest row is before
+			// it holds none: its rows need not be read.
 			if plan.presenceOnly && plan.archive == nil {
-				if t, _, _, ok := c.lastRows(s); ok && t != math.MinInt64 && t >= lo && t <= plan.filter.maxTime {
+				switch present(c, s, lo, plan.filter.maxTime) {
+				case settleList:
 					readStats.lastKnown.Add(1)
 					return false, d.add(plan.guard, texts)
+				case settleNone:
+					return false, nil
+				}
+				if !s.lastKnown && !s.lastLost {
+					d.recover[s.id] = true
 				}
 			}
 			d.pending[s.id] = texts
@@ -248,10 +258,18 @@ func (d *distinct) add(guard *scanGuard, texts []string) error {
 }
 
 // chunk adds the values of the series of the chunk in plan that hold a
-// row the read may return.
-func (d *distinct) chunk(plan *scanPlan) error {
+// row the read may return: first reading back the newest stored rows of
+// those loaded at open (d.recover), which settles most.
+func (d *distinct) chunk(db *DB, c *collection, plan *scanPlan) error {
 	defer clear(d.pending)
-	for _, s := range plan.series {
+	defer clear(d.recover)
+	verdicts, err := db.settleRecovered(plan, c, d.recover, func(s *series, lo, hi int64) (int, uint32) {
+		return present(c, s, lo, hi), 0
+	})
+	if err != nil {
+		return err
+	}
+	for i, s := range plan.series {
 		texts := d.pending[s.id]
 		known := true
 		for _, t := range texts {
@@ -261,9 +279,11 @@ func (d *distinct) chunk(plan *scanPlan) error {
 		if known {
 			continue // a series before it in the chunk brought them
 		}
-		ok, err := seriesHasRow(plan, s)
-		if err != nil {
-			return err
+		ok := verdicts != nil && verdicts[i].verdict == settleList
+		if verdicts == nil || verdicts[i].verdict == settleRead {
+			if ok, err = seriesHasRow(plan, s); err != nil {
+				return err
+			}
 		}
 		if !ok {
 			continue

@@ -24,10 +24,13 @@ type series struct {
 	// archive is set when the rule that gives the series its TTL moves
 	// expiring data to the archive (collection.setSeriesTTL).
 	archive bool
-	// lastKnown is set while lastT, lastNum and everNum are exact: for a
-	// series made since the store opened that no delete, meta update or
-	// change of its TTL reached (lastRows).
-	lastKnown bool
+	// lastKnown is set while lastT, lastNum and everNum are exact (with
+	// everNum all ones, "any", for a series read back: recoverLast).
+	// lastLost is set once a delete or a meta update reached the series:
+	// they are not made exact again until the store is opened again. A
+	// series made since the store opened starts known; one loaded at
+	// open, or whose TTL changed, neither (lastRows).
+	lastKnown, lastLost bool
 	// rowsHint is the most rows a bucket of the series has taken so far
 	// (as seen when it opened the next): the capacity a new bucket's
 	// columns start with, so that they do not grow by doubling.

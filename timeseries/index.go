@@ -587,8 +587,11 @@ func (c *collection) compileRules() {
 		c.setSeriesTTL(s)
 		if s.ttl != ttl {
 			// Rows a shorter TTL expired and deleted would be visible
-			// again under a longer one, for all lastT says.
-			s.lastKnown = false
+			// again under a longer one, for all lastT says: the newest
+			// row is read back again, by a read that starts after this
+			// (lastForgets).
+			s.forgetLast()
+			c.lastForgets++
 		}
 	}
 }

@@ -2,8 +2,11 @@ package timeseries
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
 
+	"github.com/cockroachdb/pebble"
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
@@ -128,15 +131,30 @@ func (c *collection) bucketNumbers(b *memBucket) (last, ever uint32, ok bool) {
 	return last, ever, true
 }
 
+// loseLast makes the series' newest row unknown until the store is
+// opened again. DB.mu is held for writing.
+func (s *series) loseLast() { s.lastKnown, s.lastLost = false, true }
+
+// forgetLast makes the series' newest row unknown until a read reads it
+// back from the store (recoverLast), as at open: what its buckets that
+// left memory brought is dropped, which the store holds. DB.mu is held
+// for writing.
+func (s *series) forgetLast() {
+	if !s.lastLost {
+		s.lastKnown, s.lastT, s.lastNum, s.everNum = false, math.MinInt64, 0, 0
+	}
+}
+
 // foldLast folds bucket b, leaving memory, into the series' lastT,
-// lastNum and everNum. DB.mu is held for writing.
+// lastNum and everNum, known or not yet (recoverLast combines them with
+// what it reads). DB.mu is held for writing.
 func (c *collection) foldLast(s *series, b *memBucket) {
-	if !s.lastKnown || b.rows() == 0 {
+	if s.lastLost || b.rows() == 0 {
 		return
 	}
 	last, ever, ok := c.bucketNumbers(b)
 	if !ok {
-		s.lastKnown = false
+		s.loseLast()
 		return
 	}
 	s.everNum |= ever
@@ -177,4 +195,215 @@ func (c *collection) lastRows(s *series) (t int64, last, ever uint32, ok bool) {
 		}
 	}
 	return t, last, ever, true
+}
+
+// recoverLast makes known the newest row of a series loaded at open from
+// what storedNewest read of its stored buckets, at time t with the fields
+// names holding a number: combined with what its buckets leaving memory
+// since brought (foldLast), before or after the read, and with everNum
+// "any" (the fields older rows held are not read). A series whose rows a
+// change reached meanwhile (lastLost) stays unknown. DB.mu is held for
+// writing.
+func (c *collection) recoverLast(s *series, t int64, names []string) {
+	if s.lastKnown || s.lastLost {
+		return
+	}
+	var last uint32
+	for _, n := range names {
+		i, ok := c.nameIdx[n]
+		if !ok || i >= 32 {
+			s.loseLast()
+			return
+		}
+		last |= 1 << i
+	}
+	switch {
+	case t > s.lastT:
+		s.lastT, s.lastNum = t, last
+	case t == s.lastT:
+		s.lastNum |= last
+	}
+	s.everNum, s.lastKnown = ^uint32(0), true
+}
+
+// storedNewest reads from r the newest row of the stored (sealed)
+// buckets of series id of collection coll, whose name table is names and
+// whose buckets span at most maxSpan: its time (math.MinInt64 when none is
+// stored) and the fields holding a number in a row at that time. It reads
+// the buckets' headers from the newest by start time back to the first
+// that cannot hold a later row, and decodes those holding the newest.
+func storedNewest(r pebble.Reader, coll uint32, id uint64, names []string, maxSpan int64) (t int64, fields []string, err error) {
+	prefix := seriesPrefix(spaceBucket, coll, id)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, nil, err
+	}
+	defer it.Close()
+	t = math.MinInt64
+	var (
+		br   bucket.Reader
+		best [][]byte // the buckets whose newest row is at t
+	)
+	for ok := it.Last(); ok; ok = it.Prev() {
+		kp, err := parseBucketKey(it.Key())
+		if err != nil {
+			return 0, nil, err
+		}
+		if t != math.MinInt64 && kp.minTime <= t-maxSpan {
+			break // its rows are before kp.minTime+maxSpan, so before t
+		}
+		if err := br.ResetNames(it.Value(), names); err != nil {
+			return 0, nil, fmt.Errorf("%w: bucket %d: %v", ErrCorrupt, kp.id, err)
+		}
+		switch mt := br.MaxTime(); {
+		case mt > t:
+			t, best = mt, append(best[:0], slices.Clone(it.Value()))
+		case mt == t:
+			best = append(best, slices.Clone(it.Value()))
+		}
+	}
+	if err := it.Error(); err != nil {
+		return 0, nil, err
+	}
+	var (
+		times []int64
+		col   bucket.Column
+	)
+	for _, v := range best {
+		if err := br.ResetNames(v, names); err != nil {
+			return 0, nil, err
+		}
+		if times, err = br.Times(times[:0]); err != nil {
+			return 0, nil, err
+		}
+		for i := range br.NumFields() {
+			f := br.Field(i)
+			if !numberKind(f.Type) || slices.Contains(fields, f.Name) {
+				continue
+			}
+			if err := br.Presence(i, &col); err != nil {
+				return 0, nil, err
+			}
+			for r, rt := range times {
+				if rt == t && col.IsPresent(r) {
+					fields = append(fields, f.Name)
+					break
+				}
+			}
+		}
+	}
+	return t, fields, nil
+}
+
+// recoverChunk reads back the newest stored rows of the series of the
+// chunk in plan that want holds (series loaded at open whose newest row
+// a read needed), and makes them known (recoverLast), under one hold of
+// DB.mu.
+func (db *DB) recoverChunk(plan *scanPlan, c *collection, want map[uint64]bool) error {
+	type read struct {
+		id     uint64
+		t      int64
+		fields []string
+	}
+	var got []read
+	for _, s := range plan.series {
+		if !want[s.id] {
+			continue
+		}
+		t, fields, err := storedNewest(plan.snap, plan.coll, s.id, s.names, plan.maxSpan)
+		if err != nil {
+			return err
+		}
+		got = append(got, read{s.id, t, fields})
+	}
+	if len(got) == 0 {
+		return nil
+	}
+	readStats.lastRecovered.Add(int64(len(got)))
+	if db.hooks.lastRead != nil {
+		db.hooks.lastRead()
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if c.lastForgets != plan.lastForgets {
+		return nil // a TTL changed since snap: what it shows may be older
+	}
+	for _, r := range got {
+		if s := c.seriesOf(r.id); s != nil {
+			c.recoverLast(s, r.t, r.fields)
+		}
+	}
+	return nil
+}
+
+// What a series' newest row settles for a read (present, settleFields).
+const (
+	settleRead = iota // nothing: its rows are read
+	settleNone        // it holds no row the read returns
+	settleList        // it holds one (with the fields settleFields gives)
+)
+
+// present judges whether series s holds a row in [lo, hi] from its newest
+// row (a read that asks no more than the range and the meta value).
+// DB.mu is held.
+func present(c *collection, s *series, lo, hi int64) int {
+	t, _, _, ok := c.lastRows(s)
+	switch {
+	case !ok:
+		return settleRead
+	case t == math.MinInt64 || t < lo:
+		return settleNone // no row, or none from lo on
+	case t <= hi:
+		return settleList
+	}
+	return settleRead
+}
+
+// settleFields judges which fields of asked (bits by index in c's name
+// table) hold a number in a row of series s in [lo, hi], from its newest
+// row: the series' newest row in range holds every field of asked it
+// ever held a number in (SeriesFields). DB.mu is held.
+func (c *collection) settleFields(s *series, lo, hi int64, asked uint32) (int, uint32) {
+	t, last, ever, ok := c.lastRows(s)
+	switch {
+	case !ok:
+		return settleRead, 0
+	case t == math.MinInt64 || t < lo || ever&asked == 0:
+		return settleNone, 0 // no row from lo on, or no number in a field asked
+	case t > hi || ever&asked&^last != 0:
+		return settleRead, 0 // rows after the range, or a field only older rows may hold
+	}
+	return settleList, last & asked
+}
+
+// settled is a verdict of settleRecovered.
+type settled struct {
+	verdict int
+	fields  uint32
+}
+
+// settleRecovered reads back the newest stored rows of the series of the
+// chunk in plan that want holds (recoverChunk), then judges each of the
+// chunk's series with judge under one hold of DB.mu: the verdicts, in
+// plan.series' order (settleRead for those not in want); nil when want
+// is empty.
+func (db *DB) settleRecovered(plan *scanPlan, c *collection, want map[uint64]bool, judge func(s *series, lo, hi int64) (int, uint32)) ([]settled, error) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	if err := db.recoverChunk(plan, c, want); err != nil {
+		return nil, err
+	}
+	out := make([]settled, len(plan.series))
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	for i, sn := range plan.series {
+		if !want[sn.id] {
+			continue
+		}
+		if s := c.seriesOf(sn.id); s != nil {
+			out[i].verdict, out[i].fields = judge(s, sn.minTime, plan.filter.maxTime)
+		}
+	}
+	return out, nil
 }

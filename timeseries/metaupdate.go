@@ -273,7 +273,7 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 	// Every series moved from is emptied before any takes buckets.
 	for _, m := range moved {
 		m.from.buckets = nil
-		m.from.lastKnown = false
+		m.from.loseLast()
 	}
 	// Their measurements keep the ids made of the series they leave:
 	// stored from now on (storeMadeIDs), in memory here and in Pebble by
@@ -289,14 +289,14 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 		mv := &moved[i]
 		s := c.series[to[i]]
 		if s == nil {
-			s = &series{id: db.mu.nextSeries, coll: c, metaKey: to[i], storedMax: math.MinInt64}
+			s = &series{id: db.mu.nextSeries, coll: c, metaKey: to[i], storedMax: math.MinInt64, lastT: math.MinInt64}
 			c.setSeriesTTL(s)
 			db.mu.nextSeries++
 			c.addSeries(s)
 			db.seriesMem.Add(seriesMem(s))
 		}
 		mv.to = s
-		s.lastKnown = false // it takes stored buckets too
+		s.loseLast() // it takes stored buckets too
 		s.storedMax = max(s.storedMax, mv.from.storedMax)
 		for _, b := range mv.buckets {
 			b.dirty, b.snapshot, b.snapRows = true, false, 0

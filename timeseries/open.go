@@ -288,7 +288,7 @@ func (db *DB) load() error {
 		if _, err := model.DecodeMetaKey(string(v)); err != nil {
 			return err
 		}
-		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true, storedMax: math.MaxInt64}
+		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true, storedMax: math.MaxInt64, lastT: math.MinInt64}
 		c.addSeries(s)
 		db.seriesMem.Add(seriesMem(s))
 		db.mu.nextSeries = max(db.mu.nextSeries, s.id+1)

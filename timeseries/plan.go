@@ -137,7 +137,9 @@ type scanPlan struct {
 	maxSpan int64    // how far before its first row a bucket may start
 	series  []*seriesSnap
 	snap    *pebble.Snapshot
-	guard   *scanGuard // the query's context and memory account
+	// lastForgets is the collection's lastForgets when snap was taken.
+	lastForgets uint64
+	guard       *scanGuard // the query's context and memory account
 	// spare is an iterator of snap a closed series scan left, which the
 	// next takes with new bounds instead of opening one: opening an
 	// iterator per series dominated reads of many series.

@@ -230,6 +230,9 @@ var readStats struct {
 	// lastKnown counts the series a listing took from their newest row's
 	// time and fields without reading their rows (collection.lastRows).
 	lastKnown atomic.Int64
+	// lastRecovered counts the series whose newest stored row a read
+	// read back (recoverChunk).
+	lastRecovered atomic.Int64
 	// maxHeld is the most query memory one query held at once (a
 	// guard's peak, recorded when it finishes).
 	maxHeld atomic.Int64

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -52,7 +53,7 @@ func (db *DB) SeriesFields(ctx context.Context, name string, f *partialfilter.Fi
 	defer end()
 	plan := &scanPlan{unordered: true}
 	defer plan.close()
-	l := &fieldLister{guard: guard, byMask: map[uint32][]string{}}
+	l := &fieldLister{guard: guard, byMask: map[uint32][]string{}, recover: map[uint64]bool{}}
 	st, fields, err := db.planSeriesFields(plan, c, name, f, fields, l)
 	if err != nil {
 		return nil, err
@@ -69,10 +70,32 @@ func (db *DB) SeriesFields(ctx context.Context, name string, f *partialfilter.Fi
 		if !more {
 			break
 		}
-		for _, s := range plan.series {
-			got, err := seriesNumberFields(plan, s, fields)
-			if err != nil {
-				return nil, err
+		// The series loaded at open are settled by their newest
+		// stored rows, read back first, where they can be.
+		verdicts, err := db.settleRecovered(plan, c, l.recover, func(s *series, lo, hi int64) (int, uint32) {
+			return c.settleFields(s, lo, hi, l.asked)
+		})
+		clear(l.recover)
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range plan.series {
+			var v settled
+			if verdicts != nil {
+				v = verdicts[i]
+			}
+			var got []string
+			switch v.verdict {
+			case settleNone:
+				continue
+			case settleList:
+				db.mu.RLock()
+				got = l.names(c, v.fields)
+				db.mu.RUnlock()
+			default:
+				if got, err = seriesNumberFields(plan, s, fields); err != nil {
+					return nil, err
+				}
 			}
 			if err := l.add(s.metaKey, got); err != nil {
 				return nil, err
@@ -92,6 +115,11 @@ type fieldLister struct {
 	// byMask holds the names of each set of fields listed from the
 	// series' newest rows: a fleet's series share a few.
 	byMask map[uint32][]string
+	// asked is the fields asked for, as bits by index in the name table.
+	asked uint32
+	// recover holds the series of the chunk loaded at open whose newest
+	// stored row the chunk reads back first (recoverChunk).
+	recover map[uint64]bool
 }
 
 // add lists the series of key with fields, unless it has none.
@@ -128,12 +156,14 @@ func (db *DB) planSeriesFields(plan *scanPlan, c *collection, name string, f *pa
 		fields = c.findFields()
 	}
 	fields = slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == ts.TimeField || f == ts.MetaField })
-	// The fields asked for, as bits by index in the name table; those
-	// past the 32nd have none, and a series holding numbers in one is
-	// never settled by its newest rows (collection.bucketNumbers).
+	// The fields asked for that have held a number, as bits by index in
+	// the name table; those past the 32nd have none, and a series holding
+	// numbers in one is never settled by its newest rows
+	// (collection.bucketNumbers).
 	var asked uint32
+	const numbers = 1<<model.KindFloat | 1<<model.KindInt | 1<<model.KindInt32
 	for _, f := range fields {
-		if i, ok := c.nameIdx[f]; ok && i < 32 {
+		if i, ok := c.nameIdx[f]; ok && i < 32 && c.fieldTypes[f]&numbers != 0 {
 			asked |= 1 << i
 		}
 	}
@@ -143,21 +173,22 @@ func (db *DB) planSeriesFields(plan *scanPlan, c *collection, name string, f *pa
 	}
 	plan.presenceOnly = plan.filter.residual == nil
 	fast := plan.presenceOnly && plan.archive == nil
+	l.asked = asked
 	st.want = func(s *series, lo int64) (bool, error) {
 		if !fast {
 			return true, nil
 		}
-		t, last, ever, ok := c.lastRows(s)
-		switch {
-		case !ok:
-			return true, nil
-		case t < lo || ever&asked == 0:
-			return false, nil // no row in range, or no number in a field asked for
-		case t > plan.filter.maxTime || ever&asked&^last != 0:
-			return true, nil // rows after the range, or a field only older rows may hold
+		switch v, last := c.settleFields(s, lo, plan.filter.maxTime, asked); v {
+		case settleNone:
+			return false, nil
+		case settleList:
+			readStats.lastKnown.Add(1)
+			return false, l.add(s.metaKey, l.names(c, last))
 		}
-		readStats.lastKnown.Add(1)
-		return false, l.add(s.metaKey, l.names(c, last&asked))
+		if !s.lastKnown && !s.lastLost {
+			l.recover[s.id] = true
+		}
+		return true, nil
 	}
 	return st, fields, nil
 }

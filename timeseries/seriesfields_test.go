@@ -44,7 +44,7 @@ func seriesFieldsRun(t *testing.T, seed uint64) {
 	// change leaves a series' newest row unknown for good): the rows of
 	// step n go to the sensors of [n/4, n/4+8).
 	var sensors []string
-	for i := range 60 {
+	for i := range 90 {
 		sensors = append(sensors, fmt.Sprintf("%c%d", 'a'+i%16, i))
 	}
 	step := 0
@@ -53,7 +53,11 @@ func seriesFieldsRun(t *testing.T, seed uint64) {
 	ttl := int64(-1) // the collection's TTL, seconds; -1: none
 	// floor is the latest cutoff of a TTL pass.
 	floor := int64(-1 << 63)
-	minute := func(n int) int64 { return t0.Add(time.Duration(n) * time.Minute).UnixNano() }
+	// Times are minutes of the 5 hours up to an hour before the clock,
+	// which moves on: rows keep coming within the TTL.
+	minute := func(n int) int64 {
+		return clock.Now().Add(-6 * time.Hour).Truncate(time.Minute).Add(time.Duration(n) * time.Minute).UnixNano()
+	}
 	insert := func() {
 		var ms []model.Measurement
 		for range 1 + rng.IntN(12) {
@@ -181,92 +185,99 @@ func seriesFieldsRun(t *testing.T, seed uint64) {
 		}
 	}
 	known := readStats.lastKnown.Load()
-	for ; step < 200; step++ {
-		k := rng.IntN(20)
-		t.Logf("step %d: op %d, clock %s, ttl %d", step, k, clock.Now().Format(time.TimeOnly), ttl)
-		switch {
-		case k < 10:
-			insert()
-		case k < 13:
-			if err := db.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-		case k < 14:
-			// Idle buckets are sealed and leave memory.
-			clock.Advance(time.Duration(1+rng.IntN(30)) * time.Minute)
-			if err := db.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-		case k < 16:
-			s, lo, hi := sensor(), minute(rng.IntN(300)), minute(rng.IntN(300))
-			filter := fmt.Sprintf(`{"sensor": %q, "t": {"$gte": %s, "$lt": %s}}`, s, date(lo), date(hi))
-			byField := rng.IntN(2) == 0
-			if byField {
-				filter = fmt.Sprintf(`{"sensor": %q, "v": {"$lt": 50}}`, s)
-			}
-			if _, err := db.Delete(ctx, "s", mustFilter(t, filter), DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			rows = slices.DeleteFunc(rows, func(r lfRow) bool {
-				if r.sensor != s {
-					return false
+	steps := func(n int) {
+		for end := step + n; step < end; step++ {
+			k := rng.IntN(20)
+			t.Logf("step %d: op %d, clock %s, ttl %d", step, k, clock.Now().Format(time.TimeOnly), ttl)
+			switch {
+			case k < 10:
+				insert()
+			case k < 13:
+				if err := db.Checkpoint(); err != nil {
+					t.Fatal(err)
 				}
+			case k < 14:
+				// Idle buckets are sealed and leave memory.
+				clock.Advance(time.Duration(1+rng.IntN(30)) * time.Minute)
+				if err := db.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+			case k < 16:
+				s, lo, hi := sensor(), minute(rng.IntN(300)), minute(rng.IntN(300))
+				filter := fmt.Sprintf(`{"sensor": %q, "t": {"$gte": %s, "$lt": %s}}`, s, date(lo), date(hi))
+				byField := rng.IntN(2) == 0
 				if byField {
-					// v < 50 on the rows whose v is a number below 50.
-					return slices.Contains(r.nums, "v") && r.v < 50
+					filter = fmt.Sprintf(`{"sensor": %q, "v": {"$lt": 50}}`, s)
 				}
-				return r.t >= lo && r.t < hi
-			})
-		case k < 17:
-			from, to := sensor(), sensor()
-			if _, err := db.Update(ctx, "s", Update{Filter: mustFilter(t, fmt.Sprintf(`{"sensor": %q}`, from)),
-				Operators: mustUpdate(t, fmt.Sprintf(`{"$set": {"sensor": %q}}`, to)), Multi: true}); err != nil {
-				t.Fatal(err)
-			}
-			for i := range rows {
-				if rows[i].sensor == from {
-					rows[i].sensor = to
+				if _, err := db.Delete(ctx, "s", mustFilter(t, filter), DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				rows = slices.DeleteFunc(rows, func(r lfRow) bool {
+					if r.sensor != s {
+						return false
+					}
+					if byField {
+						// v < 50 on the rows whose v is a number below 50.
+						return slices.Contains(r.nums, "v") && r.v < 50
+					}
+					return r.t >= lo && r.t < hi
+				})
+			case k < 17:
+				from, to := sensor(), sensor()
+				if _, err := db.Update(ctx, "s", Update{Filter: mustFilter(t, fmt.Sprintf(`{"sensor": %q}`, from)),
+					Operators: mustUpdate(t, fmt.Sprintf(`{"$set": {"sensor": %q}}`, to)), Multi: true}); err != nil {
+					t.Fatal(err)
+				}
+				for i := range rows {
+					if rows[i].sensor == from {
+						rows[i].sensor = to
+					}
+				}
+			case k < 18:
+				var m CollModOptions
+				if rng.IntN(3) == 0 {
+					m.ExpireOff, ttl = true, -1
+				} else {
+					ttl = int64(3600 * (2 + rng.IntN(6)))
+					m.ExpireAfterSeconds = &ttl
+				}
+				if _, err := db.CollMod(ctx, "s", m); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				if ttl >= 0 {
+					// The pass deletes the buckets wholly before the cutoff:
+					// which rows before it are left is the buckets' to say,
+					// so no range reaches before it from now on
+					// (TestSeriesFieldsTTLLonger checks those rows).
+					now := clock.Now()
+					expireAll(t, db, now)
+					floor = max(floor, now.UnixNano()-ttl*1e9)
 				}
 			}
-		case k < 18:
-			var m CollModOptions
-			if rng.IntN(3) == 0 {
-				m.ExpireOff, ttl = true, -1
-			} else {
-				ttl = int64(3600 * (2 + rng.IntN(6)))
-				m.ExpireAfterSeconds = &ttl
-			}
-			if _, err := db.CollMod(ctx, "s", m); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			if ttl >= 0 {
-				// The pass deletes the buckets wholly before the cutoff:
-				// which rows before it are left is the buckets' to say,
-				// so no range reaches before it from now on
-				// (TestSeriesFieldsTTLLonger checks those rows).
-				now := clock.Now()
-				expireAll(t, db, now)
-				floor = max(floor, now.UnixNano()-ttl*1e9)
-			}
+			check(fmt.Sprintf("step %d", step))
 		}
-		check(fmt.Sprintf("step %d", step))
 	}
+	steps(200)
 	if n := readStats.lastKnown.Load() - known; n < 100 {
 		t.Fatalf("%d series settled by their newest rows, want 100 or more", n)
 	} else {
 		t.Logf("%d series settled by their newest rows", n)
 	}
+	// Reopened, no series' newest row is known: the first reads read
+	// back those of the stored ones, and later ones are settled by
+	// them, through more steps.
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
-	known = readStats.lastKnown.Load()
+	known, recovered := readStats.lastKnown.Load(), readStats.lastRecovered.Load()
 	check("reopened")
-	insert()
-	check("reopened, inserted")
-	if readStats.lastKnown.Load() != known {
-		t.Fatal("a series loaded at open was settled by its newest row")
+	steps(100)
+	if n, r := readStats.lastKnown.Load()-known, readStats.lastRecovered.Load()-recovered; n < 50 || r < 20 {
+		t.Fatalf("reopened: %d series settled by their newest rows, %d read back; want 50 and 20 or more", n, r)
+	} else {
+		t.Logf("reopened: %d series settled by their newest rows, %d read back", n, r)
 	}
 }
 
@@ -375,6 +386,82 @@ func TestMemBucketLastNumbers(t *testing.T) {
 			if num, _ := lastNumbers(&all, b.maxT); b.rows() > 0 && num != b.lastNum {
 				t.Fatalf("lastNum %b, want %b: times %v", b.lastNum, num, all.Times)
 			}
+		}
+	}
+}
+
+// A delete between the read of a series' newest stored row and its use
+// leaves the series unknown: what was read is older than the delete.
+func TestSeriesFieldsReadBackRace(t *testing.T) {
+	clock := newTestClock(t0)
+	dir := t.TempDir()
+	db := openTTL(t, dir, clock, nil)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	for m := range 30 {
+		ms := []model.Measurement{{Time: at(m).UnixNano(), Meta: "x", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}
+		if res, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil || len(res.Errors) > 0 {
+			t.Fatalf("insert: %v %v", err, res.Errors)
+		}
+	}
+	storeAll(t, db, clock)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
+	defer db.Close()
+	db.hooks.lastRead = func() {
+		db.hooks.lastRead = nil
+		f := mustFilter(t, fmt.Sprintf(`{"sensor": "x", "t": {"$gte": {"$date": %q}}}`, at(20).Format(time.RFC3339)))
+		if _, err := db.Delete(ctx, "s", f, DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	// The first listing reads the rows (and back the newest, 29),
+	// before the delete; the later ones must not take 29 for newest.
+	if got, _ := listFields(t, db, at(25), at(40)); got != "x.v" {
+		t.Fatalf("the listing the delete came in: %q", got)
+	}
+	for range 2 {
+		if got, _ := listFields(t, db, at(25), at(40)); got != "" {
+			t.Fatalf("after the delete: %q", got)
+		}
+	}
+}
+
+// A TTL pass and a longer TTL between the read of a series' newest
+// stored row and its use leave the series unknown: the row read was
+// deleted, and the longer TTL would show its time.
+func TestSeriesFieldsReadBackTTL(t *testing.T) {
+	clock := newTestClock(t0)
+	dir := t.TempDir()
+	db := openTTL(t, dir, clock, int64p(3600))
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	ms := []model.Measurement{{Time: at(29).UnixNano(), Meta: "x", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}},
+		{Time: at(500).UnixNano(), Meta: "y", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}}
+	if res, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil || len(res.Errors) > 0 {
+		t.Fatalf("insert: %v %v", err, res.Errors)
+	}
+	storeAll(t, db, clock)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(at(85)) // x's row visible until 89
+	db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
+	defer db.Close()
+	db.hooks.lastRead = func() {
+		db.hooks.lastRead = nil
+		clock.Set(at(95))
+		expireAll(t, db, clock.Now()) // x's bucket goes
+		if _, err := db.CollMod(ctx, "s", CollModOptions{ExpireAfterSeconds: int64p(100 * 3600)}); err != nil {
+			t.Error(err)
+		}
+	}
+	if got, _ := listFields(t, db, at(0), at(600)); got != "x.v y.v" {
+		t.Fatalf("the listing the pass came in: %q", got)
+	}
+	for range 2 {
+		if got, _ := listFields(t, db, at(0), at(600)); got != "y.v" {
+			t.Fatalf("after the pass and a longer TTL: %q", got)
 		}
 	}
 }

@@ -229,6 +229,7 @@ func (st *seriesStream) fill() (more bool, err error) {
 	readStats.chunks.Add(1)
 	// Pebble's view is taken after memory's, under the same hold.
 	p.snap = db.pdb.NewSnapshot()
+	p.lastForgets = c.lastForgets
 	if err := p.archive.check(db, c); err != nil {
 		return false, err
 	}
