@@ -1,0 +1,287 @@
+package timeseries
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// ReadNumbers calls fn, for each series of time-series collection name
+// (it must have a metaField) that f selects (nil: all) and each field of
+// fields (nil: every field) holding a number (a float, an int64 or an
+// int32) in a row f selects, with the series' canonical meta key
+// (MetaRun.Key's form), the field, and the times (nanoseconds) and values
+// of those numbers, integers as floats, in time order (the rows of one
+// time in no particular order); expired rows count for nothing. The
+// series come in no particular order, each field's samples in one call.
+// fn must not keep ts or vs, which the next call reuses; an error from it
+// ends the read.
+//
+// It is what Prometheus' engine reads of a collection: the columns of
+// the fields asked for are decoded from each bucket the range reaches and
+// their numbers copied as they are, with no record made, a series' fields
+// at a time; a chunk of series is read at a time (seriesStream) under the
+// query's memory budget, as a find's.
+func (db *DB) ReadNumbers(ctx context.Context, name string, f *partialfilter.Filter, fields []string, fn func(key, field string, ts []int64, vs []float64) error) error {
+	c, err := db.lookup(name)
+	if err != nil {
+		return err
+	}
+	guard, end, err := db.startQuery(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	plan := &scanPlan{unordered: true}
+	defer plan.close()
+	st, fields, err := db.planReadNumbers(plan, c, name, f, fields, guard)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	if len(fields) == 0 {
+		return nil
+	}
+	acc := make([]numberRun, len(fields))
+	for {
+		more, err := st.next()
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		for _, s := range plan.series {
+			held, err := seriesNumbers(plan, s, fields, acc)
+			if err != nil {
+				guard.release(held)
+				return err
+			}
+			key := s.metaKey
+			if key == "" {
+				key = "null"
+			}
+			for k := range acc {
+				r := &acc[k]
+				if len(r.ts) == 0 {
+					continue
+				}
+				r.sort()
+				if err := fn(key, fields[k], r.ts, r.vs); err != nil {
+					guard.release(held)
+					return err
+				}
+			}
+			guard.release(held)
+		}
+	}
+	return ctx.Err()
+}
+
+// planReadNumbers checks a ReadNumbers read against collection c and sets
+// its scan up in plan; it returns the stream and the fields asked for
+// that ever held a number (fields less the time and meta fields; all the
+// collection's for nil).
+func (db *DB) planReadNumbers(plan *scanPlan, c *collection, name string, f *partialfilter.Filter, fields []string, guard *scanGuard) (*seriesStream, []string, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	ts := c.opts.TimeSeries
+	switch {
+	case c.dropped:
+		return nil, nil, notFound(name)
+	case ts == nil:
+		return nil, nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	case ts.MetaField == "":
+		return nil, nil, mongoerr.New(mongoerr.BadValue, "collection %q has no metaField: it has no series to read", name)
+	}
+	if fields == nil {
+		fields = c.findFields()
+	}
+	const numbers = 1<<bucket.TypeFloat | 1<<bucket.TypeInt | 1<<bucket.TypeInt32
+	fields = slices.DeleteFunc(slices.Clone(fields), func(f string) bool {
+		return f == ts.TimeField || f == ts.MetaField || c.fieldTypes[f]&numbers == 0
+	})
+	st, err := db.newSeriesStream(plan, c, f, fields, guard, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, fields, nil
+}
+
+// numberRun is the numbers of one field of a series ReadNumbers gathers:
+// segments, each a bucket's rows, in time order but for an open bucket
+// taken unsorted.
+type numberRun struct {
+	ts     []int64
+	vs     []float64
+	segs   []int // where each segment starts
+	sorted bool  // ts is in order
+	perm   []int32
+	tmpT   []int64
+	tmpV   []float64
+}
+
+// begin starts a segment, the next bucket's rows.
+func (n *numberRun) begin() {
+	if k := len(n.segs); k == 0 || n.segs[k-1] != len(n.ts) {
+		n.segs = append(n.segs, len(n.ts))
+	}
+}
+
+// add appends the value of row r of col, at time t.
+func (n *numberRun) add(t int64, col *bucket.Column, r int) {
+	if len(n.ts) > 0 && t < n.ts[len(n.ts)-1] {
+		n.sorted = false
+	}
+	n.ts = append(n.ts, t)
+	if col.Type == bucket.TypeFloat {
+		n.vs = append(n.vs, col.Floats[r])
+	} else {
+		n.vs = append(n.vs, float64(col.Ints[r]))
+	}
+}
+
+// addRange appends rows [lo, hi) of col, every one present and in time
+// order, with times ts.
+func (n *numberRun) addRange(ts []int64, col *bucket.Column, lo, hi int) {
+	if lo == hi {
+		return
+	}
+	if len(n.ts) > 0 && ts[lo] < n.ts[len(n.ts)-1] {
+		n.sorted = false
+	}
+	n.ts = append(n.ts, ts[lo:hi]...)
+	if col.Type == bucket.TypeFloat {
+		n.vs = append(n.vs, col.Floats[lo:hi]...)
+		return
+	}
+	for _, v := range col.Ints[lo:hi] {
+		n.vs = append(n.vs, float64(v))
+	}
+}
+
+// sort puts the run in time order (rows of one time keep their order
+// within a bucket): its segments in the order of their first times when
+// each is in order and none overlaps the next (a series' buckets, the
+// open one taken before the stored ones), else every row.
+func (n *numberRun) sort() {
+	if n.sorted {
+		return
+	}
+	k := len(n.segs)
+	end := func(i int) int {
+		if i+1 < k {
+			return n.segs[i+1]
+		}
+		return len(n.ts)
+	}
+	order := make([]int, 0, k)
+	for i := range k {
+		if n.segs[i] < end(i) {
+			order = append(order, i) // a bucket of no row in range gives none
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return n.ts[n.segs[order[a]]] < n.ts[n.segs[order[b]]] })
+	ok := true
+	for j, i := range order {
+		lo, hi := n.segs[i], end(i)
+		if !slices.IsSorted(n.ts[lo:hi]) || j > 0 && n.ts[lo] < n.ts[end(order[j-1])-1] {
+			ok = false
+			break
+		}
+	}
+	n.tmpT, n.tmpV = n.tmpT[:0], n.tmpV[:0]
+	if ok {
+		for _, i := range order {
+			n.tmpT = append(n.tmpT, n.ts[n.segs[i]:end(i)]...)
+			n.tmpV = append(n.tmpV, n.vs[n.segs[i]:end(i)]...)
+		}
+	} else {
+		n.perm = n.perm[:0]
+		for i := range n.ts {
+			n.perm = append(n.perm, int32(i))
+		}
+		sort.SliceStable(n.perm, func(a, b int) bool { return n.ts[n.perm[a]] < n.ts[n.perm[b]] })
+		for _, p := range n.perm {
+			n.tmpT, n.tmpV = append(n.tmpT, n.ts[p]), append(n.tmpV, n.vs[p])
+		}
+	}
+	n.ts, n.tmpT = n.tmpT, n.ts
+	n.vs, n.tmpV = n.tmpV, n.vs
+	n.sorted = true
+}
+
+// numberBytes is what a number ReadNumbers gathers holds: its time and
+// value, and their copy when they are sorted.
+const numberBytes = 32
+
+// seriesNumbers gathers into acc (one run per field of fields, emptied
+// first) the numbers of the series of s in the rows the plan's filter
+// selects, charging them to the query's memory bucket by bucket: it
+// returns what it charged, which the caller releases, also on an error.
+func seriesNumbers(plan *scanPlan, s *seriesSnap, fields []string, acc []numberRun) (held int64, err error) {
+	for k := range acc {
+		acc[k].ts, acc[k].vs, acc[k].segs, acc[k].sorted = acc[k].ts[:0], acc[k].vs[:0], acc[k].segs[:0], true
+	}
+	sc, err := plan.seriesScan(s, false)
+	if err != nil {
+		return 0, err
+	}
+	gathered := 0
+	residual := plan.filter.residual
+	maxT := plan.filter.maxTime
+	var rc rowCursor
+	err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
+		whole := loose == nil && residual == nil // rows [lo, hi) are all in range
+		if loose != nil {
+			lo, hi = 0, len(cols.Times)
+		}
+		rc.cols = cols
+		for c := range cols.Fields {
+			col := &cols.Fields[c]
+			k := slices.Index(fields, col.Name)
+			if k < 0 || col.Type != bucket.TypeFloat && col.Type != bucket.TypeInt && col.Type != bucket.TypeInt32 {
+				continue
+			}
+			acc[k].begin()
+			if whole && col.Present == nil {
+				acc[k].addRange(cols.Times, col, lo, hi)
+				continue
+			}
+			for r := lo; r < hi; r++ {
+				t := cols.Times[r]
+				if t < s.minTime || t > maxT || !col.IsPresent(r) {
+					continue
+				}
+				if residual != nil {
+					if err := plan.guard.row(); err != nil {
+						return err
+					}
+					if rc.i = r; !residual.Match(plan.rowDoc(s, &rc)) {
+						continue
+					}
+				}
+				acc[k].add(t, col, r)
+			}
+		}
+		n := 0
+		for k := range acc {
+			n += len(acc[k].ts)
+		}
+		add := int64(n-gathered) * numberBytes
+		gathered = n
+		if err := plan.guard.charge(add, "the numbers of a series"); err != nil {
+			return err
+		}
+		held += add
+		return nil
+	})
+	if cerr := sc.Close(); err == nil {
+		err = cerr
+	}
+	return held, err
+}
