@@ -105,6 +105,13 @@ func (s *Service) SeriesFields(ctx context.Context, name string, f *partialfilte
 	return s.db.SeriesFields(ctx, name, f, fields)
 }
 
+// ReadNumbers gives each series' numbers of the fields asked for, a
+// field at a time (timeseries.DB.ReadNumbers): what Prometheus' engine
+// reads of a collection.
+func (s *Service) ReadNumbers(ctx context.Context, name string, f *partialfilter.Filter, fields []string, fn func(key, field string, ts []int64, vs []float64) error) error {
+	return s.db.ReadNumbers(ctx, name, f, fields, fn)
+}
+
 // HasRows reports whether a time series holds a row a filter selects
 // (timeseries.DB.HasRows).
 func (s *Service) HasRows(ctx context.Context, name string, f *partialfilter.Filter) (bool, error) {

@@ -7,10 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
@@ -42,93 +40,59 @@ func (qr *Querier) fieldsShape(timeField, metaField string) bool {
 // readFields is Read on a collection of the fields shape. Every matcher
 // is checked in Go; some also narrow the read (fieldsPushdown): a label
 // equal to a string picks the series by their meta value in the series
-// index, and a name picks the fields that can make it.
+// index, and a name picks the fields that can make it. The engine gives
+// each series' numbers a field at a time (timeseries.DB.ReadNumbers).
 func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, start, end int64, ms []*labels.Matcher) ([]Series, error) {
 	filter, fields, err := fieldsFilter(timeField, metaField, start, end, ms)
 	if err != nil {
 		return nil, err
 	}
-	proj := map[string]any{"_id": 0}
-	if fields != nil {
-		proj = map[string]any{"_id": 0, timeField: 1}
-		for _, f := range fields {
-			proj[f] = 1
-		}
-	}
-	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter, Projection: proj, MetaRuns: true})
-	if err != nil {
+	numeric, err := qr.numberOnly(timeField, metaField, fields)
+	if err != nil || len(numeric) == 0 {
 		return nil, err
 	}
-	defer cur.Close()
 	var (
 		out     []Series
 		lastKey string
 		seen    bool
 		base    fieldBase
-		at      map[string]int // of lastKey's series: field -> index in out, -1 when it does not match
-		pending int64
 	)
-	type numberColumn struct {
-		name  string
-		col   interface{ IsNull(int) bool }
-		value func(int) float64
+	err = qr.q.svc.ReadNumbers(ctx, qr.q.collection, filter, numeric, func(key, field string, ts []int64, vs []float64) error {
+		if !seen || key != lastKey {
+			seen, lastKey = true, key
+			base = fieldBaseOf(key, metaField, qr.q.collection)
+		}
+		ls := base.labels(field)
+		if !matchAll(ms, ls) {
+			return nil
+		}
+		s, err := qr.samplesOf(ls, ts, vs)
+		if err != nil {
+			return err
+		}
+		out = append(out, s)
+		return nil
+	})
+	return qr.endRead(err, out)
+}
+
+// numberOnly returns the fields of the collection (of fields; nil: all)
+// but the time and meta fields that never held anything but numbers:
+// those a read gives samples of (a field that held text too is read as
+// text).
+func (qr *Querier) numberOnly(timeField, metaField string, fields []string) ([]string, error) {
+	h, err := qr.q.svc.DB().Collection(qr.q.collection)
+	if err != nil {
+		return nil, err
 	}
-	for cur.Next() {
-		rec := cur.Record()
-		sc := rec.Schema()
-		ti := sc.FieldIndices(timeField)
-		if len(ti) == 0 {
-			continue
-		}
-		times, ok := rec.Column(ti[0]).(*array.Timestamp)
-		if !ok {
-			continue
-		}
-		var cols []numberColumn
-		for i, f := range sc.Fields() {
-			if f.Name == timeField || f.Name == metaField {
-				continue
-			}
-			if v := numbers(rec.Column(i)); v != nil {
-				cols = append(cols, numberColumn{name: f.Name, col: rec.Column(i), value: v})
-			}
-		}
-		keys := newRunKeys(cur.MetaRuns())
-		for j := range int(rec.NumRows()) {
-			key := keys.next()
-			if !seen || key != lastKey {
-				seen, lastKey = true, key
-				base = fieldBaseOf(key, metaField, qr.q.collection)
-				at = map[string]int{}
-			}
-			for _, c := range cols {
-				if c.col.IsNull(j) {
-					continue
-				}
-				k, ok := at[c.name]
-				if !ok {
-					k = -1
-					if ls := base.labels(c.name); matchAll(ms, ls) {
-						if err := qr.charge(pending, seriesBytes+int64(ls.ByteSize())); err != nil {
-							return nil, err
-						}
-						pending = 0
-						out = append(out, Series{Labels: ls})
-						k = len(out) - 1
-					}
-					at[c.name] = k
-				}
-				if k < 0 {
-					continue
-				}
-				out[k].Samples = append(out[k].Samples, Sample{t: int64(times.Value(j)) / 1e6, f: c.value(j)})
-				if err := qr.sampleRead(&pending); err != nil {
-					return nil, err
-				}
-			}
+	var out []string
+	for f, types := range h.Fields() {
+		if f != timeField && f != metaField && (fields == nil || slices.Contains(fields, f)) &&
+			!slices.ContainsFunc(types, func(t string) bool { return !slices.Contains(numberTypes, t) }) {
+			out = append(out, f)
 		}
 	}
-	return qr.endRead(cur.Err(), out, pending)
+	return out, nil
 }
 
 // fieldLabelSets is labelSets on a collection of the fields shape: a
@@ -140,22 +104,9 @@ func (qr *Querier) fieldLabelSets(ctx context.Context, timeField, metaField stri
 	if err != nil {
 		return nil, err
 	}
-	h, err := qr.q.svc.DB().Collection(qr.q.collection)
-	if err != nil {
+	numeric, err := qr.numberOnly(timeField, metaField, fields)
+	if err != nil || len(numeric) == 0 {
 		return nil, err
-	}
-	// A read gives samples of the fields that never held anything but
-	// numbers (a field that held text too is read as text): those alone
-	// make series.
-	var numeric []string
-	for f, types := range h.Fields() {
-		if f != timeField && f != metaField && (fields == nil || slices.Contains(fields, f)) &&
-			!slices.ContainsFunc(types, func(t string) bool { return !slices.Contains(numberTypes, t) }) {
-			numeric = append(numeric, f)
-		}
-	}
-	if len(numeric) == 0 {
-		return nil, nil
 	}
 	all, err := qr.q.svc.SeriesFields(ctx, qr.q.collection, filter, numeric)
 	if err != nil {

@@ -8,17 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 
-	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
-	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // Series is a series read: its labels and its samples in time order.
@@ -80,125 +76,59 @@ func (qr *Querier) read(ctx context.Context, sc readScope, ms []*labels.Matcher)
 	if err != nil {
 		return nil, err
 	}
-	// Only the columns a sample needs: no _id is made for each row.
-	cur, err := qr.q.svc.Find(ctx, command.Find{Collection: qr.q.collection, Filter: filter, MetaRuns: true,
-		Projection: map[string]any{"_id": 0, timeField: 1, ValueField: 1}})
-	if err != nil {
-		return nil, err
+	value, err := qr.numberOnly(timeField, metaField, []string{ValueField})
+	if err != nil || len(value) == 0 {
+		return nil, err // no value field of numbers: no samples
 	}
-	defer cur.Close()
-	var (
-		out     []Series
-		lastKey string
-		at      = -1 // index in out of lastKey's series; -1 when it does not match
-		seen    bool
-		pending int64 // samples not charged yet
-	)
-	for cur.Next() {
-		rec := cur.Record()
-		sc := rec.Schema()
-		ti, vi := sc.FieldIndices(timeField), sc.FieldIndices(ValueField)
-		if len(ti) == 0 || len(vi) == 0 {
-			continue // no value field: no samples
+	var out []Series
+	err = qr.q.svc.ReadNumbers(ctx, qr.q.collection, filter, value, func(key, _ string, ts []int64, vs []float64) error {
+		if key == "null" {
+			return nil
 		}
-		times, ok1 := rec.Column(ti[0]).(*array.Timestamp)
-		value := numbers(rec.Column(vi[0]))
-		if !ok1 || value == nil {
-			continue // a value field that is not numbers holds no samples
+		ls, ok := MetaLabels(key)
+		if !ok || !matchAll(ms, ls) {
+			return nil
 		}
-		keys := newRunKeys(cur.MetaRuns())
-		for j := range int(rec.NumRows()) {
-			key := keys.next()
-			if key == "null" || rec.Column(vi[0]).IsNull(j) {
-				continue
-			}
-			if !seen || key != lastKey {
-				seen, lastKey, at = true, key, -1
-				if ls, ok := MetaLabels(key); ok && matchAll(ms, ls) {
-					if err := qr.charge(pending, seriesBytes+int64(ls.ByteSize())); err != nil {
-						return nil, err
-					}
-					pending = 0
-					out = append(out, Series{Labels: ls})
-					at = len(out) - 1
-				}
-			}
-			if at < 0 {
-				continue
-			}
-			s := &out[at]
-			s.Samples = append(s.Samples, Sample{t: int64(times.Value(j)) / 1e6, f: value(j)})
-			if err := qr.sampleRead(&pending); err != nil {
-				return nil, err
-			}
+		s, err := qr.samplesOf(ls, ts, vs)
+		if err != nil {
+			return err
 		}
-	}
-	return qr.endRead(cur.Err(), out, pending)
-}
-
-// runKeys gives, row after row, the meta key of each row of a record
-// from its runs (timeseries.FindOptions.MetaRuns): the key of every row
-// of a series, made once.
-type runKeys struct {
-	runs []timeseries.MetaRun
-	i    int
-	left int // rows of runs[i] not given yet
-}
-
-func newRunKeys(runs []timeseries.MetaRun) *runKeys {
-	r := &runKeys{runs: runs, i: -1}
-	return r
-}
-
-// next returns the key of the next row; every row of the record takes
-// one call, in order.
-func (r *runKeys) next() string {
-	for r.left == 0 {
-		r.i++
-		r.left = r.runs[r.i].Rows
-	}
-	r.left--
-	return r.runs[r.i].Key
-}
-
-// sampleRead counts a sample read into pending, charged to the querier's
-// limits 4096 at a time.
-func (qr *Querier) sampleRead(pending *int64) error {
-	if *pending++; *pending < 4096 {
+		out = append(out, s)
 		return nil
-	}
-	n := *pending
-	*pending = 0
-	return qr.charge(n, n*sampleBytes)
+	})
+	return qr.endRead(err, out)
 }
 
-// endRead ends a read of series out: the cursor's error, the samples not
-// yet charged, and the series in label order, one a label set.
-func (qr *Querier) endRead(curErr error, out []Series, pending int64) ([]Series, error) {
-	if curErr != nil {
-		return nil, curErr
+// samplesOf returns the series of labels ls with the samples of times ts
+// (nanoseconds, made milliseconds) and values vs, charged to the
+// Querier's limits 4,096 at a time: a series past them counts what was
+// charged before the charge that failed.
+func (qr *Querier) samplesOf(ls labels.Labels, ts []int64, vs []float64) (Series, error) {
+	if err := qr.charge(0, seriesBytes+int64(ls.ByteSize())); err != nil {
+		return Series{}, err
 	}
-	if err := qr.charge(pending, pending*sampleBytes); err != nil {
+	for left := int64(len(ts)); left > 0; {
+		n := min(left, 4096)
+		if err := qr.charge(n, n*sampleBytes); err != nil {
+			return Series{}, err
+		}
+		left -= n
+	}
+	samples := make([]Sample, len(ts))
+	for i, t := range ts {
+		samples[i] = Sample{t: t / 1e6, f: vs[i]}
+	}
+	return Series{Labels: ls, Samples: samples}, nil
+}
+
+// endRead ends a read of series out: the read's error, and the series
+// in label order, one a label set.
+func (qr *Querier) endRead(err error, out []Series) ([]Series, error) {
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Series) int { return labels.Compare(a.Labels, b.Labels) })
 	return mergeSeries(out), nil
-}
-
-// numbers returns the reader of a value column as floats: a column of
-// floats (remote write's, or numbers of both kinds), or of integers (a
-// field the document API wrote as integers only); nil for any other
-// column, which holds no samples.
-func numbers(col arrow.Array) func(int) float64 {
-	switch c := col.(type) {
-	case *array.Float64:
-		return c.Value
-	case *array.Int64:
-		return func(i int) float64 { return float64(c.Value(i)) }
-	case *array.Int32:
-		return func(i int) float64 { return float64(c.Value(i)) }
-	}
-	return nil
 }
 
 // mergeSeries merges the series of equal label sets, adjacent in all (in
