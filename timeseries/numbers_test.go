@@ -35,7 +35,9 @@ func readNumbersRun(t *testing.T, seed uint64) {
 	dir := t.TempDir()
 	db := openTTL(t, dir, clock, nil)
 	defer func() { db.Close() }()
-	minute := func(n int) int64 { return t0.Add(time.Duration(n)*time.Minute + time.Duration(rng.IntN(1000))).UnixNano() }
+	minute := func(n int) int64 {
+		return t0.Add(time.Duration(n)*time.Minute + time.Duration(rng.IntN(1000))).UnixNano()
+	}
 	var rows []numRow
 	insert := func() {
 		var ms []model.Measurement
