@@ -36,7 +36,10 @@ func (db *DB) ReadNumbers(ctx context.Context, name string, f *partialfilter.Fil
 		return err
 	}
 	defer end()
-	plan := &scanPlan{unordered: true}
+	// An ordered plan: an open bucket whose rows came out of order is
+	// read from its sorted copy, which the reads after share
+	// (memBucket.sortedCapture), not decoded and sorted again each time.
+	plan := &scanPlan{}
 	defer plan.close()
 	st, fields, err := db.planReadNumbers(plan, c, name, f, fields, guard)
 	if err != nil {
