@@ -885,14 +885,14 @@ func (db *DB) planAggregate(plan *scanPlan, c *collection, name string, opts Agg
 			}
 		}
 		for f := range seen {
-			if t := types(f); t&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) == 0 {
+			if t := types(f); t&^numberTypeSet == 0 {
 				fields = append(fields, f)
 			}
 		}
 		sort.Strings(fields)
 	}
 	for _, f := range fields {
-		if t := types(f); t&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) != 0 {
+		if t := types(f); t&^numberTypeSet != 0 {
 			return nil, nil, mongoerr.New(mongoerr.TypeMismatch, "field %q holds values that are not numbers; aggregates need numbers", f)
 		}
 	}

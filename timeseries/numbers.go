@@ -92,22 +92,10 @@ func (db *DB) ReadNumbers(ctx context.Context, name string, f *partialfilter.Fil
 func (db *DB) planReadNumbers(plan *scanPlan, c *collection, name string, f *partialfilter.Filter, fields []string, guard *scanGuard) (*seriesStream, []string, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	ts := c.opts.TimeSeries
-	switch {
-	case c.dropped:
-		return nil, nil, notFound(name)
-	case ts == nil:
-		return nil, nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
-	case ts.MetaField == "":
-		return nil, nil, mongoerr.New(mongoerr.BadValue, "collection %q has no metaField: it has no series to read", name)
+	fields, err := c.numberFields(name, "read", fields)
+	if err != nil {
+		return nil, nil, err
 	}
-	if fields == nil {
-		fields = c.findFields()
-	}
-	const numbers = 1<<bucket.TypeFloat | 1<<bucket.TypeInt | 1<<bucket.TypeInt32
-	fields = slices.DeleteFunc(slices.Clone(fields), func(f string) bool {
-		return f == ts.TimeField || f == ts.MetaField || c.fieldTypes[f]&numbers == 0
-	})
 	st, err := db.newSeriesStream(plan, c, f, fields, guard, false)
 	if err != nil {
 		return nil, nil, err
@@ -287,4 +275,29 @@ func seriesNumbers(plan *scanPlan, s *seriesSnap, fields []string, acc []numberR
 		err = cerr
 	}
 	return held, err
+}
+
+// numberTypeSet is the types of the values PromQL reads as numbers.
+const numberTypeSet typeSet = 1<<bucket.TypeFloat | 1<<bucket.TypeInt | 1<<bucket.TypeInt32
+
+// numberFields checks that collection c (name) is a time series with a
+// metaField, whose series a read can ("list", "read") by meta value, and
+// returns of fields (nil: all the collection's) those but the time and
+// meta fields that ever held a number. DB.mu is held.
+func (c *collection) numberFields(name, what string, fields []string) ([]string, error) {
+	ts := c.opts.TimeSeries
+	switch {
+	case c.dropped:
+		return nil, notFound(name)
+	case ts == nil:
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	case ts.MetaField == "":
+		return nil, mongoerr.New(mongoerr.BadValue, "collection %q has no metaField: it has no series to %s", name, what)
+	}
+	if fields == nil {
+		fields = c.findFields()
+	}
+	return slices.DeleteFunc(slices.Clone(fields), func(f string) bool {
+		return f == ts.TimeField || f == ts.MetaField || c.fieldTypes[f]&numberTypeSet == 0
+	}), nil
 }

@@ -313,7 +313,7 @@ func outputColumn(name string, ts typeSet, exact bool) outColumn {
 		return outColumn{name: name, kind: types[0]}
 	case exact:
 		return outColumn{name: name, kind: model.KindBSON, bson: true}
-	case ts&^(1<<model.KindInt|1<<model.KindInt32|1<<model.KindFloat) == 0:
+	case ts&^numberTypeSet == 0:
 		return outColumn{name: name, kind: model.KindFloat}
 	}
 	return outColumn{name: name, kind: model.KindString, mixed: true}

@@ -7,8 +7,6 @@ import (
 	"slices"
 
 	"github.com/hourglassdb/hourglass/bucket"
-	"github.com/hourglassdb/hourglass/model"
-	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
@@ -138,32 +136,21 @@ func (l *fieldLister) add(key string, fields []string) error {
 // sets its scan up in plan; the series its newest rows settle are listed
 // into l as the stream meets them and left out of it.
 //
-// It returns the stream and the fields asked for (fields less the time
-// and meta fields, all the collection's for nil).
+// It returns the stream and the fields asked for that ever held a number
+// (collection.numberFields).
 func (db *DB) planSeriesFields(plan *scanPlan, c *collection, name string, f *partialfilter.Filter, fields []string, l *fieldLister) (*seriesStream, []string, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	ts := c.opts.TimeSeries
-	switch {
-	case c.dropped:
-		return nil, nil, notFound(name)
-	case ts == nil:
-		return nil, nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
-	case ts.MetaField == "":
-		return nil, nil, mongoerr.New(mongoerr.BadValue, "collection %q has no metaField: it has no series to list", name)
+	fields, err := c.numberFields(name, "list", fields)
+	if err != nil {
+		return nil, nil, err
 	}
-	if fields == nil {
-		fields = c.findFields()
-	}
-	fields = slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == ts.TimeField || f == ts.MetaField })
-	// The fields asked for that have held a number, as bits by index in
-	// the name table; those past the 32nd have none, and a series holding
-	// numbers in one is never settled by its newest rows
-	// (collection.bucketNumbers).
+	// The fields asked for, as bits by index in the name table; those
+	// past the 32nd have none, and a series holding numbers in one is
+	// never settled by its newest rows (collection.bucketNumbers).
 	var asked uint32
-	const numbers = 1<<model.KindFloat | 1<<model.KindInt | 1<<model.KindInt32
 	for _, f := range fields {
-		if i, ok := c.nameIdx[f]; ok && i < 32 && c.fieldTypes[f]&numbers != 0 {
+		if i, ok := c.nameIdx[f]; ok && i < 32 {
 			asked |= 1 << i
 		}
 	}
