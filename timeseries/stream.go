@@ -56,6 +56,7 @@ type seriesStream struct {
 	batchSize     int
 	batchCharge   int64 // charged for batch
 	chunkCharge   int64 // charged for the chunk in p
+	lastChunk     int   // the most series a chunk took so far
 	listCharge    int64 // charged for list (a meta filter's matches)
 	// want, if set, is asked under DB.mu (shared) about each candidate,
 	// with the lower bound of its rows the read may return, before it is
@@ -66,6 +67,11 @@ type seriesStream struct {
 	// order, which a read of one chunk then need not sort).
 	sortChunks bool
 }
+
+// firstSnaps is the room for series snapshots a stream's first chunk is
+// made with (more come one by one, and the next chunk's slab is made as
+// large as the largest chunk).
+const firstSnaps = 64
 
 // maxStreamBatch bounds the series a meta-order stream selects at once:
 // 512 KiB of pointers; a full read of a million series makes about twenty
@@ -121,6 +127,7 @@ func (st *seriesStream) next() (bool, error) {
 // iterator and its snapshot.
 func (st *seriesStream) release() error {
 	p := st.p
+	st.lastChunk = max(st.lastChunk, len(p.series))
 	p.guard.release(st.chunkCharge)
 	st.chunkCharge = 0
 	clear(p.series)
@@ -181,8 +188,10 @@ func (st *seriesStream) fill() (more bool, err error) {
 		st.chunkCharge += n
 		return nil
 	}
-	if cap(p.snaps) == 0 {
-		p.snaps = make([]seriesSnap, 0, min(planYieldEvery, len(st.list)))
+	// The slab of snapshots grows with the chunks taken: a read that
+	// ends at its first series (HasRows) makes a few, not thousands.
+	if want := min(planYieldEvery, len(st.list), max(firstSnaps, st.lastChunk)); cap(p.snaps) < want {
+		p.snaps = make([]seriesSnap, 0, want)
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
