@@ -122,6 +122,11 @@ func (db *DB) HasRows(ctx context.Context, name string, f *partialfilter.Filter)
 	return len(d.texts) > 0, nil
 }
 
+// distinctLimitChunk is the series a chunk of a distinct read of a few
+// values takes (HasRows): the first series often settle it, and those
+// whose rows or newest stored row are read are read a few at a time.
+const distinctLimitChunk = 16
+
 // errDistinctFull ends a distinct read that has the values it wanted.
 var errDistinctFull = errors.New("timeseries: the distinct values wanted are found")
 
@@ -141,6 +146,9 @@ func (db *DB) distinctMeta(ctx context.Context, guard *scanGuard, name, path str
 		return nil, err
 	}
 	defer st.close()
+	if limit > 0 {
+		st.maxChunk = distinctLimitChunk
+	}
 	for {
 		more, err := st.next()
 		if errors.Is(err, errDistinctFull) {

@@ -57,7 +57,10 @@ type seriesStream struct {
 	batchCharge   int64 // charged for batch
 	chunkCharge   int64 // charged for the chunk in p
 	lastChunk     int   // the most series a chunk took so far
-	listCharge    int64 // charged for list (a meta filter's matches)
+	// maxChunk, when not 0, bounds the series a chunk takes: a read that
+	// ends at its first find (HasRows) takes them a few at a time.
+	maxChunk   int
+	listCharge int64 // charged for list (a meta filter's matches)
 	// want, if set, is asked under DB.mu (shared) about each candidate,
 	// with the lower bound of its rows the read may return, before it is
 	// taken: false leaves it out; an error ends the read.
@@ -201,7 +204,7 @@ func (st *seriesStream) fill() (more bool, err error) {
 	if c.reorders != st.reorders {
 		return false, mongoerr.New(mongoerr.QueryPlanKilled, "the series index of %q changed during the query; retry it", c.name)
 	}
-	for looked := 0; looked < planYieldEvery; looked++ {
+	for looked := 0; looked < planYieldEvery && (st.maxChunk == 0 || len(p.series) < st.maxChunk); looked++ {
 		s := st.candidate()
 		if s == nil {
 			break
