@@ -465,3 +465,60 @@ func TestSeriesFieldsReadBackTTL(t *testing.T) {
 		}
 	}
 }
+
+// Listings and number reads run beside inserts and checkpoints (the race
+// detector watches the newest rows kept and read back), on a store
+// reopened so that its series are read back.
+func TestSeriesFieldsConcurrent(t *testing.T) {
+	clock := newTestClock(t0)
+	dir := t.TempDir()
+	db := openTTL(t, dir, clock, nil)
+	ins := func(db *DB, from, n int) {
+		var ms []model.Measurement
+		for i := range n {
+			ms = append(ms, model.Measurement{Time: t0.Add(time.Duration(from+i) * time.Second).UnixNano(), Meta: fmt.Sprintf("s%d", i%50),
+				Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
+		}
+		if res, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil || len(res.Errors) > 0 {
+			t.Errorf("insert: %v %v", err, res.Errors)
+		}
+	}
+	ins(db, 0, 2000)
+	storeAll(t, db, clock)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
+	defer db.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := range 40 {
+			ins(db, 2000+50*k, 50)
+			if k%10 == 0 {
+				if err := db.Checkpoint(); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}()
+	f := mustFilter(t, `{"t": {"$gte": {"$date": "2024-05-01T00:00:00Z"}}}`)
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		list, err := db.SeriesFields(ctx, "s", f, nil)
+		if err != nil || len(list) != 50 {
+			t.Fatalf("SeriesFields: %d series, %v", len(list), err)
+		}
+		n := 0
+		if err := db.ReadNumbers(ctx, "s", f, nil, func(_, _ string, ts []int64, _ []float64) error { n += len(ts); return nil }); err != nil || n < 2000 {
+			t.Fatalf("ReadNumbers: %d numbers, %v", n, err)
+		}
+		if has, err := db.HasRows(ctx, "s", f); err != nil || !has {
+			t.Fatalf("HasRows: %v %v", has, err)
+		}
+	}
+}
