@@ -362,6 +362,18 @@ func TestCatalogChangeNeedsRoomForCheckpoint(t *testing.T) {
 	if removed == 0 {
 		t.Fatal("the TTL pass removed nothing")
 	}
+	// The store's flushes and compactions after the pass free space: the
+	// filler is measured once they are done, or a compaction finishing
+	// after it would leave room for the checkpoint.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		m := f.db.pdb.Metrics()
+		if m.Compact.NumInProgress == 0 && m.Flush.NumInProgress == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the store's compactions did not end")
+		}
+	}
 	// Leave 768 KiB free: above the reserve, below the log plus a margin.
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(f.root, &st); err != nil {

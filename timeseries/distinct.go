@@ -115,7 +115,7 @@ func (db *DB) HasRows(ctx context.Context, name string, f *partialfilter.Filter)
 		return false, err
 	}
 	defer end()
-	d, err := db.distinctMeta(ctx, guard, name, ts.MetaField, f, 1)
+	d, err := db.distinctMeta(ctx, guard, name, "", f, 1)
 	if err != nil {
 		return false, err
 	}
@@ -127,11 +127,16 @@ func (db *DB) HasRows(ctx context.Context, name string, f *partialfilter.Filter)
 // whose rows or newest stored row are read are read a few at a time.
 const distinctLimitChunk = 16
 
+// anyRowTexts is the one value of a distinct read of no path (HasRows):
+// every series gives it, a meta value or not.
+var anyRowTexts = []string{""}
+
 // errDistinctFull ends a distinct read that has the values it wanted.
 var errDistinctFull = errors.New("timeseries: the distinct values wanted are found")
 
 // distinctMeta reads the distinct texts of the values at path of the
-// series f selects, the first limit of them (0: all).
+// series f selects, the first limit of them (0: all); for path "", one
+// value for any series that holds a row f selects.
 func (db *DB) distinctMeta(ctx context.Context, guard *scanGuard, name, path string, f *partialfilter.Filter, limit int) (*distinct, error) {
 	c, err := db.lookup(name)
 	if err != nil {
@@ -185,6 +190,8 @@ type distinct struct {
 	recover map[uint64]bool
 	scratch []string
 	limit   int // the values wanted, 0: all (errDistinctFull)
+	// anyRow: no path (HasRows): every series gives anyRowTexts.
+	anyRow bool
 }
 
 // planDistinct checks a DistinctMeta's path against collection c and
@@ -201,10 +208,11 @@ func (db *DB) planDistinct(plan *scanPlan, c *collection, name, path string, f *
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
 	case ts.MetaField == "":
 		return nil, mongoerr.New(mongoerr.BadValue, "collection %q has no metaField: there are no meta values to list", name)
-	case path != ts.MetaField && !strings.HasPrefix(path, ts.MetaField+"."):
+	case path != "" && path != ts.MetaField && !strings.HasPrefix(path, ts.MetaField+"."):
 		return nil, mongoerr.New(mongoerr.BadValue, "the path of a distinct over the series must be the metaField %q or a path inside it; got %q", ts.MetaField, path)
 	}
-	if path != ts.MetaField {
+	d.anyRow = path == ""
+	if path != "" && path != ts.MetaField {
 		d.path = strings.Split(strings.TrimPrefix(path, ts.MetaField+"."), ".")
 		if slices.Contains(d.path, "") {
 			return nil, mongoerr.New(mongoerr.BadValue, "the path %q has an empty field name", path)
@@ -218,7 +226,10 @@ func (db *DB) planDistinct(plan *scanPlan, c *collection, name, path string, f *
 	plan.presenceOnly = plan.filter.residual == nil
 	clear(d.pending)
 	st.want = func(s *series, lo int64) (bool, error) {
-		texts := d.textsOf(s.metaKey)
+		texts := anyRowTexts
+		if !d.anyRow {
+			texts = d.textsOf(s.metaKey)
+		}
 		for _, t := range texts {
 			if _, ok := d.seen[t]; ok {
 				continue

@@ -345,12 +345,15 @@ const (
 
 // present judges whether series s holds a row in [lo, hi] from its newest
 // row (a read that asks no more than the range and the meta value).
-// DB.mu is held.
+// While the collection's expiry is suspended (a measurement outside
+// 1970..2038: visibility.go), rows a TTL pass deleted before are no
+// longer hidden by the read's bound, and a newest row may be one of them:
+// the rows are read. DB.mu is held.
 func present(c *collection, s *series, lo, hi int64) int {
 	t, _, _, ok := c.lastRows(s)
 	switch {
-	case !ok:
-		return settleRead
+	case !ok || c.oorBuckets > 0:
+		return settleRead // unknown, or expiry suspended (lastT may be a row a pass deleted)
 	case t == math.MinInt64 || t < lo:
 		return settleNone // no row, or none from lo on
 	case t <= hi:
@@ -363,11 +366,15 @@ func present(c *collection, s *series, lo, hi int64) int {
 // table) hold a number in a row of series s in [lo, hi], from its newest
 // row: the series' newest row in range holds every field of asked it
 // ever held a number in (SeriesFields). DB.mu is held.
-func (c *collection) settleFields(s *series, lo, hi int64, asked uint32) (int, uint32) {
+//
+// beyond says that a field asked for has no bit (past the 32nd name): a
+// series read back (everNum "any") may hold numbers in it, so its rows
+// are read.
+func (c *collection) settleFields(s *series, lo, hi int64, asked uint32, beyond bool) (int, uint32) {
 	t, last, ever, ok := c.lastRows(s)
 	switch {
-	case !ok:
-		return settleRead, 0
+	case !ok || c.oorBuckets > 0 || beyond && ever == ^uint32(0):
+		return settleRead, 0 // unknown, expiry suspended (see present), or a field past the bits
 	case t == math.MinInt64 || t < lo || ever&asked == 0:
 		return settleNone, 0 // no row from lo on, or no number in a field asked
 	case t > hi || ever&asked&^last != 0:

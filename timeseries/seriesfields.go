@@ -71,7 +71,7 @@ func (db *DB) SeriesFields(ctx context.Context, name string, f *partialfilter.Fi
 		// The series loaded at open are settled by their newest
 		// stored rows, read back first, where they can be.
 		verdicts, err := db.settleRecovered(plan, c, l.recover, func(s *series, lo, hi int64) (int, uint32) {
-			return c.settleFields(s, lo, hi, l.asked)
+			return c.settleFields(s, lo, hi, l.asked, l.beyond)
 		})
 		clear(l.recover)
 		if err != nil {
@@ -113,8 +113,10 @@ type fieldLister struct {
 	// byMask holds the names of each set of fields listed from the
 	// series' newest rows: a fleet's series share a few.
 	byMask map[uint32][]string
-	// asked is the fields asked for, as bits by index in the name table.
-	asked uint32
+	// asked is the fields asked for, as bits by index in the name table;
+	// beyond is set when one has no bit (collection.settleFields).
+	asked  uint32
+	beyond bool
 	// recover holds the series of the chunk loaded at open whose newest
 	// stored row the chunk reads back first (recoverChunk).
 	recover map[uint64]bool
@@ -124,6 +126,9 @@ type fieldLister struct {
 func (l *fieldLister) add(key string, fields []string) error {
 	if len(fields) == 0 {
 		return nil
+	}
+	if key == "" {
+		key = "null" // no meta value, as MetaRun.Key has it
 	}
 	if err := l.guard.charge(seriesFieldsBytes, "the series listed"); err != nil {
 		return err
@@ -152,6 +157,8 @@ func (db *DB) planSeriesFields(plan *scanPlan, c *collection, name string, f *pa
 	for _, f := range fields {
 		if i, ok := c.nameIdx[f]; ok && i < 32 {
 			asked |= 1 << i
+		} else {
+			l.beyond = true
 		}
 	}
 	st, err := db.newSeriesStream(plan, c, f, fields, l.guard, false)
@@ -165,7 +172,7 @@ func (db *DB) planSeriesFields(plan *scanPlan, c *collection, name string, f *pa
 		if !fast {
 			return true, nil
 		}
-		switch v, last := c.settleFields(s, lo, plan.filter.maxTime, asked); v {
+		switch v, last := c.settleFields(s, lo, plan.filter.maxTime, asked, l.beyond); v {
 		case settleNone:
 			return false, nil
 		case settleList:

@@ -522,3 +522,94 @@ func TestSeriesFieldsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// insertOne stores one measurement of sensor at t into collection s.
+func insertOne(t *testing.T, db *DB, sensor any, at time.Time, fs ...model.Field) {
+	t.Helper()
+	ms := []model.Measurement{{Time: at.UnixNano(), Meta: sensor, Fields: fs}}
+	if res, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil || len(res.Errors) > 0 {
+		t.Fatalf("insert: %v %v", err, res.Errors)
+	}
+}
+
+// A TTL pass deleted x's rows; a measurement outside 1970..2038 then
+// suspends expiry, so the read's bound no longer hides x's newest row,
+// which the pass deleted: x is not listed from it.
+func TestSeriesFieldsExpirySuspended(t *testing.T) {
+	clock := newTestClock(t0)
+	db := openTTL(t, t.TempDir(), clock, int64p(3600))
+	defer db.Close()
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	v := model.Field{Name: "v", Value: model.Int(1)}
+	insertOne(t, db, "x", at(10), v)
+	storeAll(t, db, clock)
+	clock.Set(at(200))
+	expireAll(t, db, clock.Now())
+	insertOne(t, db, "o", time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), v)
+	if got, _ := listFields(t, db, at(0), at(300)); got != "" {
+		t.Fatalf("listed from a deleted newest row: %q", got)
+	}
+	f := mustFilter(t, `{"sensor": "x"}`)
+	if has, err := db.HasRows(ctx, "s", f); err != nil || has {
+		t.Fatalf("HasRows of x: %v %v", has, err)
+	}
+	if vals, err := db.DistinctMeta(ctx, "s", "sensor", mustFilter(t, fmt.Sprintf(`{"t": {"$gte": {"$date": %q}}}`, at(0).Format(time.RFC3339)))); err != nil || len(vals) != 0 {
+		t.Fatalf("DistinctMeta: %v %v", vals, err)
+	}
+}
+
+// A field past the 32nd name, holding a number in an older row of x
+// only, is listed after a reopen too, when x's newest row read back (it
+// has no bit for it) does not hold it.
+func TestSeriesFieldsNamesPast32(t *testing.T) {
+	clock := newTestClock(t0)
+	dir := t.TempDir()
+	db := openTTL(t, dir, clock, nil)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	var filler []model.Field
+	for i := range 40 {
+		filler = append(filler, model.Field{Name: fmt.Sprintf("s%02d", i), Value: model.String("x")})
+	}
+	insertOne(t, db, "x", at(10), model.Field{Name: "v", Value: model.Int(1)})
+	insertOne(t, db, "other", at(1), filler...)
+	insertOne(t, db, "x", at(10), model.Field{Name: "far", Value: model.Int(1)})
+	insertOne(t, db, "x", at(20), model.Field{Name: "v", Value: model.Int(2)})
+	storeAll(t, db, clock)
+	if got, _ := listFields(t, db, at(0), at(30)); got != "x.far x.v" {
+		t.Fatalf("before a reopen: %q", got)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
+	defer db.Close()
+	for range 2 { // reading back, then read back
+		if got, _ := listFields(t, db, at(0), at(30)); got != "x.far x.v" {
+			t.Fatalf("after a reopen: %q", got)
+		}
+	}
+	f := mustFilter(t, fmt.Sprintf(`{"t": {"$gte": {"$date": %q}}}`, at(0).Format(time.RFC3339)))
+	if l, err := db.SeriesFields(ctx, "s", f, []string{"far"}); err != nil || len(l) != 1 || !slices.Equal(l[0].Fields, []string{"far"}) {
+		t.Fatalf("far alone: %v %v", l, err)
+	}
+}
+
+// HasRows counts the series of no meta value (missing or an empty array)
+// too, which DistinctMeta gives no value for.
+func TestHasRowsWithoutMeta(t *testing.T) {
+	db := openTTL(t, t.TempDir(), newTestClock(t0), nil)
+	defer db.Close()
+	v := model.Field{Name: "v", Value: model.Int(1)}
+	insertOne(t, db, nil, t0, v)
+	insertOne(t, db, []any{}, t0, v)
+	if has, err := db.HasRows(ctx, "s", nil); err != nil || !has {
+		t.Fatalf("HasRows: %v %v", has, err)
+	}
+	if has, err := db.HasRows(ctx, "s", mustFilter(t, `{"sensor": "y"}`)); err != nil || has {
+		t.Fatalf("HasRows of y: %v %v", has, err)
+	}
+	f := mustFilter(t, fmt.Sprintf(`{"t": {"$gte": {"$date": %q}}}`, t0.Format(time.RFC3339)))
+	if l, err := db.SeriesFields(ctx, "s", f, nil); err != nil || len(l) != 2 || l[0].Key != "null" && l[1].Key != "null" {
+		t.Fatalf("SeriesFields: %v %v", l, err)
+	}
+}
