@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"time"
 )
 
 // The default runtime memory limit follows the live heap. After each
@@ -14,15 +15,17 @@ import (
 // what it grew to. The slack keeps a small heap's collections as rare as
 // GOGC makes them and leaves room for the runtime's own memory (stacks,
 // metadata). When the collector took more than maxGCShare of the CPU
-// (GOMAXPROCS x the time) since the previous collection, as on a large
-// live heap (a million series), the limit goes back to the sum until a
-// collection is cheaper again: the memory saved is not worth the CPU
-// there. Measured in docs/benchmarks.md ("Runtime memory limit following
-// the live heap").
+// (GOMAXPROCS x the time) over the last gcWindow or more, as on a large
+// live heap (a million series), the limit is the sum until a window in
+// which it took less: the memory saved is not worth the CPU there. A
+// window of several collections, not one, lets the short bursts of
+// collections of a compaction pass without backing off. Measured in
+// docs/benchmarks.md ("Runtime memory limit following the live heap").
 const (
 	liveFactor = 1.25
 	liveSlack  = 64 << 20
 	maxGCShare = 0.10
+	gcWindow   = 5 * time.Second
 )
 
 // liveLimit is a soft memory limit for the Go runtime that follows the
@@ -52,18 +55,13 @@ func (l liveLimit) follow(stop <-chan struct{}) {
 		{Name: "/cpu/classes/gc/total:cpu-seconds"},
 		{Name: "/cpu/classes/total:cpu-seconds"},
 	}
-	var lastGC, lastTotal float64
+	w := gcShareWindow{cpu: gcWindow.Seconds() * float64(runtime.GOMAXPROCS(0))}
 	set := func() {
 		metrics.Read(s)
 		if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindFloat64 || s[2].Value.Kind() != metrics.KindFloat64 {
 			return
 		}
-		gc, total := s[1].Value.Float64(), s[2].Value.Float64()
-		share := 0.0
-		if total > lastTotal {
-			share = (gc - lastGC) / (total - lastTotal)
-		}
-		lastGC, lastTotal = gc, total
+		share := w.update(s[1].Value.Float64(), s[2].Value.Float64())
 		debug.SetMemoryLimit(l.at(int64(s[0].Value.Uint64()), share))
 	}
 	var arm func()
@@ -82,6 +80,25 @@ func (l liveLimit) follow(stop <-chan struct{}) {
 	}
 	set()
 	arm()
+}
+
+// gcShareWindow is the collector's share of the CPU over the last
+// completed window of at least cpu CPU-seconds (GOMAXPROCS x the time).
+type gcShareWindow struct {
+	cpu              float64
+	startGC, startAt float64
+	share            float64
+}
+
+// update takes the runtime's cumulative CPU-seconds of the collector (gc)
+// and of all (total, GOMAXPROCS x the time) and returns the share of the
+// last window completed: 0 until one is.
+func (w *gcShareWindow) update(gc, total float64) float64 {
+	if total-w.startAt >= w.cpu {
+		w.share = (gc - w.startGC) / (total - w.startAt)
+		w.startGC, w.startAt = gc, total
+	}
+	return w.share
 }
 
 // gcSentinel is the object whose finalizer marks a collection's end; it

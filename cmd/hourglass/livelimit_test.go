@@ -34,6 +34,26 @@ func TestLiveLimitAt(t *testing.T) {
 	}
 }
 
+// TestGCShareWindow checks the collector's share of the CPU taken over
+// windows: 0 until the first window closes, then the last window's share
+// until the next closes.
+func TestGCShareWindow(t *testing.T) {
+	w := gcShareWindow{cpu: 10}
+	for _, c := range []struct{ gc, total, want float64 }{
+		{0.5, 4, 0},
+		{1, 9.9, 0},
+		{2, 10, 0.2},
+		{2.5, 15, 0.2},
+		{2.5, 19.9, 0.2},
+		{2.5, 20, 0.05},
+		{12.5, 40, 0.5},
+	} {
+		if got := w.update(c.gc, c.total); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("gc %.1f s, total %.1f s: share %.3f; want %.3f", c.gc, c.total, got, c.want)
+		}
+	}
+}
+
 // TestLiveLimitFollows checks that the runtime's limit follows the live
 // heap after each collection, goes to the ceiling when collections take
 // more than their share of the CPU, and is left alone once stopped.
