@@ -92,7 +92,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Var(&cfg.minBodyRate, "min-body-rate", "slowest a request body or MongoDB message may arrive after --body-rate-grace (`size` per second); slower bodies get 408, slower messages close their connection")
 	fs.DurationVar(&cfg.bodyRateGrace, "body-rate-grace", 10*time.Second, "time a request body may take before --min-body-rate applies (`duration`)")
 	fs.Var(&cfg.memoryBudget, "memory-budget", "memory for series and buckets not yet written to disk (`size`); over it, buckets are sealed early")
-	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (`size`, 0: none; default --memory-budget + --max-body-memory + 256MiB, less the 128MiB the store's cache holds outside the Go heap in a cgo build, so that the process stays within the sum); near it the collector runs more often and returns freed memory to the system. GOMEMLIMIT, when set, takes precedence")
+	fs.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (`size`, 0: none; default: after each collection 1.25 x the heap found live + 64MiB, at most --memory-budget + --max-body-memory + 256MiB, less the 128MiB the store's cache holds outside the Go heap in a cgo build, so that the process stays within the sum; that sum while the collector takes over a tenth of the CPU, over windows of 5 s); near it the collector runs more often and returns freed memory to the system. Given, the limit is fixed. GOMEMLIMIT, when set, takes precedence")
 	fs.IntVar(&cfg.queryConcurrency, "query-concurrency", 0, "finds and aggregates working at once (`n`; 0: half the processors, at least 1); others wait their turn, so that queries do not crowd out writes")
 	fs.Var(&cfg.queryMemoryTotal, "query-memory-total", "memory all finds and aggregates running at once may hold together (`size`; default 4 x --query-memory); a query that would pass it is answered 429 code 462, to retry")
 	fs.Var(&cfg.queryMemory, "query-memory", "memory one find or aggregate may hold: series matched, buckets open or sorted, groups and cells (`size`); past it, 400 code 292")
@@ -219,9 +219,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		defer mln.Close()
 	}
 
-	if limit := runtimeMemoryLimit(&cfg, fs, os.Getenv("GOMEMLIMIT")); limit > 0 {
+	if limit, dflt := runtimeMemoryLimit(&cfg, fs, os.Getenv("GOMEMLIMIT")); limit > 0 {
 		debug.SetMemoryLimit(limit)
-		log.Info("go runtime memory limit", "bytes", limit)
+		log.Info("go runtime memory limit", "bytes", limit, "follows_live_heap", dflt)
+		if dflt {
+			stopLive := make(chan struct{})
+			defer close(stopLive)
+			liveLimit{factor: liveFactor, slack: liveSlack, ceiling: limit, maxGCShare: maxGCShare}.follow(stopLive)
+		}
 	}
 
 	start := time.Now()
@@ -516,15 +521,17 @@ const memoryOverhead = 256 << 20
 // memoryOverhead, less what the store holds outside the Go heap
 // (timeseries.StoreOffHeapBytes), so that the whole process stays within
 // the sum; unless the GOMEMLIMIT environment variable (gomemlimit) sets
-// one. fs holds cfg's parsed flags.
-func runtimeMemoryLimit(cfg *serveConfig, fs *flag.FlagSet, gomemlimit string) int64 {
+// one. dflt tells that the limit is that default sum, under which serve
+// lets the limit follow the live heap (liveLimit). fs holds cfg's parsed
+// flags.
+func runtimeMemoryLimit(cfg *serveConfig, fs *flag.FlagSet, gomemlimit string) (limit int64, dflt bool) {
 	if gomemlimit != "" {
-		return 0
+		return 0, false
 	}
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "memory-limit" })
 	if set {
-		return int64(cfg.memoryLimit)
+		return int64(cfg.memoryLimit), false
 	}
 	bodies := int64(cfg.maxBodyMemory)
 	if bodies == 0 {
@@ -534,7 +541,7 @@ func runtimeMemoryLimit(cfg *serveConfig, fs *flag.FlagSet, gomemlimit string) i
 		}
 		bodies = int64(writes) * int64(cfg.maxBody)
 	}
-	return int64(cfg.memoryBudget) + bodies + memoryOverhead - timeseries.StoreOffHeapBytes()
+	return int64(cfg.memoryBudget) + bodies + memoryOverhead - timeseries.StoreOffHeapBytes(), true
 }
 
 // sizeOrZero is a byteSize that also takes 0, meaning off.
