@@ -80,6 +80,11 @@ func (db *DB) ReadNumbers(ctx context.Context, name string, f *partialfilter.Fil
 				}
 			}
 			guard.release(held)
+			for k := range acc {
+				if cap(acc[k].ts) > keptNumbers {
+					acc[k] = numberRun{} // a large series' room is not kept uncounted
+				}
+			}
 		}
 	}
 	return ctx.Err()
@@ -205,6 +210,10 @@ func (n *numberRun) sort() {
 	n.vs, n.tmpV = n.tmpV, n.vs
 	n.sorted = true
 }
+
+// keptNumbers is the most numbers a field's buffers keep room for from
+// one series to the next once their charge is released.
+const keptNumbers = 1 << 16
 
 // numberBytes is what a number ReadNumbers gathers holds: its time and
 // value, and their copy when they are sorted.
