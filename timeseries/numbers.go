@@ -233,7 +233,6 @@ func seriesNumbers(plan *scanPlan, s *seriesSnap, fields []string, acc []numberR
 	}
 	gathered := 0
 	residual := plan.filter.residual
-	maxT := plan.filter.maxTime
 	var rc rowCursor
 	err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
 		whole := loose == nil && residual == nil // rows [lo, hi) are all in range
@@ -253,19 +252,11 @@ func seriesNumbers(plan *scanPlan, s *seriesSnap, fields []string, acc []numberR
 				continue
 			}
 			for r := lo; r < hi; r++ {
-				t := cols.Times[r]
-				if t < s.minTime || t > maxT || !col.IsPresent(r) {
-					continue
+				if ok, err := rowReturned(plan, s, &rc, col, r); err != nil {
+					return err
+				} else if ok {
+					acc[k].add(cols.Times[r], col, r)
 				}
-				if residual != nil {
-					if err := plan.guard.row(); err != nil {
-						return err
-					}
-					if rc.i = r; !residual.Match(plan.rowDoc(s, &rc)) {
-						continue
-					}
-				}
-				acc[k].add(t, col, r)
 			}
 		}
 		n := 0
@@ -309,4 +300,23 @@ func (c *collection) numberFields(name, what string, fields []string) ([]string,
 	return slices.DeleteFunc(slices.Clone(fields), func(f string) bool {
 		return f == ts.TimeField || f == ts.MetaField || c.fieldTypes[f]&numberTypeSet == 0
 	}), nil
+}
+
+// rowReturned reports whether a read of the plan returns the value of
+// col in row r of the bucket rc is on: present, in the read's range and
+// matching its residual filter (each row that filter is checked on
+// counts against the query's rows).
+func rowReturned(plan *scanPlan, s *seriesSnap, rc *rowCursor, col *bucket.Column, r int) (bool, error) {
+	if t := rc.cols.Times[r]; t < s.minTime || t > plan.filter.maxTime || !col.IsPresent(r) {
+		return false, nil
+	}
+	residual := plan.filter.residual
+	if residual == nil {
+		return true, nil
+	}
+	if err := plan.guard.row(); err != nil {
+		return false, err
+	}
+	rc.i = r
+	return residual.Match(plan.rowDoc(s, rc)), nil
 }

@@ -143,3 +143,32 @@ func readNumbersRun(t *testing.T, seed uint64) {
 	db = openTest(t, dir, func(o *Options) { o.Now = clock.Now })
 	check("reopened")
 }
+
+// A filter on a field selects rows: ReadNumbers and SeriesFields give the
+// numbers of the rows it matches only.
+func TestReadNumbersFieldFilter(t *testing.T) {
+	db := openTTL(t, t.TempDir(), newTestClock(t0), nil)
+	defer db.Close()
+	insertOne(t, db, "x", t0, model.Field{Name: "v", Value: model.Int(1)}, model.Field{Name: "w", Value: model.Float(10)})
+	insertOne(t, db, "x", t0.Add(time.Minute), model.Field{Name: "v", Value: model.Int(2)}, model.Field{Name: "w", Value: model.Float(20)})
+	for _, stored := range []bool{false, true} {
+		if stored {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []string
+		err := db.ReadNumbers(ctx, "s", mustFilter(t, `{"v": {"$gt": 1}}`), nil, func(key, field string, ts []int64, vs []float64) error {
+			got = append(got, fmt.Sprintf("%s %s %v", key, field, vs))
+			return nil
+		})
+		if err != nil || fmt.Sprint(got) != `["x" v [2] "x" w [20]]` {
+			t.Fatalf("stored %v: %q %v", stored, got, err)
+		}
+		for filter, want := range map[string]int{`{"v": {"$gt": 1}}`: 1, `{"v": {"$gt": 5}}`: 0} {
+			if l, err := db.SeriesFields(ctx, "s", mustFilter(t, filter), []string{"w"}); err != nil || len(l) != want {
+				t.Fatalf("stored %v: SeriesFields %s: %v %v", stored, filter, l, err)
+			}
+		}
+	}
+}

@@ -208,7 +208,6 @@ func seriesNumberFields(plan *scanPlan, s *seriesSnap, fields []string) ([]strin
 	if err != nil {
 		return nil, err
 	}
-	residual := plan.filter.residual
 	found := make([]bool, len(fields))
 	left := len(fields)
 	var rc rowCursor
@@ -224,20 +223,13 @@ func seriesNumberFields(plan *scanPlan, s *seriesSnap, fields []string) ([]strin
 				continue
 			}
 			for r := lo; r < hi; r++ {
-				if t := cols.Times[r]; t < s.minTime || t > plan.filter.maxTime || !col.IsPresent(r) {
-					continue
+				if ok, err := rowReturned(plan, s, &rc, col, r); err != nil {
+					return err
+				} else if ok {
+					found[k] = true
+					left--
+					break
 				}
-				if residual != nil {
-					if err := plan.guard.row(); err != nil {
-						return err
-					}
-					if rc.i = r; !residual.Match(plan.rowDoc(s, &rc)) {
-						continue
-					}
-				}
-				found[k] = true
-				left--
-				break
 			}
 		}
 		if left == 0 {
