@@ -62,15 +62,9 @@ func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, 
 			seen, lastKey = true, key
 			base = fieldBaseOf(key, metaField, qr.q.collection)
 		}
-		ls := base.labels(field)
-		if !matchAll(ms, ls) {
-			return nil
+		if ls := base.labels(field); matchAll(ms, ls) {
+			return qr.appendSeries(&out, ls, ts, vs)
 		}
-		s, err := qr.samplesOf(ls, ts, vs)
-		if err != nil {
-			return err
-		}
-		out = append(out, s)
 		return nil
 	})
 	return qr.endRead(err, out)

@@ -85,32 +85,26 @@ func (qr *Querier) read(ctx context.Context, sc readScope, ms []*labels.Matcher)
 		if key == "null" {
 			return nil
 		}
-		ls, ok := MetaLabels(key)
-		if !ok || !matchAll(ms, ls) {
-			return nil
+		if ls, ok := MetaLabels(key); ok && matchAll(ms, ls) {
+			return qr.appendSeries(&out, ls, ts, vs)
 		}
-		s, err := qr.samplesOf(ls, ts, vs)
-		if err != nil {
-			return err
-		}
-		out = append(out, s)
 		return nil
 	})
 	return qr.endRead(err, out)
 }
 
-// samplesOf returns the series of labels ls with the samples of times ts
-// (nanoseconds, made milliseconds) and values vs, charged to the
-// Querier's limits 4,096 at a time: a series past them counts what was
-// charged before the charge that failed.
-func (qr *Querier) samplesOf(ls labels.Labels, ts []int64, vs []float64) (Series, error) {
+// appendSeries appends to out the series of labels ls with the samples
+// of times ts (nanoseconds, made milliseconds) and values vs, charged to
+// the Querier's limits 4,096 at a time: a series past them counts what
+// was charged before the charge that failed.
+func (qr *Querier) appendSeries(out *[]Series, ls labels.Labels, ts []int64, vs []float64) error {
 	if err := qr.charge(0, seriesBytes+int64(ls.ByteSize())); err != nil {
-		return Series{}, err
+		return err
 	}
 	for left := int64(len(ts)); left > 0; {
 		n := min(left, 4096)
 		if err := qr.charge(n, n*sampleBytes); err != nil {
-			return Series{}, err
+			return err
 		}
 		left -= n
 	}
@@ -118,7 +112,8 @@ func (qr *Querier) samplesOf(ls labels.Labels, ts []int64, vs []float64) (Series
 	for i, t := range ts {
 		samples[i] = Sample{t: t / 1e6, f: vs[i]}
 	}
-	return Series{Labels: ls, Samples: samples}, nil
+	*out = append(*out, Series{Labels: ls, Samples: samples})
+	return nil
 }
 
 // endRead ends a read of series out: the read's error, and the series
