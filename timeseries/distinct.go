@@ -239,7 +239,7 @@ func (db *DB) planDistinct(plan *scanPlan, c *collection, name, path string, f *
 			// range and the meta value; one whose newest row is before
 			// it holds none: its rows need not be read.
 			if plan.presenceOnly && plan.archive == nil {
-				switch present(c, s, lo, plan.filter.maxTime) {
+				switch c.present(s, lo, plan.filter.maxTime) {
 				case settleList:
 					readStats.lastKnown.Add(1)
 					return false, d.add(plan.guard, texts)
@@ -283,7 +283,7 @@ func (d *distinct) chunk(db *DB, c *collection, plan *scanPlan) error {
 	defer clear(d.pending)
 	defer clear(d.recover)
 	verdicts, err := db.settleRecovered(plan, c, d.recover, func(s *series, lo, hi int64) (int, uint32) {
-		return present(c, s, lo, hi), 0
+		return c.present(s, lo, hi), 0
 	})
 	if err != nil {
 		return err

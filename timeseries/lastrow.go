@@ -349,7 +349,7 @@ const (
 // 1970..2038: visibility.go), rows a TTL pass deleted before are no
 // longer hidden by the read's bound, and a newest row may be one of them:
 // the rows are read. DB.mu is held.
-func present(c *collection, s *series, lo, hi int64) int {
+func (c *collection) present(s *series, lo, hi int64) int {
 	t, _, _, ok := c.lastRows(s)
 	switch {
 	case !ok || c.oorBuckets > 0:

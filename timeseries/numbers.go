@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 
@@ -117,6 +118,7 @@ type numberRun struct {
 	segs   []int // where each segment starts
 	sorted bool  // ts is in order
 	perm   []int32
+	order  []int // the segments in time order, kept for the next series
 	tmpT   []int64
 	tmpV   []float64
 }
@@ -175,7 +177,7 @@ func (n *numberRun) sort() {
 		}
 		return len(n.ts)
 	}
-	order := make([]int, 0, k)
+	order := n.order[:0]
 	for i := range k {
 		if n.segs[i] < end(i) {
 			order = append(order, i) // a bucket of no row in range gives none
@@ -208,7 +210,7 @@ func (n *numberRun) sort() {
 	}
 	n.ts, n.tmpT = n.tmpT, n.ts
 	n.vs, n.tmpV = n.tmpV, n.vs
-	n.sorted = true
+	n.order, n.sorted = order, true
 }
 
 // keptNumbers is the most numbers a field's buffers keep room for from
@@ -221,60 +223,69 @@ const numberBytes = 32
 
 // seriesNumbers gathers into acc (one run per field of fields, emptied
 // first) the numbers of the series of s in the rows the plan's filter
-// selects, charging them to the query's memory bucket by bucket: it
+// selects, charging them to the query's memory column by column: it
 // returns what it charged, which the caller releases, also on an error.
 func seriesNumbers(plan *scanPlan, s *seriesSnap, fields []string, acc []numberRun) (held int64, err error) {
 	for k := range acc {
 		acc[k].ts, acc[k].vs, acc[k].segs, acc[k].sorted = acc[k].ts[:0], acc[k].vs[:0], acc[k].segs[:0], true
 	}
-	sc, err := plan.seriesScan(s, false)
-	if err != nil {
-		return 0, err
-	}
-	gathered := 0
-	residual := plan.filter.residual
-	var rc rowCursor
-	err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
-		whole := loose == nil && residual == nil // rows [lo, hi) are all in range
-		if loose != nil {
-			lo, hi = 0, len(cols.Times)
-		}
-		rc.cols = cols
-		for c := range cols.Fields {
-			col := &cols.Fields[c]
-			k := slices.Index(fields, col.Name)
-			if k < 0 || col.Type != bucket.TypeFloat && col.Type != bucket.TypeInt && col.Type != bucket.TypeInt32 {
-				continue
-			}
-			acc[k].begin()
-			if whole && col.Present == nil {
-				acc[k].addRange(cols.Times, col, lo, hi)
-				continue
-			}
-			for r := lo; r < hi; r++ {
-				if ok, err := rowReturned(plan, s, &rc, col, r); err != nil {
+	err = eachNumberColumn(plan, s, fields, func(k int, col *bucket.Column, rc *rowCursor, lo, hi int, inRange bool) error {
+		r := &acc[k]
+		before := len(r.ts)
+		r.begin()
+		if inRange && col.Present == nil {
+			r.addRange(rc.cols.Times, col, lo, hi)
+		} else {
+			for i := lo; i < hi; i++ {
+				if ok, err := rowReturned(plan, s, rc, col, i); err != nil {
 					return err
 				} else if ok {
-					acc[k].add(cols.Times[r], col, r)
+					r.add(rc.cols.Times[i], col, i)
 				}
 			}
 		}
-		n := 0
-		for k := range acc {
-			n += len(acc[k].ts)
-		}
-		add := int64(n-gathered) * numberBytes
-		gathered = n
+		add := int64(len(r.ts)-before) * numberBytes
 		if err := plan.guard.charge(add, "the numbers of a series"); err != nil {
 			return err
 		}
 		held += add
 		return nil
 	})
-	if cerr := sc.Close(); err == nil {
+	return held, err
+}
+
+// eachNumberColumn scans the series of s, calling fn for each column of
+// numbers of a bucket that is a field of fields (k its index) with the
+// bucket's rows to look at, [lo, hi) of rc.cols; inRange says that they
+// are all in the read's range and match its filter (a bucket in time
+// order, no residual filter), else each is judged by rowReturned. An error
+// from fn ends the scan; errFound ends it as found, with no error.
+func eachNumberColumn(plan *scanPlan, s *seriesSnap, fields []string, fn func(k int, col *bucket.Column, rc *rowCursor, lo, hi int, inRange bool) error) error {
+	sc, err := plan.seriesScan(s, false)
+	if err != nil {
+		return err
+	}
+	var rc rowCursor
+	err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
+		inRange := loose == nil && plan.filter.residual == nil
+		if loose != nil {
+			lo, hi = 0, len(cols.Times)
+		}
+		rc.cols = cols
+		for c := range cols.Fields {
+			col := &cols.Fields[c]
+			if k := slices.Index(fields, col.Name); k >= 0 && numberKind(col.Type) {
+				if err := fn(k, col, &rc, lo, hi, inRange); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if cerr := sc.Close(); err == nil || errors.Is(err, errFound) {
 		err = cerr
 	}
-	return held, err
+	return err
 }
 
 // numberTypeSet is the types of the values PromQL reads as numbers.

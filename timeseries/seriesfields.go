@@ -2,9 +2,7 @@ package timeseries
 
 import (
 	"context"
-	"errors"
 	"math/bits"
-	"slices"
 
 	"github.com/hourglassdb/hourglass/bucket"
 	"github.com/hourglassdb/hourglass/partialfilter"
@@ -204,42 +202,25 @@ func (l *fieldLister) names(c *collection, mask uint32) []string {
 // seriesNumberFields returns the fields of fields that hold a number in a
 // row of the series of s that the plan's filter selects, in fields' order.
 func seriesNumberFields(plan *scanPlan, s *seriesSnap, fields []string) ([]string, error) {
-	sc, err := plan.seriesScan(s, false)
-	if err != nil {
-		return nil, err
-	}
 	found := make([]bool, len(fields))
 	left := len(fields)
-	var rc rowCursor
-	err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
-		if loose != nil {
-			lo, hi = 0, len(cols.Times)
+	err := eachNumberColumn(plan, s, fields, func(k int, col *bucket.Column, rc *rowCursor, lo, hi int, _ bool) error {
+		if found[k] {
+			return nil
 		}
-		rc.cols = cols
-		for c := range cols.Fields {
-			col := &cols.Fields[c]
-			k := slices.Index(fields, col.Name)
-			if k < 0 || found[k] || !numberKind(col.Type) {
-				continue
-			}
-			for r := lo; r < hi; r++ {
-				if ok, err := rowReturned(plan, s, &rc, col, r); err != nil {
-					return err
-				} else if ok {
-					found[k] = true
-					left--
-					break
+		for r := lo; r < hi; r++ {
+			if ok, err := rowReturned(plan, s, rc, col, r); err != nil {
+				return err
+			} else if ok {
+				found[k] = true
+				if left--; left == 0 {
+					return errFound
 				}
+				return nil
 			}
-		}
-		if left == 0 {
-			return errFound
 		}
 		return nil
 	})
-	if cerr := sc.Close(); err == nil || errors.Is(err, errFound) {
-		err = cerr
-	}
 	if err != nil {
 		return nil, err
 	}
