@@ -200,15 +200,11 @@ type distinct struct {
 func (db *DB) planDistinct(plan *scanPlan, c *collection, name, path string, f *partialfilter.Filter, guard *scanGuard, d *distinct) (*seriesStream, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	ts := c.opts.TimeSeries
-	switch {
-	case c.dropped:
-		return nil, notFound(name)
-	case ts == nil:
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
-	case ts.MetaField == "":
-		return nil, mongoerr.New(mongoerr.BadValue, "collection %q has no metaField: there are no meta values to list", name)
-	case path != "" && path != ts.MetaField && !strings.HasPrefix(path, ts.MetaField+"."):
+	ts, err := c.metaSeries(name, "there are no meta values to list")
+	if err != nil {
+		return nil, err
+	}
+	if path != "" && path != ts.MetaField && !strings.HasPrefix(path, ts.MetaField+".") {
 		return nil, mongoerr.New(mongoerr.BadValue, "the path of a distinct over the series must be the metaField %q or a path inside it; got %q", ts.MetaField, path)
 	}
 	d.anyRow = path == ""

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
@@ -292,18 +293,13 @@ func eachNumberColumn(plan *scanPlan, s *seriesSnap, fields []string, fn func(k 
 const numberTypeSet typeSet = 1<<bucket.TypeFloat | 1<<bucket.TypeInt | 1<<bucket.TypeInt32
 
 // numberFields checks that collection c (name) is a time series with a
-// metaField, whose series a read can ("list", "read") by meta value, and
-// returns of fields (nil: all the collection's) those but the time and
-// meta fields that ever held a number. DB.mu is held.
+// metaField (metaSeries), whose series a read can ("list", "read") by meta
+// value, and returns of fields (nil: all the collection's) those but the
+// time and meta fields that ever held a number. DB.mu is held.
 func (c *collection) numberFields(name, what string, fields []string) ([]string, error) {
-	ts := c.opts.TimeSeries
-	switch {
-	case c.dropped:
-		return nil, notFound(name)
-	case ts == nil:
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
-	case ts.MetaField == "":
-		return nil, mongoerr.New(mongoerr.BadValue, "collection %q has no metaField: it has no series to %s", name, what)
+	ts, err := c.metaSeries(name, "it has no series to "+what)
+	if err != nil {
+		return nil, err
 	}
 	if fields == nil {
 		fields = c.findFields()
@@ -311,6 +307,23 @@ func (c *collection) numberFields(name, what string, fields []string) ([]string,
 	return slices.DeleteFunc(slices.Clone(fields), func(f string) bool {
 		return f == ts.TimeField || f == ts.MetaField || c.fieldTypes[f]&numberTypeSet == 0
 	}), nil
+}
+
+// metaSeries returns the options of collection c (name) for a read by
+// series: NamespaceNotFound once dropped, IllegalOperation for a plain
+// collection, BadValue saying noMeta for a time series without a
+// metaField. DB.mu is held.
+func (c *collection) metaSeries(name, noMeta string) (*model.TimeSeriesOptions, error) {
+	ts := c.opts.TimeSeries
+	switch {
+	case c.dropped:
+		return nil, notFound(name)
+	case ts == nil:
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
+	case ts.MetaField == "":
+		return nil, mongoerr.New(mongoerr.BadValue, "collection %q has no metaField: %s", name, noMeta)
+	}
+	return ts, nil
 }
 
 // rowReturned reports whether a read of the plan returns the value of

@@ -43,11 +43,7 @@ func (qr *Querier) fieldsShape(timeField, metaField string) bool {
 // index, and a name picks the fields that can make it. The engine gives
 // each series' numbers a field at a time (timeseries.DB.ReadNumbers).
 func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, start, end int64, ms []*labels.Matcher) ([]Series, error) {
-	filter, fields, err := fieldsFilter(timeField, metaField, start, end, ms)
-	if err != nil {
-		return nil, err
-	}
-	numeric, err := qr.numberOnly(timeField, metaField, fields)
+	filter, numeric, err := qr.fieldsRead(timeField, metaField, start, end, ms)
 	if err != nil || len(numeric) == 0 {
 		return nil, err
 	}
@@ -68,6 +64,19 @@ func (qr *Querier) readFields(ctx context.Context, timeField, metaField string, 
 		return nil
 	})
 	return qr.endRead(err, out)
+}
+
+// fieldsRead is what a read of [start, end] of a fields-shaped collection
+// asks of the engine: its filter (fieldsFilter) and the fields of numbers
+// only that the matchers let make a series (numberOnly); none, nothing is
+// read.
+func (qr *Querier) fieldsRead(timeField, metaField string, start, end int64, ms []*labels.Matcher) (*partialfilter.Filter, []string, error) {
+	filter, fields, err := fieldsFilter(timeField, metaField, start, end, ms)
+	if err != nil {
+		return nil, nil, err
+	}
+	numeric, err := qr.numberOnly(timeField, metaField, fields)
+	return filter, numeric, err
 }
 
 // numberOnly returns the fields of the collection (of fields; nil: all)
@@ -94,11 +103,7 @@ func (qr *Querier) numberOnly(timeField, metaField string, fields []string) ([]s
 // range, which the engine lists (timeseries.DB.SeriesFields) from each series'
 // newest row where it can, without reading samples.
 func (qr *Querier) fieldLabelSets(ctx context.Context, timeField, metaField string, start, end int64, ms []*labels.Matcher) ([]labels.Labels, error) {
-	filter, fields, err := fieldsFilter(timeField, metaField, start, end, ms)
-	if err != nil {
-		return nil, err
-	}
-	numeric, err := qr.numberOnly(timeField, metaField, fields)
+	filter, numeric, err := qr.fieldsRead(timeField, metaField, start, end, ms)
 	if err != nil || len(numeric) == 0 {
 		return nil, err
 	}
