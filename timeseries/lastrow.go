@@ -56,6 +56,14 @@ func (db *DB) EarliestLast(ctx context.Context, name string, filter *partialfilt
 		return 0, false, err
 	}
 	defer end()
+	if fields != nil {
+		// The series whose newest rows settle it are not read.
+		var rest map[uint64]bool
+		if t, ok, rest, err = db.earliestSettled(c, filter, fields, guard); err != nil || rest != nil && len(rest) == 0 {
+			return t, ok, err
+		}
+		opts.only = rest
+	}
 	a, err := db.aggregate(ctx, c, name, opts, opts.Funcs, win, guard)
 	if err != nil {
 		return 0, false, err
@@ -68,6 +76,86 @@ func (db *DB) EarliestLast(ctx context.Context, name string, filter *partialfilt
 		}
 	}
 	return t, ok, nil
+}
+
+// earliestSettled is EarliestLast of the series of c whose newest rows
+// settle it (collection.settleFields): a series whose newest row in the
+// range holds a number in every field of fields it ever held one in has
+// its last rows there, and one whose newest row is before the range has
+// none. The series loaded at open have their newest stored rows read
+// back first (settleRecovered). rest is the series that must be read
+// (none: t and ok are the answer); nil, with the whole collection to
+// read, when the filter asks more than the range and the meta value or a
+// field holds other values than numbers (the aggregate refuses it).
+func (db *DB) earliestSettled(c *collection, f *partialfilter.Filter, fields []string, guard *scanGuard) (t int64, ok bool, rest map[uint64]bool, err error) {
+	plan := &scanPlan{unordered: true}
+	defer plan.close()
+	var asked uint32
+	beyond := false
+	db.mu.RLock()
+	for _, name := range fields {
+		if c.fieldTypes[name]&^numberTypeSet != 0 {
+			db.mu.RUnlock()
+			return 0, false, nil, nil
+		}
+		if i, ok := c.nameIdx[name]; ok && i < 32 {
+			asked |= 1 << i
+		} else {
+			beyond = true
+		}
+	}
+	st, err := db.newSeriesStream(plan, c, f, fields, guard, false)
+	db.mu.RUnlock()
+	if err != nil {
+		return 0, false, nil, err
+	}
+	defer st.close()
+	if plan.filter.residual != nil || plan.archive != nil {
+		return 0, false, nil, nil
+	}
+	plan.presenceOnly = true
+	// judge settles series s over [lo, hi] where it can. DB.mu is held.
+	judge := func(s *series, lo, hi int64) (int, uint32) {
+		v, last := c.settleFields(s, lo, hi, asked, beyond)
+		if v == settleList {
+			if lt, _, _, _ := c.lastRows(s); !ok || lt < t {
+				t, ok = lt, true
+			}
+		}
+		return v, last
+	}
+	recover := map[uint64]bool{}
+	st.want = func(s *series, lo int64) (bool, error) {
+		if v, _ := judge(s, lo, plan.filter.maxTime); v != settleRead {
+			readStats.lastKnown.Add(1)
+			return false, nil
+		}
+		if !s.lastKnown && !s.lastLost {
+			recover[s.id] = true
+		}
+		return true, nil
+	}
+	rest = map[uint64]bool{}
+	for {
+		more, err := st.next()
+		if err != nil {
+			return 0, false, nil, err
+		}
+		if !more {
+			break
+		}
+		verdicts, err := db.settleRecovered(plan, c, recover, judge)
+		clear(recover)
+		if err != nil {
+			return 0, false, nil, err
+		}
+		for i, s := range plan.series {
+			if verdicts == nil || verdicts[i].verdict == settleRead {
+				rest[s.id] = true
+			}
+		}
+	}
+	return t, ok, rest, nil
 }
 
 // numberKind reports whether values of kind k are numbers as PromQL reads

@@ -1,6 +1,8 @@
 package timeseries
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -62,5 +64,76 @@ func TestEarliestLast(t *testing.T) {
 				t.Errorf("stored %v, %s %v: %d, want %d", stored, c.filter, c.fields, got, c.want)
 			}
 		}
+	}
+}
+
+// BenchmarkEarliestLast: EarliestLast of the iot fleet's value over its
+// last 5 minutes (Prometheus' last_over_time at one instant asks it),
+// settled by the series' newest rows, against the aggregate over every
+// series that answered it before (aggregate).
+//
+//	go test -run '^$' -bench BenchmarkEarliestLast -benchtime 20x ./timeseries
+func BenchmarkEarliestLast(b *testing.B) {
+	for _, stored := range []bool{false, true} {
+		clock := newTestClock(t0)
+		db := openTest(b, b.TempDir(), func(o *Options) { o.Now = clock.Now })
+		end := iotFleet(b, db, 10000, 3*time.Hour)
+		if err := db.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+		state := "open"
+		if stored {
+			state = "stored"
+			clock.Advance(time.Hour)
+			if err := db.Checkpoint(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		f := mustFilter(b, fmt.Sprintf(`{"time": {"$gte": {"$date": {"$numberLong": "%d"}}, "$lte": {"$date": {"$numberLong": "%d"}}}}`,
+			end.Add(-5*time.Minute).UnixMilli(), end.UnixMilli()))
+		fields := []string{"value"}
+		want, _, err := db.EarliestLast(ctx, "iot", f, fields)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(state+"/settled", func(b *testing.B) {
+			for range b.N {
+				if got, _, err := db.EarliestLast(ctx, "iot", f, fields); err != nil || got != want {
+					b.Fatal(got, want, err)
+				}
+			}
+		})
+		b.Run(state+"/aggregate", func(b *testing.B) {
+			for range b.N {
+				opts := AggregateOptions{Filter: f, WholeRange: true, Fields: fields, Funcs: []AggFunc{AggLast}, exactGroups: true}
+				win, err := aggWindowing(&opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				guard, done, err := db.startQuery(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c, err := db.lookup("iot")
+				if err != nil {
+					b.Fatal(err)
+				}
+				a, err := db.aggregate(ctx, c, "iot", opts, opts.Funcs, win, guard)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := int64(math.MaxInt64)
+				for _, row := range a.cells.rows {
+					if row[0].count > 0 {
+						got = min(got, row[0].lastT)
+					}
+				}
+				done()
+				if got != want {
+					b.Fatal(got, want)
+				}
+			}
+		})
+		db.Close()
 	}
 }

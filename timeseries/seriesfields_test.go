@@ -151,6 +151,36 @@ func seriesFieldsRun(t *testing.T, seed uint64) {
 					}
 				}
 			}
+			// EarliestLast of fields that only ever hold numbers: the
+			// earliest of each sensor's last row holding one. Asked first
+			// or last: first, after a reopen, it reads series back itself.
+			earliest := func() {
+				ef := [][]string{{"v"}, {"w"}, {"v", "w"}}[rng.IntN(3)]
+				lastOf := map[string]int64{}
+				for _, r := range rows {
+					if r.t < lo || r.t > hi || r.t < visible || strings.Contains(filter, "$in") && !strings.Contains(filter, strconv.Quote(r.sensor)) {
+						continue
+					}
+					for _, f := range r.nums {
+						if k := r.sensor + "." + f; slices.Contains(ef, f) && (lastOf[k] == 0 || r.t > lastOf[k]) {
+							lastOf[k] = r.t
+						}
+					}
+				}
+				wantT, wantOK := int64(0), false
+				for _, lt := range lastOf {
+					if !wantOK || lt < wantT {
+						wantT, wantOK = lt, true
+					}
+				}
+				if gotT, ok, err := db.EarliestLast(ctx, "s", mustFilter(t, filter), ef); err != nil || ok != wantOK || ok && gotT != wantT {
+					t.Fatalf("%s: EarliestLast %s %v: %v %v %v, want %v %v", when, filter, ef, time.Unix(0, gotT).UTC(), ok, err, time.Unix(0, wantT).UTC(), wantOK)
+				}
+			}
+			first := rng.IntN(2) == 0
+			if first {
+				earliest()
+			}
 			list, err := db.SeriesFields(ctx, "s", mustFilter(t, filter), fields)
 			if err != nil {
 				t.Fatal(err)
@@ -181,6 +211,9 @@ func seriesFieldsRun(t *testing.T, seed uint64) {
 			}
 			if has, err := db.HasRows(ctx, "s", mustFilter(t, filter)); err != nil || has != (len(wantSensors) > 0) {
 				t.Fatalf("%s: HasRows %s: %v %v, want %v", when, filter, has, err, len(wantSensors) > 0)
+			}
+			if !first {
+				earliest()
 			}
 		}
 	}
