@@ -1,0 +1,214 @@
+package bucket
+
+import (
+	"encoding/json"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+)
+
+// indexTimes returns n sorted times of a kind of series, from seed:
+//   - regular: every 10 s;
+//   - jitter-ns: every 10 s, each up to 5 ms late, in nanoseconds (a collector's clock);
+//   - jitter-ms: the same in whole milliseconds, up to 50 ms late (a scaled column);
+//   - exp-ns: exponential gaps of 10 s on average, in nanoseconds (events);
+//   - gaps: every 10 s, with a gap of up to 10 minutes one time in 50 (a flaky sender).
+//
+// The old-format buckets of testdata/timeindex hold these times: never change them.
+func indexTimes(kind string, n int, seed int64) []int64 {
+	rng := rand.New(rand.NewSource(seed))
+	ts := make([]int64, n)
+	t := int64(1.7e18)
+	for i := range ts {
+		switch kind {
+		case "regular":
+			t += 10e9
+		case "jitter-ns":
+			t = 1.7e18 + int64(i)*10e9 + rng.Int63n(5e6)
+		case "jitter-ms":
+			t = 1.7e18 + int64(i)*10e9 + rng.Int63n(50)*1e6
+		case "exp-ns":
+			t += int64(rng.ExpFloat64() * 10e9)
+		case "gaps":
+			t += 10e9
+			if rng.Intn(50) == 0 {
+				t += rng.Int63n(600e9) / 1e9 * 1e9
+			}
+		default:
+			panic("unknown kind " + kind)
+		}
+		ts[i] = t
+	}
+	return ts
+}
+
+var indexKinds = []string{"regular", "jitter-ns", "jitter-ms", "exp-ns", "gaps"}
+
+// rangeSet is the buckets of one benchmark case, each with the windows
+// asked of it.
+type rangeSet struct {
+	name    string
+	buckets [][]byte
+	names   []string // the name table, for buckets of VersionRefs
+	points  int      // points of the buckets: rows times fields, at least rows
+}
+
+// rangeSets returns the benchmark cases: the TSBS host buckets (360 regular
+// rows, ten fields), the sorted format fixtures of ../testdata/v7, and
+// time-only buckets of each kind of series of 64 to 4096 rows.
+func rangeSets(tb testing.TB) []rangeSet {
+	var enc Encoder
+	var sets []rangeSet
+	tsbs := rangeSet{name: "tsbs-360", names: tsbsFields}
+	for _, cols := range tsbsBuckets(tsbsInt, 4) {
+		buf, err := enc.EncodeRefs(nil, &cols, tsbsRefs)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tsbs.buckets = append(tsbs.buckets, buf)
+		tsbs.points += len(cols.Times) * len(cols.Fields)
+	}
+	sets = append(sets, tsbs)
+	sets = append(sets, fixtureRangeSet(tb))
+	for _, kind := range indexKinds {
+		for _, n := range []int{64, 256, 1024, 4096} {
+			s := rangeSet{name: kind + "-" + itoa(n)}
+			for seed := int64(0); seed < 8; seed++ {
+				cols := Columns{Times: indexTimes(kind, n, seed)}
+				buf, err := enc.Encode(nil, &cols)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				s.buckets = append(s.buckets, buf)
+				s.points += n
+			}
+			sets = append(sets, s)
+		}
+	}
+	return sets
+}
+
+// fixtureRangeSet returns the format fixtures of ../testdata/v7 whose times
+// are sorted, encoded again by this encoder.
+func fixtureRangeSet(tb testing.TB) rangeSet {
+	dir := filepath.Join("..", "testdata", "v7", "buckets")
+	b, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var exp []struct {
+		File  string   `json:"file"`
+		Names []string `json:"names"`
+	}
+	if err := json.Unmarshal(b, &exp); err != nil {
+		tb.Fatal(err)
+	}
+	set := rangeSet{name: "fixtures"}
+	var enc Encoder
+	var r Reader
+	for _, e := range exp {
+		data, err := os.ReadFile(filepath.Join(dir, e.File))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := r.ResetNames(data, e.Names); err != nil {
+			tb.Fatal(err)
+		}
+		cols, err := decodeAllColumns(&r)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if !slices.IsSorted(cols.Times) {
+			continue
+		}
+		out, err := enc.Encode(nil, &cols)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		set.buckets = append(set.buckets, out)
+		set.points += len(cols.Times) * max(1, len(cols.Fields))
+	}
+	return set
+}
+
+func decodeAllColumns(r *Reader) (Columns, error) {
+	var cols Columns
+	var err error
+	if cols.Times, err = r.Times(nil); err != nil {
+		return cols, err
+	}
+	for i := 0; i < r.NumFields(); i++ {
+		var c Column
+		if err := r.Column(i, &c); err != nil {
+			return cols, err
+		}
+		cols.Fields = append(cols.Fields, c)
+	}
+	return cols, nil
+}
+
+// rangeWindows returns, per bucket, windows [lo, hi] inside its time span
+// of about a tenth of it at random places, as a query's edge buckets are
+// cut.
+func rangeWindows(tb testing.TB, set *rangeSet, rng *rand.Rand) [][2]int64 {
+	var r Reader
+	var out [][2]int64
+	for _, buf := range set.buckets {
+		if err := r.ResetNames(buf, set.names); err != nil {
+			tb.Fatal(err)
+		}
+		span := r.MaxTime() - r.MinTime()
+		for j := 0; j < 16; j++ {
+			lo := r.MinTime() + rng.Int63n(span+1)
+			out = append(out, [2]int64{lo, lo + span/10})
+		}
+	}
+	return out
+}
+
+// rangeByDecoding is what a reader does without an index: decode every
+// time, then binary search.
+func rangeByDecoding(r *Reader, times []int64, lo, hi int64) (first, last int, _ []int64, err error) {
+	if times, err = r.Times(times); err != nil {
+		return 0, 0, times, err
+	}
+	first = sort.Search(len(times), func(i int) bool { return times[i] >= lo })
+	last = sort.Search(len(times), func(i int) bool { return times[i] > hi })
+	return first, max(first, last), times, nil
+}
+
+// BenchmarkRowRange finds and counts the rows of windows of a tenth of a
+// bucket's span: "decode" decodes every time and binary searches.
+func BenchmarkRowRange(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	for _, set := range rangeSets(b) {
+		windows := rangeWindows(b, &set, rng)
+		readers := make([]Reader, len(set.buckets))
+		size := 0
+		for i, buf := range set.buckets {
+			if err := readers[i].ResetNames(buf, set.names); err != nil {
+				b.Fatal(err)
+			}
+			size += len(buf)
+		}
+		per := len(windows) / len(set.buckets)
+		b.Run(set.name+"/decode", func(b *testing.B) {
+			var times []int64
+			count := 0
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				w := windows[i%len(windows)]
+				first, last, t, err := rangeByDecoding(&readers[i%len(windows)/per], times, w[0], w[1])
+				if err != nil {
+					b.Fatal(err)
+				}
+				times = t
+				count += last - first
+			}
+			b.ReportMetric(float64(size)/float64(set.points), "B/point")
+		})
+	}
+}
