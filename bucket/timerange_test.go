@@ -212,3 +212,35 @@ func BenchmarkRowRange(b *testing.B) {
 		})
 	}
 }
+
+// The buckets of testdata/timeindex were written by the encoder before
+// time columns had blocks (mode timeBlocks): sorted irregular times of
+// more rows than a block, as one column. Their field "v" holds the times
+// again.
+var oldIndexFixtures = []struct {
+	file string
+	kind string
+	rows int
+}{
+	{"jitter-ns-1000.bkt", "jitter-ns", 1000},
+	{"jitter-ms-1000.bkt", "jitter-ms", 1000},
+	{"exp-ns-4096.bkt", "exp-ns", 4096},
+}
+
+func TestTimeIndexOldBuckets(t *testing.T) {
+	for _, f := range oldIndexFixtures {
+		t.Run(f.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "timeindex", f.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := indexTimes(f.kind, f.rows, 1)
+			cols := Columns{Times: want, Fields: []Column{{Name: "v", Type: TypeInt, Ints: want}}}
+			var r Reader
+			if err := r.Reset(data); err != nil {
+				t.Fatal(err)
+			}
+			checkDecoded(t, &r, &cols)
+		})
+	}
+}
