@@ -2,6 +2,9 @@ package bucket
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -59,8 +62,8 @@ type rangeSet struct {
 // rangeSets returns the benchmark cases: the TSBS host buckets (360 regular
 // rows, ten fields), the sorted format fixtures of ../testdata/v7, and
 // time-only buckets of each kind of series of 64 to 4096 rows.
-func rangeSets(tb testing.TB) []rangeSet {
-	var enc Encoder
+func rangeSets(tb testing.TB, blockRows int) []rangeSet {
+	enc := Encoder{blockRows: blockRows}
 	var sets []rangeSet
 	tsbs := rangeSet{name: "tsbs-360", names: tsbsFields}
 	for _, cols := range tsbsBuckets(tsbsInt, 4) {
@@ -181,10 +184,13 @@ func rangeByDecoding(r *Reader, times []int64, lo, hi int64) (first, last int, _
 }
 
 // BenchmarkRowRange finds and counts the rows of windows of a tenth of a
-// bucket's span: "decode" decodes every time and binary searches.
-func BenchmarkRowRange(b *testing.B) {
+// bucket's span: "decode" decodes every time and binary searches, "index"
+// calls RowRange. B/point is of the whole buckets.
+func BenchmarkRowRange(b *testing.B) { benchmarkRowRange(b, 0) }
+
+func benchmarkRowRange(b *testing.B, blockRows int) {
 	rng := rand.New(rand.NewSource(1))
-	for _, set := range rangeSets(b) {
+	for _, set := range rangeSets(b, blockRows) {
 		windows := rangeWindows(b, &set, rng)
 		readers := make([]Reader, len(set.buckets))
 		size := 0
@@ -206,6 +212,19 @@ func BenchmarkRowRange(b *testing.B) {
 					b.Fatal(err)
 				}
 				times = t
+				count += last - first
+			}
+			b.ReportMetric(float64(size)/float64(set.points), "B/point")
+		})
+		b.Run(set.name+"/index", func(b *testing.B) {
+			count := 0
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				w := windows[i%len(windows)]
+				first, last, err := readers[i%len(windows)/per].RowRange(w[0], w[1])
+				if err != nil {
+					b.Fatal(err)
+				}
 				count += last - first
 			}
 			b.ReportMetric(float64(size)/float64(set.points), "B/point")
@@ -242,5 +261,144 @@ func TestTimeIndexOldBuckets(t *testing.T) {
 			}
 			checkDecoded(t, &r, &cols)
 		})
+	}
+}
+
+// searchRange is RowRange by binary search of sorted times.
+func searchRange(times []int64, lo, hi int64) (first, last int) {
+	first = sort.Search(len(times), func(i int) bool { return times[i] >= lo })
+	last = sort.Search(len(times), func(i int) bool { return times[i] > hi })
+	return first, max(first, last)
+}
+
+// timeMode returns the mode of buf's time column, past a scale, and
+// whether it is scaled.
+func timeMode(t testing.TB, buf []byte) (mode byte, scaled bool) {
+	t.Helper()
+	var r Reader
+	if err := r.Reset(buf); err != nil {
+		t.Fatal(err)
+	}
+	src, _, scale, err := r.timeColumn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src[0], scale != 1
+}
+
+// checkRanges compares RowRange and TimesRange of buf, a bucket of times,
+// with searching and slicing times, on windows around each of its times
+// and random ones.
+func checkRanges(t *testing.T, buf []byte, times []int64, rng *rand.Rand) {
+	t.Helper()
+	var r Reader
+	if err := r.Reset(buf); err != nil {
+		t.Fatal(err)
+	}
+	sorted := slices.IsSorted(times)
+	lo, hi := slices.Min(times), slices.Max(times)
+	var probes []int64
+	for _, x := range []int64{lo, hi} {
+		probes = append(probes, x-1, x, x+1)
+	}
+	for range 8 {
+		probes = append(probes, times[rng.Intn(len(times))]+rng.Int63n(3)-1)
+		probes = append(probes, lo+rng.Int63n(hi-lo+1))
+	}
+	probes = append(probes, math.MinInt64, math.MaxInt64)
+	for _, a := range probes {
+		for _, b := range probes {
+			first, last, err := r.RowRange(a, b)
+			if !sorted {
+				if err == nil && !(first == last && (first == 0 || first == len(times)) || first == 0 && last == len(times)) {
+					t.Fatalf("RowRange(%d, %d) of unsorted times: [%d, %d)", a, b, first, last)
+				}
+				if err != nil && !errors.Is(err, ErrUnsorted) {
+					t.Fatalf("RowRange(%d, %d) of unsorted times: %v", a, b, err)
+				}
+				continue
+			}
+			wf, wl := searchRange(times, a, b)
+			if err != nil || first != wf || last != wl {
+				t.Fatalf("RowRange(%d, %d) = [%d, %d) %v, want [%d, %d) (%d rows)", a, b, first, last, err, wf, wl, len(times))
+			}
+		}
+	}
+	var got []int64
+	for range 8 {
+		first := rng.Intn(len(times) + 1)
+		last := first + rng.Intn(len(times)-first+1)
+		var err error
+		if got, err = r.TimesRange(first, last, got); err != nil {
+			t.Fatalf("TimesRange(%d, %d): %v", first, last, err)
+		}
+		if !slices.Equal(got, times[first:last]) {
+			t.Fatalf("TimesRange(%d, %d) = %v, want %v", first, last, got, times[first:last])
+		}
+	}
+	for _, bad := range [][2]int{{-1, 0}, {1, 0}, {0, len(times) + 1}} {
+		if _, err := r.TimesRange(bad[0], bad[1], nil); !errors.Is(err, ErrRowIndex) {
+			t.Fatalf("TimesRange(%d, %d): %v, want ErrRowIndex", bad[0], bad[1], err)
+		}
+	}
+}
+
+// TestTimeIndexRandom encodes random times of every kind, in blocks of
+// random sizes or in one piece, and checks RowRange and TimesRange against
+// the times.
+func TestTimeIndexRandom(t *testing.T) {
+	rng := rand.New(rand.NewSource(37))
+	modes := map[string]int{}
+	for seed := range int64(400) {
+		n := 1 + rng.Intn(300)
+		if seed%10 == 0 {
+			n = 1 + rng.Intn(3000)
+		}
+		kind := indexKinds[rng.Intn(len(indexKinds))]
+		times := indexTimes(kind, n, seed)
+		switch rng.Intn(8) {
+		case 0: // duplicates
+			for i := 1; i < n; i++ {
+				if rng.Intn(3) == 0 {
+					times[i] = times[i-1]
+				}
+			}
+		case 1: // out of order
+			i, j := rng.Intn(n), rng.Intn(n)
+			times[i], times[j] = times[j], times[i]
+		case 2: // whole seconds: scaled
+			for i := range times {
+				times[i] = times[i] / 1e9 * 1e9
+			}
+		case 3: // one time off the second: not scaled
+			times[0] -= 1
+		}
+		enc := Encoder{blockRows: []int{0, 2, 3, 5, 8, 64}[rng.Intn(6)], forceBlocks: rng.Intn(2) == 0}
+		buf, err := enc.Encode(nil, &Columns{Times: times})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Reader
+		if err := r.Reset(buf); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Times(nil)
+		if err != nil || !slices.Equal(got, times) {
+			t.Fatalf("seed %d: Times %v, want %v", seed, err, times)
+		}
+		mode, scaled := timeMode(t, buf)
+		modes[fmt.Sprintf("mode %d sorted %v scaled %v", mode, slices.IsSorted(times), scaled)]++
+		if mode == timeBlocks && !slices.IsSorted(times) {
+			t.Fatalf("seed %d: unsorted times in blocks", seed)
+		}
+		checkRanges(t, buf, times, rng)
+	}
+	t.Log(modes)
+	for _, m := range []byte{timeDoD, timeDeltas, timeBlocks} {
+		for _, scaled := range []bool{false, true} {
+			if modes[fmt.Sprintf("mode %d sorted true scaled %v", m, scaled)] == 0 {
+				t.Errorf("no sorted column in mode %d, scaled %v: %v", m, scaled, modes)
+			}
+		}
 	}
 }
