@@ -260,20 +260,18 @@ func (r *Reader) blocksRange(src []byte, base, scale, lo, hi int64) (first, last
 // Regular times are a few tokens.
 func (r *Reader) walkRange(src []byte, scale, lo, hi int64) (first, last int, err error) {
 	// Times as offsets from MinTime() in units of scale: o*scale is below
-	// lo when o < below, at most hi when o < upTo. RowRange's fast paths
-	// leave lo <= MaxTime() and hi >= MinTime().
+	// lo when o <= belowMax (none when lo <= MinTime()), at most hi when o
+	// <= upToMax. RowRange's fast paths leave MinTime() <= hi and lo <=
+	// MaxTime().
 	span := uint64(r.maxT-r.minT) / uint64(scale)
-	var below, upTo uint64
-	if lo > r.minT {
-		l := uint64(lo - r.minT)
-		below = l / uint64(scale)
-		if l%uint64(scale) != 0 {
-			below++
-		}
+	anyBelow := lo > r.minT
+	var belowMax uint64
+	if anyBelow {
+		belowMax = (uint64(lo-r.minT) - 1) / uint64(scale)
 	}
-	upTo = uint64(hi-r.minT)/uint64(scale) + 1
+	upToMax := uint64(hi-r.minT) / uint64(scale)
 	if hi >= r.maxT {
-		upTo = span + 1
+		upToMax = span
 	}
 	o, k := binary.Uvarint(src[1:])
 	if k <= 0 || o > span {
@@ -281,10 +279,10 @@ func (r *Reader) walkRange(src []byte, scale, lo, hi int64) (first, last int, er
 	}
 	src = src[1+k:]
 	count := func(o uint64) {
-		if o < below {
+		if anyBelow && o <= belowMax {
 			first++
 		}
-		if o < upTo {
+		if o <= upToMax {
 			last++
 		}
 	}
@@ -316,16 +314,21 @@ func (r *Reader) walkRange(src []byte, scale, lo, hi int64) (first, last int, er
 				src = src[k:]
 			}
 		}
-		if d < 0 {
-			return 0, 0, ErrUnsorted
-		}
-		// run rows at o+d, o+2d, ..., o+run*d, all within the span.
-		if ud := uint64(d); ud > 0 && run > (span-o)/ud {
+		// run rows at o+d, o+2d, ..., o+run*d, all within the span. d
+		// wraps when the span is past MaxInt64: taken unsigned, a step
+		// back is one past the span.
+		ud := uint64(d)
+		if ud > 0 && run > (span-o)/ud {
+			if d < 0 && uint64(-d) <= o {
+				return 0, 0, ErrUnsorted
+			}
 			return 0, 0, corruptf("time column: rows %d to %d past the time range", i, i+int(run))
 		}
-		first += runBelow(o, uint64(d), run, below)
-		last += runBelow(o, uint64(d), run, upTo)
-		o += run * uint64(d)
+		if anyBelow {
+			first += runAtMost(o, ud, run, belowMax)
+		}
+		last += runAtMost(o, ud, run, upToMax)
+		o += run * ud
 		i += int(run)
 	}
 	if err := checkTrailing(src); err != nil {
@@ -334,15 +337,15 @@ func (r *Reader) walkRange(src []byte, scale, lo, hi int64) (first, last int, er
 	return first, last, nil
 }
 
-// runBelow returns how many of o+d, o+2d, ..., o+n*d are below x.
-func runBelow(o, d, n, x uint64) int {
-	if o >= x {
+// runAtMost returns how many of o+d, o+2d, ..., o+n*d are at most x.
+func runAtMost(o, d, n, x uint64) int {
+	if o > x {
 		return 0
 	}
 	if d == 0 {
 		return int(n)
 	}
-	return int(min(n, (x-o-1)/d))
+	return int(min(n, (x-o)/d))
 }
 
 func checkTrailing(src []byte) error {

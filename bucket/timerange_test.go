@@ -303,7 +303,12 @@ func checkRanges(t *testing.T, buf []byte, times []int64, rng *rand.Rand) {
 	}
 	for range 8 {
 		probes = append(probes, times[rng.Intn(len(times))]+rng.Int63n(3)-1)
-		probes = append(probes, lo+rng.Int63n(hi-lo+1))
+		span := uint64(hi-lo) + 1 // 0: every int64
+		u := rng.Uint64()
+		if span != 0 {
+			u %= span
+		}
+		probes = append(probes, lo+int64(u))
 	}
 	probes = append(probes, math.MinInt64, math.MaxInt64)
 	for _, a := range probes {
@@ -401,4 +406,77 @@ func TestTimeIndexRandom(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTimeIndexEdges checks RowRange and TimesRange on the cases at the
+// edges of blocks and ranges: one row, one time repeated, a bucket of just
+// enough rows for blocks and one more, a last block of one row.
+func TestTimeIndexEdges(t *testing.T) {
+	const k = 4
+	same := make([]int64, 50)
+	for i := range same {
+		same[i] = -7
+	}
+	dups := indexTimes("jitter-ns", 4*k+1, 3)
+	for i := range dups {
+		dups[i] = dups[i/3*3] // runs of three equal times, across block edges
+	}
+	tests := []struct {
+		name   string
+		times  []int64
+		blocks bool // written in blocks
+	}{
+		{"one row", []int64{-1}, false},
+		{"one time 50 times", same, true},
+		{"two rows", []int64{math.MinInt64, math.MaxInt64}, false},
+		{"fewer rows than blocks", indexTimes("exp-ns", timeBlocksMin*k-1, 1), false},
+		{"exactly the blocks", indexTimes("exp-ns", timeBlocksMin*k, 1), true},
+		{"one more row: a block of one", indexTimes("exp-ns", timeBlocksMin*k+1, 1), true},
+		{"equal times across blocks", dups, true},
+		{"whole seconds", indexTimes("gaps", 10*k+3, 1), true},
+		{"span past MaxInt64", []int64{math.MinInt64, -5, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, math.MaxInt64}, true},
+	}
+	rng := rand.New(rand.NewSource(1))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			enc := Encoder{blockRows: k, forceBlocks: true}
+			buf, err := enc.Encode(nil, &Columns{Times: tc.times})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mode, _ := timeMode(t, buf); (mode == timeBlocks) != tc.blocks {
+				t.Fatalf("time column in mode %d, want blocks %v", mode, tc.blocks)
+			}
+			checkRanges(t, buf, tc.times, rng)
+			var r Reader
+			if err := r.Reset(buf); err != nil {
+				t.Fatal(err)
+			}
+			n := len(tc.times)
+			lo, hi := tc.times[0], tc.times[n-1]
+			for _, c := range []struct {
+				name        string
+				lo, hi      int64
+				first, last int
+			}{
+				{"all", lo, hi, 0, n},
+				{"lo > hi", hi, lo, searchFirst(tc.times, hi), searchFirst(tc.times, hi)},
+				{"before", lo - 2, lo - 1, 0, 0},
+				{"after", hi + 1, hi + 2, n, n},
+			} {
+				if c.name == "lo > hi" && lo == hi || c.name == "before" && lo < math.MinInt64+2 || c.name == "after" && hi > math.MaxInt64-2 {
+					continue
+				}
+				first, last, err := r.RowRange(c.lo, c.hi)
+				if err != nil || first != c.first || last != c.last {
+					t.Errorf("%s: RowRange(%d, %d) = [%d, %d) %v, want [%d, %d)", c.name, c.lo, c.hi, first, last, err, c.first, c.last)
+				}
+			}
+		})
+	}
+}
+
+// searchFirst returns the index of the first time at or above x.
+func searchFirst(times []int64, x int64) int {
+	return sort.Search(len(times), func(i int) bool { return times[i] >= x })
 }
