@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -479,4 +480,120 @@ func TestTimeIndexEdges(t *testing.T) {
 // searchFirst returns the index of the first time at or above x.
 func searchFirst(times []int64, x int64) int {
 	return sort.Search(len(times), func(i int) bool { return times[i] >= x })
+}
+
+// blockedBucket returns a bucket of no fields whose time column is times
+// in blocks of k rows as given, sorted or not, and with each block's
+// bytes passed through edit.
+func blockedBucket(times []int64, k int, edit func(j int, block []byte) []byte) []byte {
+	var e Encoder
+	minT, maxT := slices.Min(times), slices.Max(times)
+	col := binary.AppendUvarint([]byte{timeBlocks}, uint64(k))
+	var blocks []byte
+	for j := 0; j*k < len(times); j++ {
+		b := edit(j, e.appendTimesIn(nil, times[j*k:min((j+1)*k, len(times))], minT))
+		if (j+1)*k < len(times) {
+			col = binary.AppendUvarint(col, uint64(len(b)))
+		}
+		blocks = append(blocks, b...)
+	}
+	col = append(col, blocks...)
+	buf := binary.AppendUvarint([]byte{Version}, uint64(len(times)))
+	buf = appendVarint(buf, minT)
+	buf = binary.AppendUvarint(buf, uint64(maxT-minT))
+	buf = binary.AppendUvarint(buf, 0) // fields
+	buf = binary.AppendUvarint(buf, uint64(len(col)))
+	return append(buf, col...)
+}
+
+// TestTimeIndexCorrupt checks that RowRange, TimesRange and Times refuse a
+// time column in blocks that breaks its rules.
+func TestTimeIndexCorrupt(t *testing.T) {
+	sorted := []int64{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110}
+	same := func(j int, b []byte) []byte { return b }
+	var r Reader
+	if err := r.Reset(blockedBucket(sorted, 4, same)); err != nil {
+		t.Fatal(err)
+	}
+	if first, last, err := r.RowRange(15, 75); err != nil || first != 2 || last != 8 {
+		t.Fatalf("the bucket as built: RowRange = [%d, %d) %v, want [2, 8)", first, last, err)
+	}
+	unsorted := slices.Clone(sorted)
+	unsorted[5], unsorted[6] = unsorted[6], unsorted[5] // within block 1
+	tests := []struct {
+		name   string
+		times  []int64
+		edit   func(j int, b []byte) []byte
+		lo, hi int64
+	}{
+		{"unsorted in a block", unsorted, same, 45, 75},
+		{"block mode", sorted, func(j int, b []byte) []byte {
+			if j == 1 {
+				b[0] = timeBlocks
+			}
+			return b
+		}, 45, 75},
+		{"block one byte short", sorted, func(j int, b []byte) []byte {
+			if j == 1 {
+				b = b[:len(b)-1]
+			}
+			return b
+		}, 45, 75},
+		{"block one byte long", sorted, func(j int, b []byte) []byte {
+			if j == 1 {
+				b = append(b, 0)
+			}
+			return b
+		}, 45, 75},
+		{"block of one byte", sorted, func(j int, b []byte) []byte {
+			if j == 1 {
+				b = b[:1]
+			}
+			return b
+		}, 45, 75},
+		{"block of no bytes", sorted, func(j int, b []byte) []byte {
+			if j == 1 {
+				b = b[:0]
+			}
+			return b
+		}, 45, 75},
+		{"last block empty", sorted, func(j int, b []byte) []byte {
+			if j == 2 {
+				b = b[:0]
+			}
+			return b
+		}, 45, 105},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := r.Reset(blockedBucket(tc.times, 4, tc.edit)); err != nil {
+				t.Fatal(err) // Reset reads no time column
+			}
+			if _, _, err := r.RowRange(tc.lo, tc.hi); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("RowRange: %v, want ErrCorrupt", err)
+			}
+			if _, err := r.TimesRange(4, 8, nil); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("TimesRange: %v, want ErrCorrupt", err)
+			}
+			if _, err := r.Times(nil); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("Times: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+	// The block rows: at least 2, fewer than the rows.
+	for _, k := range []uint64{0, 1, 12, 13, 1 << 40} {
+		buf := blockedBucket(sorted, 4, same)
+		if err := r.Reset(buf); err != nil {
+			t.Fatal(err)
+		}
+		i := r.timeOff // the time column's length is the byte before
+		buf = slices.Concat(buf[:i+1], binary.AppendUvarint(nil, k), buf[i+2:])
+		buf[i-1] = byte(int(buf[i-1]) + uvarintLen(k) - 1) // the time column's length
+		if err := r.Reset(buf); err != nil {
+			t.Fatalf("k %d: %v", k, err)
+		}
+		if _, _, err := r.RowRange(15, 75); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("k %d: RowRange: %v, want ErrCorrupt", k, err)
+		}
+	}
 }
