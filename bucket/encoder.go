@@ -49,9 +49,9 @@ type Encoder struct {
 	// A time column's blocks (timeBlocks), and where each ends in tblocks.
 	tblocks []byte
 	tends   []int
-	// blockRows is the rows of a time column's block, 0 for timeBlockRows;
-	// forceBlocks writes blocks whatever they cost. Tests set them to
-	// split small buckets.
+	// blockRows is the rows of a time column's block, 0 for timeBlockRows,
+	// negative for none; forceBlocks writes blocks whatever they cost.
+	// Tests set them to split small buckets and to weigh blocks.
 	blockRows   int
 	forceBlocks bool
 }

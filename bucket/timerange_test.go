@@ -185,83 +185,51 @@ func rangeByDecoding(r *Reader, times []int64, lo, hi int64) (first, last int, _
 }
 
 // BenchmarkRowRange finds and counts the rows of windows of a tenth of a
-// bucket's span: "decode" decodes every time and binary searches, "index"
-// calls RowRange. B/point is of the whole buckets.
-func BenchmarkRowRange(b *testing.B) { benchmarkRowRange(b, 0) }
-
-func benchmarkRowRange(b *testing.B, blockRows int) {
+// bucket's span. "decode" decodes every time and binary searches, in
+// buckets whose time columns are in one piece, as before blocks (mode
+// timeBlocks); "index" calls RowRange and "decode-now" decodes every time,
+// in buckets as the encoder writes them now. B/point is of the whole
+// buckets.
+func BenchmarkRowRange(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
-	for _, set := range rangeSets(b, blockRows) {
+	before := rangeSets(b, -1)
+	for s, set := range rangeSets(b, 0) {
 		windows := rangeWindows(b, &set, rng)
-		readers := make([]Reader, len(set.buckets))
-		size := 0
-		for i, buf := range set.buckets {
-			if err := readers[i].ResetNames(buf, set.names); err != nil {
-				b.Fatal(err)
-			}
-			size += len(buf)
-		}
 		per := len(windows) / len(set.buckets)
-		b.Run(set.name+"/decode", func(b *testing.B) {
-			var times []int64
-			count := 0
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				w := windows[i%len(windows)]
-				first, last, t, err := rangeByDecoding(&readers[i%len(windows)/per], times, w[0], w[1])
-				if err != nil {
+		for _, m := range []struct {
+			name string
+			set  *rangeSet
+		}{{"decode", &before[s]}, {"index", &set}, {"decode-now", &set}} {
+			readers := make([]Reader, len(m.set.buckets))
+			size := 0
+			for i, buf := range m.set.buckets {
+				if err := readers[i].ResetNames(buf, m.set.names); err != nil {
 					b.Fatal(err)
 				}
-				times = t
-				count += last - first
+				size += len(buf)
 			}
-			b.ReportMetric(float64(size)/float64(set.points), "B/point")
-		})
-		b.Run(set.name+"/index", func(b *testing.B) {
-			count := 0
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				w := windows[i%len(windows)]
-				first, last, err := readers[i%len(windows)/per].RowRange(w[0], w[1])
-				if err != nil {
-					b.Fatal(err)
+			b.Run(set.name+"/"+m.name, func(b *testing.B) {
+				var times []int64
+				count := 0
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					w := windows[i%len(windows)]
+					r := &readers[i%len(windows)/per]
+					var first, last int
+					var err error
+					if m.name == "index" {
+						first, last, err = r.RowRange(w[0], w[1])
+					} else {
+						first, last, times, err = rangeByDecoding(r, times, w[0], w[1])
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					count += last - first
 				}
-				count += last - first
-			}
-			b.ReportMetric(float64(size)/float64(set.points), "B/point")
-		})
-	}
-}
-
-// The buckets of testdata/timeindex were written by the encoder before
-// time columns had blocks (mode timeBlocks): sorted irregular times of
-// more rows than a block, as one column. Their field "v" holds the times
-// again.
-var oldIndexFixtures = []struct {
-	file string
-	kind string
-	rows int
-}{
-	{"jitter-ns-1000.bkt", "jitter-ns", 1000},
-	{"jitter-ms-1000.bkt", "jitter-ms", 1000},
-	{"exp-ns-4096.bkt", "exp-ns", 4096},
-}
-
-func TestTimeIndexOldBuckets(t *testing.T) {
-	for _, f := range oldIndexFixtures {
-		t.Run(f.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "timeindex", f.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := indexTimes(f.kind, f.rows, 1)
-			cols := Columns{Times: want, Fields: []Column{{Name: "v", Type: TypeInt, Ints: want}}}
-			var r Reader
-			if err := r.Reset(data); err != nil {
-				t.Fatal(err)
-			}
-			checkDecoded(t, &r, &cols)
-		})
+				b.ReportMetric(float64(size)/float64(m.set.points), "B/point")
+			})
+		}
 	}
 }
 
@@ -273,11 +241,11 @@ func searchRange(times []int64, lo, hi int64) (first, last int) {
 }
 
 // timeMode returns the mode of buf's time column, past a scale, and
-// whether it is scaled.
+// whether it is scaled; buf's names are inline or in tsbsFields.
 func timeMode(t testing.TB, buf []byte) (mode byte, scaled bool) {
 	t.Helper()
 	var r Reader
-	if err := r.Reset(buf); err != nil {
+	if err := r.ResetNames(buf, tsbsFields); err != nil {
 		t.Fatal(err)
 	}
 	src, _, scale, err := r.timeColumn()
@@ -594,6 +562,87 @@ func TestTimeIndexCorrupt(t *testing.T) {
 		}
 		if _, _, err := r.RowRange(15, 75); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("k %d: RowRange: %v, want ErrCorrupt", k, err)
+		}
+	}
+}
+
+// fieldBuckets returns buckets of rows rows of ten int fields (the TSBS
+// random walks, rounded) with times of kind.
+func fieldBuckets(kind string, rows, n int) []Columns {
+	rng := rand.New(rand.NewSource(3))
+	var out []Columns
+	for b := range n {
+		cols := Columns{Times: indexTimes(kind, rows, int64(b))}
+		for _, name := range tsbsFields {
+			c := Column{Name: name, Type: TypeInt, Ints: make([]int64, rows)}
+			x := rng.Float64() * 100
+			for i := range c.Ints {
+				c.Ints[i] = int64(math.Round(x))
+				x = math.Min(100, math.Max(0, x+rng.NormFloat64()))
+			}
+			cols.Fields = append(cols.Fields, c)
+		}
+		out = append(out, cols)
+	}
+	return out
+}
+
+// TestTimeIndexSize weighs the blocks: the bytes a point of buckets as
+// Hourglass writes them (names in a table), with time columns in one
+// piece and with blocks where the encoder writes them. Regular times
+// (TSBS) and buckets under 4 blocks have none; where blocks are written
+// they cost at most 1/16 of the time column.
+func TestTimeIndexSize(t *testing.T) {
+	sets := []struct {
+		name    string
+		buckets []Columns
+		blocked bool // some buckets in blocks
+	}{
+		{"tsbs int, 360 rows", tsbsBuckets(tsbsInt, 10), false},
+		{"tsbs float, 360 rows", tsbsBuckets(tsbsFloat, 10), false},
+	}
+	for _, kind := range indexKinds {
+		sets = append(sets, struct {
+			name    string
+			buckets []Columns
+			blocked bool
+		}{kind + ", 10 int fields, 1000 rows", fieldBuckets(kind, 1000, 20), kind != "regular" && kind != "gaps"})
+	}
+	for _, set := range sets {
+		var one, blocks Encoder
+		one.blockRows = -1
+		var size [2]int
+		points, timeBytes, blocked := 0, 0, 0
+		var r Reader
+		for i := range set.buckets {
+			cols := &set.buckets[i]
+			a, err := one.EncodeRefs(nil, cols, tsbsRefs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := blocks.EncodeRefs(nil, cols, tsbsRefs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size[0] += len(a)
+			size[1] += len(b)
+			points += len(cols.Times) * len(cols.Fields)
+			if err := r.ResetNames(a, tsbsFields); err != nil {
+				t.Fatal(err)
+			}
+			timeBytes += r.timeLen
+			if mode, _ := timeMode(t, b); mode == timeBlocks {
+				blocked++
+			}
+			if len(b)-len(a) > r.timeLen/timeBlocksShare+1 {
+				t.Errorf("%s: bucket %d: blocks cost %d bytes of a time column of %d", set.name, i, len(b)-len(a), r.timeLen)
+			}
+		}
+		bpp0, bpp1 := float64(size[0])/float64(points), float64(size[1])/float64(points)
+		t.Logf("%-36s %5.3f -> %5.3f bytes/point (%+.4f, %+.1f%%), time column %.2f bytes/row, %d of %d buckets in blocks",
+			set.name, bpp0, bpp1, bpp1-bpp0, 100*(bpp1-bpp0)/bpp0, float64(timeBytes)*float64(len(tsbsFields))/float64(points), blocked, len(set.buckets))
+		if (blocked > 0) != set.blocked {
+			t.Errorf("%s: %d buckets in blocks, want some: %v", set.name, blocked, set.blocked)
 		}
 	}
 }

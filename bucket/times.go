@@ -23,17 +23,19 @@ const (
 	timeBlocks = 3
 )
 
-// timeBlockRows is the rows of a block of a time column in mode timeBlocks.
-// BenchmarkRowRange chose it: 128 rows decode in ~0.6 us (jittered
-// nanoseconds), so that finding a range in a bucket of 1,000 rows costs a
-// fifth of decoding it, while a block's own entropy table and header cost
-// 3-4% of such a column; 64 rows cost twice that for a speedup of 1.5 more,
-// 256 rows half for half the speedup.
-const timeBlockRows = 128
+// timeBlockRows is the rows of a block of a time column in mode timeBlocks,
+// weighed with BenchmarkRowRange and TestTimeIndexSize on jittered and
+// exponential nanosecond times: blocks of 256 rows cost 1.5-2.9% of the
+// bytes of buckets of 1,000 rows and ten int fields and find a range's rows
+// 5.6 times faster than decoding every time; blocks of 128 rows cost
+// 1.9-3.1% for 4.7 times (more buckets' blocks pass timeBlocksShare at 256),
+// of 64 rows 4.5% and more of the time column (exponential times then never
+// pass it).
+const timeBlockRows = 256
 
-// timeBlocksMin is the fewest blocks a column is split into: with fewer, a
-// range decodes a third of the column or more, not worth a block's bytes.
-const timeBlocksMin = 4
+// timeBlocksMin is the fewest blocks a column is split into: with two, a
+// range decodes half the column or all of it, not worth a block's bytes.
+const timeBlocksMin = 3
 
 // timeBlocksShare bounds what blocks may cost: at most 1/timeBlocksShare of
 // the column in one piece. Regular times (a run of equal deltas: a few bytes
@@ -89,7 +91,7 @@ func (e *Encoder) appendTimesBlocks(dst []byte, vals []int64, base int64, sorted
 	if k == 0 {
 		k = timeBlockRows
 	}
-	if !sorted || len(vals) < timeBlocksMin*k || !slices.IsSorted(vals) {
+	if k < 0 || !sorted || len(vals) < timeBlocksMin*k || !slices.IsSorted(vals) {
 		return dst
 	}
 	one := len(dst) - start
