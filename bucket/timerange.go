@@ -8,16 +8,19 @@ import (
 )
 
 // RowRange returns the rows [first, last) whose times are in [lo, hi]: a
-// query's range cut out of a bucket, counted as last - first, with no
-// column decoded. first is the number of rows before lo, also when the
-// range is empty (lo > hi: then last = first). The times must be sorted (a
-// bucket Hourglass stores is); RowRange returns ErrUnsorted when it finds
-// they are not, unless every row is on one side of the range or in it.
+// query's range cut out of a bucket, counted as last - first, with no field
+// column and at most two blocks of the time column decoded. first is the
+// number of rows with a time below lo, also when the range is empty (lo >
+// hi: then last = first). The times must be sorted (a bucket Hourglass
+// stores is); RowRange returns ErrUnsorted when they are not, unless every
+// row is on one side of the range or in it.
 //
-// A time column in blocks (written for sorted columns of 4 blocks of 128
-// rows or more when they cost little) is searched by the blocks' first
-// times and one or two blocks are decoded; one of deltas of deltas (regular
-// times) is walked without storing a time; any other is decoded whole.
+// A time column in blocks (the encoder writes them for sorted columns of
+// 768 rows or more when they cost little: irregular times) is searched by
+// the blocks' first times and one or two blocks of 256 rows are decoded;
+// one of deltas of deltas (regular times) is walked without storing a
+// time; any other is decoded whole. It is not safe for concurrent use, as
+// no Reader method is.
 func (r *Reader) RowRange(lo, hi int64) (first, last int, err error) {
 	if r.rows == 0 {
 		return 0, 0, corruptf("no bucket")
