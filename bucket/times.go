@@ -28,9 +28,9 @@ const (
 // exponential nanosecond times: blocks of 256 rows cost 1.5-2.9% of the
 // bytes of buckets of 1,000 rows and ten int fields and find a range's rows
 // 5.6 times faster than decoding every time; blocks of 128 rows cost
-// 1.9-3.1% for 4.7 times (more buckets' blocks pass timeBlocksShare at 256),
-// of 64 rows 4.5% and more of the time column (exponential times then never
-// pass it).
+// 1.9-3.1% for about 7 times (jittered) and 4 times (exponential: some
+// buckets' blocks do not pass timeBlocksShare), of 64 rows 4.5% and more of
+// the time column (exponential times then never pass it).
 const timeBlockRows = 256
 
 // timeBlocksMin is the fewest blocks a column is split into: with two, a
