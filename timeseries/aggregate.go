@@ -103,6 +103,11 @@ type AggregateOptions struct {
 	// the aggregate to those series: a rollup's recomputation.
 	exactGroups bool
 	only        map[uint64]bool
+	// from raises, per series id, the time the series is read from, and
+	// seed puts cells in before the scan: a rollup's pass folds the new
+	// rows of a window into the cells the last pass left.
+	from map[uint64]int64
+	seed func(*aggregator) error
 }
 
 type aggCell struct {
@@ -391,7 +396,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 // which it returns in the aggregator; its plan is closed.
 func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts AggregateOptions, funcs []AggFunc, win windowing, guard *scanGuard) (*aggregator, error) {
 	// Cells fold rows in any order: open buckets are read unsorted.
-	plan := &scanPlan{unordered: true}
+	plan := &scanPlan{unordered: true, from: opts.from}
 	defer plan.close()
 	if opts.Archive {
 		// The fields to read: those asked for, or all (the numeric ones
@@ -430,6 +435,11 @@ func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts Ag
 		win: win, fieldIdx: map[string]int{}, countOnly: countOnly, docs: docs}
 	for i, f := range fields {
 		a.fieldIdx[f] = i
+	}
+	if opts.seed != nil {
+		if err := opts.seed(a); err != nil {
+			return nil, err
+		}
 	}
 	// Only first and/or last of every field, and no per-row filter: a
 	// bucket wholly inside one window whose cell already holds values at
@@ -730,12 +740,16 @@ func (a *aggregator) foldUnordered(s *seriesSnap, g int32, l *looseCols) error {
 		// All in one window (the common case of a last point): only the
 		// rows at its ends can matter.
 		if w := a.win.key(max(l.minT, lo)); w == a.win.key(min(l.maxT, hi)) {
+			n := countIn(cols.Times, lo, hi)
+			if n == 0 {
+				return nil // none in range: no cell for the window
+			}
 			row, err := a.cells.row(aggKey{group: g, window: w})
 			if err != nil {
 				return err
 			}
 			if a.docs >= 0 {
-				row[a.docs].count += countIn(cols.Times, lo, hi)
+				row[a.docs].count += n
 			}
 			foldEndsUnordered(cols, lo, hi, a.colField, a.wantFirst, a.wantLast, row)
 			return nil
@@ -767,11 +781,15 @@ func (a *aggregator) foldWindow(g int32, cols *bucket.Columns, lo, hi int, tlo, 
 	if err := a.guard.rowsN(hi - lo); err != nil {
 		return err
 	}
+	times := cols.Times[lo:hi]
+	if (tlo != math.MinInt64 || thi != math.MaxInt64) && countIn(times, tlo, thi) == 0 {
+		// Rows out of order, none in range: no cell for the window.
+		return nil
+	}
 	row, err := a.cells.row(aggKey{group: g, window: w})
 	if err != nil {
 		return err
 	}
-	times := cols.Times[lo:hi]
 	if a.docs >= 0 {
 		if tlo == math.MinInt64 && thi == math.MaxInt64 {
 			row[a.docs].count += int64(hi - lo)

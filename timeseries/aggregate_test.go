@@ -400,3 +400,33 @@ func TestAggregateUnorderedOpenBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateOutOfOrderNoneInRange: an open bucket whose rows came out of
+// time order, with rows on both sides of the filter's range and none in
+// it, gives no window (it gave one of count 0).
+func TestAggregateOutOfOrderNoneInRange(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
+	if _, err := db.CreateCollection(ctx, "m", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for _, s := range []int64{9, 1} { // out of order, one batch each
+		ms := []model.Measurement{{Time: t0 + s*int64(time.Second), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Float(float64(s))}}}}
+		if res, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil || len(res.Errors) > 0 {
+			t.Fatal(err, res.Errors)
+		}
+	}
+	for _, funcs := range [][]AggFunc{{AggCount, AggAvg}, {AggFirst, AggLast}} {
+		f := mustFilter(t, fmt.Sprintf(`{"t": {"$gte": {"$date": {"$numberLong": "%d"}}, "$lt": {"$date": {"$numberLong": "%d"}}}}`, t0/1e6+3000, t0/1e6+7000))
+		rec, err := db.Aggregate(ctx, "m", AggregateOptions{Filter: f, Window: 10 * time.Second, Fields: []string{"v"}, Funcs: funcs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := rec.NumRows(); n != 0 {
+			t.Errorf("%v: %d windows, want none", funcs, n)
+		}
+		rec.Release()
+	}
+}

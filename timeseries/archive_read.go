@@ -67,6 +67,16 @@ func (p *scanPlan) visibleFrom(c *collection, s *series, now time.Time) int64 {
 	return c.visibleFrom(s, now)
 }
 
+// lowerBound is the earliest time p reads of series s of c at now: the
+// filter's bound, the visibility cutoff, and the series' own (from).
+func (p *scanPlan) lowerBound(c *collection, s *series, now time.Time) int64 {
+	lo := max(p.filter.minTime, p.visibleFrom(c, s, now))
+	if f, ok := p.from[s.id]; ok {
+		lo = max(lo, f)
+	}
+	return lo
+}
+
 // crcTable checksums archive files (ArchiveFile.CRC).
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 

@@ -182,6 +182,9 @@ type DB struct {
 		// lastRead runs when recoverChunk has read series' newest stored
 		// rows, before it makes them known.
 		lastRead func()
+		// rollupAggregated runs when a rollup pass has aggregated a
+		// range, before it replaces the rollup's measurements.
+		rollupAggregated func()
 	}
 
 	stats struct {
@@ -196,6 +199,9 @@ type DB struct {
 		// aggBuckets counts the buckets whose rows an aggregate read:
 		// one add per bucket, so tests can see buckets passed over.
 		aggBuckets atomic.Int64
+		// rollupFolds counts the series whose newest window a rollup
+		// pass folded new rows into (rollupTail) instead of reading.
+		rollupFolds atomic.Int64
 		// merged counts the buckets merge passes removed, mergeReads the
 		// series windows they read.
 		merged, mergeReads atomic.Int64

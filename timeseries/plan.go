@@ -168,6 +168,9 @@ type scanPlan struct {
 	seqAt        bool
 	// snaps is the slab the series of a stream's chunk are taken into.
 	snaps []seriesSnap
+	// from raises, per series id, the time a series is read from
+	// (AggregateOptions.from).
+	from map[uint64]int64
 
 	// archive holds the archived rows of a read with the archive
 	// (archive_read.go); nil for other reads.
@@ -201,7 +204,7 @@ func (db *DB) planScan(p *scanPlan, c *collection, filter *partialfilter.Filter,
 		// not after holding its limit.
 		var least int64
 		for _, s := range list {
-			if max(p.filter.minTime, p.visibleFrom(c, s, now)) <= p.filter.maxTime {
+			if p.lowerBound(c, s, now) <= p.filter.maxTime {
 				least += seriesSnapBytes + 8*int64(len(s.buckets))
 			}
 		}
@@ -291,7 +294,7 @@ func (db *DB) planWalk(p *scanPlan, c *collection, list []*series, now time.Time
 			}
 		}
 		// Expired measurements are never returned (SPEC 4.5).
-		lo := max(p.filter.minTime, p.visibleFrom(c, s, now))
+		lo := p.lowerBound(c, s, now)
 		if lo > p.filter.maxTime {
 			continue
 		}

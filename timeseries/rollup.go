@@ -198,7 +198,33 @@ type rollup struct {
 	known, matched bitset
 	// lastErr is the last pass's failure, shown by ListRollups.
 	lastErr error
+	// tails holds, per source series id, the series' newest window as
+	// the last pass left it (rollupTail), which the next pass folds new
+	// rows into instead of reading the window again. Only passes use it
+	// (DB.rollupMu).
+	tails map[uint64]*rollupTail
+	// minSince holds, per source series (by ord), the earliest time a
+	// write or delete reached since the series' last pass began
+	// (math.MaxInt64: none): a tail is folded into only while every
+	// change since it was taken lies after it. Series past its end have
+	// no tail.
+	minSince []int64
 }
+
+// rollupTail is the newest window of a source series as a pass
+// aggregated it: its cells, one per rollup field, and maxT, the newest
+// time of a value they hold (window-1 when they hold none). Rows after
+// maxT, while minSince shows no change at or before it, are all the
+// window lacks: a pass aggregates those alone and folds them in.
+type rollupTail struct {
+	window int64
+	maxT   int64
+	cells  []aggCell
+}
+
+// maxRollupTails bounds the tails a rollup keeps: beyond it, series have
+// their windows read again whole.
+const maxRollupTails = 1 << 18
 
 // span is a window-aligned time range [lo, hi) in nanoseconds. fill marks
 // a rollup's first fill (and a refill), which recomputes windows the
@@ -300,6 +326,9 @@ func (r *rollup) pendingSeriesCount() int { return len(r.pending) + r.bulk.n }
 // mark records that the windows of series s from lo to hi (inclusive
 // times) need recomputing. DB.mu is held for writing.
 func (r *rollup) mark(s *series, lo, hi int64, now time.Time) {
+	if int(s.ord) < len(r.minSince) && lo < r.minSince[s.ord] {
+		r.minSince[s.ord] = lo
+	}
 	// The common case first, with no division: in-order writes mark the
 	// series' current windows, which the bulk holds already.
 	if b := &r.bulk; b.n > 0 && lo >= b.span.lo && hi < b.span.hi && b.bits.has(s.ord) {
@@ -606,11 +635,62 @@ func (db *DB) rollupPasses(ctx context.Context) (int, error) {
 	return total, errors.Join(errs...)
 }
 
-// pendingSeries is a source series to recompute in a pass.
+// pendingSeries is a source series to recompute in a pass, with the
+// tail its window of tail.window is folded from (nil: read whole).
 type pendingSeries struct {
 	id    uint64
 	key   string
 	spans []span
+	tail  *rollupTail
+}
+
+// passTails gathers the tails a pass leaves: each series' newest window
+// aggregated, installed at the pass's end if no change reached it
+// meanwhile.
+type passTails map[uint64]*rollupTail
+
+// takeTail removes s's tail from r and returns it if the pass can fold
+// into it: no write or delete reached it since it was taken, and a span
+// of keep (not a fill) holds its window. It then starts s's minSince
+// anew. DB.mu is held for writing.
+func (r *rollup) takeTail(s *series, keep []span) *rollupTail {
+	t := r.tails[s.id]
+	if t != nil {
+		delete(r.tails, s.id)
+	}
+	if n := int(s.ord) + 1; n > len(r.minSince) {
+		for len(r.minSince) < n {
+			r.minSince = append(r.minSince, math.MaxInt64)
+		}
+	}
+	since := r.minSince[s.ord]
+	r.minSince[s.ord] = math.MaxInt64
+	if t == nil || since <= t.maxT {
+		return nil
+	}
+	for _, sp := range keep {
+		if !sp.fill && sp.lo <= t.window && t.window < sp.hi {
+			return t
+		}
+	}
+	return nil
+}
+
+// installTails keeps the tails next holds, as many as maxRollupTails
+// allows. A write or delete during the pass that reached a tail's window
+// at or before its newest value shows in minSince, which has counted
+// from the pass's start: the next pass drops that tail (takeTail). DB.mu
+// is held for writing.
+func (r *rollup) installTails(next passTails) {
+	if r.tails == nil {
+		r.tails = map[uint64]*rollupTail{}
+	}
+	for id, t := range next {
+		if len(r.tails) >= maxRollupTails {
+			return
+		}
+		r.tails[id] = t
+	}
 }
 
 // rollupPass recomputes the windows marked in r: for each source series,
@@ -651,12 +731,14 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup) (n int, err error) {
 			}
 		}
 		if keep != nil {
-			work = append(work, pendingSeries{id: s.id, key: s.metaKey, spans: keep})
+			work = append(work, pendingSeries{id: s.id, key: s.metaKey, spans: keep, tail: r.takeTail(s, keep)})
 		}
 	}
 	db.mu.Unlock()
+	next := passTails{}
 	defer func() {
 		db.mu.Lock()
+		r.installTails(next)
 		if err != nil {
 			for id, ss := range r.inflight {
 				for _, sp := range ss {
@@ -671,22 +753,32 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup) (n int, err error) {
 		db.mu.Unlock()
 	}()
 	// Series sharing a range are recomputed together: in-order writes
-	// mark the same recent windows of every series they reach.
-	groups := map[span][]pendingSeries{}
-	var order []span
+	// mark the same recent windows of every series they reach. A series
+	// with a tail has the span holding the tail's window recomputed from
+	// that window on (none before it changed), folding into the tail.
+	type group struct {
+		sp   span
+		fold bool
+	}
+	groups := map[group][]pendingSeries{}
+	var order []group
 	for _, p := range work {
 		for _, sp := range p.spans {
-			if groups[sp] == nil {
-				order = append(order, sp)
+			g := group{sp: sp}
+			if t := p.tail; t != nil && !sp.fill && sp.lo <= t.window && t.window < sp.hi {
+				g = group{sp: span{lo: t.window, hi: sp.hi}, fold: true}
 			}
-			groups[sp] = append(groups[sp], p)
+			if groups[g] == nil {
+				order = append(order, g)
+			}
+			groups[g] = append(groups[g], p)
 		}
 	}
-	for _, sp := range order {
-		if err := db.recomputeRollup(ctx, r, sp, groups[sp]); err != nil {
+	for _, g := range order {
+		if err := db.recomputeRollup(ctx, r, g.sp, groups[g], g.fold, next); err != nil {
 			return n, err
 		}
-		n += len(groups[sp])
+		n += len(groups[g])
 	}
 	return n, ctx.Err()
 }
@@ -694,7 +786,11 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup) (n int, err error) {
 // recomputeRollup recomputes the windows of sp for the series of ps:
 // their measurements in the rollup within sp are replaced by the source's
 // aggregate, in chunks of at most rollupCells (series, window) cells.
-func (db *DB) recomputeRollup(ctx context.Context, r *rollup, sp span, ps []pendingSeries) error {
+//
+// fold: every series of ps has a tail of window sp.lo, which the first
+// chunk of time starts from; only rows after the tail's are read there.
+// The newest window aggregated of each series goes to next.
+func (db *DB) recomputeRollup(ctx context.Context, r *rollup, sp span, ps []pendingSeries, fold bool, next passTails) error {
 	// The aggregate reads the range the source holds; the deletion covers
 	// all of sp. An open range (a first fill, a delete or meta update of
 	// any time) is closed at the series' first and last measurements.
@@ -737,7 +833,7 @@ func (db *DB) recomputeRollup(ctx context.Context, r *rollup, sp span, ps []pend
 			if end == ahi {
 				dhi = sp.hi
 			}
-			if err := db.replaceRollupRange(ctx, r, chunk, t, end, dlo, dhi); err != nil {
+			if err := db.replaceRollupRange(ctx, r, chunk, t, end, dlo, dhi, fold && t == sp.lo, next); err != nil {
 				return err
 			}
 			if end >= ahi || step <= 0 {
@@ -782,11 +878,24 @@ func (db *DB) rollupBounds(ctx context.Context, r *rollup, ps []pendingSeries) (
 }
 
 // replaceRollupRange aggregates the source series ps over [alo, ahi) and
-// replaces their rollup measurements in [dlo, dhi) with the result.
-func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSeries, alo, ahi, dlo, dhi int64) error {
+// replaces their rollup measurements in [dlo, dhi) with the result. With
+// fold, each series is read after its tail's newest value, and the tail's
+// cells are folded into; each series' newest window aggregated goes to
+// next.
+func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSeries, alo, ahi, dlo, dhi int64, fold bool, next passTails) error {
 	only := make(map[uint64]bool, len(ps))
 	for _, p := range ps {
 		only[p.id] = true
+	}
+	var from map[uint64]int64
+	var seed func(*aggregator) error
+	if fold {
+		from = make(map[uint64]int64, len(ps))
+		for _, p := range ps {
+			from[p.id] = p.tail.maxT + 1
+		}
+		seed = func(a *aggregator) error { return seedTails(a, r, ps) }
+		db.stats.rollupFolds.Add(int64(len(ps)))
 	}
 	var ms []model.Measurement
 	if alo < ahi {
@@ -796,7 +905,8 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 		if err != nil {
 			return err
 		}
-		opts := AggregateOptions{Filter: f, Window: time.Duration(r.window), Fields: r.fields, Funcs: r.funcs, exactGroups: true, only: only}
+		opts := AggregateOptions{Filter: f, Window: time.Duration(r.window), Fields: r.fields, Funcs: r.funcs, exactGroups: true, only: only,
+			from: from, seed: seed}
 		win, err := aggWindowing(&opts)
 		if err != nil {
 			return err
@@ -811,7 +921,11 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 			return err
 		}
 		ms = rollupMeasurements(a, r)
+		takeTails(a, r, ps, next)
 		end()
+		if db.hooks.rollupAggregated != nil {
+			db.hooks.rollupAggregated()
+		}
 	}
 	_, err := db.deleteLogged(ctx, r.coll, func() deleteRecord {
 		rec := deleteRecord{coll: r.coll.id, minTime: dlo, maxTime: dhi - 1}
@@ -846,6 +960,71 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 		return fmt.Errorf("timeseries: rollup %q refused a measurement: %w", r.coll.name, res.Errors[0].Err)
 	}
 	return nil
+}
+
+// seedTails puts the tail of every series of ps (all have one) into the
+// aggregator's cells.
+func seedTails(a *aggregator, r *rollup, ps []pendingSeries) error {
+	for _, p := range ps {
+		g, err := a.cells.groupID(p.key)
+		if err != nil {
+			return err
+		}
+		row, err := a.cells.row(aggKey{group: g, window: a.win.key(p.tail.window)})
+		if err != nil {
+			return err
+		}
+		for i, f := range r.fields {
+			if fi, ok := a.fieldIdx[f]; ok {
+				row[fi] = p.tail.cells[i]
+			}
+		}
+	}
+	return nil
+}
+
+// takeTails puts into next the newest window the aggregate a holds of
+// each series of ps that has a meta value (series of none share a group),
+// unless next holds a newer one. An aggregate of counts alone keeps no
+// times: it leaves no tails.
+func takeTails(a *aggregator, r *rollup, ps []pendingSeries, next passTails) {
+	if a.countOnly {
+		return
+	}
+	newest := make(map[int32]int, len(ps))
+	for ki, k := range a.cells.keys {
+		if i, ok := newest[k.group]; !ok || k.window > a.cells.keys[i].window {
+			newest[k.group] = ki
+		}
+	}
+	for _, p := range ps {
+		if p.key == "" || p.key == "null" {
+			continue
+		}
+		g, ok := a.cells.gids[p.key]
+		if !ok {
+			continue
+		}
+		ki, ok := newest[g]
+		if !ok {
+			continue
+		}
+		w := a.win.startTime(a.cells.keys[ki].window)
+		if old := next[p.id]; old != nil && old.window >= w {
+			continue
+		}
+		t := &rollupTail{window: w, maxT: w - 1, cells: make([]aggCell, len(r.fields))}
+		row := a.cells.rows[ki]
+		for i, f := range r.fields {
+			if fi, ok := a.fieldIdx[f]; ok {
+				t.cells[i] = row[fi]
+				if row[fi].count > 0 {
+					t.maxT = max(t.maxT, row[fi].lastT)
+				}
+			}
+		}
+		next[p.id] = t
+	}
 }
 
 // rollupMeasurements makes the rollup's measurements of an aggregate's

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -843,5 +844,293 @@ func BenchmarkIngestWithRollups(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*len(ms))/b.Elapsed().Seconds(), "rows/s")
 		})
+	}
+}
+
+// TestRollupFoldsMatchLoop checks the rollups a pass keeps by folding new
+// rows into each series' newest window (rollupTail) against a plain loop:
+// sensors writing in time order with late rows among them, deletes of
+// recent and old times, a meta update merging one sensor into another,
+// checkpoints and a restart, caught up after most steps. Three rollups of
+// one source: every func, first and last alone (read by the ends only),
+// and count alone (which keeps no tails).
+func TestRollupFoldsMatchLoop(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { testRollupFoldsMatchLoop(t, seed) })
+	}
+}
+
+func testRollupFoldsMatchLoop(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	defer func() { db.Close() }()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	metas := []string{"a", "b", "c", "d", "e"}
+	keys := make([]string, len(metas))
+	for i, m := range metas {
+		k, err := model.CanonicalMeta(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i] = k
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	const window = int64(10 * time.Second)
+	clock := make([]int64, len(metas))
+	for i := range clock {
+		clock[i] = t0
+	}
+	var rows []loopRow
+	used := map[int64]bool{}
+	insert := func(n int) {
+		var ms []model.Measurement
+		for range n {
+			i := rng.IntN(len(metas))
+			var tt int64
+			for {
+				if rng.IntN(10) == 0 && clock[i] > t0 {
+					// A late row: up to a minute back.
+					tt = max(t0, clock[i]-rng.Int64N(int64(time.Minute)))
+				} else {
+					clock[i] += rng.Int64N(int64(3 * time.Second))
+					tt = clock[i]
+				}
+				tt = tt / int64(time.Millisecond) * int64(time.Millisecond)
+				// Times unique over all sensors: a meta update merging
+				// two makes no two rows of one time (first and last
+				// would be ambiguous).
+				if !used[tt] {
+					used[tt] = true
+					break
+				}
+			}
+			r := loopRow{meta: keys[i], t: tt, v: math.Round(rng.NormFloat64()*1000) / 8}
+			m := model.Measurement{Time: tt, Meta: metas[i], Fields: []model.Field{{Name: "v", Value: model.Float(r.v)}}}
+			if rng.IntN(3) > 0 {
+				w := rng.Int64N(100)
+				r.w = &w
+				m.Fields = append(m.Fields, model.Field{Name: "w", Value: model.Int(w)})
+			}
+			rows = append(rows, r)
+			ms = append(ms, m)
+		}
+		for _, m := range ms {
+			t.Logf("insert %v %d", m.Meta, (m.Time-t0)/1e6)
+		}
+		res, err := db.Insert(ctx, "src", Batch{Measurements: ms}, InsertOptions{})
+		if err != nil || len(res.Errors) > 0 {
+			t.Fatalf("insert: %v %v", err, res.Errors)
+		}
+	}
+	del := func() {
+		var filter string
+		var keep func(r loopRow) bool
+		now := slices.Max(clock)
+		switch rng.IntN(3) {
+		case 0: // the last seconds of one sensor
+			i := rng.IntN(len(metas))
+			lo := clock[i] - rng.Int64N(int64(5*time.Second))
+			filter = fmt.Sprintf(`{"m": %s, "t": {"$gte": {"$date": {"$numberLong": "%d"}}}}`, keys[i], lo/1e6)
+			keep = func(r loopRow) bool { return r.meta != keys[i] || r.t < lo/1e6*1e6 }
+		case 1: // a range of time
+			lo := t0 + rng.Int64N(max(1, now-t0))
+			hi := lo + rng.Int64N(int64(20*time.Second))
+			filter = fmt.Sprintf(`{"t": {"$gte": {"$date": {"$numberLong": "%d"}}, "$lt": {"$date": {"$numberLong": "%d"}}}}`, lo/1e6, hi/1e6)
+			keep = func(r loopRow) bool { return r.t < lo/1e6*1e6 || r.t >= hi/1e6*1e6 }
+		default: // by value
+			x := math.Round(rng.NormFloat64() * 200)
+			filter = fmt.Sprintf(`{"v": {"$gt": %v}}`, x+600)
+			keep = func(r loopRow) bool { return r.v <= x+600 }
+		}
+		t.Logf("delete %s", filter)
+		if _, err := db.Delete(ctx, "src", mustFilter(t, filter), DeleteOptions{}); err != nil {
+			t.Fatalf("delete %s: %v", filter, err)
+		}
+		rows = slices.DeleteFunc(rows, func(r loopRow) bool { return !keep(r) })
+	}
+	merge := func() {
+		// Sensor i's rows become sensor j's; i starts again after j's clock.
+		i, j := rng.IntN(len(metas)), rng.IntN(len(metas))
+		if i == j {
+			return
+		}
+		u := Update{Filter: mustFilter(t, fmt.Sprintf(`{"m": %s}`, keys[i])), Operators: mustUpdate(t, fmt.Sprintf(`{"$set": {"m": %s}}`, keys[j])), Multi: true}
+		t.Logf("merge %s into %s", keys[i], keys[j])
+		if _, err := db.Update(ctx, "src", u); err != nil {
+			t.Fatalf("meta update: %v", err)
+		}
+		for k := range rows {
+			if rows[k].meta == keys[i] {
+				rows[k].meta = keys[j]
+			}
+		}
+		clock[j] = max(clock[i], clock[j])
+		clock[i] = clock[j]
+	}
+	type spec struct {
+		name   string
+		funcs  []string
+		fields []string
+	}
+	specs := []spec{
+		{"rall", []string{"count", "sum", "avg", "min", "max", "first", "last"}, []string{"v", "w"}},
+		{"rends", []string{"first", "last"}, []string{"v"}},
+		{"rcount", []string{"count"}, []string{"v", "w"}},
+	}
+	check := func(when string) {
+		t.Helper()
+		if err := db.CatchUpRollups(ctx); err != nil {
+			t.Fatalf("%s: catch up: %v", when, err)
+		}
+		for _, sp := range specs {
+			sameRollup(t, when+" "+sp.name, rollupRows(t, db, sp.name, "m"), loopRollup(rows, window, sp.fields, sp.funcs))
+		}
+	}
+	insert(50)
+	for _, sp := range specs {
+		opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "10s", Fields: sp.fields, Funcs: sp.funcs}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CreateCollection(ctx, sp.name, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("existing data")
+	for step := range 120 {
+		switch x := rng.IntN(20); {
+		case x == 0:
+			merge()
+		case x < 3:
+			del()
+		default:
+			insert(1 + rng.IntN(12))
+		}
+		t.Logf("step %d", step)
+		if rng.IntN(4) > 0 {
+			check(fmt.Sprintf("step %d", step))
+		}
+		if rng.IntN(16) == 0 {
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step == 60 {
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db = openTest(t, dir, nil)
+		}
+	}
+	check("the end")
+	if n := db.stats.rollupFolds.Load(); n < 20 {
+		t.Fatalf("%d series folded: the test no longer reaches the fold", n)
+	}
+}
+
+// TestRollupFoldLateRowDuringPass: a late row written while a pass
+// aggregates (after its read, before the next) reaches the window of the
+// tail that pass leaves; the next pass must read that window whole, not
+// fold into the tail, or the row is lost. Then writes racing passes.
+func TestRollupFoldLateRowDuringPass(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	fields, funcs := []string{"v"}, []string{"count", "sum", "first", "last"}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var mu sync.Mutex
+	var rows []loopRow
+	insert := func(meta string, s int64) {
+		tt := t0 + s*int64(time.Millisecond)
+		v := float64(s % 1000)
+		res, err := db.Insert(ctx, "src", Batch{Measurements: []model.Measurement{{Time: tt, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Float(v)}}}}}, InsertOptions{})
+		if err != nil || len(res.Errors) > 0 {
+			t.Errorf("insert: %v %v", err, res.Errors)
+			return
+		}
+		k, _ := model.CanonicalMeta(meta)
+		mu.Lock()
+		rows = append(rows, loopRow{meta: k, t: tt, v: v})
+		mu.Unlock()
+	}
+	check := func(when string) {
+		t.Helper()
+		if err := db.CatchUpRollups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		sameRollup(t, when, rollupRows(t, db, "r", "m"), loopRollup(rows, int64(time.Minute), fields, funcs))
+	}
+	for s := int64(0); s < 20; s++ {
+		insert("a", s*1000)
+	}
+	check("in order")
+	insert("a", 25_000)
+	late := true
+	db.hooks.rollupAggregated = func() {
+		if late {
+			late = false
+			insert("a", 22_500) // before the newest value the pass saw
+		}
+	}
+	check("a late row during a pass")
+	db.hooks.rollupAggregated = nil
+	if late {
+		t.Fatal("no pass aggregated")
+	}
+	folds := db.stats.rollupFolds.Load()
+
+	// Writes racing the passes: in order, with late rows among them.
+	var wg sync.WaitGroup
+	for g, meta := range []string{"b", "c"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int64(0); i < 400; i++ {
+				s := 30_000 + i*500 + int64(g)
+				if i%7 == 3 {
+					s -= 4_000 // late
+				}
+				insert(meta, s)
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	passes := make(chan struct{})
+	go func() {
+		defer close(passes)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := db.CatchUpRollups(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	<-passes
+	check("writes racing passes")
+	if db.stats.rollupFolds.Load() == folds {
+		t.Fatal("no fold while writes raced the passes")
 	}
 }

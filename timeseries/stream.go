@@ -210,7 +210,7 @@ func (st *seriesStream) fill() (more bool, err error) {
 			break
 		}
 		// Expired measurements are never returned (SPEC 4.5).
-		lo := max(p.filter.minTime, p.visibleFrom(c, s, st.now))
+		lo := p.lowerBound(c, s, st.now)
 		if st.empty(s, lo) {
 			continue
 		}
@@ -292,7 +292,7 @@ func (st *seriesStream) selectBatch() error {
 		if cands++; len(h) == n && s.metaKey >= h[0].metaKey {
 			continue
 		}
-		if st.empty(s, max(p.filter.minTime, p.visibleFrom(c, s, st.now))) {
+		if st.empty(s, p.lowerBound(c, s, st.now)) {
 			cands--
 			continue
 		}
