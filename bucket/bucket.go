@@ -63,6 +63,10 @@ var (
 	ErrType = errors.New("bucket: unknown type")
 	// ErrFieldIndex means a field index out of range.
 	ErrFieldIndex = errors.New("bucket: field index out of range")
+	// ErrRowIndex means rows out of range.
+	ErrRowIndex = errors.New("bucket: row index out of range")
+	// ErrUnsorted means Reader.RowRange was asked of a bucket whose times are not sorted.
+	ErrUnsorted = errors.New("bucket: times not sorted")
 )
 
 // Type is the type of a field column. The values are persisted: never renumber them.

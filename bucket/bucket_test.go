@@ -827,7 +827,8 @@ func TestScaledTimesCorrupt(t *testing.T) {
 // The fixtures of each store format hold what that format added: scaled
 // time columns from testdata/v4 (store format 2) on, scaled int columns
 // from testdata/v5 (3) on, int32, bson and objectid columns from
-// testdata/v6 (4) on.
+// testdata/v6 (4) on, time columns in blocks (time mode 3), of nanoseconds
+// and inside a scaled column, from testdata/v8 (6) on.
 // TestFormatFixtures reads their values.
 func TestFormatFixturesFeatures(t *testing.T) {
 	scaledTimes := func(r *Reader, data []byte) bool { return data[r.timeOff] == timeScaled }
@@ -846,6 +847,12 @@ func TestFormatFixturesFeatures(t *testing.T) {
 		}
 		return have&(1<<TypeInt32|1<<TypeBSON|1<<TypeObjectID) == 1<<TypeInt32|1<<TypeBSON|1<<TypeObjectID
 	}
+	timeBlocksIn := func(scaled bool) func(r *Reader, data []byte) bool {
+		return func(r *Reader, data []byte) bool {
+			src, _, _, err := r.timeColumn()
+			return err == nil && src[0] == timeBlocks && (data[r.timeOff] == timeScaled) == scaled
+		}
+	}
 	for _, tc := range []struct {
 		dir, what string
 		has       func(r *Reader, data []byte) bool
@@ -854,6 +861,8 @@ func TestFormatFixturesFeatures(t *testing.T) {
 		{"v5", "a scaled time column", scaledTimes},
 		{"v5", "a scaled int column", scaledInts},
 		{"v6", "int32, bson and objectid columns", types4},
+		{"v8", "a time column in blocks", timeBlocksIn(false)},
+		{"v8", "a scaled time column in blocks", timeBlocksIn(true)},
 	} {
 		dir := filepath.Join("..", "testdata", tc.dir, "buckets")
 		b, err := os.ReadFile(filepath.Join(dir, "expected.json"))

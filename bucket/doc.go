@@ -3,7 +3,7 @@
 // few hundred named field columns. It is pure: bytes in, values out, no I/O.
 //
 // Each column is encoded from its data: timestamps as delta-of-delta with runs of zeros
-// length-encoded; ints and dates as deltas or offsets, entropy coded with FSE or Huffman
+// length-encoded, or deltas, sorted ones of many rows in blocks that decode alone; ints and dates as deltas or offsets, entropy coded with FSE or Huffman
 // (klauspost/compress) with an escape for large values; floats as decimal-scaled ints when
 // every value has a short decimal form, otherwise as order-preserving integer deltas whose
 // bit lengths are entropy coded; strings as a dictionary and indices; bools and presence
@@ -37,6 +37,11 @@
 //	times, err := r.Times(nil)
 //	var col bucket.Column
 //	err = r.Column(r.FieldIndex("usage_user"), &col) // only this column is decoded
+//
+//	// The rows of [from, to] and their times, without decoding the others':
+//	// a time column of many irregular rows is stored in blocks of 256.
+//	first, last, err := r.RowRange(from, to) // count: last - first
+//	times, err = r.TimesRange(first, last, times)
 //
 // Buckets of one collection share their field names: EncodeRefs stores each name as an
 // index into a table the caller keeps, and ResetNames reads such a bucket with the table.

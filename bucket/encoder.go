@@ -46,6 +46,14 @@ type Encoder struct {
 	blob       []byte
 	zbuf       []byte
 	zenc       *zstd.Encoder
+	// A time column's blocks (timeBlocks), and where each ends in tblocks.
+	tblocks []byte
+	tends   []int
+	// blockRows is the rows of a time column's block, 0 for timeBlockRows,
+	// negative for none; forceBlocks writes blocks whatever they cost.
+	// Tests set them to split small buckets and to weigh blocks.
+	blockRows   int
+	forceBlocks bool
 }
 
 // Encode appends the encoded bucket holding cols to dst and returns the extended slice.

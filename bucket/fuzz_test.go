@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -212,5 +213,78 @@ func FuzzRoundTrip(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		roundTrip(t, fuzzColumns(data))
+	})
+}
+
+// FuzzTimeRange feeds arbitrary bytes to RowRange and TimesRange, with a
+// range and rows taken from the input's last bytes: they must return
+// errors, never panic or read past the bucket; and on a bucket whose
+// times decode whole and sorted they must agree with searching and
+// slicing those times.
+func FuzzTimeRange(f *testing.F) {
+	rng := rand.New(rand.NewSource(11))
+	var enc Encoder
+	tail := func(buf []byte) []byte {
+		var t [20]byte
+		rng.Read(t[:])
+		return append(buf, t[:]...)
+	}
+	for i, kind := range indexKinds {
+		for _, n := range []int{1, 5, 40, 600} {
+			times := indexTimes(kind, n, int64(i))
+			enc.blockRows, enc.forceBlocks = 4+i, i%2 == 0
+			buf, err := enc.Encode(nil, &Columns{Times: times})
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(tail(buf))
+		}
+	}
+	var r Reader
+	var times, got []int64
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 20 {
+			return
+		}
+		q := data[len(data)-20:]
+		data = data[:len(data)-20]
+		if err := r.Reset(data); err != nil {
+			return
+		}
+		lo := int64(binary.LittleEndian.Uint64(q))
+		hi := int64(binary.LittleEndian.Uint64(q[8:]))
+		if q[16]&1 != 0 { // a range within the bucket's
+			span := uint64(r.MaxTime()-r.MinTime()) + 1
+			if span == 0 {
+				span = math.MaxUint64
+			}
+			lo = r.MinTime() + int64(uint64(lo)%span)
+			hi = r.MinTime() + int64(uint64(hi)%span)
+		}
+		a := int(q[18]) * r.Rows() / 256
+		b := a + int(q[19])*(r.Rows()-a)/255
+		first, last, rangeErr := r.RowRange(lo, hi)
+		got, gotErr := r.TimesRange(a, b, got)
+		var err error
+		times, err = r.Times(times)
+		if err != nil {
+			return
+		}
+		if rangeErr == nil && (first < 0 || first > last || last > r.Rows()) {
+			t.Fatalf("RowRange(%d, %d) = [%d, %d) of %d rows", lo, hi, first, last, r.Rows())
+		}
+		if gotErr != nil || !slices.Equal(got, times[a:b]) {
+			t.Fatalf("TimesRange(%d, %d) = %v %v, want %v", a, b, got, gotErr, times[a:b])
+		}
+		if !slices.IsSorted(times) {
+			return
+		}
+		wf, wl := searchRange(times, lo, hi)
+		if lo > hi {
+			wl = wf
+		}
+		if rangeErr != nil || first != wf || last != wl {
+			t.Fatalf("RowRange(%d, %d) = [%d, %d) %v, want [%d, %d)", lo, hi, first, last, rangeErr, wf, wl)
+		}
 	})
 }

@@ -55,6 +55,12 @@ type Reader struct {
 	ints4 []int64
 	blob  []byte
 	dict  []string
+
+	// RowRange and TimesRange: where each block of a time column in blocks
+	// ends, one block's times, a whole column's times.
+	blockEnds  []int
+	blockTimes []int64
+	rangeTimes []int64
 }
 
 // SymbolCache keeps decoded shared symbol blocks for readers to reuse: a

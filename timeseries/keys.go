@@ -34,8 +34,10 @@ var (
 // columns may be divided by a power of ten (bucket encoding 6, scaled int);
 // 4: measurement values of types int32, bson and objectid (bucket types
 // 6-8, bucket encoding 7, log record value kinds 6-8); 5: an open bucket's
-// snapshot may be its frozen rows (bucket.VersionSnapshot).
-const formatVersion = 5
+// snapshot may be its frozen rows (bucket.VersionSnapshot); 6: time columns
+// may be stored in blocks (bucket format, time mode 3), which builds of
+// version 5 cannot read.
+const formatVersion = 6
 
 const bucketKeyLen = 1 + 4 + 8 + 8 + 8
 

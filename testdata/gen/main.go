@@ -374,6 +374,29 @@ func bucketCases() (names []string, cases []bucket.Columns) {
 		}
 		add("wide.bkt", c)
 	}
+
+	// blocks, blocksms (store format 6): 1,000 sorted irregular rows, the
+	// shape whose time column the encoder writes in blocks of 256 rows
+	// (time mode 3): every 10 s up to 5 ms late in nanoseconds, and up to
+	// 50 ms late in whole milliseconds (scaled, time mode 2, holding a
+	// column in blocks).
+	{
+		const n = 1000
+		rng := rand.New(rand.NewSource(8))
+		ns, ms := bucket.Columns{}, bucket.Columns{}
+		var temp []float64
+		var hum []int64
+		for i := 0; i < n; i++ {
+			ns.Times = append(ns.Times, t0+int64(i)*10e9+rng.Int63n(5e6))
+			ms.Times = append(ms.Times, t0+int64(i)*10e9+rng.Int63n(50)*1e6)
+			temp = append(temp, float64(200+(i*7)%61)/10)
+			hum = append(hum, int64(40+(i*13)%30))
+		}
+		ns.Fields = []bucket.Column{{Name: "temp", Type: bucket.TypeFloat, Floats: temp}}
+		ms.Fields = []bucket.Column{{Name: "hum", Type: bucket.TypeInt, Ints: hum}}
+		add("blocks.bkt", ns)
+		add("blocksms.bkt", ms)
+	}
 	return names, cases
 }
 

@@ -38,6 +38,7 @@ var walFixtures = []struct {
 	{"v5/logonly/wal", "v5/logonly.wal.json", true},
 	{"v6/logonly/wal", "v6/logonly.wal.json", true},
 	{"v7/logonly/wal", "v7/logonly.wal.json", true},
+	{"v8/logonly/wal", "v8/logonly.wal.json", true},
 }
 
 func readFixtureRecords(t *testing.T, path string) []fixtureRecord {
