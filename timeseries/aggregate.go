@@ -3,8 +3,10 @@ package timeseries
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -496,6 +498,7 @@ func (a *aggregator) series(s *seriesSnap, g int32, desc bool) error {
 	}
 	if a.countOnly && a.plan.filter.residual == nil {
 		sc.whole = a.wholeBucket
+		sc.part = func(r *bucket.Reader) (bool, error) { return a.partBucket(r, sc.minTime, sc.maxTime) }
 	}
 	err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
 		a.db.stats.aggBuckets.Add(1)
@@ -531,6 +534,7 @@ type aggregator struct {
 	countOnly bool
 	group     int32 // the group of the series being folded
 
+	presence       bucket.Column // a bucket's presence, partBucket's scratch
 	lastKey        aggKey
 	lastRow        []aggCell
 	lastLo, lastHi int64     // the window of lastKey: [lastLo, lastHi]
@@ -565,6 +569,70 @@ func (a *aggregator) wholeBucket(r *bucket.Reader) (bool, error) {
 	}
 	readStats.wholeBuckets.Add(1)
 	return true, nil
+}
+
+// partBucket is wholeBucket for a stored bucket whose rows lie partly
+// outside the scan's range [lo, hi]: when those inside lie in one window,
+// the time index finds them (bucket.Reader.RowRange, which decodes at most
+// two blocks of times) and each field's count is its presence bits among
+// them, with no time column decoded whole. Rows out of order (never
+// stored, but RowRange would say so) are left to the decode.
+func (a *aggregator) partBucket(r *bucket.Reader, lo, hi int64) (bool, error) {
+	lo, hi = max(lo, r.MinTime()), min(hi, r.MaxTime())
+	k := a.win.key(lo)
+	if a.win.key(hi) != k {
+		return false, nil
+	}
+	first, last, err := r.RowRange(lo, hi)
+	if errors.Is(err, bucket.ErrUnsorted) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if first == last {
+		return true, nil // none in range: no cell for the window
+	}
+	if err := a.guard.rowsN(last - first); err != nil {
+		return false, err
+	}
+	row, err := a.cells.row(aggKey{group: a.group, window: k})
+	if err != nil {
+		return false, err
+	}
+	if a.docs >= 0 {
+		row[a.docs].count += int64(last - first)
+	}
+	for i := 0; i < r.NumFields() && len(a.fields) > 0; i++ {
+		fi, ok := a.fieldIdx[r.Field(i).Name]
+		if !ok {
+			continue
+		}
+		if err := r.Presence(i, &a.presence); err != nil {
+			return false, err
+		}
+		row[fi].count += presentIn(a.presence.Present, first, last)
+	}
+	readStats.partBuckets.Add(1)
+	return true, nil
+}
+
+// presentIn counts the rows of [first, last) a presence bitmap holds (nil:
+// every row).
+func presentIn(present []uint64, first, last int) int64 {
+	if present == nil {
+		return int64(last - first)
+	}
+	n := 0
+	for i := first; i < last; {
+		w := present[i>>6] >> (uint(i) & 63)
+		take := min(64-i&63, last-i)
+		if take < 64 {
+			w &= 1<<take - 1
+		}
+		n += bits.OnesCount64(w)
+		i += take
+	}
+	return int64(n)
 }
 
 // skip reports whether a bucket of the current group with rows from minT

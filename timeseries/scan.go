@@ -44,6 +44,9 @@ type seriesScan struct {
 	// answers true for (it took the bucket from its header) is passed
 	// over (eachBucket only).
 	whole func(r *bucket.Reader) (bool, error)
+	// part, if set, is given every other stored bucket in range, whose
+	// rows lie partly outside it, in the same way.
+	part func(r *bucket.Reader) (bool, error)
 	// plan, when the scan is one of a plan's, takes its iterator back at
 	// Close for the next series.
 	plan *scanPlan
@@ -409,6 +412,10 @@ func (sc *seriesScan) decode(v []byte, dst *bucket.Columns) (*bucket.Columns, er
 	}
 	if sc.whole != nil && r.MinTime() >= sc.minTime && r.MaxTime() <= sc.maxTime {
 		if done, err := sc.whole(r); done || err != nil {
+			return nil, err
+		}
+	} else if sc.part != nil {
+		if done, err := sc.part(r); done || err != nil {
 			return nil, err
 		}
 	}

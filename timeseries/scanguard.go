@@ -219,6 +219,9 @@ func capturedBytes(cols *bucket.Columns, thawed bool) int64 {
 // readStats counts the fast paths reads took since the process started,
 // for tests to see them taken.
 var readStats struct {
+	// partBuckets counts the stored buckets a count took partly from
+	// their time index (aggregator.partBucket).
+	partBuckets atomic.Int64
 	// wholeBuckets counts the stored buckets an aggregate took from their
 	// headers alone (aggregator.wholeBucket).
 	wholeBuckets atomic.Int64
