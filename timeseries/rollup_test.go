@@ -66,6 +66,38 @@ func rollupRows(t testing.TB, db *DB, name, metaField string) map[string]map[str
 	return out
 }
 
+// randomLoopRow makes a measurement of meta (canonical key) at t of a
+// random v and, two times in three, w, and the row a plain loop sees.
+func randomLoopRow(rng *rand.Rand, meta any, key string, t int64) (loopRow, model.Measurement) {
+	r := loopRow{meta: key, t: t, v: math.Round(rng.NormFloat64()*1000) / 8}
+	m := model.Measurement{Time: t, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Float(r.v)}}}
+	if rng.IntN(3) > 0 {
+		w := rng.Int64N(100)
+		r.w = &w
+		m.Fields = append(m.Fields, model.Field{Name: "w", Value: model.Int(w)})
+	}
+	return r, m
+}
+
+// insertSource inserts ms into collection src.
+func insertSource(t *testing.T, db *DB, ms []model.Measurement) {
+	t.Helper()
+	res, err := db.Insert(ctx, "src", Batch{Measurements: ms}, InsertOptions{})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("insert: %v %v", err, res.Errors)
+	}
+}
+
+// deleteSource deletes what filter selects from collection src, and from
+// rows those keep refuses.
+func deleteSource(t *testing.T, db *DB, filter string, rows []loopRow, keep func(loopRow) bool) []loopRow {
+	t.Helper()
+	if _, err := db.Delete(ctx, "src", mustFilter(t, filter), DeleteOptions{}); err != nil {
+		t.Fatalf("delete %s: %v", filter, err)
+	}
+	return slices.DeleteFunc(rows, func(r loopRow) bool { return !keep(r) })
+}
+
 // loopRollup computes what a rollup of rows must hold, with a plain loop.
 type loopRow struct {
 	meta string // canonical key, "-" for none
@@ -216,20 +248,11 @@ func testRollupMatchesLoop(t *testing.T, seed uint64) {
 					break
 				}
 			}
-			r := loopRow{meta: keys[i], t: tt, v: math.Round(rng.NormFloat64()*1000) / 8}
-			m := model.Measurement{Time: tt, Meta: metas[i], Fields: []model.Field{{Name: "v", Value: model.Float(r.v)}}}
-			if rng.IntN(3) > 0 {
-				w := rng.Int64N(100)
-				r.w = &w
-				m.Fields = append(m.Fields, model.Field{Name: "w", Value: model.Int(w)})
-			}
+			r, m := randomLoopRow(rng, metas[i], keys[i], tt)
 			rows = append(rows, r)
 			ms = append(ms, m)
 		}
-		res, err := db.Insert(ctx, "src", Batch{Measurements: ms}, InsertOptions{})
-		if err != nil || len(res.Errors) > 0 {
-			t.Fatalf("insert: %v %v", err, res.Errors)
-		}
+		insertSource(t, db, ms)
 	}
 	del := func() {
 		var filter string
@@ -249,10 +272,7 @@ func testRollupMatchesLoop(t *testing.T, seed uint64) {
 			filter = fmt.Sprintf(`{"v": {"$gt": %v}}`, x+1000)
 			keep = func(r loopRow) bool { return r.v <= x+1000 }
 		}
-		if _, err := db.Delete(ctx, "src", mustFilter(t, filter), DeleteOptions{}); err != nil {
-			t.Fatalf("delete %s: %v", filter, err)
-		}
-		rows = slices.DeleteFunc(rows, func(r loopRow) bool { return !keep(r) })
+		rows = deleteSource(t, db, filter, rows, keep)
 	}
 	fields, funcs := []string{"v", "w"}, []string{"count", "sum", "avg", "min", "max", "first", "last"}
 	check := func(when string) {
@@ -908,23 +928,11 @@ func testRollupFoldsMatchLoop(t *testing.T, seed uint64) {
 					break
 				}
 			}
-			r := loopRow{meta: keys[i], t: tt, v: math.Round(rng.NormFloat64()*1000) / 8}
-			m := model.Measurement{Time: tt, Meta: metas[i], Fields: []model.Field{{Name: "v", Value: model.Float(r.v)}}}
-			if rng.IntN(3) > 0 {
-				w := rng.Int64N(100)
-				r.w = &w
-				m.Fields = append(m.Fields, model.Field{Name: "w", Value: model.Int(w)})
-			}
+			r, m := randomLoopRow(rng, metas[i], keys[i], tt)
 			rows = append(rows, r)
 			ms = append(ms, m)
 		}
-		for _, m := range ms {
-			t.Logf("insert %v %d", m.Meta, (m.Time-t0)/1e6)
-		}
-		res, err := db.Insert(ctx, "src", Batch{Measurements: ms}, InsertOptions{})
-		if err != nil || len(res.Errors) > 0 {
-			t.Fatalf("insert: %v %v", err, res.Errors)
-		}
+		insertSource(t, db, ms)
 	}
 	del := func() {
 		var filter string
@@ -946,11 +954,7 @@ func testRollupFoldsMatchLoop(t *testing.T, seed uint64) {
 			filter = fmt.Sprintf(`{"v": {"$gt": %v}}`, x+600)
 			keep = func(r loopRow) bool { return r.v <= x+600 }
 		}
-		t.Logf("delete %s", filter)
-		if _, err := db.Delete(ctx, "src", mustFilter(t, filter), DeleteOptions{}); err != nil {
-			t.Fatalf("delete %s: %v", filter, err)
-		}
-		rows = slices.DeleteFunc(rows, func(r loopRow) bool { return !keep(r) })
+		rows = deleteSource(t, db, filter, rows, keep)
 	}
 	merge := func() {
 		// Sensor i's rows become sensor j's; i starts again after j's clock.
@@ -959,7 +963,6 @@ func testRollupFoldsMatchLoop(t *testing.T, seed uint64) {
 			return
 		}
 		u := Update{Filter: mustFilter(t, fmt.Sprintf(`{"m": %s}`, keys[i])), Operators: mustUpdate(t, fmt.Sprintf(`{"$set": {"m": %s}}`, keys[j])), Multi: true}
-		t.Logf("merge %s into %s", keys[i], keys[j])
 		if _, err := db.Update(ctx, "src", u); err != nil {
 			t.Fatalf("meta update: %v", err)
 		}
@@ -1010,7 +1013,6 @@ func testRollupFoldsMatchLoop(t *testing.T, seed uint64) {
 		default:
 			insert(1 + rng.IntN(12))
 		}
-		t.Logf("step %d", step)
 		if rng.IntN(4) > 0 {
 			check(fmt.Sprintf("step %d", step))
 		}
