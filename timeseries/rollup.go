@@ -522,7 +522,7 @@ func (db *DB) ListRollups(ctx context.Context, name string) ([]RollupInfo, error
 // until none is left (writes arriving meanwhile included), or ctx ends.
 func (db *DB) CatchUpRollups(ctx context.Context) error {
 	for {
-		n, err := db.rollupPasses(ctx)
+		n, err := db.rollupPasses(ctx, time.Time{})
 		if err != nil || n == 0 {
 			return err
 		}
@@ -553,7 +553,7 @@ func (db *DB) rollupLoop() {
 		}
 		start := time.Now()
 		pause := time.Duration(0)
-		if _, err := db.rollupPasses(ctx); err != nil && ctx.Err() == nil {
+		if _, err := db.rollupPasses(ctx, start.Add(rollupPassBudget)); err != nil && ctx.Err() == nil {
 			// A failure that lasts (a field that now holds strings, a
 			// full disk) is retried, and logged, once a second, then
 			// up to once every 30 s.
@@ -570,6 +570,12 @@ func (db *DB) rollupLoop() {
 		}
 	}
 }
+
+// rollupPassBudget is how long a pass of the background loop works
+// before it stops at the next chunk of series and leaves the rest to the
+// next pass: the work a pass finds grows with the writes since the last,
+// so without a bound the pauses between passes would bound nothing.
+const rollupPassBudget = 200 * time.Millisecond
 
 // rollupPauseFactor is the pause between two passes while writes go on,
 // in passes' durations.
@@ -608,8 +614,9 @@ func (db *DB) rollupPause(d time.Duration, hard bool) bool {
 
 // rollupPasses runs one pass of every rollup holding marks and returns the
 // series it recomputed. Passes run one at a time (rollupMu): a catch-up
-// waits for the background loop's pass to end.
-func (db *DB) rollupPasses(ctx context.Context) (int, error) {
+// waits for the background loop's pass to end. Past deadline (zero:
+// none), a pass leaves the series it has not reached to the next.
+func (db *DB) rollupPasses(ctx context.Context, deadline time.Time) (int, error) {
 	db.rollupMu.Lock()
 	defer db.rollupMu.Unlock()
 	db.mu.RLock()
@@ -626,7 +633,7 @@ func (db *DB) rollupPasses(ctx context.Context) (int, error) {
 	total := 0
 	var errs []error
 	for _, r := range rs {
-		n, err := db.rollupPass(ctx, r)
+		n, err := db.rollupPass(ctx, r, deadline)
 		total += n
 		if err != nil {
 			errs = append(errs, fmt.Errorf("rollup %q: %w", r.coll.name, err))
@@ -697,8 +704,10 @@ func (r *rollup) installTails(next passTails) {
 // the windows its source still holds whole are aggregated anew and
 // replace the rollup's measurements of that series in those ranges.
 // Windows the source may have begun to expire are left as they are: the
-// rollup keeps what the source loses. On failure the marks go back.
-func (db *DB) rollupPass(ctx context.Context, r *rollup) (n int, err error) {
+// rollup keeps what the source loses. On failure the marks go back, and
+// so do those of the series a pass past deadline (zero: none) did not
+// reach.
+func (db *DB) rollupPass(ctx context.Context, r *rollup, deadline time.Time) (n int, err error) {
 	db.mu.Lock()
 	if r.coll.dropped || r.src.dropped || r.pendingSeriesCount() == 0 || r.inflight != nil {
 		db.mu.Unlock()
@@ -736,17 +745,35 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup) (n int, err error) {
 	}
 	db.mu.Unlock()
 	next := passTails{}
+	var left []pendingSeries // the series the pass left, out of time
 	defer func() {
 		db.mu.Lock()
-		r.installTails(next)
-		if err != nil {
-			for id, ss := range r.inflight {
-				for _, sp := range ss {
-					r.pending[id] = addSpan(r.pending[id], sp)
-				}
+		// A series left keeps its tail: what changed since the pass began
+		// shows in minSince, as for any.
+		for _, p := range left {
+			if p.tail != nil && next[p.id] == nil {
+				next[p.id] = p.tail
 			}
+		}
+		r.installTails(next)
+		back := r.inflight
+		if err == nil {
+			back = make(map[uint64][]span, len(left))
+			for _, p := range left {
+				back[p.id] = r.inflight[p.id]
+			}
+		}
+		for id, ss := range back {
+			for _, sp := range ss {
+				r.pending[id] = addSpan(r.pending[id], sp)
+			}
+		}
+		if len(back) > 0 {
 			if r.since.IsZero() || r.passSince.Before(r.since) {
 				r.since = r.passSince
+			}
+			if err == nil {
+				db.wakeRollups()
 			}
 		}
 		r.inflight, r.passSince, r.lastErr = nil, time.Time{}, err
@@ -774,11 +801,26 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup) (n int, err error) {
 			groups[g] = append(groups[g], p)
 		}
 	}
-	for _, g := range order {
-		if err := db.recomputeRollup(ctx, r, g.sp, groups[g], g.fold, next); err != nil {
+	for gi, g := range order {
+		ps := groups[g]
+		if gi > 0 && !deadline.IsZero() && time.Now().After(deadline) {
+			for _, g := range order[gi:] {
+				left = append(left, groups[g]...)
+			}
+			break
+		}
+		done, err := db.recomputeRollup(ctx, r, g.sp, ps, g.fold, next, deadline)
+		n += done
+		if err != nil {
 			return n, err
 		}
-		n += len(groups[g])
+		if done < len(ps) {
+			left = append(left, ps[done:]...)
+			for _, g := range order[gi+1:] {
+				left = append(left, groups[g]...)
+			}
+			break
+		}
 	}
 	return n, ctx.Err()
 }
@@ -789,8 +831,10 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup) (n int, err error) {
 //
 // fold: every series of ps has a tail of window sp.lo, which the first
 // chunk of time starts from; only rows after the tail's are read there.
-// The newest window aggregated of each series goes to next.
-func (db *DB) recomputeRollup(ctx context.Context, r *rollup, sp span, ps []pendingSeries, fold bool, next passTails) error {
+// The newest window aggregated of each series goes to next. Past
+// deadline (zero: none) it stops after a chunk of at most
+// rollupDeadlineChunk series; it returns how many of ps it recomputed.
+func (db *DB) recomputeRollup(ctx context.Context, r *rollup, sp span, ps []pendingSeries, fold bool, next passTails, deadline time.Time) (int, error) {
 	// The aggregate reads the range the source holds; the deletion covers
 	// all of sp. An open range (a first fill, a delete or meta update of
 	// any time) is closed at the series' first and last measurements.
@@ -798,7 +842,7 @@ func (db *DB) recomputeRollup(ctx context.Context, r *rollup, sp span, ps []pend
 	if alo == math.MinInt64 || ahi == math.MaxInt64 {
 		lo, hi, found, err := db.rollupBounds(ctx, r, ps)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if found {
 			alo, ahi = max(alo, floorWindow(lo, r.window)), min(ahi, windowEnd(hi, r.window))
@@ -815,6 +859,12 @@ func (db *DB) recomputeRollup(ctx context.Context, r *rollup, sp span, ps []pend
 		// range wider than the budget goes a series at a time, in slices
 		// of time.
 		per := int(max(1, int64(rollupCells)/windows))
+		if !deadline.IsZero() {
+			if start > 0 && time.Now().After(deadline) {
+				return start, nil
+			}
+			per = min(per, rollupDeadlineChunk)
+		}
 		chunk := ps[start:min(len(ps), start+per)]
 		start += len(chunk)
 		step := ahi - alo
@@ -834,15 +884,19 @@ func (db *DB) recomputeRollup(ctx context.Context, r *rollup, sp span, ps []pend
 				dhi = sp.hi
 			}
 			if err := db.replaceRollupRange(ctx, r, chunk, t, end, dlo, dhi, fold && t == sp.lo, next); err != nil {
-				return err
+				return start - len(chunk), err
 			}
 			if end >= ahi || step <= 0 {
 				break
 			}
 		}
 	}
-	return nil
+	return len(ps), nil
 }
+
+// rollupDeadlineChunk is the most series a pass with a deadline
+// recomputes between two looks at the clock.
+const rollupDeadlineChunk = 1024
 
 // rollupBounds returns the times of the first and last measurements of
 // the series ps holding one of the rollup's fields; found is false when
@@ -1033,34 +1087,40 @@ func takeTails(a *aggregator, r *rollup, ps []pendingSeries, next passTails) {
 func rollupMeasurements(a *aggregator, r *rollup) []model.Measurement {
 	cells := a.cells
 	ms := make([]model.Measurement, 0, len(cells.keys))
-	pos := make(map[string]int, len(a.fields))
-	for i, f := range a.fields {
-		pos[f] = i
+	// The fields' names, made once, and the fields of every measurement
+	// from one slab.
+	names := make([]string, 0, len(r.fields)*len(r.funcs))
+	for _, f := range r.fields {
+		for _, fn := range r.funcs {
+			names = append(names, f+"_"+string(fn))
+		}
 	}
+	slab := make([]model.Field, 0, len(cells.keys)*len(names))
 	for ki, k := range cells.keys {
 		row := cells.rows[ki]
 		m := model.Measurement{Time: a.win.startTime(k.window)}
 		if g := cells.groups[k.group]; g != "null" && g != "" {
 			m.Meta = model.MetaKey(g)
 		}
-		for _, f := range r.fields {
-			i, ok := pos[f]
+		start := len(slab)
+		for fi, f := range r.fields {
 			var cell aggCell
-			if ok {
+			if i, ok := a.fieldIdx[f]; ok {
 				cell = row[i]
 			}
-			for _, fn := range r.funcs {
-				name := f + "_" + string(fn)
+			for j, fn := range r.funcs {
+				name := names[fi*len(r.funcs)+j]
 				if fn == AggCount {
-					m.Fields = append(m.Fields, model.Field{Name: name, Value: model.Int(cell.count)})
+					slab = append(slab, model.Field{Name: name, Value: model.Int(cell.count)})
 					continue
 				}
 				if cell.count == 0 {
 					continue
 				}
-				m.Fields = append(m.Fields, model.Field{Name: name, Value: model.Float(cell.value(fn))})
+				slab = append(slab, model.Field{Name: name, Value: model.Float(cell.value(fn))})
 			}
 		}
+		m.Fields = slab[start:len(slab):len(slab)]
 		ms = append(ms, m)
 	}
 	return ms

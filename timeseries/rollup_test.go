@@ -1136,3 +1136,68 @@ func TestRollupFoldLateRowDuringPass(t *testing.T) {
 		t.Fatal("no fold while writes raced the passes")
 	}
 }
+
+// TestRollupPassDeadline: a pass of the background loop past its deadline
+// recomputes a chunk of series and leaves the others' marks for the next
+// (whose tails it keeps); passes after it finish the work, and the rollup
+// matches the loop.
+func TestRollupPassDeadline(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.ManualRollups = true })
+	defer db.Close()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	fields, funcs := []string{"v", "w"}, []string{"count", "avg", "max"}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
+		t.Fatal(err)
+	}
+	const sensors = 3 * rollupDeadlineChunk / 2
+	rng := rand.New(rand.NewPCG(3, 3))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var rows []loopRow
+	insert := func(tick int64) {
+		var ms []model.Measurement
+		for i := range sensors {
+			meta := fmt.Sprintf("s%04d", i)
+			k, _ := model.CanonicalMeta(meta)
+			r, m := randomLoopRow(rng, meta, k, t0+tick*int64(10*time.Second))
+			rows = append(rows, r)
+			ms = append(ms, m)
+		}
+		insertSource(t, db, ms)
+	}
+	pending := func() int {
+		infos, err := db.ListRollups(ctx, "src")
+		if err != nil || len(infos) != 1 {
+			t.Fatal(infos, err)
+		}
+		return infos[0].PendingSeries
+	}
+	for tick := range int64(3) {
+		insert(tick)
+		passes := 0
+		for ; pending() > 0; passes++ {
+			n, err := db.rollupPasses(ctx, time.Now().Add(-time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if passes == 0 && (n != rollupDeadlineChunk || pending() != sensors-rollupDeadlineChunk) {
+				t.Fatalf("tick %d: a pass past its deadline recomputed %d series and left %d; want %d and %d", tick, n, pending(), rollupDeadlineChunk, sensors-rollupDeadlineChunk)
+			}
+		}
+		if passes != 2 {
+			t.Fatalf("tick %d: %d passes, want 2", tick, passes)
+		}
+		sameRollup(t, fmt.Sprintf("tick %d", tick), rollupRows(t, db, "r", "m"), loopRollup(rows, int64(time.Minute), fields, funcs))
+	}
+	// Every series folds at the second and third ticks, those a pass left
+	// too.
+	if n := db.stats.rollupFolds.Load(); n != 2*sensors {
+		t.Fatalf("%d folds, want %d: the series left by a pass lost their tails", n, 2*sensors)
+	}
+}
