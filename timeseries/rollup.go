@@ -649,12 +649,26 @@ type pendingSeries struct {
 	key   string
 	spans []span
 	tail  *rollupTail
+	// visible is the earliest time of the series a read returned when
+	// the pass began: a window starting before it may lack rows that a
+	// longer TTL shows again, and leaves no tail.
+	visible int64
 }
 
 // passTails gathers the tails a pass leaves: each series' newest window
 // aggregated, installed at the pass's end if no change reached it
 // meanwhile.
 type passTails map[uint64]*rollupTail
+
+// merge puts into t the tails of u, each unless t holds a newer window
+// of its series.
+func (t passTails) merge(u passTails) {
+	for id, x := range u {
+		if old := t[id]; old == nil || old.window < x.window {
+			t[id] = x
+		}
+	}
+}
 
 // takeTail removes s's tail from r and returns it if the pass can fold
 // into it: no write or delete reached it since it was taken, and a span
@@ -740,27 +754,35 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup, deadline time.Time) (n 
 			}
 		}
 		if keep != nil {
-			work = append(work, pendingSeries{id: s.id, key: s.metaKey, spans: keep, tail: r.takeTail(s, keep)})
+			work = append(work, pendingSeries{id: s.id, key: s.metaKey, spans: keep, tail: r.takeTail(s, keep),
+				visible: r.src.visibleFrom(s, now)})
 		}
 	}
 	db.mu.Unlock()
 	next := passTails{}
-	var left []pendingSeries // the series the pass left, out of time
+	// left holds the series and spans of the groups the pass left, out of
+	// time: a fold group's span from its tail's window on (nothing
+	// before it changed).
+	type leftSpan struct {
+		p  pendingSeries
+		sp span
+	}
+	var left []leftSpan
 	defer func() {
 		db.mu.Lock()
 		// A series left keeps its tail: what changed since the pass began
 		// shows in minSince, as for any.
-		for _, p := range left {
-			if p.tail != nil && next[p.id] == nil {
-				next[p.id] = p.tail
+		for _, l := range left {
+			if t := l.p.tail; t != nil {
+				next.merge(passTails{l.p.id: t})
 			}
 		}
 		r.installTails(next)
 		back := r.inflight
 		if err == nil {
 			back = make(map[uint64][]span, len(left))
-			for _, p := range left {
-				back[p.id] = r.inflight[p.id]
+			for _, l := range left {
+				back[l.p.id] = append(back[l.p.id], l.sp)
 			}
 		}
 		for id, ss := range back {
@@ -805,7 +827,9 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup, deadline time.Time) (n 
 		ps := groups[g]
 		if gi > 0 && !deadline.IsZero() && time.Now().After(deadline) {
 			for _, g := range order[gi:] {
-				left = append(left, groups[g]...)
+				for _, p := range groups[g] {
+					left = append(left, leftSpan{p, g.sp})
+				}
 			}
 			break
 		}
@@ -815,9 +839,11 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup, deadline time.Time) (n 
 			return n, err
 		}
 		if done < len(ps) {
-			left = append(left, ps[done:]...)
-			for _, g := range order[gi+1:] {
-				left = append(left, groups[g]...)
+			for _, g := range order[gi:] {
+				for _, p := range groups[g][done:] {
+					left = append(left, leftSpan{p, g.sp})
+				}
+				done = 0
 			}
 			break
 		}
@@ -941,6 +967,10 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 	for _, p := range ps {
 		only[p.id] = true
 	}
+	// The tails this range leaves count once its measurements are
+	// replaced: a failure leaves the windows as they were, and a tail
+	// would have the next pass fold past them.
+	made := passTails{}
 	var from map[uint64]int64
 	var seed func(*aggregator) error
 	if fold {
@@ -975,7 +1005,7 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 			return err
 		}
 		ms = rollupMeasurements(a, r)
-		takeTails(a, r, ps, next)
+		takeTails(a, r, ps, made)
 		end()
 		if db.hooks.rollupAggregated != nil {
 			db.hooks.rollupAggregated()
@@ -1003,16 +1033,16 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 	if err != nil {
 		return err
 	}
-	if len(ms) == 0 {
-		return nil
+	if len(ms) > 0 {
+		res, err := db.insertMeasurements(ctx, r.coll, ms, InsertOptions{})
+		if err != nil {
+			return err
+		}
+		if len(res.Errors) > 0 {
+			return fmt.Errorf("timeseries: rollup %q refused a measurement: %w", r.coll.name, res.Errors[0].Err)
+		}
 	}
-	res, err := db.insertMeasurements(ctx, r.coll, ms, InsertOptions{})
-	if err != nil {
-		return err
-	}
-	if len(res.Errors) > 0 {
-		return fmt.Errorf("timeseries: rollup %q refused a measurement: %w", r.coll.name, res.Errors[0].Err)
-	}
+	next.merge(made)
 	return nil
 }
 
@@ -1064,6 +1094,9 @@ func takeTails(a *aggregator, r *rollup, ps []pendingSeries, next passTails) {
 			continue
 		}
 		w := a.win.startTime(a.cells.keys[ki].window)
+		if w < p.visible {
+			continue // rows before the cutoff may show again
+		}
 		if old := next[p.id]; old != nil && old.window >= w {
 			continue
 		}

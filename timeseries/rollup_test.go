@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -986,6 +987,13 @@ func testRollupFoldsMatchLoop(t *testing.T, seed uint64) {
 	}
 	check := func(when string) {
 		t.Helper()
+		// Sometimes passes out of time first: each does its first group
+		// and leaves the others.
+		for range rng.IntN(3) {
+			if _, err := db.rollupPasses(ctx, time.Now().Add(-time.Second)); err != nil {
+				t.Fatalf("%s: a pass out of time: %v", when, err)
+			}
+		}
 		if err := db.CatchUpRollups(ctx); err != nil {
 			t.Fatalf("%s: catch up: %v", when, err)
 		}
@@ -1200,4 +1208,154 @@ func TestRollupPassDeadline(t *testing.T) {
 	if n := db.stats.rollupFolds.Load(); n != 2*sensors {
 		t.Fatalf("%d folds, want %d: the series left by a pass lost their tails", n, 2*sensors)
 	}
+}
+
+// TestRollupFoldAfterFailedReplace: a pass that aggregated a range and
+// then failed to replace the rollup's measurements (its context ended,
+// a disk error) must not leave a tail: the marks go back, and the next
+// pass must recompute every window of them, not fold from the tail of
+// the newest window alone.
+func TestRollupFoldAfterFailedReplace(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.ManualRollups = true })
+	defer db.Close()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	fields, funcs := []string{"v"}, []string{"count", "sum"}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CatchUpRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var rows []loopRow
+	var ms []model.Measurement
+	for s := int64(0); s < 180; s += 10 { // windows 0, 1 and 2
+		tt := t0 + s*int64(time.Second)
+		rows = append(rows, loopRow{meta: `"a"`, t: tt, v: float64(s)})
+		ms = append(ms, model.Measurement{Time: tt, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Float(float64(s))}}})
+	}
+	insertSource(t, db, ms)
+	// The pass aggregates, then its context ends before it replaces.
+	cctx, cancel := context.WithCancel(ctx)
+	db.hooks.rollupAggregated = cancel
+	if err := db.CatchUpRollups(cctx); err == nil {
+		t.Fatal("the pass did not fail")
+	}
+	db.hooks.rollupAggregated = nil
+	if err := db.CatchUpRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := model.CanonicalMeta("a")
+	for i := range rows {
+		rows[i].meta = k
+	}
+	sameRollup(t, "after a failed pass", rollupRows(t, db, "r", "m"), loopRollup(rows, int64(time.Minute), fields, funcs))
+}
+
+// TestRollupFoldAfterTTLRaised: a fill reads the newest window of a
+// series while the TTL hides part of it, and leaves its tail; the TTL is
+// raised (the rows were never deleted: they are visible again) and a row
+// comes into that window after the tail's newest. The pass recomputes
+// the window (the horizon no longer cuts it) but folds into the tail,
+// which lacks the rows visible again: the rollup must hold the source's
+// aggregate of the window, as it did before tails.
+func TestRollupFoldAfterTTLRaised(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := newTestClock(t0.Add(90 * time.Minute))
+	db := openTTL(t, t.TempDir(), clock, int64p(3600)) // cutoff t0+30m
+	defer db.Close()
+	insertMinutes(t, db, t0, 60, "a") // window t0: v = 0..59
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "sensor"}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "s", Window: "1h", Fields: []string{"v"}, Funcs: []string{"count", "sum"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "hourly", opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CatchUpRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The TTL raised to 2 h: every row of the window is visible again.
+	if _, err := db.CollMod(ctx, "s", CollModOptions{ExpireAfterSeconds: int64p(7200)}); err != nil {
+		t.Fatal(err)
+	}
+	// A row after the window's newest: the window is marked.
+	ms := []model.Measurement{{Time: t0.Add(59*time.Minute + 30*time.Second).UnixNano(), Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(100)}}}}
+	if res, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil || len(res.Errors) > 0 {
+		t.Fatalf("insert: %v %v", err, res.Errors)
+	}
+	if err := db.CatchUpRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, db, `{}`); n != 61 {
+		t.Fatalf("the source holds %d rows, want 61", n)
+	}
+	want := map[string]map[string]float64{
+		fmt.Sprintf(`"a" %d`, t0.UnixNano()): {"v_count": 61, "v_sum": 59*60/2 + 100},
+	}
+	sameRollup(t, "after the TTL was raised", rollupRows(t, db, "hourly", "sensor"), want)
+}
+
+// TestRollupDeadlineProgress: passes that run out of time after their
+// first chunk of series (as TestRollupPassDeadline makes them) must still
+// finish the work in a few passes. Series with two spans (rows in two
+// windows apart) are in two groups: a pass recomputes the first, is out
+// of time, and leaves the second; the series left get back every span,
+// the one recomputed too, so the next pass finds the same work in the
+// same order, forever.
+func TestRollupDeadlineProgress(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.ManualRollups = true })
+	defer db.Close()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	fields, funcs := []string{"v"}, []string{"count", "sum"}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CatchUpRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var rows []loopRow
+	for _, at := range []int64{0, 5} { // minutes 0 and 5: two spans a series
+		var ms []model.Measurement
+		for _, m := range []string{"a", "b"} {
+			k, _ := model.CanonicalMeta(m)
+			tt := t0 + at*int64(time.Minute)
+			rows = append(rows, loopRow{meta: k, t: tt, v: float64(at + 1)})
+			ms = append(ms, model.Measurement{Time: tt, Meta: m, Fields: []model.Field{{Name: "v", Value: model.Float(float64(at + 1))}}})
+		}
+		insertSource(t, db, ms)
+	}
+	pending := func() int {
+		infos, err := db.ListRollups(ctx, "src")
+		if err != nil || len(infos) != 1 {
+			t.Fatal(infos, err)
+		}
+		return infos[0].PendingSeries
+	}
+	passes := 0
+	for ; pending() > 0; passes++ {
+		if passes == 20 {
+			t.Fatalf("%d passes past their deadline and %d series still pending", passes, pending())
+		}
+		if _, err := db.rollupPasses(ctx, time.Now().Add(-time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameRollup(t, "after deadline passes", rollupRows(t, db, "r", "m"), loopRollup(rows, int64(time.Minute), fields, funcs))
 }
