@@ -99,6 +99,26 @@ func deleteSource(t *testing.T, db *DB, filter string, rows []loopRow, keep func
 	return slices.DeleteFunc(rows, func(r loopRow) bool { return !keep(r) })
 }
 
+// rollupOfSource opens a store with a time-series collection src (time
+// t, meta m) and its rollup r of window, fields and funcs; manual stops
+// the background passes (Options.ManualRollups).
+func rollupOfSource(t *testing.T, manual bool, window string, fields, funcs []string) *DB {
+	t.Helper()
+	db := openTest(t, t.TempDir(), func(o *Options) { o.ManualRollups = manual })
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: window, Fields: fields, Funcs: funcs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // loopRollup computes what a rollup of rows must hold, with a plain loop.
 type loopRow struct {
 	meta string // canonical key, "-" for none
@@ -1047,20 +1067,9 @@ func testRollupFoldsMatchLoop(t *testing.T, seed uint64) {
 // tail that pass leaves; the next pass must read that window whole, not
 // fold into the tail, or the row is lost. Then writes racing passes.
 func TestRollupFoldLateRowDuringPass(t *testing.T) {
-	db := openTest(t, t.TempDir(), nil)
-	defer db.Close()
-	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
-	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
-		t.Fatal(err)
-	}
 	fields, funcs := []string{"v"}, []string{"count", "sum", "first", "last"}
-	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
-		t.Fatal(err)
-	}
+	db := rollupOfSource(t, false, "1m", fields, funcs)
+	defer db.Close()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	var mu sync.Mutex
 	var rows []loopRow
@@ -1150,20 +1159,9 @@ func TestRollupFoldLateRowDuringPass(t *testing.T) {
 // (whose tails it keeps); passes after it finish the work, and the rollup
 // matches the loop.
 func TestRollupPassDeadline(t *testing.T) {
-	db := openTest(t, t.TempDir(), func(o *Options) { o.ManualRollups = true })
-	defer db.Close()
-	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
-	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
-		t.Fatal(err)
-	}
 	fields, funcs := []string{"v", "w"}, []string{"count", "avg", "max"}
-	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
-		t.Fatal(err)
-	}
+	db := rollupOfSource(t, true, "1m", fields, funcs)
+	defer db.Close()
 	const sensors = 3 * rollupDeadlineChunk / 2
 	rng := rand.New(rand.NewPCG(3, 3))
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
@@ -1216,20 +1214,9 @@ func TestRollupPassDeadline(t *testing.T) {
 // pass must recompute every window of them, not fold from the tail of
 // the newest window alone.
 func TestRollupFoldAfterFailedReplace(t *testing.T) {
-	db := openTest(t, t.TempDir(), func(o *Options) { o.ManualRollups = true })
-	defer db.Close()
-	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
-	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
-		t.Fatal(err)
-	}
 	fields, funcs := []string{"v"}, []string{"count", "sum"}
-	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
-		t.Fatal(err)
-	}
+	db := rollupOfSource(t, true, "1m", fields, funcs)
+	defer db.Close()
 	if err := db.CatchUpRollups(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -1312,20 +1299,9 @@ func TestRollupFoldAfterTTLRaised(t *testing.T) {
 // the one recomputed too, so the next pass finds the same work in the
 // same order, forever.
 func TestRollupDeadlineProgress(t *testing.T) {
-	db := openTest(t, t.TempDir(), func(o *Options) { o.ManualRollups = true })
-	defer db.Close()
-	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
-	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
-		t.Fatal(err)
-	}
 	fields, funcs := []string{"v"}, []string{"count", "sum"}
-	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
-		t.Fatal(err)
-	}
+	db := rollupOfSource(t, true, "1m", fields, funcs)
+	defer db.Close()
 	if err := db.CatchUpRollups(ctx); err != nil {
 		t.Fatal(err)
 	}
