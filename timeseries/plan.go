@@ -339,9 +339,9 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 		if !b.unordered {
 			// In time order: the capture itself (a sealed bucket, or an
 			// open one, whose frozen rows only the read's fields decode).
-			cols, thawed = captureFor(p, b)
+			cols, thawed = captureFor(p, b, lo)
 		} else if p.unordered && b.sorted.Load() == nil {
-			cols, thawed = captureFor(p, b)
+			cols, thawed = captureFor(p, b, lo)
 			if b.unordered {
 				if err := charge(capturedBytes(&cols, thawed), "the buckets in memory it reads"); err != nil {
 					return nil, err
@@ -375,17 +375,26 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 	return snap, nil
 }
 
-// captureFor captures bucket b for a read of p: its times alone when the
-// read decodes no field (a count), else every column. thawed reports
-// columns decoded from frozen rows, which the read holds alone.
-func captureFor(p *scanPlan, b *memBucket) (cols bucket.Columns, thawed bool) {
+// captureFor captures bucket b for a read of p from time lo: its times
+// alone when the read decodes no field (a count), else every column.
+// thawed reports columns decoded from frozen rows, which the read holds
+// alone. Of a bucket in time order whose rows since the last freeze begin
+// before lo, no frozen row is read (each is at or before the first of
+// those): the reads of the last minutes of an open bucket, and a rollup
+// pass folding new rows, decode none.
+func captureFor(p *scanPlan, b *memBucket, lo int64) (cols bucket.Columns, thawed bool) {
+	unfrozen := b.frozenRows > 0 && !b.unordered && len(b.cols.Times) > 0 && b.cols.Times[0] < lo
 	if p.fields != nil && len(p.fields) == 0 {
 		n := len(b.cols.Times)
 		cols = bucket.Columns{Times: b.cols.Times[:n:n]}
-		if b.frozenRows == 0 {
+		if b.frozenRows == 0 || unfrozen {
 			return cols, false
 		}
 		return thawColumns(b.frozen, b.frozenRows, &cols, nil), true
+	}
+	if unfrozen {
+		times, fields, _ := b.appendCapture(make([]bucket.Column, 0, len(b.cols.Fields)), nil)
+		return bucket.Columns{Times: times, Fields: fields}, false
 	}
 	if b.frozenRows > 0 && p.fields != nil {
 		// Only the fields the read decodes, as from a stored bucket.
