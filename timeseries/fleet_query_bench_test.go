@@ -187,3 +187,41 @@ func benchmarkFleetQueries(b *testing.B, stored bool) {
 		})
 	}
 }
+
+// BenchmarkRecentOpen: the iot fleet with its last hour open, the last
+// 2 minutes of `value` of every sensor (a count, and a read of the
+// numbers), as dashboards refresh them: most open buckets' rows since
+// their last freeze (64 rows) begin before the range.
+//
+//	go test ./timeseries -run '^$' -bench RecentOpen -benchtime 50x
+func BenchmarkRecentOpen(b *testing.B) {
+	clock := newTestClock(t0)
+	db := openTest(b, b.TempDir(), func(o *Options) { o.Now = clock.Now })
+	defer db.Close()
+	end := iotFleet(b, db, 10000, 3*time.Hour)
+	if err := db.Checkpoint(); err != nil {
+		b.Fatal(err)
+	}
+	f := mustFilter(b, fmt.Sprintf(`{"time": {"$gte": {"$date": {"$numberLong": "%d"}}, "$lt": {"$date": {"$numberLong": "%d"}}}}`,
+		end.Add(-2*time.Minute).UnixMilli(), end.UnixMilli()))
+	b.Run("count", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			rec, err := db.Aggregate(ctx, "iot", AggregateOptions{Filter: f, WholeRange: true, Fields: []string{"value"}, Funcs: []AggFunc{AggCount}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec.Release()
+		}
+	})
+	b.Run("avg", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			rec, err := db.Aggregate(ctx, "iot", AggregateOptions{Filter: f, WholeRange: true, Fields: []string{"value"}, Funcs: []AggFunc{AggAvg}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec.Release()
+		}
+	})
+}

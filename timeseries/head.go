@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync/atomic"
@@ -108,6 +109,9 @@ type memBucket struct {
 	// few bytes a value, not 8 (freeze).
 	frozen     []byte
 	frozenRows int
+	// frozenMaxT is the latest time of the frozen rows (a read from a
+	// later time takes the plain rows alone: captureFor).
+	frozenMaxT int64
 	capHint    int   // rows the columns are made for (series.rowsHint)
 	minT       int64 // smallest measurement time
 	maxT       int64 // largest measurement time (the control max)
@@ -241,6 +245,12 @@ func (b *memBucket) freeze(scratch []byte) ([]byte, int64) {
 		// A large bucket grows by append, not by a copy a freeze: an
 		// append past len writes no byte a capture holds.
 		b.frozen = append(b.frozen, scratch...)
+	}
+	if b.frozenRows == 0 {
+		b.frozenMaxT = math.MinInt64
+	}
+	for _, t := range b.cols.Times {
+		b.frozenMaxT = max(b.frozenMaxT, t)
 	}
 	b.frozenRows += n
 	tc := b.tailCap()

@@ -402,7 +402,7 @@ func decodeSnapshot(v []byte, kp bucketKeyParts, c *collection) (*memBucket, err
 		return nil, fmt.Errorf("%w: open bucket %d: %v", ErrCorrupt, kp.id, err)
 	}
 	b := &memBucket{id: kp.id, minTime: kp.minTime, span: ts.Span(), minT: snap.MinT, maxT: snap.MaxT,
-		frozen: slices.Clone(snap.Frozen), frozenRows: snap.Rows, snapFrozen: true}
+		frozen: slices.Clone(snap.Frozen), frozenRows: snap.Rows, frozenMaxT: snap.MaxT, snapFrozen: true}
 	b.cols.Times = []int64{}
 	for i, ref := range snap.Refs {
 		if int(ref) >= len(c.names) {

@@ -378,12 +378,11 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 // captureFor captures bucket b for a read of p from time lo: its times
 // alone when the read decodes no field (a count), else every column.
 // thawed reports columns decoded from frozen rows, which the read holds
-// alone. Of a bucket in time order whose rows since the last freeze begin
-// before lo, no frozen row is read (each is at or before the first of
-// those): the reads of the last minutes of an open bucket, and a rollup
-// pass folding new rows, decode none.
+// alone. Of a bucket whose frozen rows all lie before lo, none is read:
+// the reads of the last minutes of an open bucket, and a rollup pass
+// folding new rows, decode none.
 func captureFor(p *scanPlan, b *memBucket, lo int64) (cols bucket.Columns, thawed bool) {
-	unfrozen := b.frozenRows > 0 && !b.unordered && len(b.cols.Times) > 0 && b.cols.Times[0] < lo
+	unfrozen := b.frozenRows > 0 && b.frozenMaxT < lo
 	if p.fields != nil && len(p.fields) == 0 {
 		n := len(b.cols.Times)
 		cols = bucket.Columns{Times: b.cols.Times[:n:n]}
