@@ -497,8 +497,8 @@ func (a *aggregator) series(s *seriesSnap, g int32, desc bool) error {
 		sc.skip = a.skip
 	}
 	if a.countOnly && a.plan.filter.residual == nil {
-		sc.whole = a.wholeBucket
-		sc.part = func(r *bucket.Reader) (bool, error) { return a.partBucket(r, sc.minTime, sc.maxTime) }
+		count := func(r *bucket.Reader) (bool, error) { return a.countBucket(r, sc.minTime, sc.maxTime) }
+		sc.whole, sc.part = count, count
 	}
 	err = sc.eachBucket(func(cols *bucket.Columns, lo, hi int, loose *looseCols) error {
 		a.db.stats.aggBuckets.Add(1)
@@ -534,7 +534,7 @@ type aggregator struct {
 	countOnly bool
 	group     int32 // the group of the series being folded
 
-	presence       bucket.Column // a bucket's presence, partBucket's scratch
+	presence       bucket.Column // a bucket's presence, countBucket's scratch
 	lastKey        aggKey
 	lastRow        []aggCell
 	lastLo, lastHi int64     // the window of lastKey: [lastLo, lastHi]
@@ -542,55 +542,34 @@ type aggregator struct {
 	rc             rowCursor // the current row, for the residual filter
 }
 
-// wholeBucket folds, when the aggregate only counts, a stored bucket
-// whose rows all lie in the scan's range from its header alone when they
-// lie in one window: its rows are the documents, and each field's count
-// of rows present its count. It reports whether it did.
-func (a *aggregator) wholeBucket(r *bucket.Reader) (bool, error) {
-	k := a.win.key(r.MinTime())
-	if a.win.key(r.MaxTime()) != k {
-		return false, nil
-	}
-	if err := a.guard.rowsN(r.Rows()); err != nil {
-		return false, err
-	}
-	row, err := a.cells.row(aggKey{group: a.group, window: k})
-	if err != nil {
-		return false, err
-	}
-	if a.docs >= 0 {
-		row[a.docs].count += int64(r.Rows())
-	}
-	for i := 0; i < r.NumFields() && len(a.fields) > 0; i++ {
-		f := r.Field(i)
-		if fi, ok := a.fieldIdx[f.Name]; ok {
-			row[fi].count += int64(f.Count)
-		}
-	}
-	readStats.wholeBuckets.Add(1)
-	return true, nil
-}
-
-// partBucket is wholeBucket for a stored bucket whose rows lie partly
-// outside the scan's range [lo, hi]: when those inside lie in one window,
-// the time index finds them (bucket.Reader.RowRange, which decodes at most
-// two blocks of times) and each field's count is its presence bits among
+// countBucket folds, when the aggregate only counts, a stored bucket
+// from its header and time index, when its rows in the scan's range [lo,
+// hi] lie in one window: they are the documents, and each field's count
+// is its rows present among them. A bucket wholly in range takes its
+// counts from the control block; one the range cuts finds its rows in
+// range through the time index (bucket.Reader.RowRange, which decodes at
+// most two blocks of times) and counts each field's presence bits among
 // them, with no time column decoded whole. Rows out of order (never
-// stored, but RowRange would say so) are left to the decode.
-func (a *aggregator) partBucket(r *bucket.Reader, lo, hi int64) (bool, error) {
+// stored, but RowRange would say so) are left to the decode. It reports
+// whether it folded the bucket.
+func (a *aggregator) countBucket(r *bucket.Reader, lo, hi int64) (bool, error) {
+	whole := lo <= r.MinTime() && r.MaxTime() <= hi
 	lo, hi = max(lo, r.MinTime()), min(hi, r.MaxTime())
 	k := a.win.key(lo)
 	if a.win.key(hi) != k {
 		return false, nil
 	}
-	first, last, err := r.RowRange(lo, hi)
-	if errors.Is(err, bucket.ErrUnsorted) {
-		return false, nil
-	} else if err != nil {
-		return false, err
-	}
-	if first == last {
-		return true, nil // none in range: no cell for the window
+	first, last := 0, r.Rows()
+	if !whole {
+		var err error
+		if first, last, err = r.RowRange(lo, hi); errors.Is(err, bucket.ErrUnsorted) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		if first == last {
+			return true, nil // none in range: no cell for the window
+		}
 	}
 	if err := a.guard.rowsN(last - first); err != nil {
 		return false, err
@@ -603,16 +582,24 @@ func (a *aggregator) partBucket(r *bucket.Reader, lo, hi int64) (bool, error) {
 		row[a.docs].count += int64(last - first)
 	}
 	for i := 0; i < r.NumFields() && len(a.fields) > 0; i++ {
-		fi, ok := a.fieldIdx[r.Field(i).Name]
-		if !ok {
-			continue
+		f := r.Field(i)
+		fi, ok := a.fieldIdx[f.Name]
+		switch {
+		case !ok:
+		case whole:
+			row[fi].count += int64(f.Count)
+		default:
+			if err := r.Presence(i, &a.presence); err != nil {
+				return false, err
+			}
+			row[fi].count += presentIn(a.presence.Present, first, last)
 		}
-		if err := r.Presence(i, &a.presence); err != nil {
-			return false, err
-		}
-		row[fi].count += presentIn(a.presence.Present, first, last)
 	}
-	readStats.partBuckets.Add(1)
+	if whole {
+		readStats.wholeBuckets.Add(1)
+	} else {
+		readStats.partBuckets.Add(1)
+	}
 	return true, nil
 }
 

@@ -242,7 +242,7 @@ func (db *DB) planDistinct(plan *scanPlan, c *collection, name, path string, f *
 				case settleNone:
 					return false, nil
 				}
-				if !s.lastKnown && !s.lastLost {
+				if s.recoverable() {
 					d.recover[s.id] = true
 				}
 			}
@@ -277,8 +277,7 @@ func (d *distinct) add(guard *scanGuard, texts []string) error {
 // those loaded at open (d.recover), which settles most.
 func (d *distinct) chunk(db *DB, c *collection, plan *scanPlan) error {
 	defer clear(d.pending)
-	defer clear(d.recover)
-	verdicts, err := db.settleRecovered(plan, c, d.recover, func(s *series, lo, hi int64) (int, uint32) {
+	vs, err := db.settleRecovered(plan, c, d.recover, func(s *series, lo, hi int64) (int, uint32) {
 		return c.present(s, lo, hi), 0
 	})
 	if err != nil {
@@ -294,8 +293,9 @@ func (d *distinct) chunk(db *DB, c *collection, plan *scanPlan) error {
 		if known {
 			continue // a series before it in the chunk brought them
 		}
-		ok := verdicts != nil && verdicts[i].verdict == settleList
-		if verdicts == nil || verdicts[i].verdict == settleRead {
+		v := vs.at(i).verdict
+		ok := v == settleList
+		if v == settleRead {
 			if ok, err = seriesHasRow(plan, s); err != nil {
 				return err
 			}

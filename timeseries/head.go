@@ -2,7 +2,6 @@ package timeseries
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"sync/atomic"
@@ -246,12 +245,7 @@ func (b *memBucket) freeze(scratch []byte) ([]byte, int64) {
 		// append past len writes no byte a capture holds.
 		b.frozen = append(b.frozen, scratch...)
 	}
-	if b.frozenRows == 0 {
-		b.frozenMaxT = math.MinInt64
-	}
-	for _, t := range b.cols.Times {
-		b.frozenMaxT = max(b.frozenMaxT, t)
-	}
+	b.frozenMaxT = b.maxT // every row is frozen now
 	b.frozenRows += n
 	tc := b.tailCap()
 	b.cols.Times = make([]int64, 0, tc)
@@ -491,12 +485,18 @@ type captured struct {
 // append may set bits in their last word). Frozen rows are decoded into
 // new columns with the plain ones after them.
 func (b *memBucket) capture() captured {
-	times, fields, _ := b.appendCapture(make([]bucket.Column, 0, len(b.cols.Fields)), nil)
-	cols := bucket.Columns{Times: times, Fields: fields}
+	cols := b.captureTail()
 	if b.frozenRows == 0 {
 		return captured{b: b, cols: cols}
 	}
 	return captured{b: b, cols: thawColumns(b.frozen, b.frozenRows, &cols, nil), thawed: true}
+}
+
+// captureTail captures the rows of b since its last freeze (appendCapture
+// into columns of their own).
+func (b *memBucket) captureTail() bucket.Columns {
+	times, fields, _ := b.appendCapture(make([]bucket.Column, 0, len(b.cols.Fields)), nil)
+	return bucket.Columns{Times: times, Fields: fields}
 }
 
 // thawColumns returns the frozenRows rows of frozen followed by the rows of

@@ -90,20 +90,14 @@ func (db *DB) EarliestLast(ctx context.Context, name string, filter *partialfilt
 func (db *DB) earliestSettled(c *collection, f *partialfilter.Filter, fields []string, guard *scanGuard) (t int64, ok bool, rest map[uint64]bool, err error) {
 	plan := &scanPlan{unordered: true}
 	defer plan.close()
-	var asked uint32
-	beyond := false
 	db.mu.RLock()
 	for _, name := range fields {
 		if c.fieldTypes[name]&^numberTypeSet != 0 {
 			db.mu.RUnlock()
 			return 0, false, nil, nil
 		}
-		if i, ok := c.nameIdx[name]; ok && i < 32 {
-			asked |= 1 << i
-		} else {
-			beyond = true
-		}
 	}
+	asked, beyond := c.askedBits(fields)
 	st, err := db.newSeriesStream(plan, c, f, fields, guard, false)
 	db.mu.RUnlock()
 	if err != nil {
@@ -130,7 +124,7 @@ func (db *DB) earliestSettled(c *collection, f *partialfilter.Filter, fields []s
 			readStats.lastKnown.Add(1)
 			return false, nil
 		}
-		if !s.lastKnown && !s.lastLost {
+		if s.recoverable() {
 			recover[s.id] = true
 		}
 		return true, nil
@@ -144,13 +138,12 @@ func (db *DB) earliestSettled(c *collection, f *partialfilter.Filter, fields []s
 		if !more {
 			break
 		}
-		verdicts, err := db.settleRecovered(plan, c, recover, judge)
-		clear(recover)
+		vs, err := db.settleRecovered(plan, c, recover, judge)
 		if err != nil {
 			return 0, false, nil, err
 		}
 		for i, s := range plan.series {
-			if verdicts == nil || verdicts[i].verdict == settleRead {
+			if vs.at(i).verdict == settleRead {
 				rest[s.id] = true
 			}
 		}
@@ -293,7 +286,7 @@ func (c *collection) lastRows(s *series) (t int64, last, ever uint32, ok bool) {
 // change reached meanwhile (lastLost) stays unknown. DB.mu is held for
 // writing.
 func (c *collection) recoverLast(s *series, t int64, names []string) {
-	if s.lastKnown || s.lastLost {
+	if !s.recoverable() {
 		return
 	}
 	var last uint32
@@ -477,19 +470,37 @@ type settled struct {
 	fields  uint32
 }
 
+// verdicts are settleRecovered's, by index in a chunk's plan.series.
+type verdicts []settled
+
+// at is the verdict of the chunk's i-th series: settleRead when none was
+// judged.
+func (v verdicts) at(i int) settled {
+	if v == nil {
+		return settled{}
+	}
+	return v[i]
+}
+
+// recoverable reports whether a read settled by newest rows reads s's
+// newest stored row back first (recoverChunk): s was loaded at open, and
+// no delete or meta update has reached it since. DB.mu is held.
+func (s *series) recoverable() bool { return !s.lastKnown && !s.lastLost }
+
 // settleRecovered reads back the newest stored rows of the series of the
 // chunk in plan that want holds (recoverChunk), then judges each of the
 // chunk's series with judge under one hold of DB.mu: the verdicts, in
-// plan.series' order (settleRead for those not in want); nil when want
-// is empty.
-func (db *DB) settleRecovered(plan *scanPlan, c *collection, want map[uint64]bool, judge func(s *series, lo, hi int64) (int, uint32)) ([]settled, error) {
+// plan.series' order (settleRead for those not in want; nil when want is
+// empty). It empties want for the next chunk.
+func (db *DB) settleRecovered(plan *scanPlan, c *collection, want map[uint64]bool, judge func(s *series, lo, hi int64) (int, uint32)) (verdicts, error) {
 	if len(want) == 0 {
 		return nil, nil
 	}
+	defer clear(want)
 	if err := db.recoverChunk(plan, c, want); err != nil {
 		return nil, err
 	}
-	out := make([]settled, len(plan.series))
+	out := make(verdicts, len(plan.series))
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	for i, sn := range plan.series {

@@ -66,10 +66,7 @@ func (db *DB) ReadNumbers(ctx context.Context, name string, f *partialfilter.Fil
 				guard.release(held)
 				return err
 			}
-			key := s.metaKey
-			if key == "" {
-				key = "null"
-			}
+			key := runKey(s.metaKey)
 			for k := range acc {
 				r := &acc[k]
 				if len(r.ts) == 0 {

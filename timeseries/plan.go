@@ -392,13 +392,11 @@ func captureFor(p *scanPlan, b *memBucket, lo int64) (cols bucket.Columns, thawe
 		return thawColumns(b.frozen, b.frozenRows, &cols, nil), true
 	}
 	if unfrozen {
-		times, fields, _ := b.appendCapture(make([]bucket.Column, 0, len(b.cols.Fields)), nil)
-		return bucket.Columns{Times: times, Fields: fields}, false
+		return b.captureTail(), false
 	}
 	if b.frozenRows > 0 && p.fields != nil {
 		// Only the fields the read decodes, as from a stored bucket.
-		times, fields, _ := b.appendCapture(make([]bucket.Column, 0, len(b.cols.Fields)), nil)
-		tail := bucket.Columns{Times: times, Fields: fields}
+		tail := b.captureTail()
 		return thawColumns(b.frozen, b.frozenRows, &tail, func(name string) bool { return contains(p.fields, name) }), true
 	}
 	cp := b.capture()

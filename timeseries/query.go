@@ -532,10 +532,7 @@ func (c *Cursor) appendRow(s *seriesSnap, rc *rowCursor) {
 		base++
 	}
 	if c.metaRuns {
-		key := s.metaKey
-		if !s.hasMeta() {
-			key = "null"
-		}
+		key := runKey(s.metaKey)
 		if n := len(c.runs); n > 0 && c.runs[n-1].Key == key {
 			c.runs[n-1].Rows++
 		} else {

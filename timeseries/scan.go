@@ -575,3 +575,12 @@ func (s *seriesSnap) metaValue() any {
 
 // hasMeta reports whether the series has a meta value (not null).
 func (s *seriesSnap) hasMeta() bool { return s.metaKey != "" && s.metaKey != "null" }
+
+// runKey is the series' key as MetaRun.Key has it: "null" for no meta
+// value.
+func runKey(metaKey string) string {
+	if metaKey == "" {
+		return "null"
+	}
+	return metaKey
+}

@@ -220,10 +220,10 @@ func capturedBytes(cols *bucket.Columns, thawed bool) int64 {
 // for tests to see them taken.
 var readStats struct {
 	// partBuckets counts the stored buckets a count took partly from
-	// their time index (aggregator.partBucket).
+	// their time index (aggregator.countBucket).
 	partBuckets atomic.Int64
 	// wholeBuckets counts the stored buckets an aggregate took from their
-	// headers alone (aggregator.wholeBucket).
+	// headers alone (aggregator.countBucket).
 	wholeBuckets atomic.Int64
 	// chunks counts the chunks of series streams took (seriesStream).
 	chunks atomic.Int64

@@ -68,18 +68,14 @@ func (db *DB) SeriesFields(ctx context.Context, name string, f *partialfilter.Fi
 		}
 		// The series loaded at open are settled by their newest
 		// stored rows, read back first, where they can be.
-		verdicts, err := db.settleRecovered(plan, c, l.recover, func(s *series, lo, hi int64) (int, uint32) {
+		vs, err := db.settleRecovered(plan, c, l.recover, func(s *series, lo, hi int64) (int, uint32) {
 			return c.settleFields(s, lo, hi, l.asked, l.beyond)
 		})
-		clear(l.recover)
 		if err != nil {
 			return nil, err
 		}
 		for i, s := range plan.series {
-			var v settled
-			if verdicts != nil {
-				v = verdicts[i]
-			}
+			v := vs.at(i)
 			var got []string
 			switch v.verdict {
 			case settleNone:
@@ -125,9 +121,7 @@ func (l *fieldLister) add(key string, fields []string) error {
 	if len(fields) == 0 {
 		return nil
 	}
-	if key == "" {
-		key = "null" // no meta value, as MetaRun.Key has it
-	}
+	key = runKey(key)
 	if err := l.guard.charge(seriesFieldsBytes, "the series listed"); err != nil {
 		return err
 	}
@@ -148,17 +142,8 @@ func (db *DB) planSeriesFields(plan *scanPlan, c *collection, name string, f *pa
 	if err != nil {
 		return nil, nil, err
 	}
-	// The fields asked for, as bits by index in the name table; those
-	// past the 32nd have none, and a series holding numbers in one is
-	// never settled by its newest rows (collection.bucketNumbers).
-	var asked uint32
-	for _, f := range fields {
-		if i, ok := c.nameIdx[f]; ok && i < 32 {
-			asked |= 1 << i
-		} else {
-			l.beyond = true
-		}
-	}
+	asked, beyond := c.askedBits(fields)
+	l.beyond = beyond
 	st, err := db.newSeriesStream(plan, c, f, fields, l.guard, false)
 	if err != nil {
 		return nil, nil, err
@@ -177,12 +162,27 @@ func (db *DB) planSeriesFields(plan *scanPlan, c *collection, name string, f *pa
 			readStats.lastKnown.Add(1)
 			return false, l.add(s.metaKey, l.names(c, last))
 		}
-		if !s.lastKnown && !s.lastLost {
+		if s.recoverable() {
 			l.recover[s.id] = true
 		}
 		return true, nil
 	}
 	return st, fields, nil
+}
+
+// askedBits returns fields as bits by index in c's name table; those past
+// the 32nd have none (beyond is set), and a series holding numbers in one
+// is never settled by its newest rows (collection.bucketNumbers). DB.mu is
+// held.
+func (c *collection) askedBits(fields []string) (asked uint32, beyond bool) {
+	for _, f := range fields {
+		if i, ok := c.nameIdx[f]; ok && i < 32 {
+			asked |= 1 << i
+		} else {
+			beyond = true
+		}
+	}
+	return asked, beyond
 }
 
 // names returns the names of the fields of mask, bits by index in c's
