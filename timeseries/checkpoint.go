@@ -578,7 +578,12 @@ func (db *DB) uncaptureLocked(run *ckptRun) {
 // 0x04, catalog records, and the checkpoint record naming the log segment
 // of the cut. The caller closes the batch.
 func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_ *pebble.Batch, err error) {
-	batch := db.pdb.NewBatch()
+	var batch *pebble.Batch
+	if n := run.batchEstimate(); n > minSizedBatch {
+		batch = db.pdb.NewBatchWithSize(n)
+	} else {
+		batch = db.pdb.NewBatch()
+	}
 	defer func() {
 		if err != nil {
 			batch.Close()
@@ -643,6 +648,36 @@ func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_
 	}
 	return batch, nil
 }
+
+// batchEstimate is about the bytes of run's batch, a little more rather
+// than less: the batch is made at that size once instead of grown by
+// doubling, which copies it and leaves it up to twice its bytes (a fleet's
+// checkpoint at the end of a load writes a hundred megabytes; a copy held
+// three times that for a moment). A bucket writes at most its frozen rows'
+// bytes (its snapshot copies them; encoded, they shrink), and its plain
+// rows take a few bytes a value.
+func (run *ckptRun) batchEstimate() int {
+	n := 1024
+	for _, sr := range run.newSeries {
+		n += len(sr.key) + len(sr.meta) + batchEntryOverhead
+	}
+	for i := range run.work {
+		w := &run.work[i]
+		n += 2*bucketKeyLen + 2*batchEntryOverhead + 64 + len(w.frozen) + len(w.cols.Times)*(2+3*len(w.cols.Fields)) + 8*len(w.refs)
+	}
+	for _, kv := range run.catalog {
+		n += len(kv[0]) + len(kv[1]) + batchEntryOverhead
+	}
+	return n + n/8
+}
+
+// minSizedBatch is the estimate below which a checkpoint's batch starts
+// small and grows (Pebble pools small batches).
+const minSizedBatch = 1 << 20
+
+// batchEntryOverhead is a Pebble batch entry's bytes beyond its key and
+// value: a kind byte and two length varints.
+const batchEntryOverhead = 11
 
 // releaseCheckpoint lets go of what a durable checkpoint wrote: new
 // series are persisted, open buckets have their snapshot, sealed buckets
