@@ -110,6 +110,9 @@ type AggregateOptions struct {
 	// rows of a window into the cells the last pass left.
 	from map[uint64]int64
 	seed func(*aggregator) error
+	// thaw, when set, recycles the columns the aggregate decodes open
+	// buckets' frozen rows into (scanPlan.thaw).
+	thaw *thawFree
 }
 
 type aggCell struct {
@@ -398,7 +401,7 @@ func (db *DB) Aggregate(ctx context.Context, name string, opts AggregateOptions)
 // which it returns in the aggregator; its plan is closed.
 func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts AggregateOptions, funcs []AggFunc, win windowing, guard *scanGuard) (*aggregator, error) {
 	// Cells fold rows in any order: open buckets are read unsorted.
-	plan := &scanPlan{unordered: true, from: opts.from}
+	plan := &scanPlan{unordered: true, from: opts.from, thaw: opts.thaw, lazyThaw: true}
 	defer plan.close()
 	if opts.Archive {
 		// The fields to read: those asked for, or all (the numeric ones
@@ -471,6 +474,7 @@ func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts Ag
 			if opts.only != nil && !opts.only[s.id] {
 				continue
 			}
+			plan.thawPending(s)
 			g, err := a.cells.groupID(snapGroup(s, ts.MetaField, opts, path))
 			if err != nil {
 				return nil, err

@@ -46,6 +46,9 @@ type DB struct {
 	rollupDone chan struct{}
 	// rollupMu serializes rollup passes (rollupPasses).
 	rollupMu sync.Mutex
+	// rollupThaw holds the columns a pass' reads decode frozen rows into,
+	// from one chunk of series to the next (guarded by rollupMu).
+	rollupThaw thawFree
 	// archiveMu serializes archive passes (archive.go).
 	archiveMu sync.Mutex
 	// archiveGen counts archive commits, bumped before each is applied

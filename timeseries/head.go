@@ -520,11 +520,11 @@ func thawColumnsInto(out *bucket.Columns, frozen []byte, frozenRows int, tail *b
 	for i := range tail.Fields {
 		src, dst := &tail.Fields[i], &out.Fields[i]
 		dst.Name, dst.Type, dst.Present = src.Name, src.Type, nil
+		dst.Floats, dst.Ints, dst.Strings, dst.IDs, dst.Bools = dst.Floats[:0], dst.Ints[:0], dst.Strings[:0], dst.IDs[:0], dst.Bools[:0]
 		if keep != nil && !keep(src.Name) {
 			dst.Type = 0 // DecodeFrozen skips it
 			continue
 		}
-		dst.Floats, dst.Ints, dst.Strings, dst.IDs, dst.Bools = dst.Floats[:0], dst.Ints[:0], dst.Strings[:0], dst.IDs[:0], dst.Bools[:0]
 		switch src.Type {
 		case model.KindFloat:
 			dst.Floats = zeroed(dst.Floats, n)

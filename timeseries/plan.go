@@ -171,6 +171,16 @@ type scanPlan struct {
 	// from raises, per series id, the time a series is read from
 	// (AggregateOptions.from).
 	from map[uint64]int64
+	// thaw, when set, takes back the columns the plan thawed from open
+	// buckets once the chunk that read them is done, for the next thaw to
+	// decode into (AggregateOptions.thaw); thawed lists those the current
+	// chunk holds.
+	thaw   *thawFree
+	thawed []*bucket.Columns
+	// lazyThaw: captures leave the decoding of open buckets' frozen rows
+	// to the read (pendingThaw), which calls thawPending for each series
+	// before reading it.
+	lazyThaw bool
 
 	// archive holds the archived rows of a read with the archive
 	// (archive_read.go); nil for other reads.
@@ -336,14 +346,15 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 		}
 		var cols bucket.Columns
 		var thawed bool
+		var later *pendingThaw
 		if !b.unordered {
 			// In time order: the capture itself (a sealed bucket, or an
 			// open one, whose frozen rows only the read's fields decode).
-			cols, thawed = captureFor(p, b, lo)
+			cols, thawed, later = captureFor(p, b, lo)
 		} else if p.unordered && b.sorted.Load() == nil {
-			cols, thawed = captureFor(p, b, lo)
+			cols, thawed, later = captureFor(p, b, lo)
 			if b.unordered {
-				if err := charge(capturedBytes(&cols, thawed), "the buckets in memory it reads"); err != nil {
+				if err := charge(snap.later(&cols, thawed, later), "the buckets in memory it reads"); err != nil {
 					return nil, err
 				}
 				snap.loose = append(snap.loose, looseCols{cols: &cols, minT: b.minT, maxT: b.maxT})
@@ -362,7 +373,7 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 		}
 		// A capture copies the column headers and bitmaps; the values
 		// are shared unless thawed (a sorted copy is charged whole above).
-		if err := charge(capturedBytes(&cols, thawed), "the buckets in memory it reads"); err != nil {
+		if err := charge(snap.later(&cols, thawed, later), "the buckets in memory it reads"); err != nil {
 			return nil, err
 		}
 		snap.mem = append(snap.mem, &cols)
@@ -380,27 +391,132 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 // thawed reports columns decoded from frozen rows, which the read holds
 // alone. Of a bucket whose frozen rows all lie before lo, none is read:
 // the reads of the last minutes of an open bucket, and a rollup pass
-// folding new rows, decode none.
-func captureFor(p *scanPlan, b *memBucket, lo int64) (cols bucket.Columns, thawed bool) {
+// folding new rows, decode none. A plan with lazyThaw leaves the decoding
+// to the read (later, whose dst the caller sets): cols is then empty.
+func captureFor(p *scanPlan, b *memBucket, lo int64) (cols bucket.Columns, thawed bool, later *pendingThaw) {
 	unfrozen := b.frozenRows > 0 && b.frozenMaxT < lo
 	if p.fields != nil && len(p.fields) == 0 {
 		n := len(b.cols.Times)
 		cols = bucket.Columns{Times: b.cols.Times[:n:n]}
 		if b.frozenRows == 0 || unfrozen {
-			return cols, false
+			return cols, false, nil
 		}
-		return thawColumns(b.frozen, b.frozenRows, &cols, nil), true
+		return p.thawBucket(b, cols, nil)
 	}
 	if unfrozen {
-		return b.captureTail(), false
+		return b.captureTail(), false, nil
 	}
 	if b.frozenRows > 0 && p.fields != nil {
 		// Only the fields the read decodes, as from a stored bucket.
-		tail := b.captureTail()
-		return thawColumns(b.frozen, b.frozenRows, &tail, func(name string) bool { return contains(p.fields, name) }), true
+		return p.thawBucket(b, b.captureTail(), func(name string) bool { return contains(p.fields, name) })
 	}
 	cp := b.capture()
-	return cp.cols, cp.thawed
+	return cp.cols, cp.thawed, nil
+}
+
+// thawBucket decodes b's frozen rows followed by tail, its plain rows
+// captured, keeping the columns keep keeps (nil: all); with lazyThaw it
+// leaves that to the read, out of DB.mu (pendingThaw). DB.mu is held.
+func (p *scanPlan) thawBucket(b *memBucket, tail bucket.Columns, keep func(name string) bool) (bucket.Columns, bool, *pendingThaw) {
+	if p.lazyThaw {
+		// The frozen rows are a prefix that later freezes never write
+		// into (memBucket): the read decodes them after DB.mu is let go.
+		return bucket.Columns{}, true, &pendingThaw{frozen: b.frozen[:len(b.frozen):len(b.frozen)], frozenRows: b.frozenRows, tail: tail, keep: keep}
+	}
+	return p.thawColumns(b.frozen, b.frozenRows, &tail, keep), true, nil
+}
+
+// pendingThaw is the decoding of an open bucket's frozen rows that a
+// capture left to the read: a capture holds DB.mu, which writers wait
+// for, and a rollup pass' captures decoded thousands of buckets under it.
+type pendingThaw struct {
+	dst        *bucket.Columns
+	frozen     []byte
+	frozenRows int
+	tail       bucket.Columns
+	keep       func(name string) bool
+}
+
+// bytes is about what the decoded columns will hold, charged to the
+// read's memory at the capture: every row's time, and for each column
+// decoded its values and presence (the frozen bytes bound its strings').
+func (t *pendingThaw) bytes() int64 {
+	n := int64(t.frozenRows + len(t.tail.Times))
+	size := 8 * n
+	for i := range t.tail.Fields {
+		f := &t.tail.Fields[i]
+		if t.keep != nil && !t.keep(f.Name) {
+			continue
+		}
+		size += 64 + 8*((n+63)/64)
+		switch f.Type {
+		case model.KindString, model.KindBSON:
+			size += 16*n + int64(len(t.frozen))
+			for _, s := range f.Strings {
+				size += int64(len(s))
+			}
+		case model.KindObjectID:
+			size += bucket.ObjectIDLen * n
+		case model.KindBool:
+			size += n
+		default:
+			size += 8 * n
+		}
+	}
+	return size
+}
+
+// thawPending decodes what the capture of s left to the read. DB.mu is
+// not held.
+func (p *scanPlan) thawPending(s *seriesSnap) {
+	for i := range s.thaws {
+		t := &s.thaws[i]
+		*t.dst = p.thawColumns(t.frozen, t.frozenRows, &t.tail, t.keep)
+	}
+	clear(s.thaws)
+	s.thaws = s.thaws[:0]
+}
+
+// thawFree holds thawed columns that no read holds any more, whose slices
+// the next thaw decodes into: a rollup pass reads the open buckets of its
+// series chunk after chunk, and decoding each chunk's frozen rows into
+// new columns was most of what the pass allocated.
+type thawFree struct{ cols []*bucket.Columns }
+
+// maxThawFree bounds the columns a thawFree keeps.
+const maxThawFree = 4096
+
+// thawColumns is thawColumns into columns of p.thaw when the plan has one.
+func (p *scanPlan) thawColumns(frozen []byte, frozenRows int, tail *bucket.Columns, keep func(name string) bool) bucket.Columns {
+	if p.thaw == nil {
+		return thawColumns(frozen, frozenRows, tail, keep)
+	}
+	var out *bucket.Columns
+	if n := len(p.thaw.cols); n > 0 {
+		out = p.thaw.cols[n-1]
+		p.thaw.cols[n-1] = nil
+		p.thaw.cols = p.thaw.cols[:n-1]
+	} else {
+		out = new(bucket.Columns)
+	}
+	thawColumnsInto(out, frozen, frozenRows, tail, keep)
+	p.thawed = append(p.thawed, out)
+	return *out
+}
+
+// recycleThawed gives the columns the plan's chunk thawed to p.thaw: the
+// chunk's reads are done.
+func (p *scanPlan) recycleThawed() {
+	if p.thaw == nil {
+		return
+	}
+	for _, c := range p.thawed {
+		if len(p.thaw.cols) < maxThawFree {
+			p.thaw.cols = append(p.thaw.cols, c)
+		}
+	}
+	clear(p.thawed)
+	p.thawed = p.thawed[:0]
 }
 
 // seriesScan starts a scan of series s of the plan, in descending time
@@ -429,6 +545,7 @@ func (p *scanPlan) keep(it *pebble.Iterator) bool {
 // It is safe to call more than once.
 func (p *scanPlan) close() error {
 	p.guard.finish()
+	p.recycleThawed()
 	var err error
 	if p.spare != nil {
 		err = p.spare.Close()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v15/arrow/array"
+
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/hourglassdb/hourglass/mongoerr"
@@ -248,5 +250,55 @@ func TestGuardRowsN(t *testing.T) {
 	}
 	if err := g.rowsN(5 * every); err == nil {
 		t.Fatal("a bulk count past several checks did not check")
+	}
+}
+
+// TestAggregateChargesFrozenRows: an aggregate decodes open buckets'
+// frozen rows after the capture (pendingThaw), and charges what they will
+// hold at the capture: a read whose limit they pass is refused with 292
+// and holds nothing after, one with room gives the aggregate.
+func TestAggregateChargesFrozenRows(t *testing.T) {
+	const rows = 900 // one open bucket, its rows frozen every 64
+	db := openTest(t, t.TempDir(), func(o *Options) { o.CheckpointInterval = time.Hour })
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	var ms []model.Measurement
+	for i := range rows {
+		ms = append(ms, model.Measurement{Time: int64(i) * 1e9, Meta: "s", Fields: []model.Field{{Name: "v", Value: model.Float(float64(i) / 4)}}})
+	}
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	db.mu.RLock()
+	frozen := 0
+	for _, b := range db.coll.byName["m"].series[`"s"`].buckets {
+		frozen += b.frozenRows
+	}
+	db.mu.RUnlock()
+	if frozen < rows/2 {
+		t.Fatalf("%d of %d rows frozen", frozen, rows)
+	}
+	agg := AggregateOptions{Window: 3600e9, Fields: []string{"v"}, Funcs: []AggFunc{AggAvg}}
+	// The rows decoded hold 16 bytes each (time and value): a limit of
+	// half that passes everything else the read holds.
+	db.opts.QueryMemoryBytes = rows * 8
+	if _, err := db.Aggregate(ctx, "m", agg); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimit {
+		t.Fatalf("frozen rows past the read's limit: %v, want code %d", err, mongoerr.QueryExceededMemoryLimit)
+	}
+	if got := db.queryMem.Load(); got != 0 {
+		t.Fatalf("%d bytes held after the refused read", got)
+	}
+	db.opts.QueryMemoryBytes = 1 << 20
+	rec, err := db.Aggregate(ctx, "m", agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	idx := rec.Schema().FieldIndices("v_avg")
+	if len(idx) != 1 || rec.NumRows() != 1 {
+		t.Fatalf("%d rows, schema %v", rec.NumRows(), rec.Schema())
+	}
+	if got, want := rec.Column(idx[0]).(*array.Float64).Value(0), float64(rows-1)/8; got != want {
+		t.Fatalf("avg %v, want %v", got, want)
 	}
 }

@@ -619,6 +619,7 @@ func (db *DB) rollupPause(d time.Duration, hard bool) bool {
 func (db *DB) rollupPasses(ctx context.Context, deadline time.Time) (int, error) {
 	db.rollupMu.Lock()
 	defer db.rollupMu.Unlock()
+	defer func() { db.rollupThaw = thawFree{} }() // kept for a pass only
 	db.mu.RLock()
 	var rs []*rollup
 	for _, c := range db.mu.byID {
@@ -990,7 +991,7 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 			return err
 		}
 		opts := AggregateOptions{Filter: f, Window: time.Duration(r.window), Fields: r.fields, Funcs: r.funcs, exactGroups: true, only: only,
-			from: from, seed: seed}
+			from: from, seed: seed, thaw: &db.rollupThaw}
 		win, err := aggWindowing(&opts)
 		if err != nil {
 			return err
@@ -1166,25 +1167,71 @@ func rollupMeasurements(a *aggregator, r *rollup) []model.Measurement {
 //	uvarint, then per span lo and hi varints and a byte, 1 for a fill.
 func rollupMarksKey(coll uint32) []byte { return collPrefix(spaceRollup, coll) }
 
-func encodeRollupMarks(sets ...map[uint64][]span) []byte {
-	all := map[uint64][]span{}
-	for _, m := range sets {
-		for id, ss := range m {
-			for _, sp := range ss {
-				all[id] = addSpan(all[id], sp)
+// encodeMarks encodes r's marks (pending, inflight and the bulk's) as
+// persisted. DB.mu is held.
+func (r *rollup) encodeMarks() []byte {
+	// The series of the map marks, sorted, and those of the bulk, in id
+	// order already (byID): merged as they are encoded, with no map of
+	// all the marks made (a checkpoint encodes them under DB.mu, and a
+	// fleet's bulk holds every series).
+	ids := make([]uint64, 0, len(r.pending)+len(r.inflight))
+	for id := range r.pending {
+		ids = append(ids, id)
+	}
+	for id := range r.inflight {
+		if _, ok := r.pending[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var bulk []uint64
+	if r.bulk.n > 0 {
+		bulk = make([]uint64, 0, r.bulk.n)
+		for _, s := range r.src.byID {
+			if r.bulk.bits.has(s.ord) {
+				bulk = append(bulk, s.id)
 			}
 		}
 	}
-	ids := make([]uint64, 0, len(all))
-	for id := range all {
-		ids = append(ids, id)
+	n := len(ids) + len(bulk)
+	for i, j := 0, 0; i < len(ids) && j < len(bulk); {
+		switch {
+		case ids[i] < bulk[j]:
+			i++
+		case ids[i] > bulk[j]:
+			j++
+		default:
+			n--
+			i, j = i+1, j+1
+		}
 	}
-	slices.Sort(ids)
-	b := binary.AppendUvarint(nil, uint64(len(ids)))
-	for _, id := range ids {
+	b := binary.AppendUvarint(make([]byte, 0, 16+n*16), uint64(n))
+	var ss []span
+	for i, j := 0, 0; i < len(ids) || j < len(bulk); {
+		id := uint64(0)
+		ss = ss[:0]
+		switch {
+		case j == len(bulk) || (i < len(ids) && ids[i] < bulk[j]):
+			id = ids[i]
+			i++
+		case i == len(ids) || bulk[j] < ids[i]:
+			id = bulk[j]
+			j++
+			ss = append(ss, r.bulk.span)
+		default:
+			id = ids[i]
+			i, j = i+1, j+1
+			ss = append(ss, r.bulk.span)
+		}
+		for _, sp := range r.pending[id] {
+			ss = addSpan(ss, sp)
+		}
+		for _, sp := range r.inflight[id] {
+			ss = addSpan(ss, sp)
+		}
 		b = binary.AppendUvarint(b, id)
-		b = binary.AppendUvarint(b, uint64(len(all[id])))
-		for _, sp := range all[id] {
+		b = binary.AppendUvarint(b, uint64(len(ss)))
+		for _, sp := range ss {
 			b = binary.AppendVarint(b, sp.lo)
 			b = binary.AppendVarint(b, sp.hi)
 			fill := byte(0)
@@ -1250,9 +1297,7 @@ func (db *DB) captureRollupMarks() func(*pebble.Batch) error {
 	var all []marks
 	for _, c := range db.mu.byID {
 		for _, r := range c.rollups {
-			bulk := map[uint64][]span{}
-			r.addBulk(bulk)
-			all = append(all, marks{r.coll.id, encodeRollupMarks(r.pending, r.inflight, bulk)})
+			all = append(all, marks{r.coll.id, r.encodeMarks()})
 		}
 	}
 	if all == nil {

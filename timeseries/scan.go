@@ -73,9 +73,23 @@ type seriesSnap struct {
 	// loose are open buckets whose rows are out of time order, with
 	// their time bounds, taken unsorted by an unordered plan.
 	loose []looseCols
+	// thaws are the decodings of frozen rows the capture left to the
+	// read (scanPlan.lazyThaw), into columns of mem or loose.
+	thaws []pendingThaw
 	// noStore: no stored bucket of the series reaches minTime
 	// (series.storedMax), so the scan reads memory only.
 	noStore bool
+}
+
+// later returns the bytes a capture of a bucket into cols holds, and
+// keeps t, when not nil, for the read to decode into cols.
+func (s *seriesSnap) later(cols *bucket.Columns, thawed bool, t *pendingThaw) int64 {
+	if t == nil {
+		return capturedBytes(cols, thawed)
+	}
+	t.dst = cols
+	s.thaws = append(s.thaws, *t)
+	return t.bytes()
 }
 
 // looseCols is a capture of an open bucket whose rows are not in time

@@ -137,6 +137,7 @@ func (st *seriesStream) release() error {
 	p.series = p.series[:0]
 	clear(p.snaps)
 	p.snaps = p.snaps[:0]
+	p.recycleThawed()
 	var err error
 	if p.spare != nil {
 		err = p.spare.Close()
