@@ -437,12 +437,14 @@ type pendingThaw struct {
 	keep       func(name string) bool
 }
 
-// bytes is about what the decoded columns will hold, charged to the
-// read's memory at the capture: every row's time, and for each column
-// decoded its values and presence (the frozen bytes bound its strings').
+// bytes is about what the capture holds until the read and the decoded
+// columns will hold, charged to the read's memory at the capture: the
+// plain rows' capture (every column's header and presence), every row's
+// time, and for each column decoded its values and presence (the frozen
+// bytes bound its strings').
 func (t *pendingThaw) bytes() int64 {
 	n := int64(t.frozenRows + len(t.tail.Times))
-	size := 8 * n
+	size := capturedBytes(&t.tail, false) + 8*n
 	for i := range t.tail.Fields {
 		f := &t.tail.Fields[i]
 		if t.keep != nil && !t.keep(f.Name) {
