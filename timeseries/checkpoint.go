@@ -424,6 +424,9 @@ type ckptRun struct {
 	catalogCounts [][2]int64 // their ckptCount and ckptBuckets before
 	// rollupMarks writes the rollups' marks as of the capture.
 	rollupMarks func(*pebble.Batch) error
+	// batchSize is the size the batch was made at (sizedBatch); 0 when
+	// it started small and grew.
+	batchSize int
 }
 
 // seriesRec is a series a checkpoint writes for the first time.
@@ -578,11 +581,23 @@ func (db *DB) uncaptureLocked(run *ckptRun) {
 // 0x04, catalog records, and the checkpoint record naming the log segment
 // of the cut. The caller closes the batch.
 func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_ *pebble.Batch, err error) {
-	var batch *pebble.Batch
-	if n := run.batchEstimate(); n > minSizedBatch {
-		batch = db.pdb.NewBatchWithSize(n)
-	} else {
-		batch = db.pdb.NewBatch()
+	var enc bucket.Encoder
+	var thaw bucket.Columns // frozen rows decoded, bucket after bucket
+	var buf []byte
+	var pe *parallelEncoder
+	work := run.work
+	if len(work) >= minParallelEncode && runtime.GOMAXPROCS(0) > 1 {
+		pe = newParallelEncoder(min(runtime.GOMAXPROCS(0), maxEncoders))
+		// The first window is encoded before the batch is made, which is
+		// made at the size it measures (sizedBatch).
+		if err := pe.encode(work[:min(encodeWindow, len(work))]); err != nil {
+			return nil, err
+		}
+	}
+	batch := db.pdb.NewBatch()
+	if pe != nil {
+		run.batchSize = run.sizedBatch(pe)
+		batch = db.pdb.NewBatchWithSize(run.batchSize)
 	}
 	defer func() {
 		if err != nil {
@@ -599,19 +614,11 @@ func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_
 			return nil, err
 		}
 	}
-	var enc bucket.Encoder
-	var thaw bucket.Columns // frozen rows decoded, bucket after bucket
-	var buf []byte
-	var pe *parallelEncoder
-	work := run.work
-	if len(work) >= minParallelEncode && runtime.GOMAXPROCS(0) > 1 {
-		pe = newParallelEncoder(min(runtime.GOMAXPROCS(0), maxEncoders))
-	}
 	for i := range work {
 		w := &work[i]
 		b := w.b
 		if pe != nil {
-			if i%encodeWindow == 0 {
+			if i%encodeWindow == 0 && i > 0 {
 				if err := pe.encode(work[i:min(i+encodeWindow, len(work))]); err != nil {
 					return nil, err
 				}
@@ -649,35 +656,54 @@ func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_
 	return batch, nil
 }
 
-// batchEstimate is about the bytes of run's batch, a little more rather
-// than less: the batch is made at that size once instead of grown by
-// doubling, which copies it and leaves it up to twice its bytes (a fleet's
-// checkpoint at the end of a load writes a hundred megabytes; a copy held
-// three times that for a moment). A bucket writes at most its frozen rows'
-// bytes (its snapshot copies them; encoded, they shrink), and its plain
-// rows take a few bytes a value.
-func (run *ckptRun) batchEstimate() int {
+// sizedBatch is about the bytes of run's batch once pe has encoded the
+// first window of its buckets, a little more rather than less: the batch
+// is made at that size once instead of grown by doubling, which copies it
+// and leaves it up to twice its bytes (a fleet's checkpoint at the end of
+// a load writes tens of megabytes; a copy held three times that for a
+// moment). The keys and records are counted; the buckets of the first
+// window are measured, and the others' bytes are their frozen and plain
+// rows' (bucketEstimate) scaled as the first window's were: encoding
+// shrinks frozen rows by a factor that depends on the data (about three
+// for a fleet's sensor readings).
+func (run *ckptRun) sizedBatch(pe *parallelEncoder) int {
 	n := 1024
 	for _, sr := range run.newSeries {
 		n += len(sr.key) + len(sr.meta) + batchEntryOverhead
 	}
-	for i := range run.work {
-		w := &run.work[i]
-		n += 2*bucketKeyLen + 2*batchEntryOverhead + 64 + len(w.frozen) + len(w.cols.Times)*(2+3*len(w.cols.Fields)) + 8*len(w.refs)
-	}
 	for _, kv := range run.catalog {
 		n += len(kv[0]) + len(kv[1]) + batchEntryOverhead
+	}
+	first := min(encodeWindow, len(run.work))
+	measured, estimated, rest := 0, 0, 0
+	for i := range run.work {
+		n += bucketKeyLen + batchEntryOverhead
+		if w := &run.work[i]; w.sealed && w.b.snapshot {
+			n += bucketKeyLen + batchEntryOverhead // its snapshot deleted
+		}
+		if i < first {
+			measured += len(pe.out[i])
+			estimated += run.work[i].bucketEstimate()
+		} else {
+			rest += run.work[i].bucketEstimate()
+		}
+	}
+	if estimated > 0 {
+		n += measured + int(float64(rest)*float64(measured)/float64(estimated))
 	}
 	return n + n/8
 }
 
-// minSizedBatch is the estimate below which a checkpoint's batch starts
-// small and grows (Pebble pools small batches).
-const minSizedBatch = 1 << 20
+// bucketEstimate is about the bytes of w written: its frozen rows (a
+// snapshot copies them; encoded, they shrink) and a few bytes a plain
+// value.
+func (w *ckptBucket) bucketEstimate() int {
+	return 64 + len(w.frozen) + len(w.cols.Times)*(2+3*len(w.cols.Fields)) + 8*len(w.refs)
+}
 
 // batchEntryOverhead is a Pebble batch entry's bytes beyond its key and
 // value: a kind byte and two length varints.
-const batchEntryOverhead = 11
+const batchEntryOverhead = 5
 
 // releaseCheckpoint lets go of what a durable checkpoint wrote: new
 // series are persisted, open buckets have their snapshot, sealed buckets
