@@ -665,9 +665,14 @@ type passTails map[uint64]*rollupTail
 // of its series.
 func (t passTails) merge(u passTails) {
 	for id, x := range u {
-		if old := t[id]; old == nil || old.window < x.window {
-			t[id] = x
-		}
+		t.add(id, x)
+	}
+}
+
+// add puts x into t as series id's tail unless t holds a newer window.
+func (t passTails) add(id uint64, x *rollupTail) {
+	if old := t[id]; old == nil || old.window < x.window {
+		t[id] = x
 	}
 }
 
@@ -775,7 +780,7 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup, deadline time.Time) (n 
 		// shows in minSince, as for any.
 		for _, l := range left {
 			if t := l.p.tail; t != nil {
-				next.merge(passTails{l.p.id: t})
+				next.add(l.p.id, t)
 			}
 		}
 		r.installTails(next)
@@ -826,28 +831,27 @@ func (db *DB) rollupPass(ctx context.Context, r *rollup, deadline time.Time) (n 
 	}
 	for gi, g := range order {
 		ps := groups[g]
-		if gi > 0 && !deadline.IsZero() && time.Now().After(deadline) {
-			for _, g := range order[gi:] {
-				for _, p := range groups[g] {
-					left = append(left, leftSpan{p, g.sp})
-				}
+		done := 0 // of ps, recomputed
+		if gi == 0 || deadline.IsZero() || !time.Now().After(deadline) {
+			var err error
+			done, err = db.recomputeRollup(ctx, r, g.sp, ps, g.fold, next, deadline)
+			n += done
+			if err != nil {
+				return n, err
 			}
-			break
-		}
-		done, err := db.recomputeRollup(ctx, r, g.sp, ps, g.fold, next, deadline)
-		n += done
-		if err != nil {
-			return n, err
-		}
-		if done < len(ps) {
-			for _, g := range order[gi:] {
-				for _, p := range groups[g][done:] {
-					left = append(left, leftSpan{p, g.sp})
-				}
-				done = 0
+			if done == len(ps) {
+				continue
 			}
-			break
 		}
+		// Out of time: the rest of this group and the groups after it
+		// are left to the next pass.
+		for _, g := range order[gi:] {
+			for _, p := range groups[g][done:] {
+				left = append(left, leftSpan{p, g.sp})
+			}
+			done = 0
+		}
+		break
 	}
 	return n, ctx.Err()
 }

@@ -67,6 +67,13 @@ func rollupRows(t testing.TB, db *DB, name, metaField string) map[string]map[str
 	return out
 }
 
+// loopRowOf makes a measurement of meta at t with v, and the row a plain
+// loop sees.
+func loopRowOf(meta string, t int64, v float64) (loopRow, model.Measurement) {
+	k, _ := model.CanonicalMeta(meta)
+	return loopRow{meta: k, t: t, v: v}, model.Measurement{Time: t, Meta: meta, Fields: []model.Field{{Name: "v", Value: model.Float(v)}}}
+}
+
 // randomLoopRow makes a measurement of meta (canonical key) at t of a
 // random v and, two times in three, w, and the row a plain loop sees.
 func randomLoopRow(rng *rand.Rand, meta any, key string, t int64) (loopRow, model.Measurement) {
@@ -1210,6 +1217,22 @@ func TestRollupPassDeadline(t *testing.T) {
 	if n := db.stats.rollupFolds.Load(); n != 2*sensors {
 		t.Fatalf("%d folds, want %d: the series left by a pass lost their tails", n, 2*sensors)
 	}
+	// Rows in two windows far apart: every series is in two groups, and a
+	// pass out of time after its first chunk leaves the rest of the first
+	// group and all of the second, whose first series too. (The later
+	// rows first: the earlier ones, behind the bulk's range, are marked
+	// apart from it.)
+	insert(100)
+	insert(3)
+	for passes := 0; pending() > 0; passes++ {
+		if passes > 4 {
+			t.Fatalf("%d series still pending after %d passes", pending(), passes)
+		}
+		if _, err := db.rollupPasses(ctx, time.Now().Add(-time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameRollup(t, "two groups", rollupRows(t, db, "r", "m"), loopRollup(rows, int64(time.Minute), fields, funcs))
 }
 
 // TestRollupFoldAfterFailedReplace: a pass that aggregated a range and
@@ -1229,8 +1252,8 @@ func TestRollupFoldAfterFailedReplace(t *testing.T) {
 	var ms []model.Measurement
 	for s := int64(0); s < 180; s += 10 { // windows 0, 1 and 2
 		tt := t0 + s*int64(time.Second)
-		rows = append(rows, loopRow{meta: `"a"`, t: tt, v: float64(s)})
-		ms = append(ms, model.Measurement{Time: tt, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Float(float64(s))}}})
+		r, m := loopRowOf("a", tt, float64(s))
+		rows, ms = append(rows, r), append(ms, m)
 	}
 	insertSource(t, db, ms)
 	// The pass aggregates, then its context ends before it replaces.
@@ -1314,10 +1337,8 @@ func TestRollupDeadlineProgress(t *testing.T) {
 	for _, at := range []int64{0, 5} { // minutes 0 and 5: two spans a series
 		var ms []model.Measurement
 		for _, m := range []string{"a", "b"} {
-			k, _ := model.CanonicalMeta(m)
-			tt := t0 + at*int64(time.Minute)
-			rows = append(rows, loopRow{meta: k, t: tt, v: float64(at + 1)})
-			ms = append(ms, model.Measurement{Time: tt, Meta: m, Fields: []model.Field{{Name: "v", Value: model.Float(float64(at + 1))}}})
+			r, row := loopRowOf(m, t0+at*int64(time.Minute), float64(at+1))
+			rows, ms = append(rows, r), append(ms, row)
 		}
 		insertSource(t, db, ms)
 	}
