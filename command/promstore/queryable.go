@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -122,6 +123,13 @@ type Querier struct {
 	// the names the collection's series index holds (mayHold), as an
 	// AllQueryable's Querier does of each collection it merges.
 	index bool
+
+	memoMu sync.Mutex
+	// memo holds the series of each whole read (Select's default) by
+	// its range and matchers: an expression naming one selector twice
+	// (sum(x) / count(x)) reads it once. The series are the engine's to
+	// read, never to change, until the Querier is closed.
+	memo map[string][]Series
 }
 
 // meter counts the samples and memory of reads against Options' limits;
@@ -185,7 +193,12 @@ func (qr *Querier) Samples() int64 {
 // Close gives back the memory the Querier's reads took (with those of
 // every Querier sharing its limits, for an AllQueryable's); the series
 // they returned must no longer be used. Closing twice is harmless.
-func (qr *Querier) Close() error { return qr.m.close() }
+func (qr *Querier) Close() error {
+	qr.memoMu.Lock()
+	qr.memo = nil
+	qr.memoMu.Unlock()
+	return qr.m.close()
+}
 
 // close gives back the memory the reads took.
 func (m *meter) close() error {
@@ -228,10 +241,49 @@ func (qr *Querier) Select(ctx context.Context, _ bool, hints *storage.SelectHint
 	case qr.fastLast(hints):
 		all, err = qr.readLast(ctx, start, end, ms)
 	default:
-		all, err = qr.Read(ctx, start, end, ms...)
-		dedupe(all)
+		all, err = qr.readOnce(ctx, start, end, ms)
 	}
 	return newSeriesSet(all, err, hints)
+}
+
+// readOnce is Read of [start, end] for ms, deduplicated (dedupe), or the
+// series an earlier readOnce of the same range and matchers returned:
+// they are counted against the limits once.
+func (qr *Querier) readOnce(ctx context.Context, start, end int64, ms []*labels.Matcher) ([]Series, error) {
+	key := selectKey(start, end, ms)
+	qr.memoMu.Lock()
+	all, ok := qr.memo[key]
+	qr.memoMu.Unlock()
+	if ok {
+		return all, nil
+	}
+	all, err := qr.Read(ctx, start, end, ms...)
+	if err != nil {
+		return nil, err
+	}
+	dedupe(all)
+	qr.memoMu.Lock()
+	if qr.memo == nil {
+		qr.memo = map[string][]Series{}
+	}
+	qr.memo[key] = all
+	qr.memoMu.Unlock()
+	return all, nil
+}
+
+// selectKey is the key of a read of [start, end] for ms in Querier.memo:
+// the range, and each matcher's type, name and value in their order.
+func selectKey(start, end int64, ms []*labels.Matcher) string {
+	b := make([]byte, 0, 64)
+	b = strconv.AppendInt(b, start, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, end, 10)
+	for _, m := range ms {
+		b = append(b, 0, byte(m.Type))
+		b = strconv.AppendQuote(b, m.Name)
+		b = strconv.AppendQuote(b, m.Value)
+	}
+	return string(b)
 }
 
 // newSeriesSet is the SeriesSet of a Select that read all, or failed

@@ -8,10 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
-	"github.com/prometheus/prometheus/tsdb/chunks"
 
 	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/partialfilter"
@@ -24,23 +21,17 @@ type Series struct {
 }
 
 // Sample is a float sample: a time in milliseconds since the epoch and a
-// value. It implements chunks.Sample (a pointer to it does, without
-// allocating), so the engine iterates over samples as they were read.
+// value.
 type Sample struct {
 	t int64
 	f float64
 }
 
-// NewSample returns the sample of value f at t (milliseconds).
-func NewSample(t int64, f float64) Sample { return Sample{t: t, f: f} }
+// T is the sample's time in milliseconds since the epoch.
+func (s *Sample) T() int64 { return s.t }
 
-func (s *Sample) T() int64                      { return s.t }
-func (s *Sample) F() float64                    { return s.f }
-func (s *Sample) ST() int64                     { return 0 }
-func (s *Sample) H() *histogram.Histogram       { return nil }
-func (s *Sample) FH() *histogram.FloatHistogram { return nil }
-func (s *Sample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
-func (s *Sample) Copy() chunks.Sample           { c := *s; return &c }
+// F is the sample's value.
+func (s *Sample) F() float64 { return s.f }
 
 // seriesBytes is what a series costs besides its samples and label text:
 // its slices' headers and the labels' strings' headers, roughly.
