@@ -715,6 +715,7 @@ func (db *DB) releaseCheckpoint(run *ckptRun) {
 	defer db.mu.Unlock()
 	for _, sr := range run.newSeries {
 		sr.s.persisted = true
+		sr.s.durable.Store(true)
 	}
 	var freed int64
 	for i := range run.work {

@@ -19,6 +19,11 @@ type series struct {
 	coll      *collection
 	metaKey   string
 	persisted bool
+	// durable is persisted, for readers without DB.mu: set once a
+	// checkpoint made the series' record durable (or the series was
+	// loaded at open), after which an insert record names the series by
+	// its id rather than by its meta key (recInsertByID).
+	durable atomic.Bool
 	// hot is set while the series is in collection.hot.
 	hot bool
 	// archive is set when the rule that gives the series its TTL moves

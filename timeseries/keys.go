@@ -36,8 +36,9 @@ var (
 // 6-8, bucket encoding 7, log record value kinds 6-8); 5: an open bucket's
 // snapshot may be its frozen rows (bucket.VersionSnapshot); 6: time columns
 // may be stored in blocks (bucket format, time mode 3), which builds of
-// version 5 cannot read.
-const formatVersion = 6
+// version 5 cannot read; 7: insert log records may name series by id
+// (record kind 6), which builds of version 6 cannot replay.
+const formatVersion = 7
 
 const bucketKeyLen = 1 + 4 + 8 + 8 + 8
 

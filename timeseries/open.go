@@ -289,6 +289,7 @@ func (db *DB) load() error {
 			return err
 		}
 		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true, storedMax: math.MaxInt64, lastT: math.MinInt64}
+		s.durable.Store(true)
 		c.addSeries(s)
 		db.seriesMem.Add(seriesMem(s))
 		db.mu.nextSeries = max(db.mu.nextSeries, s.id+1)
@@ -488,8 +489,8 @@ func (db *DB) recover() error {
 		}
 		records++
 		switch rec[0] {
-		case recInsert:
-			coll, groups, err := decodeInsert(rec[1:])
+		case recInsert, recInsertByID:
+			coll, groups, err := decodeInsert(rec[1:], rec[0] == recInsertByID)
 			if err != nil {
 				return fmt.Errorf("log record at %v: %w", pos, err)
 			}
@@ -498,10 +499,18 @@ func (db *DB) recover() error {
 				return nil // collection dropped after the write
 			}
 			for gi := range groups {
-				if _, err := model.DecodeMetaKey(groups[gi].metaKey); err != nil {
+				g := &groups[gi]
+				if g.ref != 0 {
+					// A series the checkpoint this replay starts from,
+					// or an earlier one, made durable: it is loaded.
+					if g.s = c.seriesOf(g.ref - 1); g.s == nil {
+						return fmt.Errorf("%w: log record at %v names series %d of %q, which the store does not hold", ErrCorrupt, pos, g.ref-1, c.name)
+					}
+					g.metaKey = g.s.metaKey
+				} else if _, err := model.DecodeMetaKey(g.metaKey); err != nil {
 					return err
 				}
-				rows += len(groups[gi].rows)
+				rows += len(g.rows)
 			}
 			db.mu.Lock()
 			db.apply(c, groups)

@@ -16,6 +16,13 @@ const (
 	recDelete      byte = 2
 	recDeleteWhere byte = 4
 	recMetaUpdate  byte = 5
+	// recInsertByID is recInsert with each group's series named by its id
+	// where a checkpoint made the series durable (the record is written
+	// after that checkpoint, so a replay of it starts from that one or a
+	// later one, which loads the series), and by its meta key otherwise.
+	// A fleet's record is then a few bytes a row instead of a meta key a
+	// series.
+	recInsertByID byte = 6
 )
 
 // group is the measurements of one meta value within an insert.
@@ -27,6 +34,10 @@ type group struct {
 	s *series
 	// keyed: metaKey came from a MetaKey that groupBatch did not check.
 	keyed bool
+	// ref is the series' id + 1 when a recInsertByID record named it by
+	// its id (metaKey is then empty until replay finds the series), 0
+	// otherwise.
+	ref uint64
 }
 
 // recordEncoder encodes insert and delete records; reusable, not safe for
@@ -51,7 +62,9 @@ func (e *recordEncoder) keep(rec []byte) {
 	}
 }
 
-// encodeInsert appends an insert record of groups for collection coll.
+// encodeInsert appends an insert record (recInsertByID) of groups for
+// collection coll: a group whose series is durable (group.s) or that a
+// record named by id (group.ref) is written with its series' id.
 func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []byte {
 	if e.names == nil {
 		e.names = make(map[string]uint64)
@@ -78,7 +91,7 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 			prev = fs
 		}
 	}
-	dst = append(dst, recInsert)
+	dst = append(dst, recInsertByID)
 	dst = binary.AppendUvarint(dst, uint64(coll))
 	dst = binary.AppendUvarint(dst, uint64(len(e.list)))
 	for _, n := range e.list {
@@ -89,7 +102,14 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 	var prevIdx []uint64
 	for gi := range groups {
 		g := &groups[gi]
-		dst = appendString(dst, g.metaKey)
+		ref := g.ref
+		if g.s != nil && g.s.durable.Load() {
+			ref = g.s.id + 1
+		}
+		dst = binary.AppendUvarint(dst, ref)
+		if ref == 0 {
+			dst = appendString(dst, g.metaKey)
+		}
 		dst = binary.AppendUvarint(dst, uint64(len(g.rows)))
 		var prevT int64
 		for ri := range g.rows {
@@ -250,8 +270,10 @@ func (d *recordDecoder) count(what string, min int) int {
 	return int(n)
 }
 
-// decodeInsert decodes an insert record after its kind byte.
-func decodeInsert(b []byte) (coll uint32, groups []group, err error) {
+// decodeInsert decodes an insert record after its kind byte: recInsert,
+// or recInsertByID with byID (a group named by id has its ref set and no
+// metaKey).
+func decodeInsert(b []byte, byID bool) (coll uint32, groups []group, err error) {
 	d := recordDecoder{b: b}
 	coll = uint32(d.uvarint("collection"))
 	names := make([]string, d.count("name count", 1))
@@ -262,7 +284,12 @@ func decodeInsert(b []byte) (coll uint32, groups []group, err error) {
 	var prevID string // the last ObjectId decoded
 	for gi := range groups {
 		g := &groups[gi]
-		g.metaKey = d.str("meta")
+		if byID {
+			g.ref = d.uvarint("series")
+		}
+		if g.ref == 0 {
+			g.metaKey = d.str("meta")
+		}
 		g.rows = make([]model.Measurement, d.count("row count", 2))
 		var t int64
 		for ri := range g.rows {

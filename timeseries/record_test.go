@@ -37,15 +37,23 @@ func TestRecordRoundTrip(t *testing.T) {
 			{Time: 13, Fields: []model.Field{{Name: "_id", Value: model.ObjectID([12]byte{})}, {Name: "i32", Value: model.Int32(math.MaxInt32)}}},
 		}},
 	}
+	// A group a record named by id, and one of a durable series: both
+	// are written by id (ref, the id + 1), the second's key left out.
+	durable := &series{id: 40, metaKey: `"h"`}
+	durable.durable.Store(true)
+	groups = append(groups,
+		group{ref: 8, rows: []model.Measurement{{Time: 14, Fields: []model.Field{{Name: "f", Value: model.Float(7)}}}}},
+		group{metaKey: `"h"`, s: durable, rows: []model.Measurement{{Time: 15, Fields: []model.Field{{Name: "f", Value: model.Float(8)}}}}})
 	var e recordEncoder
 	rec := e.encodeInsert(nil, 42, groups)
-	if rec[0] != recInsert {
+	if rec[0] != recInsertByID {
 		t.Fatalf("kind %d", rec[0])
 	}
-	coll, got, err := decodeInsert(rec[1:])
+	coll, got, err := decodeInsert(rec[1:], true)
 	if err != nil || coll != 42 {
 		t.Fatal(coll, err)
 	}
+	groups[len(groups)-1] = group{ref: 41, rows: groups[len(groups)-1].rows}
 	for gi := range groups {
 		for ri := range groups[gi].rows {
 			if groups[gi].rows[ri].Fields == nil {
@@ -126,10 +134,14 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{1, 0, 0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if coll, groups, err := decodeInsert(b); err == nil {
+		for _, byID := range []bool{false, true} {
+			coll, groups, err := decodeInsert(b, byID)
+			if err != nil {
+				continue
+			}
 			var e recordEncoder
 			again := e.encodeInsert(nil, coll, groups)
-			c2, g2, err := decodeInsert(again[1:])
+			c2, g2, err := decodeInsert(again[1:], true)
 			if err != nil || c2 != coll {
 				t.Fatalf("re-encoded record does not decode: collection %d, want %d: %v", c2, coll, err)
 			}
@@ -166,8 +178,8 @@ func diffGroups(got, want []group) string {
 	}
 	for gi := range want {
 		g, w := &got[gi], &want[gi]
-		if g.metaKey != w.metaKey {
-			return fmt.Sprintf("group %d: meta %q, want %q", gi, g.metaKey, w.metaKey)
+		if g.metaKey != w.metaKey || g.ref != w.ref {
+			return fmt.Sprintf("group %d: meta %q ref %d, want %q %d", gi, g.metaKey, g.ref, w.metaKey, w.ref)
 		}
 		if len(g.rows) != len(w.rows) {
 			return fmt.Sprintf("group %d: %d rows, want %d", gi, len(g.rows), len(w.rows))

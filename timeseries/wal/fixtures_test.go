@@ -39,6 +39,7 @@ var walFixtures = []struct {
 	{"v6/logonly/wal", "v6/logonly.wal.json", true},
 	{"v7/logonly/wal", "v7/logonly.wal.json", true},
 	{"v8/logonly/wal", "v8/logonly.wal.json", true},
+	{"v9/logonly/wal", "v9/logonly.wal.json", true},
 }
 
 func readFixtureRecords(t *testing.T, path string) []fixtureRecord {
