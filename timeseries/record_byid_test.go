@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
+
 	"github.com/hourglassdb/hourglass/model"
 )
 
@@ -129,5 +131,34 @@ func TestDecodeLegacyInsert(t *testing.T) {
 	// first byte is its series reference.
 	if _, groups, err := decodeInsert(rec[1:], true); err == nil && groups[0].metaKey == `"x"` {
 		t.Fatal("kind 6 read a kind 1 record as it is")
+	}
+}
+
+// BenchmarkInsertRecord: an insert record of a fleet's batch, one row of
+// each of 10,000 sensors (line protocol's meta keys, one float field),
+// encoded and S2-compressed as the log stores it, with every series named
+// by its meta key (not yet durable) and by its id (durable):
+//
+//	go test ./timeseries -run '^$' -bench InsertRecord
+func BenchmarkInsertRecord(b *testing.B) {
+	for _, durable := range []bool{false, true} {
+		b.Run(fmt.Sprintf("durable=%v", durable), func(b *testing.B) {
+			groups := make([]group, 10000)
+			for i := range groups {
+				key := fmt.Sprintf(`{"_measurement":"iot","kind":"k%d","sensor":"s%06d","site":"site-%d"}`, i%3, i, i%100)
+				s := &series{id: uint64(100000 + i), metaKey: key}
+				s.durable.Store(durable)
+				groups[i] = group{metaKey: key, s: s, rows: []model.Measurement{{Time: 1704067200e9 + int64(i)*7919,
+					Fields: []model.Field{{Name: "value", Value: model.Float(float64(i%997) / 10)}}}}}
+			}
+			var e recordEncoder
+			var buf, out []byte
+			for b.Loop() {
+				buf = e.encodeInsert(buf[:0], 1, groups)
+				out = s2.Encode(out[:cap(out)], buf)
+			}
+			b.ReportMetric(float64(len(buf)), "record-bytes")
+			b.ReportMetric(float64(len(out)), "s2-bytes")
+		})
 	}
 }
