@@ -100,6 +100,9 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 	dst = binary.AppendUvarint(dst, uint64(len(groups)))
 	prev = nil
 	var prevIdx []uint64
+	// A time is a delta from the row before's, across groups: a fleet's
+	// batch has a row of each series at about the same time.
+	var prevT int64
 	for gi := range groups {
 		g := &groups[gi]
 		ref := g.ref
@@ -111,7 +114,6 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 			dst = appendString(dst, g.metaKey)
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(g.rows)))
-		var prevT int64
 		for ri := range g.rows {
 			m := &g.rows[ri]
 			dst = binary.AppendVarint(dst, m.Time-prevT)
@@ -282,6 +284,7 @@ func decodeInsert(b []byte, byID bool) (coll uint32, groups []group, err error) 
 	}
 	groups = make([]group, d.count("group count", 2))
 	var prevID string // the last ObjectId decoded
+	var t int64       // the last time decoded
 	for gi := range groups {
 		g := &groups[gi]
 		if byID {
@@ -291,7 +294,9 @@ func decodeInsert(b []byte, byID bool) (coll uint32, groups []group, err error) 
 			g.metaKey = d.str("meta")
 		}
 		g.rows = make([]model.Measurement, d.count("row count", 2))
-		var t int64
+		if !byID {
+			t = 0 // kind 1: a group's first time is whole
+		}
 		for ri := range g.rows {
 			m := &g.rows[ri]
 			t += d.varint("time")

@@ -110,22 +110,25 @@ func TestDecodeLegacyInsert(t *testing.T) {
 	rec = binary.AppendUvarint(rec, 3) // collection
 	rec = binary.AppendUvarint(rec, 1) // names
 	rec = appendString(rec, "v")
-	rec = binary.AppendUvarint(rec, 1) // groups
-	rec = appendString(rec, `"x"`)
-	rec = binary.AppendUvarint(rec, 1) // rows
-	rec = binary.AppendVarint(rec, 5)  // time
-	rec = binary.AppendUvarint(rec, 1) // fields
-	rec = binary.AppendUvarint(rec, 0) // name index
-	rec = append(rec, byte(model.KindFloat))
-	rec = binary.LittleEndian.AppendUint64(rec, math.Float64bits(2.5))
+	rec = binary.AppendUvarint(rec, 2) // groups
+	for i, key := range []string{`"x"`, `"y"`} {
+		rec = appendString(rec, key)
+		rec = binary.AppendUvarint(rec, 1)           // rows
+		rec = binary.AppendVarint(rec, int64(5+2*i)) // time: whole at each group
+		rec = binary.AppendUvarint(rec, 1)           // fields
+		rec = binary.AppendUvarint(rec, 0)           // name index
+		rec = append(rec, byte(model.KindFloat))
+		rec = binary.LittleEndian.AppendUint64(rec, math.Float64bits(2.5+float64(i)))
+	}
 	coll, groups, err := decodeInsert(rec[1:], false)
-	if err != nil || coll != 3 || len(groups) != 1 {
+	if err != nil || coll != 3 || len(groups) != 2 {
 		t.Fatal(coll, groups, err)
 	}
-	g := groups[0]
-	if g.metaKey != `"x"` || g.ref != 0 || len(g.rows) != 1 || g.rows[0].Time != 5 ||
-		g.rows[0].Fields[0].Name != "v" || g.rows[0].Fields[0].Value.F != 2.5 {
-		t.Fatalf("decoded %+v", g)
+	for i, g := range groups {
+		if g.metaKey != []string{`"x"`, `"y"`}[i] || g.ref != 0 || len(g.rows) != 1 || g.rows[0].Time != int64(5+2*i) ||
+			g.rows[0].Fields[0].Name != "v" || g.rows[0].Fields[0].Value.F != 2.5+float64(i) {
+			t.Fatalf("group %d decoded %+v", i, g)
+		}
 	}
 	// The same bytes read as kind 6 are another record: the group's
 	// first byte is its series reference.
