@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglassdb/hourglass/bucket"
@@ -80,6 +81,10 @@ type collection struct {
 	// earlier, and deletes only remove.
 	oldestMin, newMin int64
 	dropped           bool
+	// replaced is set by ReplaceFrom, with the log's cut held, on every
+	// collection of the content it replaces (dropped too): a write that
+	// takes the cut's lock after it finds it, and logs nothing.
+	replaced atomic.Bool
 	// rollups are the rollups of this collection being maintained
 	// (relinkRollups).
 	rollups []*rollup

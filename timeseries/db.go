@@ -188,6 +188,10 @@ type DB struct {
 		// rollupAggregated runs when a rollup pass has aggregated a
 		// range, before it replaces the rollup's measurements.
 		rollupAggregated func()
+		// logging runs when an insert or a plain collection's write has
+		// made its log record, before it takes the lock that orders it
+		// against the log's cuts.
+		logging func()
 	}
 
 	stats struct {

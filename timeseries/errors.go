@@ -31,6 +31,13 @@ func notFound(name string) error {
 	return mongoerr.New(mongoerr.NamespaceNotFound, "collection %q does not exist", name)
 }
 
+// errReplaced is the error of a write that met its collection replaced by
+// ReplaceFrom: nothing of it was written (the collection it was made for
+// is gone; one of the same name in the new content is another).
+func errReplaced(name string) error {
+	return mongoerr.New(mongoerr.NamespaceNotFound, "collection %q was replaced while the write ran; nothing was written", name)
+}
+
 // IsCorrupt reports whether err reports corrupt data: Hourglass's own, from
 // whichever layer found it (errors.Is(err, mongoerr.ErrCorrupt)), or Pebble's
 // (pebble.IsCorruptionError), which callers above the storage layer cannot ask

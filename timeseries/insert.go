@@ -66,14 +66,26 @@ func (db *DB) Insert(ctx context.Context, name string, b Batch, opts InsertOptio
 	if err := db.checkWritable(); err != nil {
 		return InsertResult{}, err
 	}
-	c, err := db.lookup(name)
-	if err != nil {
-		return InsertResult{}, err
+	for tries := 1; ; tries++ {
+		c, err := db.lookup(name)
+		if err != nil {
+			return InsertResult{}, err
+		}
+		// The store was found writable above: one free-space check (a
+		// statfs) an insert, not two.
+		res, err := c.kind().insert(ctx, db, c, b, opts)
+		if err != nil && c.replaced.Load() && tries < maxReplacedTries {
+			// ReplaceFrom swapped the content while the insert ran, and
+			// nothing of it was written: it goes to the new content.
+			continue
+		}
+		return res, err
 	}
-	// The store was found writable above: one free-space check (a
-	// statfs) an insert, not two.
-	return c.kind().insert(ctx, db, c, b, opts)
 }
+
+// maxReplacedTries bounds the tries of an insert that keeps meeting its
+// collection replaced (ReplaceFrom, run again and again).
+const maxReplacedTries = 4
 
 // insertMeasurements is Insert of measurements into a time-series
 // collection.
@@ -126,7 +138,21 @@ func (db *DB) insertMeasurements(ctx context.Context, c *collection, ms []model.
 		rec = enc.encodeInsert(enc.buf[:0], c.id, groups)
 	}
 
+	if h := db.hooks.logging; h != nil {
+		h()
+	}
 	db.cutMu.RLock()
+	if c.replaced.Load() {
+		// Its record names the old content's collection and series:
+		// after ReplaceFrom's cut it would be replayed over the new one.
+		db.cutMu.RUnlock()
+		if enc != nil {
+			enc.keep(rec)
+			db.encPool.Put(enc)
+		}
+		res.Inserted = 0
+		return res, errReplaced(name)
+	}
 	if rec != nil {
 		_, err := db.wal.Append(rec)
 		enc.keep(rec)

@@ -288,10 +288,16 @@ func (db *DB) commitBatch(c *collection, b *pebble.Batch) error {
 		rec = binary.BigEndian.AppendUint32(rec, c.id)
 		rec = append(rec, repr...)
 	}
+	if h := db.hooks.logging; h != nil {
+		h()
+	}
 	db.cutMu.RLock()
 	defer db.cutMu.RUnlock()
 	if db.closed.Load() {
 		return ErrClosed
+	}
+	if c.replaced.Load() {
+		return errReplaced(c.name)
 	}
 	if rec != nil {
 		if _, err := db.wal.Append(rec); err != nil {

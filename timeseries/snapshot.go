@@ -80,7 +80,9 @@ const replaceBatchBytes = 8 << 20
 // documents, indexes) with the content of dir, a copy CheckpointTo made.
 // The buckets in memory and the log are dropped; the new content is
 // durable when it returns. Writes, checkpoints and maintenance wait for it;
-// a read running across it may see either content, or parts of both.
+// a write that was made for the old content and reaches the log after it
+// fails (NamespaceNotFound, "replaced") and writes nothing; a read running
+// across it may see either content, or parts of both.
 //
 // The copy is not atomic: a crash in the middle leaves a store that Open
 // refuses with ErrRestoreInterrupted, until ReplaceFrom runs again.
@@ -184,6 +186,12 @@ func (db *DB) ReplaceFrom(dir string) error {
 	// throughout), rather than find no collection meanwhile.
 	db.mu.Lock()
 	db.coll.Lock()
+	// Writers that hold the old content's collections find them gone: a
+	// write logged from now on would be replayed over the new content.
+	for _, c := range db.mu.byID {
+		c.dropped = true
+		c.replaced.Store(true)
+	}
 	db.coll.byName = make(map[string]*collection)
 	db.mu.byID = make(map[uint32]*collection)
 	if h := db.hooks.catalogCleared; h != nil {

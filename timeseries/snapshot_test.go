@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/mongoerr"
 
 	"github.com/cockroachdb/pebble"
 )
@@ -278,5 +282,86 @@ func TestLookupWaitsForReplaceFrom(t *testing.T) {
 	}
 	if err := <-got; err != nil {
 		t.Fatalf("a lookup during ReplaceFrom: %v", err)
+	}
+}
+
+// TestReplaceFromInFlightWrites: an insert and a plain collection's write
+// that made their log records for the content ReplaceFrom replaces, and
+// reach the log after its cut, log nothing of the old content (such a
+// record would be replayed over the new one, its series ids naming series
+// the new content does not hold): the insert is made again over the new
+// content, where the collection of its name takes it, or fails where the
+// new content has no such collection. A crash right after leaves a store
+// that opens with the new content and what was written to it.
+func TestReplaceFromInFlightWrites(t *testing.T) {
+	a := openTest(t, t.TempDir(), nil)
+	defer a.Close()
+	mustCreate(t, a, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	insertSensors(t, a, "m", 0, 70, "a")
+	snap := filepath.Join(t.TempDir(), "snap")
+	if err := a.CheckpointTo(snap); err != nil {
+		t.Fatal(err)
+	}
+	want := rowStrings(findRows(t, a, "m", FindOptions{}))
+
+	for _, plain := range []bool{false, true} {
+		bdir := t.TempDir()
+		b := openTest(t, bdir, nil)
+		mustCreate(t, b, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+		if _, err := b.CreateCollection(ctx, "p", CollectionOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		insertSensors(t, b, "m", 0, 200, "b") // series b0..b6, made durable below
+		if err := b.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		reached, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		b.hooks.logging = func() {
+			once.Do(func() {
+				close(reached)
+				<-release
+			})
+		}
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			if plain {
+				_, err = b.Insert(ctx, "p", Batch{Documents: []document.Doc{{"_id": int64(1), "x": int64(2)}}}, InsertOptions{})
+			} else {
+				_, err = b.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: 500e9, Meta: `{"id":"b3"}`,
+					Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}}, InsertOptions{})
+			}
+			done <- err
+		}()
+		<-reached
+		if err := b.ReplaceFrom(snap); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		err := <-done
+		wantRows := want
+		if plain {
+			// The new content has no collection "p".
+			if mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+				t.Fatalf("plain: the write across ReplaceFrom: %v", err)
+			}
+		} else {
+			if err != nil {
+				t.Fatalf("the insert across ReplaceFrom: %v", err)
+			}
+			wantRows = append(slices.Clone(want), row{t: 500e9, meta: strconv.Quote(`{"id":"b3"}`), vals: "v=1 "}.String())
+			slices.Sort(wantRows)
+		}
+		b.hooks.logging = nil
+		crash(b)
+		b = openTest(t, bdir, nil)
+		if got := rowStrings(findRows(t, b, "m", FindOptions{})); !slices.Equal(got, wantRows) {
+			t.Fatalf("plain %v: after a crash: %d rows, want %d:\n%v", plain, len(got), len(wantRows), got)
+		}
+		if _, err := b.Collection("p"); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+			t.Fatalf("plain %v: the old content's plain collection after a crash: %v", plain, err)
+		}
+		b.Close()
 	}
 }
