@@ -101,18 +101,38 @@ func (c *collection) coolHot() {
 // and every other change replaces the slices, so a reader that captured a
 // prefix under DB.mu can read it after releasing the lock.
 type memBucket struct {
-	id      uint64
+	// The fields a write checks first (fits), at the front: a fleet's
+	// write reaches another series' buckets at every row, and a bucket
+	// it passes over then costs it one cache line, not three.
 	minTime int64 // rounded minimum: the bucket covers [minTime, minTime+span)
 	span    int64
+	size    int // MongoDB-style data size, for the byte limit
+	// frozenRows is the rows frozen holds.
+	frozenRows int
+	sealed     bool
+	// unordered is set once a row came before an earlier one in time:
+	// when it is clear, the rows are in time order.
+	unordered bool
+	// oor is set once the bucket holds a measurement outside the range TTL
+	// works on; such a bucket counts in collection.oorBuckets.
+	oor bool
+	// snapshot is true when an open-bucket snapshot of this bucket is in
+	// Pebble; dirty when the bucket changed since that snapshot.
+	snapshot bool
+	dirty    bool
+	// snapFrozen is set when that snapshot is the bucket's frozen rows
+	// (bucket.AppendSnapshot), clear when it is an encoded bucket.
+	snapFrozen bool
+	lastOver   bool
 	// cols holds the rows taken since the last freeze, as plain columns,
 	// and the header (name, type) of every column of the bucket, in the
 	// order the frozen rows index them.
 	cols bucket.Columns
+	id   uint64
 	// frozen holds the bucket's older rows, frozenRows of them, as chunks
 	// compressed by bucket.AppendFrozen: an open bucket of a fleet costs a
 	// few bytes a value, not 8 (freeze).
-	frozen     []byte
-	frozenRows int
+	frozen []byte
 	// frozenMaxT is the latest time of the frozen rows (a read from a
 	// later time takes the plain rows alone: captureFor).
 	frozenMaxT int64
@@ -123,26 +143,10 @@ type memBucket struct {
 	// a row at maxT (lastOver, below, when such a column is the 64th or
 	// later, which lastNum cannot say; lastRows).
 	lastNum uint64
-	size    int   // MongoDB-style data size, for the byte limit
 	mem     int64 // bytes of memory held by cols, for the budget
-	sealed  bool
-	// unordered is set once a row came before an earlier one in time:
-	// when it is clear, the rows are in time order.
-	unordered bool
-	// oor is set once the bucket holds a measurement outside the range TTL
-	// works on; such a bucket counts in collection.oorBuckets.
-	oor bool
-	// snapshot is true when an open-bucket snapshot of this bucket is in
-	// Pebble; dirty when the bucket changed since that snapshot.
-	snapshot bool
-	// snapFrozen is set when that snapshot is the bucket's frozen rows
-	// (bucket.AppendSnapshot), clear when it is an encoded bucket.
-	snapFrozen bool
 	// snapRows is the rows of that snapshot (set with snapshot, under
 	// maintMu: a TTL batch counts what it deletes without reading it).
 	snapRows  int
-	dirty     bool
-	lastOver  bool
 	lastWrite uint64
 	// sorted is the time-ordered copy of an open bucket's rows that came
 	// out of order, made by a read and shared by the reads after it until
