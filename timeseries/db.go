@@ -188,6 +188,9 @@ type DB struct {
 		// rollupAggregated runs when a rollup pass has aggregated a
 		// range, before it replaces the rollup's measurements.
 		rollupAggregated func()
+		// storeFlush runs before the store is flushed (flushStore); an
+		// error fails the flush there.
+		storeFlush func() error
 		// logging runs when an insert or a plain collection's write has
 		// made its log record, before it takes the lock that orders it
 		// against the log's cuts.

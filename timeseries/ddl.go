@@ -18,7 +18,10 @@ import (
 
 // CreateCollection creates a collection. It returns created=false without
 // error when the collection exists with identical options (after
-// defaults), and NamespaceExists (48) when it exists with others.
+// defaults), and NamespaceExists (48) when it exists with others. When
+// its record reached the store but the flush that makes it durable
+// failed, the collection exists (a later flush makes it durable): it
+// returns created=true with the flush's error.
 func (db *DB) CreateCollection(ctx context.Context, name string, opts CollectionOptions) (created bool, err error) {
 	if err := db.checkWritable(); err != nil {
 		return false, err
@@ -68,21 +71,26 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	if err := db.checkRollupOf(name, &opts); err != nil {
 		return false, err
 	}
-	if _, err := db.persistCollection(c, db.mu.nextColl+1, nil); err != nil {
+	applied, err := db.persistCollection(c, db.mu.nextColl+1, nil)
+	if !applied {
 		return false, err
 	}
+	// Applied: Pebble holds the record and the next id, which its next
+	// flush makes durable even when this one failed (err); memory follows
+	// it, as for changeCatalog, so that the id is not given again and the
+	// collection is there before a restart as after.
 	db.mu.Lock()
 	db.mu.nextColl++
 	db.coll.Lock()
 	db.coll.byName[name] = c
 	db.coll.Unlock()
 	db.mu.byID[c.id] = c
-	err = db.relinkRollups(nil)
+	rerr := db.relinkRollups(nil)
 	db.mu.Unlock()
 	if opts.RollupOf != nil {
 		db.wakeRollups()
 	}
-	return true, err
+	return true, errors.Join(err, rerr)
 }
 
 // persistCollection writes c's catalog record (with the options and

@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -331,5 +332,45 @@ func TestDDLOnDroppedCollection(t *testing.T) {
 	defer re.Close()
 	if _, err := re.Describe(ctx, "ts"); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
 		t.Fatalf("the dropped collection came back: %v", err)
+	}
+}
+
+// TestCreateFlushFails: a create whose catalog record reached the store
+// but whose flush failed leaves the collection there, as a restart finds
+// it, and its id taken: the next create gets another id, and after a
+// crash both collections hold their own measurements.
+func TestCreateFlushFails(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	ts := model.TimeSeriesOptions{TimeField: "t", MetaField: "s"}
+	injected := errors.New("injected flush failure")
+	db.hooks.storeFlush = func() error { return injected }
+	created, err := db.CreateCollection(ctx, "a", CollectionOptions{TimeSeries: &ts})
+	if !errors.Is(err, injected) || !created {
+		t.Fatalf("create with its flush failing: %v, %v", created, err)
+	}
+	db.hooks.storeFlush = nil
+	mustCreate(t, db, "b", ts)
+	a, errA := db.lookup("a")
+	b, errB := db.lookup("b")
+	if errA != nil || errB != nil || a.id == b.id {
+		t.Fatalf("after a create whose flush failed: a %v, b %v (ids equal: %v)", errA, errB, errA == nil && errB == nil && a.id == b.id)
+	}
+	for i, name := range []string{"a", "b"} {
+		ms := []model.Measurement{{Time: 1e9, Meta: name, Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}}
+		if _, err := db.Insert(ctx, name, Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	crash(db)
+	db = openTest(t, dir, nil)
+	for i, name := range []string{"a", "b"} {
+		got := findRows(t, db, name, FindOptions{})
+		if want := fmt.Sprintf("v=%d ", i); len(got) != 1 || got[0].vals != want {
+			t.Fatalf("%s after a crash: %v, want one row %s", name, got, want)
+		}
 	}
 }

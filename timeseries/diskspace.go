@@ -56,6 +56,11 @@ func (db *DB) checkSpace(reserve int64) error {
 // the data stays in the log, which is truncated only after a flush
 // completes.
 func (db *DB) flushStore(abort <-chan struct{}) error {
+	if h := db.hooks.storeFlush; h != nil {
+		if err := h(); err != nil {
+			return err
+		}
+	}
 	failed := db.storeFail.watch()
 	done, err := db.pdb.AsyncFlush()
 	if err != nil {
