@@ -80,9 +80,10 @@ const replaceBatchBytes = 8 << 20
 // documents, indexes) with the content of dir, a copy CheckpointTo made.
 // The buckets in memory and the log are dropped; the new content is
 // durable when it returns. Writes, checkpoints and maintenance wait for it;
-// a write that was made for the old content and reaches the log after it
-// fails (NamespaceNotFound, "replaced") and writes nothing; a read running
-// across it may see either content, or parts of both.
+// a write made for the old content that reaches the log after it writes
+// nothing of the old content: an insert is made again over the new
+// content, any other write fails (NamespaceNotFound, "replaced"). A read
+// running across it may see either content, or parts of both.
 //
 // The copy is not atomic: a crash in the middle leaves a store that Open
 // refuses with ErrRestoreInterrupted, until ReplaceFrom runs again.
