@@ -81,10 +81,13 @@ type collection struct {
 	// earlier, and deletes only remove.
 	oldestMin, newMin int64
 	dropped           bool
-	// replaced is set by ReplaceFrom, with the log's cut held, on every
-	// collection of the content it replaces (dropped too): a write that
-	// takes the cut's lock after it finds it, and logs nothing.
-	replaced atomic.Bool
+	// gone is set, with the log's cut held, once the collection has left
+	// the DB: dropped (with dropped) or replaced by ReplaceFrom (which
+	// leaves dropped alone: plain collections' writers read it under their
+	// own lock). A write that takes the cut's lock after it finds it, and
+	// logs nothing: a record logged after ReplaceFrom's cut would be
+	// replayed over the new content.
+	gone atomic.Bool
 	// rollups are the rollups of this collection being maintained
 	// (relinkRollups).
 	rollups []*rollup

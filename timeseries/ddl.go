@@ -18,10 +18,11 @@ import (
 
 // CreateCollection creates a collection. It returns created=false without
 // error when the collection exists with identical options (after
-// defaults), and NamespaceExists (48) when it exists with others. When
-// its record reached the store but the flush that makes it durable
-// failed, the collection exists (a later flush makes it durable): it
-// returns created=true with the flush's error.
+// defaults), and NamespaceExists (48) when it exists with others. A
+// create whose record reached the store but whose flush failed returns
+// the flush's error and makes nothing, but takes the collection id: a
+// later flush may make that record durable, and then a restart finds the
+// collection, as a create tried again (and durable) makes it anyway.
 func (db *DB) CreateCollection(ctx context.Context, name string, opts CollectionOptions) (created bool, err error) {
 	if err := db.checkWritable(); err != nil {
 		return false, err
@@ -71,26 +72,32 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	if err := db.checkRollupOf(name, &opts); err != nil {
 		return false, err
 	}
-	applied, err := db.persistCollection(c, db.mu.nextColl+1, nil)
-	if !applied {
+	if applied, err := db.persistCollection(c, db.mu.nextColl+1, nil); err != nil {
+		if applied {
+			// Pebble holds the record and the next id, which a later
+			// flush makes durable: the id is taken, never given again
+			// (two collections of one id after a restart). The
+			// collection is not made: a create tried again writes its
+			// record again, under the next id, and is durable only once
+			// a flush succeeds.
+			db.mu.Lock()
+			db.mu.nextColl++
+			db.mu.Unlock()
+		}
 		return false, err
 	}
-	// Applied: Pebble holds the record and the next id, which its next
-	// flush makes durable even when this one failed (err); memory follows
-	// it, as for changeCatalog, so that the id is not given again and the
-	// collection is there before a restart as after.
 	db.mu.Lock()
 	db.mu.nextColl++
 	db.coll.Lock()
 	db.coll.byName[name] = c
 	db.coll.Unlock()
 	db.mu.byID[c.id] = c
-	rerr := db.relinkRollups(nil)
+	err = db.relinkRollups(nil)
 	db.mu.Unlock()
 	if opts.RollupOf != nil {
 		db.wakeRollups()
 	}
-	return true, errors.Join(err, rerr)
+	return true, err
 }
 
 // persistCollection writes c's catalog record (with the options and
@@ -189,11 +196,11 @@ func (ch *catalogChange) maxSpan(c *collection) int64 {
 // NamespaceNotFound. The caller holds maintMu.
 func (db *DB) changeCatalog(c *collection, ch catalogChange) error {
 	db.mu.RLock()
-	dropped := c.dropped
+	dropped := c.dropped || c.gone.Load()
 	db.mu.RUnlock()
 	if dropped {
-		// Dropped since the caller's lookup: its record must not come
-		// back.
+		// Dropped or replaced since the caller's lookup: its record must
+		// not come back.
 		return notFound(c.name)
 	}
 	applied, err := db.persistCollection(c, db.nextCollSnapshot(), &ch)
@@ -268,7 +275,7 @@ func (db *DB) unlinkCollection(c *collection) bool {
 	defer db.cutMu.Unlock()
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if c.dropped {
+	if c.dropped || c.gone.Load() {
 		return false
 	}
 	var mem, smem int64
@@ -280,6 +287,7 @@ func (db *DB) unlinkCollection(c *collection) bool {
 		}
 	}
 	c.dropped = true
+	c.gone.Store(true)
 	db.coll.Lock()
 	delete(db.coll.byName, c.name)
 	db.coll.Unlock()

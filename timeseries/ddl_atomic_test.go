@@ -336,37 +336,51 @@ func TestDDLOnDroppedCollection(t *testing.T) {
 }
 
 // TestCreateFlushFails: a create whose catalog record reached the store
-// but whose flush failed leaves the collection there, as a restart finds
-// it, and its id taken: the next create gets another id, and after a
-// crash both collections hold their own measurements.
+// but whose flush failed makes nothing and fails, but takes its id: a
+// create tried again is made (and durable) like any, and a create of
+// another name gets another id, also when the first record becomes
+// durable with a later flush. After a crash each collection holds its own
+// measurements.
 func TestCreateFlushFails(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
 	ts := model.TimeSeriesOptions{TimeField: "t", MetaField: "s"}
 	injected := errors.New("injected flush failure")
-	db.hooks.storeFlush = func() error { return injected }
-	created, err := db.CreateCollection(ctx, "a", CollectionOptions{TimeSeries: &ts})
-	if !errors.Is(err, injected) || !created {
-		t.Fatalf("create with its flush failing: %v, %v", created, err)
+	for _, name := range []string{"a", "c"} {
+		db.hooks.storeFlush = func() error { return injected }
+		created, err := db.CreateCollection(ctx, name, CollectionOptions{TimeSeries: &ts})
+		if !errors.Is(err, injected) || created {
+			t.Fatalf("create %s with its flush failing: %v, %v", name, created, err)
+		}
+		if _, err := db.lookup(name); err == nil {
+			t.Fatalf("%s exists after its create failed", name)
+		}
+		db.hooks.storeFlush = nil
 	}
-	db.hooks.storeFlush = nil
+	// "a" tried again; "c" not: its record becomes durable with b's flush.
+	if created, err := db.CreateCollection(ctx, "a", CollectionOptions{TimeSeries: &ts}); err != nil || !created {
+		t.Fatalf("create a again: %v, %v", created, err)
+	}
 	mustCreate(t, db, "b", ts)
-	a, errA := db.lookup("a")
-	b, errB := db.lookup("b")
-	if errA != nil || errB != nil || a.id == b.id {
-		t.Fatalf("after a create whose flush failed: a %v, b %v (ids equal: %v)", errA, errB, errA == nil && errB == nil && a.id == b.id)
-	}
 	for i, name := range []string{"a", "b"} {
 		ms := []model.Measurement{{Time: 1e9, Meta: name, Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}}
 		if _, err := db.Insert(ctx, name, Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
 	crash(db)
 	db = openTest(t, dir, nil)
+	ids := map[uint32]string{}
+	for _, name := range []string{"a", "b", "c"} {
+		c, err := db.lookup(name)
+		if err != nil {
+			t.Fatalf("%s after a crash: %v", name, err)
+		}
+		if other, ok := ids[c.id]; ok {
+			t.Fatalf("%s and %s have one id, %d", name, other, c.id)
+		}
+		ids[c.id] = name
+	}
 	for i, name := range []string{"a", "b"} {
 		got := findRows(t, db, name, FindOptions{})
 		if want := fmt.Sprintf("v=%d ", i); len(got) != 1 || got[0].vals != want {

@@ -31,11 +31,11 @@ func notFound(name string) error {
 	return mongoerr.New(mongoerr.NamespaceNotFound, "collection %q does not exist", name)
 }
 
-// errReplaced is the error of a write that met its collection replaced by
-// ReplaceFrom: nothing of it was written (the collection it was made for
-// is gone; one of the same name in the new content is another).
-func errReplaced(name string) error {
-	return mongoerr.New(mongoerr.NamespaceNotFound, "collection %q was replaced while the write ran; nothing was written", name)
+// errGone is the error of a write that met its collection dropped, or
+// replaced by ReplaceFrom, before it logged anything: nothing of it was
+// written (a collection of the same name now is another).
+func errGone(name string) error {
+	return mongoerr.New(mongoerr.NamespaceNotFound, "collection %q was dropped or replaced while the write ran; nothing was written", name)
 }
 
 // IsCorrupt reports whether err reports corrupt data: Hourglass's own, from

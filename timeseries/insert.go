@@ -74,18 +74,21 @@ func (db *DB) Insert(ctx context.Context, name string, b Batch, opts InsertOptio
 		// The store was found writable above: one free-space check (a
 		// statfs) an insert, not two.
 		res, err := c.kind().insert(ctx, db, c, b, opts)
-		if err != nil && c.replaced.Load() && tries < maxReplacedTries {
-			// ReplaceFrom swapped the content while the insert ran, and
-			// nothing of it was written: it goes to the new content.
+		if err != nil && c.gone.Load() && tries < maxGoneTries {
+			// The collection was dropped, or ReplaceFrom swapped the
+			// content, while the insert ran, and nothing of it was
+			// written: it goes to the collection of its name now, if
+			// there is one.
 			continue
 		}
 		return res, err
 	}
 }
 
-// maxReplacedTries bounds the tries of an insert that keeps meeting its
-// collection replaced (ReplaceFrom, run again and again).
-const maxReplacedTries = 4
+// maxGoneTries bounds the tries of an insert that keeps meeting its
+// collection gone (dropped and created again, or ReplaceFrom, again and
+// again).
+const maxGoneTries = 4
 
 // insertMeasurements is Insert of measurements into a time-series
 // collection.
@@ -142,16 +145,17 @@ func (db *DB) insertMeasurements(ctx context.Context, c *collection, ms []model.
 		h()
 	}
 	db.cutMu.RLock()
-	if c.replaced.Load() {
-		// Its record names the old content's collection and series:
-		// after ReplaceFrom's cut it would be replayed over the new one.
+	if c.gone.Load() {
+		// Its record names a collection and series no longer there:
+		// after ReplaceFrom's cut it would be replayed over the new
+		// content.
 		db.cutMu.RUnlock()
 		if enc != nil {
 			enc.keep(rec)
 			db.encPool.Put(enc)
 		}
 		res.Inserted = 0
-		return res, errReplaced(name)
+		return res, errGone(name)
 	}
 	if rec != nil {
 		_, err := db.wal.Append(rec)

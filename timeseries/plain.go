@@ -296,8 +296,8 @@ func (db *DB) commitBatch(c *collection, b *pebble.Batch) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	if c.replaced.Load() {
-		return errReplaced(c.name)
+	if c.gone.Load() {
+		return errGone(c.name)
 	}
 	if rec != nil {
 		if _, err := db.wal.Append(rec); err != nil {

@@ -189,10 +189,12 @@ func (db *DB) ReplaceFrom(dir string) error {
 	db.coll.Lock()
 	// Writers that hold the old content's collections find them gone: a
 	// write logged from now on would be replayed over the new content.
+	// What a failed meta update left for the next checkpoint to write is
+	// of the old content too.
 	for _, c := range db.mu.byID {
-		c.dropped = true
-		c.replaced.Store(true)
+		c.gone.Store(true)
 	}
+	db.pendingPre = nil
 	db.coll.byName = make(map[string]*collection)
 	db.mu.byID = make(map[uint32]*collection)
 	if h := db.hooks.catalogCleared; h != nil {

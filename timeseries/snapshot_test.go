@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -363,5 +364,93 @@ func TestReplaceFromInFlightWrites(t *testing.T) {
 			t.Fatalf("plain %v: the old content's plain collection after a crash: %v", plain, err)
 		}
 		b.Close()
+	}
+}
+
+// TestDropThenReplaceFromInFlightInsert: an insert that made its record
+// for a collection DropCollection then removed, and that reaches the log
+// after ReplaceFrom has brought a collection of that name (and id) back,
+// logs nothing of the dropped one: it goes to the collection of its name
+// now, and after a crash that collection holds it once.
+func TestDropThenReplaceFromInFlightInsert(t *testing.T) {
+	dir := t.TempDir()
+	b := openTest(t, dir, nil)
+	mustCreate(t, b, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	insertSensors(t, b, "m", 0, 70, "a")
+	snap := filepath.Join(t.TempDir(), "snap")
+	if err := b.CheckpointTo(snap); err != nil {
+		t.Fatal(err)
+	}
+	want := append(rowStrings(findRows(t, b, "m", FindOptions{})), row{t: 500e9, meta: strconv.Quote(`{"id":"a3"}`), vals: "v=1 "}.String())
+	slices.Sort(want)
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.hooks.logging = func() { once.Do(func() { close(reached); <-release }) }
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Insert(ctx, "m", Batch{Measurements: []model.Measurement{{Time: 500e9, Meta: `{"id":"a3"}`,
+			Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}}, InsertOptions{})
+		done <- err
+	}()
+	<-reached
+	if err := b.DropCollection(ctx, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ReplaceFrom(snap); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the insert across a drop and ReplaceFrom: %v", err)
+	}
+	b.hooks.logging = nil
+	if got := rowStrings(findRows(t, b, "m", FindOptions{})); !slices.Equal(got, want) {
+		t.Fatalf("before a crash: %d rows, want %d", len(got), len(want))
+	}
+	crash(b)
+	b = openTest(t, dir, nil)
+	if got := rowStrings(findRows(t, b, "m", FindOptions{})); !slices.Equal(got, want) {
+		t.Fatalf("after a crash: %d rows, want %d", len(got), len(want))
+	}
+}
+
+// TestReplaceFromDropsPendingPre: what a meta update whose checkpoint
+// failed left for the next checkpoint to write (its stored buckets moved
+// to the new series) is of the content ReplaceFrom replaces: the next
+// checkpoint leaves the new content's stored buckets as they are.
+func TestReplaceFromDropsPendingPre(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.BucketMaxCount = 8 })
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "n"})
+	var ms []model.Measurement
+	for i := range 40 {
+		ms = append(ms, model.Measurement{Time: int64(i) * 60e9, Meta: int64(i%2 + 1), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
+	}
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(t.TempDir(), "snap")
+	if err := db.CheckpointTo(snap); err != nil {
+		t.Fatal(err)
+	}
+	want := metaRows(t, db, "m")
+	db.hooks.checkpointWrite = func() error { return errors.New("injected") }
+	if _, err := db.Update(ctx, "m", Update{Filter: mustFilter(t, `{"n": 1}`), Operators: mustUpdate(t, `{"$set": {"n": 9}}`), Multi: true}); err == nil {
+		t.Fatal("the update's checkpoint did not fail")
+	}
+	db.hooks.checkpointWrite = nil
+	if len(db.pendingPre) == 0 {
+		t.Fatal("the failed update left nothing for the next checkpoint: the test tests nothing")
+	}
+	if err := db.ReplaceFrom(snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if got := metaRows(t, db, "m"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after ReplaceFrom and a checkpoint: %v, want %v", got, want)
 	}
 }
