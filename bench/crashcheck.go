@@ -108,13 +108,13 @@ func (m *crashModel) check(ctx context.Context, c *apiClient, cycle int) (int, [
 				examples = append(examples, fmt.Sprintf(format, args...))
 			}
 		}
-		findStart := time.Now()
+		var findStart time.Time
 		body := map[string]any{}
 		if coll == crashArchive {
 			// Live and archived rows: every row once, expired or not.
 			body["archive"] = true
 		}
-		err := c.stream(ctx, "/v1/collections/"+coll+"/find", body, func(line []byte) error {
+		checkRow := func(line []byte) error {
 			found++
 			var r crashRow
 			if err := json.Unmarshal(line, &r); err != nil {
@@ -145,7 +145,21 @@ func (m *crashModel) check(ctx context.Context, c *apiClient, cycle int) (int, [
 				example("%s row %d at %s is past the TTL (%d s) at %s", w.name, seq, w.rowTime(seq).Format(time.RFC3339), ttl, findStart.Format(time.RFC3339))
 			}
 			return nil
-		})
+		}
+		var err error
+		for try := 1; ; try++ {
+			found, unknown, dups, resurrected, expired, examples = 0, 0, 0, 0, 0, nil
+			for _, s := range seen {
+				clear(s)
+			}
+			findStart = time.Now()
+			err = c.stream(ctx, "/v1/collections/"+coll+"/find", body, checkRow)
+			// A find that an archive pass cut (it moved rows the read
+			// was in) is read again from the start.
+			if !readCut(err) || try == maxCheckReads {
+				break
+			}
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -363,4 +377,15 @@ func (m *crashModel) identify(coll string, r *crashRow) (*crashWriter, int, bool
 	}
 	t, err := time.Parse(time.RFC3339Nano, date)
 	return w, seq, err == nil && t.Equal(w.rowTime(seq))
+}
+
+// maxCheckReads bounds the reads of one collection in a check that
+// archive passes keep cutting.
+const maxCheckReads = 5
+
+// readCut reports whether err is a read that an archive pass cut
+// (QueryPlanKilled, 175, HTTP 503): the read may be made again.
+func readCut(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.Status == http.StatusServiceUnavailable && strings.Contains(se.Body, `"code":175`)
 }

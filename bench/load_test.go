@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -208,5 +210,26 @@ func TestLoadDuration(t *testing.T) {
 	res, err = Load(context.Background(), LoadConfig{Workload: w, URL: srv.URL, BatchRows: 1000, Limit: 3000, Duration: time.Minute})
 	if err != nil || res.Stopped || res.Rows != 3000 || lines.Load() != 3000 {
 		t.Fatalf("%v %+v", err, res)
+	}
+}
+
+// TestReadCut: the crash check reads a collection again only when an
+// archive pass cut the read (QueryPlanKilled over HTTP 503).
+func TestReadCut(t *testing.T) {
+	cut := `{"error":{"code":175,"codeName":"QueryPlanKilled","message":"an archive pass moved data of \"crash_archive\" during the read; retry it"}}`
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&statusError{Status: 503, Body: cut}, true},
+		{fmt.Errorf("find: %w", &statusError{Status: 503, Body: cut}), true},
+		{&statusError{Status: 500, Body: cut}, false},
+		{&statusError{Status: 503, Body: `{"error":{"code":292,"codeName":"QueryExceededMemoryLimitNoDiskUseAllowed"}}`}, false},
+		{errors.New("connection refused"), false},
+		{nil, false},
+	} {
+		if got := readCut(tc.err); got != tc.want {
+			t.Errorf("readCut(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
