@@ -145,35 +145,29 @@ func (db *DB) insertMeasurements(ctx context.Context, c *collection, ms []model.
 		h()
 	}
 	db.cutMu.RLock()
-	if c.gone.Load() {
-		// Its record names a collection and series no longer there:
-		// after ReplaceFrom's cut it would be replayed over the new
-		// content.
-		db.cutMu.RUnlock()
-		if enc != nil {
-			enc.keep(rec)
-			db.encPool.Put(enc)
+	var err error
+	switch {
+	case c.gone.Load():
+		// Dropped (a drop holds the cut's lock, so it cannot come
+		// between this and the apply), or replaced: the record names a
+		// collection and series no longer there, which after
+		// ReplaceFrom's cut would be replayed over the new content.
+		err = errGone(name)
+	case rec != nil:
+		if _, aerr := db.wal.Append(rec); aerr != nil {
+			err = db.diskErr(fmt.Errorf("timeseries: insert into %q: %w", name, aerr))
 		}
-		res.Inserted = 0
-		return res, errGone(name)
 	}
-	if rec != nil {
-		_, err := db.wal.Append(rec)
+	if enc != nil {
 		enc.keep(rec)
 		db.encPool.Put(enc)
-		if err != nil {
-			db.cutMu.RUnlock()
-			res.Inserted = 0
-			return res, db.diskErr(fmt.Errorf("timeseries: insert into %q: %w", name, err))
-		}
 	}
-	db.mu.Lock()
-	if c.dropped {
-		db.mu.Unlock()
+	if err != nil {
 		db.cutMu.RUnlock()
 		res.Inserted = 0
-		return res, notFound(name)
+		return res, err
 	}
+	db.mu.Lock()
 	db.apply(c, groups)
 	db.mu.Unlock()
 	db.cutMu.RUnlock()
