@@ -67,6 +67,14 @@ type LoadConfig struct {
 	// Progress, if set, is called about once a second and at the end,
 	// never twice at once.
 	Progress func(Progress)
+	// Pregenerate, if positive, makes every body of the load (its lines
+	// reordered, encoded or gzipped) before the first is sent, holding at
+	// most this many bytes of them: a load whose bodies would need more
+	// fails before sending anything. The load then measures the target
+	// alone, as TSBS loads files made beforehand: the generator does not
+	// take CPU from a target on the same machine while it loads. Elapsed
+	// starts after the bodies are made.
+	Pregenerate int64
 }
 
 // Progress is the state of a running load.
@@ -115,6 +123,10 @@ func (r LoadResult) MBPerSecond() float64 { return float64(r.Bytes) / 1e6 / r.El
 type batch struct {
 	body []byte
 	rows int
+	// made is set when body is what is sent (pregenerated), made from
+	// lineBytes of lines; otherwise body is the lines.
+	made      bool
+	lineBytes int
 }
 
 // Load generates the workload and posts it to cfg.URL. Batches are
@@ -140,6 +152,12 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	var made []batch
+	if cfg.Pregenerate > 0 {
+		if made, err = l.pregenerate(ctx, src); err != nil {
+			return LoadResult{}, err
+		}
+	}
 	batches := make(chan batch, cfg.Workers)
 	free := make(chan []byte, 2*cfg.Workers+1)
 	l.start = time.Now()
@@ -150,7 +168,11 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 		})
 		defer t.Stop()
 	}
-	go l.generate(ctx, src, batches, free)
+	if made != nil {
+		go l.hand(ctx, made, batches)
+	} else {
+		go l.generate(ctx, src, batches, free)
+	}
 
 	progressDone := make(chan struct{})
 	progressExited := make(chan struct{})
@@ -266,7 +288,7 @@ func (l *loader) generate(ctx context.Context, src LineSource, batches chan<- ba
 		}
 		buf = reorder.apply(buf)
 		select {
-		case batches <- batch{buf, n}:
+		case batches <- batch{body: buf, rows: n}:
 		case <-l.timeUp:
 			return
 		case <-ctx.Done():
@@ -275,6 +297,93 @@ func (l *loader) generate(ctx context.Context, src LineSource, batches chan<- ba
 		}
 	}
 	l.genDone.Store(true)
+}
+
+// pregenerate makes the bodies of the whole load, as generate and the
+// workers would, and returns them; it fails once they would hold more
+// than cfg.Pregenerate bytes.
+func (l *loader) pregenerate(ctx context.Context, src LineSource) ([]batch, error) {
+	gctx, cancel := context.WithCancel(ctx)
+	gen := make(chan batch, 1)
+	free := make(chan []byte, 1)
+	go l.generate(gctx, src, gen, free)
+	defer func() {
+		cancel()
+		for range gen { // let the generator end
+		}
+	}()
+	b := l.newBodyMaker()
+	var made []batch
+	var held int64
+	for g := range gen {
+		body, err := b.body(g.body)
+		if err != nil {
+			return nil, fmt.Errorf("bench: making the load's bodies: %w", err)
+		}
+		if held += int64(len(body)); held > l.cfg.Pregenerate {
+			return nil, fmt.Errorf("bench: the load's bodies take more than %d bytes once made; lower the load (--hours, --limit) or raise the bound", l.cfg.Pregenerate)
+		}
+		made = append(made, batch{body: slices.Clone(body), rows: g.rows, made: true, lineBytes: len(g.body)})
+		select {
+		case free <- g.body:
+		default:
+		}
+	}
+	if err := l.genErr; err != nil {
+		l.genErr = nil
+		return nil, err
+	}
+	return made, ctx.Err()
+}
+
+// hand gives the workers the bodies pregenerate made, until they are
+// all sent, the time is up or ctx is done; it closes batches.
+func (l *loader) hand(ctx context.Context, made []batch, batches chan<- batch) {
+	defer close(batches)
+	for _, b := range made {
+		select {
+		case batches <- b:
+		case <-l.timeUp:
+			return
+		case <-ctx.Done():
+			l.genErr = ctx.Err()
+			return
+		}
+	}
+	l.genDone.Store(true)
+}
+
+// bodyMaker turns a batch's lines into the body sent: encoded (remote
+// write) or gzipped as the load asks, or the lines as they are.
+type bodyMaker struct {
+	encode func([]byte) ([]byte, error)
+	gzip   bool
+	zbuf   bytes.Buffer
+	zw     *gzip.Writer
+}
+
+func (l *loader) newBodyMaker() *bodyMaker {
+	m := &bodyMaker{encode: l.cfg.Encode, gzip: l.cfg.Gzip}
+	if l.cfg.NewEncode != nil {
+		m.encode = l.cfg.NewEncode()
+	}
+	m.zw = gzip.NewWriter(&m.zbuf)
+	return m
+}
+
+// body returns the body of lines, valid until the next call.
+func (m *bodyMaker) body(lines []byte) ([]byte, error) {
+	if m.encode != nil {
+		return m.encode(lines)
+	}
+	if m.gzip {
+		m.zbuf.Reset()
+		m.zw.Reset(&m.zbuf)
+		m.zw.Write(lines)
+		m.zw.Close()
+		return m.zbuf.Bytes(), nil
+	}
+	return lines, nil
 }
 
 // reportProgress calls cfg.Progress every second until done is closed,
@@ -300,28 +409,24 @@ func (l *loader) reportProgress(done <-chan struct{}, exited chan<- struct{}) {
 // acknowledged and giving each body back on free; once the time is up it
 // drops the batches left.
 func (l *loader) work(ctx context.Context, batches <-chan batch, free chan<- []byte) {
-	var zbuf bytes.Buffer
-	zw := gzip.NewWriter(&zbuf)
 	var mine []time.Duration
 	defer func() {
 		l.mu.Lock()
 		l.lats = append(l.lats, mine...)
 		l.mu.Unlock()
 	}()
-	encode := l.cfg.Encode
-	if l.cfg.NewEncode != nil {
-		encode = l.cfg.NewEncode()
-	}
+	maker := l.newBodyMaker()
 	for b := range batches {
 		if l.stopped.Load() {
 			// Time is up: drop what was generated but not sent.
 			l.dropped.Add(1)
 			continue
 		}
-		body := b.body
-		if encode != nil {
+		body, lineBytes := b.body, b.lineBytes
+		if !b.made {
+			lineBytes = len(b.body)
 			var err error
-			if body, err = encode(b.body); err != nil {
+			if body, err = maker.body(b.body); err != nil {
 				l.errs.Add(1)
 				l.mu.Lock()
 				if l.firstErr == "" {
@@ -330,13 +435,6 @@ func (l *loader) work(ctx context.Context, batches <-chan batch, free chan<- []b
 				l.mu.Unlock()
 				continue
 			}
-		}
-		if l.cfg.Gzip {
-			zbuf.Reset()
-			zw.Reset(&zbuf)
-			zw.Write(b.body)
-			zw.Close()
-			body = zbuf.Bytes()
 		}
 		t0 := time.Now()
 		nRetries, err := post(ctx, l.cfg, body)
@@ -354,11 +452,13 @@ func (l *loader) work(ctx context.Context, batches <-chan batch, free chan<- []b
 			l.window.add(lat)
 			l.rows.Add(int64(b.rows))
 			l.reqs.Add(1)
-			l.sentBytes.Add(int64(len(b.body)))
+			l.sentBytes.Add(int64(lineBytes))
 		}
-		select {
-		case free <- b.body:
-		default:
+		if !b.made {
+			select {
+			case free <- b.body:
+			default:
+			}
 		}
 	}
 }

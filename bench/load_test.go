@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -231,5 +233,76 @@ func TestReadCut(t *testing.T) {
 		if got := readCut(tc.err); got != tc.want {
 			t.Errorf("readCut(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestLoadPregenerated checks that a pregenerated load sends the bodies a
+// load generating as it goes sends (lines, gzipped or remote write),
+// counts what it sent the same way, and that one whose bodies would pass
+// the bound sends nothing.
+func TestLoadPregenerated(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string][]string{} // mode: the bodies received, as sent
+	var mode atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got[mode.Load().(string)] = append(got[mode.Load().(string)], string(b))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	w := Workload{Scale: 5}
+	w.EnsureDefaults()
+	w.End = w.Start.Add(time.Hour)
+	rows := int64(5 * 360)
+	for _, tc := range []struct {
+		name string
+		cfg  LoadConfig
+	}{
+		{"lines", LoadConfig{}},
+		{"gzip", LoadConfig{Gzip: true}},
+		{"remote", LoadConfig{NewEncode: RemoteWriteEncoder}},
+	} {
+		var results []LoadResult
+		for _, pre := range []int64{0, 1 << 30} {
+			cfg := tc.cfg
+			cfg.Workload, cfg.URL, cfg.BatchRows, cfg.Workers, cfg.Pregenerate = w, srv.URL, 70, 3, pre
+			mode.Store(fmt.Sprint(tc.name, pre))
+			res, err := Load(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(tc.name, pre, err)
+			}
+			if res.Rows != rows || res.Requests != (rows+69)/70 || res.Errors != 0 {
+				t.Fatalf("%s, pregenerate %d: %+v", tc.name, pre, res)
+			}
+			results = append(results, res)
+		}
+		if results[0].Bytes != results[1].Bytes {
+			t.Fatalf("%s: %d line bytes sent as generated, %d pregenerated", tc.name, results[0].Bytes, results[1].Bytes)
+		}
+		a, b := got[tc.name+"0"], got[fmt.Sprint(tc.name, 1<<30)]
+		slices.Sort(a)
+		slices.Sort(b)
+		if !slices.Equal(a, b) {
+			t.Fatalf("%s: the pregenerated bodies differ from those generated as the load went", tc.name)
+		}
+	}
+
+	// Over the bound: an error, nothing sent.
+	mode.Store("over")
+	_, err := Load(context.Background(), LoadConfig{Workload: w, URL: srv.URL, BatchRows: 70, Pregenerate: 10 << 10})
+	if err == nil || !strings.Contains(err.Error(), "more than 10240 bytes") {
+		t.Fatalf("over the bound: %v", err)
+	}
+	if n := len(got["over"]); n != 0 {
+		t.Fatalf("over the bound: %d bodies sent", n)
+	}
+
+	// With a duration: what is acknowledged is counted.
+	mode.Store("duration")
+	res, err := Load(context.Background(), LoadConfig{Workload: w, URL: srv.URL, BatchRows: 70, Pregenerate: 1 << 30, Duration: time.Minute})
+	if err != nil || res.Rows != rows || res.Stopped {
+		t.Fatalf("with a duration: %+v, %v", res, err)
 	}
 }

@@ -145,6 +145,7 @@ type benchConfig struct {
 	duration, settle  time.Duration
 	queries           int
 	rollups           int
+	pregenerate       byteSize
 }
 
 // targetReport is one row of the report.
@@ -427,6 +428,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON")
 	fs.IntVar(&cfg.rollups, "rollups", 0, "Hourglass HTTP targets: this many rollups (`n`, 0 to 2: windows of 1m, then 1h; min, avg, max and count of the workload's first field) kept on --collection during the load; the report adds the time they took to catch up after it")
 	fs.IntVar(&cfg.queries, "queries", 0, "Hourglass targets, line protocol: this many clients (`n`) send the workload's queries (bench query's, picked at random) to the collection while it loads, each reading whole answers; the report adds their counts, errors and latencies")
+	fs.Var(&cfg.pregenerate, "pregenerate", "HTTP targets: make every request body of the load before sending the first, holding at most this `size` of them (e.g. 2GiB; a load that needs more fails before sending anything), so that the generator does not share the CPU with a target on this machine during the load, as TSBS loads files made beforehand; off by default: bodies are made as the load goes")
 	fs.StringVar(&cfg.htmlOut, "html", "", "also draw points/s and batch latency (p50, p99 per second) over time per target into this HTML `file`")
 	return fs
 }
@@ -466,6 +468,9 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		}
 		fmt.Fprintf(stderr, "[%s] %d/%d rows (%.0f%%), %.2fM points/s, ETA %s, %d retries, %d errors\n",
 			target, p.Rows, p.TotalRows, pct, rate/1e6, eta, p.Retrys, p.Errors)
+	}
+	if cfg.pregenerate > 0 && target != "embedded" {
+		fmt.Fprintf(stderr, "[%s] making every request body before the load (--pregenerate)\n", target)
 	}
 	switch {
 	case target == "embedded":
@@ -745,7 +750,7 @@ func (h *hourglassWatch) settle(ctx context.Context, cfg *benchConfig, rep *targ
 
 func loadConfig(cfg *benchConfig, src bench.LineSource, order bench.Order, u string, progress func(bench.Progress)) bench.LoadConfig {
 	return bench.LoadConfig{Source: src, URL: u, Workers: cfg.workers, BatchRows: cfg.batch, Gzip: cfg.gzip, Order: order,
-		Limit: cfg.limit, Duration: cfg.duration, Token: cfg.token, Progress: progress}
+		Limit: cfg.limit, Duration: cfg.duration, Token: cfg.token, Progress: progress, Pregenerate: int64(cfg.pregenerate)}
 }
 
 // remoteWrite makes lc send Prometheus remote write requests.

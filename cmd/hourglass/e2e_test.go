@@ -363,7 +363,7 @@ func TestBenchIngest(t *testing.T) {
 	// rows, one writer, so that the load lasts long enough for them to
 	// start: in batches of 5000 it can end first on an idle machine).
 	for _, wl := range [][]string{{"--workload", "iot", "--sensors", "50", "--hours", "4", "--queries", "3", "--batch", "200", "--workers", "1", "--collection", "iot"},
-		{"--workload", "high-cardinality", "--sensors", "300", "--collection", "hc"}} {
+		{"--workload", "high-cardinality", "--sensors", "300", "--pregenerate", "16MiB", "--collection", "hc"}} {
 		stdout.Reset()
 		if code := run(append([]string{"bench", "ingest", "--settle", "0", "--json", srv.url}, wl...), &stdout, &stderr); code != 0 {
 			t.Fatalf("%v: exit %d: %s", wl, code, stderr.String())
@@ -374,6 +374,9 @@ func TestBenchIngest(t *testing.T) {
 		}
 		if want := map[string]int64{"iot": 50 * 360 * 4 * 2, "hc": 300 * 10}[wl[len(wl)-1]]; rs[0].Points != want {
 			t.Fatalf("%v: %d points, want %d", wl, rs[0].Points, want)
+		}
+		if slices.Contains(wl, "--pregenerate") && !strings.Contains(stderr.String(), "making every request body before the load") {
+			t.Fatalf("%v: no word of the bodies made first: %s", wl, stderr.String())
 		}
 		if slices.Contains(wl, "--queries") {
 			runs := 0
