@@ -195,6 +195,9 @@ type DB struct {
 		// made its log record, before it takes the lock that orders it
 		// against the log's cuts.
 		logging func()
+		// grouped runs after groupBatch grouped row i of a batch, with
+		// the collection's lookup lock held for reading.
+		grouped func(c *collection, i int)
 	}
 
 	stats struct {

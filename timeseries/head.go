@@ -44,6 +44,9 @@ type series struct {
 	// they were added (collection.addSeries): an index into per-series
 	// bitsets (rollup marks) where a map would cost a lookup a row.
 	ord uint32
+	// group is 1 + the index of the group an insert grouping its batch
+	// last gave the series (groupBatch), 0 for none; any insert's.
+	group atomic.Uint32
 	// ttl is the series' effective TTL in seconds, -1 for none
 	// (collection.setSeriesTTL).
 	ttl int64

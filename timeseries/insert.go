@@ -101,16 +101,10 @@ func (db *DB) insertMeasurements(ctx context.Context, c *collection, ms []model.
 	if ts == nil {
 		return res, mongoerr.New(mongoerr.IllegalOperation, "collection %q is not a time-series collection", name)
 	}
-	// Validate and group by meta value. Keys of series (line protocol)
-	// are checked with the series they name, under one lock; a batch with
-	// an invalid one is grouped again, checking each key where it comes.
+	// Validate and group by series.
 	sc := insertScratchPool.Get().(*insertScratch)
 	defer sc.release()
-	groups, gidx, counts, res := db.groupBatch(sc, c, ts, ms, opts, false)
-	if !db.resolveSeries(c, groups) {
-		groups, gidx, counts, res = db.groupBatch(sc, c, ts, ms, opts, true)
-		db.resolveSeries(c, groups)
-	}
+	groups, gidx, counts, res := db.groupBatch(sc, c, ts, ms, opts)
 	if res.Inserted == 0 {
 		return res, nil
 	}
@@ -179,10 +173,18 @@ func (db *DB) insertMeasurements(ctx context.Context, c *collection, ms []model.
 
 // groupBatch validates ms and groups them by meta value: the groups, each
 // measurement's group (-1: refused), the rows of each group, and what the
-// insert will report. With checkKeys, the key of a series (MetaKey) that
-// the collection does not hold is validated where it first comes, under
-// DB.mu; without, resolveSeries validates them after.
-func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *model.TimeSeriesOptions, ms []model.Measurement, opts InsertOptions, checkKeys bool) (groups []group, gidx []int32, counts []int, res InsertResult) {
+// insert will report. A group names the series of its key when the
+// collection holds it (group.s), found here: apply then looks up only
+// series new to the collection. The key of a new series given as a
+// MetaKey (line protocol, remote write) is validated where it first
+// comes.
+//
+// A series held is found again in the batch through the group it last
+// went to (series.group), not through a map of the batch's keys; another
+// insert grouping the same series at once can move that mark, and the
+// series then gets a second group in this batch: harmless (apply, the log
+// and replay take a series' groups in turn, as two inserts), and rare.
+func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *model.TimeSeriesOptions, ms []model.Measurement, opts InsertOptions) (groups []group, gidx []int32, counts []int, res InsertResult) {
 	sc.reset()
 	groups, counts, index := sc.groups, sc.counts, sc.index
 	defer func() { sc.groups, sc.counts = groups, counts }()
@@ -195,8 +197,18 @@ func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *model.TimeSeriesO
 	for i := range gidx {
 		gidx[i] = -1
 	}
+	// The series are looked up under the read lock, taken again every
+	// groupLockRows rows so that a writer of the series map (apply,
+	// adding series) does not wait for a whole batch.
+	c.lookupMu.RLock()
+	locked := 0
 	var prev *model.Measurement // the last measurement validate accepted
 	for i := range ms {
+		if locked++; locked == groupLockRows {
+			c.lookupMu.RUnlock()
+			c.lookupMu.RLock()
+			locked = 0
+		}
 		m := &ms[i]
 		err := m.ValidateAfter(ts, prev)
 		if err == nil {
@@ -212,24 +224,29 @@ func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *model.TimeSeriesO
 		}
 		gi := lastGroup
 		if err == nil && (gi < 0 || key != lastKey) {
-			var ok bool
-			if gi, ok = index[key]; !ok {
-				k, keyed := m.Meta.(model.MetaKey)
-				if keyed && checkKeys {
-					// A key of a series the collection holds was checked
-					// when the series was created; check the others, once
-					// per batch.
-					c.lookupMu.RLock()
-					_, known := c.series[key]
+			if s := c.series[key]; s != nil {
+				if t := int(s.group.Load()) - 1; t >= 0 && t < len(groups) && groups[t].s == s {
+					gi = t
+				} else {
+					gi = len(groups)
+					groups = append(groups, group{metaKey: s.metaKey, s: s})
+					counts = append(counts, 0)
+					s.group.Store(uint32(gi + 1))
+				}
+			} else if t, ok := index[key]; ok {
+				gi = t
+			} else {
+				if k, keyed := m.Meta.(model.MetaKey); keyed {
+					// Checked here, once per batch; a key of a series
+					// held was checked when the series was made.
 					c.lookupMu.RUnlock()
-					if !known {
-						err = model.ValidMetaKey(k)
-					}
+					err = model.ValidMetaKey(k)
+					c.lookupMu.RLock()
 				}
 				if err == nil {
 					gi = len(groups)
 					index[key] = gi
-					groups = append(groups, group{metaKey: key, keyed: keyed && !checkKeys})
+					groups = append(groups, group{metaKey: key})
 					counts = append(counts, 0)
 				}
 			}
@@ -247,9 +264,17 @@ func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *model.TimeSeriesO
 		gidx[i] = int32(gi)
 		counts[gi]++
 		res.Inserted++
+		if h := db.hooks.grouped; h != nil {
+			h(c, i)
+		}
 	}
+	c.lookupMu.RUnlock()
 	return groups, gidx, counts, res
 }
+
+// groupLockRows is how many rows groupBatch groups under one hold of the
+// collection's lookup lock.
+const groupLockRows = 512
 
 // insertScratch holds what an insert groups its batch with, pooled: a
 // fleet's batch holds a row of each of thousands of series, and making
@@ -293,27 +318,6 @@ func (sc *insertScratch) release() {
 	sc.reset()
 	clear(sc.rows)
 	insertScratchPool.Put(sc)
-}
-
-// resolveSeries looks up, under one read lock, the series each group
-// names (nil for one the collection does not hold yet), and validates the
-// keys of series not held that groupBatch left unchecked. It reports
-// whether they were all valid.
-func (db *DB) resolveSeries(c *collection, groups []group) bool {
-	c.lookupMu.RLock()
-	for gi := range groups {
-		g := &groups[gi]
-		g.s = c.series[g.metaKey]
-	}
-	c.lookupMu.RUnlock()
-	// Outside the lock: a batch of new series parses every key.
-	for gi := range groups {
-		g := &groups[gi]
-		if g.s == nil && g.keyed && model.ValidMetaKey(model.MetaKey(g.metaKey)) != nil {
-			return false
-		}
-	}
-	return true
 }
 
 // sortRows puts one series' rows of a batch in time order (stable), so that

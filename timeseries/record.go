@@ -32,8 +32,6 @@ type group struct {
 	// s is the series of metaKey when the insert found it, for apply to
 	// skip a lookup; nil when new or not looked up.
 	s *series
-	// keyed: metaKey came from a MetaKey that groupBatch did not check.
-	keyed bool
 	// ref is the series' id + 1 when a recInsertByID record named it by
 	// its id (metaKey is then empty until replay finds the series), 0
 	// otherwise.

@@ -1,0 +1,166 @@
+package timeseries
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglassdb/hourglass/model"
+)
+
+// TestGroupBatchMarks checks that groupBatch finds a series held again
+// through its mark only when the mark names a group of that series: a
+// mark left by another insert, naming a group of this batch that holds
+// another series, makes a group of the series' own.
+func TestGroupBatchMarks(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	ts := model.TimeSeriesOptions{TimeField: "t", MetaField: "s"}
+	mustCreate(t, db, "c", ts)
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	m := func(s string, i int) model.Measurement {
+		return model.Measurement{Time: t0 + int64(i), Meta: sensor(s), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
+	}
+	if _, err := db.Insert(ctx, "c", Batch{Measurements: []model.Measurement{m("a", 0), m("b", 0)}}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.lookup("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(s string) string { k, _ := model.CanonicalMeta(sensor(s)); return k }
+	a, b := c.series[key("a")], c.series[key("b")]
+	a.group.Store(1) // as if another insert had given a its group 0
+	sc := new(insertScratch)
+	sc.index = map[string]int{}
+	batch := []model.Measurement{m("b", 1), m("a", 2), m("b", 3), m("new", 4), m("a", 5), m("new", 6)}
+	groups, gidx, counts, res := db.groupBatch(sc, c, &ts, batch, InsertOptions{})
+	if res.Inserted != 6 || len(res.Errors) != 0 || len(groups) != 3 {
+		t.Fatalf("%d inserted, errors %v, %d groups", res.Inserted, res.Errors, len(groups))
+	}
+	if groups[0].s != b || groups[1].s != a || groups[2].s != nil || groups[2].metaKey != key("new") {
+		t.Fatalf("groups %+v", groups)
+	}
+	if want := []int32{0, 1, 0, 2, 1, 2}; fmt.Sprint(gidx) != fmt.Sprint(want) || fmt.Sprint(counts) != "[2 2 2]" {
+		t.Fatalf("rows' groups %v (want %v), counts %v", gidx, want, counts)
+	}
+}
+
+// TestDuplicateGroups: a series another insert took the mark of in the
+// middle of a batch gets a second group in it; its rows are all stored
+// once, in the log too (the collection is read again after a crash).
+func TestDuplicateGroups(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	mustCreate(t, db, "c", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	m := func(s string, i int) model.Measurement {
+		return model.Measurement{Time: t0 + int64(i)*int64(time.Second), Meta: sensor(s), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}}
+	}
+	if _, err := db.Insert(ctx, "c", Batch{Measurements: []model.Measurement{m("a", 0), m("b", 1)}}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dups := 0
+	db.hooks.grouped = func(c *collection, i int) {
+		// Another insert's marks: every series' after each row.
+		for _, s := range c.series {
+			s.group.Store(0)
+		}
+		dups++
+	}
+	// Out of order, so that the log's record and the buckets take each
+	// group's rows sorted apart.
+	batch := []model.Measurement{m("a", 5), m("b", 6), m("a", 3), m("b", 2), m("a", 7), m("c", 9), m("c", 8)}
+	if _, err := db.Insert(ctx, "c", Batch{Measurements: batch}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	db.hooks.grouped = nil
+	if dups != len(batch) {
+		t.Fatalf("the hook ran %d times", dups)
+	}
+	want := "[" + t0s(t0, 0, "a") + " " + t0s(t0, 3, "a") + " " + t0s(t0, 5, "a") + " " + t0s(t0, 7, "a") + " " +
+		t0s(t0, 1, "b") + " " + t0s(t0, 2, "b") + " " + t0s(t0, 6, "b") + " " + t0s(t0, 8, "c") + " " + t0s(t0, 9, "c") + "]"
+	sorted := func(db *DB) string {
+		rows := findRows(t, db, "c", FindOptions{})
+		slices.SortFunc(rows, func(x, y row) int { return cmp.Or(strings.Compare(x.meta, y.meta), cmp.Compare(x.t, y.t)) })
+		return fmt.Sprint(rows)
+	}
+	if got := sorted(db); got != want {
+		t.Fatalf("stored\n%s\nwant\n%s", got, want)
+	}
+	crash(db)
+	db = openTest(t, dir, nil)
+	defer db.Close()
+	if got := sorted(db); got != want {
+		t.Fatalf("replayed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// t0s is the row of sensor s at t0 + i seconds holding v=i, as findRows
+// prints it.
+func t0s(t0 int64, i int, s string) string {
+	k, _ := model.CanonicalMeta(sensor(s))
+	return row{t: t0 + int64(i)*int64(time.Second), meta: k, vals: fmt.Sprintf("v=%d ", i)}.String()
+}
+
+// TestConcurrentInsertsShareSeries inserts, from several writers at once,
+// batches that each hold every series of a collection several times
+// (apart, as a fleet's batches do), so that writers move each other's
+// marks (groupBatch); each series then holds every row once, in the log
+// too: after a crash the replayed collection holds the same.
+func TestConcurrentInsertsShareSeries(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	mustCreate(t, db, "c", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	const writers, batches, sensors, perBatch = 4, 40, 50, 4
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for bi := range batches {
+				var ms []model.Measurement
+				for r := range perBatch {
+					for s := range sensors {
+						i := (bi*perBatch+r)*writers + w
+						ms = append(ms, model.Measurement{Time: t0 + int64(i)*int64(time.Second), Meta: sensor(fmt.Sprint(s)),
+							Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}})
+					}
+				}
+				if _, err := db.Insert(ctx, "c", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	check := func(db *DB, when string) {
+		t.Helper()
+		rows := findRows(t, db, "c", FindOptions{})
+		if len(rows) != writers*batches*sensors*perBatch {
+			t.Fatalf("%s: %d rows, want %d", when, len(rows), writers*batches*sensors*perBatch)
+		}
+		seen := map[string]bool{}
+		for _, r := range rows {
+			k := fmt.Sprint(r.meta, r.t)
+			if seen[k] {
+				t.Fatalf("%s: row %s twice", when, r)
+			}
+			seen[k] = true
+			if i := (r.t - t0) / int64(time.Second); r.vals != fmt.Sprintf("v=%d ", i) {
+				t.Fatalf("%s: row %s holds the value of another", when, r)
+			}
+		}
+	}
+	check(db, "written")
+	crash(db)
+	db = openTest(t, dir, nil)
+	defer db.Close()
+	check(db, "replayed")
+}
