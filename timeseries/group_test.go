@@ -164,3 +164,46 @@ func TestConcurrentInsertsShareSeries(t *testing.T) {
 	defer db.Close()
 	check(db, "replayed")
 }
+
+// BenchmarkInsertFleetBatch inserts batches of 5,000 rows, each of another
+// of 10,000 sensors (given as MetaKeys, as line protocol and remote write
+// give them), with no log (ExternalLog): grouping and applying alone.
+// Reports ns a row.
+func BenchmarkInsertFleetBatch(b *testing.B) {
+	const sensors, batchRows = 10000, 5000
+	db := openTest(b, b.TempDir(), func(o *Options) { o.ExternalLog = true })
+	defer db.Close()
+	mustCreate(b, db, "c", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
+	metas := make([]model.MetaKey, sensors)
+	for i := range metas {
+		k, _ := model.CanonicalMeta(map[string]any{"site": "north-east-7", "sensor": fmt.Sprintf("sensor-%05d", i), "kind": "temperature"})
+		metas[i] = model.MetaKey(k)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	ms := make([]model.Measurement, batchRows)
+	row := 0
+	fill := func() {
+		for i := range ms {
+			s := row % sensors
+			ms[i] = model.Measurement{Time: t0 + int64(row/sensors)*int64(10*time.Second) + int64(s), Meta: metas[s],
+				Fields: []model.Field{{Name: "v", Value: model.Float(float64(row % 1000))}}}
+			row++
+		}
+	}
+	for range 2 * sensors / batchRows { // every series made
+		fill()
+		if _, err := db.Insert(ctx, "c", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		fill()
+		b.StartTimer()
+		if _, err := db.Insert(ctx, "c", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchRows), "ns/row")
+}
