@@ -21,8 +21,11 @@ import (
 // order of the bucket's column list (columns are only ever appended to it,
 // so a column added after the chunk was made is absent from its rows):
 //
-//	uvarint rows, uvarint ncols
-//	times: zigzag varint of the first, then of each delta of deltas
+//	uvarint rows, uvarint ncols | unit<<17
+//	times: zigzag varint of the first, then of each delta of deltas, in
+//	  the chunk's unit: 0 nanoseconds, 1 microseconds, 2 milliseconds, 3
+//	  seconds, the largest that divides every time (store format 8; a
+//	  chunk of format 7 and before has no unit bits, nanoseconds)
 //	per column: a tag byte (encoding | hasPresence<<3 | scale<<4), the
 //	presence words when some row is absent (8 bytes each, little
 //	endian), then every row's value (an absent row's is the zero value):
@@ -49,10 +52,14 @@ var ErrFrozen = errors.New("bucket: bad frozen chunk")
 // AppendFrozen appends the first rows rows of cols, as one frozen chunk,
 // to dst. Every column of cols must hold at least rows rows.
 func AppendFrozen(dst []byte, cols *Columns, rows int) []byte {
+	times := cols.Times[:rows]
+	unit := frozenUnit(times)
 	dst = binary.AppendUvarint(dst, uint64(rows))
-	dst = binary.AppendUvarint(dst, uint64(len(cols.Fields)))
+	dst = binary.AppendUvarint(dst, uint64(len(cols.Fields))|uint64(unit)<<frozenUnitShift)
+	div := frozenUnits[unit]
 	var prev, delta int64
-	for i, t := range cols.Times[:rows] {
+	for i, t := range times {
+		t /= div
 		switch i {
 		case 0:
 			dst = appendVarint(dst, t)
@@ -67,6 +74,29 @@ func AppendFrozen(dst []byte, cols *Columns, rows int) []byte {
 		dst = appendFrozenColumn(dst, &cols.Fields[ci], rows)
 	}
 	return dst
+}
+
+// frozenUnitShift is where a chunk's time unit sits in its header's second
+// value, above any column count (MaxFields).
+const frozenUnitShift = 17
+
+// frozenUnits are the time units of a chunk, by code.
+var frozenUnits = [4]int64{1, 1e3, 1e6, 1e9}
+
+// frozenUnit is the code of the largest unit that divides every time of
+// ts: data of whole milliseconds (Prometheus, BSON and JSON dates) has its
+// deltas of deltas stored a million times smaller.
+func frozenUnit(ts []int64) int {
+	u := len(frozenUnits) - 1
+	for _, t := range ts {
+		for u > 0 && t%frozenUnits[u] != 0 {
+			u--
+		}
+		if u == 0 {
+			break
+		}
+	}
+	return u
 }
 
 func appendFrozenColumn(dst []byte, c *Column, rows int) []byte {
@@ -180,16 +210,20 @@ func floatsScale(fs []float64) (int, bool) {
 	return k, true
 }
 
-func frozenHeader(src []byte) (rows, ncols int, rest []byte, err error) {
+// frozenHeader reads a chunk's header: its rows, its columns and the unit
+// of its times.
+func frozenHeader(src []byte) (rows, ncols int, unit int64, rest []byte, err error) {
 	r, n := binary.Uvarint(src)
 	if n <= 0 || r == 0 || r > MaxRows {
-		return 0, 0, nil, ErrFrozen
+		return 0, 0, 0, nil, ErrFrozen
 	}
 	c, m := binary.Uvarint(src[n:])
-	if m <= 0 || c > MaxFields {
-		return 0, 0, nil, ErrFrozen
+	code := c >> frozenUnitShift
+	c &= 1<<frozenUnitShift - 1
+	if m <= 0 || c > MaxFields || code >= uint64(len(frozenUnits)) {
+		return 0, 0, 0, nil, ErrFrozen
 	}
-	return int(r), int(c), src[n+m:], nil
+	return int(r), int(c), frozenUnits[code], src[n+m:], nil
 }
 
 // DecodeFrozen decodes the frozen chunks in src into dst, from row 0:
@@ -206,14 +240,14 @@ func frozenHeader(src []byte) (rows, ncols int, rest []byte, err error) {
 func DecodeFrozen(src []byte, dst *Columns, need func(col int)) (int, error) {
 	at := 0
 	for len(src) > 0 {
-		rows, ncols, rest, err := frozenHeader(src)
+		rows, ncols, unit, rest, err := frozenHeader(src)
 		if err != nil {
 			return 0, err
 		}
 		if at+rows > len(dst.Times) {
 			return 0, ErrFrozen
 		}
-		if src, err = decodeFrozenBody(rest, rows, ncols, dst, at, need, nil); err != nil {
+		if src, err = decodeFrozenBody(rest, rows, ncols, unit, dst, at, need, nil); err != nil {
 			return 0, err
 		}
 		for ci := ncols; ci < len(dst.Fields); ci++ {
@@ -237,10 +271,13 @@ func DecodeFrozen(src []byte, dst *Columns, need func(col int)) (int, error) {
 // decodeFrozenBody decodes a chunk's body into dst from row at; with dst
 // nil, it checks the body, and its columns' encodings against types when
 // types lists them.
-func decodeFrozenBody(src []byte, rows, ncols int, dst *Columns, at int, need func(int), types []Type) ([]byte, error) {
+func decodeFrozenBody(src []byte, rows, ncols int, unit int64, dst *Columns, at int, need func(int), types []Type) ([]byte, error) {
 	if types != nil && ncols > len(types) {
 		return nil, ErrFrozen
 	}
+	// Times in units of unit stay within these bounds, so that they are
+	// nanoseconds in an int64.
+	lo, hi := int64(math.MinInt64)/unit, int64(math.MaxInt64)/unit
 	var prev, delta int64
 	var ts []int64
 	if dst != nil {
@@ -259,8 +296,11 @@ func decodeFrozenBody(src []byte, rows, ncols int, dst *Columns, at int, need fu
 			delta += v
 			prev += delta
 		}
+		if unit > 1 && (prev < lo || prev > hi) {
+			return nil, ErrFrozen
+		}
 		if ts != nil {
-			ts[i] = prev
+			ts[i] = prev * unit
 		}
 	}
 	for ci := 0; ci < ncols; ci++ {
@@ -499,11 +539,11 @@ func ReadSnapshot(data []byte, s *Snapshot) error {
 	s.Frozen = c.p
 	rows, src := 0, s.Frozen
 	for len(src) > 0 {
-		n, ncols, rest, err := frozenHeader(src)
+		n, ncols, unit, rest, err := frozenHeader(src)
 		if err != nil {
 			return err
 		}
-		if src, err = decodeFrozenBody(rest, n, ncols, nil, 0, nil, s.Types); err != nil {
+		if src, err = decodeFrozenBody(rest, n, ncols, unit, nil, 0, nil, s.Types); err != nil {
 			return err
 		}
 		rows += n
@@ -520,7 +560,7 @@ func ReadSnapshot(data []byte, s *Snapshot) error {
 // that do not decode.
 func FrozenPresent(src []byte, present []bool) error {
 	for len(src) > 0 {
-		rows, ncols, rest, err := frozenHeader(src)
+		rows, ncols, _, rest, err := frozenHeader(src)
 		if err != nil {
 			return err
 		}

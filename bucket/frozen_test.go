@@ -138,12 +138,21 @@ func frozenRoundTrip(t *testing.T, cols *Columns, size int, grow bool) {
 	}
 }
 
+// inUnit rounds every time of cols toward zero to a multiple of the unit
+// of code u (frozenUnits), so that chunks of them take that unit.
+func inUnit(cols *Columns, u int) *Columns {
+	for i := range cols.Times {
+		cols.Times[i] -= cols.Times[i] % frozenUnits[u]
+	}
+	return cols
+}
+
 func TestFrozenRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	for i := 0; i < 300; i++ {
 		b := make([]byte, 64+rng.Intn(6000))
 		rng.Read(b)
-		cols := fuzzColumns(b)
+		cols := inUnit(fuzzColumns(b), i/2%len(frozenUnits))
 		frozenRoundTrip(t, cols, 1+rng.Intn(130), i%2 == 1)
 	}
 	// Floats the decimal form must not take: -0, NaN, infinities, and
@@ -162,6 +171,64 @@ func TestFrozenSmaller(t *testing.T) {
 	// 8 bytes a time and a value each: 32 bytes a row plain.
 	if per := float64(len(b)) / 64; per > 10 {
 		t.Fatalf("%.1f bytes a row frozen; want <= 10", per)
+	}
+}
+
+// TestFrozenUnits checks the unit a chunk takes for its times (the
+// largest that divides them all), at the ends of the time range too, that
+// whole milliseconds take fewer bytes than nanoseconds, and that a chunk
+// whose times in its unit would overflow nanoseconds is refused.
+func TestFrozenUnits(t *testing.T) {
+	for _, tc := range []struct {
+		times []int64
+		unit  int
+	}{
+		{[]int64{1704067200e9, 1704067210e9 + 1}, 0},
+		{[]int64{1704067200e9, 1704067210e9 + 1e3}, 1},
+		{[]int64{1704067200e9, 1704067210e9 + 5e6, -3e6}, 2},
+		{[]int64{-1704067200e9, 0, 1704067210e9}, 3},
+		{[]int64{math.MaxInt64 - math.MaxInt64%int64(1e9), math.MinInt64 + 775808, 0}, 2},
+		{[]int64{math.MaxInt64, math.MinInt64}, 0},
+		{[]int64{math.MinInt64 + 854775808}, 3},
+	} {
+		if u := frozenUnit(tc.times); u != tc.unit {
+			t.Fatalf("%v: unit %d, want %d", tc.times, u, tc.unit)
+		}
+		cols := &Columns{Times: tc.times}
+		b := AppendFrozen(nil, cols, len(tc.times))
+		if _, _, unit, _, err := frozenHeader(b); err != nil || unit != frozenUnits[tc.unit] {
+			t.Fatalf("%v: header unit %d, %v", tc.times, unit, err)
+		}
+		frozenRoundTrip(t, cols, len(tc.times), false)
+	}
+
+	ns := sensorChunk(64)
+	ms := inUnit(sensorChunk(64), 2)
+	nb, mb := len(AppendFrozen(nil, ns, 64)), len(AppendFrozen(nil, ms, 64))
+	if mb >= nb-64 {
+		t.Fatalf("rows in whole milliseconds take %d bytes, %d in nanoseconds", mb, nb)
+	}
+
+	// Seconds past what nanoseconds hold, and the last in range.
+	const maxSec = int64(math.MaxInt64) / int64(1e9)
+	chunk := func(sec int64) []byte {
+		b := binary.AppendUvarint(nil, 1)
+		b = binary.AppendUvarint(b, 3<<frozenUnitShift)
+		return binary.AppendVarint(b, sec)
+	}
+	if _, err := frozenRows(chunk(maxSec + 1)); err == nil {
+		t.Fatal("a time past the range of nanoseconds decoded")
+	}
+	if _, err := frozenRows(chunk(-maxSec - 1)); err == nil {
+		t.Fatal("a time before the range of nanoseconds decoded")
+	}
+	if n, err := frozenRows(chunk(maxSec)); err != nil || n != 1 {
+		t.Fatalf("the last second in range: %d, %v", n, err)
+	}
+	// An unknown unit.
+	bad := binary.AppendUvarint(binary.AppendUvarint(nil, 1), 4<<frozenUnitShift)
+	if _, err := frozenRows(binary.AppendVarint(bad, 1)); err == nil {
+		t.Fatal("a chunk of unit code 4 decoded")
 	}
 }
 
@@ -195,7 +262,7 @@ func FuzzFrozen(f *testing.F) {
 	f.Add([]byte{}, uint8(5), false)
 	f.Add([]byte{200, 1, 7, 3, 3, 3, 3, 3, 3, 3, 3, 0x41, 0x42, 0xff, 0xfe, 0, 1, 2, 7, 8, 9, 10}, uint8(64), true)
 	f.Fuzz(func(t *testing.T, data []byte, size uint8, grow bool) {
-		frozenRoundTrip(t, fuzzColumns(data), 1+int(size)%130, grow)
+		frozenRoundTrip(t, inUnit(fuzzColumns(data), int(size)%len(frozenUnits)), 1+int(size)%130, grow)
 		// Arbitrary bytes as chunks: an error or rows, never a panic.
 		if n, err := frozenRows(data); err == nil && n > 0 && n < 1<<16 {
 			dst := &Columns{Times: make([]int64, n)}
@@ -304,12 +371,12 @@ func FuzzSnapshot(f *testing.F) {
 func frozenRows(src []byte) (int, error) {
 	n := 0
 	for len(src) > 0 {
-		rows, ncols, rest, err := frozenHeader(src)
+		rows, ncols, unit, rest, err := frozenHeader(src)
 		if err != nil {
 			return 0, err
 		}
 		// Walk the chunk to find the next: a chunk holds no length.
-		if rest, err = decodeFrozenBody(rest, rows, ncols, nil, 0, nil, nil); err != nil {
+		if rest, err = decodeFrozenBody(rest, rows, ncols, unit, nil, 0, nil, nil); err != nil {
 			return 0, err
 		}
 		n += rows

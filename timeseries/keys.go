@@ -37,8 +37,10 @@ var (
 // snapshot may be its frozen rows (bucket.VersionSnapshot); 6: time columns
 // may be stored in blocks (bucket format, time mode 3), which builds of
 // version 5 cannot read; 7: insert log records may name series by id
-// (record kind 6), which builds of version 6 cannot replay.
-const formatVersion = 7
+// (record kind 6), which builds of version 6 cannot replay; 8: the times of
+// a frozen chunk (open-bucket snapshots) may be in a unit of microseconds,
+// milliseconds or seconds, which builds of version 7 cannot read.
+const formatVersion = 8
 
 const bucketKeyLen = 1 + 4 + 8 + 8 + 8
 
