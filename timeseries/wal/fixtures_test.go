@@ -40,6 +40,7 @@ var walFixtures = []struct {
 	{"v7/logonly/wal", "v7/logonly.wal.json", true},
 	{"v8/logonly/wal", "v8/logonly.wal.json", true},
 	{"v9/logonly/wal", "v9/logonly.wal.json", true},
+	{"v10/logonly/wal", "v10/logonly.wal.json", true},
 }
 
 func readFixtureRecords(t *testing.T, path string) []fixtureRecord {
