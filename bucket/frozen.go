@@ -56,10 +56,9 @@ func AppendFrozen(dst []byte, cols *Columns, rows int) []byte {
 	unit := frozenUnit(times)
 	dst = binary.AppendUvarint(dst, uint64(rows))
 	dst = binary.AppendUvarint(dst, uint64(len(cols.Fields))|uint64(unit)<<frozenUnitShift)
-	div := frozenUnits[unit]
 	var prev, delta int64
 	for i, t := range times {
-		t /= div
+		t = inUnit(t, unit)
 		switch i {
 		case 0:
 			dst = appendVarint(dst, t)
@@ -87,16 +86,33 @@ var frozenUnits = [4]int64{1, 1e3, 1e6, 1e9}
 // ts: data of whole milliseconds (Prometheus, BSON and JSON dates) has its
 // deltas of deltas stored a million times smaller.
 func frozenUnit(ts []int64) int {
-	u := len(frozenUnits) - 1
+	// Constant divisors: a multiplication each, not a division.
+	u := 3
 	for _, t := range ts {
-		for u > 0 && t%frozenUnits[u] != 0 {
-			u--
+		if u == 3 && t%1e9 != 0 {
+			u = 2
 		}
-		if u == 0 {
-			break
+		if u == 2 && t%1e6 != 0 {
+			u = 1
+		}
+		if u == 1 && t%1e3 != 0 {
+			return 0
 		}
 	}
 	return u
+}
+
+// inUnit is t in the unit of code u.
+func inUnit(t int64, u int) int64 {
+	switch u {
+	case 1:
+		return t / 1e3
+	case 2:
+		return t / 1e6
+	case 3:
+		return t / 1e9
+	}
+	return t
 }
 
 func appendFrozenColumn(dst []byte, c *Column, rows int) []byte {

@@ -138,9 +138,9 @@ func frozenRoundTrip(t *testing.T, cols *Columns, size int, grow bool) {
 	}
 }
 
-// inUnit rounds every time of cols toward zero to a multiple of the unit
+// roundToUnit rounds every time of cols toward zero to a multiple of the unit
 // of code u (frozenUnits), so that chunks of them take that unit.
-func inUnit(cols *Columns, u int) *Columns {
+func roundToUnit(cols *Columns, u int) *Columns {
 	for i := range cols.Times {
 		cols.Times[i] -= cols.Times[i] % frozenUnits[u]
 	}
@@ -152,7 +152,7 @@ func TestFrozenRoundTrip(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		b := make([]byte, 64+rng.Intn(6000))
 		rng.Read(b)
-		cols := inUnit(fuzzColumns(b), i/2%len(frozenUnits))
+		cols := roundToUnit(fuzzColumns(b), i/2%len(frozenUnits))
 		frozenRoundTrip(t, cols, 1+rng.Intn(130), i%2 == 1)
 	}
 	// Floats the decimal form must not take: -0, NaN, infinities, and
@@ -203,7 +203,7 @@ func TestFrozenUnits(t *testing.T) {
 	}
 
 	ns := sensorChunk(64)
-	ms := inUnit(sensorChunk(64), 2)
+	ms := roundToUnit(sensorChunk(64), 2)
 	nb, mb := len(AppendFrozen(nil, ns, 64)), len(AppendFrozen(nil, ms, 64))
 	if mb >= nb-64 {
 		t.Fatalf("rows in whole milliseconds take %d bytes, %d in nanoseconds", mb, nb)
@@ -262,7 +262,7 @@ func FuzzFrozen(f *testing.F) {
 	f.Add([]byte{}, uint8(5), false)
 	f.Add([]byte{200, 1, 7, 3, 3, 3, 3, 3, 3, 3, 3, 0x41, 0x42, 0xff, 0xfe, 0, 1, 2, 7, 8, 9, 10}, uint8(64), true)
 	f.Fuzz(func(t *testing.T, data []byte, size uint8, grow bool) {
-		frozenRoundTrip(t, inUnit(fuzzColumns(data), int(size)%len(frozenUnits)), 1+int(size)%130, grow)
+		frozenRoundTrip(t, roundToUnit(fuzzColumns(data), int(size)%len(frozenUnits)), 1+int(size)%130, grow)
 		// Arbitrary bytes as chunks: an error or rows, never a panic.
 		if n, err := frozenRows(data); err == nil && n > 0 && n < 1<<16 {
 			dst := &Columns{Times: make([]int64, n)}

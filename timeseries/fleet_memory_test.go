@@ -405,7 +405,8 @@ func TestIdleBucketsSealedLoseNothing(t *testing.T) {
 // decimals) and a battery level every 10 s, times jittered by up to a
 // second in nanoseconds, 3.6M rows written time-major in batches of
 // 5,000 (with HG_OPEN_HOURS=N, N hours: the buckets of the hours before
-// the last stay open for late rows). It reports the Go heap in use per
+// the last stay open for late rows; with HG_MS=1, times in whole
+// milliseconds, as Prometheus and BSON dates give them). It reports the Go heap in use per
 // row after a collection (the open buckets' cost), what the memory budget
 // counts, the insert rate, and the time of a checkpoint that writes every
 // open bucket.
@@ -416,6 +417,10 @@ func BenchmarkOpenHourMemory(b *testing.B) {
 	points := 360
 	if h, err := strconv.Atoi(os.Getenv("HG_OPEN_HOURS")); err == nil && h > 0 {
 		points *= h // the hours before the last left open for late rows
+	}
+	jitterUnit := int64(1)
+	if os.Getenv("HG_MS") == "1" {
+		jitterUnit = 1e6
 	}
 	for i := 0; i < b.N; i++ {
 		db := openTest(b, b.TempDir(), func(o *Options) {
@@ -438,7 +443,7 @@ func BenchmarkOpenHourMemory(b *testing.B) {
 				values[s] = math.Round((values[s]+rng.Float64()-0.5)*100) / 100
 				fields = append(fields, model.Field{Name: "value", Value: model.Float(values[s])},
 					model.Field{Name: "battery", Value: model.Int(int64(100 - p/10))})
-				batch = append(batch, model.Measurement{Time: t0.UnixNano() + int64(p)*10e9 + rng.Int63n(1e9), Meta: int64(s),
+				batch = append(batch, model.Measurement{Time: t0.UnixNano() + int64(p)*10e9 + rng.Int63n(1e9)/jitterUnit*jitterUnit, Meta: int64(s),
 					Fields: fields[len(fields)-2 : len(fields) : len(fields)]})
 				if len(batch) == cap(batch) {
 					if _, err := db.Insert(ctx, "iot", Batch{Measurements: batch}, InsertOptions{}); err != nil {
