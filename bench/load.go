@@ -287,16 +287,25 @@ func (l *loader) generate(ctx context.Context, src LineSource, batches chan<- ba
 			break
 		}
 		buf = reorder.apply(buf)
-		select {
-		case batches <- batch{body: buf, rows: n}:
-		case <-l.timeUp:
-			return
-		case <-ctx.Done():
-			l.genErr = ctx.Err()
+		if !l.give(ctx, batches, batch{body: buf, rows: n}) {
 			return
 		}
 	}
 	l.genDone.Store(true)
+}
+
+// give hands b to the workers; it reports false, b not handed, when the
+// time is up or ctx is done (setting genErr then).
+func (l *loader) give(ctx context.Context, batches chan<- batch, b batch) bool {
+	select {
+	case batches <- b:
+		return true
+	case <-l.timeUp:
+		return false
+	case <-ctx.Done():
+		l.genErr = ctx.Err()
+		return false
+	}
 }
 
 // pregenerate makes the bodies of the whole load, as generate and the
@@ -341,12 +350,7 @@ func (l *loader) pregenerate(ctx context.Context, src LineSource) ([]batch, erro
 func (l *loader) hand(ctx context.Context, made []batch, batches chan<- batch) {
 	defer close(batches)
 	for _, b := range made {
-		select {
-		case batches <- b:
-		case <-l.timeUp:
-			return
-		case <-ctx.Done():
-			l.genErr = ctx.Err()
+		if !l.give(ctx, batches, b) {
 			return
 		}
 	}
