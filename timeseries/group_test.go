@@ -51,8 +51,9 @@ func TestGroupBatchMarks(t *testing.T) {
 }
 
 // TestDuplicateGroups: a series another insert took the mark of in the
-// middle of a batch gets a second group in it; its rows are all stored
-// once, in the log too (the collection is read again after a crash).
+// middle of a batch gets a second group, merged into its first before the
+// insert goes on; its rows are all stored once, in the log too (the
+// collection is read again after a crash).
 func TestDuplicateGroups(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
@@ -78,10 +79,19 @@ func TestDuplicateGroups(t *testing.T) {
 	if _, err := db.Insert(ctx, "c", Batch{Measurements: batch}, InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	db.hooks.grouped = nil
 	if dups != len(batch) {
 		t.Fatalf("the hook ran %d times", dups)
 	}
+	c, err := db.lookup("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &insertScratch{index: map[string]int{}}
+	groups, gidx, counts, _ := db.groupBatch(sc, c, c.opts.TimeSeries, batch, InsertOptions{})
+	if len(groups) != 3 || fmt.Sprint(gidx) != "[0 1 0 1 0 2 2]" || fmt.Sprint(counts) != "[3 2 2]" {
+		t.Fatalf("%d groups, rows' groups %v, counts %v; want a group a series", len(groups), gidx, counts)
+	}
+	db.hooks.grouped = nil
 	want := "[" + t0s(t0, 0, "a") + " " + t0s(t0, 3, "a") + " " + t0s(t0, 5, "a") + " " + t0s(t0, 7, "a") + " " +
 		t0s(t0, 1, "b") + " " + t0s(t0, 2, "b") + " " + t0s(t0, 6, "b") + " " + t0s(t0, 8, "c") + " " + t0s(t0, 9, "c") + "]"
 	sorted := func(db *DB) string {
@@ -97,6 +107,47 @@ func TestDuplicateGroups(t *testing.T) {
 	defer db.Close()
 	if got := sorted(db); got != want {
 		t.Fatalf("replayed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestDuplicateGroupsKeepBatchOrder: a series whose mark other inserts
+// moved back to its first group after it got a second keeps its rows of
+// one time in the order of the batch.
+func TestDuplicateGroupsKeepBatchOrder(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	mustCreate(t, db, "c", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	m := func(s string, i, v int) model.Measurement {
+		return model.Measurement{Time: t0 + int64(i)*int64(time.Second), Meta: sensor(s), Fields: []model.Field{{Name: "v", Value: model.Int(int64(v))}}}
+	}
+	if _, err := db.Insert(ctx, "c", Batch{Measurements: []model.Measurement{m("a", 0, 0), m("x", 0, 0)}}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.lookup("c")
+	key := func(s string) string { k, _ := model.CanonicalMeta(sensor(s)); return k }
+	a := c.series[key("a")]
+	db.hooks.grouped = func(c *collection, i int) {
+		switch i {
+		case 1:
+			a.group.Store(2) // another insert's group 1 (here x's)
+		case 3:
+			a.group.Store(1) // another insert's group 0 (here a's first)
+		}
+	}
+	batch := []model.Measurement{m("a", 9, 90), m("x", 1, 1), m("a", 5, 51), m("x", 2, 2), m("a", 5, 52)}
+	if _, err := db.Insert(ctx, "c", Batch{Measurements: batch}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	db.hooks.grouped = nil
+	var at5 []string
+	for _, r := range findRows(t, db, "c", FindOptions{}) {
+		if r.meta == key("a") && r.t == t0+5*int64(time.Second) {
+			at5 = append(at5, r.vals)
+		}
+	}
+	if got := fmt.Sprint(at5); got != "[v=51  v=52 ]" {
+		t.Fatalf("a's rows at t0+5s in stored order %s, want the batch's [v=51 v=52]", got)
 	}
 }
 

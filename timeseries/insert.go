@@ -180,10 +180,11 @@ func (db *DB) insertMeasurements(ctx context.Context, c *collection, ms []model.
 // comes.
 //
 // A series held is found again in the batch through the group it last
-// went to (series.group), not through a map of the batch's keys; another
+// went to (series.group), not through a map of the batch's keys. Another
 // insert grouping the same series at once can move that mark, and the
-// series then gets a second group in this batch: harmless (apply, the log
-// and replay take a series' groups in turn, as two inserts), and rare.
+// series then gets a second group; such groups are merged at the end
+// (mergeSplit), so that a series' rows keep the batch's order (rows of
+// one time are stored in the order sent).
 func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *model.TimeSeriesOptions, ms []model.Measurement, opts InsertOptions) (groups []group, gidx []int32, counts []int, res InsertResult) {
 	sc.reset()
 	groups, counts, index := sc.groups, sc.counts, sc.index
@@ -269,7 +270,45 @@ func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *model.TimeSeriesO
 		}
 	}
 	c.lookupMu.RUnlock()
+	// A series with two groups left its mark on the later one, unless
+	// another insert moved it since: either way a group whose series'
+	// mark is not its own may have a twin.
+	for gi := range groups {
+		if s := groups[gi].s; s != nil && s.group.Load() != uint32(gi+1) {
+			groups, counts = mergeSplit(groups, gidx, counts)
+			break
+		}
+	}
 	return groups, gidx, counts, res
+}
+
+// mergeSplit merges the groups of one series into its first, renumbering
+// the rows' groups (gidx) and the counts; the groups keep their order.
+func mergeSplit(groups []group, gidx []int32, counts []int) ([]group, []int) {
+	first := make(map[*series]int32, len(groups))
+	remap := make([]int32, len(groups))
+	n := 0
+	for gi := range groups {
+		g := groups[gi]
+		if g.s != nil {
+			if k, ok := first[g.s]; ok {
+				remap[gi] = k
+				counts[k] += counts[gi]
+				continue
+			}
+			first[g.s] = int32(n)
+		}
+		remap[gi] = int32(n)
+		groups[n], counts[n] = g, counts[gi]
+		n++
+	}
+	clear(groups[n:])
+	for i, gi := range gidx {
+		if gi >= 0 {
+			gidx[i] = remap[gi]
+		}
+	}
+	return groups[:n], counts[:n]
 }
 
 // groupLockRows is how many rows groupBatch groups under one hold of the
