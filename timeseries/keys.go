@@ -39,8 +39,10 @@ var (
 // version 5 cannot read; 7: insert log records may name series by id
 // (record kind 6), which builds of version 6 cannot replay; 8: the times of
 // a frozen chunk (open-bucket snapshots) may be in a unit of microseconds,
-// milliseconds or seconds, which builds of version 7 cannot read.
-const formatVersion = 8
+// milliseconds or seconds, which builds of version 7 cannot read; 9: a
+// float value of an insert log record may be a whole number written as a
+// varint (value kind 0x41), which builds of version 8 cannot replay.
+const formatVersion = 9
 
 const bucketKeyLen = 1 + 4 + 8 + 8 + 8
 

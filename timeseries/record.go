@@ -38,6 +38,26 @@ type group struct {
 	ref uint64
 }
 
+// recFloatWhole is the value kind byte, in an insert record, of a float
+// that is a whole number of at most 2^53 in magnitude, written as a
+// varint of that number rather than as its 8 bytes (store format 9): a
+// counter's or a reading's whole values take one to four bytes.
+const recFloatWhole = 0x41
+
+// maxWholeFloat bounds the whole floats written as recFloatWhole: every
+// integer up to it is exactly a float64.
+const maxWholeFloat = 1 << 53
+
+// wholeFloat returns v as an integer when v is a whole number within
+// ±maxWholeFloat whose float64 is v bit for bit (not -0, not NaN).
+func wholeFloat(v float64) (int64, bool) {
+	if !(v >= -maxWholeFloat && v <= maxWholeFloat) {
+		return 0, false
+	}
+	i := int64(v)
+	return i, math.Float64bits(float64(i)) == math.Float64bits(v)
+}
+
 // recordEncoder encodes insert and delete records; reusable, not safe for
 // concurrent use.
 type recordEncoder struct {
@@ -131,6 +151,13 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 					prevIdx = append(prevIdx, idx)
 				}
 				dst = binary.AppendUvarint(dst, idx)
+				if f.Value.Kind == model.KindFloat {
+					if i, ok := wholeFloat(f.Value.F); ok {
+						dst = append(dst, recFloatWhole)
+						dst = binary.AppendVarint(dst, i)
+						continue
+					}
+				}
 				dst = append(dst, byte(f.Value.Kind))
 				switch f.Value.Kind {
 				case model.KindFloat:
@@ -308,7 +335,19 @@ func decodeInsert(b []byte, byID bool) (coll uint32, groups []group, err error) 
 					return 0, nil, d.err
 				}
 				f.Name = names[idx]
-				f.Value.Kind = model.Kind(d.byte1("kind"))
+				kind := d.byte1("kind")
+				if kind == recFloatWhole {
+					i := d.varint("whole float")
+					if i < -maxWholeFloat || i > maxWholeFloat {
+						d.fail("whole float")
+					}
+					f.Value = model.Float(float64(i))
+					if d.err != nil {
+						return 0, nil, d.err
+					}
+					continue
+				}
+				f.Value.Kind = model.Kind(kind)
 				switch f.Value.Kind {
 				case model.KindFloat:
 					if len(d.b) < 8 {

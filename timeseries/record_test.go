@@ -2,6 +2,8 @@ package timeseries
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -199,4 +201,48 @@ func diffGroups(got, want []group) string {
 		}
 	}
 	return ""
+}
+
+// TestRecordWholeFloats: a float that is a whole number within ±2^53 is
+// logged as a varint (recFloatWhole) and read back bit for bit; -0, NaNs
+// (Prometheus' staleness marker among them), infinities, fractions and
+// larger values keep their 8 bytes. A whole float past 2^53 in a record
+// is refused.
+func TestRecordWholeFloats(t *testing.T) {
+	stale := math.Float64frombits(0x7ff0000000000002)
+	vals := []float64{0, math.Copysign(0, -1), 1, -1, 58, -273, 1 << 53, -(1 << 53), 1<<53 + 2, 1e300, stale, math.NaN(), math.Inf(1), math.Inf(-1), 0.5, -2.25, 1e15}
+	whole := map[int]bool{0: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 16: true}
+	var rows []model.Measurement
+	for i, v := range vals {
+		rows = append(rows, model.Measurement{Time: int64(i), Fields: []model.Field{{Name: "v", Value: model.Float(v)}}})
+	}
+	var e recordEncoder
+	rec := e.encodeInsert(nil, 1, []group{{metaKey: `"a"`, rows: rows}})
+	_, got, err := decodeInsert(rec[1:], true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vals {
+		f := got[0].rows[i].Fields[0].Value
+		if f.Kind != model.KindFloat || math.Float64bits(f.F) != math.Float64bits(v) {
+			t.Errorf("%v (%#x) read back as %v (%#x), kind %d", v, math.Float64bits(v), f.F, math.Float64bits(f.F), f.Kind)
+		}
+		if _, ok := wholeFloat(v); ok != whole[i] {
+			t.Errorf("%v: written whole %v, want %v", v, ok, whole[i])
+		}
+	}
+	// Whole readings take a few bytes, not 9.
+	one := func(v float64) int {
+		return len(e.encodeInsert(nil, 1, []group{{metaKey: `"a"`, rows: []model.Measurement{{Fields: []model.Field{{Name: "v", Value: model.Float(v)}}}}}}))
+	}
+	if a, b := one(58), one(58.5); b-a != 7 {
+		t.Fatalf("58 takes %d bytes, 58.5 %d: want 7 fewer", a, b)
+	}
+	// A whole float past 2^53: corrupt.
+	bad := e.encodeInsert(nil, 1, []group{{metaKey: `"a"`, rows: []model.Measurement{{Fields: []model.Field{{Name: "v", Value: model.Float(1 << 53)}}}}}})
+	i := bytes.IndexByte(bad, recFloatWhole)
+	bad = append(binary.AppendVarint(bad[:i+1], 1<<53+1), bad[i+1+len(binary.AppendVarint(nil, 1<<53)):]...)
+	if _, _, err := decodeInsert(bad[1:], true); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a whole float past 2^53: %v", err)
+	}
 }
