@@ -48,7 +48,7 @@ type fixtureBucket struct {
 var fixtureVersions = []struct {
 	dir     string
 	version byte
-}{{"v1", bucket.Version}, {"v2", bucket.VersionRefs}, {"v3", bucket.VersionShared}, {"v4", bucket.VersionShared}, {"v5", bucket.VersionShared}, {"v6", bucket.VersionShared}, {"v7", bucket.VersionShared}, {"v8", bucket.VersionShared}, {"v9", bucket.VersionShared}, {"v10", bucket.VersionShared}}
+}{{"v1", bucket.Version}, {"v2", bucket.VersionRefs}, {"v3", bucket.VersionShared}, {"v4", bucket.VersionShared}, {"v5", bucket.VersionShared}, {"v6", bucket.VersionShared}, {"v7", bucket.VersionShared}, {"v8", bucket.VersionShared}, {"v9", bucket.VersionShared}, {"v10", bucket.VersionShared}, {"v11", bucket.VersionShared}}
 
 func loadBucketFixtures(t *testing.T, dir string) []fixtureBucket {
 	t.Helper()

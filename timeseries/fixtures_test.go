@@ -280,7 +280,7 @@ func checkFixtureStore(t *testing.T, db *timeseries.DB, exp *fixtureStore) {
 }
 
 func TestFormatFixtures(t *testing.T) {
-	for _, v := range []string{"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"} {
+	for _, v := range []string{"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11"} {
 		for _, s := range []string{"store", "logonly"} {
 			t.Run(v+"/"+s, func(t *testing.T) {
 				b, err := os.ReadFile(filepath.Join("..", "testdata", v, s+".json"))

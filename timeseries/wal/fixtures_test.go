@@ -41,6 +41,7 @@ var walFixtures = []struct {
 	{"v8/logonly/wal", "v8/logonly.wal.json", true},
 	{"v9/logonly/wal", "v9/logonly.wal.json", true},
 	{"v10/logonly/wal", "v10/logonly.wal.json", true},
+	{"v11/logonly/wal", "v11/logonly.wal.json", true},
 }
 
 func readFixtureRecords(t *testing.T, path string) []fixtureRecord {
