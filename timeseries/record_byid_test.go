@@ -140,28 +140,35 @@ func TestDecodeLegacyInsert(t *testing.T) {
 // BenchmarkInsertRecord: an insert record of a fleet's batch, one row of
 // each of 10,000 sensors (line protocol's meta keys, one float field),
 // encoded and S2-compressed as the log stores it, with every series named
-// by its meta key (not yet durable) and by its id (durable):
+// by its meta key (not yet durable) and by its id (durable), the values
+// readings of one decimal or whole numbers (whole=true):
 //
 //	go test ./timeseries -run '^$' -bench InsertRecord
 func BenchmarkInsertRecord(b *testing.B) {
 	for _, durable := range []bool{false, true} {
-		b.Run(fmt.Sprintf("durable=%v", durable), func(b *testing.B) {
-			groups := make([]group, 10000)
-			for i := range groups {
-				key := fmt.Sprintf(`{"_measurement":"iot","kind":"k%d","sensor":"s%06d","site":"site-%d"}`, i%3, i, i%100)
-				s := &series{id: uint64(100000 + i), metaKey: key}
-				s.durable.Store(durable)
-				groups[i] = group{metaKey: key, s: s, rows: []model.Measurement{{Time: 1704067200e9 + int64(i)*7919,
-					Fields: []model.Field{{Name: "value", Value: model.Float(float64(i%997) / 10)}}}}}
-			}
-			var e recordEncoder
-			var buf, out []byte
-			for b.Loop() {
-				buf = e.encodeInsert(buf[:0], 1, groups)
-				out = s2.Encode(out[:cap(out)], buf)
-			}
-			b.ReportMetric(float64(len(buf)), "record-bytes")
-			b.ReportMetric(float64(len(out)), "s2-bytes")
-		})
+		for _, whole := range []bool{false, true} {
+			b.Run(fmt.Sprintf("durable=%v/whole=%v", durable, whole), func(b *testing.B) {
+				groups := make([]group, 10000)
+				for i := range groups {
+					key := fmt.Sprintf(`{"_measurement":"iot","kind":"k%d","sensor":"s%06d","site":"site-%d"}`, i%3, i, i%100)
+					s := &series{id: uint64(100000 + i), metaKey: key}
+					s.durable.Store(durable)
+					v := float64(i%997) / 10 // a reading of one decimal
+					if whole {
+						v = float64(i % 997) // a whole one, as a counter's
+					}
+					groups[i] = group{metaKey: key, s: s, rows: []model.Measurement{{Time: 1704067200e9 + int64(i)*7919,
+						Fields: []model.Field{{Name: "value", Value: model.Float(v)}}}}}
+				}
+				var e recordEncoder
+				var buf, out []byte
+				for b.Loop() {
+					buf = e.encodeInsert(buf[:0], 1, groups)
+					out = s2.Encode(out[:cap(out)], buf)
+				}
+				b.ReportMetric(float64(len(buf)), "record-bytes")
+				b.ReportMetric(float64(len(out)), "s2-bytes")
+			})
+		}
 	}
 }
