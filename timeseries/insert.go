@@ -312,8 +312,11 @@ func mergeSplit(groups []group, gidx []int32, counts []int) ([]group, []int) {
 }
 
 // groupLockRows is how many rows groupBatch groups under one hold of the
-// collection's lookup lock.
-const groupLockRows = 512
+// collection's lookup lock: an apply adding a series holds DB.mu while it
+// waits for that lock, so a hold stays short: 64 rows of documents whose
+// meta values are made canonical here take about 70 µs (1.1 µs a meta
+// document of four fields), 512 took 0.6 ms.
+const groupLockRows = 64
 
 // insertScratch holds what an insert groups its batch with, pooled: a
 // fleet's batch holds a row of each of thousands of series, and making
