@@ -53,12 +53,14 @@ var ErrFrozen = errors.New("bucket: bad frozen chunk")
 // to dst. Every column of cols must hold at least rows rows.
 func AppendFrozen(dst []byte, cols *Columns, rows int) []byte {
 	times := cols.Times[:rows]
-	unit := frozenUnit(times)
+	// The unit: 10^k nanoseconds, k of 0, 3, 6 or 9, written as k/3.
+	k := timeScale(times, 0)
+	unit := pow10Int[k]
 	dst = binary.AppendUvarint(dst, uint64(rows))
-	dst = binary.AppendUvarint(dst, uint64(len(cols.Fields))|uint64(unit)<<frozenUnitShift)
+	dst = binary.AppendUvarint(dst, uint64(len(cols.Fields))|uint64(k/3)<<frozenUnitShift)
 	var prev, delta int64
 	for i, t := range times {
-		t = inUnit(t, unit)
+		t /= unit
 		switch i {
 		case 0:
 			dst = appendVarint(dst, t)
@@ -78,42 +80,6 @@ func AppendFrozen(dst []byte, cols *Columns, rows int) []byte {
 // frozenUnitShift is where a chunk's time unit sits in its header's second
 // value, above any column count (MaxFields).
 const frozenUnitShift = 17
-
-// frozenUnits are the time units of a chunk, by code.
-var frozenUnits = [4]int64{1, 1e3, 1e6, 1e9}
-
-// frozenUnit is the code of the largest unit that divides every time of
-// ts: data of whole milliseconds (Prometheus, BSON and JSON dates) has its
-// deltas of deltas stored a million times smaller.
-func frozenUnit(ts []int64) int {
-	// Constant divisors: a multiplication each, not a division.
-	u := 3
-	for _, t := range ts {
-		if u == 3 && t%1e9 != 0 {
-			u = 2
-		}
-		if u == 2 && t%1e6 != 0 {
-			u = 1
-		}
-		if u == 1 && t%1e3 != 0 {
-			return 0
-		}
-	}
-	return u
-}
-
-// inUnit is t in the unit of code u.
-func inUnit(t int64, u int) int64 {
-	switch u {
-	case 1:
-		return t / 1e3
-	case 2:
-		return t / 1e6
-	case 3:
-		return t / 1e9
-	}
-	return t
-}
 
 func appendFrozenColumn(dst []byte, c *Column, rows int) []byte {
 	words := (rows + 63) / 64
@@ -236,10 +202,10 @@ func frozenHeader(src []byte) (rows, ncols int, unit int64, rest []byte, err err
 	c, m := binary.Uvarint(src[n:])
 	code := c >> frozenUnitShift
 	c &= 1<<frozenUnitShift - 1
-	if m <= 0 || c > MaxFields || code >= uint64(len(frozenUnits)) {
+	if m <= 0 || c > MaxFields || code > 3 {
 		return 0, 0, 0, nil, ErrFrozen
 	}
-	return int(r), int(c), frozenUnits[code], src[n+m:], nil
+	return int(r), int(c), pow10Int[3*code], src[n+m:], nil
 }
 
 // DecodeFrozen decodes the frozen chunks in src into dst, from row 0:

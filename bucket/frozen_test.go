@@ -139,20 +139,23 @@ func frozenRoundTrip(t *testing.T, cols *Columns, size int, grow bool) {
 }
 
 // roundToUnit rounds every time of cols toward zero to a multiple of the unit
-// of code u (frozenUnits), so that chunks of them take that unit.
+// of code u (10^(3u) nanoseconds), so that chunks of them take that unit.
 func roundToUnit(cols *Columns, u int) *Columns {
 	for i := range cols.Times {
-		cols.Times[i] -= cols.Times[i] % frozenUnits[u]
+		cols.Times[i] -= cols.Times[i] % pow10Int[3*u]
 	}
 	return cols
 }
+
+// frozenUnits is the number of time units a chunk may take.
+const frozenUnits = 4
 
 func TestFrozenRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	for i := 0; i < 300; i++ {
 		b := make([]byte, 64+rng.Intn(6000))
 		rng.Read(b)
-		cols := roundToUnit(fuzzColumns(b), i/2%len(frozenUnits))
+		cols := roundToUnit(fuzzColumns(b), i/2%frozenUnits)
 		frozenRoundTrip(t, cols, 1+rng.Intn(130), i%2 == 1)
 	}
 	// Floats the decimal form must not take: -0, NaN, infinities, and
@@ -191,12 +194,12 @@ func TestFrozenUnits(t *testing.T) {
 		{[]int64{math.MaxInt64, math.MinInt64}, 0},
 		{[]int64{math.MinInt64 + 854775808}, 3},
 	} {
-		if u := frozenUnit(tc.times); u != tc.unit {
+		if u := int(timeScale(tc.times, 0) / 3); u != tc.unit {
 			t.Fatalf("%v: unit %d, want %d", tc.times, u, tc.unit)
 		}
 		cols := &Columns{Times: tc.times}
 		b := AppendFrozen(nil, cols, len(tc.times))
-		if _, _, unit, _, err := frozenHeader(b); err != nil || unit != frozenUnits[tc.unit] {
+		if _, _, unit, _, err := frozenHeader(b); err != nil || unit != pow10Int[3*tc.unit] {
 			t.Fatalf("%v: header unit %d, %v", tc.times, unit, err)
 		}
 		frozenRoundTrip(t, cols, len(tc.times), false)
@@ -262,7 +265,7 @@ func FuzzFrozen(f *testing.F) {
 	f.Add([]byte{}, uint8(5), false)
 	f.Add([]byte{200, 1, 7, 3, 3, 3, 3, 3, 3, 3, 3, 0x41, 0x42, 0xff, 0xfe, 0, 1, 2, 7, 8, 9, 10}, uint8(64), true)
 	f.Fuzz(func(t *testing.T, data []byte, size uint8, grow bool) {
-		frozenRoundTrip(t, roundToUnit(fuzzColumns(data), int(size)%len(frozenUnits)), 1+int(size)%130, grow)
+		frozenRoundTrip(t, roundToUnit(fuzzColumns(data), int(size)%frozenUnits), 1+int(size)%130, grow)
 		// Arbitrary bytes as chunks: an error or rows, never a panic.
 		if n, err := frozenRows(data); err == nil && n > 0 && n < 1<<16 {
 			dst := &Columns{Times: make([]int64, n)}
