@@ -196,7 +196,7 @@ func (ch *catalogChange) maxSpan(c *collection) int64 {
 // NamespaceNotFound. The caller holds maintMu.
 func (db *DB) changeCatalog(c *collection, ch catalogChange) error {
 	db.mu.RLock()
-	dropped := c.dropped || c.gone.Load()
+	dropped := c.gone.Load()
 	db.mu.RUnlock()
 	if dropped {
 		// Dropped or replaced since the caller's lookup: its record must
@@ -275,7 +275,7 @@ func (db *DB) unlinkCollection(c *collection) bool {
 	defer db.cutMu.Unlock()
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if c.dropped || c.gone.Load() {
+	if c.gone.Load() {
 		return false
 	}
 	var mem, smem int64

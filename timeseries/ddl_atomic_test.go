@@ -316,7 +316,8 @@ func TestDDLOnDroppedCollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.mu.Lock()
-	c.dropped = true
+	c.dropped = true // and gone, as unlinkCollection marks it
+	c.gone.Store(true)
 	db.mu.Unlock()
 	day := int64(86400)
 	if _, err := db.CollMod(ctx, "ts", CollModOptions{ExpireAfterSeconds: &day}); mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {

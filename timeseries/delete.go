@@ -90,7 +90,7 @@ func (db *DB) deleteLogged(ctx context.Context, c *collection, plan func() delet
 		return 0, err
 	}
 	db.mu.RLock()
-	if c.dropped || c.gone.Load() {
+	if c.gone.Load() {
 		db.mu.RUnlock()
 		return 0, notFound(c.name)
 	}

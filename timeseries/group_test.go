@@ -160,9 +160,10 @@ func t0s(t0 int64, i int, s string) string {
 
 // TestConcurrentInsertsShareSeries inserts, from several writers at once,
 // batches that each hold every series of a collection several times
-// (apart, as a fleet's batches do), so that writers move each other's
-// marks (groupBatch); each series then holds every row once, in the log
-// too: after a crash the replayed collection holds the same.
+// (apart, as a fleet's batches do), where writers may move each other's
+// marks (groupBatch; how often depends on the scheduler, and
+// TestDuplicateGroups forces it); each series then holds every row once,
+// in the log too: after a crash the replayed collection holds the same.
 func TestConcurrentInsertsShareSeries(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)

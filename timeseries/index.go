@@ -197,7 +197,7 @@ func (db *DB) CreateIndexes(ctx context.Context, name string, specs []IndexSpec)
 	db.mu.RLock()
 	opts := c.opts
 	existing := append([]IndexSpec(nil), c.indexes...)
-	dropped := c.dropped || c.gone.Load()
+	dropped := c.gone.Load()
 	db.mu.RUnlock()
 	if dropped {
 		return nil, notFound(name)

@@ -124,7 +124,7 @@ func (db *DB) updateMeasurements(ctx context.Context, c *collection, u Update, n
 	// A first look with writers let in: a refused update changes
 	// nothing, and one that moves nothing needs no checkpoint.
 	db.mu.RLock()
-	if c.dropped || c.gone.Load() {
+	if c.gone.Load() {
 		db.mu.RUnlock()
 		return res, notFound(c.name)
 	}
@@ -144,7 +144,7 @@ func (db *DB) updateMeasurements(ctx context.Context, c *collection, u Update, n
 			// Again, with writers excluded: the moves are those of the
 			// series the log holds before the record.
 			db.mu.RLock()
-			if c.dropped || c.gone.Load() {
+			if c.gone.Load() {
 				db.mu.RUnlock()
 				return notFound(c.name)
 			}
