@@ -375,6 +375,33 @@ func (db *DB) checkpointWith(abort <-chan struct{}, ch *ckptChange) (err error) 
 			db.uncapture(run)
 		}
 	}()
+	if db.useTable(run) {
+		if applied, err = db.ingestCheckpoint(run, db.pendingPre, abort); err != nil {
+			return err
+		}
+	} else if err := db.applyCheckpoint(run); err != nil {
+		return err
+	}
+	applied = true
+	db.pendingPre = nil
+	db.mergeGen.Add(1) // a change may have moved stored buckets between series
+	if err := db.flushStore(abort); err != nil {
+		return err
+	}
+	db.roomNeed.Store(0)
+	db.noRoom.Store(false)
+	db.releaseCheckpoint(run)
+	db.stats.checkpoints.Add(1)
+	if db.recovering {
+		return nil // recover truncates the log once replay is done
+	}
+	return db.wal.Truncate(run.st.segment)
+}
+
+// applyCheckpoint writes what run captured, and the writes of the
+// pending pre functions, as one batch (encodeCheckpoint) applied to the
+// store's memtable, which the flush after it makes durable.
+func (db *DB) applyCheckpoint(run *ckptRun) error {
 	batch, err := db.encodeCheckpoint(run, db.pendingPre)
 	if err != nil {
 		return err
@@ -397,20 +424,7 @@ func (db *DB) checkpointWith(abort <-chan struct{}, ch *ckptChange) (err error) 
 	if err := db.pdb.Apply(batch, pebble.NoSync); err != nil {
 		return db.diskErr(err)
 	}
-	applied = true
-	db.pendingPre = nil
-	db.mergeGen.Add(1) // a change may have moved stored buckets between series
-	if err := db.flushStore(abort); err != nil {
-		return err
-	}
-	db.roomNeed.Store(0)
-	db.noRoom.Store(false)
-	db.releaseCheckpoint(run)
-	db.stats.checkpoints.Add(1)
-	if db.recovering {
-		return nil // recover truncates the log once replay is done
-	}
-	return db.wal.Truncate(run.st.segment)
+	return nil
 }
 
 // ckptRun is what a checkpoint captured, from the capture to the release.

@@ -23,6 +23,7 @@ type DB struct {
 	lim  limits
 	log  *slog.Logger
 	pdb  *pebble.DB
+	po   *pebble.Options // the store's, for the tables checkpoints write
 	wal  *wal.Log
 	// storeFail watches the store's flushes and compactions for failures.
 	storeFail *storeFailures

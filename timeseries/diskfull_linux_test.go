@@ -475,14 +475,20 @@ func TestDiskFullCheckpointMeasured(t *testing.T) {
 // space answers reads of what it holds in memory, within a query memory
 // smaller than that data; writes past the memory budget are refused with
 // OutOfDiskSpace; once the room the checkpoint measured is free, writes
-// resume without a reopen.
+// resume without a reopen. Checkpoints written as batches and as tables
+// (Options.tableCheckpoint) alike.
 func TestDiskFullStillReads(t *testing.T) {
+	t.Run("batch", func(t *testing.T) { testDiskFullStillReads(t, -1) })
+	t.Run("table", func(t *testing.T) { testDiskFullStillReads(t, 1) })
+}
+
+func testDiskFullStillReads(t *testing.T, table int) {
 	root := tmpfs.Mount(t, 32<<20)
 	fill := filepath.Join(root, "fill")
 	// Open buckets of many series hold the data: nothing seals, so no
 	// checkpoint runs before the memory budget is reached.
 	db, err := Open(Options{Dir: filepath.Join(root, "data"), CheckpointInterval: time.Hour, DiskReserve: -1,
-		CheckpointLogBytes: 1 << 30, MemoryBudget: 4 << 20, QueryMemoryBytes: 1 << 20})
+		CheckpointLogBytes: 1 << 30, MemoryBudget: 4 << 20, QueryMemoryBytes: 1 << 20, tableCheckpoint: table})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,5 +560,74 @@ func TestDiskFullStillReads(t *testing.T) {
 	}
 	if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
 		t.Fatalf("find after space is freed: %d rows, %d written", len(got), rows)
+	}
+	if n := ingestedTables(db); (n > 0) != (table > 0) {
+		t.Fatalf("%d tables ingested with tableCheckpoint %d", n, table)
+	}
+	if _, err := os.Stat(filepath.Join(root, "data", checkpointTableName)); err == nil {
+		t.Fatal("a checkpoint's table is left in the data directory")
+	}
+}
+
+// TestDiskFullCheckpointTable: a checkpoint written as a table that
+// fills the filesystem as it is written is skipped as a batch that does
+// not fit is: the table is removed, the room it measured is remembered,
+// the rows stay readable, and once that room is free the next checkpoint
+// writes them.
+func TestDiskFullCheckpointTable(t *testing.T) {
+	root := tmpfs.Mount(t, 24<<20)
+	fill := filepath.Join(root, "fill")
+	db, err := Open(Options{Dir: filepath.Join(root, "data"), CheckpointInterval: time.Hour, DiskReserve: -1,
+		CheckpointLogBytes: 1 << 30, tableCheckpoint: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	rng := rand.New(rand.NewPCG(3, 4))
+	rows := 0
+	for range 20 {
+		ms := make([]model.Measurement, 2000)
+		for i := range ms {
+			pad := make([]byte, 64)
+			for j := range pad {
+				pad[j] = 'a' + byte(rng.IntN(26))
+			}
+			ms[i] = model.Measurement{Time: base + int64(rows+i)*1e9, Meta: sensor(fmt.Sprint("s", (rows+i)%2000)),
+				Fields: []model.Field{{Name: "pad", Value: model.String(string(pad))}}}
+		}
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows += len(ms)
+	}
+	// More free than a checkpoint needs to start, less than its table.
+	fillDisk(t, fill, 3<<19)
+	free := db.freeSpace()
+	err = db.Checkpoint()
+	if !errors.Is(err, errNoRoom) || !isDiskFull(err) {
+		t.Fatalf("checkpoint of a table larger than the %s free: %v", mib(free), err)
+	}
+	if need := db.roomNeed.Load(); need <= free || !db.noRoom.Load() {
+		t.Fatalf("the checkpoint measured it needs %s with %s free", mib(need), mib(free))
+	}
+	if _, err := os.Stat(filepath.Join(root, "data", checkpointTableName)); err == nil {
+		t.Fatal("the table that did not fit is left")
+	}
+	if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
+		t.Fatalf("find with the checkpoint out of room: %d rows, %d written", len(got), rows)
+	}
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if db.roomNeed.Load() != 0 || db.noRoom.Load() || ingestedTables(db) != 1 {
+		t.Fatalf("after space is freed: room needed %d, %d tables ingested", db.roomNeed.Load(), ingestedTables(db))
+	}
+	if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
+		t.Fatalf("find after the checkpoint: %d rows, %d written", len(got), rows)
 	}
 }

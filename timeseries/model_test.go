@@ -155,11 +155,18 @@ type modelRun struct {
 	// merged counts the buckets merge passes removed (before the
 	// crashes and closes that end the stores' lives).
 	merged int64
+	// tables: every checkpoint is written as a table the store ingests
+	// (Options.tableCheckpoint 1), not as a batch; odd seeds.
+	tables bool
 }
 
 func (r *modelRun) open() {
-	db, err := Open(Options{Dir: "/data", FS: r.fs, Now: r.clock.Now, CheckpointInterval: time.Hour,
-		LogSegmentSize: 16 << 10, BucketMaxCount: 16, MemoryBudget: 1 << 20})
+	o := Options{Dir: "/data", FS: r.fs, Now: r.clock.Now, CheckpointInterval: time.Hour,
+		LogSegmentSize: 16 << 10, BucketMaxCount: 16, MemoryBudget: 1 << 20, tableCheckpoint: -1}
+	if r.tables {
+		o.tableCheckpoint = 1
+	}
+	db, err := Open(o)
 	if err != nil {
 		r.fatalf("open: %v", err)
 	}
@@ -178,9 +185,9 @@ func (r *modelRun) note(format string, args ...any) {
 }
 
 func runModel(t *testing.T, seed uint64, steps int) {
-	t.Logf("seed %d (rerun with HOURGLASS_MODEL_SEED=%d)", seed, seed)
 	r := &modelRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		fs: vfs.NewStrictMem(), clock: newTestClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))}
+		fs: vfs.NewStrictMem(), clock: newTestClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)), tables: seed%2 == 1}
+	t.Logf("seed %d (rerun with HOURGLASS_MODEL_SEED=%d), checkpoints as tables: %v", seed, seed, r.tables)
 	r.m = refModel{rows: map[int64]*modelRow{}, docs: map[int64]*modelDoc{}, tsTTL: map[int]int64{}, nextID: 1}
 	r.open()
 	defer func() {

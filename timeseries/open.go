@@ -94,7 +94,7 @@ func Open(opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("timeseries: open store in %s: %w", opts.Dir, err)
 	}
-	db.pdb = pdb
+	db.pdb, db.po = pdb, po
 	if err := db.load(); err != nil {
 		pdb.Close()
 		return nil, err
@@ -122,6 +122,11 @@ func Open(opts Options) (*DB, error) {
 		return nil, err
 	}
 	if !db.readOnly {
+		if err := db.removeCheckpointTable(); err != nil {
+			w.Close()
+			pdb.Close()
+			return nil, err
+		}
 		db.sweepArchiveIntents()
 		go db.run()
 		if db.opts.ManualRollups {

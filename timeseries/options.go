@@ -131,6 +131,11 @@ type Options struct {
 	// Default vfs.Default, the OS's. Tests pass vfs.NewStrictMem, which
 	// forgets what was not synced when told to, as a power cut does.
 	FS vfs.FS
+
+	// tableCheckpoint is the fewest buckets a checkpoint writes as a
+	// table for the store to ingest rather than as a batch (0:
+	// defaultTableCheckpoint, -1: never). Tests set it.
+	tableCheckpoint int
 }
 
 // EnsureDefaults fills in the zero fields.

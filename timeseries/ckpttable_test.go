@@ -1,0 +1,239 @@
+package timeseries
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/hourglassdb/hourglass/model"
+)
+
+// storeContents returns every key and value of db's store, in order.
+func storeContents(t *testing.T, db *DB) [][2][]byte {
+	t.Helper()
+	var kvs [][2][]byte
+	if err := db.scan([]byte{0x00}, []byte{0xff}, func(k, v []byte) error {
+		kvs = append(kvs, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return kvs
+}
+
+// tableOpsWorkload runs on db what TestCheckpointTableSameAsBatch
+// compares: rows of 40 sensors over three hours, checkpointed at each
+// hour's turn (sealed buckets, open ones snapshotted, then sealed with
+// their snapshot deleted), a meta update (whose checkpoint writes its
+// moves of stored buckets first) and a delete.
+func tableOpsWorkload(t *testing.T, db *DB) {
+	t.Helper()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for h := range 3 {
+		var ms []model.Measurement
+		for s := range 40 {
+			k, _ := model.CanonicalMeta(fmt.Sprintf("s%02d", s))
+			for i := range 30 {
+				ms = append(ms, model.Measurement{Time: t0 + int64(h)*int64(time.Hour) + int64(i)*int64(2*time.Minute) + int64(s)*int64(time.Second),
+					Meta: model.MetaKey(k), Fields: []model.Field{{Name: "v", Value: model.Float(float64(h*1000 + s*30 + i))}}})
+			}
+		}
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Update(ctx, "m", Update{Filter: mustFilter(t, `{"s": "s03"}`), Operators: mustUpdate(t, `{"$set": {"s": "s04"}}`), Multi: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s07"}`), DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckpointTableSameAsBatch checks that a checkpoint written as a
+// table leaves the store as the batch does, key for key, and that the
+// tables were ingested; the store opened again reads the same rows.
+func TestCheckpointTableSameAsBatch(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 1, 1, 4, 0, 0, 0, time.UTC) }
+	dirs := []string{t.TempDir(), t.TempDir()}
+	var contents [2][][2][]byte
+	var rows [2][]string
+	for i, table := range []int{-1, 1} {
+		db := openTest(t, dirs[i], func(o *Options) { o.Now, o.tableCheckpoint = clock, table })
+		tableOpsWorkload(t, db)
+		contents[i] = storeContents(t, db)
+		ingested := ingestedTables(db)
+		if table > 0 && ingested < 4 {
+			t.Fatalf("tables ingested: %d, want a checkpoint's at least each time", ingested)
+		}
+		if table < 0 && ingested != 0 {
+			t.Fatalf("tables ingested by batch checkpoints: %d", ingested)
+		}
+		db.Close()
+		db = openTest(t, dirs[i], func(o *Options) { o.Now, o.tableCheckpoint = clock, table })
+		rows[i] = rowStrings(findRows(t, db, "m", FindOptions{}))
+		db.Close()
+	}
+	if len(contents[0]) != len(contents[1]) {
+		t.Fatalf("the store holds %d keys after batches, %d after tables", len(contents[0]), len(contents[1]))
+	}
+	for i := range contents[0] {
+		a, b := contents[0][i], contents[1][i]
+		if !bytes.Equal(a[0], b[0]) || !bytes.Equal(a[1], b[1]) {
+			t.Fatalf("key %d: %x = %d bytes after batches, %x = %d bytes after tables", i, a[0], len(a[1]), b[0], len(b[1]))
+		}
+	}
+	if len(rows[0]) != 40*30*3-30*3 {
+		t.Fatalf("read %d rows, want %d", len(rows[0]), 40*30*3-30*3)
+	}
+	for i := range rows[0] {
+		if rows[0][i] != rows[1][i] {
+			t.Fatalf("row %d: %s after batches, %s after tables", i, rows[0][i], rows[1][i])
+		}
+	}
+}
+
+// ingestedTables counts the tables db's store has ingested.
+func ingestedTables(db *DB) uint64 {
+	n := uint64(0)
+	for _, l := range db.pdb.Metrics().Levels {
+		n += l.TablesIngested
+	}
+	return n
+}
+
+// TestCheckpointTableFailure checks a checkpoint whose table the store
+// did not take: its rows stay in memory and in the log, the table's file
+// is gone, and the next checkpoint writes them; a table a crash left is
+// removed at open.
+func TestCheckpointTableFailure(t *testing.T) {
+	fs := vfs.NewMem()
+	open := func() *DB {
+		db, err := Open(Options{Dir: "/d", FS: fs, NoSync: true, CheckpointInterval: time.Hour, tableCheckpoint: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := open()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var ms []model.Measurement
+	for i := range 100 {
+		k, _ := model.CanonicalMeta(fmt.Sprintf("s%d", i%10))
+		ms = append(ms, model.Measurement{Time: t0 + int64(i)*int64(time.Second), Meta: model.MetaKey(k),
+			Fields: []model.Field{{Name: "v", Value: model.Float(float64(i))}}})
+	}
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tablePath := filepath.Join("/d", checkpointTableName)
+	fail := errors.New("injected")
+	db.hooks.checkpointWrite = func() error {
+		if _, err := fs.Stat(tablePath); err != nil {
+			t.Errorf("no table written before the store takes it: %v", err)
+		}
+		return fail
+	}
+	if err := db.Checkpoint(); !errors.Is(err, fail) {
+		t.Fatalf("checkpoint: %v, want the injected failure", err)
+	}
+	if _, err := fs.Stat(tablePath); err == nil {
+		t.Fatal("the failed checkpoint's table is left")
+	}
+	if n := ingestedTables(db); n != 0 {
+		t.Fatalf("%d tables ingested", n)
+	}
+	if got := len(rowStrings(findRows(t, db, "m", FindOptions{}))); got != 100 {
+		t.Fatalf("read %d rows after the failed checkpoint, want 100", got)
+	}
+	db.hooks.checkpointWrite = nil
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if n := ingestedTables(db); n != 1 {
+		t.Fatalf("%d tables ingested, want 1", n)
+	}
+	db.Close()
+
+	// A table a crash left before its ingestion.
+	f, err := fs.Create(tablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("not a table"))
+	f.Close()
+	db = open()
+	defer db.Close()
+	if _, err := fs.Stat(tablePath); err == nil {
+		t.Fatal("open left a checkpoint's table")
+	}
+	if got := len(rowStrings(findRows(t, db, "m", FindOptions{}))); got != 100 {
+		t.Fatalf("read %d rows after a restart, want 100", got)
+	}
+}
+
+// TestCheckpointOpsLastWriteWins: the writes a checkpoint's table holds
+// come out in key order, and of two writes of one key (pre functions
+// kept from failed checkpoints can write a key twice) the later is kept,
+// as in a batch.
+func TestCheckpointOpsLastWriteWins(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	k := func(i int) []byte { return fmt.Appendf([]byte{spaceBucket}, "k%03d", i) }
+	const n = 60
+	pre := []func(*pebble.Batch) error{
+		func(b *pebble.Batch) error { // every key set to 1
+			for i := range n {
+				b.Set(k(i), []byte("1"), nil)
+			}
+			return nil
+		},
+		func(b *pebble.Batch) error { // then to 2, backwards
+			for i := n - 1; i >= 0; i-- {
+				b.Set(k(i), []byte("2"), nil)
+			}
+			return nil
+		},
+		func(b *pebble.Batch) error { // then the even ones deleted
+			for i := 0; i < n; i += 2 {
+				b.Delete(k(i), nil)
+			}
+			return nil
+		},
+	}
+	ops, err := db.checkpointOps(&ckptRun{}, pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(key []byte, del bool, v []byte) string {
+		if del {
+			return fmt.Sprintf("%x del", key)
+		}
+		return fmt.Sprintf("%x=%x", key, v)
+	}
+	var got []string
+	for _, op := range ops {
+		got = append(got, render(op.key, op.del, op.value))
+	}
+	var st checkpointState
+	want := []string{render(keyCheckpoint, false, st.encode())}
+	for i := range n {
+		want = append(want, render(k(i), i%2 == 0, []byte("2")))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ops\n%v\nwant\n%v", got, want)
+	}
+}
