@@ -376,7 +376,11 @@ func (db *DB) checkpointWith(abort <-chan struct{}, ch *ckptChange) (err error) 
 		}
 	}()
 	if db.useTable(run) {
-		if applied, err = db.ingestCheckpoint(run, db.pendingPre, abort); err != nil {
+		applied, err = db.ingestCheckpoint(run, db.pendingPre, abort)
+		if errors.Is(err, errTableKind) {
+			err = db.applyCheckpoint(run)
+		}
+		if err != nil {
 			return err
 		}
 	} else if err := db.applyCheckpoint(run); err != nil {

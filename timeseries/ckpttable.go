@@ -2,17 +2,19 @@ package timeseries
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"syscall"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/sstable"
-	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // A fleet's checkpoint is written as one table and ingested, not applied
@@ -32,15 +34,28 @@ const defaultTableCheckpoint = minParallelEncode
 // by a crash is removed at open.
 const checkpointTableName = "checkpoint.sst.tmp"
 
-// tableOp is one key a checkpoint table writes: a bucket of the run
-// (work >= 0, its value encoded as the table is written) or a key and
-// value of the checkpoint's other writes.
+// tableOp is a write of a checkpoint's table other than its buckets and
+// new series: a write of its pre functions, a catalog record, rollup
+// marks, the checkpoint record.
 type tableOp struct {
-	key   []byte
-	value []byte
-	work  int
-	del   bool
+	key, value []byte
+	del        bool
 }
+
+func (op *tableOp) write(tw *sstable.Writer) error {
+	if op.del {
+		return tw.Delete(op.key)
+	}
+	return tw.Set(op.key, op.value)
+}
+
+// errTableRoom: the free space would not hold the rest of a checkpoint's
+// table.
+var errTableRoom = errors.New("timeseries: no room for the rest of the checkpoint's table")
+
+// errTableKind: a checkpoint's writes hold a kind a table cannot (a range
+// delete, a merge); the checkpoint is written as a batch instead.
+var errTableKind = errors.New("timeseries: a checkpoint table cannot hold this kind of write")
 
 // useTable reports whether run is written as a table.
 func (db *DB) useTable(run *ckptRun) bool {
@@ -55,39 +70,45 @@ func (db *DB) useTable(run *ckptRun) bool {
 // one table and has the store ingest it: the same keys, in effect, as
 // the batch encodeCheckpoint makes (a key written twice keeps its last
 // write, in the batch's order). It reports whether the store took the
-// table. A table is measured once written: without the room its first
-// compaction needs, it is removed and the checkpoint skipped (errNoRoom).
+// table. Before the table is written and after every window of buckets,
+// the free space must hold what is left of it (as measured so far), a
+// quarter of it for its first compaction and checkpointMargin: a table
+// that would not fit is removed and the checkpoint skipped (errNoRoom,
+// the room it needs remembered), before the filesystem fills, which
+// would fail the store's own writes. It returns errTableKind, having
+// written nothing, when pre writes a kind a table cannot hold.
 func (db *DB) ingestCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error, abort <-chan struct{}) (ingested bool, err error) {
-	ops, err := db.checkpointOps(run, pre)
+	preOps, tailOps, err := db.checkpointOps(run, pre)
 	if err != nil {
 		return false, err
 	}
 	path := filepath.Join(db.opts.Dir, checkpointTableName)
-	size, err := db.writeCheckpointTable(path, run, ops)
+	size, err := db.writeCheckpointTable(path, run, preOps, tailOps)
 	defer func() {
 		if !ingested {
 			db.opts.FS.Remove(path) // the store removes its name once ingested
 		}
 	}()
-	if isDiskFull(err) {
-		// The filesystem filled as the table was written: the room needed
-		// is the table's size, as far as it was measured (size), and what
-		// the first compaction needs, as for a batch.
-		need := batchNeed(int(size))
-		db.roomNeed.Store(need)
-		db.noRoom.Store(true)
-		return false, fmt.Errorf("%w in %s: the checkpoint's table of about %s did not fit: %w", errNoRoom, db.opts.Dir, mib(size), err)
+	// Written: a quarter of it for its first compaction and
+	// checkpointMargin must still be free.
+	if free := db.freeSpace(); err == nil && free >= 0 && free < batchNeed(int(size))-size {
+		err = errTableRoom
 	}
 	if err != nil {
-		return false, err
-	}
-	// The table is on disk: what is left to need is its first
-	// compaction's room (batchNeed less the table).
-	if free := db.freeSpace(); free >= 0 && free < batchNeed(int(size))-size {
+		full := isDiskFull(err)
+		if !full && !errors.Is(err, errTableRoom) {
+			return false, err
+		}
 		need := batchNeed(int(size))
 		db.roomNeed.Store(need)
 		db.noRoom.Store(true)
-		return false, fmt.Errorf("%w in %s: %s free, the checkpoint's table of %s needs %s more", errNoRoom, db.opts.Dir, mib(free), mib(size), mib(need-size))
+		err = fmt.Errorf("%w in %s: %s free, the checkpoint's table of about %s needs %s", errNoRoom, db.opts.Dir,
+			mib(db.freeSpace()), mib(size), mib(need))
+		if full {
+			// The estimate was short: the filesystem filled as it was written.
+			err = fmt.Errorf("%w: %w", err, syscall.ENOSPC)
+		}
+		return false, err
 	}
 	if db.hooks.checkpointWrite != nil {
 		if err := db.hooks.checkpointWrite(); err != nil {
@@ -96,88 +117,126 @@ func (db *DB) ingestCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error, ab
 	}
 	// An ingestion that overlaps the memtable flushes it first and waits,
 	// with no way to give up on closing: the memtable is flushed here,
-	// where closing can abandon the wait.
+	// where closing can abandon the wait (a write to the store in between
+	// still makes the ingestion flush).
 	if err := db.flushStore(abort); err != nil {
 		return false, err
 	}
 	if err := db.pdb.Ingest([]string{path}); err != nil {
+		if isDiskFull(err) {
+			db.roomNeed.Store(batchNeed(int(size)))
+			db.noRoom.Store(true)
+		}
 		return false, db.diskErr(err)
 	}
 	return true, nil
 }
 
-// checkpointOps lists, in key order, what run's table writes: the writes
-// of pre and the new series, run's buckets (run.work is sorted by key
-// here) and the snapshots of sealed ones deleted, the catalog records,
-// the rollups' marks and the checkpoint record. Of two writes of a key,
-// the later in that order is kept.
-func (db *DB) checkpointOps(run *ckptRun, pre []func(*pebble.Batch) error) ([]tableOp, error) {
-	type keyed struct {
-		key []byte
-		w   ckptBucket
-	}
-	ks := make([]keyed, len(run.work))
-	for i := range run.work {
-		w := &run.work[i]
-		space := byte(spaceOpen)
+// workOrder returns the indexes of run.work in the order of their keys,
+// and those of the sealed buckets with a snapshot in the order of their
+// snapshots' keys (which the checkpoint deletes): keys compared by their
+// parts, none made.
+func workOrder(run *ckptRun) (sets, dels []int32) {
+	space := func(w *ckptBucket) byte {
 		if w.sealed {
-			space = spaceBucket
+			return spaceBucket
 		}
-		ks[i] = keyed{bucketKey(space, w.coll, w.series, w.b.minTime, w.b.id), *w}
+		return spaceOpen
 	}
-	slices.SortFunc(ks, func(a, b keyed) int { return bytes.Compare(a.key, b.key) })
-	for i := range ks {
-		run.work[i] = ks[i].w
+	cmp := func(a, b *ckptBucket, sa, sb byte) int {
+		if c := cmpInt(sa, sb); c != 0 {
+			return c
+		}
+		if c := cmpInt(a.coll, b.coll); c != 0 {
+			return c
+		}
+		if c := cmpInt(a.series, b.series); c != 0 {
+			return c
+		}
+		if c := cmpInt(a.b.minTime, b.b.minTime); c != 0 { // flipTime keeps the order
+			return c
+		}
+		return cmpInt(a.b.id, b.b.id)
 	}
+	sets = make([]int32, len(run.work))
+	for i := range sets {
+		sets[i] = int32(i)
+		if w := &run.work[i]; w.sealed && w.b.snapshot {
+			dels = append(dels, int32(i))
+		}
+	}
+	slices.SortFunc(sets, func(i, j int32) int {
+		a, b := &run.work[i], &run.work[j]
+		return cmp(a, b, space(a), space(b))
+	})
+	slices.SortFunc(dels, func(i, j int32) int {
+		return cmp(&run.work[i], &run.work[j], spaceOpen, spaceOpen)
+	})
+	return sets, dels
+}
 
-	var ops []tableOp
-	fromBatch := func(fill func(*pebble.Batch) error) error {
+func cmpInt[T ~uint8 | ~uint32 | ~uint64 | ~int64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// checkpointOps returns, each in key order, the writes of pre (before
+// the new series and the buckets in a batch's order) and those after
+// them: the catalog records, the rollups' marks and the checkpoint
+// record. Of two writes of a key in one, the later is kept.
+func (db *DB) checkpointOps(run *ckptRun, pre []func(*pebble.Batch) error) (preOps, tailOps []tableOp, err error) {
+	fromBatch := func(fill func(*pebble.Batch) error) ([]tableOp, error) {
 		b := db.pdb.NewBatch()
 		defer b.Close()
 		if err := fill(b); err != nil {
-			return err
+			return nil, err
 		}
+		var ops []tableOp
 		r := b.Reader()
 		for {
 			kind, k, v, ok, err := r.Next()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !ok {
-				return nil
+				break
 			}
 			switch kind {
 			case pebble.InternalKeyKindSet:
-				ops = append(ops, tableOp{key: slices.Clone(k), value: slices.Clone(v), work: -1})
+				ops = append(ops, tableOp{key: slices.Clone(k), value: slices.Clone(v)})
 			case pebble.InternalKeyKindDelete:
-				ops = append(ops, tableOp{key: slices.Clone(k), work: -1, del: true})
+				ops = append(ops, tableOp{key: slices.Clone(k), del: true})
 			default:
-				return fmt.Errorf("timeseries: a checkpoint table cannot hold a write of kind %v", kind)
+				return nil, fmt.Errorf("%w: %v", errTableKind, kind)
 			}
 		}
+		// Stable: of equal keys the last write, kept below, stays last.
+		slices.SortStableFunc(ops, func(a, b tableOp) int { return bytes.Compare(a.key, b.key) })
+		out := ops[:0]
+		for i := range ops {
+			if i+1 < len(ops) && bytes.Equal(ops[i].key, ops[i+1].key) {
+				continue
+			}
+			out = append(out, ops[i])
+		}
+		return out, nil
 	}
-	if err := fromBatch(func(b *pebble.Batch) error {
+	if preOps, err = fromBatch(func(b *pebble.Batch) error {
 		for _, p := range pre {
 			if err := p(b); err != nil {
 				return err
 			}
 		}
-		for _, sr := range run.newSeries {
-			if err := b.Set(sr.key, []byte(sr.meta), nil); err != nil {
-				return err
-			}
-		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for i := range ks {
-		ops = append(ops, tableOp{key: ks[i].key, work: i})
-		if w := &run.work[i]; w.sealed && w.b.snapshot {
-			ops = append(ops, tableOp{key: bucketKey(spaceOpen, w.coll, w.series, w.b.minTime, w.b.id), work: -1, del: true})
-		}
-	}
-	if err := fromBatch(func(b *pebble.Batch) error {
+	if tailOps, err = fromBatch(func(b *pebble.Batch) error {
 		for _, kv := range run.catalog {
 			if err := b.Set(kv[0], kv[1], nil); err != nil {
 				return err
@@ -190,25 +249,40 @@ func (db *DB) checkpointOps(run *ckptRun, pre []func(*pebble.Batch) error) ([]ta
 		}
 		return b.Set(keyCheckpoint, run.st.encode(), nil)
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// Stable: of equal keys the last write, kept below, stays last.
-	slices.SortStableFunc(ops, func(a, b tableOp) int { return bytes.Compare(a.key, b.key) })
-	out := ops[:0]
-	for i := range ops {
-		if i+1 < len(ops) && bytes.Equal(ops[i].key, ops[i+1].key) {
-			continue
-		}
-		out = append(out, ops[i])
-	}
-	return out, nil
+	return preOps, tailOps, nil
 }
 
-// writeCheckpointTable writes ops to a table at path, encoding run's
-// buckets a window at a time, and returns its size once synced. On a
-// failure, the size returned is the table's as far as it was written,
-// scaled to all of ops.
-func (db *DB) writeCheckpointTable(path string, run *ckptRun, ops []tableOp) (size int64, err error) {
+// The streams a checkpoint's table merges, in a batch's order: of two
+// writes of a key, the one of the later stream is kept.
+const (
+	streamPre = iota
+	streamSeries
+	streamSets // buckets
+	streamDels // snapshots of sealed buckets deleted
+	streamTail
+	nStreams
+)
+
+// writeCheckpointTable writes to a table at path, in key order, the
+// writes of preOps, run's new series, its buckets (encoded a window at a
+// time), the deletes of the snapshots of its sealed buckets and tailOps,
+// and returns the table's size once synced. It stops with errTableRoom
+// when the free space would not hold the rest; on a failure, the size
+// returned is the table's as far as it was written, scaled to all of it.
+func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []tableOp) (size int64, err error) {
+	sets, dels := workOrder(run)
+	series := make([]int32, len(run.newSeries))
+	for i := range series {
+		series[i] = int32(i)
+	}
+	slices.SortFunc(series, func(i, j int32) int { return bytes.Compare(run.newSeries[i].key, run.newSeries[j].key) })
+	// Never a name the store still holds: a crash between the store's
+	// link of an ingested table and its removal of this name leaves both.
+	if err := db.opts.FS.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
 	f, err := db.opts.FS.Create(path)
 	if err != nil {
 		return 0, fmt.Errorf("timeseries: create the checkpoint's table: %w", err)
@@ -217,54 +291,149 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, ops []tableOp) (si
 	// below when no table overlaps it.
 	tw := sstable.NewWriter(objstorageprovider.NewFileWritable(f),
 		db.po.MakeWriterOptions(0, db.pdb.FormatMajorVersion().MaxTableFormat()))
-	closed, done := false, 0
+	closed := false
+	estimate := func() int64 { return 0 }
 	defer func() {
 		if !closed {
-			if err != nil && done > 0 {
-				size = int64(tw.EstimatedSize()) * int64(len(ops)) / int64(done)
+			if err != nil {
+				size = estimate()
 			}
 			tw.Close()
 		}
 	}()
-	var pe *parallelEncoder
-	if len(run.work) >= minParallelEncode && runtime.GOMAXPROCS(0) > 1 {
-		pe = newParallelEncoder(min(runtime.GOMAXPROCS(0), maxEncoders))
+	n := runtime.GOMAXPROCS(0)
+	if len(sets) < minParallelEncode {
+		n = 1
 	}
-	var enc bucket.Encoder
-	var thaw bucket.Columns
-	var buf []byte
-	window := -1
-	for i, op := range ops {
-		done = i
-		switch {
-		case op.del:
-			err = tw.Delete(op.key)
-		case op.work < 0:
-			err = tw.Set(op.key, op.value)
-		default:
-			w := &run.work[op.work]
-			if pe != nil {
-				if win := op.work / encodeWindow; win != window {
-					window = win
-					lo := win * encodeWindow
-					if err := pe.encode(run.work[lo:min(lo+encodeWindow, len(run.work))]); err != nil {
-						return 0, err
-					}
-				}
-				buf = pe.out[op.work%encodeWindow]
-			} else if buf, err = w.encode(&enc, buf[:0], &thaw); err != nil {
-				return 0, fmt.Errorf("timeseries: encode bucket %d: %w", w.b.id, err)
+	pe := newParallelEncoder(min(n, maxEncoders))
+	window := make([]ckptBucket, 0, min(len(sets), encodeWindow))
+	winStart := -1
+	// The table's size: what is written, and the buckets left at the
+	// rate (bytes to bucketEstimate) of those encoded.
+	written, estimated, rest := int64(0), int64(0), int64(0)
+	for i := range run.work {
+		rest += int64(run.work[i].bucketEstimate())
+	}
+	estimate = func() int64 {
+		e := int64(tw.EstimatedSize())
+		if estimated > 0 {
+			e += rest * written / estimated
+		} else {
+			e += rest / 3
+		}
+		return e
+	}
+	room := func() error {
+		if free, need := db.freeSpace(), batchNeed(int(estimate()))-int64(tw.EstimatedSize()); free >= 0 && free < need {
+			return errTableRoom
+		}
+		return nil
+	}
+	// encode encodes the window of sets holding si, measured.
+	encode := func(si int) error {
+		start := si - si%encodeWindow
+		if start == winStart {
+			return nil
+		}
+		if start > 0 {
+			if err := room(); err != nil {
+				return err
 			}
-			err = tw.Set(op.key, buf)
+		}
+		window = window[:0]
+		for _, i := range sets[start:min(start+encodeWindow, len(sets))] {
+			window = append(window, run.work[i])
+		}
+		if err := pe.encode(window); err != nil {
+			return err
+		}
+		winStart = start
+		for j := range window {
+			written += int64(len(pe.out[j]))
+			estimated += int64(window[j].bucketEstimate())
+			rest -= int64(window[j].bucketEstimate())
+		}
+		if start == 0 {
+			return room()
+		}
+		return nil
+	}
+	// The keys of buckets and snapshots, each in its own buffer (the
+	// writer copies what it keeps).
+	bkey, dkey := make([]byte, bucketKeyLen), make([]byte, bucketKeyLen)
+	putKey := func(key []byte, space byte, w *ckptBucket) []byte {
+		key[0] = space
+		binary.BigEndian.PutUint32(key[1:], w.coll)
+		binary.BigEndian.PutUint64(key[5:], w.series)
+		binary.BigEndian.PutUint64(key[13:], flipTime(w.b.minTime))
+		binary.BigEndian.PutUint64(key[21:], w.b.id)
+		return key
+	}
+	var at [nStreams]int
+	lens := [nStreams]int{len(preOps), len(series), len(sets), len(dels), len(tailOps)}
+	var heads [nStreams][]byte
+	for {
+		for c := range heads {
+			heads[c] = nil
+			if at[c] >= lens[c] {
+				continue
+			}
+			switch c {
+			case streamPre:
+				heads[c] = preOps[at[c]].key
+			case streamSeries:
+				heads[c] = run.newSeries[series[at[c]]].key
+			case streamSets:
+				w := &run.work[sets[at[c]]]
+				space := byte(spaceOpen)
+				if w.sealed {
+					space = spaceBucket
+				}
+				heads[c] = putKey(bkey, space, w)
+			case streamDels:
+				heads[c] = putKey(dkey, spaceOpen, &run.work[dels[at[c]]])
+			case streamTail:
+				heads[c] = tailOps[at[c]].key
+			}
+		}
+		best := -1
+		for c := range heads {
+			if heads[c] != nil && (best < 0 || bytes.Compare(heads[c], heads[best]) <= 0) {
+				best = c // of equal keys, the later stream
+			}
+		}
+		if best < 0 {
+			break
+		}
+		for c := range heads {
+			if c != best && heads[c] != nil && bytes.Equal(heads[c], heads[best]) {
+				at[c]++ // a write the later one replaces
+			}
+		}
+		k := heads[best]
+		switch best {
+		case streamPre:
+			err = preOps[at[best]].write(tw)
+		case streamTail:
+			err = tailOps[at[best]].write(tw)
+		case streamSeries:
+			err = tw.Set(k, []byte(run.newSeries[series[at[best]]].meta))
+		case streamSets:
+			if err := encode(at[best]); err != nil {
+				return 0, err
+			}
+			err = tw.Set(k, pe.out[at[best]%encodeWindow])
+		case streamDels:
+			err = tw.Delete(k)
 		}
 		if err != nil {
 			return 0, fmt.Errorf("timeseries: write the checkpoint's table: %w", err)
 		}
+		at[best]++
 	}
-	done, size = len(ops), int64(tw.EstimatedSize())
 	closed = true
 	if err := tw.Close(); err != nil { // syncs the file
-		return size, fmt.Errorf("timeseries: write the checkpoint's table: %w", err)
+		return estimate(), fmt.Errorf("timeseries: write the checkpoint's table: %w", err)
 	}
 	st, err := db.opts.FS.Stat(path)
 	if err != nil {
@@ -274,9 +443,10 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, ops []tableOp) (si
 }
 
 // removeCheckpointTable removes a table a checkpoint wrote and a crash
-// left before the store ingested it.
-func (db *DB) removeCheckpointTable() error {
-	err := db.opts.FS.Remove(filepath.Join(db.opts.Dir, checkpointTableName))
+// left before the store ingested it (or after, before the store removed
+// this name: the store keeps its own).
+func removeCheckpointTable(fs vfs.FS, dir string) error {
+	err := fs.Remove(filepath.Join(dir, checkpointTableName))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

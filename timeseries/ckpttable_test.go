@@ -185,10 +185,10 @@ func TestCheckpointTableFailure(t *testing.T) {
 	}
 }
 
-// TestCheckpointOpsLastWriteWins: the writes a checkpoint's table holds
-// come out in key order, and of two writes of one key (pre functions
-// kept from failed checkpoints can write a key twice) the later is kept,
-// as in a batch.
+// TestCheckpointOpsLastWriteWins: the writes of a checkpoint's pre
+// functions come out in key order, and of two writes of one key (pre
+// functions kept from failed checkpoints can write a key twice) the
+// later is kept, as in a batch.
 func TestCheckpointOpsLastWriteWins(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	defer db.Close()
@@ -214,9 +214,13 @@ func TestCheckpointOpsLastWriteWins(t *testing.T) {
 			return nil
 		},
 	}
-	ops, err := db.checkpointOps(&ckptRun{}, pre)
+	ops, tail, err := db.checkpointOps(&ckptRun{}, pre)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var st checkpointState
+	if len(tail) != 1 || !bytes.Equal(tail[0].key, keyCheckpoint) || !bytes.Equal(tail[0].value, st.encode()) {
+		t.Fatalf("the writes after the buckets: %v, want the checkpoint record alone", tail)
 	}
 	render := func(key []byte, del bool, v []byte) string {
 		if del {
@@ -228,12 +232,111 @@ func TestCheckpointOpsLastWriteWins(t *testing.T) {
 	for _, op := range ops {
 		got = append(got, render(op.key, op.del, op.value))
 	}
-	var st checkpointState
-	want := []string{render(keyCheckpoint, false, st.encode())}
+	var want []string
 	for i := range n {
 		want = append(want, render(k(i), i%2 == 0, []byte("2")))
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ops\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestCheckpointTableKindFallsBack: a checkpoint whose writes hold a kind
+// a table cannot (here a range delete from a pre function) is written as
+// a batch instead, whole.
+func TestCheckpointTableKindFallsBack(t *testing.T) {
+	db := openTest(t, t.TempDir(), func(o *Options) { o.tableCheckpoint = 1 })
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	ms := []model.Measurement{{Time: t0, Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := []byte{spaceMeta, 'x', 'a'}, []byte{spaceMeta, 'x', 'z'}
+	if err := db.pdb.Set([]byte{spaceMeta, 'x', 'm'}, []byte("gone"), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	db.maintMu.Lock()
+	err := db.checkpointWith(nil, &ckptChange{under: func() error { return nil }, pre: func(b *pebble.Batch) error { return b.DeleteRange(lo, hi, nil) }})
+	db.maintMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ingestedTables(db); n != 0 {
+		t.Fatalf("%d tables ingested", n)
+	}
+	if _, closer, err := db.pdb.Get([]byte{spaceMeta, 'x', 'm'}); err == nil {
+		closer.Close()
+		t.Fatal("the pre function's range delete was not written")
+	}
+	if got := len(findRows(t, db, "m", FindOptions{})); got != 1 {
+		t.Fatalf("%d rows", got)
+	}
+	// The next checkpoint, with nothing a table cannot hold, is a table.
+	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if n := ingestedTables(db); n != 1 {
+		t.Fatalf("%d tables ingested, want 1", n)
+	}
+}
+
+// TestCheckpointTableCollisions: where a pre function writes a key the
+// checkpoint writes again (a bucket's, a new series'), the table keeps
+// the checkpoint's write, as the batch does: the stores end the same and
+// read every row after a restart.
+func TestCheckpointTableCollisions(t *testing.T) {
+	clock := func() time.Time { return time.Date(2026, 1, 1, 4, 0, 0, 0, time.UTC) }
+	var contents [2][][2][]byte
+	for i, table := range []int{-1, 1} {
+		dir := t.TempDir()
+		db := openTest(t, dir, func(o *Options) { o.Now, o.tableCheckpoint = clock, table })
+		mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+		ms := []model.Measurement{
+			{Time: t0, Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Float(1)}}},
+			{Time: t0 + 1, Meta: sensor("a"), Fields: []model.Field{{Name: "v", Value: model.Float(2)}}},
+		}
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := db.lookup("m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.mu.RLock()
+		var s *series
+		for _, x := range c.series {
+			s = x
+		}
+		b := s.buckets[0]
+		keys := [][]byte{bucketKey(spaceOpen, c.id, s.id, b.minTime, b.id), seriesKey(c.id, s.id)}
+		db.mu.RUnlock()
+		db.maintMu.Lock()
+		err = db.checkpointWith(nil, &ckptChange{under: func() error { return nil }, pre: func(pb *pebble.Batch) error {
+			pb.Set(keys[0], []byte("junk"), nil)
+			return pb.Delete(keys[1], nil)
+		}})
+		db.maintMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := ingestedTables(db); (n > 0) != (table > 0) {
+			t.Fatalf("%d tables ingested with tableCheckpoint %d", n, table)
+		}
+		contents[i] = storeContents(t, db)
+		db.Close()
+		db = openTest(t, dir, nil)
+		if got := len(findRows(t, db, "m", FindOptions{})); got != 2 {
+			t.Fatalf("tableCheckpoint %d: %d rows after a restart, want 2", table, got)
+		}
+		db.Close()
+	}
+	if fmt.Sprint(contents[0]) != fmt.Sprint(contents[1]) {
+		t.Fatalf("the stores differ:\nbatch %x\ntable %x", contents[0], contents[1])
 	}
 }

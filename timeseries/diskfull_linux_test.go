@@ -570,10 +570,10 @@ func testDiskFullStillReads(t *testing.T, table int) {
 }
 
 // TestDiskFullCheckpointTable: a checkpoint written as a table that
-// fills the filesystem as it is written is skipped as a batch that does
-// not fit is: the table is removed, the room it measured is remembered,
-// the rows stay readable, and once that room is free the next checkpoint
-// writes them.
+// would not fit the free space is skipped as a batch that does not fit
+// is, before the filesystem fills: the table is removed, the room it
+// measured is remembered, the rows stay readable, and once that room is
+// free the next checkpoint writes them.
 func TestDiskFullCheckpointTable(t *testing.T) {
 	root := tmpfs.Mount(t, 24<<20)
 	fill := filepath.Join(root, "fill")
@@ -606,8 +606,8 @@ func TestDiskFullCheckpointTable(t *testing.T) {
 	fillDisk(t, fill, 3<<19)
 	free := db.freeSpace()
 	err = db.Checkpoint()
-	if !errors.Is(err, errNoRoom) || !isDiskFull(err) {
-		t.Fatalf("checkpoint of a table larger than the %s free: %v", mib(free), err)
+	if !errors.Is(err, errNoRoom) || isDiskFull(err) {
+		t.Fatalf("checkpoint of a table larger than the %s free: %v, want it skipped before the filesystem fills", mib(free), err)
 	}
 	if need := db.roomNeed.Load(); need <= free || !db.noRoom.Load() {
 		t.Fatalf("the checkpoint measured it needs %s with %s free", mib(need), mib(free))
@@ -629,5 +629,36 @@ func TestDiskFullCheckpointTable(t *testing.T) {
 	}
 	if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
 		t.Fatalf("find after the checkpoint: %d rows, %d written", len(got), rows)
+	}
+}
+
+// TestCheckpointTableLeftFreesRoom: a checkpoint's table a crash left is
+// removed before the free space is measured at open, so that a store it
+// would have pushed under the reserve opens writable.
+func TestCheckpointTableLeftFreesRoom(t *testing.T) {
+	root := tmpfs.Mount(t, 16<<20)
+	dir := filepath.Join(root, "data")
+	open := func() *DB {
+		db, err := Open(Options{Dir: dir, CheckpointInterval: time.Hour, DiskReserve: 4 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := open()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The table left takes all but 2 MiB: under the reserve while it stays.
+	left := filepath.Join(dir, checkpointTableName)
+	fillDisk(t, left, 2<<20)
+	db = open()
+	defer db.Close()
+	if db.readOnly {
+		t.Fatalf("opened read-only with %s free", mib(db.freeSpace()))
+	}
+	if _, err := os.Stat(left); err == nil {
+		t.Fatal("the table left by a crash is still there")
 	}
 }

@@ -57,6 +57,12 @@ func Open(opts Options) (*DB, error) {
 	// capture (idleSeq).
 	db.mu.writeSeq = 1
 	db.encPool.New = func() any { return &recordEncoder{} }
+	// A checkpoint's table a crash left is not part of the store: it goes
+	// before the free space is measured, and before the log's replay may
+	// write a checkpoint of its own.
+	if err := removeCheckpointTable(opts.FS, opts.Dir); err != nil {
+		return nil, err
+	}
 	if free := db.freeSpace(); opts.DiskReserve >= 0 && free >= 0 && free < opts.DiskReserve {
 		db.readOnly = true
 		opts.Logger.Warn("opening read-only: the filesystem is full; writes are refused until a restart with space free",
@@ -122,11 +128,6 @@ func Open(opts Options) (*DB, error) {
 		return nil, err
 	}
 	if !db.readOnly {
-		if err := db.removeCheckpointTable(); err != nil {
-			w.Close()
-			pdb.Close()
-			return nil, err
-		}
 		db.sweepArchiveIntents()
 		go db.run()
 		if db.opts.ManualRollups {
