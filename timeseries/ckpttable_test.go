@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -27,7 +29,8 @@ func storeContents(t *testing.T, db *DB) [][2][]byte {
 }
 
 // tableOpsWorkload runs on db what TestCheckpointTableSameAsBatch
-// compares: rows of 40 sensors over three hours, checkpointed at each
+// compares: rows of 400 sensors over three hours (buckets in more than
+// one of a table's windows), checkpointed at each
 // hour's turn (sealed buckets, open ones snapshotted, then sealed with
 // their snapshot deleted), a meta update (whose checkpoint writes its
 // moves of stored buckets first) and a delete.
@@ -37,8 +40,8 @@ func tableOpsWorkload(t *testing.T, db *DB) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	for h := range 3 {
 		var ms []model.Measurement
-		for s := range 40 {
-			k, _ := model.CanonicalMeta(fmt.Sprintf("s%02d", s))
+		for s := range 400 {
+			k, _ := model.CanonicalMeta(fmt.Sprintf("s%03d", s))
 			for i := range 30 {
 				ms = append(ms, model.Measurement{Time: t0 + int64(h)*int64(time.Hour) + int64(i)*int64(2*time.Minute) + int64(s)*int64(time.Second),
 					Meta: model.MetaKey(k), Fields: []model.Field{{Name: "v", Value: model.Float(float64(h*1000 + s*30 + i))}}})
@@ -51,10 +54,10 @@ func tableOpsWorkload(t *testing.T, db *DB) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Update(ctx, "m", Update{Filter: mustFilter(t, `{"s": "s03"}`), Operators: mustUpdate(t, `{"$set": {"s": "s04"}}`), Multi: true}); err != nil {
+	if _, err := db.Update(ctx, "m", Update{Filter: mustFilter(t, `{"s": "s003"}`), Operators: mustUpdate(t, `{"$set": {"s": "s004"}}`), Multi: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s07"}`), DeleteOptions{}); err != nil {
+	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s007"}`), DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Checkpoint(); err != nil {
@@ -95,8 +98,8 @@ func TestCheckpointTableSameAsBatch(t *testing.T) {
 			t.Fatalf("key %d: %x = %d bytes after batches, %x = %d bytes after tables", i, a[0], len(a[1]), b[0], len(b[1]))
 		}
 	}
-	if len(rows[0]) != 40*30*3-30*3 {
-		t.Fatalf("read %d rows, want %d", len(rows[0]), 40*30*3-30*3)
+	if len(rows[0]) != 400*30*3-30*3 {
+		t.Fatalf("read %d rows, want %d", len(rows[0]), 400*30*3-30*3)
 	}
 	for i := range rows[0] {
 		if rows[0][i] != rows[1][i] {
@@ -338,5 +341,91 @@ func TestCheckpointTableCollisions(t *testing.T) {
 	}
 	if fmt.Sprint(contents[0]) != fmt.Sprint(contents[1]) {
 		t.Fatalf("the stores differ:\nbatch %x\ntable %x", contents[0], contents[1])
+	}
+}
+
+// BenchmarkCheckpointFleet times the checkpoint of a fleet's hour: 10,000
+// sensors, a row every 10 s each, open buckets captured at each 10
+// minutes and sealed at the hour's turn, written as one batch or as one
+// table (tableCheckpoint -1 or the default). Each op loads 10 minutes of
+// rows, untimed, then checkpoints. It reports the checkpoint's time, the
+// bytes it allocated and the largest Go heap seen while it ran (sampled
+// every 200 µs), against the heap before it:
+//
+//	go test ./timeseries -run '^$' -bench CheckpointFleet -benchtime 12x
+func BenchmarkCheckpointFleet(b *testing.B) {
+	for _, mode := range []struct {
+		name  string
+		table int
+	}{{"batch", -1}, {"table", 0}} {
+		b.Run(mode.name, func(b *testing.B) {
+			db := openTest(b, b.TempDir(), func(o *Options) {
+				o.tableCheckpoint = mode.table
+				o.MemoryBudget, o.CheckpointLogBytes = 4<<30, 4<<30
+			})
+			defer db.Close()
+			mustCreate(b, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+			const sensors = 10000
+			metas := make([]model.MetaKey, sensors)
+			for i := range metas {
+				k, _ := model.CanonicalMeta(fmt.Sprintf("sensor-%05d", i))
+				metas[i] = model.MetaKey(k)
+			}
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+			step := 0
+			var spent time.Duration
+			var allocated, grew, peak uint64
+			sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+			heap := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+			b.ResetTimer()
+			b.StopTimer()
+			for range b.N {
+				for range 60 { // 10 minutes of rows
+					ms := make([]model.Measurement, sensors)
+					for i := range ms {
+						ms[i] = model.Measurement{Time: t0 + int64(step)*int64(10*time.Second) + int64(i), Meta: metas[i],
+							Fields: []model.Field{{Name: "v", Value: model.Float(float64(step%100) + float64(i%7)/8)}}}
+					}
+					if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+						b.Fatal(err)
+					}
+					step++
+				}
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				base := heap()
+				stop := make(chan struct{})
+				seen := make(chan uint64)
+				go func() {
+					top := uint64(0)
+					for {
+						top = max(top, heap())
+						select {
+						case <-stop:
+							seen <- top
+							return
+						case <-time.After(200 * time.Microsecond):
+						}
+					}
+				}()
+				start := time.Now()
+				if err := db.Checkpoint(); err != nil {
+					b.Fatal(err)
+				}
+				spent += time.Since(start)
+				close(stop)
+				top := <-seen
+				var after runtime.MemStats
+				runtime.ReadMemStats(&after)
+				allocated += after.TotalAlloc - before.TotalAlloc
+				grew += top - base
+				peak = max(peak, top-base)
+			}
+			b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "ns/op")
+			b.ReportMetric(float64(allocated)/float64(b.N)/(1<<20), "MiB-alloc/op")
+			b.ReportMetric(float64(grew)/float64(b.N)/(1<<20), "MiB-heap-grew/op")
+			b.ReportMetric(float64(peak)/(1<<20), "MiB-heap-grew-max")
+		})
 	}
 }
