@@ -109,6 +109,7 @@ func (db *DB) ingestCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error, ab
 		need := batchNeed(int(size))
 		db.roomNeed.Store(need)
 		db.noRoom.Store(true)
+		db.opts.FS.Remove(path)
 		err = fmt.Errorf("%w in %s: %s free, the checkpoint's table of about %s needs %s", errNoRoom, db.opts.Dir,
 			mib(db.freeSpace()), mib(size), mib(need))
 		if full {
@@ -296,8 +297,8 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 	}
 	// The store's level 0 options: the table is ingested there, or
 	// below when no table overlaps it.
-	tw := sstable.NewWriter(objstorageprovider.NewFileWritable(f),
-		db.po.MakeWriterOptions(0, db.pdb.FormatMajorVersion().MaxTableFormat()))
+	wr := objstorageprovider.NewFileWritable(f)
+	tw := sstable.NewWriter(wr, db.po.MakeWriterOptions(0, db.pdb.FormatMajorVersion().MaxTableFormat()))
 	closed := false
 	estimate := func() int64 { return 0 }
 	defer func() {
@@ -305,7 +306,7 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 			if err != nil {
 				size = estimate()
 			}
-			tw.Close()
+			wr.Abort() // closes the file, writing nothing more
 		}
 	}()
 	n := runtime.GOMAXPROCS(0)
@@ -315,21 +316,33 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 	pe := newParallelEncoder(min(n, maxEncoders))
 	window := make([]ckptBucket, 0, min(len(sets), tableWindow))
 	winStart := -1
-	// The table's size: what is written, and the buckets left at the
-	// rate (bytes to bucketEstimate) of those encoded.
-	written, estimated, rest := int64(0), int64(0), int64(0)
+	// The table's size, estimated: the keys and the values other than
+	// buckets', known; the buckets encoded, measured; the buckets left, at
+	// the rate (encoded bytes to bucketEstimate) of those encoded.
+	known := int64(len(sets)+len(dels)) * (bucketKeyLen + batchEntryOverhead)
+	for _, ops := range [][]tableOp{preOps, tailOps} {
+		for i := range ops {
+			known += int64(len(ops[i].key) + len(ops[i].value) + batchEntryOverhead)
+		}
+	}
+	for i := range run.newSeries {
+		known += int64(len(run.newSeries[i].key) + len(run.newSeries[i].meta) + batchEntryOverhead)
+	}
+	encoded, estimated, rest := int64(0), int64(0), int64(0)
 	for i := range run.work {
 		rest += int64(run.work[i].bucketEstimate())
 	}
 	estimate = func() int64 {
-		e := int64(tw.EstimatedSize())
+		e := known + encoded
 		if estimated > 0 {
-			e += rest * written / estimated
+			e += int64(float64(rest) * float64(encoded) / float64(estimated))
 		} else {
-			e += rest / 3
+			e += rest
 		}
 		return e
 	}
+	// room: the free space holds what is left of the table, a quarter of
+	// all of it and checkpointMargin.
 	room := func() error {
 		if free, need := db.freeSpace(), batchNeed(int(estimate()))-int64(tw.EstimatedSize()); free >= 0 && free < need {
 			return errTableRoom
@@ -342,7 +355,7 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 		if start == winStart {
 			return nil
 		}
-		if start > 0 {
+		if start > 0 { // the first is measured before it is checked
 			if err := room(); err != nil {
 				return err
 			}
@@ -356,12 +369,9 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 		}
 		winStart = start
 		for j := range window {
-			written += int64(len(pe.out[j]))
+			encoded += int64(len(pe.out[j]))
 			estimated += int64(window[j].bucketEstimate())
 			rest -= int64(window[j].bucketEstimate())
-		}
-		if start == 0 {
-			return room()
 		}
 		return nil
 	}
@@ -375,6 +385,16 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 		binary.BigEndian.PutUint64(key[13:], flipTime(w.b.minTime))
 		binary.BigEndian.PutUint64(key[21:], w.b.id)
 		return key
+	}
+	// The first window is measured before anything is written, then the
+	// room for the whole table checked.
+	if len(sets) > 0 {
+		if err := encode(0); err != nil {
+			return 0, err
+		}
+	}
+	if err := room(); err != nil {
+		return 0, err
 	}
 	var at [nStreams]int
 	lens := [nStreams]int{len(preOps), len(series), len(sets), len(dels), len(tailOps)}

@@ -29,8 +29,8 @@ func storeContents(t *testing.T, db *DB) [][2][]byte {
 }
 
 // tableOpsWorkload runs on db what TestCheckpointTableSameAsBatch
-// compares: rows of 400 sensors over three hours (buckets in more than
-// one of a table's windows), checkpointed at each
+// compares: rows of 1,100 sensors over three hours (over 1,024 buckets a
+// checkpoint: encoded in parallel, in several of a table's windows), checkpointed at each
 // hour's turn (sealed buckets, open ones snapshotted, then sealed with
 // their snapshot deleted), a meta update (whose checkpoint writes its
 // moves of stored buckets first) and a delete.
@@ -40,10 +40,10 @@ func tableOpsWorkload(t *testing.T, db *DB) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	for h := range 3 {
 		var ms []model.Measurement
-		for s := range 400 {
-			k, _ := model.CanonicalMeta(fmt.Sprintf("s%03d", s))
-			for i := range 30 {
-				ms = append(ms, model.Measurement{Time: t0 + int64(h)*int64(time.Hour) + int64(i)*int64(2*time.Minute) + int64(s)*int64(time.Second),
+		for s := range 1100 {
+			k, _ := model.CanonicalMeta(fmt.Sprintf("s%04d", s))
+			for i := range 20 {
+				ms = append(ms, model.Measurement{Time: t0 + int64(h)*int64(time.Hour) + int64(i)*int64(3*time.Minute) + int64(s)*int64(time.Millisecond),
 					Meta: model.MetaKey(k), Fields: []model.Field{{Name: "v", Value: model.Float(float64(h*1000 + s*30 + i))}}})
 			}
 		}
@@ -54,10 +54,10 @@ func tableOpsWorkload(t *testing.T, db *DB) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Update(ctx, "m", Update{Filter: mustFilter(t, `{"s": "s003"}`), Operators: mustUpdate(t, `{"$set": {"s": "s004"}}`), Multi: true}); err != nil {
+	if _, err := db.Update(ctx, "m", Update{Filter: mustFilter(t, `{"s": "s0003"}`), Operators: mustUpdate(t, `{"$set": {"s": "s0004"}}`), Multi: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s007"}`), DeleteOptions{}); err != nil {
+	if _, err := db.Delete(ctx, "m", mustFilter(t, `{"s": "s0007"}`), DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Checkpoint(); err != nil {
@@ -98,8 +98,8 @@ func TestCheckpointTableSameAsBatch(t *testing.T) {
 			t.Fatalf("key %d: %x = %d bytes after batches, %x = %d bytes after tables", i, a[0], len(a[1]), b[0], len(b[1]))
 		}
 	}
-	if len(rows[0]) != 400*30*3-30*3 {
-		t.Fatalf("read %d rows, want %d", len(rows[0]), 400*30*3-30*3)
+	if len(rows[0]) != 1100*20*3-20*3 {
+		t.Fatalf("read %d rows, want %d", len(rows[0]), 1100*20*3-20*3)
 	}
 	for i := range rows[0] {
 		if rows[0][i] != rows[1][i] {

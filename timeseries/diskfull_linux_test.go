@@ -569,66 +569,107 @@ func testDiskFullStillReads(t *testing.T, table int) {
 	}
 }
 
-// TestDiskFullCheckpointTable: a checkpoint written as a table that
-// would not fit the free space is skipped as a batch that does not fit
-// is, before the filesystem fills: the table is removed, the room it
-// measured is remembered, the rows stay readable, and once that room is
-// free the next checkpoint writes them.
-func TestDiskFullCheckpointTable(t *testing.T) {
-	root := tmpfs.Mount(t, 24<<20)
-	fill := filepath.Join(root, "fill")
-	db, err := Open(Options{Dir: filepath.Join(root, "data"), CheckpointInterval: time.Hour, DiskReserve: -1,
-		CheckpointLogBytes: 1 << 30, tableCheckpoint: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+// loadPadded inserts rows rows of 64 random letters, spread over the
+// given number of series, spacing apart, into db's collection m.
+func loadPadded(t *testing.T, db *DB, series, rows int, spacing time.Duration) {
+	t.Helper()
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	rng := rand.New(rand.NewPCG(3, 4))
-	rows := 0
-	for range 20 {
-		ms := make([]model.Measurement, 2000)
+	for done := 0; done < rows; {
+		ms := make([]model.Measurement, min(2000, rows-done))
 		for i := range ms {
 			pad := make([]byte, 64)
 			for j := range pad {
 				pad[j] = 'a' + byte(rng.IntN(26))
 			}
-			ms[i] = model.Measurement{Time: base + int64(rows+i)*1e9, Meta: sensor(fmt.Sprint("s", (rows+i)%2000)),
+			ms[i] = model.Measurement{Time: base + int64(done+i)*int64(spacing), Meta: sensor(fmt.Sprint("s", (done+i)%series)),
 				Fields: []model.Field{{Name: "pad", Value: model.String(string(pad))}}}
 		}
 		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rows += len(ms)
+		done += len(ms)
 	}
-	// More free than a checkpoint needs to start, less than its table.
-	fillDisk(t, fill, 3<<19)
-	free := db.freeSpace()
-	err = db.Checkpoint()
-	if !errors.Is(err, errNoRoom) || isDiskFull(err) {
-		t.Fatalf("checkpoint of a table larger than the %s free: %v, want it skipped before the filesystem fills", mib(free), err)
-	}
-	if need := db.roomNeed.Load(); need <= free || !db.noRoom.Load() {
-		t.Fatalf("the checkpoint measured it needs %s with %s free", mib(need), mib(free))
-	}
-	if _, err := os.Stat(filepath.Join(root, "data", checkpointTableName)); err == nil {
-		t.Fatal("the table that did not fit is left")
-	}
-	if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
-		t.Fatalf("find with the checkpoint out of room: %d rows, %d written", len(got), rows)
-	}
-	if err := os.Remove(fill); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
-	if db.roomNeed.Load() != 0 || db.noRoom.Load() || ingestedTables(db) != 1 {
-		t.Fatalf("after space is freed: room needed %d, %d tables ingested", db.roomNeed.Load(), ingestedTables(db))
-	}
-	if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
-		t.Fatalf("find after the checkpoint: %d rows, %d written", len(got), rows)
+}
+
+// TestDiskFullCheckpointTable: a checkpoint written as a table that
+// would not fit the free space is skipped as a batch that does not fit
+// is, before the filesystem fills: the table is removed, the room it
+// measured is remembered, the rows stay readable, and once that room is
+// free the next checkpoint writes them. Tables of many windows of
+// buckets, of one (measured before anything is written), and a meta
+// update's, whose moves of stored buckets come first in the table.
+func TestDiskFullCheckpointTable(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		series, rows   int
+		spacing        time.Duration
+		update, stored bool
+	}{
+		{name: "windows", series: 2000, rows: 40000, spacing: time.Second},
+		{name: "one window", series: 200, rows: 40000, spacing: time.Millisecond},
+		{name: "meta update", series: 2000, rows: 40000, spacing: time.Second, update: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := tmpfs.Mount(t, 24<<20)
+			fill := filepath.Join(root, "fill")
+			db, err := Open(Options{Dir: filepath.Join(root, "data"), CheckpointInterval: time.Hour, DiskReserve: -1,
+				CheckpointLogBytes: 1 << 30, tableCheckpoint: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+			loadPadded(t, db, tc.series, tc.rows, tc.spacing)
+			rows := tc.rows
+			if tc.update {
+				// Stored, so that the update's checkpoint moves them, and
+				// rows in memory besides, so that its checkpoint is a table.
+				if err := db.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+				loadPadded(t, db, 100, 100, time.Second)
+				rows += 100
+			}
+			// More free than a checkpoint needs to start, less than its
+			// table (the update's, with its moves, about 4.8 MiB: more
+			// than its buckets need).
+			leave := int64(3 << 19)
+			if tc.update {
+				leave = 9 << 19
+			}
+			fillDisk(t, fill, leave)
+			free := db.freeSpace()
+			if tc.update {
+				_, err = db.Update(ctx, "m", Update{Filter: mustFilter(t, `{}`), Operators: mustUpdate(t, `{"$set": {"s": "moved"}}`), Multi: true})
+			} else {
+				err = db.Checkpoint()
+			}
+			if !errors.Is(err, errNoRoom) || isDiskFull(err) {
+				t.Fatalf("checkpoint of a table larger than the %s free: %v, want it skipped before the filesystem fills", mib(free), err)
+			}
+			if need := db.roomNeed.Load(); need <= free || !db.noRoom.Load() {
+				t.Fatalf("the checkpoint measured it needs %s with %s free", mib(need), mib(free))
+			}
+			if _, err := os.Stat(filepath.Join(root, "data", checkpointTableName)); err == nil {
+				t.Fatal("the table that did not fit is left")
+			}
+			if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
+				t.Fatalf("find with the checkpoint out of room: %d rows, %d written", len(got), rows)
+			}
+			if err := os.Remove(fill); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			if db.roomNeed.Load() != 0 || db.noRoom.Load() || ingestedTables(db) == 0 {
+				t.Fatalf("after space is freed: room needed %d, %d tables ingested", db.roomNeed.Load(), ingestedTables(db))
+			}
+			if got := findRows(t, db, "m", FindOptions{}); len(got) != rows {
+				t.Fatalf("find after the checkpoint: %d rows, %d written", len(got), rows)
+			}
+		})
 	}
 }
 
