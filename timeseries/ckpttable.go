@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -151,20 +152,20 @@ func workOrder(run *ckptRun) (sets, dels []int32) {
 		}
 		return spaceOpen
 	}
-	cmp := func(a, b *ckptBucket, sa, sb byte) int {
-		if c := cmpInt(sa, sb); c != 0 {
+	byKey := func(a, b *ckptBucket, sa, sb byte) int {
+		if c := cmp.Compare(sa, sb); c != 0 {
 			return c
 		}
-		if c := cmpInt(a.coll, b.coll); c != 0 {
+		if c := cmp.Compare(a.coll, b.coll); c != 0 {
 			return c
 		}
-		if c := cmpInt(a.series, b.series); c != 0 {
+		if c := cmp.Compare(a.series, b.series); c != 0 {
 			return c
 		}
-		if c := cmpInt(a.b.minTime, b.b.minTime); c != 0 { // flipTime keeps the order
+		if c := cmp.Compare(a.b.minTime, b.b.minTime); c != 0 { // flipTime keeps the order
 			return c
 		}
-		return cmpInt(a.b.id, b.b.id)
+		return cmp.Compare(a.b.id, b.b.id)
 	}
 	sets = make([]int32, len(run.work))
 	for i := range sets {
@@ -175,22 +176,12 @@ func workOrder(run *ckptRun) (sets, dels []int32) {
 	}
 	slices.SortFunc(sets, func(i, j int32) int {
 		a, b := &run.work[i], &run.work[j]
-		return cmp(a, b, space(a), space(b))
+		return byKey(a, b, space(a), space(b))
 	})
 	slices.SortFunc(dels, func(i, j int32) int {
-		return cmp(&run.work[i], &run.work[j], spaceOpen, spaceOpen)
+		return byKey(&run.work[i], &run.work[j], spaceOpen, spaceOpen)
 	})
 	return sets, dels
-}
-
-func cmpInt[T ~uint8 | ~uint32 | ~uint64 | ~int64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // checkpointOps returns, each in key order, the writes of pre (before
