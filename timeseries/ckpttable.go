@@ -271,12 +271,14 @@ const (
 // when the free space would not hold the rest; on a failure, the size
 // returned is the table's as far as it was written, scaled to all of it.
 func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []tableOp) (size int64, err error) {
-	sets, dels := workOrder(run)
-	series := make([]int32, len(run.newSeries))
-	for i := range series {
-		series[i] = int32(i)
+	t := &tableWriter{db: db, run: run, preOps: preOps, tailOps: tailOps, winStart: -1}
+	t.sets, t.dels = workOrder(run)
+	t.series = make([]int32, len(run.newSeries))
+	for i := range t.series {
+		t.series[i] = int32(i)
 	}
-	slices.SortFunc(series, func(i, j int32) int { return bytes.Compare(run.newSeries[i].key, run.newSeries[j].key) })
+	slices.SortFunc(t.series, func(i, j int32) int { return bytes.Compare(run.newSeries[i].key, run.newSeries[j].key) })
+	t.measure()
 	// Never a name the store still holds: a crash between the store's
 	// link of an ingested table and its removal of this name leaves both.
 	if err := db.opts.FS.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -289,106 +291,138 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 	// The store's level 0 options: the table is ingested there, or
 	// below when no table overlaps it.
 	wr := objstorageprovider.NewFileWritable(f)
-	tw := sstable.NewWriter(wr, db.po.MakeWriterOptions(0, db.pdb.FormatMajorVersion().MaxTableFormat()))
-	closed := false
-	estimate := func() int64 { return 0 }
-	defer func() {
-		if !closed {
-			if err != nil {
-				size = estimate()
-			}
-			wr.Abort() // closes the file, writing nothing more
-		}
-	}()
+	t.tw = sstable.NewWriter(wr, db.po.MakeWriterOptions(0, db.pdb.FormatMajorVersion().MaxTableFormat()))
 	n := runtime.GOMAXPROCS(0)
-	if len(sets) < minParallelEncode {
+	if len(t.sets) < minParallelEncode {
 		n = 1
 	}
-	pe := newParallelEncoder(min(n, maxEncoders))
-	window := make([]ckptBucket, 0, min(len(sets), tableWindow))
-	winStart := -1
+	t.pe = newParallelEncoder(min(n, maxEncoders))
+	t.window = make([]ckptBucket, 0, min(len(t.sets), tableWindow))
+	// The first window is measured before anything is written, then the
+	// room for the whole table checked.
+	if len(t.sets) > 0 {
+		err = t.encode(0)
+	}
+	if err == nil {
+		err = t.room()
+	}
+	if err == nil {
+		err = t.merge()
+	}
+	if err != nil {
+		wr.Abort() // closes the file, writing nothing more
+		return t.estimate(), err
+	}
+	if err := t.tw.Close(); err != nil { // syncs the file
+		return t.estimate(), fmt.Errorf("timeseries: write the checkpoint's table: %w", err)
+	}
+	st, err := db.opts.FS.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// tableWriter writes a checkpoint's table (writeCheckpointTable).
+type tableWriter struct {
+	db              *DB
+	run             *ckptRun
+	preOps, tailOps []tableOp
+	// sets, dels and series are the orders of run's buckets, of its
+	// sealed buckets' snapshots and of its new series (by index).
+	sets, dels, series []int32
+	tw                 *sstable.Writer
+	pe                 *parallelEncoder
+	window             []ckptBucket // the buckets pe encoded last
+	winStart           int          // their first index in sets
 	// The table's size, estimated: the keys and the values other than
-	// buckets', known; the buckets encoded, measured; the buckets left, at
-	// the rate (encoded bytes to bucketEstimate) of those encoded.
-	known := int64(len(sets)+len(dels)) * (bucketKeyLen + batchEntryOverhead)
-	for _, ops := range [][]tableOp{preOps, tailOps} {
+	// buckets', known; the buckets encoded, measured; the buckets left
+	// (their bucketEstimate, rest), at the rate of those encoded.
+	known, encoded, estimated, rest int64
+}
+
+// measure sets what the table's size estimate starts from.
+func (t *tableWriter) measure() {
+	t.known = int64(len(t.sets)+len(t.dels)) * (bucketKeyLen + batchEntryOverhead)
+	for _, ops := range [][]tableOp{t.preOps, t.tailOps} {
 		for i := range ops {
-			known += int64(len(ops[i].key) + len(ops[i].value) + batchEntryOverhead)
+			t.known += int64(len(ops[i].key) + len(ops[i].value) + batchEntryOverhead)
 		}
 	}
-	for i := range run.newSeries {
-		known += int64(len(run.newSeries[i].key) + len(run.newSeries[i].meta) + batchEntryOverhead)
+	for i := range t.run.newSeries {
+		t.known += int64(len(t.run.newSeries[i].key) + len(t.run.newSeries[i].meta) + batchEntryOverhead)
 	}
-	encoded, estimated, rest := int64(0), int64(0), int64(0)
-	for i := range run.work {
-		rest += int64(run.work[i].bucketEstimate())
+	for i := range t.run.work {
+		t.rest += int64(t.run.work[i].bucketEstimate())
 	}
-	estimate = func() int64 {
-		e := known + encoded
-		if estimated > 0 {
-			e += int64(float64(rest) * float64(encoded) / float64(estimated))
-		} else {
-			e += rest
-		}
-		return e
+}
+
+// estimate is the table's size, as far as it is measured.
+func (t *tableWriter) estimate() int64 {
+	e := t.known + t.encoded
+	if t.estimated > 0 {
+		e += int64(float64(t.rest) * float64(t.encoded) / float64(t.estimated))
+	} else {
+		e += t.rest
 	}
-	// room: the free space holds what is left of the table, a quarter of
-	// all of it and checkpointMargin.
-	room := func() error {
-		if free, need := db.freeSpace(), batchNeed(int(estimate()))-int64(tw.EstimatedSize()); free >= 0 && free < need {
-			return errTableRoom
-		}
+	return e
+}
+
+// room returns errTableRoom unless the free space holds what is left of
+// the table, a quarter of all of it and checkpointMargin.
+func (t *tableWriter) room() error {
+	if free, need := t.db.freeSpace(), batchNeed(int(t.estimate()))-int64(t.tw.EstimatedSize()); free >= 0 && free < need {
+		return errTableRoom
+	}
+	return nil
+}
+
+// encode encodes the window of sets holding si, measured, unless it is
+// the window encoded last.
+func (t *tableWriter) encode(si int) error {
+	start := si - si%tableWindow
+	if start == t.winStart {
 		return nil
 	}
-	// encode encodes the window of sets holding si, measured.
-	encode := func(si int) error {
-		start := si - si%tableWindow
-		if start == winStart {
-			return nil
-		}
-		if start > 0 { // the first is measured before it is checked
-			if err := room(); err != nil {
-				return err
-			}
-		}
-		window = window[:0]
-		for _, i := range sets[start:min(start+tableWindow, len(sets))] {
-			window = append(window, run.work[i])
-		}
-		if err := pe.encode(window); err != nil {
+	if start > 0 { // the first is measured before it is checked
+		if err := t.room(); err != nil {
 			return err
 		}
-		winStart = start
-		for j := range window {
-			encoded += int64(len(pe.out[j]))
-			estimated += int64(window[j].bucketEstimate())
-			rest -= int64(window[j].bucketEstimate())
-		}
-		return nil
 	}
+	t.window = t.window[:0]
+	for _, i := range t.sets[start:min(start+tableWindow, len(t.sets))] {
+		t.window = append(t.window, t.run.work[i])
+	}
+	if err := t.pe.encode(t.window); err != nil {
+		return err
+	}
+	t.winStart = start
+	for j := range t.window {
+		t.encoded += int64(len(t.pe.out[j]))
+		t.estimated += int64(t.window[j].bucketEstimate())
+		t.rest -= int64(t.window[j].bucketEstimate())
+	}
+	return nil
+}
+
+// putKey writes into key the key of bucket w in space.
+func putKey(key []byte, space byte, w *ckptBucket) []byte {
+	key[0] = space
+	binary.BigEndian.PutUint32(key[1:], w.coll)
+	binary.BigEndian.PutUint64(key[5:], w.series)
+	binary.BigEndian.PutUint64(key[13:], flipTime(w.b.minTime))
+	binary.BigEndian.PutUint64(key[21:], w.b.id)
+	return key
+}
+
+// merge writes the five streams to the table in key order.
+func (t *tableWriter) merge() error {
+	run := t.run
 	// The keys of buckets and snapshots, each in its own buffer (the
 	// writer copies what it keeps).
 	bkey, dkey := make([]byte, bucketKeyLen), make([]byte, bucketKeyLen)
-	putKey := func(key []byte, space byte, w *ckptBucket) []byte {
-		key[0] = space
-		binary.BigEndian.PutUint32(key[1:], w.coll)
-		binary.BigEndian.PutUint64(key[5:], w.series)
-		binary.BigEndian.PutUint64(key[13:], flipTime(w.b.minTime))
-		binary.BigEndian.PutUint64(key[21:], w.b.id)
-		return key
-	}
-	// The first window is measured before anything is written, then the
-	// room for the whole table checked.
-	if len(sets) > 0 {
-		if err := encode(0); err != nil {
-			return 0, err
-		}
-	}
-	if err := room(); err != nil {
-		return 0, err
-	}
 	var at [nStreams]int
-	lens := [nStreams]int{len(preOps), len(series), len(sets), len(dels), len(tailOps)}
+	lens := [nStreams]int{len(t.preOps), len(t.series), len(t.sets), len(t.dels), len(t.tailOps)}
 	var heads [nStreams][]byte
 	for {
 		for c := range heads {
@@ -398,20 +432,20 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 			}
 			switch c {
 			case streamPre:
-				heads[c] = preOps[at[c]].key
+				heads[c] = t.preOps[at[c]].key
 			case streamSeries:
-				heads[c] = run.newSeries[series[at[c]]].key
+				heads[c] = run.newSeries[t.series[at[c]]].key
 			case streamSets:
-				w := &run.work[sets[at[c]]]
+				w := &run.work[t.sets[at[c]]]
 				space := byte(spaceOpen)
 				if w.sealed {
 					space = spaceBucket
 				}
 				heads[c] = putKey(bkey, space, w)
 			case streamDels:
-				heads[c] = putKey(dkey, spaceOpen, &run.work[dels[at[c]]])
+				heads[c] = putKey(dkey, spaceOpen, &run.work[t.dels[at[c]]])
 			case streamTail:
-				heads[c] = tailOps[at[c]].key
+				heads[c] = t.tailOps[at[c]].key
 			}
 		}
 		best := -1
@@ -421,7 +455,7 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 			}
 		}
 		if best < 0 {
-			break
+			return nil
 		}
 		for c := range heads {
 			if c != best && heads[c] != nil && bytes.Equal(heads[c], heads[best]) {
@@ -429,35 +463,27 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 			}
 		}
 		k := heads[best]
+		var err error
 		switch best {
 		case streamPre:
-			err = preOps[at[best]].write(tw)
+			err = t.preOps[at[best]].write(t.tw)
 		case streamTail:
-			err = tailOps[at[best]].write(tw)
+			err = t.tailOps[at[best]].write(t.tw)
 		case streamSeries:
-			err = tw.Set(k, []byte(run.newSeries[series[at[best]]].meta))
+			err = t.tw.Set(k, []byte(run.newSeries[t.series[at[best]]].meta))
 		case streamSets:
-			if err := encode(at[best]); err != nil {
-				return 0, err
+			if err := t.encode(at[best]); err != nil {
+				return err
 			}
-			err = tw.Set(k, pe.out[at[best]%tableWindow])
+			err = t.tw.Set(k, t.pe.out[at[best]%tableWindow])
 		case streamDels:
-			err = tw.Delete(k)
+			err = t.tw.Delete(k)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("timeseries: write the checkpoint's table: %w", err)
+			return fmt.Errorf("timeseries: write the checkpoint's table: %w", err)
 		}
 		at[best]++
 	}
-	closed = true
-	if err := tw.Close(); err != nil { // syncs the file
-		return estimate(), fmt.Errorf("timeseries: write the checkpoint's table: %w", err)
-	}
-	st, err := db.opts.FS.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
 }
 
 // removeCheckpointTable removes a table a checkpoint wrote and a crash
