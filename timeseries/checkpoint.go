@@ -376,7 +376,7 @@ func (db *DB) checkpointWith(abort <-chan struct{}, ch *ckptChange) (err error) 
 		}
 	}()
 	if db.useTable(run) {
-		applied, err = db.ingestCheckpoint(run, db.pendingPre, abort)
+		err = db.ingestCheckpoint(run, db.pendingPre, abort)
 		if errors.Is(err, errTableKind) {
 			err = db.applyCheckpoint(run)
 		}
@@ -416,9 +416,7 @@ func (db *DB) applyCheckpoint(run *ckptRun) error {
 	// stops the process, so the checkpoint must not start one it cannot
 	// finish; the log keeps every write until a later checkpoint succeeds.
 	if free, need := db.freeSpace(), batchNeed(batch.Len()); free >= 0 && free < need {
-		db.roomNeed.Store(need)
-		db.noRoom.Store(true)
-		return fmt.Errorf("%w in %s: %s free, it will write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
+		return db.skipForRoom(free, need)
 	}
 	if db.hooks.checkpointWrite != nil {
 		if err := db.hooks.checkpointWrite(); err != nil {
@@ -429,6 +427,16 @@ func (db *DB) applyCheckpoint(run *ckptRun) error {
 		return db.diskErr(err)
 	}
 	return nil
+}
+
+// skipForRoom skips a checkpoint that needs need bytes free, free
+// being free: the room it measured is remembered (roomNeed), so that no
+// checkpoint captures again, and no writer waiting for memory waits for
+// one, until that much is free.
+func (db *DB) skipForRoom(free, need int64) error {
+	db.roomNeed.Store(need)
+	db.noRoom.Store(true)
+	return fmt.Errorf("%w in %s: %s free, it will write %s", errNoRoom, db.opts.Dir, mib(free), mib(need))
 }
 
 // ckptRun is what a checkpoint captured, from the capture to the release.

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"syscall"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/objstorage/objstorageprovider"
@@ -77,68 +76,52 @@ func (db *DB) useTable(run *ckptRun) bool {
 // ingestCheckpoint writes what run captured, and the writes of pre, as
 // one table and has the store ingest it: the same keys, in effect, as
 // the batch encodeCheckpoint makes (a key written twice keeps its last
-// write, in the batch's order). It reports whether the store took the
-// table. Before the table is written and after every window of buckets,
-// the free space must hold what is left of it (as measured so far), a
-// quarter of it for its first compaction and checkpointMargin: a table
-// that would not fit is removed and the checkpoint skipped (errNoRoom,
-// the room it needs remembered), before the filesystem fills, which
-// would fail the store's own writes. It returns errTableKind, having
-// written nothing, when pre writes a kind a table cannot hold.
-func (db *DB) ingestCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error, abort <-chan struct{}) (ingested bool, err error) {
+// write, in the batch's order). Before the table is written and after
+// every window of buckets, the free space must hold what is left of it
+// (as measured so far), a quarter of it for its first compaction and
+// checkpointMargin: a table that would not fit is removed and the
+// checkpoint skipped (skipForRoom) before the filesystem fills, which
+// would fail the store's own writes; one the filesystem still could not
+// hold is skipped the same way. It returns errTableKind, having written
+// nothing, when pre writes a kind a table cannot hold.
+func (db *DB) ingestCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error, abort <-chan struct{}) error {
 	preOps, tailOps, err := db.checkpointOps(run, pre)
 	if err != nil {
-		return false, err
+		return err
 	}
 	path := filepath.Join(db.opts.Dir, checkpointTableName)
 	size, err := db.writeCheckpointTable(path, run, preOps, tailOps)
-	defer func() {
-		if !ingested {
-			db.opts.FS.Remove(path) // the store removes its name once ingested
-		}
-	}()
 	// Written: a quarter of it for its first compaction and
 	// checkpointMargin must still be free.
 	if free := db.freeSpace(); err == nil && free >= 0 && free < batchNeed(int(size))-size {
 		err = errTableRoom
 	}
-	if err != nil {
-		full := isDiskFull(err)
-		if !full && !errors.Is(err, errTableRoom) {
-			return false, err
-		}
-		need := batchNeed(int(size))
-		db.roomNeed.Store(need)
-		db.noRoom.Store(true)
-		db.opts.FS.Remove(path)
-		err = fmt.Errorf("%w in %s: %s free, the checkpoint's table of about %s needs %s", errNoRoom, db.opts.Dir,
-			mib(db.freeSpace()), mib(size), mib(need))
-		if full {
-			// The estimate was short: the filesystem filled as it was written.
-			err = fmt.Errorf("%w: %w", err, syscall.ENOSPC)
-		}
-		return false, err
-	}
-	if db.hooks.checkpointWrite != nil {
-		if err := db.hooks.checkpointWrite(); err != nil {
-			return false, err
-		}
+	if err == nil && db.hooks.checkpointWrite != nil {
+		err = db.hooks.checkpointWrite()
 	}
 	// An ingestion that overlaps the memtable flushes it first and waits,
 	// with no way to give up on closing: the memtable is flushed here,
 	// where closing can abandon the wait (a write to the store in between
 	// still makes the ingestion flush).
-	if err := db.flushStore(abort); err != nil {
-		return false, err
-	}
-	if err := db.pdb.Ingest([]string{path}); err != nil {
-		if isDiskFull(err) {
-			db.roomNeed.Store(batchNeed(int(size)))
-			db.noRoom.Store(true)
+	if err == nil {
+		if err := db.flushStore(abort); err != nil {
+			db.dropCheckpointTable()
+			return err
 		}
-		return false, db.diskErr(err)
+		err = db.pdb.Ingest([]string{path}) // the store removes this name
 	}
-	return true, nil
+	if err == nil {
+		return nil
+	}
+	db.dropCheckpointTable()
+	if full := isDiskFull(err); full || errors.Is(err, errTableRoom) {
+		skipped := db.skipForRoom(db.freeSpace(), batchNeed(int(size)))
+		if full { // the estimate was short, or the store's own room
+			return fmt.Errorf("%w: %w", skipped, err)
+		}
+		return skipped
+	}
+	return db.diskErr(err)
 }
 
 // workOrder returns the indexes of run.work in the order of their keys,
@@ -281,7 +264,7 @@ func (db *DB) writeCheckpointTable(path string, run *ckptRun, preOps, tailOps []
 	t.measure()
 	// Never a name the store still holds: a crash between the store's
 	// link of an ingested table and its removal of this name leaves both.
-	if err := db.opts.FS.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := removeCheckpointTable(db.opts.FS, db.opts.Dir); err != nil {
 		return 0, err
 	}
 	f, err := db.opts.FS.Create(path)
@@ -483,6 +466,13 @@ func (t *tableWriter) merge() error {
 			return fmt.Errorf("timeseries: write the checkpoint's table: %w", err)
 		}
 		at[best]++
+	}
+}
+
+// dropCheckpointTable removes the table of a checkpoint that failed.
+func (db *DB) dropCheckpointTable() {
+	if err := removeCheckpointTable(db.opts.FS, db.opts.Dir); err != nil {
+		db.log.Warn("checkpoint table not removed", "dir", db.opts.Dir, "err", err)
 	}
 }
 

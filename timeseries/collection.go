@@ -84,9 +84,9 @@ type collection struct {
 	// gone is set, with the log's cut held, once the collection has left
 	// the DB: dropped (with dropped, so dropped implies gone) or replaced
 	// by ReplaceFrom (which leaves dropped alone: plain collections'
-	// writers read it under their own lock). A write that takes the cut's lock after it finds it, and
-	// logs nothing: a record logged after ReplaceFrom's cut would be
-	// replayed over the new content.
+	// writers read it under their own lock). A write that takes the cut's
+	// lock after it finds it, and logs nothing: a record logged after
+	// ReplaceFrom's cut would be replayed over the new content.
 	gone atomic.Bool
 	// rollups are the rollups of this collection being maintained
 	// (relinkRollups).
