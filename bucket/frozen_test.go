@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand"
 	"slices"
@@ -275,25 +276,29 @@ func FuzzFrozen(f *testing.F) {
 }
 
 func BenchmarkFrozen(b *testing.B) {
-	cols := sensorChunk(64)
-	var buf []byte
-	b.Run("append", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			buf = AppendFrozen(buf[:0], cols, 64)
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/row")
-		b.ReportMetric(float64(len(buf))/64, "B/row")
-	})
-	b.Run("decode", func(b *testing.B) {
-		dst := &Columns{Times: make([]int64, 64), Fields: []Column{{Type: TypeFloat, Floats: make([]float64, 64)},
-			{Type: TypeInt, Ints: make([]int64, 64)}, {Type: TypeInt, Ints: make([]int64, 64)}}}
-		for i := 0; i < b.N; i++ {
-			if _, err := DecodeFrozen(buf, dst, nil); err != nil {
-				b.Fatal(err)
+	// Chunks of 32 rows are what an open bucket freezes
+	// (timeseries.freezeRows); 16 and 64 are the sizes either side.
+	for _, rows := range []int{16, 32, 64} {
+		cols := sensorChunk(rows)
+		var buf []byte
+		b.Run(fmt.Sprintf("append/rows=%d", rows), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				buf = AppendFrozen(buf[:0], cols, rows)
 			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/row")
-	})
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+			b.ReportMetric(float64(len(buf))/float64(rows), "B/row")
+		})
+		b.Run(fmt.Sprintf("decode/rows=%d", rows), func(b *testing.B) {
+			dst := &Columns{Times: make([]int64, rows), Fields: []Column{{Type: TypeFloat, Floats: make([]float64, rows)},
+				{Type: TypeInt, Ints: make([]int64, rows)}, {Type: TypeInt, Ints: make([]int64, rows)}}}
+			for i := 0; i < b.N; i++ {
+				if _, err := DecodeFrozen(buf, dst, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+	}
 }
 
 // TestSnapshot: an open bucket's snapshot holds its frozen rows and its

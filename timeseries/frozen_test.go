@@ -246,3 +246,37 @@ func TestSealedSortedCopyReleased(t *testing.T) {
 		t.Fatalf("%d bytes of sorted copies counted after the bucket left memory", n)
 	}
 }
+
+// TestOpenHourPlainRowsFew: a fleet partway through its open hour holds
+// most of its rows frozen, not plain: 2,000 sensors of 48 rows each (a
+// reading and an integer, every 10 s) hold under maxOpenHourRowBytes of
+// buckets a row. With freezeRows at 64 all 48 rows are plain.
+func TestOpenHourPlainRowsFew(t *testing.T) {
+	const series, rows = 2000, 48
+	db := openTest(t, t.TempDir(), func(o *Options) { o.CheckpointLogBytes = 1 << 40 })
+	defer db.Close()
+	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+	base := int64(1_735_689_600e9) // 2025-01-01
+	rng := rand.New(rand.NewSource(3))
+	for r := 0; r < rows; r++ {
+		batch := make([]model.Measurement, 0, series)
+		for s := 0; s < series; s++ {
+			fs := []model.Field{{Name: "v", Value: model.Float(float64(rng.Intn(3000)) / 100)}, {Name: "n", Value: model.Int(int64(100 - r/10))}}
+			batch = append(batch, model.Measurement{Time: base + int64(r)*10e9 + rng.Int63n(1e9), Meta: int64(s), Fields: fs})
+		}
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: batch}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perRow := float64(db.headMem.Load()) / (series * rows)
+	t.Logf("%.1f budgeted bytes a row", perRow)
+	if perRow > maxOpenHourRowBytes {
+		t.Errorf("the open hour holds %.1f bytes a row; want <= %d", perRow, maxOpenHourRowBytes)
+	}
+}
+
+// maxOpenHourRowBytes bounds TestOpenHourPlainRowsFew: 32 rows frozen at a
+// few bytes, 16 plain at 24 in columns with room for 16 to 32, and each
+// bucket's struct and column headers, ~25 bytes a row in all (35 when
+// freezeRows was 64).
+const maxOpenHourRowBytes = 28

@@ -225,10 +225,15 @@ func (b *memBucket) presentColumns() []bool {
 }
 
 // freezeRows is how many plain rows an open bucket takes before they are
-// frozen: a multiple of 64, so that frozen rows fill whole presence words.
-// Smaller costs more chunk headers; larger keeps more rows plain (on
-// average half of it a bucket).
-const freezeRows = 64
+// frozen. Smaller costs more chunk headers (a sensor's rows freeze to 7.28
+// bytes a row in chunks of 64, 7.41 in chunks of 32, 7.88 in chunks of 16:
+// go test ./bucket -bench Frozen); larger keeps more rows plain, at 8
+// bytes a value, in columns made with room for all of them (tailCap). At
+// 32 a fleet 48 rows into its hour holds 24.6 bytes a row where 64 held
+// 35.2 (TestOpenHourPlainRowsFew), and a whole hour 10.0 heap bytes a row
+// where 64 held 12.7 (docs/benchmarks.md, "Open buckets freezing every 32
+// rows").
+const freezeRows = 32
 
 // tailCap is the capacity b's plain columns are made with: what the rest
 // of the bucket is expected to need (series.rowsHint), up to freezeRows.
