@@ -289,6 +289,7 @@ func BenchmarkFrozen(b *testing.B) {
 			b.ReportMetric(float64(len(buf))/float64(rows), "B/row")
 		})
 		b.Run(fmt.Sprintf("decode/rows=%d", rows), func(b *testing.B) {
+			buf = AppendFrozen(buf[:0], cols, rows) // when run without append
 			dst := &Columns{Times: make([]int64, rows), Fields: []Column{{Type: TypeFloat, Floats: make([]float64, rows)},
 				{Type: TypeInt, Ints: make([]int64, rows)}, {Type: TypeInt, Ints: make([]int64, rows)}}}
 			for i := 0; i < b.N; i++ {

@@ -29,6 +29,16 @@ import (
 // table (Options.tableCheckpoint); below it, a batch costs little.
 const defaultTableCheckpoint = minParallelEncode
 
+// tableCheckpointBytes is the bytes of buckets (bucketEstimate, before
+// encoding) from which a checkpoint of defaultTableCheckpoint buckets or
+// more is written as a table. A smaller one is a batch the memtable takes
+// in: an ingested table costs a flush of the memtable and a table in
+// level 0 each, and a million sparse series checkpoint several times a
+// second, each time a few megabytes of one-row buckets (written as tables,
+// that load ran at 0.63x the rate, at 1.45x the CPU a point: docs/
+// benchmarks.md, "Small checkpoints as batches again").
+const tableCheckpointBytes = memTableSize
+
 // tableWindow is how many buckets a checkpoint's table encodes at once
 // (at most encodeWindow): their encoded bytes are held until written.
 // BenchmarkCheckpointFleet (an hour of 10,000 sensors, checkpointed
@@ -66,11 +76,20 @@ var errTableKind = errors.New("timeseries: a checkpoint table cannot hold this k
 
 // useTable reports whether run is written as a table.
 func (db *DB) useTable(run *ckptRun) bool {
-	min := db.opts.tableCheckpoint
-	if min == 0 {
-		min = defaultTableCheckpoint
+	if min := db.opts.tableCheckpoint; min != 0 {
+		return min > 0 && len(run.work) >= min
 	}
-	return min > 0 && len(run.work) >= min
+	if len(run.work) < defaultTableCheckpoint {
+		return false
+	}
+	least := cmp.Or(db.opts.tableCheckpointBytes, tableCheckpointBytes)
+	n := 0
+	for i := range run.work {
+		if n += run.work[i].bucketEstimate(); n >= least {
+			return true
+		}
+	}
+	return false
 }
 
 // ingestCheckpoint writes what run captured, and the writes of pre, as

@@ -347,7 +347,7 @@ func TestCheckpointTableCollisions(t *testing.T) {
 // BenchmarkCheckpointFleet times the checkpoint of a fleet's hour: 10,000
 // sensors, a row every 10 s each, open buckets captured at each 10
 // minutes and sealed at the hour's turn, written as one batch or as one
-// table (tableCheckpoint -1 or the default). Each op loads 10 minutes of
+// table (tableCheckpoint -1 or 1). Each op loads 10 minutes of
 // rows, untimed, then checkpoints. It reports the checkpoint's time, the
 // bytes it allocated and the largest Go heap seen while it ran (sampled
 // every 200 µs), against the heap before it:
@@ -357,7 +357,7 @@ func BenchmarkCheckpointFleet(b *testing.B) {
 	for _, mode := range []struct {
 		name  string
 		table int
-	}{{"batch", -1}, {"table", 0}} {
+	}{{"batch", -1}, {"table", 1}} {
 		b.Run(mode.name, func(b *testing.B) {
 			db := openTest(b, b.TempDir(), func(o *Options) {
 				o.tableCheckpoint = mode.table
@@ -427,5 +427,37 @@ func BenchmarkCheckpointFleet(b *testing.B) {
 			b.ReportMetric(float64(grew)/float64(b.N)/(1<<20), "MiB-heap-grew/op")
 			b.ReportMetric(float64(peak)/(1<<20), "MiB-heap-grew-max")
 		})
+	}
+}
+
+// TestCheckpointTableBytes: by default a checkpoint of many buckets is
+// written as a table only when they hold tableCheckpointBytes or more; a
+// million sparse series' checkpoints of one-row buckets are batches.
+func TestCheckpointTableBytes(t *testing.T) {
+	const sensors = 2 * defaultTableCheckpoint
+	for _, least := range []int{0, 64 << 10} {
+		db := openTest(t, t.TempDir(), func(o *Options) { o.tableCheckpointBytes = least })
+		mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+		ms := make([]model.Measurement, sensors)
+		for i := range ms {
+			ms[i] = model.Measurement{Time: t0.UnixNano() + int64(i), Meta: int64(i), Fields: []model.Field{{Name: "v", Value: model.Float(1.5)}}}
+		}
+		if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(0)
+		if least > 0 {
+			want = 1 // 2,048 buckets of one row: ~150 KB estimated
+		}
+		if n := ingestedTables(db); n != want {
+			t.Errorf("%d one-row buckets, tableCheckpointBytes %d: %d tables ingested, want %d", sensors, least, n, want)
+		}
+		if got := len(findRows(t, db, "m", FindOptions{})); got != sensors {
+			t.Errorf("%d rows found, want %d", got, sensors)
+		}
+		db.Close()
 	}
 }

@@ -191,7 +191,7 @@ func benchmarkFleetQueries(b *testing.B, stored bool) {
 // BenchmarkRecentOpen: the iot fleet with its last hour open, the last
 // 2 minutes of `value` of every sensor (a count, and a read of the
 // numbers), as dashboards refresh them: most open buckets' rows since
-// their last freeze (64 rows) begin before the range.
+// their last freeze (freezeRows rows) begin before the range.
 //
 //	go test ./timeseries -run '^$' -bench RecentOpen -benchtime 50x
 func BenchmarkRecentOpen(b *testing.B) {

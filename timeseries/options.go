@@ -134,8 +134,12 @@ type Options struct {
 
 	// tableCheckpoint is the fewest buckets a checkpoint writes as a
 	// table for the store to ingest rather than as a batch (0:
-	// defaultTableCheckpoint, -1: never). Tests set it.
+	// defaultTableCheckpoint and tableCheckpointBytes, -1: never; set,
+	// the bytes are not counted). Tests set it.
 	tableCheckpoint int
+	// tableCheckpointBytes, when set, replaces the constant of that name
+	// in the default rule. Tests set it.
+	tableCheckpointBytes int
 }
 
 // EnsureDefaults fills in the zero fields.

@@ -258,7 +258,7 @@ func TestGuardRowsN(t *testing.T) {
 // hold at the capture: a read whose limit they pass is refused with 292
 // and holds nothing after, one with room gives the aggregate.
 func TestAggregateChargesFrozenRows(t *testing.T) {
-	const rows = 900 // one open bucket, its rows frozen every 64
+	const rows = 900 // one open bucket, its rows frozen every freezeRows
 	db := openTest(t, t.TempDir(), func(o *Options) { o.CheckpointInterval = time.Hour })
 	defer db.Close()
 	mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
