@@ -79,7 +79,10 @@ type Node struct {
 	closeOnce sync.Once
 	closeErr  error
 	opened    bool // Open succeeded
-	rebuilt   bool // Open rebuilt the engine (recoverEngine)
+	// openApplied is the applied index the member recovered at Open,
+	// before raft started (and could apply entries a leader sent).
+	openApplied uint64
+	rebuilt     bool // Open rebuilt the engine (recoverEngine)
 }
 
 // Open opens (or creates) the member in opts.Dir: its engine in
@@ -143,6 +146,7 @@ func Open(opts Options) (*Node, error) {
 	if n.fsm, err = newFSM(n.db, n.store, n.snaps.dir, filepath.Join(opts.Dir, "restore.tmp"), opts.Logger, n.halt); err != nil {
 		return nil, err
 	}
+	n.openApplied, _ = n.fsm.state()
 	if n.raft, err = raft.NewRaft(n.raftConfig(raftLog), n.fsm, n.store, n.store, n.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("replset: start raft: %w", err)
 	}
