@@ -276,7 +276,7 @@ func TestOpenHourPlainRowsFew(t *testing.T) {
 }
 
 // maxOpenHourRowBytes bounds TestOpenHourPlainRowsFew: 32 rows frozen at a
-// few bytes, 16 plain at 24 in columns with room for 16 to 32, and each
-// bucket's struct and column headers, ~25 bytes a row in all (35 when
-// freezeRows was 64).
+// few bytes, 16 plain at 24 (the budget counts the rows the columns hold,
+// not their room), and each bucket's struct and column headers, ~25
+// bytes a row in all (35 when freezeRows was 64).
 const maxOpenHourRowBytes = 28

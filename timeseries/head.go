@@ -229,8 +229,8 @@ func (b *memBucket) presentColumns() []bool {
 // bytes a row in chunks of 64, 7.41 in chunks of 32, 7.88 in chunks of 16:
 // go test ./bucket -bench Frozen); larger keeps more rows plain, at 8
 // bytes a value, in columns made with room for all of them (tailCap). At
-// 32 a fleet 48 rows into its hour holds 24.6 bytes a row where 64 held
-// 35.2 (TestOpenHourPlainRowsFew), and a whole hour 10.0 heap bytes a row
+// 32 a fleet 48 rows into its hour holds 24.6 budgeted bytes a row where
+// 64 held 35.2 (TestOpenHourPlainRowsFew), and a whole hour 10.0 heap bytes a row
 // where 64 held 12.7 (docs/benchmarks.md, "Open buckets freezing every 32
 // rows").
 const freezeRows = 32
