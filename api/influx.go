@@ -11,6 +11,7 @@ import (
 	"github.com/hourglassdb/hourglass/model"
 
 	"github.com/hourglassdb/hourglass/api/lineproto"
+	"github.com/hourglassdb/hourglass/internal/keep"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/timeseries"
 )
@@ -278,4 +279,12 @@ func (s *Server) handleInfluxQuery(w http.ResponseWriter, r *http.Request) {
 		results = append(results, res)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"results": results})
+}
+
+// newLineDecoders returns a keeper of n line-protocol decoders sharing one
+// series cache: a fleet's sensors are found whichever decoder takes their
+// request, and their meta values are held once.
+func newLineDecoders(n int) *keep.Keeper[*lineproto.Decoder] {
+	cache := lineproto.NewSeriesCache(lineproto.DefaultSeriesCacheBytes)
+	return keep.New(n, func() *lineproto.Decoder { return lineproto.NewDecoderSharing(cache) })
 }

@@ -267,7 +267,8 @@ type Server struct {
 	// is listed by currentop, before it reads.
 	promStarted func()
 
-	// Decoders kept with their series caches, one per write slot.
+	// Decoders kept with their caches, one per write slot; the
+	// line-protocol decoders share one series cache (newLineDecoders).
 	lineDecoders *keep.Keeper[*lineproto.Decoder]
 	docDecoders  *keep.Keeper[*model.MeasurementDecoder]
 }
@@ -298,7 +299,7 @@ func New(opts Options) (*Server, error) {
 		promEngine: newPromEngine(&opts),
 		promSlots:  make(chan struct{}, opts.PromQLMaxConcurrency),
 
-		lineDecoders: keep.New(opts.MaxConcurrentWrites, lineproto.NewDecoder),
+		lineDecoders: newLineDecoders(opts.MaxConcurrentWrites),
 		docDecoders:  keep.New(opts.MaxConcurrentWrites, model.NewMeasurementDecoder),
 	}
 	m, err := newMetrics(opts.Registerer, s)

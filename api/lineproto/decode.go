@@ -10,19 +10,21 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 )
 
-// Decoder decodes line protocol. It keeps bounded caches of meta values,
-// field names and field-name lists across calls, so a pooled Decoder
-// decodes the series it has seen before without allocating for them. A
-// Decoder is not safe for concurrent use.
+// Decoder decodes line protocol. It keeps bounded caches of field names
+// and field-name lists across calls and finds series in a SeriesCache, so
+// a pooled Decoder decodes the series seen before without allocating for
+// them. A Decoder is not safe for concurrent use; decoders sharing a
+// SeriesCache are.
 type Decoder struct {
-	series      map[string]*series // series key -> meta and last field names
-	seriesBytes int                // bytes of the keys and metas in series
-	// seriesHits counts the lookups series answered since it was last
-	// filled from empty; seriesSkip the misses left that are not cached
-	// (lookupSeries: a fleet larger than the cache, written in turn).
-	seriesHits, seriesSkip int
-	sets                   map[string]*fieldSet // field keys joined by 0 -> interned names
-	names                  map[string]string    // field name -> interned copy
+	cache *SeriesCache
+	// hits counts the lookups the cache answered during the chunk; made
+	// holds the series made on a miss, promote those found in the cache's
+	// older generation, until endChunk adds them to the cache.
+	hits    int
+	made    map[string]*series
+	promote []*series
+	sets    map[string]*fieldSet // field keys joined by 0 -> interned names
+	names   map[string]string    // field name -> interned copy
 
 	// The entry being decoded: its measurement, tags, fields and
 	// timestamp (nil when absent); key identifies its series: the line
@@ -50,8 +52,8 @@ type Decoder struct {
 	at int
 
 	// slowLines counts the lines given to the reference parser by
-	// Decode (tests).
-	slowLines int
+	// Decode, seriesHits the lookups the series cache answered (tests).
+	slowLines, seriesHits int
 	// referenceOnly sends every body to the reference parser (tests).
 	referenceOnly bool
 }
@@ -69,13 +71,21 @@ type field struct {
 
 func (f *field) key(src []byte) []byte { return src[f.k0:f.k1] }
 
-// NewDecoder returns a Decoder with empty caches.
-func NewDecoder() *Decoder {
+// NewDecoder returns a Decoder with empty caches of its own.
+func NewDecoder() *Decoder { return NewDecoderSharing(NewSeriesCache(privateSeriesCacheBytes)) }
+
+// privateSeriesCacheBytes bounds the series cache of a NewDecoder.
+const privateSeriesCacheBytes = 16 << 20
+
+// NewDecoderSharing returns a Decoder that finds and keeps series in c,
+// with empty caches of field names.
+func NewDecoderSharing(c *SeriesCache) *Decoder {
 	return &Decoder{
-		series: make(map[string]*series),
-		sets:   make(map[string]*fieldSet),
-		names:  make(map[string]string),
-		meta:   make(map[string]any),
+		cache: c,
+		made:  make(map[string]*series),
+		sets:  make(map[string]*fieldSet),
+		names: make(map[string]string),
+		meta:  make(map[string]any),
 	}
 }
 
@@ -103,6 +113,8 @@ func (d *Decoder) DecodeChunk(body []byte, pos, line, size int, prec Precision, 
 	unit := prec.Duration()
 	def := now.Truncate(unit).UnixNano()
 	res.from, res.fromLine = pos, line
+	d.beginChunk()
+	defer d.endChunk()
 	if d.referenceOnly {
 		d.reference(body[pos:], body, line+1, unit, def, res)
 		return len(body), line + bytes.Count(body[pos:], newline)

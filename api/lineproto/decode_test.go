@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -390,19 +391,21 @@ func TestErrorTextIsCut(t *testing.T) {
 }
 
 func TestCachesAreBounded(t *testing.T) {
-	d := NewDecoder()
+	const maxBytes = 256 << 10
+	d := NewDecoderSharing(NewSeriesCache(maxBytes))
 	var res Result
 	var b strings.Builder
-	n := maxSeries + maxFieldSets + maxFieldNames
+	n := maxPending + maxFieldSets + maxFieldNames
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&b, "m,host=h%d f%d=1,g=2 1\n", i, i)
 	}
 	d.Decode([]byte(b.String()), Nanosecond, testNow, &res)
-	if len(res.Measurements) != n || len(d.series) > maxSeries || len(d.sets) > maxFieldSets || len(d.names) > maxFieldNames {
-		t.Fatalf("%d measurements, %d series, %d field sets, %d names cached", len(res.Measurements), len(d.series), len(d.sets), len(d.names))
+	entries, bytes := d.cache.size()
+	if len(res.Measurements) != n || bytes > maxBytes || entries == 0 || len(d.sets) > maxFieldSets || len(d.names) > maxFieldNames {
+		t.Fatalf("%d measurements, %d series in %d bytes, %d field sets, %d names cached", len(res.Measurements), entries, bytes, len(d.sets), len(d.names))
 	}
 	// Values decoded after the caches were emptied are still right.
-	for _, i := range []int{0, maxSeries - 1, maxSeries, n - 1} {
+	for _, i := range []int{0, maxPending - 1, maxPending, n - 1} {
 		m := res.Measurements[i]
 		want := []model.Field{{Name: fmt.Sprint("f", i), Value: model.Float(1)}, {Name: "g", Value: model.Float(2)}}
 		if m.Meta != meta(t, "_measurement", "m", "host", fmt.Sprint("h", i)) || !reflect.DeepEqual(m.Fields, want) {
@@ -411,54 +414,116 @@ func TestCachesAreBounded(t *testing.T) {
 	}
 }
 
+// seriesLines returns lines of the series h<from> to h<to>, every key and
+// meta value of one length.
+func seriesLines(from, to int) []byte {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, "m,host=h%06d v=%d 1\n", i, i)
+	}
+	return []byte(b.String())
+}
+
+// checkSeries checks the measurements of seriesLines(from, ...).
+func checkSeries(t *testing.T, res *Result, from int) {
+	t.Helper()
+	for j, m := range res.Measurements {
+		i := from + j
+		if m.Meta != meta(t, "_measurement", "m", "host", fmt.Sprintf("h%06d", i)) || m.Fields[0].Value != model.Float(float64(i)) {
+			t.Fatalf("line %d: %+v", i, m)
+		}
+	}
+}
+
+// cacheOf returns a series cache whose generations hold gen series of
+// seriesLines.
+func cacheOf(t *testing.T, gen int) *SeriesCache {
+	c := NewSeriesCache(1 << 20)
+	var res Result
+	NewDecoderSharing(c).Decode(seriesLines(0, 1), Nanosecond, testNow, &res)
+	_, one := c.size()
+	return NewSeriesCache(2 * gen * one)
+}
+
+// decodeSeries decodes seriesLines(from, to) with d, checks them, and
+// returns the lookups the cache answered.
+func decodeSeries(t *testing.T, d *Decoder, from, to int) int {
+	t.Helper()
+	var res Result
+	hits := d.seriesHits
+	d.Decode(seriesLines(from, to), Nanosecond, testNow, &res)
+	checkSeries(t, &res, from)
+	return d.seriesHits - hits
+}
+
 // TestSeriesCacheThrash checks that a full series cache that answered
-// (almost) no lookup is kept rather than emptied and refilled, and that
-// one that did is refilled.
+// (almost) no lookup is kept rather than refilled, and that one that did
+// starts a new generation and keeps the series of the last one that come
+// again.
 func TestSeriesCacheThrash(t *testing.T) {
-	lines := func(from, to int) []byte {
-		var b strings.Builder
-		for i := from; i < to; i++ {
-			fmt.Fprintf(&b, "m,host=h%d v=%d 1\n", i, i)
-		}
-		return []byte(b.String())
-	}
-	check := func(res *Result, from int) {
-		t.Helper()
-		for j, m := range res.Measurements {
-			i := from + j
-			if m.Meta != meta(t, "_measurement", "m", "host", fmt.Sprint("h", i)) || m.Fields[0].Value != model.Float(float64(i)) {
-				t.Fatalf("line %d: %+v", i, m)
-			}
-		}
-	}
 	// A fleet larger than the cache, in turn: the cache fills, answers
 	// nothing, and is kept as it is.
-	d := NewDecoder()
-	var res Result
-	d.Decode(lines(0, maxSeries+100), Nanosecond, testNow, &res)
-	check(&res, 0)
-	// The first miss past full starts the skip; the other 99 take from it.
-	if len(d.series) != maxSeries || d.seriesSkip != maxSeries-99 {
-		t.Fatalf("after %d series in turn: %d cached, %d misses left uncached; want %d and %d", maxSeries+100, len(d.series), d.seriesSkip, maxSeries, maxSeries-99)
+	c := cacheOf(t, 100)
+	d := NewDecoderSharing(c)
+	decodeSeries(t, d, 0, 100)
+	decodeSeries(t, d, 100, 150)
+	if n, _ := c.size(); n != 100 || len(c.cur) != 100 || c.prev != nil || c.skip.Load() != 100 {
+		t.Fatalf("after 150 series in turn: %d cached (%d current), %d misses left uncached; want 100 and 100", n, len(c.cur), c.skip.Load())
 	}
-	res.Reset()
-	d.Decode(lines(0, 10), Nanosecond, testNow, &res) // still cached
-	check(&res, 0)
-	if d.seriesHits != 10 {
-		t.Fatalf("%d hits on series kept in the cache; want 10", d.seriesHits)
+	if h := decodeSeries(t, d, 0, 10); h != 10 {
+		t.Fatalf("%d hits on series kept in the cache; want 10", h)
+	}
+	decodeSeries(t, d, 150, 160)
+	if n, _ := c.size(); n != 100 || c.skip.Load() != 90 {
+		t.Fatalf("misses while skipping: %d cached, %d left uncached; want 100, 90", n, c.skip.Load())
 	}
 
-	// A cache that answered its lookups is emptied and refilled.
-	d = NewDecoder()
-	res.Reset()
-	d.Decode(lines(0, maxSeries), Nanosecond, testNow, &res)
-	res.Reset()
-	d.Decode(lines(0, maxSeries), Nanosecond, testNow, &res)
-	res.Reset()
-	d.Decode(lines(maxSeries, maxSeries+10), Nanosecond, testNow, &res)
-	check(&res, maxSeries)
-	if len(d.series) != 10 || d.seriesSkip != 0 {
-		t.Fatalf("a cache that answered every lookup, full: %d cached, %d misses uncached; want it refilled (10, 0)", len(d.series), d.seriesSkip)
+	// A cache that answered its lookups starts a new generation; the
+	// series of the old one that come again are found and moved to it.
+	c = cacheOf(t, 100)
+	d = NewDecoderSharing(c)
+	decodeSeries(t, d, 0, 100)
+	decodeSeries(t, d, 0, 100)
+	if h := decodeSeries(t, d, 100, 110); h != 0 || len(c.cur) != 10 || len(c.prev) != 100 || c.skip.Load() != 0 {
+		t.Fatalf("a cache that answered every lookup, full: %d hits, %d current, %d previous, %d skipped; want 0, 10, 100, 0",
+			h, len(c.cur), len(c.prev), c.skip.Load())
+	}
+	if h := decodeSeries(t, d, 0, 5); h != 5 || len(c.cur) != 15 {
+		t.Fatalf("series of the previous generation: %d hits, %d current; want 5, 15", h, len(c.cur))
+	}
+}
+
+// TestSeriesCacheShared checks that decoders sharing a cache find the
+// series one another made, and decode right when they run at once.
+func TestSeriesCacheShared(t *testing.T) {
+	c := NewSeriesCache(DefaultSeriesCacheBytes)
+	a, b := NewDecoderSharing(c), NewDecoderSharing(c)
+	decodeSeries(t, a, 0, 1000)
+	if h := decodeSeries(t, b, 0, 1000); h != 1000 {
+		t.Fatalf("%d of 1000 series made by one decoder found by the other", h)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := NewDecoderSharing(c)
+			for i := range 20 {
+				from := (g*20 + i) * 500 % 5000
+				var res Result
+				d.Decode(seriesLines(from, from+500), Nanosecond, testNow, &res)
+				for j, m := range res.Measurements {
+					if m.Meta != model.MetaKey(fmt.Sprintf(`{"_measurement":"m","host":"h%06d"}`, from+j)) {
+						t.Errorf("line %d: %+v", from+j, m)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n, _ := c.size(); n != 5000 {
+		t.Fatalf("%d series cached; want 5000", n)
 	}
 }
 

@@ -14,11 +14,9 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 )
 
-// Cache bounds. A full cache is emptied and refilled; what is too large to
-// cache is made afresh for every entry.
+// Cache bounds. A full cache of field names is emptied and refilled; what
+// is too large to cache is made afresh for every entry.
 const (
-	maxSeries      = 1 << 16  // meta values: a fleet of sensors, bounded by maxSeriesBytes
-	maxSeriesBytes = 16 << 20 // their keys and meta values
 	maxSeriesEntry = 16 << 10 // largest key and meta value cached
 	maxFieldSets   = 1024     // field-name lists
 	maxSetFields   = 128      // longest field-name list cached
@@ -26,17 +24,10 @@ const (
 	maxFieldNames  = 4096     // field names
 	maxNameBytes   = model.MaxFieldNameBytes
 	// missesPerHit: a full series cache that answered fewer than one
-	// lookup in missesPerHit of its size since it was filled is not
-	// refilled for a while (lookupSeries).
+	// lookup in missesPerHit of its size since it was last judged full
+	// is not refilled for a while (SeriesCache).
 	missesPerHit = 8
 )
-
-// series is a cached series: its meta value and the field names of its
-// last entry, which the next entry most likely repeats.
-type series struct {
-	meta   any // a model.MetaKey, boxed once
-	fields *fieldSet
-}
 
 // fieldSet is a list of distinct field names.
 type fieldSet struct {
@@ -98,10 +89,10 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (mod
 		return m, err
 	}
 	m.Meta = s.meta
-	fs := s.fields
+	fs := s.fields.Load()
 	if !fs.matches(d.fields, d.src) {
 		if fs = d.fieldSetOf(d.fields, d.src); fs != nil {
-			s.fields = fs
+			s.fields.Store(fs)
 		}
 	}
 	start := len(res.fields)
@@ -185,8 +176,15 @@ func splitTags(tags []tag, tagSet []byte) []tag {
 // lookupSeries returns the cached series of the scratch entry, making it
 // if need be.
 func (d *Decoder) lookupSeries() (*series, error) {
-	if s, ok := d.series[unsafeString(d.key)]; ok {
+	if s, prev := d.cache.find(d.key); s != nil {
+		d.hits++
 		d.seriesHits++
+		if prev && len(d.promote) < maxPending {
+			d.promote = append(d.promote, s)
+		}
+		return s, nil
+	}
+	if s, ok := d.made[unsafeString(d.key)]; ok {
 		return s, nil
 	}
 	if d.fastKey {
@@ -217,30 +215,11 @@ func (d *Decoder) lookupSeries() (*series, error) {
 		}
 	}
 	s := &series{meta: model.MetaKey(c)}
-	size := len(d.key) + len(c)
-	if size > maxSeriesEntry {
+	if len(d.key)+len(c) > maxSeriesEntry || len(d.made) >= maxPending || d.cache.skipMiss() {
 		return s, nil
 	}
-	if d.seriesSkip > 0 {
-		d.seriesSkip--
-		return s, nil
-	}
-	if len(d.series) >= maxSeries || d.seriesBytes+size > maxSeriesBytes {
-		// Full. If it answered few lookups since it was filled (more
-		// series than it holds, written in turn: each is gone before it
-		// comes again), emptying and refilling it would only cost a map
-		// insert and a key copy a line: it is kept as it is and the next
-		// misses, as many as it holds, are not cached.
-		if d.seriesHits < len(d.series)/missesPerHit {
-			d.seriesSkip = len(d.series)
-			d.seriesHits = 0
-			return s, nil
-		}
-		clear(d.series)
-		d.seriesBytes, d.seriesHits = 0, 0
-	}
-	d.series[string(d.key)] = s
-	d.seriesBytes += size
+	s.key = string(d.key)
+	d.made[s.key] = s
 	return s, nil
 }
 

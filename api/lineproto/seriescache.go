@@ -1,0 +1,152 @@
+package lineproto
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/hourglassdb/hourglass/model"
+)
+
+// DefaultSeriesCacheBytes bounds a server's series cache: about 300,000
+// series of iot-like keys (a 45-byte key, a 75-byte meta value).
+const DefaultSeriesCacheBytes = 64 << 20
+
+const (
+	// seriesEntryBytes is what a cached series takes beyond its key and
+	// meta value: its map slot, the series, the boxed meta key.
+	seriesEntryBytes = 96
+	// maxPending bounds the series a decoder found or made during a chunk
+	// and holds until it can add them to the cache (flush).
+	maxPending = 4096
+)
+
+// SeriesCache holds the series line-protocol decoders have seen lately:
+// their meta values found by the bytes that name them in a line. One
+// cache serves all the decoders of a server, so that a fleet's sensors
+// are found whichever decoder takes their request, and held once rather
+// than once a decoder. Decoders read it under a read lock taken once a
+// chunk, and add what they made under the write lock when they get it
+// without waiting (endChunk).
+//
+// Entries go to cur; when cur holds half the cache's bytes it becomes
+// prev and the old prev is dropped; an entry found in prev is moved back
+// to cur. A series written at least once in each generation's time stays.
+// A full cache that answered few lookups (a fleet larger than the cache,
+// written in turn: each series is gone before it comes again) is kept as
+// it is, without prev, and the next misses, as many as it holds, are not
+// cached: refilling it would only cost a map insert and a key copy a line.
+type SeriesCache struct {
+	mu        sync.RWMutex
+	cur, prev map[string]*series
+	curBytes  int
+	genBytes  int // a generation's bytes at most
+	// hits counts the lookups answered since cur was last judged full;
+	// skip the misses left that are not cached.
+	hits, skip atomic.Int64
+}
+
+// NewSeriesCache returns an empty cache of at most maxBytes.
+func NewSeriesCache(maxBytes int) *SeriesCache {
+	return &SeriesCache{cur: make(map[string]*series), genBytes: max(maxBytes/2, 1)}
+}
+
+// series is a cached series: its key, meta value, and the field names of
+// its last entry, which the next entry most likely repeats. Decoders share
+// it: fields is the one part that changes.
+type series struct {
+	key    string
+	meta   any // a model.MetaKey, boxed once
+	fields atomic.Pointer[fieldSet]
+}
+
+func (s *series) bytes() int { return len(s.key) + len(s.meta.(model.MetaKey)) + seriesEntryBytes }
+
+// find returns the series named key, under the read lock; prev is true
+// when it came from the older generation.
+func (c *SeriesCache) find(key []byte) (s *series, prev bool) {
+	if s, ok := c.cur[unsafeString(key)]; ok {
+		return s, false
+	}
+	if s, ok := c.prev[unsafeString(key)]; ok {
+		return s, true
+	}
+	return nil, false
+}
+
+// skipMiss reports whether a miss is not to be cached, and counts it.
+func (c *SeriesCache) skipMiss() bool {
+	if c.skip.Load() <= 0 {
+		return false
+	}
+	c.skip.Add(-1)
+	return true
+}
+
+// addLocked adds s, found in prev or made on a miss, to cur.
+func (c *SeriesCache) addLocked(s *series) {
+	if _, ok := c.cur[s.key]; ok || c.skip.Load() > 0 {
+		return
+	}
+	size := s.bytes()
+	if c.curBytes+size > c.genBytes {
+		if c.hits.Load() < int64(len(c.cur)/missesPerHit) {
+			c.skip.Store(int64(len(c.cur)))
+			c.hits.Store(0)
+			c.prev = nil
+			return
+		}
+		c.prev, c.cur, c.curBytes = c.cur, make(map[string]*series, len(c.cur)), 0
+		c.hits.Store(0)
+	}
+	c.cur[s.key] = s
+	c.curBytes += size
+}
+
+// size is the number of series held and their bytes, for tests.
+func (c *SeriesCache) size() (entries, bytes int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, m := range []map[string]*series{c.cur, c.prev} {
+		for _, s := range m {
+			entries++
+			bytes += s.bytes()
+		}
+	}
+	return entries, bytes
+}
+
+// beginChunk takes the cache's read lock for the lookups of a chunk.
+func (d *Decoder) beginChunk() { d.cache.mu.RLock() }
+
+// endChunk releases the read lock and adds to the cache the series the
+// chunk made or found in prev, if the write lock is free: a decoder never
+// waits for another.
+func (d *Decoder) endChunk() {
+	c := d.cache
+	c.mu.RUnlock()
+	if d.hits > 0 {
+		c.hits.Add(int64(d.hits))
+		d.hits = 0
+	}
+	if len(d.made) == 0 && len(d.promote) == 0 {
+		return
+	}
+	if !c.mu.TryLock() {
+		// Another decoder is reading: try again after a later chunk.
+		// Meanwhile this decoder finds what it made in made, and
+		// caches no more than maxPending.
+		return
+	}
+	for _, s := range d.promote {
+		if c.prev[s.key] == s {
+			c.addLocked(s)
+		}
+	}
+	for _, s := range d.made {
+		c.addLocked(s)
+	}
+	c.mu.Unlock()
+	clear(d.promote)
+	d.promote = d.promote[:0]
+	clear(d.made)
+}
