@@ -10,27 +10,56 @@ import (
 )
 
 // TestLiveLimitAt checks the limit that follows the live heap: live x
-// factor + slack, never above the ceiling, and the ceiling while the
-// collector takes more than its share of the CPU.
+// factor + slack, never above the ceiling.
 func TestLiveLimitAt(t *testing.T) {
 	const mib = 1 << 20
-	l := liveLimit{factor: 1.25, slack: 64 * mib, ceiling: 640 * mib, maxGCShare: 0.1}
+	l := liveLimit{factor: 1.25, slack: 64 * mib, ceiling: 640 * mib}
 	for _, c := range []struct {
-		live  int64
+		live, want int64
+	}{
+		{0, 64 * mib},
+		{100 * mib, 189 * mib},
+		{200 * mib, 314 * mib},
+		{460 * mib, 639 * mib},
+		{461 * mib, 640 * mib},
+		{1 << 30, 640 * mib},
+	} {
+		if got := l.at(c.live); got != c.want {
+			t.Errorf("live %d: limit %d; want %d", c.live, got, c.want)
+		}
+	}
+}
+
+// TestLiveLimitSlack checks the slack after each window: four times more
+// when the collector took more than its share of the CPU, up to the
+// ceiling; half as much when it took less than half its share, down to
+// the least slack; the same in between.
+func TestLiveLimitSlack(t *testing.T) {
+	const mib = 1 << 20
+	l := liveLimit{factor: 1.25, slack: 64 * mib, minSlack: 32 * mib, ceiling: 640 * mib, maxGCShare: 0.1}
+	for _, c := range []struct {
 		share float64
 		want  int64
 	}{
-		{0, 0, 64 * mib},
-		{100 * mib, 0, 189 * mib},
-		{200 * mib, 0.1, 314 * mib},
-		{200 * mib, 0.11, 640 * mib},
-		{460 * mib, 0, 639 * mib},
-		{461 * mib, 0, 640 * mib},
-		{1 << 30, 0, 640 * mib},
+		{0.01, 32 * mib},
+		{0.01, 32 * mib},
+		{0.05, 32 * mib},
+		{0.1, 32 * mib},
+		{0.11, 128 * mib},
+		{0.08, 128 * mib},
+		{0.2, 512 * mib},
+		{0.2, 640 * mib},
+		{0.3, 640 * mib},
+		{0.049, 320 * mib},
+		{0.0, 160 * mib},
 	} {
-		if got := l.at(c.live, c.share); got != c.want {
-			t.Errorf("live %d, gc share %.2f: limit %d; want %d", c.live, c.share, got, c.want)
+		l.adjust(c.share)
+		if l.slack != c.want {
+			t.Fatalf("after a window at gc share %.3f: slack %d MiB; want %d", c.share, l.slack/mib, c.want/mib)
 		}
+	}
+	if got := l.at(100 * mib); got != 285*mib {
+		t.Fatalf("limit %d MiB at 100 MiB live, slack 160; want 285", got/mib)
 	}
 }
 
@@ -48,14 +77,14 @@ func TestGCShareWindow(t *testing.T) {
 		{2.5, 20, 0.05},
 		{12.5, 40, 0.5},
 	} {
-		if got := w.update(c.gc, c.total); math.Abs(got-c.want) > 1e-9 {
+		if got, _ := w.update(c.gc, c.total); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("gc %.1f s, total %.1f s: share %.3f; want %.3f", c.gc, c.total, got, c.want)
 		}
 	}
 }
 
 // TestLiveLimitFollows checks that the runtime's limit follows the live
-// heap after each collection, goes to the ceiling when collections take
+// heap after each collection, reaches the ceiling when collections take
 // more than their share of the CPU, and is left alone once stopped.
 func TestLiveLimitFollows(t *testing.T) {
 	old := debug.SetMemoryLimit(-1)
@@ -82,10 +111,10 @@ func TestLiveLimitFollows(t *testing.T) {
 	}
 
 	// A share of 1: the collector never takes more, the limit follows.
-	l := liveLimit{factor: 2, slack: 16 * mib, ceiling: 1 << 40, maxGCShare: 1}
+	l := liveLimit{factor: 2, slack: 16 * mib, minSlack: 16 * mib, ceiling: 1 << 40, maxGCShare: 1, window: time.Hour}
 	stop := make(chan struct{})
 	l.follow(stop)
-	follows := func(n int64) int64 { return l.at(n, 0) }
+	follows := func(n int64) int64 { return l.at(n) }
 	waitFor(0, follows)
 	held := make([]byte, 64*mib)
 	for i := range held {
@@ -111,8 +140,9 @@ func TestLiveLimitFollows(t *testing.T) {
 		t.Errorf("limit %d after stop; want it left alone", got)
 	}
 
-	// A share below any: the limit stays at the ceiling.
-	l = liveLimit{factor: 2, slack: 16 * mib, ceiling: 1 << 40, maxGCShare: -1}
+	// A share below any: every window quadruples the slack, and the
+	// limit reaches the ceiling.
+	l = liveLimit{factor: 2, slack: 16 * mib, minSlack: 16 * mib, ceiling: 1 << 40, maxGCShare: -1, window: time.Millisecond}
 	stop = make(chan struct{})
 	defer close(stop)
 	l.follow(stop)

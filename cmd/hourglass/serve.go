@@ -225,7 +225,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		if dflt {
 			stopLive := make(chan struct{})
 			defer close(stopLive)
-			liveLimit{factor: liveFactor, slack: liveSlack, ceiling: limit, maxGCShare: maxGCShare}.follow(stopLive)
+			liveLimit{factor: liveFactor, slack: liveSlack, minSlack: minLiveSlack, ceiling: limit,
+				maxGCShare: maxGCShare, window: gcWindow}.follow(stopLive)
 		}
 	}
 
