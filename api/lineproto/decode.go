@@ -20,11 +20,12 @@ type Decoder struct {
 	// hits counts the lookups the cache answered during the chunk; made
 	// holds the series made on a miss, promote those found in the cache's
 	// older generation, until endChunk adds them to the cache.
-	hits    int
-	made    map[string]*series
-	promote []*series
-	sets    map[string]*fieldSet // field keys joined by 0 -> interned names
-	names   map[string]string    // field name -> interned copy
+	hits      int
+	made      map[string]*series
+	madeBytes int // keys and metas in made
+	promote   []*series
+	sets      map[string]*fieldSet // field keys joined by 0 -> interned names
+	names     map[string]string    // field name -> interned copy
 
 	// The entry being decoded: its measurement, tags, fields and
 	// timestamp (nil when absent); key identifies its series: the line
@@ -120,7 +121,10 @@ func (d *Decoder) DecodeChunk(body []byte, pos, line, size int, prec Precision, 
 		return len(body), line + bytes.Count(body[pos:], newline)
 	}
 	start, size := pos, max(size, 1)
-	for pos < len(body) && pos-start < size {
+	for n := 1; pos < len(body) && pos-start < size; n++ {
+		if n%relockLines == 0 {
+			d.relock()
+		}
 		line++
 		end := len(body)
 		if i := bytes.IndexByte(body[pos:], '\n'); i >= 0 {

@@ -491,6 +491,103 @@ func TestSeriesCacheThrash(t *testing.T) {
 	if h := decodeSeries(t, d, 0, 5); h != 5 || len(c.cur) != 15 {
 		t.Fatalf("series of the previous generation: %d hits, %d current; want 5, 15", h, len(c.cur))
 	}
+	// A series of the previous generation repeated more than a decoder
+	// holds, then another: both move.
+	var b []byte
+	for range 2 * maxPending {
+		b = append(b, seriesLines(5, 6)...)
+	}
+	var res Result
+	d.Decode(append(b, seriesLines(6, 7)...), Nanosecond, testNow, &res)
+	if _, ok := c.cur["m,host=h000006"]; !ok || len(c.cur) != 17 {
+		t.Fatalf("after a series repeated and another: %d current, h000006 in them: %v; want 17, true", len(c.cur), ok)
+	}
+
+	// A new generation that answers nothing is kept, without the last.
+	decodeSeries(t, d, 200, 283) // cur full: 100
+	decodeSeries(t, d, 300, 400) // a new generation, full
+	if len(c.cur) != 100 || len(c.prev) != 100 {
+		t.Fatalf("%d current, %d previous; want 100, 100", len(c.cur), len(c.prev))
+	}
+	decodeSeries(t, d, 400, 450)
+	if len(c.cur) != 100 || c.prev != nil || c.skip.Load() != 100 {
+		t.Fatalf("a full generation that answered nothing: %d current, previous kept: %v, %d skipped; want 100, false, 100",
+			len(c.cur), c.prev != nil, c.skip.Load())
+	}
+}
+
+// TestSeriesPendingBounded checks that a decoder that cannot add to the
+// cache (another reads it) holds at most maxPending series, and
+// maxPendingBytes of their keys and metas, and adds them later.
+func TestSeriesPendingBounded(t *testing.T) {
+	// Alone, a decoder adds what it made as it goes (relock), beyond
+	// what it may hold.
+	c := NewSeriesCache(DefaultSeriesCacheBytes)
+	d := NewDecoderSharing(c)
+	decodeSeries(t, d, 0, maxPending+100)
+	if n, _ := c.size(); n != maxPending+100 {
+		t.Fatalf("%d series cached from one chunk of %d; want all", n, maxPending+100)
+	}
+	c = NewSeriesCache(DefaultSeriesCacheBytes)
+	d = NewDecoderSharing(c)
+	var res Result
+	c.mu.RLock()
+	decodeSeries(t, d, 0, maxPending+100)
+	c.mu.RUnlock()
+	if n, _ := c.size(); n != 0 || len(d.made) != maxPending {
+		t.Fatalf("while another decoder reads: %d series cached, %d held; want 0, %d", n, len(d.made), maxPending)
+	}
+	d.Decode(nil, Nanosecond, testNow, &res)
+	if n, _ := c.size(); n != maxPending || len(d.made) != 0 {
+		t.Fatalf("after: %d series cached, %d held; want %d, 0", n, len(d.made), maxPending)
+	}
+	c = NewSeriesCache(DefaultSeriesCacheBytes)
+	d = NewDecoderSharing(c)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	long := strings.Repeat("x", 4000)
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, "m,host=%s%04d v=1 1\n", long, i)
+	}
+	res.Reset()
+	d.Decode([]byte(b.String()), Nanosecond, testNow, &res)
+	key := len("m,host=") + len(long) + 4
+	meta := len(`{"_measurement":"m","host":""}`) + len(long) + 4
+	if len(res.Measurements) != 300 || len(d.made) != maxPendingBytes/(key+meta) {
+		t.Fatalf("%d series of %d bytes held; want %d", len(d.made), key+meta, maxPendingBytes/(key+meta))
+	}
+}
+
+// TestSeriesFieldBytes checks that the cache counts a series' field names,
+// and that a series in it takes no longer list than it counted.
+func TestSeriesFieldBytes(t *testing.T) {
+	c := NewSeriesCache(DefaultSeriesCacheBytes)
+	d := NewDecoderSharing(c)
+	line := func(fields int) []byte {
+		b := []byte("m,host=a ")
+		for i := range fields {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, "field_%02d=1", i)
+		}
+		return append(b, " 1\n"...)
+	}
+	var res Result
+	d.Decode(line(10), Nanosecond, testNow, &res)
+	want := len("m,host=a") + len(`{"_measurement":"m","host":"a"}`) + seriesEntryBytes + 24 + 10*16 + 10*len("field_00")
+	if n, bytes := c.size(); n != 1 || bytes != want {
+		t.Fatalf("%d series, %d bytes; want 1, %d", n, bytes, want)
+	}
+	s := c.cur["m,host=a"]
+	for _, c := range []struct{ fields, kept int }{{20, 10}, {3, 3}, {10, 10}} {
+		res.Reset()
+		d.Decode(line(c.fields), Nanosecond, testNow, &res)
+		if got := len(s.fields.Load().names); len(res.Measurements[0].Fields) != c.fields || got != c.kept {
+			t.Fatalf("a line of %d fields: %d decoded, the series keeps %d names; want %d", c.fields, len(res.Measurements[0].Fields), got, c.kept)
+		}
+	}
 }
 
 // TestSeriesCacheShared checks that decoders sharing a cache find the
@@ -509,11 +606,18 @@ func TestSeriesCacheShared(t *testing.T) {
 			defer wg.Done()
 			d := NewDecoderSharing(c)
 			for i := range 20 {
-				from := (g*20 + i) * 500 % 5000
+				// Each goroutine and round its own field name, so
+				// that shared series change their field names.
+				from, field := (g*20+i)*500%5000, fmt.Sprint("v", (g+i)%3)
+				var b []byte
+				for j := from; j < from+500; j++ {
+					b = fmt.Appendf(b, "m,host=h%06d %s=%d 1\n", j, field, j)
+				}
 				var res Result
-				d.Decode(seriesLines(from, from+500), Nanosecond, testNow, &res)
+				d.Decode(b, Nanosecond, testNow, &res)
 				for j, m := range res.Measurements {
-					if m.Meta != model.MetaKey(fmt.Sprintf(`{"_measurement":"m","host":"h%06d"}`, from+j)) {
+					if m.Meta != model.MetaKey(fmt.Sprintf(`{"_measurement":"m","host":"h%06d"}`, from+j)) ||
+						len(m.Fields) != 1 || m.Fields[0].Name != field || m.Fields[0].Value != model.Float(float64(from+j)) {
 						t.Errorf("line %d: %+v", from+j, m)
 						return
 					}

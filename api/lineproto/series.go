@@ -92,7 +92,7 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (mod
 	fs := s.fields.Load()
 	if !fs.matches(d.fields, d.src) {
 		if fs = d.fieldSetOf(d.fields, d.src); fs != nil {
-			s.fields.Store(fs)
+			s.setFields(fs)
 		}
 	}
 	start := len(res.fields)
@@ -179,7 +179,7 @@ func (d *Decoder) lookupSeries() (*series, error) {
 	if s, prev := d.cache.find(d.key); s != nil {
 		d.hits++
 		d.seriesHits++
-		if prev && len(d.promote) < maxPending {
+		if prev && len(d.promote) < maxPending && (len(d.promote) == 0 || d.promote[len(d.promote)-1] != s) {
 			d.promote = append(d.promote, s)
 		}
 		return s, nil
@@ -214,12 +214,14 @@ func (d *Decoder) lookupSeries() (*series, error) {
 			return nil, err
 		}
 	}
-	s := &series{meta: model.MetaKey(c)}
-	if len(d.key)+len(c) > maxSeriesEntry || len(d.made) >= maxPending || d.cache.skipMiss() {
+	s := newSeries(c)
+	size := len(d.key) + len(c)
+	if size > maxSeriesEntry || len(d.made) >= maxPending || d.madeBytes+size > maxPendingBytes || d.cache.skipMiss() {
 		return s, nil
 	}
 	s.key = string(d.key)
 	d.made[s.key] = s
+	d.madeBytes += size
 	return s, nil
 }
 

@@ -46,7 +46,11 @@ type liveLimit struct {
 
 // at returns the limit for live bytes of live heap.
 func (l *liveLimit) at(live int64) int64 {
-	return min(int64(float64(live)*l.factor)+l.slack, l.ceiling)
+	lf := int64(float64(live) * l.factor)
+	if lf >= l.ceiling-l.slack {
+		return l.ceiling
+	}
+	return lf + l.slack
 }
 
 // adjust sets the slack after a window in which the collector took share
@@ -54,7 +58,7 @@ func (l *liveLimit) at(live int64) int64 {
 func (l *liveLimit) adjust(share float64) {
 	switch {
 	case share > l.maxGCShare:
-		l.slack = min(l.slack*4, l.ceiling)
+		l.slack = min(l.slack, l.ceiling/4) * 4
 	case share < l.maxGCShare/2:
 		l.slack = max(l.slack/2, l.minSlack)
 	}

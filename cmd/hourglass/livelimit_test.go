@@ -111,7 +111,8 @@ func TestLiveLimitFollows(t *testing.T) {
 	}
 
 	// A share of 1: the collector never takes more, the limit follows.
-	l := liveLimit{factor: 2, slack: 16 * mib, minSlack: 16 * mib, ceiling: 1 << 40, maxGCShare: 1, window: time.Hour}
+	// No window closes within the test: the slack stays as given.
+	l := liveLimit{factor: 2, slack: 16 * mib, minSlack: 8 * mib, ceiling: 1 << 40, maxGCShare: 1, window: time.Hour}
 	stop := make(chan struct{})
 	l.follow(stop)
 	follows := func(n int64) int64 { return l.at(n) }
