@@ -516,6 +516,30 @@ func TestSeriesCacheThrash(t *testing.T) {
 	}
 }
 
+// TestSeriesPromotedAcrossRotation checks that series found in the older
+// generation move to the new one even when moving the first of them
+// starts a generation.
+func TestSeriesPromotedAcrossRotation(t *testing.T) {
+	c := cacheOf(t, 100)
+	d := NewDecoderSharing(c)
+	decodeSeries(t, d, 0, 100)
+	decodeSeries(t, d, 0, 100)
+	decodeSeries(t, d, 100, 200) // a new generation, full
+	if h := decodeSeries(t, d, 100, 200); h != 100 || len(c.cur) != 100 || len(c.prev) != 100 {
+		t.Fatalf("%d hits, %d current, %d previous; want 100, 100, 100", h, len(c.cur), len(c.prev))
+	}
+	// h000000 and h000001 are in the previous generation; moving the
+	// first fills the current one, which becomes the previous.
+	if h := decodeSeries(t, d, 0, 2); h != 2 {
+		t.Fatalf("%d hits; want 2", h)
+	}
+	_, ok0 := c.cur["m,host=h000000"]
+	_, ok1 := c.cur["m,host=h000001"]
+	if len(c.cur) != 2 || !ok0 || !ok1 || len(c.prev) != 100 {
+		t.Fatalf("%d current (h000000 %v, h000001 %v), %d previous; want both of 2, 100", len(c.cur), ok0, ok1, len(c.prev))
+	}
+}
+
 // TestSeriesPendingBounded checks that a decoder that cannot add to the
 // cache (another reads it) holds at most maxPending series, and
 // maxPendingBytes of their keys and metas, and adds them later.
