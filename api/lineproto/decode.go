@@ -19,7 +19,7 @@ type Decoder struct {
 	cache *SeriesCache
 	// hits counts the lookups the cache answered during the chunk; made
 	// holds the series made on a miss, promote those found in the cache's
-	// older generation, until endChunk adds them to the cache.
+	// older generation, until flush adds them to the cache.
 	hits      int
 	made      map[string]*series
 	madeBytes int // keys and metas in made

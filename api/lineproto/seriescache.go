@@ -34,9 +34,9 @@ const (
 // their meta values found by the bytes that name them in a line. One
 // cache serves all the decoders of a server, so that a fleet's sensors
 // are found whichever decoder takes their request, and held once rather
-// than once a decoder. Decoders read it under a read lock taken once a
-// chunk, and add what they made under the write lock when they get it
-// without waiting (endChunk).
+// than once a decoder. Decoders read it under a read lock taken for a
+// chunk and taken again every relockLines lines, and add what they made
+// under the write lock when they get it without waiting (flush).
 //
 // Entries go to cur; when cur holds half the cache's bytes it becomes
 // prev and the old prev is dropped; an entry found in prev is moved back
