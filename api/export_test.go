@@ -2,8 +2,10 @@ package api
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hourglassdb/hourglass/command"
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // HoldWriteSlots takes every ingest slot, as requests being decoded and
@@ -62,3 +64,19 @@ func (s *Server) BodyMemoryFree() int64 { return s.cmd.Bodies().Max() - s.cmd.Bo
 // series, labels) once currentop lists it, before it reads; set it before
 // the server serves the requests it is for.
 func (s *Server) OnPromQuery(f func()) { s.promStarted = f }
+
+// PromKeySlots returns the series slots of the remote-write key cache's
+// entries whose encoded labels contain sub.
+func PromKeySlots(sub string) []*model.SeriesSlot {
+	var found []*model.SeriesSlot
+	promKeys.mu.RLock()
+	defer promKeys.mu.RUnlock()
+	for _, m := range []map[string]promKeyEntry{promKeys.cur, promKeys.prev} {
+		for _, e := range m {
+			if strings.Contains(e.wire, sub) {
+				found = append(found, e.slot)
+			}
+		}
+	}
+	return found
+}

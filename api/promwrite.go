@@ -480,7 +480,7 @@ func (s *Server) insertProm(r *http.Request, name string, req *promReq, b *promB
 			// One field a measurement, cut from one slab.
 			b.fields = append(b.fields, model.Field{Name: promValueField, Value: model.Float(sm.v)})
 			f := len(b.fields)
-			b.ms = append(b.ms, model.Measurement{Time: sm.t * 1e6, Meta: ts.key, Fields: b.fields[f-1 : f : f]})
+			b.ms = append(b.ms, model.Measurement{Time: sm.t * 1e6, Meta: ts.key, Fields: b.fields[f-1 : f : f], Slot: ts.slot})
 		}
 	}
 	return wrote, flush()

@@ -23,8 +23,8 @@ const (
 	// promKeyMaxWire: labels longer than this when encoded are not kept.
 	promKeyMaxWire = 8 << 10
 	// promKeyEntryBytes is what an entry takes beyond its two strings:
-	// its map slot, the boxed key, the strings' headers.
-	promKeyEntryBytes = 96
+	// its map slot, the boxed key, the strings' headers, its series slot.
+	promKeyEntryBytes = 120
 )
 
 // promKeyCache maps encoded labels to a meta key, in two generations:
@@ -42,6 +42,8 @@ type promKeyCache struct {
 type promKeyEntry struct {
 	wire string
 	key  any // a model.MetaKey
+	// slot is where the engine remembers the key's series (model.SeriesSlot).
+	slot *model.SeriesSlot
 }
 
 func newPromKeyCache(max int) *promKeyCache {
@@ -63,14 +65,14 @@ func (c *promKeyCache) lookup(series []promWSeries) {
 		}
 		if last != nil && bytes.Equal(s.wire, last.wire) {
 			// A series sent once a sample: found, or not, as before.
-			s.key, s.cached = last.key, last.cached
+			s.key, s.cached, s.slot = last.key, last.cached, last.slot
 			continue
 		}
 		last = s
 		if e, ok := c.cur[string(s.wire)]; ok {
-			s.key, s.cached = e.key, true
+			s.key, s.cached, s.slot = e.key, true, e.slot
 		} else if e, ok := c.prev[string(s.wire)]; ok {
-			s.key, s.cached, s.promote = e.key, true, true
+			s.key, s.cached, s.promote, s.slot = e.key, true, true, e.slot
 			promote = true
 		}
 	}
@@ -107,7 +109,7 @@ func (c *promKeyCache) add(series []promWSeries) {
 			locked = true
 		}
 		if _, ok := c.cur[string(s.wire)]; !ok {
-			c.addLocked(promKeyEntry{wire: string(s.wire), key: s.key})
+			c.addLocked(promKeyEntry{wire: string(s.wire), key: s.key, slot: new(model.SeriesSlot)})
 		}
 	}
 	if locked {
@@ -119,11 +121,14 @@ func (c *promKeyCache) addLocked(e promKeyEntry) {
 	if _, ok := c.cur[e.wire]; ok {
 		return
 	}
-	c.cur[e.wire] = e
-	c.curBytes += len(e.wire) + len(e.key.(model.MetaKey)) + promKeyEntryBytes
-	if c.curBytes > c.genBytes {
+	// A generation starts before it would pass its bytes: neither holds
+	// more than half the cache.
+	n := len(e.wire) + len(e.key.(model.MetaKey)) + promKeyEntryBytes
+	if c.curBytes+n > c.genBytes {
 		c.prev, c.cur, c.curBytes = c.cur, map[string]promKeyEntry{}, 0
 	}
+	c.cur[e.wire] = e
+	c.curBytes += n
 }
 
 // size is the number of entries and their bytes, for tests.

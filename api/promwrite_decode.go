@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"sync"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // A remote write request as the write path needs it, decoded by hand from
@@ -43,6 +45,8 @@ type promWSeries struct {
 	badTime bool
 	// cached: key came from promKeys; promote: from its older generation.
 	cached, promote bool
+	// slot: the cache entry's series slot (model.Measurement.Slot).
+	slot *model.SeriesSlot
 }
 
 type promLabel struct{ name, value []byte }

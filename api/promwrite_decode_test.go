@@ -319,6 +319,25 @@ func TestPromKeyCache(t *testing.T) {
 	if n := cached(req(0, 100)); n != 100 {
 		t.Fatalf("%d of 100 series cached on their second request", n)
 	}
+	// A cached series carries its entry's slot for the engine
+	// (model.Measurement.Slot), the same with every request.
+	slots := func() []*model.SeriesSlot {
+		rq, _, _, err, _ := decodeAndCheck(t, req(0, 100), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*model.SeriesSlot
+		for _, s := range rq.series {
+			out = append(out, s.slot)
+		}
+		return out
+	}
+	s1, s2 := slots(), slots()
+	for i := range s1 {
+		if s1[i] == nil || s1[i] != s2[i] || (i > 0 && s1[i] == s1[i-1]) {
+			t.Fatalf("series %d: slots %p then %p; want one of its own, the same each time", i, s1[i], s2[i])
+		}
+	}
 	// Far more series than the cache holds: it stays within its bytes.
 	for i := 100; i < 5000; i += 100 {
 		cached(req(i, 100))

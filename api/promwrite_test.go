@@ -487,3 +487,19 @@ func TestPromWriteOrderAndDuplicates(t *testing.T) {
 		t.Fatalf("samples: %v", got)
 	}
 }
+
+// TestPromWriteSlots: a series written again finds its series through
+// its cache entry's slot: the engine has kept the series there.
+func TestPromWriteSlots(t *testing.T) {
+	s := newTestServer(t, nil)
+	name := fmt.Sprintf("slot_test_%d", time.Now().UnixNano()) // promKeys is shared by the tests
+	for i := range 2 {
+		req := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+			series([]prompb.Sample{{Value: 1, Timestamp: promT0 + int64(i)*1000}}, "__name__", name, "job", "slots")}}
+		s.promWrite(204, "/api/v1/write", promBody(t, req))
+	}
+	found := api.PromKeySlots(name)
+	if len(found) != 1 || found[0] == nil || found[0].Load() == nil {
+		t.Fatalf("cache entries of the series: slots %v; want one, filled by the engine", found)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -149,7 +150,25 @@ type Measurement struct {
 	Meta any
 	// Fields are the measurement's other fields, at most one per name.
 	Fields []Field
+	// Slot, when not nil, is where a writer that names the same series
+	// again and again (a decoder's cache entry for one meta key) lets the
+	// engine remember the series it found for Meta, so that the next
+	// insert finds it without looking the key up. Only a Measurement whose
+	// Meta is a MetaKey uses it; the engine checks what it finds there
+	// against the key.
+	Slot *SeriesSlot
 }
+
+// SeriesSlot holds what the engine remembers for one meta key (see
+// Measurement.Slot). Its zero value is empty; it is safe for concurrent
+// use.
+type SeriesSlot struct{ v atomic.Value }
+
+// Load returns what was stored last, nil if nothing was.
+func (s *SeriesSlot) Load() any { return s.v.Load() }
+
+// Store keeps x, which must be of the same type whenever it is called.
+func (s *SeriesSlot) Store(x any) { s.v.Store(x) }
 
 // Limits on one measurement, so that a single document cannot exhaust memory.
 const (

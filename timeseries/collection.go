@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hourglassdb/hourglass/bucket"
+	"github.com/hourglassdb/hourglass/model"
 	"github.com/hourglassdb/hourglass/ttl"
 )
 
@@ -194,6 +195,24 @@ func (c *collection) addSeries(s *series) {
 	i, _ := slices.BinarySearchFunc(c.byID, s.id, func(x *series, id uint64) int { return cmp.Compare(x.id, id) })
 	c.byID = slices.Insert(c.byID, i, s)
 	c.reorders++
+}
+
+// seriesFor returns the series of c with meta key key, of measurement m,
+// nil if there is none: from m's slot when it holds the series (a writer's
+// cache entry for the key remembers it), from the series map otherwise,
+// then kept in the slot. c.lookupMu is held for reading.
+func (c *collection) seriesFor(m *model.Measurement, key string) *series {
+	if m.Slot == nil {
+		return c.series[key]
+	}
+	if s, _ := m.Slot.Load().(*series); s != nil && s.coll == c && s.metaKey == key {
+		return s
+	}
+	s := c.series[key]
+	if s != nil {
+		m.Slot.Store(s)
+	}
+	return s
 }
 
 // seriesOf returns the series of c with id, nil if there is none. DB.mu

@@ -222,14 +222,27 @@ func TestConcurrentInsertsShareSeries(t *testing.T) {
 // give them), with no log (ExternalLog): grouping and applying alone.
 // Reports ns a row.
 func BenchmarkInsertFleetBatch(b *testing.B) {
+	for _, slots := range []bool{false, true} {
+		b.Run(fmt.Sprintf("slots=%v", slots), func(b *testing.B) { benchmarkInsertFleetBatch(b, slots) })
+	}
+}
+
+// benchmarkInsertFleetBatch: with slots, each sensor's measurements carry
+// a series slot, as those of the line-protocol and remote-write decoders'
+// caches do.
+func benchmarkInsertFleetBatch(b *testing.B, withSlots bool) {
 	const sensors, batchRows = 10000, 5000
 	db := openTest(b, b.TempDir(), func(o *Options) { o.ExternalLog = true })
 	defer db.Close()
 	mustCreate(b, db, "c", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 	metas := make([]model.MetaKey, sensors)
+	slots := make([]*model.SeriesSlot, sensors)
 	for i := range metas {
 		k, _ := model.CanonicalMeta(map[string]any{"site": "north-east-7", "sensor": fmt.Sprintf("sensor-%05d", i), "kind": "temperature"})
 		metas[i] = model.MetaKey(k)
+		if withSlots {
+			slots[i] = new(model.SeriesSlot)
+		}
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	ms := make([]model.Measurement, batchRows)
@@ -238,7 +251,7 @@ func BenchmarkInsertFleetBatch(b *testing.B) {
 		for i := range ms {
 			s := row % sensors
 			ms[i] = model.Measurement{Time: t0 + int64(row/sensors)*int64(10*time.Second) + int64(s), Meta: metas[s],
-				Fields: []model.Field{{Name: "v", Value: model.Float(float64(row % 1000))}}}
+				Fields: []model.Field{{Name: "v", Value: model.Float(float64(row % 1000))}}, Slot: slots[s]}
 			row++
 		}
 	}
@@ -258,4 +271,67 @@ func BenchmarkInsertFleetBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchRows), "ns/row")
+}
+
+// TestSeriesSlot: an insert keeps in a measurement's slot the series it
+// found for the key, and a later insert takes the series from there; a
+// slot holding another key's series, or the same key's series of another
+// collection, is not taken.
+func TestSeriesSlot(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	defer db.Close()
+	for _, name := range []string{"c", "d"} {
+		mustCreate(t, db, name, model.TimeSeriesOptions{TimeField: "t", MetaField: "s"})
+	}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	key := func(s string) model.MetaKey {
+		k, err := model.CanonicalMeta(sensor(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return model.MetaKey(k)
+	}
+	slotA, slotB := new(model.SeriesSlot), new(model.SeriesSlot)
+	insert := func(coll, s string, slot *model.SeriesSlot, i int) {
+		t.Helper()
+		m := model.Measurement{Time: t0 + int64(i)*int64(time.Second), Meta: key(s), Fields: []model.Field{{Name: "v", Value: model.Int(int64(i))}}, Slot: slot}
+		if _, err := db.Insert(ctx, coll, Batch{Measurements: []model.Measurement{m}}, InsertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// New series: the slot is filled once the series exists.
+	insert("c", "a", slotA, 0)
+	insert("c", "b", slotB, 1)
+	insert("c", "a", slotA, 2)
+	insert("c", "b", slotB, 3)
+	c, err := db.lookup("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := slotA.Load().(*series)
+	if sa == nil || sa != c.series[string(key("a"))] {
+		t.Fatalf("slot of a holds %v; want the series of a", slotA.Load())
+	}
+	// The slot is where the series comes from: a series of the same key
+	// put there (as a slot keeps it) is the one the rows go to.
+	if got := c.seriesFor(&model.Measurement{Slot: slotA}, string(key("a"))); got != sa {
+		t.Fatalf("seriesFor took %p; want the slot's %p", got, sa)
+	}
+	// A slot holding b's series, given with a's key; then a slot holding
+	// a's series of collection c, given to collection d.
+	insert("c", "a", slotB, 4)
+	insert("d", "a", slotA, 5)
+	want := "[" + t0s(t0, 0, "a") + " " + t0s(t0, 2, "a") + " " + t0s(t0, 4, "a") + " " +
+		t0s(t0, 1, "b") + " " + t0s(t0, 3, "b") + "]"
+	sorted := func(coll string) string {
+		rows := findRows(t, db, coll, FindOptions{})
+		slices.SortFunc(rows, func(x, y row) int { return cmp.Or(strings.Compare(x.meta, y.meta), cmp.Compare(x.t, y.t)) })
+		return fmt.Sprint(rows)
+	}
+	if got := sorted("c"); got != want {
+		t.Fatalf("c holds\n%s\nwant\n%s", got, want)
+	}
+	if got, want := sorted("d"), "["+t0s(t0, 5, "a")+"]"; got != want {
+		t.Fatalf("d holds\n%s\nwant\n%s", got, want)
+	}
 }

@@ -225,7 +225,7 @@ func (db *DB) groupBatch(sc *insertScratch, c *collection, ts *model.TimeSeriesO
 		}
 		gi := lastGroup
 		if err == nil && (gi < 0 || key != lastKey) {
-			if s := c.series[key]; s != nil {
+			if s := c.seriesFor(m, key); s != nil {
 				if t := int(s.group.Load()) - 1; t >= 0 && t < len(groups) && groups[t].s == s {
 					gi = t
 				} else {

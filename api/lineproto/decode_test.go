@@ -21,6 +21,11 @@ func decode(t testing.TB, body string, prec Precision) *Result {
 	t.Helper()
 	var res Result
 	NewDecoder().Decode([]byte(body), prec, testNow, &res)
+	// The engine's series slots (TestSeriesSlots) are left out of the
+	// measurements compared.
+	for i := range res.Measurements {
+		res.Measurements[i].Slot = nil
+	}
 	return &res
 }
 
@@ -770,4 +775,38 @@ func FuzzParseFloat(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(checkParseFloat)
+}
+
+// TestSeriesSlots: the measurements of a series the cache keeps carry its
+// slot for the engine (model.Measurement.Slot), the same one each time;
+// a series too large to keep carries none.
+func TestSeriesSlots(t *testing.T) {
+	d := NewDecoder()
+	slots := func(body string) []*model.SeriesSlot {
+		t.Helper()
+		var res Result
+		d.Decode([]byte(body), Nanosecond, testNow, &res)
+		if res.First != nil {
+			t.Fatal(res.First)
+		}
+		var out []*model.SeriesSlot
+		for _, m := range res.Measurements {
+			out = append(out, m.Slot)
+		}
+		return out
+	}
+	body := "cpu,host=a v=1 1\ncpu,host=b v=2 1\ncpu,host=a v=3 2\n"
+	first, again := slots(body), slots(body)
+	for i, s := range first {
+		if s == nil || s != again[i] {
+			t.Fatalf("line %d: slots %p then %p; want one, the same", i+1, s, again[i])
+		}
+	}
+	if first[0] != first[2] || first[0] == first[1] {
+		t.Fatalf("slots %p; want the first and last lines' the same, the second's another", first)
+	}
+	big := "cpu,host=" + strings.Repeat("x", maxSeriesEntry) + " v=1 1\n"
+	if s := slots(big); s[0] != nil {
+		t.Fatal("a series too large to cache carries a slot")
+	}
 }

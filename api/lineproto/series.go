@@ -89,6 +89,9 @@ func (d *Decoder) measurementOf(res *Result, unit time.Duration, def int64) (mod
 		return m, err
 	}
 	m.Meta = s.meta
+	if s.key != "" {
+		m.Slot = &s.slot
+	}
 	fs := s.fields.Load()
 	if !fs.matches(d.fields, d.src) {
 		if fs = d.fieldSetOf(d.fields, d.src); fs != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/hourglassdb/hourglass/model"
 )
 
-// DefaultSeriesCacheBytes bounds a server's series cache: about 270,000
+// DefaultSeriesCacheBytes bounds a server's series cache: about 250,000
 // series of iot-like keys (a 45-byte key, a 75-byte meta value, two field
 // names), and a fleet of about half that written in turn, which must fit
 // in one generation.
@@ -16,7 +16,7 @@ const DefaultSeriesCacheBytes = 64 << 20
 const (
 	// seriesEntryBytes is what a cached series takes beyond its key and
 	// meta value: its map slot, the series, the boxed meta key.
-	seriesEntryBytes = 96
+	seriesEntryBytes = 112
 	// maxPending and maxPendingBytes bound the series a decoder found or
 	// made and holds until it can add them to the cache (flush).
 	maxPending      = 4096
@@ -71,6 +71,9 @@ type series struct {
 	// series is added to it and not changed after; -1 before. A series in
 	// the cache takes only field lists no larger (setFields).
 	fieldBytes int
+	// slot is where the engine remembers the series of meta
+	// (model.Measurement.Slot), for a series kept (key set).
+	slot model.SeriesSlot
 }
 
 func newSeries(meta string) *series { return &series{meta: model.MetaKey(meta), fieldBytes: -1} }
