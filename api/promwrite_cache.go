@@ -24,7 +24,7 @@ const (
 	promKeyMaxWire = 8 << 10
 	// promKeyEntryBytes is what an entry takes beyond its two strings:
 	// its map slot, the boxed key, the strings' headers, its series slot.
-	promKeyEntryBytes = 120
+	promKeyEntryBytes = 112
 )
 
 // promKeyCache maps encoded labels to a meta key, in two generations:

@@ -499,7 +499,7 @@ func TestPromWriteSlots(t *testing.T) {
 		s.promWrite(204, "/api/v1/write", promBody(t, req))
 	}
 	found := api.PromKeySlots(name)
-	if len(found) != 1 || found[0] == nil || found[0].Load() == nil {
+	if len(found) != 1 || found[0] == nil || found[0].Load() == 0 {
 		t.Fatalf("cache entries of the series: slots %v; want one, filled by the engine", found)
 	}
 }

@@ -152,23 +152,24 @@ type Measurement struct {
 	Fields []Field
 	// Slot, when not nil, is where a writer that names the same series
 	// again and again (a decoder's cache entry for one meta key) lets the
-	// engine remember the series it found for Meta, so that the next
-	// insert finds it without looking the key up. Only a Measurement whose
-	// Meta is a MetaKey uses it; the engine checks what it finds there
-	// against the key.
+	// engine remember where the series of Meta is, so that the next insert
+	// finds it without looking the key up. Only a Measurement whose Meta
+	// is a MetaKey uses it; the engine checks what it finds there against
+	// the key.
 	Slot *SeriesSlot
 }
 
 // SeriesSlot holds what the engine remembers for one meta key (see
-// Measurement.Slot). Its zero value is empty; it is safe for concurrent
-// use.
-type SeriesSlot struct{ v atomic.Value }
+// Measurement.Slot): a number, no pointer, so that a slot keeps nothing
+// of a collection alive. Its zero value is empty; it is safe for
+// concurrent use.
+type SeriesSlot struct{ v atomic.Uint64 }
 
-// Load returns what was stored last, nil if nothing was.
-func (s *SeriesSlot) Load() any { return s.v.Load() }
+// Load returns what was stored last, 0 if nothing was.
+func (s *SeriesSlot) Load() uint64 { return s.v.Load() }
 
-// Store keeps x, which must be of the same type whenever it is called.
-func (s *SeriesSlot) Store(x any) { s.v.Store(x) }
+// Store keeps x.
+func (s *SeriesSlot) Store(x uint64) { s.v.Store(x) }
 
 // Limits on one measurement, so that a single document cannot exhaust memory.
 const (

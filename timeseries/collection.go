@@ -26,7 +26,8 @@ type collection struct {
 	indexes  []IndexSpec
 	series   map[string]*series // canonical meta -> series
 	// byID holds the series in ascending id order (collection.addSeries):
-	// a slice rather than a second map, 8 bytes a series.
+	// a slice rather than a second map, 8 bytes a series. Its writer
+	// holds lookupMu too (seriesFor reads it under that lock alone).
 	byID []*series
 	// reorders counts the series put into byID out of id order (never,
 	// in practice): the series-match cache starts over when it changes.
@@ -185,9 +186,11 @@ func (c *collection) nameRefs(dst []uint32, cols *bucket.Columns) []uint32 {
 func (c *collection) addSeries(s *series) {
 	s.ord = c.nextOrd
 	c.nextOrd++
+	// byID changes under lookupMu too: inserts read it through their
+	// measurements' slots holding only that lock (seriesFor).
 	c.lookupMu.Lock()
+	defer c.lookupMu.Unlock()
 	c.series[s.metaKey] = s
-	c.lookupMu.Unlock()
 	if n := len(c.byID); n == 0 || c.byID[n-1].id < s.id {
 		c.byID = append(c.byID, s)
 		return
@@ -198,19 +201,26 @@ func (c *collection) addSeries(s *series) {
 }
 
 // seriesFor returns the series of c with meta key key, of measurement m,
-// nil if there is none: from m's slot when it holds the series (a writer's
-// cache entry for the key remembers it), from the series map otherwise,
-// then kept in the slot. c.lookupMu is held for reading.
+// nil if there is none: through m's slot when it names the series (a
+// writer's cache entry for the key keeps it), from the series map
+// otherwise, then kept in the slot. A slot holds the collection's id and
+// the series' place in byID, which is its ord while series come in id
+// order (always, in practice); what it names is taken only if it has the
+// key. c.lookupMu is held for reading.
 func (c *collection) seriesFor(m *model.Measurement, key string) *series {
 	if m.Slot == nil {
 		return c.series[key]
 	}
-	if s, _ := m.Slot.Load().(*series); s != nil && s.coll == c && s.metaKey == key {
-		return s
+	if v := m.Slot.Load(); uint32(v>>32) == c.id {
+		if i := int(uint32(v)) - 1; i >= 0 && i < len(c.byID) {
+			if s := c.byID[i]; s.metaKey == key {
+				return s
+			}
+		}
 	}
 	s := c.series[key]
-	if s != nil {
-		m.Slot.Store(s)
+	if s != nil && int(s.ord) < len(c.byID) && c.byID[s.ord] == s {
+		m.Slot.Store(uint64(c.id)<<32 | uint64(s.ord+1))
 	}
 	return s
 }

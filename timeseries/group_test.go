@@ -308,18 +308,15 @@ func TestSeriesSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa, _ := slotA.Load().(*series)
-	if sa == nil || sa != c.series[string(key("a"))] {
-		t.Fatalf("slot of a holds %v; want the series of a", slotA.Load())
+	sa := c.series[string(key("a"))]
+	if v := slotA.Load(); v == 0 || c.byID[uint32(v)-1] != sa {
+		t.Fatalf("slot of a holds %#x; want the place of a's series", v)
 	}
-	// The slot is where the series comes from: a series of the same key
-	// put there (as a slot keeps it) is the one the rows go to.
-	if got := c.seriesFor(&model.Measurement{Slot: slotA}, string(key("a"))); got != sa {
-		t.Fatalf("seriesFor took %p; want the slot's %p", got, sa)
-	}
-	// A slot holding b's series, given with a's key; then a slot holding
-	// a's series of collection c, given to collection d.
+	// A slot naming b's series, given with a's key; then a slot naming
+	// a's series of collection c, given to collection d, where another
+	// series has a's place.
 	insert("c", "a", slotB, 4)
+	insert("d", "b", nil, 6)
 	insert("d", "a", slotA, 5)
 	want := "[" + t0s(t0, 0, "a") + " " + t0s(t0, 2, "a") + " " + t0s(t0, 4, "a") + " " +
 		t0s(t0, 1, "b") + " " + t0s(t0, 3, "b") + "]"
@@ -331,7 +328,7 @@ func TestSeriesSlot(t *testing.T) {
 	if got := sorted("c"); got != want {
 		t.Fatalf("c holds\n%s\nwant\n%s", got, want)
 	}
-	if got, want := sorted("d"), "["+t0s(t0, 5, "a")+"]"; got != want {
+	if got, want := sorted("d"), "["+t0s(t0, 5, "a")+" "+t0s(t0, 6, "b")+"]"; got != want {
 		t.Fatalf("d holds\n%s\nwant\n%s", got, want)
 	}
 }
