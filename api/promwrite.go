@@ -461,8 +461,7 @@ func (s *Server) insertProm(r *http.Request, name string, req *promReq, b *promB
 			s.metrics.refused.WithLabelValues("prometheus").Add(float64(len(ins.Errors)))
 			err = badRequest("sample refused: %v", ins.Errors[0].Err)
 		}
-		// Not cleared: the meta keys and slots the old measurements name
-		// stay reachable only while the pool keeps b (see putPromReq).
+		clear(b.ms) // drop the meta keys
 		b.ms, b.fields = b.ms[:0], b.fields[:0]
 		return err
 	}

@@ -74,10 +74,8 @@ func putPromReq(rq *promReq) {
 	if cap(rq.series) > maxPooledSeries || cap(rq.labels) > maxPooledLabels || cap(rq.samples) > maxPooledSamples {
 		return
 	}
-	// Not cleared: what the old elements point to (the request's buffer,
-	// meta keys) stays reachable only as long as the pool keeps rq (it
-	// drops what it holds at garbage collections), and decode appends
-	// whole elements.
+	clear(rq.series)
+	clear(rq.labels)
 	rq.series, rq.labels, rq.samples = rq.series[:0], rq.labels[:0], rq.samples[:0]
 	promReqs.Put(rq)
 }
