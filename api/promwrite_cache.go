@@ -122,9 +122,10 @@ func (c *promKeyCache) addLocked(e promKeyEntry) {
 		return
 	}
 	// A generation starts before it would pass its bytes: neither holds
-	// more than half the cache.
+	// more than half the cache (an entry larger than that, which
+	// promKeyMaxWire rules out at any useful size, has one to itself).
 	n := len(e.wire) + len(e.key.(model.MetaKey)) + promKeyEntryBytes
-	if c.curBytes+n > c.genBytes {
+	if c.curBytes > 0 && c.curBytes+n > c.genBytes {
 		c.prev, c.cur, c.curBytes = c.cur, map[string]promKeyEntry{}, 0
 	}
 	c.cur[e.wire] = e

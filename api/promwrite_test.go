@@ -488,8 +488,9 @@ func TestPromWriteOrderAndDuplicates(t *testing.T) {
 	}
 }
 
-// TestPromWriteSlots: a series written again finds its series through
-// its cache entry's slot: the engine has kept the series there.
+// TestPromWriteSlots: the measurements of a series written again carry
+// its cache entry's slot to the engine, which keeps the series' place
+// there (TestSeriesSlot checks what the engine takes from it).
 func TestPromWriteSlots(t *testing.T) {
 	s := newTestServer(t, nil)
 	name := fmt.Sprintf("slot_test_%d", time.Now().UnixNano()) // promKeys is shared by the tests

@@ -153,9 +153,8 @@ type Measurement struct {
 	// Slot, when not nil, is where a writer that names the same series
 	// again and again (a decoder's cache entry for one meta key) lets the
 	// engine remember where the series of Meta is, so that the next insert
-	// finds it without looking the key up. Only a Measurement whose Meta
-	// is a MetaKey uses it; the engine checks what it finds there against
-	// the key.
+	// finds it without looking the key up. The engine takes what it
+	// finds there only for the series of the measurement's meta key.
 	Slot *SeriesSlot
 }
 

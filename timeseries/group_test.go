@@ -314,7 +314,8 @@ func TestSeriesSlot(t *testing.T) {
 	}
 	// A slot naming b's series, given with a's key; then a slot naming
 	// a's series of collection c, given to collection d, where another
-	// series has a's place.
+	// series has a's place (the key refuses both: the collection's id in
+	// a slot only spares the comparison).
 	insert("c", "a", slotB, 4)
 	insert("d", "b", nil, 6)
 	insert("d", "a", slotA, 5)

@@ -16,7 +16,7 @@ const DefaultSeriesCacheBytes = 64 << 20
 const (
 	// seriesEntryBytes is what a cached series takes beyond its key and
 	// meta value: its map slot, the series, the boxed meta key.
-	seriesEntryBytes = 104
+	seriesEntryBytes = 112
 	// maxPending and maxPendingBytes bound the series a decoder found or
 	// made and holds until it can add them to the cache (flush).
 	maxPending      = 4096
