@@ -160,15 +160,8 @@ type Measurement struct {
 
 // SeriesSlot holds what the engine remembers for one meta key (see
 // Measurement.Slot): a number, no pointer, so that a slot keeps nothing
-// of a collection alive. Its zero value is empty; it is safe for
-// concurrent use.
-type SeriesSlot struct{ v atomic.Uint64 }
-
-// Load returns what was stored last, 0 if nothing was.
-func (s *SeriesSlot) Load() uint64 { return s.v.Load() }
-
-// Store keeps x.
-func (s *SeriesSlot) Store(x uint64) { s.v.Store(x) }
+// of a collection alive; 0 is empty.
+type SeriesSlot struct{ atomic.Uint64 }
 
 // Limits on one measurement, so that a single document cannot exhaust memory.
 const (

@@ -219,7 +219,7 @@ func (c *collection) seriesFor(m *model.Measurement, key string) *series {
 		}
 	}
 	s := c.series[key]
-	if s != nil && int(s.ord) < len(c.byID) && c.byID[s.ord] == s {
+	if s != nil {
 		m.Slot.Store(uint64(c.id)<<32 | uint64(s.ord+1))
 	}
 	return s
