@@ -100,6 +100,12 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"ordered not a bool", "POST", "/v1/collections/s/documents?ordered=maybe", sensorDocs, nil, 400, 2},
 		{"not acceptable", "POST", "/v1/collections/s/find", `{}`, []string{"Accept", "application/xml"}, 406, 2},
 		{"wrong method", "PUT", "/v1/collections/s/find", `{}`, nil, 405, 2},
+		{"unknown collection distinct", "POST", "/v1/collections/nope/distinct", `{"key": "sensor"}`, nil, 404, 26},
+		{"distinct without key", "POST", "/v1/collections/s/distinct", `{"filter": {}}`, nil, 400, 2},
+		{"distinct key not a string", "POST", "/v1/collections/s/distinct", `{"key": 5}`, nil, 400, 2},
+		{"distinct empty key part", "POST", "/v1/collections/s/distinct", `{"key": "sensor..x"}`, nil, 400, 2},
+		{"distinct unknown option", "POST", "/v1/collections/s/distinct", `{"key": "sensor", "query": {}}`, nil, 400, 2},
+		{"distinct bad filter", "POST", "/v1/collections/s/distinct", `{"key": "sensor", "filter": {"v": {"$bogus": 1}}}`, nil, 400, 2},
 		{"GET find with bad q", "GET", "/v1/collections/s/find?q=%7Bnope", ``, nil, 400, 2},
 	}
 	before := s.state()

@@ -367,8 +367,8 @@ func lineCount(body []byte) int {
 	return n
 }
 
-// FuzzFind sends arbitrary find and aggregate bodies (the window form and
-// pipelines), which change nothing.
+// FuzzFind sends arbitrary find, aggregate and distinct bodies (the
+// window form and pipelines), which change nothing.
 func FuzzFind(f *testing.F) {
 	for _, s := range []string{
 		`{"filter": {"sensor": {"$in": ["a", 1, null]}, "timestamp": {"$gte": {"$date": "2024-05-01T12:00:00Z"}}}, "sort": {"timestamp": -1}, "limit": 2}`,
@@ -377,6 +377,8 @@ func FuzzFind(f *testing.F) {
 		`{"pipeline": [{"$match": {"sensor": "a"}}, {"$setWindowFields": {"partitionBy": "$sensor", "sortBy": {"timestamp": 1}, "output": {"m": {"$avg": "$v", "window": {"documents": [-1, 0]}}}}}]}`,
 		`{"pipeline": [{"$densify": {"field": "timestamp", "range": {"step": 1, "unit": "minute", "bounds": "full"}}}, {"$fill": {"sortBy": {"timestamp": 1}, "output": {"v": {"method": "linear"}}}}, {"$set": {"a.b": {"$literal": {"z": 1}}}}]}`,
 		`{"pipeline": [{"$group": {"_id": {"t": {"$dateTrunc": {"date": "$timestamp", "unit": "hour"}}, "s": "$sensor"}, "n": {"$sum": 1}}}, {"$sort": {"n": -1}}], "allowDiskUse": true}`,
+		`{"key": "sensor.x", "filter": {"timestamp": {"$lt": {"$date": "2024-05-01T12:00:30Z"}}}}`,
+		`{"key": "v"}`, `{"key": "a..b"}`,
 		`{}`, ``, `[]`,
 	} {
 		f.Add([]byte(s))
@@ -386,8 +388,9 @@ func FuzzFind(f *testing.F) {
 		before := z.before(t)
 		serve(t, z.srv, "POST", z.path("/v1/collections/s{n}/find"), "", body)
 		serve(t, z.srv, "POST", z.path("/v1/collections/s{n}/aggregate"), "", body)
+		serve(t, z.srv, "POST", z.path("/v1/collections/s{n}/distinct"), "", body)
 		if after := z.readAll(t); before.lost(after) != 0 || after.lost(before) != 0 {
-			t.Fatalf("a find or aggregate changed the collection\nbody: %q", body)
+			t.Fatalf("a find, aggregate or distinct changed the collection\nbody: %q", body)
 		}
 	})
 }

@@ -403,6 +403,8 @@ func (s *Server) routes() chi.Router {
 			r.Post("/aggregate", s.handleAggregate)
 			r.Get("/aggregate", s.handleAggregate)
 			r.Head("/aggregate", s.handleAggregate)
+			r.Post("/distinct", s.handleDistinct)
+			r.Get("/distinct", s.handleDistinct)
 			w.Post("/delete", s.handleDelete)
 			w.Post("/update", s.handleUpdate)
 			w.Post("/replace", s.handleReplace)

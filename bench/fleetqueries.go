@@ -41,7 +41,7 @@ func (w IoT) Queries() []Query {
 	sites := `"site-1", "site-2", "site-5"`
 	return []Query{
 		{Name: "sensor-raw-3h", Description: "the raw values of one sensor over the last 3 hours",
-			Hourglass: `{"filter": {"tags.sensor": "` + sensor + `", ` + between(end.Add(-3*time.Hour), end) + `}, "projection": {"time": 1, "value": 1}}`, Find: true,
+			Hourglass: `{"filter": {"tags.sensor": "` + sensor + `", ` + between(end.Add(-3*time.Hour), end) + `}, "projection": {"time": 1, "value": 1}}`, Endpoint: "find",
 			Prom: `iot_value{sensor="` + sensor + `"}[3h]`, PromArgs: at},
 		{Name: "sensor-avg-1m", Description: "1-minute averages of one sensor over the whole load",
 			Hourglass: `{"filter": {"tags.sensor": "` + sensor + `", ` + between(lo1m, end) + `}, "window": "1m", "origin": ` + date(lo1m.Add(ms)) + `, "groupBy": null, "fields": ["value"], "funcs": ["avg"]}`,
@@ -54,8 +54,8 @@ func (w IoT) Queries() []Query {
 			Prom:      `sum by (site) (sum_over_time(iot_value{site="site-7"}[1h])) / sum by (site) (count_over_time(iot_value{site="site-7"}[1h]))`,
 			PromArgs:  span(lo1h.Add(time.Hour), time.Hour)},
 		{Name: "sensors-by-meta", Description: "the humidity sensors of three sites reporting in the last 10 minutes",
-			Hourglass: `{"filter": {"tags.kind": "humidity", "tags.site": {"$in": [` + sites + `]}, ` + between(end.Add(-10*time.Minute), end) + `}, "window": "10m", "origin": ` + date(end.Add(-10*time.Minute+ms)) + `, "groupBy": "tags.sensor", "fields": ["value"], "funcs": ["count"]}`,
-			Prom:      `iot_value{kind="humidity",site=~"site-1|site-2|site-5"}`, PromSeries: true,
+			Hourglass: `{"key": "tags.sensor", "filter": {"tags.kind": "humidity", "tags.site": {"$in": [` + sites + `]}, ` + between(end.Add(-10*time.Minute), end) + `}}`, Endpoint: "distinct",
+			Prom: `iot_value{kind="humidity",site=~"site-1|site-2|site-5"}`, PromSeries: true,
 			PromArgs: [][2]string{{"start", unix(end.Add(-10 * time.Minute))}, {"end", unix(end)}}},
 	}
 }

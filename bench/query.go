@@ -28,10 +28,10 @@ const (
 // Query is one named query of a workload, in every dialect.
 type Query struct {
 	Name, Description string
-	// Hourglass is the aggregate request body, or, when Find is set, the
-	// find request body.
+	// Hourglass is the request body of Endpoint: "aggregate" (or empty),
+	// "find" or "distinct".
 	Hourglass string
-	Find      bool
+	Endpoint  string
 	// Prom is the PromQL query with its time parameters (time, or start,
 	// end and step), URL-encoded by RunQueries. When PromSeries is set,
 	// Prom is a series selector sent as match[] to /api/v1/series, with
@@ -83,7 +83,7 @@ var Queries = []Query{
 		Prom:      `last_over_time(cpu_usage_user[1d])`, PromArgs: [][2]string{{"time", "1451692800"}},
 		InfluxQL: "SELECT last(usage_user) FROM cpu GROUP BY hostname"},
 	{Name: "high-cpu-1", Description: "the points of host_0 with usage_user over 90 in 12 hours",
-		Hourglass: `{"filter": {` + h0Day12 + `, "usage_user": {"$gt": 90}}, "projection": {"time": 1, "usage_user": 1}}`, Find: true,
+		Hourglass: `{"filter": {` + h0Day12 + `, "usage_user": {"$gt": 90}}, "projection": {"time": 1, "usage_user": 1}}`, Endpoint: "find",
 		Prom: `cpu_usage_user{hostname="host_0"} > 90`, PromArgs: [][2]string{{"start", "1451606400"}, {"end", "1451649590"}, {"step", "10"}},
 		InfluxQL: "SELECT usage_user FROM cpu WHERE hostname='host_0' AND usage_user > 90 AND " + influx12},
 }
@@ -124,11 +124,11 @@ func (c *QueryConfig) request(ctx context.Context, q *Query) (*http.Request, err
 	var u string
 	switch c.Dialect {
 	case Hourglass:
-		ep := "/aggregate"
-		if q.Find {
-			ep = "/find"
+		ep := q.Endpoint
+		if ep == "" {
+			ep = "aggregate"
 		}
-		u = strings.TrimRight(c.Base, "/") + "/v1/collections/" + url.PathEscape(c.Collection) + ep + "?q=" + url.QueryEscape(q.Hourglass)
+		u = strings.TrimRight(c.Base, "/") + "/v1/collections/" + url.PathEscape(c.Collection) + "/" + ep + "?q=" + url.QueryEscape(q.Hourglass)
 	case PromQL:
 		v := url.Values{"nocache": {"1"}, "query": {q.Prom}}
 		ep := "/api/v1/query"

@@ -3,7 +3,6 @@ package mongowire
 import (
 	"errors"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/hourglassdb/hourglass/model"
@@ -90,7 +89,7 @@ func cmdCount(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 // query, arrays unwound, each once, in MongoDB's order of values. On a
 // time-series collection key is the metaField or one of its sub-fields
 // (a time or measurement field too: they are read the same way); on a
-// plain collection, any field.
+// plain collection, any field (command.Service.Distinct).
 func cmdDistinct(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	name, args, err := cmd.collectionArgs()
 	if err != nil {
@@ -109,53 +108,13 @@ func cmdDistinct(s *Server, _ *conn, cmd *wireCommand) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := s.db.DescribeShallow(cmd.ctx, name)
+	values, err := s.cmd.Distinct(cmd.ctx, name, key, filter)
 	if isNotFound(err) {
 		return bson.D{{Key: "values", Value: bson.A{}}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	path := strings.Split(key, ".")
-	if ts := info.Options.TimeSeries; ts != nil && ts.MetaField != "" && path[0] == ts.MetaField {
-		// The meta value's, from the series index: a million series
-		// answer within the query memory, without reading measurements.
-		values, err := s.cmd.DistinctMeta(cmd.ctx, name, key, filter)
-		if err != nil {
-			return nil, err
-		}
-		return distinctReply(values), nil
-	}
-	a := findArgs{projection: map[string]any{path[0]: int64(1)}}
-	src, err := s.find(name, filter, &a)
-	if err != nil {
-		return nil, err
-	}
-	defer src.close()
-	var values []any
-	seen := map[string]bool{}
-	add := func(v any) {
-		k := string(distinctKey(v))
-		if !seen[k] {
-			seen[k] = true
-			values = append(values, v)
-		}
-	}
-	for {
-		d, err := src.next()
-		if err != nil {
-			return nil, err
-		}
-		if d == nil {
-			break
-		}
-		m, err := model.FromBSON(d)
-		if err != nil {
-			return nil, err
-		}
-		document.DistinctValues(m, path, add)
-	}
-	slices.SortStableFunc(values, partialfilter.Compare)
 	return distinctReply(values), nil
 }
 
@@ -166,27 +125,6 @@ func distinctReply(values []any) bson.D {
 		out[i] = rawValue(v)
 	}
 	return bson.D{{Key: "values", Value: out}}
-}
-
-// distinctKey identifies a value for distinct: numbers of equal value are
-// one value, whatever their type (a double stands for each that one
-// holds exactly).
-func distinctKey(v any) []byte {
-	switch x := v.(type) {
-	case int32:
-		v = float64(x)
-	case int64:
-		if math.Abs(float64(x)) < 1<<53 {
-			v = float64(x)
-		}
-	case partialfilter.Decimal128:
-		if r, ok := x.Rat(); ok {
-			if f, exact := r.Float64(); exact {
-				v = f
-			}
-		}
-	}
-	return appendValue(nil, "", v)
 }
 
 // rawValue encodes one value of the engine's value set as a BSON value.

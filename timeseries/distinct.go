@@ -80,7 +80,7 @@ func (db *DB) MetaValuesDistinct(ctx context.Context, name string, f *partialfil
 	}
 	vals := make([]any, 0, len(d.texts))
 	for _, t := range d.texts {
-		v, err := model.DecodeMeta(t)
+		v, err := model.DecodeMetaKey(t)
 		if err != nil {
 			return false, err
 		}
@@ -338,12 +338,14 @@ func (d *distinct) textsOf(key string) []string {
 }
 
 // values decodes the distinct texts into values, numbers of equal value
-// once, in MongoDB's order of values.
+// once, in MongoDB's order of values. The texts are parts of the series'
+// meta keys, immutable: the values share their memory
+// (model.DecodeMetaKey, one pass, no JSON decoder a value).
 func (d *distinct) values(guard *scanGuard) ([]any, error) {
 	out := make([]any, 0, len(d.texts))
 	numbers := map[float64]bool{}
 	for _, t := range d.texts {
-		v, err := model.DecodeMeta(t)
+		v, err := model.DecodeMetaKey(t)
 		if err != nil {
 			return nil, err
 		}

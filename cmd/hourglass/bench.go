@@ -115,9 +115,10 @@ given), fleet queries on the line-protocol load (Hourglass and prom= targets): o
 over the last 3 hours (sensor-raw-3h) and its 1-minute averages over the
 whole load (sensor-avg-1m), the last value of every sensor (lastpoint),
 hourly averages of the 1% of sensors of one site (site-avg-1h), and the
-sensors a meta filter on kind and site selects (sensors-by-meta: an
-aggregate grouped by sensor on Hourglass, /api/v1/series on a Prometheus
-API). Each gives the same answer on both targets. Targets:
+sensors a meta filter on kind and site selects that report in the last
+10 minutes (sensors-by-meta: a distinct of tags.sensor on Hourglass,
+/api/v1/series on a Prometheus API). Each gives the same answer on both
+targets. Targets:
 
   http://host:port    a Hourglass server (--collection)
   prom=URL            a Prometheus API: prom=http://127.0.0.1:8428

@@ -1,0 +1,105 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
+	"github.com/hourglassdb/hourglass/partialfilter"
+)
+
+// maxDistinctBytes bounds what a distinct over measurements or documents
+// gathers (the key forms of its values): MongoDB's 16 MB cap on a
+// distinct's answer. A distinct of meta values is bounded by the query
+// memory instead (timeseries.Options.QueryMemoryBytes). A variable for
+// the tests.
+var maxDistinctBytes = 16 << 20
+
+// Distinct returns the values of key (a dotted path) among what f
+// selects in collection name, as MongoDB's distinct gives them: arrays
+// unwound (document.DistinctValues), nothing where the path is missing,
+// numbers of equal value (1 and 1.0) once, in MongoDB's order of values
+// (partialfilter.Compare). On a time series whose metaField key names
+// (or a path inside it) the values come from the series index without
+// reading a measurement (timeseries.DB.DistinctMeta); otherwise from a
+// find of the key's top field. Values are as a find with exact types
+// gives them; the caller owns the slice. An unknown collection is
+// NamespaceNotFound (the wire door answers it with no values, as
+// MongoDB does).
+func (s *Service) Distinct(ctx context.Context, name, key string, f *partialfilter.Filter) ([]any, error) {
+	if key == "" {
+		return nil, mongoerr.New(mongoerr.BadValue, "distinct needs a key: the field whose values to list")
+	}
+	path := strings.Split(key, ".")
+	if slices.Contains(path, "") {
+		return nil, mongoerr.New(mongoerr.BadValue, "distinct key %q: a dotted path has no empty part", key)
+	}
+	info, err := s.db.DescribeShallow(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if ts := info.Options.TimeSeries; ts != nil && ts.MetaField != "" && path[0] == ts.MetaField {
+		// A million series answer within the query memory.
+		return s.db.DistinctMeta(ctx, name, key, f)
+	}
+	cur, err := s.Find(ctx, Find{Collection: name, Filter: f, Projection: map[string]any{path[0]: int64(1)}, ExactTypes: true})
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close()
+	docs := &cursorDocs{cur: cur}
+	var (
+		values []any
+		keyBuf []byte
+		held   int
+		addErr error
+	)
+	seen := map[string]struct{}{}
+	add := func(v any) {
+		if addErr != nil {
+			return
+		}
+		keyBuf = distinctKey(keyBuf[:0], v)
+		if _, ok := seen[string(keyBuf)]; ok {
+			return
+		}
+		if held += len(keyBuf); held > maxDistinctBytes {
+			addErr = mongoerr.New(mongoerr.BSONObjectTooLarge, "distinct too big: the values of %q pass the %d MiB cap; narrow the filter", key, maxDistinctBytes>>20)
+			return
+		}
+		seen[string(keyBuf)] = struct{}{}
+		values = append(values, v)
+	}
+	for {
+		d, err := docs.Next()
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			break
+		}
+		delete(d, fieldOrderKey)
+		document.DistinctValues(map[string]any(d), path, add)
+		if addErr != nil {
+			return nil, addErr
+		}
+	}
+	slices.SortStableFunc(values, partialfilter.Compare)
+	return values, nil
+}
+
+// distinctKey appends what identifies v among a distinct's values: its key
+// form (document.AppendKey: numbers by value, whatever their type), or,
+// for a value that has none (a regular expression, or a document or array
+// holding one), its Go syntax (fmt's %#v, maps in key order) after a byte
+// no key form starts with.
+func distinctKey(dst []byte, v any) []byte {
+	n := len(dst)
+	if k, err := document.AppendKey(dst, v); err == nil {
+		return k
+	}
+	return fmt.Appendf(append(dst[:n], 0xff), "%#v", v)
+}
