@@ -2,15 +2,18 @@ package api
 
 import (
 	"maps"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hourglassdb/hourglass/document"
+	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
 )
 
-// handleDistinct serves POST|GET /v1/collections/{name}/distinct, body
+// handleDistinct serves POST|GET|HEAD /v1/collections/{name}/distinct, body
 // {"key": "<dotted path>", "filter": {...}}: the values of key among what
 // filter selects, each once, in MongoDB's order of values, as
 // {"values": [...]} (command.Service.Distinct; docs/api.md).
@@ -21,6 +24,12 @@ func (s *Server) handleDistinct(w http.ResponseWriter, r *http.Request) {
 	name, err := collectionName(r)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	// The answer is one JSON document: a client that accepts no JSON
+	// is 406, as a find would answer it.
+	if accept := r.Header.Get("Accept"); !acceptsJSON(accept) {
+		s.writeError(w, r, newHTTPError(http.StatusNotAcceptable, mongoerr.BadValue, "distinct answers application/json only; Accept %q does not take it", accept))
 		return
 	}
 	var raw map[string]any
@@ -42,6 +51,8 @@ func (s *Server) handleDistinct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o.Docs.Add(int64(len(values)))
+	s.metrics.docsReturned.Add(int64(len(values)))
+	s.metrics.returned.Add(float64(len(values)))
 	b := append(make([]byte, 0, 64+16*len(values)), `{"values":[`...)
 	for i, v := range values {
 		if i > 0 {
@@ -51,9 +62,12 @@ func (s *Server) handleDistinct(w http.ResponseWriter, r *http.Request) {
 	}
 	b = append(b, "]}\n"...)
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
-	w.Write(b)
+	if r.Method != http.MethodHead {
+		w.Write(b)
+	}
 }
 
 // parseDistinct reads a distinct's body: key, a non-empty string, and an
@@ -80,4 +94,27 @@ func parseDistinct(raw map[string]any) (key string, f *partialfilter.Filter, err
 		return "", nil, badRequest("distinct needs 'key': the dotted path whose values to list")
 	}
 	return key, f, nil
+}
+
+// acceptsJSON reports whether an Accept header takes application/json:
+// none, or a range that matches it with a weight above 0.
+func acceptsJSON(accept string) bool {
+	if strings.TrimSpace(accept) == "" {
+		return true
+	}
+	for _, r := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(r))
+		if err != nil {
+			continue
+		}
+		if q, ok := params["q"]; ok {
+			if w, err := strconv.ParseFloat(q, 64); err != nil || w <= 0 {
+				continue
+			}
+		}
+		if mt == "*/*" || mt == "application/*" || mt == "application/json" {
+			return true
+		}
+	}
+	return false
 }

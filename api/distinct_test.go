@@ -1,7 +1,14 @@
 package api_test
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/hourglassdb/hourglass/model"
+	"github.com/hourglassdb/hourglass/timeseries"
 )
 
 // TestDistinctHTTP: POST and GET .../distinct answer {"values": [...]}
@@ -30,5 +37,23 @@ func TestDistinctHTTP(t *testing.T) {
 		if ct := r.header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("Content-Type %q", ct)
 		}
+	}
+	// A regular expression in a measurement (the wire door writes one
+	// as BSON) comes back as Extended JSON.
+	re := model.BSONValue(bsoncore.TypeRegex, bsoncore.AppendRegex(nil, "^a", "i"))
+	if _, err := s.db.Insert(context.Background(), "s", timeseries.Batch{Measurements: []model.Measurement{
+		{Time: time.Date(2024, 5, 1, 12, 2, 0, 0, time.UTC).UnixNano(), Meta: "c", Fields: []model.Field{{Name: "re", Value: re}}}}}, timeseries.InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.mustDo(200, "POST", "/v1/collections/s/distinct", `{"key": "re"}`); string(r.body) != `{"values":[{"$regularExpression":{"pattern":"^a","options":"i"}}]}`+"\n" {
+		t.Errorf("distinct of a regular expression: %s", r.body)
+	}
+	// Accept: JSON among others is JSON; none is 406.
+	s.mustDo(200, "POST", "/v1/collections/s/distinct", `{"key": "sensor"}`, "Accept", "text/csv, application/json;q=0.5")
+	s.mustDo(200, "POST", "/v1/collections/s/distinct", `{"key": "sensor"}`, "Accept", "*/*")
+	s.mustDo(406, "POST", "/v1/collections/s/distinct", `{"key": "sensor"}`, "Accept", "text/csv")
+	s.mustDo(406, "POST", "/v1/collections/s/distinct", `{"key": "sensor"}`, "Accept", "application/json;q=0")
+	if r := s.mustDo(200, "HEAD", `/v1/collections/s/distinct?q={"key":"sensor"}`, ""); len(r.body) != 0 || r.header.Get("Content-Length") == "" {
+		t.Errorf("HEAD: body %q, Content-Length %q", r.body, r.header.Get("Content-Length"))
 	}
 }

@@ -405,6 +405,7 @@ func (s *Server) routes() chi.Router {
 			r.Head("/aggregate", s.handleAggregate)
 			r.Post("/distinct", s.handleDistinct)
 			r.Get("/distinct", s.handleDistinct)
+			r.Head("/distinct", s.handleDistinct)
 			w.Post("/delete", s.handleDelete)
 			w.Post("/update", s.handleUpdate)
 			w.Post("/replace", s.handleReplace)

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -13,9 +12,10 @@ import (
 
 // maxDistinctBytes bounds what a distinct over measurements or documents
 // gathers (the key forms of its values): MongoDB's 16 MB cap on a
-// distinct's answer. A distinct of meta values is bounded by the query
-// memory instead (timeseries.Options.QueryMemoryBytes). A variable for
-// the tests.
+// distinct's answer. Past it, QueryExceededMemoryLimit, as a distinct of
+// meta values answers past the query memory
+// (timeseries.Options.QueryMemoryBytes), which bounds it instead. A
+// variable for the tests.
 var maxDistinctBytes = 16 << 20
 
 // Distinct returns the values of key (a dotted path) among what f
@@ -62,12 +62,12 @@ func (s *Service) Distinct(ctx context.Context, name, key string, f *partialfilt
 		if addErr != nil {
 			return
 		}
-		keyBuf = distinctKey(keyBuf[:0], v)
+		keyBuf = document.AppendDistinctKey(keyBuf[:0], v)
 		if _, ok := seen[string(keyBuf)]; ok {
 			return
 		}
 		if held += len(keyBuf); held > maxDistinctBytes {
-			addErr = mongoerr.New(mongoerr.BSONObjectTooLarge, "distinct too big: the values of %q pass the %d MiB cap; narrow the filter", key, maxDistinctBytes>>20)
+			addErr = mongoerr.New(mongoerr.QueryExceededMemoryLimit, "distinct too big: the values of %q pass the %d MiB cap; narrow the filter", key, maxDistinctBytes>>20)
 			return
 		}
 		seen[string(keyBuf)] = struct{}{}
@@ -89,17 +89,4 @@ func (s *Service) Distinct(ctx context.Context, name, key string, f *partialfilt
 	}
 	slices.SortStableFunc(values, partialfilter.Compare)
 	return values, nil
-}
-
-// distinctKey appends what identifies v among a distinct's values: its key
-// form (document.AppendKey: numbers by value, whatever their type), or,
-// for a value that has none (a regular expression, or a document or array
-// holding one), its Go syntax (fmt's %#v, maps in key order) after a byte
-// no key form starts with.
-func distinctKey(dst []byte, v any) []byte {
-	n := len(dst)
-	if k, err := document.AppendKey(dst, v); err == nil {
-		return k
-	}
-	return fmt.Appendf(append(dst[:n], 0xff), "%#v", v)
 }

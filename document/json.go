@@ -161,6 +161,11 @@ func appendJSONValue(dst []byte, v any, o *Order) []byte {
 		return append(dst, `"}`...)
 	case partialfilter.ObjectID:
 		return append(append(append(dst, `{"$oid":"`...), t.Hex()...), `"}`...)
+	case partialfilter.Regex:
+		// A measurement field written over the wire may hold one.
+		dst = appendJSONString(append(dst, `{"$regularExpression":{"pattern":`...), t.Pattern)
+		dst = appendJSONString(append(dst, `,"options":`...), t.Options)
+		return append(dst, "}}"...)
 	case map[string]any:
 		return appendJSONObject(dst, t, o)
 	case []any:

@@ -213,3 +213,50 @@ func appendDecimal(dst []byte, d partialfilter.Decimal128, depth int) ([]byte, e
 	}
 	return appendNumber(dst, f, delta), nil
 }
+
+// AppendDistinctKey appends what tells v apart among the values of a
+// distinct: values with the same key are one value. It is v's key form
+// (AppendKey: numbers of equal value, whatever their type, share it),
+// followed, when v holds decimals that are neither an int64 nor a double,
+// by their exact values, which the key form rounds (two decimals on one
+// side of a double share a key form, not a value). A value with no key
+// form (a regular expression, or a document or array holding one) is its
+// Go syntax (fmt's %#v, maps in key order) after a byte no key form
+// starts with.
+func AppendDistinctKey(dst []byte, v any) []byte {
+	n := len(dst)
+	k, err := AppendKey(dst, v)
+	if err != nil {
+		return fmt.Appendf(append(dst[:n], 0xff), "%#v", v)
+	}
+	return appendInexactDecimals(k, v, 0)
+}
+
+// appendInexactDecimals appends the exact value of every decimal in v
+// that is neither an int64 nor a double, in the order AppendKey keys them.
+func appendInexactDecimals(dst []byte, v any, depth int) []byte {
+	if depth > MaxDepth {
+		return dst
+	}
+	switch t := v.(type) {
+	case partialfilter.Decimal128:
+		r, finite := t.Rat()
+		if !finite || (r.IsInt() && r.Num().IsInt64()) {
+			return dst
+		}
+		if f, exact := r.Float64(); exact && !math.IsInf(f, 0) {
+			return dst
+		}
+		dst = append(r.Num().Append(append(dst, 0xfe), 10), '/')
+		return append(r.Denom().Append(dst, 10), ';')
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			dst = appendInexactDecimals(dst, t[k], depth+1)
+		}
+	case []any:
+		for _, e := range t {
+			dst = appendInexactDecimals(dst, e, depth+1)
+		}
+	}
+	return dst
+}

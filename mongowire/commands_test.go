@@ -610,6 +610,9 @@ func TestQueryAndWriteCommands(t *testing.T) {
 	if got := distinct("m", "sensor", bson.D{{Key: "sensor.id", Value: 1}}); got != `[{"id": {"$numberInt":"1"},"site": "south"}]` {
 		t.Errorf("distinct sensor where id 1 = %s", got)
 	}
+	if got := distinct("missing", "sensor", bson.D{}); got != `[]` {
+		t.Errorf("distinct of a missing collection = %s, want no values", got)
+	}
 
 	// delete on a time-series collection: by series and time range.
 	del := func(coll string, ordered bool, stmts ...bson.D) (bson.Raw, error) {

@@ -3,7 +3,6 @@ package timeseries
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"strings"
 
@@ -343,26 +342,20 @@ func (d *distinct) textsOf(key string) []string {
 // (model.DecodeMetaKey, one pass, no JSON decoder a value).
 func (d *distinct) values(guard *scanGuard) ([]any, error) {
 	out := make([]any, 0, len(d.texts))
-	numbers := map[float64]bool{}
+	// Texts of one value (1 and 1.0, an int32 and an int64) are one
+	// value to distinct.
+	seen := make(map[string]struct{}, len(d.texts))
+	var key []byte
 	for _, t := range d.texts {
 		v, err := model.DecodeMetaKey(t)
 		if err != nil {
 			return nil, err
 		}
-		// 1 and 1.0 are one value to distinct; integers past 2^53 keep
-		// their own.
-		x, isNum := v.(float64)
-		if i, ok := v.(int64); ok && math.Abs(float64(i)) < 1<<53 {
-			x, isNum = float64(i), true
-		} else if i, ok := v.(int32); ok {
-			x, isNum = float64(i), true
+		key = document.AppendDistinctKey(key[:0], v)
+		if _, ok := seen[string(key)]; ok {
+			continue
 		}
-		if isNum && !math.IsNaN(x) {
-			if numbers[x] {
-				continue
-			}
-			numbers[x] = true
-		}
+		seen[string(key)] = struct{}{}
 		out = append(out, v)
 	}
 	slices.SortStableFunc(out, partialfilter.Compare)
