@@ -147,7 +147,7 @@ type ckptBucket struct {
 // encode appends what w writes to dst: a sealed bucket encoded, an open
 // one's snapshot (its frozen rows copied, its plain ones frozen: an open
 // bucket is written again at every checkpoint while it fills).
-func (w *ckptBucket) encode(enc *bucket.Encoder, dst []byte, scratch *bucket.Columns) ([]byte, error) {
+func (w *ckptBucket) encode(enc *bucket.Encoder, dst []byte, scratch *encodeScratch) ([]byte, error) {
 	if !w.sealed && !w.encodeOpen {
 		return bucket.AppendSnapshot(dst, w.minT, w.maxT, w.refs, w.frozen, w.frozenRows, &w.cols), nil
 	}
@@ -157,20 +157,31 @@ func (w *ckptBucket) encode(enc *bucket.Encoder, dst []byte, scratch *bucket.Col
 // rows returns the rows w writes.
 func (w *ckptBucket) rows() int { return w.frozenRows + len(w.cols.Times) }
 
-// columns returns the rows w encodes: its frozen rows decoded (into
-// scratch, which the caller reuses), and put in time order for a sealed
-// bucket (a stored bucket's rows are).
-func (w *ckptBucket) columns(scratch *bucket.Columns) *bucket.Columns {
+// columns returns the rows w encodes: its frozen rows decoded, and put in
+// time order for a sealed bucket (a stored bucket's rows are), both into
+// scratch, which the caller reuses from bucket to bucket.
+func (w *ckptBucket) columns(scratch *encodeScratch) *bucket.Columns {
 	cols := &w.cols
 	if w.frozenRows > 0 {
-		thawColumnsInto(scratch, w.frozen, w.frozenRows, &w.cols, nil)
-		cols = scratch
+		thawColumnsInto(&scratch.thaw, w.frozen, w.frozenRows, &w.cols, nil)
+		cols = &scratch.thaw
 	}
 	if w.sealed && w.unordered {
-		sorted := sortedColumns(cols)
-		cols = &sorted
+		cols = sortedColumnsInto(&scratch.sorted, cols, &scratch.perm)
 	}
 	return cols
+}
+
+// encodeScratch is what an encoder of a checkpoint's buckets reuses from
+// bucket to bucket: their frozen rows decoded, the rows of a bucket that
+// came out of order sorted, and their order. A fleet's checkpoint at an
+// hour's turn, or its last, sorts thousands of buckets with late rows:
+// made anew each time, their sorted copies were 140 MB of garbage at the
+// end of an iot load of 10,000 sensors, the peak of its memory
+// (docs/benchmarks.md, "Checkpoints sorting into reused columns").
+type encodeScratch struct {
+	thaw, sorted bucket.Columns
+	perm         []int32
 }
 
 // ckptCapture holds what a checkpoint captured of its open buckets in a
@@ -195,20 +206,20 @@ const (
 
 // parallelEncoder encodes a window of a checkpoint's buckets in parallel.
 type parallelEncoder struct {
-	encs []bucket.Encoder
-	thaw []bucket.Columns // each encoder's frozen rows decoded
-	bufs [][]byte         // each encoder's output, reused across windows
-	out  [][]byte         // the window's encoded buckets, into bufs
-	errs []error
+	encs    []bucket.Encoder
+	scratch []encodeScratch // each encoder's
+	bufs    [][]byte        // each encoder's output, reused across windows
+	out     [][]byte        // the window's encoded buckets, into bufs
+	errs    []error
 }
 
 func newParallelEncoder(n int) *parallelEncoder {
 	return &parallelEncoder{
-		encs: make([]bucket.Encoder, n),
-		thaw: make([]bucket.Columns, n),
-		bufs: make([][]byte, n),
-		out:  make([][]byte, encodeWindow),
-		errs: make([]error, n),
+		encs:    make([]bucket.Encoder, n),
+		scratch: make([]encodeScratch, n),
+		bufs:    make([][]byte, n),
+		out:     make([][]byte, encodeWindow),
+		errs:    make([]error, n),
 	}
 }
 
@@ -227,7 +238,7 @@ func (pe *parallelEncoder) encode(ws []ckptBucket) error {
 			for i := k; i < len(ws); i += n {
 				at := len(buf)
 				var err error
-				if buf, err = ws[i].encode(&pe.encs[k], buf, &pe.thaw[k]); err != nil {
+				if buf, err = ws[i].encode(&pe.encs[k], buf, &pe.scratch[k]); err != nil {
 					pe.errs[k] = fmt.Errorf("timeseries: encode bucket %d: %w", ws[i].b.id, err)
 					return
 				}
@@ -608,7 +619,7 @@ func (db *DB) uncaptureLocked(run *ckptRun) {
 // of the cut. The caller closes the batch.
 func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_ *pebble.Batch, err error) {
 	var enc bucket.Encoder
-	var thaw bucket.Columns // frozen rows decoded, bucket after bucket
+	var scratch encodeScratch // reused, bucket after bucket
 	var buf []byte
 	var pe *parallelEncoder
 	work := run.work
@@ -650,7 +661,7 @@ func (db *DB) encodeCheckpoint(run *ckptRun, pre []func(*pebble.Batch) error) (_
 				}
 			}
 			buf = pe.out[i%encodeWindow]
-		} else if buf, err = w.encode(&enc, buf[:0], &thaw); err != nil {
+		} else if buf, err = w.encode(&enc, buf[:0], &scratch); err != nil {
 			return nil, fmt.Errorf("timeseries: encode bucket %d: %w", b.id, err)
 		}
 		if w.sealed {

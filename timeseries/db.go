@@ -130,7 +130,7 @@ type DB struct {
 	seriesMem atomic.Int64
 	// sealedSince is the memory of the buckets sealed since the last
 	// checkpoint's capture (seal), which only a checkpoint frees: once it
-	// passes a quarter of the bucket budget an insert wakes the
+	// passes an eighth of the bucket budget an insert wakes the
 	// checkpointer, so that the buckets are written while writers go on
 	// rather than when they must wait for memory (waitForMemory).
 	sealedSince atomic.Int64

@@ -320,10 +320,13 @@ func TestRollover(t *testing.T) {
 		{"new field is no type change", []step{{0, f(1)}, {1, []model.Field{{Name: "w", Value: model.String("x")}}}}, 1, 4, 0},
 		{"open bucket limit seals the oldest", []step{{40 * min, f(1)}, {30 * min, f(1)}, {20 * min, f(1)}}, 3, 2, 2},
 		// Late data just after a rollover joins the previous bucket, which
-		// stays open until in-order data is a span past its end.
+		// stays open until in-order data is a quarter of a span past its
+		// end (sealGrace).
 		{"late after a rollover joins the previous bucket", []step{{0, f(1)}, {60 * min, f(2)}, {59 * min, f(3)}}, 2, 4, 2},
+		{"late a little after a rollover joins the previous bucket", []step{{0, f(1)}, {60 * min, f(2)}, {74 * min, f(3)}, {59 * min, f(4)}}, 2, 4, 2},
+		{"a bucket a quarter of a span behind is closed", []step{{0, f(1)}, {60 * min, f(2)}, {75 * min, f(3)}}, 2, 4, 1},
+		{"late data then opens a bucket of its own", []step{{0, f(1)}, {60 * min, f(2)}, {75 * min, f(3)}, {59 * min, f(4)}}, 3, 4, 2},
 		{"a bucket a span behind is closed", []step{{0, f(1)}, {60 * min, f(2)}, {120 * min, f(3)}}, 3, 4, 2},
-		{"a bucket less than a span behind stays open", []step{{0, f(1)}, {60 * min, f(2)}, {119 * min, f(3)}}, 2, 4, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openTest(t, t.TempDir(), func(o *Options) { o.MaxOpenBucketsPerSeries = tc.maxOpen })
@@ -758,7 +761,7 @@ func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 }
 
 // Buckets sealed since the last checkpoint wake the checkpointer once they
-// hold a quarter of the bucket budget, before writers would wait for
+// hold an eighth of the bucket budget, before writers would wait for
 // memory: here neither the log's size nor the interval nor the budget asks
 // for one.
 func TestSealedBucketsWakeCheckpoint(t *testing.T) {

@@ -1,9 +1,9 @@
 package timeseries
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"sync/atomic"
 	"unsafe"
 
@@ -661,6 +661,14 @@ func (b *memBucket) presenceWords() int {
 // when they are in order already (a capture is never written to), else
 // new slices.
 func sortedColumns(cols *bucket.Columns) bucket.Columns {
+	var out bucket.Columns
+	return *sortedColumnsInto(&out, cols, nil)
+}
+
+// sortedColumnsInto is sortedColumns writing the sorted rows into dst,
+// whose slices it reuses, and the order into *perm (reused too; nil: a
+// new one). It returns cols when they are in order, else dst.
+func sortedColumnsInto(dst, cols *bucket.Columns, perm *[]int32) *bucket.Columns {
 	n := len(cols.Times)
 	sorted := true
 	for i := 1; i < n; i++ {
@@ -670,31 +678,53 @@ func sortedColumns(cols *bucket.Columns) bucket.Columns {
 		}
 	}
 	if sorted {
-		return *cols
+		return cols
 	}
-	perm := make([]int32, n)
-	for i := range perm {
-		perm[i] = int32(i)
+	var p []int32
+	if perm != nil {
+		p = (*perm)[:0]
 	}
-	sort.SliceStable(perm, func(a, b int) bool { return cols.Times[perm[a]] < cols.Times[perm[b]] })
-	return permuteColumns(cols, perm)
+	for i := range n {
+		p = append(p, int32(i))
+	}
+	slices.SortStableFunc(p, func(a, b int32) int { return cmp.Compare(cols.Times[a], cols.Times[b]) })
+	if perm != nil {
+		*perm = p
+	}
+	permuteColumnsInto(dst, cols, p)
+	return dst
 }
 
 // permuteColumns returns the rows perm of cols, in that order, as new slices.
 func permuteColumns(cols *bucket.Columns, perm []int32) bucket.Columns {
-	n := len(perm)
 	var out bucket.Columns
-	out.Times = make([]int64, n)
+	permuteColumnsInto(&out, cols, perm)
+	return out
+}
+
+// permuteColumnsInto writes the rows perm of cols, in that order, into
+// dst, reusing the capacity of its times and of its columns' presence,
+// float and int slices (those of other types are made anew: a reused
+// slice of strings would keep the strings it held alive).
+func permuteColumnsInto(out, cols *bucket.Columns, perm []int32) {
+	n := len(perm)
+	out.Times = slices.Grow(out.Times[:0], n)[:n]
 	for i, p := range perm {
 		out.Times[i] = cols.Times[p]
 	}
-	out.Fields = make([]bucket.Column, 0, len(cols.Fields))
+	old := out.Fields[:cap(out.Fields)]
+	out.Fields = out.Fields[:0]
 	for ci := range cols.Fields {
 		src := &cols.Fields[ci]
+		var reuse bucket.Column
+		if j := len(out.Fields); j < len(old) {
+			reuse = old[j]
+		}
 		dst := bucket.Column{Name: src.Name, Type: src.Type}
 		kept := false
 		if src.Present != nil {
-			dst.Present = make([]uint64, (n+63)/64)
+			dst.Present = slices.Grow(reuse.Present[:0], (n+63)/64)[:(n+63)/64]
+			clear(dst.Present)
 		}
 		for i, p := range perm {
 			if src.Present == nil || src.Present[p/64]&(1<<(p%64)) != 0 {
@@ -709,12 +739,12 @@ func permuteColumns(cols *bucket.Columns, perm []int32) bucket.Columns {
 		}
 		switch src.Type {
 		case model.KindFloat:
-			dst.Floats = make([]float64, n)
+			dst.Floats = slices.Grow(reuse.Floats[:0], n)[:n]
 			for i, p := range perm {
 				dst.Floats[i] = src.Floats[p]
 			}
 		case model.KindInt, model.KindDate, model.KindInt32:
-			dst.Ints = make([]int64, n)
+			dst.Ints = slices.Grow(reuse.Ints[:0], n)[:n]
 			for i, p := range perm {
 				dst.Ints[i] = src.Ints[p]
 			}
@@ -736,7 +766,6 @@ func permuteColumns(cols *bucket.Columns, perm []int32) bucket.Columns {
 		}
 		out.Fields = append(out.Fields, dst)
 	}
-	return out
 }
 
 // Memory a series and its buckets hold besides their column values, as
