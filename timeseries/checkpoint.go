@@ -178,7 +178,7 @@ func (w *ckptBucket) columns(scratch *encodeScratch) *bucket.Columns {
 // hour's turn, or its last, sorts thousands of buckets with late rows:
 // made anew each time, their sorted copies were 140 MB of garbage at the
 // end of an iot load of 10,000 sensors, the peak of its memory
-// (docs/benchmarks.md, "Checkpoints sorting into reused columns").
+// (docs/benchmarks.md, "A bucket sealed a quarter of a span past").
 type encodeScratch struct {
 	thaw, sorted bucket.Columns
 	perm         []int32
