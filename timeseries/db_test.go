@@ -763,7 +763,8 @@ func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 // Buckets sealed since the last checkpoint wake the checkpointer once they
 // hold an eighth of the bucket budget, before writers would wait for
 // memory: here neither the log's size nor the interval nor the budget asks
-// for one.
+// for one, and what is sealed (800 series' hour) is between an eighth and
+// a quarter of the budget.
 func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 	db := openTest(t, t.TempDir(), func(o *Options) {
 		o.MemoryBudget = 8 << 20
@@ -774,7 +775,7 @@ func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 	insert := func(hour int, rows int) {
 		t.Helper()
 		var ms []model.Measurement
-		for s := 0; s < 1600; s++ {
+		for s := 0; s < 800; s++ {
 			for i := 0; i < rows; i++ {
 				ms = append(ms, model.Measurement{Time: int64(hour)*3600e9 + int64(i)*10e9, Meta: int64(s),
 					Fields: []model.Field{{Name: "a", Value: model.Float(float64(i) + 0.5)}, {Name: "b", Value: model.Int(int64(i))}}})
@@ -800,7 +801,60 @@ func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != 1600*301 {
-		t.Fatalf("%d rows, want %d", len(rows), 1600*301)
+	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != 800*301 {
+		t.Fatalf("%d rows, want %d", len(rows), 800*301)
+	}
+}
+
+// TestSealMovedOn: a bucket is sealed once its series wrote a quarter of
+// its span past its end, whatever the batches: rows written one by one or
+// together seal the same buckets, and a late row after that opens a
+// bucket of its own. movedOn does not overflow at either end of time.
+func TestSealMovedOn(t *testing.T) {
+	const minute = int64(60e9)
+	for _, batches := range [][][]int64{
+		{{0}, {60, 61, 76}, {59}},
+		{{0}, {60}, {61}, {76}, {59}},
+		{{0}, {60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 119}, {59}},
+	} {
+		db := openTest(t, t.TempDir(), nil)
+		mustCreate(t, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "s"})
+		for _, b := range batches {
+			var ms []model.Measurement
+			for _, m := range b {
+				ms = append(ms, model.Measurement{Time: m * minute, Meta: "a", Fields: []model.Field{{Name: "v", Value: model.Int(m)}}})
+			}
+			if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db.mu.RLock()
+		s := db.coll.byName["m"].series[`"a"`]
+		var got []string
+		for _, b := range s.buckets {
+			got = append(got, fmt.Sprintf("%d:%d:%v", b.minTime/minute, b.rows(), b.sealed))
+		}
+		db.mu.RUnlock()
+		// [0, 60) sealed with its one row, the in-order rows, then 59
+		// alone in a bucket of its own.
+		if len(got) != 3 || got[0] != "0:1:true" || got[2] != "59:1:false" {
+			t.Errorf("batches %v: buckets %v, want [0,60) sealed, the rows after, 59 alone", batches, got)
+		}
+		db.Close()
+	}
+	for _, c := range []struct {
+		minTime, span, t int64
+		want             bool
+	}{
+		{0, 3600e9, 3600e9 + 900e9, true},
+		{0, 3600e9, 3600e9 + 900e9 - 1, false},
+		{math.MaxInt64 - 10, 3600e9, math.MaxInt64, false}, // ends past the last time
+		{math.MinInt64, 3600e9, math.MaxInt64, true},       // t - end past int64
+		{math.MinInt64, 3600e9, math.MinInt64 + 3600e9, false},
+	} {
+		b := &memBucket{minTime: c.minTime, span: c.span}
+		if got := b.movedOn(c.t); got != c.want {
+			t.Errorf("movedOn(%d) of [%d, +%d) = %v, want %v", c.t, c.minTime, c.span, got, c.want)
+		}
 	}
 }

@@ -506,7 +506,7 @@ const (
 )
 
 // sealGrace: a bucket left open for late rows is sealed once its series
-// writes a 1/sealGrace of a span past its end (15 minutes of an hour's
+// writes a 1/sealGrace of a span past its end (sealMovedOn; 15 minutes of an hour's
 // bucket), and leaves memory at the next checkpoint, which sealing a
 // bucket budget's eighth wakes. Sealed a whole span past, as before, a
 // fleet loaded faster than real time held two full hours in memory
@@ -555,9 +555,11 @@ func (db *DB) apply(c *collection, groups []group) {
 			db.markRollups(c, s, lo, hi, now)
 		}
 		var cur *memBucket
+		hi := int64(math.MinInt64)
 		for ri := range g.rows {
 			m := &g.rows[ri]
 			c.newest = max(c.newest, m.Time)
+			hi = max(hi, m.Time)
 			sz := rowBytes(m, ts.TimeField)
 			if cur == nil || !cur.fits(m.Time, sz, m.Fields, &db.lim) {
 				cur = db.bucketFor(c, s, m, sz, span, rounding)
@@ -596,8 +598,37 @@ func (db *DB) apply(c *collection, groups []group) {
 				cur = nil
 			}
 		}
+		db.sealMovedOn(s, hi)
 	}
 	db.headMem.Add(added)
+}
+
+// sealMovedOn seals the open buckets of s whose span ended a 1/sealGrace
+// of it or more before hi, the latest time s was just written
+// (sealGrace). It runs once a group of rows is applied, so that what is
+// sealed depends on the rows written, not on how they were batched: a
+// batch's rows of a series are in time order, and its late rows went to
+// their buckets before. db.mu must be held.
+func (db *DB) sealMovedOn(s *series, hi int64) {
+	for _, b := range s.buckets {
+		if !b.sealed && b.movedOn(hi) {
+			db.seal(b)
+		}
+	}
+}
+
+// movedOn reports whether b's span ended a 1/sealGrace of it or more
+// before t, without overflow at either end of time.
+func (b *memBucket) movedOn(t int64) bool {
+	if b.minTime > math.MaxInt64-b.span {
+		return false // it ends past the last time
+	}
+	end := b.minTime + b.span
+	if end > t {
+		return false
+	}
+	d := t - end
+	return d < 0 || d >= b.span/sealGrace // d < 0: past int64, far more
 }
 
 // bucketFor finds an open bucket of s that takes m, or opens one, applying
@@ -612,11 +643,6 @@ func (db *DB) bucketFor(c *collection, s *series, m *model.Measurement, sz int, 
 		if b.fits(m.Time, sz, m.Fields, &db.lim) {
 			return b
 		}
-		if b.minTime+b.span <= m.Time-span/sealGrace {
-			// The series moved on a while ago (sealGrace).
-			db.seal(b)
-			continue
-		}
 		nOpen++
 		if newest == nil || b.minTime > newest.minTime {
 			newest = b
@@ -626,8 +652,8 @@ func (db *DB) bucketFor(c *collection, s *series, m *model.Measurement, sz int, 
 	// bucket's span leaves it open, so that measurements a little late
 	// (another writer's batch, a retried request) still join it rather
 	// than open a small out-of-order bucket; a bucket whose span ended a
-	// 1/sealGrace of a span before the new measurement is closed (above):
-	// in-order data has moved on.
+	// 1/sealGrace of a span before the series' latest row is closed once
+	// the rows are applied (sealMovedOn): in-order data has moved on.
 	if newest != nil && (newest.rows() >= db.lim.maxCount || newest.size+sz > db.lim.maxBytes) {
 		db.seal(newest)
 		nOpen--
