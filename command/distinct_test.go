@@ -20,15 +20,7 @@ import (
 // applies; an unknown collection is NamespaceNotFound; past the cap,
 // QueryExceededMemoryLimit.
 func TestDistinct(t *testing.T) {
-	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := New(Options{DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := newTestService(t)
 	ctx := context.Background()
 	if _, err := db.CreateCollection(ctx, "m", timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "s"}}); err != nil {
 		t.Fatal(err)

@@ -15,19 +15,27 @@ import (
 	"github.com/hourglassdb/hourglass/timeseries"
 )
 
-// TestFind: one typed find for both kinds; a MongoDB projection is read as
-// each kind reads it (a time series' columns, a plain collection's
-// document projection); sort, skip and limit apply in the engine.
-func TestFind(t *testing.T) {
+// newTestService opens an engine in a temporary directory and a Service
+// over it; the engine closes with the test.
+func newTestService(t *testing.T) (*timeseries.DB, *Service) {
+	t.Helper()
 	db, err := timeseries.Open(timeseries.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	s, err := New(Options{DB: db})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, s
+}
+
+// TestFind: one typed find for both kinds; a MongoDB projection is read as
+// each kind reads it (a time series' columns, a plain collection's
+// document projection); sort, skip and limit apply in the engine.
+func TestFind(t *testing.T) {
+	db, s := newTestService(t)
 	ctx := context.Background()
 	if _, err := db.CreateCollection(ctx, "m", timeseries.CollectionOptions{TimeSeries: &model.TimeSeriesOptions{TimeField: "t", MetaField: "s"}}); err != nil {
 		t.Fatal(err)
