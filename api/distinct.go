@@ -2,12 +2,11 @@ package api
 
 import (
 	"maps"
-	"mime"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
+	"github.com/hourglassdb/hourglass/api/render"
 	"github.com/hourglassdb/hourglass/document"
 	"github.com/hourglassdb/hourglass/mongoerr"
 	"github.com/hourglassdb/hourglass/partialfilter"
@@ -28,8 +27,8 @@ func (s *Server) handleDistinct(w http.ResponseWriter, r *http.Request) {
 	}
 	// The answer is one JSON document: a client that accepts no JSON
 	// is 406, as a find would answer it.
-	if accept := r.Header.Get("Accept"); !acceptsJSON(accept) {
-		s.writeError(w, r, newHTTPError(http.StatusNotAcceptable, mongoerr.BadValue, "distinct answers application/json only; Accept %q does not take it", accept))
+	if _, err := render.NegotiateAmong(r.Header.Get("Accept"), render.JSON); err != nil {
+		s.writeError(w, r, newHTTPError(http.StatusNotAcceptable, mongoerr.BadValue, "distinct answers JSON: %v", err))
 		return
 	}
 	var raw map[string]any
@@ -70,16 +69,16 @@ func (s *Server) handleDistinct(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// parseDistinct reads a distinct's body: key, a non-empty string, and an
-// optional filter.
+// parseDistinct reads a distinct's body: key, a string (what it must
+// name is the command's to check), and an optional filter.
 func parseDistinct(raw map[string]any) (key string, f *partialfilter.Filter, err error) {
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		v := raw[k]
 		switch k {
 		case "key":
 			s, ok := v.(string)
-			if !ok || s == "" {
-				return "", nil, badRequest("'key' must be a non-empty string: the dotted path whose values to list")
+			if !ok {
+				return "", nil, badRequest("'key' must be a string: the dotted path whose values to list")
 			}
 			key = s
 		case "filter":
@@ -90,31 +89,5 @@ func parseDistinct(raw map[string]any) (key string, f *partialfilter.Filter, err
 			return "", nil, badRequest("unknown distinct option %q; accepted: key, filter", k)
 		}
 	}
-	if key == "" {
-		return "", nil, badRequest("distinct needs 'key': the dotted path whose values to list")
-	}
 	return key, f, nil
-}
-
-// acceptsJSON reports whether an Accept header takes application/json:
-// none, or a range that matches it with a weight above 0.
-func acceptsJSON(accept string) bool {
-	if strings.TrimSpace(accept) == "" {
-		return true
-	}
-	for _, r := range strings.Split(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(r))
-		if err != nil {
-			continue
-		}
-		if q, ok := params["q"]; ok {
-			if w, err := strconv.ParseFloat(q, 64); err != nil || w <= 0 {
-				continue
-			}
-		}
-		if mt == "*/*" || mt == "application/*" || mt == "application/json" {
-			return true
-		}
-	}
-	return false
 }

@@ -506,9 +506,9 @@ const (
 )
 
 // sealGrace: a bucket left open for late rows is sealed once its series
-// writes a 1/sealGrace of a span past its end (sealMovedOn; 15 minutes of an hour's
-// bucket), and leaves memory at the next checkpoint, which sealing a
-// bucket budget's eighth wakes. Sealed a whole span past, as before, a
+// writes a 1/sealGrace of a span past its end (sealMovedOn; 15 minutes of
+// an hour's bucket), and leaves memory at the next checkpoint, which
+// sealing a bucket budget's eighth wakes. Sealed a whole span past, as before, a
 // fleet loaded faster than real time held two full hours in memory
 // (iot 10,000 sensors x 3 h: 94 MB of frozen rows at the end of the
 // load, peak RSS 263-271 MiB against 196-206 sealed at a quarter:

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -81,10 +82,17 @@ const maxAcceptRanges = 64
 // means JSON. It returns ErrNotAcceptable (wrapped, with the supported types)
 // when nothing matches.
 func Negotiate(accept string) (Format, error) {
+	return NegotiateAmong(accept, JSON, NDJSON, CSV, Arrow)
+}
+
+// NegotiateAmong is Negotiate for an endpoint that writes only offers (the
+// first is what an empty header, or a wildcard that names none of the
+// others, gets): a range naming a format not offered matches nothing.
+func NegotiateAmong(accept string, offers ...Format) (Format, error) {
 	if strings.TrimSpace(accept) == "" {
-		return JSON, nil
+		return offers[0], nil
 	}
-	best, bestQ := JSON, -1.0
+	best, bestQ := offers[0], -1.0
 	for i, r := range strings.Split(accept, ",") {
 		if i == maxAcceptRanges {
 			break
@@ -98,7 +106,7 @@ func Negotiate(accept string) (Format, error) {
 			continue
 		}
 		f, ok := mediaFormats[mt]
-		if !ok {
+		if !ok || !slices.Contains(offers, f) {
 			continue
 		}
 		q := 1.0
@@ -114,8 +122,12 @@ func Negotiate(accept string) (Format, error) {
 		}
 	}
 	if bestQ < 0 {
-		return JSON, fmt.Errorf("%w in Accept %q; supported: application/json, application/x-ndjson, text/csv, application/vnd.apache.arrow.stream",
-			ErrNotAcceptable, truncate(accept, 200))
+		names := make([]string, len(offers))
+		for i, f := range offers {
+			names[i] = f.String()
+		}
+		return offers[0], fmt.Errorf("%w in Accept %q; supported: %s",
+			ErrNotAcceptable, truncate(accept, 200), strings.Join(names, ", "))
 	}
 	return best, nil
 }

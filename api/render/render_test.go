@@ -407,6 +407,26 @@ func TestNegotiate(t *testing.T) {
 	}
 }
 
+// TestNegotiateAmong: an endpoint offering JSON alone takes it where a
+// range names it, among others or as a wildcard, and refuses a header
+// whose ranges name only formats it does not offer.
+func TestNegotiateAmong(t *testing.T) {
+	for _, accept := range []string{"", "*/*", "application/*", "application/json", "text/csv, application/json;q=0.5", "text/html, */*;q=0.1"} {
+		if got, err := NegotiateAmong(accept, JSON); err != nil || got != JSON {
+			t.Errorf("NegotiateAmong(%q, JSON) = %s, %v; want JSON", accept, got, err)
+		}
+	}
+	for _, accept := range []string{"text/csv", "text/*", "application/json;q=0", "application/x-ndjson, application/vnd.apache.arrow.stream"} {
+		_, err := NegotiateAmong(accept, JSON)
+		if !errors.Is(err, ErrNotAcceptable) || !strings.Contains(err.Error(), "supported: application/json") || strings.Contains(err.Error(), "text/csv,") {
+			t.Errorf("NegotiateAmong(%q, JSON): %v, want ErrNotAcceptable naming JSON alone", accept, err)
+		}
+	}
+	if got, _ := NegotiateAmong("text/csv, application/x-ndjson;q=0.9", JSON, NDJSON); got != NDJSON {
+		t.Errorf("CSV not offered: %s, want NDJSON", got)
+	}
+}
+
 func TestNoAllocsPerRow(t *testing.T) {
 	rec := bigRecord(4096)
 	defer rec.Release()
