@@ -197,15 +197,18 @@ func TestMemoryWaitNoFalseDiskFull(t *testing.T) {
 		ms = append(ms, model.Measurement{Time: t0 + int64(i)*1e9, Meta: sensor(fmt.Sprint(i % 500)),
 			Fields: []model.Field{{Name: "v", Value: model.Float(float64(i))}, {Name: "pad", Value: model.String(fmt.Sprintf("%0100d", i))}}})
 	}
+	// No checkpoint runs until the writer has waited a while (one woken by
+	// this insert would free the memory before the writer below waits);
+	// the last one was skipped for lack of space, which there is now.
+	db.maintMu.Lock()
 	if _, err := db.Insert(ctx, "m", Batch{Measurements: ms}, InsertOptions{}); err != nil {
+		db.maintMu.Unlock()
 		t.Fatal(err)
 	}
 	if db.headMem.Load() <= db.opts.MemoryBudget {
+		db.maintMu.Unlock()
 		t.Fatalf("%d bytes in memory, not over the budget", db.headMem.Load())
 	}
-	// No checkpoint runs until the writer has waited a while; the last one
-	// was skipped for lack of space, which there is now.
-	db.maintMu.Lock()
 	db.noRoom.Store(true)
 	done := make(chan error, 1)
 	go func() {
