@@ -56,15 +56,27 @@ func parsePipeline(name string, raw map[string]any, text []byte) (command.Pipeli
 	return p, err
 }
 
+// documentFormat is the format of an answer made of documents, which
+// write only offers: the best of them the Accept header takes (Arrow
+// first, JSON at a lower q-value: JSON). None is 406 with msg, which names
+// best, the format negotiated among all.
+func documentFormat(r *http.Request, best render.Format, msg string, offers ...render.Format) (render.Format, error) {
+	f, err := render.NegotiateAmong(r.Header.Get("Accept"), offers...)
+	if err != nil {
+		return best, newHTTPError(http.StatusNotAcceptable, mongoerr.BadValue, msg, best.ContentType())
+	}
+	return f, nil
+}
+
 // aggregatePipeline answers POST .../aggregate with a pipeline, on a
 // collection of either kind: its documents as Extended JSON (a JSON array,
 // or NDJSON), each in its field order, or CSV whose columns are the first
 // document's fields.
 func (s *Server) aggregatePipeline(w http.ResponseWriter, r *http.Request, q queryRequest) {
 	p, err := parsePipeline(q.name, q.raw, q.text)
-	if err == nil && q.format != render.JSON && q.format != render.NDJSON && q.format != render.CSV {
-		err = newHTTPError(http.StatusNotAcceptable, mongoerr.BadValue,
-			"a pipeline's documents have no fixed columns for %s: ask for application/json, application/x-ndjson or text/csv", q.format.ContentType())
+	if err == nil {
+		q.format, err = documentFormat(r, q.format, "a pipeline's documents have no fixed columns for %s: ask for application/json, application/x-ndjson or text/csv",
+			render.JSON, render.NDJSON, render.CSV)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -240,6 +240,12 @@ func TestPipelineHTTPFormats(t *testing.T) {
 		t.Errorf("no document, CSV: %q", r.body)
 	}
 	d.http.mustDo(406, "POST", "/v1/collections/notes/aggregate", none, "Accept", "application/vnd.apache.arrow.stream")
+	// Arrow preferred, CSV acceptable: CSV.
+	r = d.http.mustDo(200, "POST", "/v1/collections/notes/aggregate", `{"pipeline": [{"$count": "n"}]}`,
+		"Accept", "application/vnd.apache.arrow.stream, text/csv;q=0.5, application/json;q=0.2")
+	if string(r.body) != "n\n20\n" || !strings.HasPrefix(r.header.Get("Content-Type"), "text/csv") {
+		t.Errorf("Arrow preferred, CSV acceptable: %s %q", r.header.Get("Content-Type"), r.body)
+	}
 }
 
 // TestPipelineHTTPRefusals: a bad pipeline is 400 with MongoDB's message

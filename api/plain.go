@@ -119,17 +119,17 @@ func (s *Server) findPlain(w http.ResponseWriter, r *http.Request, q queryReques
 			"filter": filterString(f.Filter)}, "executionStats": cur.Plan()})
 		return
 	}
+	var err error
+	q.format, err = documentFormat(r, q.format, "documents of a plain collection have no fixed columns for %s: ask for application/json or application/x-ndjson",
+		render.JSON, render.NDJSON)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var sep []byte
 	var open, end string
-	switch q.format {
-	case render.JSON:
+	if q.format == render.JSON {
 		open, end, sep = "[", "]\n", []byte(",")
-	case render.NDJSON:
-		sep = nil
-	default:
-		s.writeError(w, r, newHTTPError(http.StatusNotAcceptable, mongoerr.BadValue,
-			"documents of a plain collection have no fixed columns: ask for application/json or application/x-ndjson"))
-		return
 	}
 	// Nothing is written before the first document (or the end): an
 	// error found at once still gets its status.

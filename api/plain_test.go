@@ -47,6 +47,12 @@ func TestPlainCollectionOverHTTP(t *testing.T) {
 		t.Fatalf("ndjson: %q", got)
 	}
 	s.mustDo(406, "POST", "/v1/collections/sessions/find", `{}`, "Accept", "text/csv")
+	// CSV preferred, NDJSON acceptable: NDJSON.
+	r = s.mustDo(200, "POST", "/v1/collections/sessions/find", `{"filter": {"_id": "s1"}, "projection": {"user": 1}}`,
+		"Accept", "text/csv, application/x-ndjson;q=0.3")
+	if got := string(r.body); got != `{"_id":"s1","user":"ann"}`+"\n" || !strings.HasPrefix(r.header.Get("Content-Type"), "application/x-ndjson") {
+		t.Fatalf("CSV preferred, NDJSON acceptable: %s %q", r.header.Get("Content-Type"), got)
+	}
 
 	// Expire sessions after an hour: the 2020 ones are gone from reads at
 	// once, and the monitor deletes them.
