@@ -71,6 +71,11 @@ type collection struct {
 	// marksFull: the last fold left mergeMarks over half full; until a
 	// merge pass takes marks, only series marked already widen theirs.
 	marksFull bool
+	// marksAt and marksHi are at most the mark time and the range end of
+	// every mark (takeRipe passes over marks none of which is ripe
+	// without reading them).
+	marksAt uint32
+	marksHi int64
 	// newest is the newest measurement time applied (merge marks wait
 	// until their range is done: collection.ripe).
 	newest int64

@@ -84,6 +84,11 @@ func (c *collection) markMerge(id uint64, minTime int64, now time.Time) bool {
 // sorted (c.marksSorted), and a mark of a series there widens its range;
 // a mark of another series is dropped. DB.mu is held for writing.
 func (c *collection) addMergeMark(m mergeMark) bool {
+	if len(c.mergeMarks) == 0 {
+		c.marksAt, c.marksHi = m.at, m.hi
+	} else {
+		c.marksAt, c.marksHi = min(c.marksAt, m.at), min(c.marksHi, m.hi)
+	}
 	if !c.marksFull && len(c.mergeMarks) >= maxMarks && c.marksSorted < len(c.mergeMarks) {
 		c.mergeMarks = foldMarksTo(c.mergeMarks, 1)
 		c.marksSorted = len(c.mergeMarks)
@@ -111,8 +116,14 @@ func (c *collection) addMergeMark(m mergeMark) bool {
 // kept part of the old one. Full marks stay full unless the pass freed
 // half of them: a fleet whose marks all wait (mergeWait) would otherwise
 // sort its million marks again at the first mark after every pass.
-// DB.mu is held for writing.
+// When the bounds of all marks (marksAt, marksHi) are not ripe, no mark
+// is, and none is read: a fleet's million marks wait a couple of minutes,
+// and a pass follows every checkpoint (several a second), with writers
+// held off. DB.mu is held for writing.
 func (c *collection) takeRipe(span int64, now time.Time) []mergeMark {
+	if len(c.mergeMarks) == 0 || !c.ripe(mergeMark{hi: c.marksHi, at: c.marksAt}, span, now) {
+		return nil
+	}
 	var ripe []mergeMark
 	kept, sorted := c.mergeMarks[:0], 0
 	for i, m := range c.mergeMarks {
@@ -123,6 +134,11 @@ func (c *collection) takeRipe(span int64, now time.Time) []mergeMark {
 		kept = append(kept, m)
 		if i < c.marksSorted {
 			sorted++
+		}
+		if len(kept) == 1 {
+			c.marksAt, c.marksHi = m.at, m.hi
+		} else {
+			c.marksAt, c.marksHi = min(c.marksAt, m.at), min(c.marksHi, m.hi)
 		}
 	}
 	clear(c.mergeMarks[len(kept):])

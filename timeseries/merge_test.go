@@ -589,3 +589,77 @@ func TestMergeMarksFoldOnce(t *testing.T) {
 		t.Fatal("a mark was dropped after the marks were taken")
 	}
 }
+
+// TestTakeRipeBounds: takeRipe takes exactly the ripe marks, over adds,
+// folds and passes, whether it reads the marks or passes over them by
+// their bounds (marksAt, marksHi).
+func TestTakeRipeBounds(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	defer func(n int) { maxMarks = n }(maxMarks)
+	maxMarks = 64
+	span := int64(time.Hour)
+	for round := range 200 {
+		c := &collection{newest: int64(rng.Intn(10)) * span}
+		now := time.Unix(1_700_000_000, 0)
+		var want []mergeMark // the marks kept, as a plain list
+		for step := range 40 {
+			if rng.Intn(3) > 0 {
+				m := mergeMark{series: uint64(rng.Intn(20)), at: uint32(now.Unix()) - uint32(rng.Intn(200))}
+				m.lo = int64(rng.Intn(10)) * span
+				m.hi = m.lo + int64(rng.Intn(3))*span
+				c.addMergeMark(m)
+				continue
+			}
+			now = now.Add(time.Duration(rng.Intn(60)) * time.Second)
+			c.newest += int64(rng.Intn(2)) * span
+			// What a pass must take: every ripe mark held (after folds).
+			want = want[:0]
+			for _, m := range c.mergeMarks {
+				if c.ripe(m, span, now) {
+					want = append(want, m)
+				}
+			}
+			got := c.takeRipe(span, now)
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d step %d: took %v, want %v", round, step, got, want)
+			}
+			for _, m := range c.mergeMarks {
+				if c.ripe(m, span, now) {
+					t.Fatalf("round %d step %d: a ripe mark kept: %+v", round, step, m)
+				}
+				if m.at < c.marksAt || m.hi < c.marksHi {
+					t.Fatalf("round %d step %d: mark %+v below the bounds %d %d", round, step, m, c.marksAt, c.marksHi)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMergeWaiting times a background merge pass over a fleet's
+// million marks, none ripe yet (they wait mergeWait): what follows every
+// checkpoint of a load of a million sensors, with DB.mu held.
+//
+//	go test ./timeseries -run '^$' -bench MergeWaiting
+func BenchmarkMergeWaiting(b *testing.B) {
+	db := openTest(b, b.TempDir(), nil)
+	defer db.Close()
+	mustCreate(b, db, "m", model.TimeSeriesOptions{TimeField: "ts", MetaField: "meta", Granularity: "seconds"})
+	db.mu.Lock()
+	c := db.coll.byName["m"]
+	now := db.opts.Now()
+	for i := range 1_000_000 {
+		c.markMerge(uint64(i+1), 0, now)
+	}
+	db.mu.Unlock()
+	b.ResetTimer()
+	for range b.N {
+		db.mergePending.Store(true)
+		if err := db.mergeBuckets(ctx, db.stop, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if n := db.stats.mergeReads.Load(); n != 0 {
+		b.Fatalf("%d series read", n)
+	}
+}
