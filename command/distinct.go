@@ -52,26 +52,13 @@ func (s *Service) Distinct(ctx context.Context, name, key string, f *partialfilt
 	defer cur.Close()
 	docs := &cursorDocs{cur: cur}
 	var (
-		values []any
-		keyBuf []byte
-		held   int
+		set    document.DistinctSet
 		addErr error
 	)
-	seen := map[string]struct{}{}
 	add := func(v any) {
-		if addErr != nil {
-			return
-		}
-		keyBuf = document.AppendDistinctKey(keyBuf[:0], v)
-		if _, ok := seen[string(keyBuf)]; ok {
-			return
-		}
-		if held += len(keyBuf); held > maxDistinctBytes {
+		if addErr == nil && set.Add(v) && set.Bytes() > maxDistinctBytes {
 			addErr = mongoerr.New(mongoerr.QueryExceededMemoryLimit, "distinct too big: the values of %q pass the %d MiB cap; narrow the filter", key, maxDistinctBytes>>20)
-			return
 		}
-		seen[string(keyBuf)] = struct{}{}
-		values = append(values, v)
 	}
 	for {
 		d, err := docs.Next()
@@ -87,6 +74,5 @@ func (s *Service) Distinct(ctx context.Context, name, key string, f *partialfilt
 			return nil, addErr
 		}
 	}
-	slices.SortStableFunc(values, partialfilter.Compare)
-	return values, nil
+	return set.Sorted(), nil
 }

@@ -232,6 +232,43 @@ func AppendDistinctKey(dst []byte, v any) []byte {
 	return appendInexactDecimals(k, v, 0)
 }
 
+// DistinctSet holds the values of a distinct: each once (values with one
+// AppendDistinctKey are one), handed back in MongoDB's order of values.
+// The zero value is empty and ready.
+type DistinctSet struct {
+	seen   map[string]struct{}
+	values []any
+	key    []byte
+	bytes  int
+}
+
+// Add adds v unless the set holds a value equal to it, and reports
+// whether it did.
+func (s *DistinctSet) Add(v any) bool {
+	s.key = AppendDistinctKey(s.key[:0], v)
+	if _, ok := s.seen[string(s.key)]; ok {
+		return false
+	}
+	if s.seen == nil {
+		s.seen = map[string]struct{}{}
+	}
+	s.seen[string(s.key)] = struct{}{}
+	s.bytes += len(s.key)
+	s.values = append(s.values, v)
+	return true
+}
+
+// Bytes returns the bytes of the keys of the values held: what a cap on
+// a distinct's size counts.
+func (s *DistinctSet) Bytes() int { return s.bytes }
+
+// Sorted returns the values held in MongoDB's order of values
+// (partialfilter.Compare), those of equal order as added.
+func (s *DistinctSet) Sorted() []any {
+	slices.SortStableFunc(s.values, partialfilter.Compare)
+	return s.values
+}
+
 // appendInexactDecimals appends the exact value of every decimal in v
 // that is neither an int64 nor a double, in the order AppendKey keys them.
 func appendInexactDecimals(dst []byte, v any, depth int) []byte {

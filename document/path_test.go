@@ -40,3 +40,34 @@ func TestDistinctValues(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinctSet: values of one distinct key once (numbers of equal
+// value whatever their type, equal documents), in MongoDB's order of
+// values (numbers before strings before documents), the first added kept;
+// Bytes counts the keys of the values held.
+func TestDistinctSet(t *testing.T) {
+	var s DistinctSet
+	in := []any{"b", int64(2), 1.0, int32(1), "a", map[string]any{"x": int64(1)}, int64(1), map[string]any{"x": 1.0}, 2.5, "b"}
+	var added []bool
+	var bytes []int
+	for _, v := range in {
+		added = append(added, s.Add(v))
+		bytes = append(bytes, s.Bytes())
+	}
+	if want := []bool{true, true, true, false, true, true, false, false, true, false}; !reflect.DeepEqual(added, want) {
+		t.Fatalf("added %v, want %v", added, want)
+	}
+	held := 0
+	for i, v := range in {
+		if added[i] {
+			held += len(AppendDistinctKey(nil, v))
+		}
+		if bytes[i] != held {
+			t.Fatalf("value %d (%v): %d bytes, want %d", i, v, bytes[i], held)
+		}
+	}
+	want := []any{1.0, int64(2), 2.5, "a", "b", map[string]any{"x": int64(1)}}
+	if got := s.Sorted(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("sorted %#v, want %#v", got, want)
+	}
+}

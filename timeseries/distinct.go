@@ -341,25 +341,17 @@ func (d *distinct) textsOf(key string) []string {
 // meta keys, immutable: the values share their memory
 // (model.DecodeMetaKey, one pass, no JSON decoder a value).
 func (d *distinct) values(guard *scanGuard) ([]any, error) {
-	out := make([]any, 0, len(d.texts))
 	// Texts of one value (1 and 1.0, an int32 and an int64) are one
 	// value to distinct.
-	seen := make(map[string]struct{}, len(d.texts))
-	var key []byte
+	var set document.DistinctSet
 	for _, t := range d.texts {
 		v, err := model.DecodeMetaKey(t)
 		if err != nil {
 			return nil, err
 		}
-		key = document.AppendDistinctKey(key[:0], v)
-		if _, ok := seen[string(key)]; ok {
-			continue
-		}
-		seen[string(key)] = struct{}{}
-		out = append(out, v)
+		set.Add(v)
 	}
-	slices.SortStableFunc(out, partialfilter.Compare)
-	return out, guard.ctx.Err()
+	return set.Sorted(), guard.ctx.Err()
 }
 
 // errFound stops a scan at its first row.
