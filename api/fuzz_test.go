@@ -422,3 +422,57 @@ func FuzzPlainCollection(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDDL sends arbitrary bodies to the endpoints that change what a
+// collection is: create, collMod, an index, a rollup, and the TTL preview
+// that reads the rules: never a panic, never a 5xx, and a refusal (4xx)
+// changes nothing: the collections listed, the time-series collection's
+// description, indexes and rollups are as before.
+func FuzzDDL(f *testing.F) {
+	for _, s := range []string{
+		`{"timeseries": {"timeField": "t", "metaField": "m", "granularity": "minutes"}, "expireAfterSeconds": 60}`,
+		`{"timeseries": {"timeField": "t", "bucketMaxSpanSeconds": 60, "bucketRoundingSeconds": 60}}`,
+		`{"expireAfterSeconds": 3600}`, `{"expireAfterSeconds": "off"}`, `{"timeseries": {"granularity": "hours"}}`,
+		`{"key": {"sensor": 1}, "expireAfterSeconds": 10, "partialFilterExpression": {"sensor": {"$eq": "a"}}}`,
+		`{"key": {"timestamp": 1}, "expireAfterSeconds": 0, "partialFilterExpression": {"sensor.site": {"$in": ["x", "y"]}}, "name": "short"}`,
+		`{"window": "1m", "fields": ["v"], "funcs": ["min", "avg", "max", "count"], "expireAfterSeconds": 86400}`,
+		`{"window": "1h", "fields": ["v"], "funcs": ["sum"], "partialFilterExpression": {"sensor": "a"}}`,
+		`{"expireAfterSeconds": 30, "partialFilterExpression": {"sensor": {"$gte": "b"}}}`,
+		`{}`, ``, `[]`, `null`, `{"timeseries": null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	z := newFuzzServer(f, []string{"s"}, append(tsSetup,
+		[3]string{"POST", "/v1/collections/s{n}/documents", `[{"timestamp": {"$date": "2024-05-01T11:00:00Z"}, "sensor": "a", "v": 1}]`}))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, r := range [][2]string{
+			{"PUT", "/v1/collections/c{n}"},
+			{"PATCH", "/v1/collections/s{n}"},
+			{"POST", "/v1/collections/s{n}/indexes"},
+			{"PUT", "/v1/collections/s{n}/rollups/r{n}"},
+			{"POST", "/v1/collections/s{n}/ttl/preview"},
+		} {
+			z.before(t)
+			before := z.ddlState(t)
+			st, reply := serve(t, z.srv, r[0], z.path(r[1]), "", body)
+			if st >= 400 {
+				if after := z.ddlState(t); after != before {
+					t.Fatalf("%s %s refused (%d %s) but changed the catalog:\n%s\nto\n%s", r[0], r[1], st, reply, before, after)
+				}
+			}
+		}
+	})
+}
+
+// ddlState is what the DDL endpoints may change, as the API reads it: the
+// collections listed, and the time-series collection's description,
+// indexes and rollups.
+func (z *fuzzServer) ddlState(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, p := range []string{"/v1/collections", "/v1/collections/s{n}", "/v1/collections/s{n}/indexes", "/v1/collections/s{n}/rollups"} {
+		st, reply := serve(t, z.srv, "GET", z.path(p), "", nil)
+		fmt.Fprintf(&b, "%s %d %s\n", p, st, reply)
+	}
+	return b.String()
+}
