@@ -662,12 +662,13 @@ func (b *memBucket) presenceWords() int {
 // new slices.
 func sortedColumns(cols *bucket.Columns) bucket.Columns {
 	var out bucket.Columns
-	return *sortedColumnsInto(&out, cols, nil)
+	var perm []int32
+	return *sortedColumnsInto(&out, cols, &perm)
 }
 
 // sortedColumnsInto is sortedColumns writing the sorted rows into dst,
-// whose slices it reuses, and the order into *perm (reused too; nil: a
-// new one). It returns cols when they are in order, else dst.
+// whose slices it reuses, and the order into *perm (reused too). It
+// returns cols when they are in order, else dst.
 func sortedColumnsInto(dst, cols *bucket.Columns, perm *[]int32) *bucket.Columns {
 	n := len(cols.Times)
 	sorted := true
@@ -680,17 +681,12 @@ func sortedColumnsInto(dst, cols *bucket.Columns, perm *[]int32) *bucket.Columns
 	if sorted {
 		return cols
 	}
-	var p []int32
-	if perm != nil {
-		p = (*perm)[:0]
-	}
+	p := (*perm)[:0]
 	for i := range n {
 		p = append(p, int32(i))
 	}
 	slices.SortStableFunc(p, func(a, b int32) int { return cmp.Compare(cols.Times[a], cols.Times[b]) })
-	if perm != nil {
-		*perm = p
-	}
+	*perm = p
 	permuteColumnsInto(dst, cols, p)
 	return dst
 }

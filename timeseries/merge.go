@@ -84,11 +84,7 @@ func (c *collection) markMerge(id uint64, minTime int64, now time.Time) bool {
 // sorted (c.marksSorted), and a mark of a series there widens its range;
 // a mark of another series is dropped. DB.mu is held for writing.
 func (c *collection) addMergeMark(m mergeMark) bool {
-	if len(c.mergeMarks) == 0 {
-		c.marksAt, c.marksHi = m.at, m.hi
-	} else {
-		c.marksAt, c.marksHi = min(c.marksAt, m.at), min(c.marksHi, m.hi)
-	}
+	c.boundMarks(m, len(c.mergeMarks) == 0)
 	if !c.marksFull && len(c.mergeMarks) >= maxMarks && c.marksSorted < len(c.mergeMarks) {
 		c.mergeMarks = foldMarksTo(c.mergeMarks, 1)
 		c.marksSorted = len(c.mergeMarks)
@@ -109,6 +105,16 @@ func (c *collection) addMergeMark(m mergeMark) bool {
 	x := &c.mergeMarks[i]
 	x.lo, x.hi, x.at = min(x.lo, m.lo), max(x.hi, m.hi), min(x.at, m.at)
 	return true
+}
+
+// boundMarks lowers the bounds of c's marks (marksAt, marksHi) to take m;
+// first: m is the first mark, and the bounds are m's.
+func (c *collection) boundMarks(m mergeMark, first bool) {
+	if first {
+		c.marksAt, c.marksHi = m.at, m.hi
+		return
+	}
+	c.marksAt, c.marksHi = min(c.marksAt, m.at), min(c.marksHi, m.hi)
 }
 
 // takeRipe removes and returns the marks a background pass at now merges
@@ -135,11 +141,7 @@ func (c *collection) takeRipe(span int64, now time.Time) []mergeMark {
 		if i < c.marksSorted {
 			sorted++
 		}
-		if len(kept) == 1 {
-			c.marksAt, c.marksHi = m.at, m.hi
-		} else {
-			c.marksAt, c.marksHi = min(c.marksAt, m.at), min(c.marksHi, m.hi)
-		}
+		c.boundMarks(m, len(kept) == 1)
 	}
 	clear(c.mergeMarks[len(kept):])
 	c.mergeMarks, c.marksSorted = kept, sorted
