@@ -25,6 +25,8 @@ type collection struct {
 	opts     CollectionOptions
 	indexes  []IndexSpec
 	series   map[string]*series // canonical meta -> series
+	// slab holds the series and their meta keys (newSeries).
+	slab seriesSlab
 	// byID holds the series in ascending id order (collection.addSeries):
 	// a slice rather than a second map, 8 bytes a series. Its writer
 	// holds lookupMu too (seriesFor reads it under that lock alone).

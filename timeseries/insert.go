@@ -540,7 +540,8 @@ func (db *DB) apply(c *collection, groups []group) {
 			s = c.series[g.metaKey]
 		}
 		if s == nil {
-			s = &series{id: db.mu.nextSeries, coll: c, metaKey: g.metaKey, storedMax: math.MinInt64, lastT: math.MinInt64, lastKnown: true}
+			s = c.newSeries(db.mu.nextSeries, g.metaKey)
+			s.lastKnown = true
 			c.setSeriesTTL(s)
 			db.mu.nextSeries++
 			c.addSeries(s)

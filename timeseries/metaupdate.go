@@ -289,7 +289,7 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 		mv := &moved[i]
 		s := c.series[to[i]]
 		if s == nil {
-			s = &series{id: db.mu.nextSeries, coll: c, metaKey: to[i], storedMax: math.MinInt64, lastT: math.MinInt64}
+			s = c.newSeries(db.mu.nextSeries, to[i])
 			c.setSeriesTTL(s)
 			db.mu.nextSeries++
 			c.addSeries(s)

@@ -294,7 +294,8 @@ func (db *DB) load() error {
 		if _, err := model.DecodeMetaKey(string(v)); err != nil {
 			return err
 		}
-		s := &series{id: binary.BigEndian.Uint64(k[5:]), coll: c, metaKey: string(v), persisted: true, storedMax: math.MaxInt64, lastT: math.MinInt64}
+		s := c.newSeries(binary.BigEndian.Uint64(k[5:]), bytesView(v))
+		s.persisted, s.storedMax = true, math.MaxInt64
 		s.durable.Store(true)
 		c.addSeries(s)
 		db.seriesMem.Add(seriesMem(s))

@@ -1,0 +1,70 @@
+package timeseries
+
+import (
+	"math"
+	"unsafe"
+)
+
+// A collection's series and their meta keys live in chunks rather than
+// each in an object of its own: a fleet of a million sensors is then a
+// thousand chunks of series and a few thousand of keys for the collector
+// to find, not two million small objects whose every pointer it looks up.
+// Series are never removed from a collection (collection.addSeries), so
+// nothing is freed before the collection is.
+const (
+	minSlabSeries = 8
+	maxSlabSeries = 1024
+	minKeyChunk   = 512
+	maxKeyChunk   = 64 << 10
+	// maxChunkedKey: a longer meta key keeps a string of its own, so that
+	// a chunk does not outlive a few large keys by much.
+	maxChunkedKey = 1 << 10
+)
+
+// seriesSlab hands out a collection's series and copies of their meta keys.
+// Guarded by DB.mu (held for writing), as collection.addSeries.
+type seriesSlab struct {
+	series []series // the chunk being handed out: its first len are in use
+	keys   []byte   // the key chunk being filled: its first len are in use
+}
+
+// alloc returns a zeroed series from the current chunk, first making a new
+// chunk, each twice the last up to maxSlabSeries, when it is used up.
+func (a *seriesSlab) alloc() *series {
+	if len(a.series) == cap(a.series) {
+		a.series = make([]series, 0, min(max(2*cap(a.series), minSlabSeries), maxSlabSeries))
+	}
+	a.series = a.series[:len(a.series)+1]
+	return &a.series[len(a.series)-1]
+}
+
+// key returns a copy of k in the current key chunk. The chunk's bytes are
+// never written again once handed out, so the string stays immutable.
+func (a *seriesSlab) key(k string) string {
+	if len(k) == 0 {
+		return ""
+	}
+	if len(k) > maxChunkedKey {
+		return string([]byte(k))
+	}
+	if cap(a.keys)-len(a.keys) < len(k) {
+		a.keys = make([]byte, 0, min(max(2*cap(a.keys), minKeyChunk), maxKeyChunk))
+	}
+	off := len(a.keys)
+	a.keys = append(a.keys, k...)
+	return unsafe.String(&a.keys[off], len(k))
+}
+
+// newSeries returns a series of c with id and a copy of metaKey, nothing
+// stored and nothing known of its last row. It is not yet added
+// (collection.addSeries). DB.mu is held for writing.
+func (c *collection) newSeries(id uint64, metaKey string) *series {
+	s := c.slab.alloc()
+	s.id, s.coll, s.metaKey = id, c, c.slab.key(metaKey)
+	s.storedMax, s.lastT = math.MinInt64, math.MinInt64
+	return s
+}
+
+// bytesView is b as a string without a copy, for a callee that copies it
+// (newSeries) before b changes.
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
