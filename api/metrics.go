@@ -107,6 +107,31 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
 				func() float64 { return float64(c.v(db.Stats())) }))
 		}
+		for _, c := range []struct {
+			name, help string
+			counter    bool
+			v          func(timeseries.StoreStats) float64
+		}{
+			{"hourglass_store_flushed_bytes_total", "Bytes the store's memtable flushes wrote to tables.", true,
+				func(st timeseries.StoreStats) float64 { return float64(st.FlushedBytes) }},
+			{"hourglass_store_compacted_bytes_total", "Bytes the store's compactions wrote to tables.", true,
+				func(st timeseries.StoreStats) float64 { return float64(st.CompactedBytes) }},
+			{"hourglass_store_compactions_total", "Compactions the store ran.", true,
+				func(st timeseries.StoreStats) float64 { return float64(st.Compactions) }},
+			{"hourglass_store_read_amplification", "Table runs a read of the store may look in: level 0's files and each non-empty level below.", false,
+				func(st timeseries.StoreStats) float64 { return float64(st.ReadAmp) }},
+			{"hourglass_store_level0_files", "Files in the store's level 0.", false,
+				func(st timeseries.StoreStats) float64 { return float64(st.L0Files) }},
+			{"hourglass_store_disk_bytes", "Space the store takes on disk.", false,
+				func(st timeseries.StoreStats) float64 { return float64(st.DiskBytes) }},
+		} {
+			f := func() float64 { return c.v(db.StoreStats()) }
+			if c.counter {
+				cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, f))
+			} else {
+				cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: c.name, Help: c.help}, f))
+			}
+		}
 	}
 	if _, ok := reg.(*prometheus.Registry); ok {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -172,11 +172,19 @@ func TestStatusAndMetrics(t *testing.T) {
 	if m := regexp.MustCompile(`(?m)^hourglass_checkpoints_total (\d+)$`).FindSubmatch(r.body); m == nil || string(m[1]) == "0" {
 		t.Errorf("/metrics: after a compaction, hourglass_checkpoints_total is %q; want at least 1", m)
 	}
+	for _, name := range []string{"hourglass_store_flushed_bytes_total", "hourglass_store_disk_bytes", "hourglass_store_read_amplification"} {
+		if m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(r.body); m == nil || string(m[1]) == "0" {
+			t.Errorf("/metrics: after a compaction, %s is %q; want more than 0", name, m)
+		}
+	}
 	for _, want := range []string{
 		"hourglass_buckets_sealed_for_memory_total 0",
 		"hourglass_buckets_sealed_idle_total 0",
 		"hourglass_buckets_merged_total",
 		"hourglass_merge_marks_dropped_total 0",
+		"hourglass_store_compacted_bytes_total",
+		"hourglass_store_compactions_total",
+		"hourglass_store_level0_files",
 		`hourglass_inserted_measurements_total{protocol="json"} 4`,
 		`hourglass_inserted_measurements_total{protocol="line"} 1`,
 		`hourglass_returned_measurements_total 4`,

@@ -265,6 +265,34 @@ func (db *DB) Stats() EngineStats {
 	}
 }
 
+// StoreStats is what the store under the engine has done: the bytes its
+// flushes and compactions wrote, its compactions, and what a read meets.
+type StoreStats struct {
+	// FlushedBytes and CompactedBytes are the bytes written to tables by
+	// flushes of the memtables and by compactions since the store opened:
+	// with the bytes checkpoints hand it, the store's write amplification.
+	FlushedBytes, CompactedBytes uint64
+	// Compactions counts the compactions since the store opened.
+	Compactions int64
+	// ReadAmp is the number of table runs a read may look in (the files of
+	// level 0 and each non-empty level below it); L0Files the files of
+	// level 0.
+	ReadAmp, L0Files int64
+	// DiskBytes is the space the store takes on disk.
+	DiskBytes uint64
+}
+
+// StoreStats returns the store's counters.
+func (db *DB) StoreStats() StoreStats {
+	m := db.pdb.Metrics()
+	st := StoreStats{Compactions: m.Compact.Count, ReadAmp: int64(m.ReadAmp()), L0Files: m.Levels[0].NumFiles, DiskBytes: m.DiskSpaceUsage()}
+	for i := range m.Levels {
+		st.FlushedBytes += m.Levels[i].BytesFlushed
+		st.CompactedBytes += m.Levels[i].BytesCompacted
+	}
+	return st
+}
+
 // Close writes a final checkpoint, stops the background work and closes the
 // store. Calling Close more than once is harmless.
 func (db *DB) Close() error {
