@@ -402,7 +402,7 @@ func TestAggregateCalendarOracle(t *testing.T) {
 	// Half the buckets sealed and stored, the rest open.
 	db.mu.Lock()
 	i := 0
-	for _, s := range db.coll.byName["m"].series {
+	for _, s := range db.coll.byName["m"].series.byOrd {
 		for _, b := range s.buckets {
 			if i++; i%2 == 0 {
 				db.seal(b)
@@ -415,7 +415,7 @@ func TestAggregateCalendarOracle(t *testing.T) {
 	}
 	check("half stored")
 	db.mu.Lock()
-	for _, s := range db.coll.byName["m"].series {
+	for _, s := range db.coll.byName["m"].series.byOrd {
 		for _, b := range s.buckets {
 			db.seal(b)
 		}

@@ -137,7 +137,7 @@ func TestAggregateOracle(t *testing.T) {
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
 			db.mu.Lock()
-			for _, s := range db.coll.byName["m"].series {
+			for _, s := range db.coll.byName["m"].series.byOrd {
 				for _, b := range s.buckets {
 					db.seal(b)
 				}
@@ -148,7 +148,7 @@ func TestAggregateOracle(t *testing.T) {
 			}
 			db.mu.RLock()
 			inMem := 0
-			for _, s := range db.coll.byName["m"].series {
+			for _, s := range db.coll.byName["m"].series.byOrd {
 				inMem += len(s.buckets)
 			}
 			db.mu.RUnlock()
@@ -323,7 +323,7 @@ func TestAggregateUnorderedOpenBuckets(t *testing.T) {
 	unordered := 0
 	db.mu.RLock()
 	buckets := 0
-	for _, s := range db.coll.byName["m"].series {
+	for _, s := range db.coll.byName["m"].series.byOrd {
 		buckets += len(s.buckets)
 		if b := s.buckets[0]; b.unordered && !b.sealed {
 			unordered++
@@ -380,7 +380,7 @@ func TestAggregateUnorderedOpenBuckets(t *testing.T) {
 	}
 	// Sealing sorts every bucket's rows, stably.
 	db.mu.Lock()
-	for _, s := range db.coll.byName["m"].series {
+	for _, s := range db.coll.byName["m"].series.byOrd {
 		for _, b := range s.buckets {
 			db.seal(b)
 		}

@@ -706,7 +706,7 @@ func TestArchiveErrorAfterCommit(t *testing.T) {
 	// bucket, and fails on it.
 	c, _ := db.lookup("s")
 	var bid uint64
-	for _, s := range c.series {
+	for _, s := range c.series.byOrd {
 		if s.metaKey == `"b"` {
 			bid = s.id
 		}

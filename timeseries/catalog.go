@@ -140,7 +140,6 @@ func decodeCollectionRecord(b []byte) (*collectionRecord, error) {
 func (r *collectionRecord) toCollection() (*collection, error) {
 	c := &collection{
 		id: r.ID, name: r.Name, opts: r.Options, indexes: r.Indexes, maxSpan: r.MaxSpan,
-		series:    make(map[string]*series),
 		oldestMin: math.MinInt64, newMin: math.MaxInt64,
 		fieldTypes: make(map[string]typeSet, len(r.FieldTypes)),
 		created:    r.Created, count: r.Count, buckets: r.Buckets, ckptCount: r.Count, ckptBuckets: r.Buckets,

@@ -313,7 +313,7 @@ func TestCheckpointTableCollisions(t *testing.T) {
 		}
 		db.mu.RLock()
 		var s *series
-		for _, x := range c.series {
+		for _, x := range c.series.byOrd {
 			s = x
 		}
 		b := s.buckets[0]

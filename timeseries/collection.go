@@ -24,7 +24,7 @@ type collection struct {
 	lookupMu sync.RWMutex
 	opts     CollectionOptions
 	indexes  []IndexSpec
-	series   map[string]*series // canonical meta -> series
+	series   seriesIndex // canonical meta -> series
 	// slab holds the series and their meta keys (newSeries).
 	slab seriesSlab
 	// byID holds the series in ascending id order (collection.addSeries):
@@ -197,7 +197,7 @@ func (c *collection) addSeries(s *series) {
 	// measurements' slots holding only that lock (seriesFor).
 	c.lookupMu.Lock()
 	defer c.lookupMu.Unlock()
-	c.series[s.metaKey] = s
+	c.series.add(s)
 	if n := len(c.byID); n == 0 || c.byID[n-1].id < s.id {
 		c.byID = append(c.byID, s)
 		return
@@ -216,7 +216,7 @@ func (c *collection) addSeries(s *series) {
 // key. c.lookupMu is held for reading.
 func (c *collection) seriesFor(m *model.Measurement, key string) *series {
 	if m.Slot == nil {
-		return c.series[key]
+		return c.series.get(key)
 	}
 	if v := m.Slot.Load(); uint32(v>>32) == c.id {
 		if i := int(uint32(v)) - 1; i >= 0 && i < len(c.byID) {
@@ -225,7 +225,7 @@ func (c *collection) seriesFor(m *model.Measurement, key string) *series {
 			}
 		}
 	}
-	s := c.series[key]
+	s := c.series.get(key)
 	if s != nil {
 		m.Slot.Store(uint64(c.id)<<32 | uint64(s.ord+1))
 	}

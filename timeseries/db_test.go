@@ -338,7 +338,7 @@ func TestRollover(t *testing.T) {
 				}
 			}
 			db.mu.RLock()
-			s := db.coll.byName["m"].series[`"a"`]
+			s := db.coll.byName["m"].series.get(`"a"`)
 			n := len(s.buckets)
 			open := 0
 			for _, b := range s.buckets {
@@ -382,14 +382,14 @@ func TestRollover(t *testing.T) {
 		db.mu.RLock()
 		defer db.mu.RUnlock()
 		var counts []int
-		for _, b := range db.coll.byName["m"].series[`"count"`].buckets {
+		for _, b := range db.coll.byName["m"].series.get(`"count"`).buckets {
 			counts = append(counts, b.rows())
 		}
 		sort.Ints(counts)
 		if fmt.Sprint(counts) != "[500 1000 1000]" {
 			t.Fatalf("bucket sizes %v, want [500 1000 1000]", counts)
 		}
-		if n := len(db.coll.byName["m"].series[`"size"`].buckets); n != 3 {
+		if n := len(db.coll.byName["m"].series.get(`"size"`).buckets); n != 3 {
 			t.Fatalf("50 kB rows: %d buckets, want 3 (two per 128000-byte bucket)", n)
 		}
 	})
@@ -829,7 +829,7 @@ func TestSealMovedOn(t *testing.T) {
 			}
 		}
 		db.mu.RLock()
-		s := db.coll.byName["m"].series[`"a"`]
+		s := db.coll.byName["m"].series.get(`"a"`)
 		var got []string
 		for _, b := range s.buckets {
 			got = append(got, fmt.Sprintf("%d:%d:%v", b.minTime/minute, b.rows(), b.sealed))

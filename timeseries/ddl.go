@@ -58,7 +58,6 @@ func (db *DB) CreateCollection(ctx context.Context, name string, opts Collection
 	}
 	c := &collection{
 		id: db.mu.nextColl, name: name, opts: opts,
-		series:    make(map[string]*series),
 		oldestMin: math.MaxInt64, newMin: math.MaxInt64, // no bucket yet
 		fieldTypes: make(map[string]typeSet), created: db.opts.Now().UTC(),
 	}
@@ -279,7 +278,7 @@ func (db *DB) unlinkCollection(c *collection) bool {
 		return false
 	}
 	var mem, smem int64
-	for _, s := range c.series {
+	for _, s := range c.series.byOrd {
 		smem += seriesMem(s)
 		for _, b := range s.buckets {
 			mem += b.mem

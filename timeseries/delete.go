@@ -207,7 +207,7 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, fieldTypeSet, 
 		// reached Pebble) while the marks it made did not survive.
 		now := db.opts.Now()
 		for _, k := range d.metaKeys {
-			if s := c.series[k]; s != nil {
+			if s := c.series.get(k); s != nil {
 				db.markRollups(c, s, d.minTime, d.maxTime, now)
 			}
 		}
@@ -281,7 +281,7 @@ func (db *DB) refreshFieldTypes(c *collection, gone fieldTypeSet) error {
 		}
 	}
 	memBuckets := func() {
-		for _, s := range c.series {
+		for _, s := range c.series.byOrd {
 			for _, b := range s.buckets {
 				if len(gone) == 0 {
 					return
@@ -372,7 +372,7 @@ type deleteTarget struct {
 // the rows and buckets removed. DB.mu is held for writing.
 func (db *DB) deleteInMemory(c *collection, d *deleteRecord, rf *rowFilter, gone fieldTypeSet) (targets []deleteTarget, deleted, buckets int64) {
 	for _, key := range d.metaKeys {
-		s := c.series[key]
+		s := c.series.get(key)
 		if s == nil {
 			continue
 		}

@@ -237,7 +237,7 @@ func (db *DB) account(c *collection, x *expiry) {
 // change.
 func (db *DB) ruleSeries(c *collection, index string) ([]uint64, bool) {
 	db.mu.RLock()
-	valid := c.ruleCacheVer == c.rulesVer && c.ruleCacheSeries == len(c.series)
+	valid := c.ruleCacheVer == c.rulesVer && c.ruleCacheSeries == c.series.len()
 	ids, cached := c.ruleCache[index]
 	suspended := c.oorBuckets > 0 || c.dropped
 	db.mu.RUnlock()
@@ -249,9 +249,9 @@ func (db *DB) ruleSeries(c *collection, index string) ([]uint64, bool) {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if c.ruleCacheVer != c.rulesVer || c.ruleCacheSeries != len(c.series) {
+	if c.ruleCacheVer != c.rulesVer || c.ruleCacheSeries != c.series.len() {
 		c.ruleCache = map[string][]uint64{}
-		c.ruleCacheVer, c.ruleCacheSeries = c.rulesVer, len(c.series)
+		c.ruleCacheVer, c.ruleCacheSeries = c.rulesVer, c.series.len()
 	}
 	ri := -1
 	for i := range c.rules {
@@ -262,7 +262,7 @@ func (db *DB) ruleSeries(c *collection, index string) ([]uint64, bool) {
 	if ri < 0 {
 		return nil, false
 	}
-	ids = make([]uint64, 0, len(c.series))
+	ids = make([]uint64, 0, c.series.len())
 	for _, s := range c.byID {
 		if s.ttl >= 0 && c.ruleMatches(ri, s, &seriesMetaDoc{}) {
 			ids = append(ids, s.id)

@@ -637,7 +637,7 @@ func TestRecountOutOfRangeOnOpen(t *testing.T) {
 		clock.Advance(time.Hour)
 	}
 	db.mu.RLock()
-	for _, s := range db.coll.byName["s"].series {
+	for _, s := range db.coll.byName["s"].series.byOrd {
 		if len(s.buckets) > 0 {
 			t.Fatalf("series %s keeps %d buckets in memory", s.metaKey, len(s.buckets))
 		}

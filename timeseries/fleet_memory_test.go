@@ -231,7 +231,7 @@ func checkColumnRoom(t *testing.T, db *DB, n int) {
 	defer db.mu.RUnlock()
 	c := db.coll.byName["iot"]
 	rows, room := 0, 0
-	for _, s := range c.series {
+	for _, s := range c.series.byOrd {
 		for _, b := range s.buckets {
 			rows += b.rows()
 			room += cap(b.cols.Times)
@@ -241,8 +241,8 @@ func checkColumnRoom(t *testing.T, db *DB, n int) {
 			}
 		}
 	}
-	if len(c.series) != n || rows != n {
-		t.Fatalf("%d series, %d rows; want %d of each", len(c.series), rows, n)
+	if c.series.len() != n || rows != n {
+		t.Fatalf("%d series, %d rows; want %d of each", c.series.len(), rows, n)
 	}
 	// A time column and two field columns per series.
 	if want := 3 * n * (1 + minColumnRows); room > want {
@@ -347,7 +347,7 @@ func TestIdleBucketsSealedLoseNothing(t *testing.T) {
 		db.mu.RLock()
 		defer db.mu.RUnlock()
 		c := db.coll.byName["m"]
-		for _, s := range c.series {
+		for _, s := range c.series.byOrd {
 			if len(s.buckets) > 0 {
 				series++
 			}

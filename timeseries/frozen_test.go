@@ -77,7 +77,7 @@ func TestOpenBucketsFrozen(t *testing.T) {
 	}
 	db.mu.RLock()
 	frozen, open0, sealed, left := 0, 0, 0, 0
-	for _, s := range db.coll.byName["m"].series {
+	for _, s := range db.coll.byName["m"].series.byOrd {
 		newest := slices.MaxFunc(s.buckets, func(a, b *memBucket) int { return cmp.Compare(a.minTime, b.minTime) })
 		for _, b := range s.buckets {
 			if !b.sealed && b != newest {
@@ -159,7 +159,7 @@ func TestOpenBucketsFrozen(t *testing.T) {
 	same("reopened")
 	db.mu.RLock()
 	frozen = 0
-	for _, s := range db.coll.byName["m"].series {
+	for _, s := range db.coll.byName["m"].series.byOrd {
 		for _, b := range s.buckets {
 			frozen += b.frozenRows
 		}

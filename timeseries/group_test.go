@@ -33,7 +33,7 @@ func TestGroupBatchMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := func(s string) string { k, _ := model.CanonicalMeta(sensor(s)); return k }
-	a, b := c.series[key("a")], c.series[key("b")]
+	a, b := c.series.get(key("a")), c.series.get(key("b"))
 	a.group.Store(1) // as if another insert had given a its group 0
 	sc := new(insertScratch)
 	sc.index = map[string]int{}
@@ -68,7 +68,7 @@ func TestDuplicateGroups(t *testing.T) {
 	dups := 0
 	db.hooks.grouped = func(c *collection, i int) {
 		// Another insert's marks: every series' after each row.
-		for _, s := range c.series {
+		for _, s := range c.series.byOrd {
 			s.group.Store(0)
 		}
 		dups++
@@ -126,7 +126,7 @@ func TestDuplicateGroupsKeepBatchOrder(t *testing.T) {
 	}
 	c, _ := db.lookup("c")
 	key := func(s string) string { k, _ := model.CanonicalMeta(sensor(s)); return k }
-	a := c.series[key("a")]
+	a := c.series.get(key("a"))
 	db.hooks.grouped = func(c *collection, i int) {
 		switch i {
 		case 1:
@@ -308,7 +308,7 @@ func TestSeriesSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa := c.series[string(key("a"))]
+	sa := c.series.get(string(key("a")))
 	if v := slotA.Load(); v == 0 || c.byID[uint32(v)-1] != sa {
 		t.Fatalf("slot of a holds %#x; want the place of a's series", v)
 	}

@@ -773,10 +773,10 @@ const (
 	memBucketMem = int64(unsafe.Sizeof(memBucket{})) + 8
 	// columnHeaderMem is a bucket.Column header.
 	columnHeaderMem = int64(unsafe.Sizeof(bucket.Column{}))
-	// seriesStructMem is a series, its entry in the collection's map
-	// (key, value and control byte at the map's 7/8 load) and its
-	// pointers in collection.byID and collection.hot.
-	seriesStructMem = int64(unsafe.Sizeof(series{})) + (16+8)*8/7 + 1 + 8 + 8
+	// seriesStructMem is a series, its slot in the collection's index
+	// (8 bytes at the table's 3/8 to 3/4 load) and its pointers in the
+	// index's byOrd, collection.byID and collection.hot.
+	seriesStructMem = int64(unsafe.Sizeof(series{})) + 8*2 + 8 + 8 + 8
 )
 
 // bucketMem estimates the memory held by a memBucket with columns cols.

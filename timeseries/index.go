@@ -582,7 +582,7 @@ func (c *collection) compileRules() {
 			}
 		}
 	}
-	for _, s := range c.series {
+	for _, s := range c.series.byOrd {
 		ttl := s.ttl
 		c.setSeriesTTL(s)
 		if s.ttl != ttl {

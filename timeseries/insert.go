@@ -537,7 +537,7 @@ func (db *DB) apply(c *collection, groups []group) {
 		g := &groups[gi]
 		s := g.s // resolved by the insert; series are never removed
 		if s == nil {
-			s = c.series[g.metaKey]
+			s = c.series.get(g.metaKey)
 		}
 		if s == nil {
 			s = c.newSeries(db.mu.nextSeries, g.metaKey)

@@ -256,7 +256,7 @@ func TestMergeProperty(t *testing.T) {
 			}
 			inMem := 0
 			db.mu.RLock()
-			for _, s := range db.coll.byName["m"].series {
+			for _, s := range db.coll.byName["m"].series.byOrd {
 				for _, b := range s.buckets {
 					for _, tm := range b.capture().cols.Times {
 						if tm >= cutoff {

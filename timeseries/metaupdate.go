@@ -265,7 +265,7 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 	moved := make([]seriesMove, 0, len(r.moves))
 	to := make([]string, 0, len(r.moves))
 	for _, m := range r.moves {
-		if from := c.series[m.from]; from != nil {
+		if from := c.series.get(m.from); from != nil {
 			moved = append(moved, seriesMove{from: from, buckets: from.buckets})
 			to = append(to, m.to)
 		}
@@ -287,7 +287,7 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 	}
 	for i := range moved {
 		mv := &moved[i]
-		s := c.series[to[i]]
+		s := c.series.get(to[i])
 		if s == nil {
 			s = c.newSeries(db.mu.nextSeries, to[i])
 			c.setSeriesTTL(s)

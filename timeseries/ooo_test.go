@@ -109,7 +109,7 @@ func checkBuckets(t *testing.T, db *DB, name string) int {
 	c := db.coll.byName[name]
 	span, rounding := c.opts.TimeSeries.Span(), c.opts.TimeSeries.Rounding()
 	n := 0
-	for _, s := range c.series {
+	for _, s := range c.series.byOrd {
 		for _, b := range s.buckets {
 			n++
 			if b.rows() > db.lim.maxCount || b.size > db.lim.maxBytes {

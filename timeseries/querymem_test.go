@@ -271,7 +271,7 @@ func TestAggregateChargesFrozenRows(t *testing.T) {
 	}
 	db.mu.RLock()
 	frozen := 0
-	for _, b := range db.coll.byName["m"].series[`"s"`].buckets {
+	for _, b := range db.coll.byName["m"].series.get(`"s"`).buckets {
 		frozen += b.frozenRows
 	}
 	db.mu.RUnlock()

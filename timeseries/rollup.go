@@ -1028,7 +1028,7 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 				keys = []string{"", "null"}
 			}
 			for _, k := range keys {
-				if r.coll.series[k] != nil && !slices.Contains(rec.metaKeys, k) {
+				if r.coll.series.get(k) != nil && !slices.Contains(rec.metaKeys, k) {
 					rec.metaKeys = append(rec.metaKeys, k)
 				}
 			}

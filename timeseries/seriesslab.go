@@ -1,6 +1,7 @@
 package timeseries
 
 import (
+	"hash/maphash"
 	"math"
 	"unsafe"
 )
@@ -68,3 +69,72 @@ func (c *collection) newSeries(id uint64, metaKey string) *series {
 // bytesView is b as a string without a copy, for a callee that copies it
 // (newSeries) before b changes.
 func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// seriesIndex finds a collection's series by meta key. Its table holds no
+// pointer for the collector to follow: each slot is a series' ordinal and
+// 32 bits of its key's hash (which also place it), found by linear
+// probing; byOrd holds the series themselves by ordinal (series.ord).
+// Series are never removed. Its writers hold DB.mu and the collection's
+// lookupMu for writing, its readers either.
+type seriesIndex struct {
+	seed  maphash.Seed
+	slots []uint64 // hash<<32 | ord+1; 0: empty
+	byOrd []*series
+}
+
+// get returns the series with meta key key, nil if there is none.
+func (x *seriesIndex) get(key string) *series {
+	if len(x.slots) == 0 {
+		return nil
+	}
+	h := uint32(maphash.String(x.seed, key) >> 32)
+	mask := uint32(len(x.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		v := x.slots[i]
+		if v == 0 {
+			return nil
+		}
+		if uint32(v>>32) == h {
+			if s := x.byOrd[uint32(v)-1]; s.metaKey == key {
+				return s
+			}
+		}
+	}
+}
+
+// add indexes s, whose ord is x.len() and whose key is not indexed.
+func (x *seriesIndex) add(s *series) {
+	if 4*(len(x.byOrd)+1) > 3*len(x.slots) {
+		x.grow()
+	}
+	x.byOrd = append(x.byOrd, s)
+	x.place(uint32(maphash.String(x.seed, s.metaKey)>>32), uint32(len(x.byOrd)))
+}
+
+// place puts the slot value of hash h and ordinal ord-1 in the table.
+func (x *seriesIndex) place(h, ord uint32) {
+	mask := uint32(len(x.slots) - 1)
+	i := h & mask
+	for x.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	x.slots[i] = uint64(h)<<32 | uint64(ord)
+}
+
+// grow doubles the table (16 slots at first) and places every series again
+// by the hash bits the old table kept.
+func (x *seriesIndex) grow() {
+	if len(x.slots) == 0 {
+		x.seed = maphash.MakeSeed()
+	}
+	old := x.slots
+	x.slots = make([]uint64, max(2*len(old), 16))
+	for _, v := range old {
+		if v != 0 {
+			x.place(uint32(v>>32), uint32(v))
+		}
+	}
+}
+
+// len is the number of series indexed.
+func (x *seriesIndex) len() int { return len(x.byOrd) }

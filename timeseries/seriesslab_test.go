@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"strings"
 	"testing"
@@ -53,5 +54,51 @@ func TestSeriesSlab(t *testing.T) {
 	})
 	if allocs > n/64 {
 		t.Fatalf("%.0f allocations for %d series", allocs, n)
+	}
+}
+
+// TestSeriesIndex checks that every series is found by its key, keys that
+// share the 32 hash bits a slot keeps included, and that an absent key,
+// one sharing a present key's bits too, finds nothing.
+func TestSeriesIndex(t *testing.T) {
+	c := &collection{}
+	var x seriesIndex
+	const n = 300_000 // about ten pairs of keys share their slot's hash bits
+	tags := make(map[uint32]int, n)
+	shared := 0
+	tagOf := func(k string) uint32 { return uint32(maphash.String(x.seed, k) >> 32) }
+	for i := range n {
+		s := c.newSeries(uint64(i), fmt.Sprintf(`{"sensor":"s-%d"}`, i))
+		s.ord = uint32(i)
+		x.add(s)
+		if 4*x.len() > 3*len(x.slots) {
+			t.Fatalf("%d series in %d slots", x.len(), len(x.slots))
+		}
+	}
+	for i, s := range x.byOrd {
+		if got := x.get(s.metaKey); got != s {
+			t.Fatalf("series %d (%s): found %v", i, s.metaKey, got)
+		}
+		if _, ok := tags[tagOf(s.metaKey)]; ok {
+			shared++
+		}
+		tags[tagOf(s.metaKey)] = i
+	}
+	if shared == 0 {
+		t.Fatalf("no two of %d keys share their hash bits: nothing checked the keys are compared", n)
+	}
+	for i, found := 0, 0; found < 3; i++ {
+		k := fmt.Sprintf(`{"sensor":"absent-%d"}`, i)
+		if _, ok := tags[tagOf(k)]; ok {
+			found++
+		} else if i%64 != 0 {
+			continue
+		}
+		if s := x.get(k); s != nil {
+			t.Fatalf("absent key %s found %s", k, s.metaKey)
+		}
+	}
+	if (&seriesIndex{}).get("x") != nil {
+		t.Fatal("an empty index found a series")
 	}
 }

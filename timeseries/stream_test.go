@@ -220,7 +220,7 @@ func TestSeriesReadsOracle(t *testing.T) {
 		}
 		if round == 2 {
 			db.mu.Lock()
-			for _, s := range db.coll.byName["m"].series {
+			for _, s := range db.coll.byName["m"].series.byOrd {
 				for _, b := range s.buckets {
 					db.seal(b)
 				}
@@ -508,7 +508,7 @@ func TestSeriesStreamAcrossCheckpoints(t *testing.T) {
 		switch step % 3 {
 		case 0:
 			db.mu.Lock()
-			for _, s := range db.coll.byName["m"].series {
+			for _, s := range db.coll.byName["m"].series.byOrd {
 				for _, b := range s.buckets {
 					db.seal(b)
 				}

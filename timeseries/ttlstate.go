@@ -82,7 +82,7 @@ func (timeSeriesKind) ttlState(ctx context.Context, db *DB, c *collection, st *T
 		st.Reason = &reason
 	}
 	if c.oorBuckets == 0 {
-		for _, s := range c.series {
+		for _, s := range c.series.byOrd {
 			if s.ttl < 0 {
 				continue
 			}
