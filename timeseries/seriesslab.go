@@ -3,6 +3,7 @@ package timeseries
 import (
 	"hash/maphash"
 	"math"
+	"strings"
 	"unsafe"
 )
 
@@ -46,7 +47,7 @@ func (a *seriesSlab) key(k string) string {
 		return ""
 	}
 	if len(k) > maxChunkedKey {
-		return string([]byte(k))
+		return strings.Clone(k)
 	}
 	if cap(a.keys)-len(a.keys) < len(k) {
 		a.keys = make([]byte, 0, min(max(2*cap(a.keys), minKeyChunk), maxKeyChunk))
