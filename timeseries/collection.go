@@ -100,8 +100,6 @@ type collection struct {
 	// rollups are the rollups of this collection being maintained
 	// (relinkRollups).
 	rollups []*rollup
-	// nextOrd is the ord of the next series added.
-	nextOrd uint32
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).
 	rules ttl.Rules
@@ -191,8 +189,7 @@ func (c *collection) nameRefs(dst []uint32, cols *bucket.Columns) []uint32 {
 // order, so s goes last in c.byID but for an id out of order, which is
 // put in its place. DB.mu is held for writing.
 func (c *collection) addSeries(s *series) {
-	s.ord = c.nextOrd
-	c.nextOrd++
+	s.ord = uint32(c.series.len())
 	// byID changes under lookupMu too: inserts read it through their
 	// measurements' slots holding only that lock (seriesFor).
 	c.lookupMu.Lock()

@@ -103,7 +103,8 @@ func (x *seriesIndex) get(key string) *series {
 	}
 }
 
-// add indexes s, whose ord is x.len() and whose key is not indexed.
+// add indexes s, whose key is not indexed, as the series of ordinal
+// x.len() (collection.addSeries sets s.ord so).
 func (x *seriesIndex) add(s *series) {
 	if 4*(len(x.byOrd)+1) > 3*len(x.slots) {
 		x.grow()
