@@ -71,27 +71,45 @@ func (c *collection) newSeries(id uint64, metaKey string) *series {
 // (newSeries) before b changes.
 func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// seriesIndex finds a collection's series by meta key. Its table holds no
+// seriesIndex finds a collection's series by meta key. Its tables hold no
 // pointer for the collector to follow: each slot is a series' ordinal and
-// 32 bits of its key's hash (which also place it), found by linear
-// probing; byOrd holds the series themselves by ordinal (series.ord).
+// 32 bits of its key's hash, found by linear probing; byOrd holds the
+// series themselves by ordinal (series.ord). The top bits of the hash pick
+// one of indexShards tables, each grown on its own, so that growing moves
+// a shard's slots, not the whole index's (the pause of one table of a
+// million series would be tens of milliseconds, with inserts waiting).
 // Series are never removed. Its writers hold DB.mu and the collection's
 // lookupMu for writing, its readers either.
 type seriesIndex struct {
-	seed  maphash.Seed
-	slots []uint64 // hash<<32 | ord+1; 0: empty
-	byOrd []*series
+	seed   maphash.Seed
+	shards [indexShards][]uint64 // hash<<32 | ord+1; 0: empty
+	counts [indexShards]uint32
+	byOrd  []*series
 }
+
+// indexShards is the number of tables of a seriesIndex, picked by a hash's
+// top indexShardBits bits.
+const (
+	indexShardBits = 6
+	indexShards    = 1 << indexShardBits
+)
+
+// hash is the 32 hash bits of key a slot keeps.
+func (x *seriesIndex) hash(key string) uint32 { return uint32(maphash.String(x.seed, key) >> 32) }
 
 // get returns the series with meta key key, nil if there is none.
 func (x *seriesIndex) get(key string) *series {
-	if len(x.slots) == 0 {
+	if len(x.byOrd) == 0 {
 		return nil
 	}
-	h := uint32(maphash.String(x.seed, key) >> 32)
-	mask := uint32(len(x.slots) - 1)
+	h := x.hash(key)
+	t := x.shards[h>>(32-indexShardBits)]
+	if len(t) == 0 {
+		return nil
+	}
+	mask := uint32(len(t) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		v := x.slots[i]
+		v := t[i]
 		if v == 0 {
 			return nil
 		}
@@ -106,36 +124,40 @@ func (x *seriesIndex) get(key string) *series {
 // add indexes s, whose key is not indexed, as the series of ordinal
 // x.len() (collection.addSeries sets s.ord so).
 func (x *seriesIndex) add(s *series) {
-	if 4*(len(x.byOrd)+1) > 3*len(x.slots) {
-		x.grow()
-	}
-	x.byOrd = append(x.byOrd, s)
-	x.place(uint32(maphash.String(x.seed, s.metaKey)>>32), uint32(len(x.byOrd)))
-}
-
-// place puts the slot value of hash h and ordinal ord-1 in the table.
-func (x *seriesIndex) place(h, ord uint32) {
-	mask := uint32(len(x.slots) - 1)
-	i := h & mask
-	for x.slots[i] != 0 {
-		i = (i + 1) & mask
-	}
-	x.slots[i] = uint64(h)<<32 | uint64(ord)
-}
-
-// grow doubles the table (16 slots at first) and places every series again
-// by the hash bits the old table kept.
-func (x *seriesIndex) grow() {
-	if len(x.slots) == 0 {
+	if len(x.byOrd) == 0 {
 		x.seed = maphash.MakeSeed()
 	}
-	old := x.slots
-	x.slots = make([]uint64, max(2*len(old), 16))
+	h := x.hash(s.metaKey)
+	sh := h >> (32 - indexShardBits)
+	if 4*(x.counts[sh]+1) > 3*uint32(len(x.shards[sh])) {
+		x.grow(sh)
+	}
+	x.byOrd = append(x.byOrd, s)
+	x.counts[sh]++
+	place(x.shards[sh], h, uint32(len(x.byOrd)))
+}
+
+// place puts the slot value of hash h and ordinal ord-1 in table t.
+func place(t []uint64, h, ord uint32) {
+	mask := uint32(len(t) - 1)
+	i := h & mask
+	for t[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t[i] = uint64(h)<<32 | uint64(ord)
+}
+
+// grow doubles shard sh's table (8 slots at first) and places its series
+// again by the hash bits the old table kept.
+func (x *seriesIndex) grow(sh uint32) {
+	old := x.shards[sh]
+	t := make([]uint64, max(2*len(old), 8))
 	for _, v := range old {
 		if v != 0 {
-			x.place(uint32(v>>32), uint32(v))
+			place(t, uint32(v>>32), uint32(v))
 		}
 	}
+	x.shards[sh] = t
 }
 
 // len is the number of series indexed.
