@@ -9,13 +9,23 @@ import (
 
 // TestAggCells checks the cells' index (dense per group while windows stay
 // close, a map once they spread) against a plain map, on windows in order,
-// in reverse, and scattered far apart.
+// in reverse, and scattered far apart. Every other round reuses the
+// cells of the round before (reset, as a rollup's pass does), with rows of
+// two or three cells: a new key's cells are empty either way.
 func TestAggCells(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	const width = 60
+	var a *aggCells
 	for round := 0; round < 50; round++ {
-		a := newAggCells(2, 16, width, newScanGuard(context.Background(), math.MaxInt64), MaxAggregateCells)
+		n := 2 + rng.Intn(2)
+		guard := newScanGuard(context.Background(), math.MaxInt64)
+		if round%2 == 0 {
+			a = newAggCells(n, 16, width, guard, MaxAggregateCells)
+		} else {
+			a.reset(n, width, guard, MaxAggregateCells)
+		}
 		ref := map[aggKey][]aggCell{}
+		counts := map[aggKey]int64{}
 		groups := 1 + rng.Intn(4)
 		for g := 0; g < groups; g++ {
 			a.groupID(string(rune('a' + g)))
@@ -45,8 +55,12 @@ func TestAggCells(t *testing.T) {
 			if want := ref[k]; want != nil && &want[0] != &row[0] {
 				t.Fatalf("round %d step %d: row %v is another row", round, i, k)
 			}
+			if len(row) != n || row[0].count != counts[k] || row[n-1].count != 0 {
+				t.Fatalf("round %d step %d: row %v holds %d cells, count %d, want %d cells, count %d", round, i, k, len(row), row[0].count, n, counts[k])
+			}
 			ref[k] = row
 			row[0].count++
+			counts[k]++
 		}
 		if len(a.keys) != len(ref) {
 			t.Fatalf("round %d: %d keys, want %d", round, len(a.keys), len(ref))

@@ -113,6 +113,9 @@ type AggregateOptions struct {
 	// thaw, when set, recycles the columns the aggregate decodes open
 	// buckets' frozen rows into (scanPlan.thaw).
 	thaw *thawFree
+	// cells, when set, are the aggregate's cells, emptied (reset): a
+	// rollup's pass reuses them from one chunk of series to the next.
+	cells *aggCells
 }
 
 type aggCell struct {
@@ -182,9 +185,13 @@ type aggKey struct {
 // found through a dense index of window offsets while they stay close
 // together, through a map once they spread.
 type aggCells struct {
-	keys   []aggKey
-	rows   [][]aggCell // the cells of keys[i]
-	slab   []aggCell
+	keys []aggKey
+	rows [][]aggCell // the cells of keys[i]
+	slab []aggCell
+	// slabs are the slabs made, slabAt the next to take again after a
+	// reset.
+	slabs  [][]aggCell
+	slabAt int
 	n      int      // cells in a row: the fields, and the documents (CountDocs)
 	step   int64    // between the keys of consecutive windows (windowing.step)
 	groups []string // group values (canonical JSON) by index
@@ -220,7 +227,13 @@ func (a *aggCells) groupID(g string) (int32, error) {
 		id = int32(len(a.groups))
 		a.groups = append(a.groups, g)
 		a.gids[g] = id
-		a.dense = append(a.dense, denseWindows{})
+		if n := len(a.dense); n < cap(a.dense) {
+			// A reset's: its index's array is reused.
+			a.dense = a.dense[:n+1]
+			a.dense[n] = denseWindows{idx: a.dense[n].idx[:0]}
+		} else {
+			a.dense = append(a.dense, denseWindows{})
+		}
 	}
 	return id, nil
 }
@@ -234,6 +247,21 @@ func newAggCells(n, hint int, step int64, guard *scanGuard, maxCells int) *aggCe
 		gids: map[string]int32{}, m: map[aggKey]int32{}, guard: guard, maxCells: maxCells}
 }
 
+// reset empties a for another aggregate, as newAggCells makes one, and
+// keeps the arrays it grew: a rollup's pass aggregates chunk after chunk
+// of series (rollupScratch). Its memory is charged to guard again as it
+// is taken.
+func (a *aggCells) reset(n int, step int64, guard *scanGuard, maxCells int) {
+	clear(a.groups)
+	clear(a.gids)
+	clear(a.m)
+	if a.gids == nil {
+		a.gids, a.m = map[string]int32{}, map[aggKey]int32{}
+	}
+	*a = aggCells{keys: a.keys[:0], rows: a.rows[:0], slabs: a.slabs, n: n, step: step,
+		groups: a.groups[:0], gids: a.gids, dense: a.dense[:0], m: a.m, guard: guard, maxCells: maxCells}
+}
+
 // slot returns where window k is indexed, growing a dense index to reach
 // it, or nil when k's group is sparse.
 func (a *aggCells) slot(k aggKey) *int32 {
@@ -241,7 +269,7 @@ func (a *aggCells) slot(k aggKey) *int32 {
 	if d.sparse {
 		return nil
 	}
-	if d.idx == nil {
+	if len(d.idx) == 0 {
 		d.base = k.window
 	}
 	diff, ok := subInt64(k.window, d.base)
@@ -287,7 +315,7 @@ func (a *aggCells) get(k aggKey) []aggCell {
 	if !d.sparse {
 		diff, ok := subInt64(k.window, d.base)
 		off := diff / a.step
-		if d.idx == nil || !ok || off < 0 || off >= int64(len(d.idx)) || d.idx[off] < 0 {
+		if !ok || off < 0 || off >= int64(len(d.idx)) || d.idx[off] < 0 {
 			return nil
 		}
 		return a.rows[d.idx[off]]
@@ -314,11 +342,9 @@ func (a *aggCells) row(k aggKey) ([]aggCell, error) {
 			"aggregate needs more than %d (group, window) cells (AggregateMaxCells); use a larger window or a narrower time range", a.maxCells)
 	}
 	if len(a.slab) < a.n {
-		n := a.n * min(max(len(a.keys), 16), 1024)
-		if err := a.guard.charge(int64(n)*int64(unsafe.Sizeof(aggCell{})), "the cells of an aggregate"); err != nil {
+		if err := a.takeSlab(); err != nil {
 			return nil, err
 		}
-		a.slab = make([]aggCell, n)
 	}
 	if err := a.guard.charge(aggKeyBytes, "the cells of an aggregate"); err != nil {
 		return nil, err
@@ -334,6 +360,34 @@ func (a *aggCells) row(k aggKey) ([]aggCell, error) {
 	a.keys = append(a.keys, k)
 	a.rows = append(a.rows, row)
 	return row, nil
+}
+
+// takeSlab charges and makes the next slab of cells, or takes one made
+// before a reset, cleared.
+func (a *aggCells) takeSlab() error {
+	reuse := a.slabAt < len(a.slabs) && len(a.slabs[a.slabAt]) >= a.n
+	n := a.n * min(max(len(a.keys), 16), 1024)
+	if reuse {
+		n = len(a.slabs[a.slabAt])
+	}
+	if err := a.guard.charge(int64(n)*int64(unsafe.Sizeof(aggCell{})), "the cells of an aggregate"); err != nil {
+		return err
+	}
+	var s []aggCell
+	switch {
+	case reuse:
+		s = a.slabs[a.slabAt]
+		clear(s)
+	case a.slabAt < len(a.slabs):
+		s = make([]aggCell, n)
+		a.slabs[a.slabAt] = s
+	default:
+		s = make([]aggCell, n)
+		a.slabs = append(a.slabs, s)
+	}
+	a.slabAt++
+	a.slab = s[:len(s)/a.n*a.n]
+	return nil
 }
 
 // sort puts keys and rows in order of group value, then window.
@@ -436,7 +490,13 @@ func (db *DB) aggregate(ctx context.Context, c *collection, name string, opts Ag
 	if opts.CountDocs {
 		n, docs = n+1, n
 	}
-	a := &aggregator{db: db, plan: plan, guard: guard, fields: fields, cells: newAggCells(n, hint, win.step(), guard, db.opts.AggregateMaxCells),
+	cells := opts.cells
+	if cells != nil {
+		cells.reset(n, win.step(), guard, db.opts.AggregateMaxCells)
+	} else {
+		cells = newAggCells(n, hint, win.step(), guard, db.opts.AggregateMaxCells)
+	}
+	a := &aggregator{db: db, plan: plan, guard: guard, fields: fields, cells: cells,
 		win: win, fieldIdx: map[string]int{}, countOnly: countOnly, docs: docs}
 	for i, f := range fields {
 		a.fieldIdx[f] = i

@@ -50,6 +50,9 @@ type DB struct {
 	// rollupThaw holds the columns a pass' reads decode frozen rows into,
 	// from one chunk of series to the next (guarded by rollupMu).
 	rollupThaw thawFree
+	// rollupScratch is what passes reuse from one recomputation to the
+	// next, kept while they find work (guarded by rollupMu).
+	rollupScratch rollupScratch
 	// archiveMu serializes archive passes (archive.go).
 	archiveMu sync.Mutex
 	// archiveGen counts archive commits, bumped before each is applied

@@ -630,6 +630,9 @@ func (db *DB) rollupPasses(ctx context.Context, deadline time.Time) (int, error)
 		}
 	}
 	db.mu.RUnlock()
+	if len(rs) == 0 {
+		db.rollupScratch = rollupScratch{} // no work: nothing kept for it
+	}
 	slices.SortFunc(rs, func(a, b *rollup) int { return strings.Compare(a.coll.name, b.coll.name) })
 	total := 0
 	var errs []error
@@ -994,8 +997,12 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 		if err != nil {
 			return err
 		}
+		sc := &db.rollupScratch
+		if sc.cells == nil {
+			sc.cells = &aggCells{}
+		}
 		opts := AggregateOptions{Filter: f, Window: time.Duration(r.window), Fields: r.fields, Funcs: r.funcs, exactGroups: true, only: only,
-			from: from, seed: seed, thaw: &db.rollupThaw}
+			from: from, seed: seed, thaw: &db.rollupThaw, cells: sc.cells}
 		win, err := aggWindowing(&opts)
 		if err != nil {
 			return err
@@ -1009,7 +1016,7 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 			end()
 			return err
 		}
-		ms = rollupMeasurements(a, r)
+		ms = sc.measurements(a, r)
 		takeTails(a, r, ps, made)
 		end()
 		if db.hooks.rollupAggregated != nil {
@@ -1119,21 +1126,51 @@ func takeTails(a *aggregator, r *rollup, ps []pendingSeries, next passTails) {
 	}
 }
 
-// rollupMeasurements makes the rollup's measurements of an aggregate's
-// cells: one per (series, window), count always, the other functions when
-// the window held a value of the field.
-func rollupMeasurements(a *aggregator, r *rollup) []model.Measurement {
-	cells := a.cells
-	ms := make([]model.Measurement, 0, len(cells.keys))
-	// The fields' names, made once, and the fields of every measurement
-	// from one slab.
+// rollupScratch is what a rollup's passes reuse from one recomputation
+// to the next (DB.rollupScratch, guarded by rollupMu): the aggregate's
+// cells and the measurements made of them, at most rollupCells of each.
+// Made anew for each, they were more than half the bytes a load of iot
+// sensors with two rollups allocated (docs/benchmarks.md, "Rollup passes
+// reusing their cells"). It is dropped once the passes find no work.
+type rollupScratch struct {
+	cells  *aggCells
+	ms     []model.Measurement
+	fields []model.Field
+}
+
+// measurements makes the rollup's measurements of an aggregate's cells
+// (rollupMeasurements) into sc's arrays: they hold until the next call.
+func (sc *rollupScratch) measurements(a *aggregator, r *rollup) []model.Measurement {
+	names := rollupFieldNames(r)
+	clear(sc.ms)
+	clear(sc.fields)
+	sc.ms, sc.fields = rollupMeasurements(sc.ms[:0], sc.fields[:0], a, r, names)
+	return sc.ms
+}
+
+// rollupFieldNames returns the names of the rollup's fields, in the order
+// of its fields, then its functions: <field>_<func>.
+func rollupFieldNames(r *rollup) []string {
 	names := make([]string, 0, len(r.fields)*len(r.funcs))
 	for _, f := range r.fields {
 		for _, fn := range r.funcs {
 			names = append(names, f+"_"+string(fn))
 		}
 	}
-	slab := make([]model.Field, 0, len(cells.keys)*len(names))
+	return names
+}
+
+// rollupMeasurements appends to ms the rollup's measurements of an
+// aggregate's cells: one per (series, window), count always, the other
+// functions when the window held a value of the field. Their fields are
+// appended to slab, which it returns too; names are rollupFieldNames.
+func rollupMeasurements(ms []model.Measurement, slab []model.Field, a *aggregator, r *rollup, names []string) ([]model.Measurement, []model.Field) {
+	cells := a.cells
+	// The fields of every measurement from one slab, made at its size
+	// (the measurements hold slices of it).
+	if need := len(cells.keys) * len(names); cap(slab) < need {
+		slab = make([]model.Field, 0, need)
+	}
 	for ki, k := range cells.keys {
 		row := cells.rows[ki]
 		m := model.Measurement{Time: a.win.startTime(k.window)}
@@ -1161,7 +1198,7 @@ func rollupMeasurements(a *aggregator, r *rollup) []model.Measurement {
 		m.Fields = slab[start:len(slab):len(slab)]
 		ms = append(ms, m)
 	}
-	return ms
+	return ms, slab
 }
 
 // Persisted marks (spaceRollup): per rollup collection, its pending and
