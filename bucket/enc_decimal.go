@@ -33,35 +33,63 @@ func decimalScale(v float64, k int) (int64, bool) {
 // ints to the mantissas then. It returns false, ints unchanged and nothing appended,
 // when no scale fits.
 func (e *Encoder) appendDecimal(dst []byte, ints []int64, m *fieldMeta) ([]byte, bool) {
-	// The smallest scale that fits every value.
-	k := 0
-	for _, b := range ints {
-		v := math.Float64frombits(uint64(b))
-		_, fit := decimalScale(v, k)
-		for !fit && k < maxDecimalScale {
-			k++
-			_, fit = decimalScale(v, k)
-		}
-		if !fit {
-			return dst, false
-		}
-	}
-	// Values checked at a smaller scale must still fit at k.
-	for j, b := range ints {
-		i, fit := decimalScale(math.Float64frombits(uint64(b)), k)
-		if !fit {
-			// Restore the bit patterns overwritten so far.
-			for jj := 0; jj < j; jj++ {
-				ints[jj] = int64(math.Float64bits(float64(ints[jj]) / pow10[k]))
-			}
-			return dst, false
-		}
-		ints[j] = i
+	k, ok := scaleDecimal(ints)
+	if !ok {
+		return dst, false
 	}
 	m.enc = encDecimal
 	m.k = byte(k)
 	m.setIntRange(ints)
 	return e.ie.appendInts(dst, ints), true
+}
+
+// scaleDecimal rewrites ints, the float64 bit patterns of a float
+// column's present values, to their mantissas at the scale k that fits
+// them all, and returns k; with false, and ints unchanged, when none does.
+// k is the smallest scale that fits the first value, raised for each later
+// value that it does not fit to the smallest that does (a value of many
+// digits may fit a scale and not a larger one: k is not searched further).
+// Each value is scaled as it is read; a value that raises k has those
+// before it restored and scaled at the end, at the last k. A column's
+// scale is most often found at its first value: one pass, where finding k
+// first and then scaling took two (docs/benchmarks.md, "Decimal floats
+// scaled in one pass").
+func scaleDecimal(ints []int64) (int, bool) {
+	k, raw := 0, 0 // ints[:raw] hold bit patterns still, ints[raw:j] mantissas at k
+	for j := range ints {
+		v := math.Float64frombits(uint64(ints[j]))
+		i, fit := decimalScale(v, k)
+		if !fit {
+			unscaleDecimal(ints[raw:j], k)
+			raw = j
+			for !fit && k < maxDecimalScale {
+				k++
+				i, fit = decimalScale(v, k)
+			}
+			if !fit {
+				return 0, false
+			}
+		}
+		ints[j] = i
+	}
+	for j := range raw {
+		i, fit := decimalScale(math.Float64frombits(uint64(ints[j])), k)
+		if !fit {
+			unscaleDecimal(ints[:j], k)
+			unscaleDecimal(ints[raw:], k)
+			return 0, false
+		}
+		ints[j] = i
+	}
+	return k, true
+}
+
+// unscaleDecimal restores ints, mantissas at scale k, to the float64 bit
+// patterns of their values: decimalScale found each exact at k.
+func unscaleDecimal(ints []int64, k int) {
+	for j, x := range ints {
+		ints[j] = int64(math.Float64bits(float64(x) / pow10[k]))
+	}
 }
 
 func appendDecimalStats(dst []byte, m *fieldMeta) []byte {
