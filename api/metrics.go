@@ -89,49 +89,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		suspended,
 	}
 	if s.opts.DB != nil {
-		db := s.opts.DB
-		for _, c := range []struct {
-			name, help string
-			v          func(timeseries.EngineStats) int64
-		}{
-			{"hourglass_checkpoints_total", "Checkpoints written.", func(e timeseries.EngineStats) int64 { return e.Checkpoints }},
-			{"hourglass_buckets_sealed_for_memory_total", "Open buckets sealed early to keep the buckets in memory within --memory-budget.",
-				func(e timeseries.EngineStats) int64 { return e.SealedForMemory }},
-			{"hourglass_buckets_sealed_idle_total", "Open buckets sealed by a checkpoint after a checkpoint interval without writes.",
-				func(e timeseries.EngineStats) int64 { return e.SealedIdle }},
-			{"hourglass_buckets_merged_total", "Small buckets merge passes removed by joining them with their neighbours.",
-				func(e timeseries.EngineStats) int64 { return e.Merged }},
-			{"hourglass_merge_marks_dropped_total", "Small buckets left unmerged because their collection's merge marks were full.",
-				func(e timeseries.EngineStats) int64 { return e.MergeMarksDropped }},
-		} {
-			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
-				func() float64 { return float64(c.v(db.Stats())) }))
-		}
-		for _, c := range []struct {
-			name, help string
-			counter    bool
-			v          func(timeseries.StoreStats) float64
-		}{
-			{"hourglass_store_flushed_bytes_total", "Bytes the store's memtable flushes wrote to tables.", true,
-				func(st timeseries.StoreStats) float64 { return float64(st.FlushedBytes) }},
-			{"hourglass_store_compacted_bytes_total", "Bytes the store's compactions wrote to tables.", true,
-				func(st timeseries.StoreStats) float64 { return float64(st.CompactedBytes) }},
-			{"hourglass_store_compactions_total", "Compactions the store ran.", true,
-				func(st timeseries.StoreStats) float64 { return float64(st.Compactions) }},
-			{"hourglass_store_read_amplification", "Table runs a read of the store may look in: level 0's files and each non-empty level below.", false,
-				func(st timeseries.StoreStats) float64 { return float64(st.ReadAmp) }},
-			{"hourglass_store_level0_files", "Files in the store's level 0.", false,
-				func(st timeseries.StoreStats) float64 { return float64(st.L0Files) }},
-			{"hourglass_store_disk_bytes", "Space the store takes on disk.", false,
-				func(st timeseries.StoreStats) float64 { return float64(st.DiskBytes) }},
-		} {
-			f := func() float64 { return c.v(db.StoreStats()) }
-			if c.counter {
-				cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, f))
-			} else {
-				cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: c.name, Help: c.help}, f))
-			}
-		}
+		cs = append(cs, newEngineCollector(s.opts.DB))
 	}
 	if _, ok := reg.(*prometheus.Registry); ok {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -210,4 +168,85 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{ErrorLog: nil}).ServeHTTP(w, r)
+}
+
+// engineCollector reports the engine's counters and the store's, reading
+// each set once a scrape (the store's from Pebble's metrics, which a read
+// of each of them apart took six times).
+type engineCollector struct {
+	db     *timeseries.DB
+	engine []engineMetric
+	store  []storeMetric
+}
+
+type engineMetric struct {
+	desc *prometheus.Desc
+	v    func(timeseries.EngineStats) int64
+}
+
+type storeMetric struct {
+	desc *prometheus.Desc
+	kind prometheus.ValueType
+	v    func(timeseries.StoreStats) float64
+}
+
+func newEngineCollector(db *timeseries.DB) *engineCollector {
+	c := &engineCollector{db: db}
+	for _, m := range []struct {
+		name, help string
+		v          func(timeseries.EngineStats) int64
+	}{
+		{"hourglass_checkpoints_total", "Checkpoints written.", func(e timeseries.EngineStats) int64 { return e.Checkpoints }},
+		{"hourglass_buckets_sealed_for_memory_total", "Open buckets sealed early to keep the buckets in memory within --memory-budget.",
+			func(e timeseries.EngineStats) int64 { return e.SealedForMemory }},
+		{"hourglass_buckets_sealed_idle_total", "Open buckets sealed by a checkpoint after a checkpoint interval without writes.",
+			func(e timeseries.EngineStats) int64 { return e.SealedIdle }},
+		{"hourglass_buckets_merged_total", "Small buckets merge passes removed by joining them with their neighbours.",
+			func(e timeseries.EngineStats) int64 { return e.Merged }},
+		{"hourglass_merge_marks_dropped_total", "Small buckets left unmerged because their collection's merge marks were full.",
+			func(e timeseries.EngineStats) int64 { return e.MergeMarksDropped }},
+	} {
+		c.engine = append(c.engine, engineMetric{prometheus.NewDesc(m.name, m.help, nil, nil), m.v})
+	}
+	for _, m := range []struct {
+		name, help string
+		kind       prometheus.ValueType
+		v          func(timeseries.StoreStats) float64
+	}{
+		{"hourglass_store_flushed_bytes_total", "Bytes the store's memtable flushes wrote to tables.", prometheus.CounterValue,
+			func(st timeseries.StoreStats) float64 { return float64(st.FlushedBytes) }},
+		{"hourglass_store_compacted_bytes_total", "Bytes the store's compactions wrote to tables.", prometheus.CounterValue,
+			func(st timeseries.StoreStats) float64 { return float64(st.CompactedBytes) }},
+		{"hourglass_store_compactions_total", "Compactions the store ran.", prometheus.CounterValue,
+			func(st timeseries.StoreStats) float64 { return float64(st.Compactions) }},
+		{"hourglass_store_read_amplification", "Table runs a read of the store may look in: level 0's files and each non-empty level below.", prometheus.GaugeValue,
+			func(st timeseries.StoreStats) float64 { return float64(st.ReadAmp) }},
+		{"hourglass_store_level0_files", "Files in the store's level 0.", prometheus.GaugeValue,
+			func(st timeseries.StoreStats) float64 { return float64(st.L0Files) }},
+		{"hourglass_store_disk_bytes", "Space the store takes on disk.", prometheus.GaugeValue,
+			func(st timeseries.StoreStats) float64 { return float64(st.DiskBytes) }},
+	} {
+		c.store = append(c.store, storeMetric{prometheus.NewDesc(m.name, m.help, nil, nil), m.kind, m.v})
+	}
+	return c
+}
+
+func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.engine {
+		ch <- m.desc
+	}
+	for _, m := range c.store {
+		ch <- m.desc
+	}
+}
+
+func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
+	e := c.db.Stats()
+	for _, m := range c.engine {
+		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, float64(m.v(e)))
+	}
+	st := c.db.StoreStats()
+	for _, m := range c.store {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.v(st))
+	}
 }
