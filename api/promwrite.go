@@ -420,9 +420,9 @@ func (b *promBatch) metaKey(labels []promLabel) (any, error) {
 		if len(dst) > 1 {
 			dst = append(dst, ',')
 		}
-		dst = model.AppendMetaString(dst, bytesString(l.name))
+		dst = model.AppendMetaString(dst, model.StringView(l.name))
 		dst = append(dst, ':')
-		dst = model.AppendMetaString(dst, bytesString(l.value))
+		dst = model.AppendMetaString(dst, model.StringView(l.value))
 	}
 	dst = append(dst, '}')
 	if cap(dst) <= model.MaxMetaBytes+1024 {
@@ -436,10 +436,6 @@ func (b *promBatch) metaKey(labels []promLabel) (any, error) {
 	}
 	return model.MetaKey(dst), nil
 }
-
-// bytesString is b as a string without a copy, for reading while b does
-// not change.
-func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // insertProm stores the samples of req, checked by b.check, promChunk at
 // a time; it returns how many were stored. A sample the collection

@@ -167,7 +167,7 @@ func (c *BSONDecoder) fast(ts *TimeSeriesOptions, d bsoncore.Document) (m Measur
 			if v.Type == bsoncore.TypeNull {
 				continue // as if absent
 			}
-			if e, cached := c.metas[unsafeString(v.Data)]; cached && e.typ == v.Type {
+			if e, cached := c.metas[StringView(v.Data)]; cached && e.typ == v.Type {
 				m.Meta = e.key
 				continue
 			}
@@ -278,7 +278,7 @@ func (c *BSONDecoder) cacheMeta(v bsoncore.Value, k any) {
 
 // name returns key as a string, interned.
 func (c *BSONDecoder) name(key []byte) string {
-	if s, ok := c.names[unsafeString(key)]; ok {
+	if s, ok := c.names[StringView(key)]; ok {
 		return s
 	}
 	s := string(key)

@@ -169,7 +169,7 @@ func validateBSON(doc bsoncore.Document, depth int) error {
 		if !utf8.Valid(keyBytes) {
 			return &badUTF8{what: fmt.Sprintf("field name %q", keyBytes)}
 		}
-		key := unsafeString(keyBytes)
+		key := StringView(keyBytes)
 		switch v.Type {
 		case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
 			if err := validateBSON(bsoncore.Document(v.Data), depth+1); err != nil {

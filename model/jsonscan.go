@@ -92,7 +92,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 		kend := SkipJSONValue(raw, i)
 		q := raw[i:kend]
 		var name string
-		switch body := unsafeString(q[1 : len(q)-1]); body {
+		switch body := StringView(q[1 : len(q)-1]); body {
 		case ts.TimeField, ts.MetaField:
 			name = body // compared only; not kept
 		default:
@@ -142,7 +142,7 @@ func (d *MeasurementDecoder) Decode(ts *TimeSeriesOptions, raw []byte) (Measurem
 	cached := false
 	if haveMeta && !bytes.Equal(metaRaw, []byte("null")) {
 		var k any
-		if k, cached = d.metas[unsafeString(metaRaw)]; cached {
+		if k, cached = d.metas[StringView(metaRaw)]; cached {
 			m.Meta = k
 		} else {
 			v, err := decodeJSONValue(metaRaw)
@@ -218,7 +218,7 @@ func (d *MeasurementDecoder) memberName(q []byte) (string, error) {
 		}
 		return s, nil
 	}
-	if s, ok := d.names[unsafeString(body)]; ok {
+	if s, ok := d.names[StringView(body)]; ok {
 		return s, nil
 	}
 	s := string(body)
@@ -265,11 +265,11 @@ func scanFieldValue(name string, v []byte) (Value, bool, error) {
 		return Int(i), true, nil
 	}
 	if bytes.IndexAny(v, ".eE") >= 0 {
-		if f, err := strconv.ParseFloat(unsafeString(v), 64); err == nil {
+		if f, err := strconv.ParseFloat(StringView(v), 64); err == nil {
 			return Float(f), true, nil
 		}
 	}
-	return fieldValue(name, json.Number(unsafeString(v)))
+	return fieldValue(name, json.Number(StringView(v)))
 }
 
 // smallInt parses an integer of up to 18 digits, which cannot overflow.
@@ -313,7 +313,7 @@ func scanTimeValue(v []byte) (int64, error) {
 	case '"':
 		body := v[1 : len(v)-1]
 		if bytes.IndexByte(body, '\\') < 0 {
-			return timeFieldValue(unsafeString(body))
+			return timeFieldValue(StringView(body))
 		}
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
@@ -323,7 +323,7 @@ func scanTimeValue(v []byte) (int64, error) {
 	case 't', 'f', 'n', '[':
 		return 0, errNotDate
 	}
-	return timeFieldValue(json.Number(unsafeString(v)))
+	return timeFieldValue(json.Number(StringView(v)))
 }
 
 // dateString returns s of the text {"$date":"s"} (white space allowed
@@ -350,7 +350,7 @@ func dateString(v []byte) (string, bool) {
 	if j := SkipJSONSpace(v, end); j != len(v)-1 || v[j] != '}' {
 		return "", false
 	}
-	return unsafeString(s), true
+	return StringView(s), true
 }
 
 // decodeJSONValue decodes one JSON value the way the documents endpoint
@@ -422,9 +422,10 @@ func SkipJSONValue(b []byte, i int) int {
 	return i
 }
 
-// unsafeString views b as a string for a lookup or a parse that does not
-// keep it.
-func unsafeString(b []byte) string {
+// StringView views b as a string with no copy, for a lookup or a parse
+// that does not keep it: the string shares b's bytes, so b must not change
+// while the string is in use.
+func StringView(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 

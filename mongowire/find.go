@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
-	"unsafe"
 
 	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/document"
@@ -222,7 +221,7 @@ func (b *batchReply) fill(src source, pending bsoncore.Document, n int64) (next 
 		if len(b.buf)-int(b.arr)+len(d) > batchBytes && b.count > 0 {
 			return bytes.Clone(d), false, nil
 		}
-		b.buf = bsoncore.AppendDocumentElement(b.buf, unsafeString(itoa(b.key[:0], b.count)), d)
+		b.buf = bsoncore.AppendDocumentElement(b.buf, model.StringView(itoa(b.key[:0], b.count)), d)
 		b.count++
 	}
 	return nil, false, nil
@@ -528,9 +527,4 @@ func (m *measurementSource) document(row int) (bsoncore.Document, error) {
 func (m *measurementSource) close() {
 	m.cur.Close()
 	m.cancel()
-}
-
-// unsafeString views b as a string for a lookup that does not keep it.
-func unsafeString(b []byte) string {
-	return unsafe.String(unsafe.SliceData(b), len(b))
 }

@@ -294,7 +294,7 @@ func (db *DB) load() error {
 		if _, err := model.DecodeMetaKey(string(v)); err != nil {
 			return err
 		}
-		s := c.newSeries(binary.BigEndian.Uint64(k[5:]), bytesView(v))
+		s := c.newSeries(binary.BigEndian.Uint64(k[5:]), model.StringView(v))
 		s.persisted, s.storedMax = true, math.MaxInt64
 		s.durable.Store(true)
 		c.addSeries(s)

@@ -67,10 +67,6 @@ func (c *collection) newSeries(id uint64, metaKey string) *series {
 	return s
 }
 
-// bytesView is b as a string without a copy, for a callee that copies it
-// (newSeries) before b changes.
-func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
 // seriesIndex finds a collection's series by meta key. Its tables hold no
 // pointer for the collector to follow: each slot is a series' ordinal and
 // 32 bits of its key's hash, found by linear probing; byOrd holds the

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // TestSeriesSlab checks that series and meta keys handed out of chunks stay
@@ -19,7 +21,7 @@ func TestSeriesSlab(t *testing.T) {
 	made := make([]*series, len(keys))
 	for i, k := range keys {
 		buf := []byte(k)
-		made[i] = c.newSeries(uint64(i), bytesView(buf))
+		made[i] = c.newSeries(uint64(i), model.StringView(buf))
 		clear(buf) // the series holds a copy
 		if cap(c.slab.series) > maxSlabSeries || cap(c.slab.keys) > maxKeyChunk {
 			t.Fatalf("chunks of %d series, %d key bytes", cap(c.slab.series), cap(c.slab.keys))

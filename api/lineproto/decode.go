@@ -5,9 +5,10 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
+
+	"github.com/hourglassdb/hourglass/model"
 )
 
 // Decoder decodes line protocol. It keeps bounded caches of field names
@@ -403,13 +404,13 @@ func parseInt(b []byte) (int64, error) {
 		s = s[1:]
 	}
 	if len(s) == 0 || len(s) > 19 {
-		return strconv.ParseInt(unsafeString(b), 10, 64)
+		return strconv.ParseInt(model.StringView(b), 10, 64)
 	}
 	var x uint64
 	for _, c := range s {
 		c -= '0'
 		if c > 9 {
-			return strconv.ParseInt(unsafeString(b), 10, 64)
+			return strconv.ParseInt(model.StringView(b), 10, 64)
 		}
 		x = x*10 + uint64(c)
 	}
@@ -419,20 +420,20 @@ func parseInt(b []byte) (int64, error) {
 	case !neg && x <= math.MaxInt64:
 		return int64(x), nil
 	}
-	return strconv.ParseInt(unsafeString(b), 10, 64)
+	return strconv.ParseInt(model.StringView(b), 10, 64)
 }
 
 // parseUint is strconv.ParseUint(string(b), 10, 64), without its cost for
 // plain decimals.
 func parseUint(b []byte) (uint64, error) {
 	if len(b) == 0 || len(b) > 19 {
-		return strconv.ParseUint(unsafeString(b), 10, 64)
+		return strconv.ParseUint(model.StringView(b), 10, 64)
 	}
 	var x uint64
 	for _, c := range b {
 		c -= '0'
 		if c > 9 {
-			return strconv.ParseUint(unsafeString(b), 10, 64)
+			return strconv.ParseUint(model.StringView(b), 10, 64)
 		}
 		x = x*10 + uint64(c)
 	}
@@ -465,7 +466,7 @@ loop:
 				continue
 			}
 			if mant = mant*10 + uint64(c-'0'); mant > 1<<53 {
-				return strconv.ParseFloat(unsafeString(b), 64)
+				return strconv.ParseFloat(model.StringView(b), 64)
 			}
 		case c == '.' && !dot:
 			dot = true
@@ -492,7 +493,7 @@ loop:
 		exp += e
 	}
 	if i != len(b) || !digits || exp < -22 || exp > 22 {
-		return strconv.ParseFloat(unsafeString(b), 64)
+		return strconv.ParseFloat(model.StringView(b), 64)
 	}
 	f := float64(mant)
 	if exp < 0 {
@@ -509,5 +510,3 @@ loop:
 // pow10 holds the powers of ten exact in a float64.
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

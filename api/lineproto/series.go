@@ -40,7 +40,7 @@ func (fs *fieldSet) matches(fields []field, src []byte) bool {
 		return false
 	}
 	for i, name := range fs.names {
-		if name != unsafeString(fields[i].key(src)) {
+		if name != model.StringView(fields[i].key(src)) {
 			return false
 		}
 	}
@@ -187,7 +187,7 @@ func (d *Decoder) lookupSeries() (*series, error) {
 		}
 		return s, nil
 	}
-	if s, ok := d.made[unsafeString(d.key)]; ok {
+	if s, ok := d.made[model.StringView(d.key)]; ok {
 		return s, nil
 	}
 	if d.fastKey {
@@ -241,7 +241,7 @@ func (d *Decoder) fieldSetOf(fields []field, src []byte) *fieldSet {
 	if len(d.setKey) > maxSetBytes {
 		return nil
 	}
-	if fs, ok := d.sets[unsafeString(d.setKey)]; ok {
+	if fs, ok := d.sets[model.StringView(d.setKey)]; ok {
 		return fs
 	}
 	for i := range fields {
@@ -264,7 +264,7 @@ func (d *Decoder) fieldSetOf(fields []field, src []byte) *fieldSet {
 
 // name returns an interned copy of a field name.
 func (d *Decoder) name(b []byte) string {
-	if s, ok := d.names[unsafeString(b)]; ok {
+	if s, ok := d.names[model.StringView(b)]; ok {
 		return s
 	}
 	if len(b) > maxNameBytes {
@@ -302,9 +302,9 @@ func canonicalTags(dst []byte, sorted *[]tag, measurement []byte, tags []tag) []
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = model.AppendMetaString(dst, unsafeString(s[i].k))
+		dst = model.AppendMetaString(dst, model.StringView(s[i].k))
 		dst = append(dst, ':')
-		dst = model.AppendMetaString(dst, unsafeString(s[i].v))
+		dst = model.AppendMetaString(dst, model.StringView(s[i].v))
 	}
 	return append(dst, '}')
 }

@@ -106,10 +106,10 @@ func (fs *fieldSet) bytes() int {
 // find returns the series named key, under the read lock; prev is true
 // when it came from the older generation.
 func (c *SeriesCache) find(key []byte) (s *series, prev bool) {
-	if s, ok := c.cur[unsafeString(key)]; ok {
+	if s, ok := c.cur[model.StringView(key)]; ok {
 		return s, false
 	}
-	if s, ok := c.prev[unsafeString(key)]; ok {
+	if s, ok := c.prev[model.StringView(key)]; ok {
 		return s, true
 	}
 	return nil, false
