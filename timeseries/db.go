@@ -192,6 +192,10 @@ type DB struct {
 		// rollupAggregated runs when a rollup pass has aggregated a
 		// range, before it replaces the rollup's measurements.
 		rollupAggregated func()
+		// rollupDeleted runs when a rollup pass has logged and applied
+		// the delete of a range, before it inserts the range's new
+		// measurements.
+		rollupDeleted func()
 		// storeFlush runs before the store is flushed (flushStore); an
 		// error fails the flush there.
 		storeFlush func() error

@@ -538,6 +538,11 @@ func (db *DB) recover() error {
 			if err != nil {
 				return err
 			}
+			if c.opts.RollupOf != nil {
+				db.mu.Lock()
+				db.remarkRollup(c, &d)
+				db.mu.Unlock()
+			}
 		case recMetaUpdate:
 			r, err := decodeMetaUpdate(rec[1:])
 			if err != nil {

@@ -416,6 +416,32 @@ func (db *DB) markRollups(c *collection, s *series, lo, hi int64, now time.Time)
 	}
 }
 
+// remarkRollup marks again, in the rollup kept in collection c, the
+// windows of the source series that a delete of c replayed from the log
+// removed. A pass replaces a range of a rollup by two records, a delete
+// and an insert: a crash between them leaves the delete, and the marks an
+// open restores (persisted, and made again by the source's writes
+// replayed) need not cover its range, which spans every series of the
+// pass's group. Marked as a fill: what the delete removed is recomputed
+// from what the source holds, also before the source's expiry horizon.
+// Replayed with its insert too, the range is recomputed to the same
+// measurements. DB.mu is held for writing.
+func (db *DB) remarkRollup(c *collection, d *deleteRecord) {
+	now := db.opts.Now()
+	for _, src := range db.mu.byID {
+		for _, r := range src.rollups {
+			if r.coll != c {
+				continue
+			}
+			for _, k := range d.metaKeys {
+				if s := src.series.get(k); s != nil {
+					r.markSpan(s, d.minTime, d.maxTime, true, now)
+				}
+			}
+		}
+	}
+}
+
 // relinkRollups attaches every rollup collection to its source and
 // detaches those whose source or definition is gone; a rollup newly
 // attached is marked for a whole recomputation unless marks (persisted,
@@ -1044,6 +1070,9 @@ func (db *DB) replaceRollupRange(ctx context.Context, r *rollup, ps []pendingSer
 	})
 	if err != nil {
 		return err
+	}
+	if db.hooks.rollupDeleted != nil {
+		db.hooks.rollupDeleted()
 	}
 	if len(ms) > 0 {
 		res, err := db.insertMeasurements(ctx, r.coll, ms, InsertOptions{})
