@@ -591,6 +591,23 @@ func mustTargets(t *testing.T, db *DB) []ttl.Target {
 // and during inserts), and checks after each restart that the rollup,
 // once caught up, holds exactly the aggregates of what the source holds:
 // no window lost, none counted twice.
+// createMinuteRollup creates the time series "src" (timeField t,
+// metaField m) and "r", its rollup of fields by funcs in 1 m windows.
+func createMinuteRollup(t *testing.T, db *DB, fields, funcs []string) {
+	t.Helper()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
+	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRollupPowerLoss(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { testRollupPowerLoss(t, seed) })
@@ -609,18 +626,8 @@ func testRollupPowerLoss(t *testing.T, seed uint64) {
 	}
 	db := open()
 	defer func() { db.Close() }()
-	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
-	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
-		t.Fatal(err)
-	}
 	fields, funcs := []string{"v"}, []string{"count", "sum", "min", "max", "first", "last"}
-	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
-		t.Fatal(err)
-	}
+	createMinuteRollup(t, db, fields, funcs)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	next := int64(0)
 	batch := func() []model.Measurement {
@@ -720,18 +727,8 @@ func TestRollupCutBetweenDeleteAndInsert(t *testing.T) {
 	}
 	db := open()
 	defer func() { db.Close() }()
-	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
-	if _, err := db.CreateCollection(ctx, "src", CollectionOptions{TimeSeries: ts}); err != nil {
-		t.Fatal(err)
-	}
 	fields, funcs := []string{"v"}, []string{"count", "sum"}
-	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "1m", Fields: fields, Funcs: funcs}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateCollection(ctx, "r", opts); err != nil {
-		t.Fatal(err)
-	}
+	createMinuteRollup(t, db, fields, funcs)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	var rows []loopRow
 	insert := func(meta string, window, sec int64) {
