@@ -501,7 +501,8 @@ func (db *DB) captureCheckpoint(ch *ckptChange) (*ckptRun, error) {
 	run := &ckptRun{}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	db.sealedSince.Store(0) // what is sealed now, the capture takes
+	db.sealedSince.Store(0)  // what is sealed now, the capture takes
+	db.keysRelogged.Store(0) // and the series it makes durable
 	idle := db.idleSeq()
 	db.sizeCapture(run)
 	for _, c := range db.mu.byID {

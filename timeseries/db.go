@@ -137,6 +137,12 @@ type DB struct {
 	// checkpointer, so that the buckets are written while writers go on
 	// rather than when they must wait for memory (waitForMemory).
 	sealedSince atomic.Int64
+	// keysRelogged is the bytes of meta keys the log's insert records
+	// wrote since the last checkpoint's capture for series the collection
+	// held already: a series is named by its id only once a checkpoint
+	// made it durable, and until then every record names it by its key.
+	// Past keysReloggedWake an insert wakes the checkpointer.
+	keysRelogged atomic.Int64
 	// queryMem is the memory every find and aggregate holds, charged by
 	// their guards (scanGuard) against Options.QueryMemoryTotalBytes.
 	queryMem atomic.Int64

@@ -66,6 +66,10 @@ type recordEncoder struct {
 	// buf is the last record's buffer, kept for the next (keep) unless
 	// larger than maxKeptRecord.
 	buf []byte
+	// relogged is the bytes of the meta keys the last insert record wrote
+	// for series the collection held already, not yet durable
+	// (DB.keysRelogged).
+	relogged int
 }
 
 // maxKeptRecord bounds the record buffer a pooled encoder keeps.
@@ -121,6 +125,7 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 	// A time is a delta from the row before's, across groups: a fleet's
 	// batch has a row of each series at about the same time.
 	var prevT int64
+	e.relogged = 0
 	for gi := range groups {
 		g := &groups[gi]
 		ref := g.ref
@@ -130,6 +135,9 @@ func (e *recordEncoder) encodeInsert(dst []byte, coll uint32, groups []group) []
 		dst = binary.AppendUvarint(dst, ref)
 		if ref == 0 {
 			dst = appendString(dst, g.metaKey)
+			if g.s != nil {
+				e.relogged += len(g.metaKey)
+			}
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(g.rows)))
 		for ri := range g.rows {
