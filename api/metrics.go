@@ -175,78 +175,70 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 // of each of them apart took six times).
 type engineCollector struct {
 	db     *timeseries.DB
-	engine []engineMetric
-	store  []storeMetric
+	engine []statMetric[timeseries.EngineStats]
+	store  []statMetric[timeseries.StoreStats]
 }
 
-type engineMetric struct {
-	desc *prometheus.Desc
-	v    func(timeseries.EngineStats) int64
-}
-
-type storeMetric struct {
+// statMetric is a metric whose value is read from a set of statistics S.
+type statMetric[S any] struct {
 	desc *prometheus.Desc
 	kind prometheus.ValueType
-	v    func(timeseries.StoreStats) float64
+	v    func(S) float64
+}
+
+func stat[S any](name, help string, kind prometheus.ValueType, v func(S) float64) statMetric[S] {
+	return statMetric[S]{prometheus.NewDesc(name, help, nil, nil), kind, v}
 }
 
 func newEngineCollector(db *timeseries.DB) *engineCollector {
-	c := &engineCollector{db: db}
-	for _, m := range []struct {
-		name, help string
-		v          func(timeseries.EngineStats) int64
-	}{
-		{"hourglass_checkpoints_total", "Checkpoints written.", func(e timeseries.EngineStats) int64 { return e.Checkpoints }},
-		{"hourglass_buckets_sealed_for_memory_total", "Open buckets sealed early to keep the buckets in memory within --memory-budget.",
-			func(e timeseries.EngineStats) int64 { return e.SealedForMemory }},
-		{"hourglass_buckets_sealed_idle_total", "Open buckets sealed by a checkpoint after a checkpoint interval without writes.",
-			func(e timeseries.EngineStats) int64 { return e.SealedIdle }},
-		{"hourglass_buckets_merged_total", "Small buckets merge passes removed by joining them with their neighbours.",
-			func(e timeseries.EngineStats) int64 { return e.Merged }},
-		{"hourglass_merge_marks_dropped_total", "Small buckets left unmerged because their collection's merge marks were full.",
-			func(e timeseries.EngineStats) int64 { return e.MergeMarksDropped }},
-	} {
-		c.engine = append(c.engine, engineMetric{prometheus.NewDesc(m.name, m.help, nil, nil), m.v})
+	type e = timeseries.EngineStats
+	type st = timeseries.StoreStats
+	const counter, gauge = prometheus.CounterValue, prometheus.GaugeValue
+	return &engineCollector{db: db,
+		engine: []statMetric[e]{
+			stat("hourglass_checkpoints_total", "Checkpoints written.", counter, func(s e) float64 { return float64(s.Checkpoints) }),
+			stat("hourglass_buckets_sealed_for_memory_total", "Open buckets sealed early to keep the buckets in memory within --memory-budget.",
+				counter, func(s e) float64 { return float64(s.SealedForMemory) }),
+			stat("hourglass_buckets_sealed_idle_total", "Open buckets sealed by a checkpoint after a checkpoint interval without writes.",
+				counter, func(s e) float64 { return float64(s.SealedIdle) }),
+			stat("hourglass_buckets_merged_total", "Small buckets merge passes removed by joining them with their neighbours.",
+				counter, func(s e) float64 { return float64(s.Merged) }),
+			stat("hourglass_merge_marks_dropped_total", "Small buckets left unmerged because their collection's merge marks were full.",
+				counter, func(s e) float64 { return float64(s.MergeMarksDropped) }),
+		},
+		store: []statMetric[st]{
+			stat("hourglass_store_flushed_bytes_total", "Bytes the store's memtable flushes wrote to tables.",
+				counter, func(s st) float64 { return float64(s.FlushedBytes) }),
+			stat("hourglass_store_compacted_bytes_total", "Bytes the store's compactions wrote to tables.",
+				counter, func(s st) float64 { return float64(s.CompactedBytes) }),
+			stat("hourglass_store_compactions_total", "Compactions the store ran.", counter, func(s st) float64 { return float64(s.Compactions) }),
+			stat("hourglass_store_read_amplification", "Table runs a read of the store may look in: level 0's files and each non-empty level below.",
+				gauge, func(s st) float64 { return float64(s.ReadAmp) }),
+			stat("hourglass_store_level0_files", "Files in the store's level 0.", gauge, func(s st) float64 { return float64(s.L0Files) }),
+			stat("hourglass_store_disk_bytes", "Space the store takes on disk.", gauge, func(s st) float64 { return float64(s.DiskBytes) }),
+		},
 	}
-	for _, m := range []struct {
-		name, help string
-		kind       prometheus.ValueType
-		v          func(timeseries.StoreStats) float64
-	}{
-		{"hourglass_store_flushed_bytes_total", "Bytes the store's memtable flushes wrote to tables.", prometheus.CounterValue,
-			func(st timeseries.StoreStats) float64 { return float64(st.FlushedBytes) }},
-		{"hourglass_store_compacted_bytes_total", "Bytes the store's compactions wrote to tables.", prometheus.CounterValue,
-			func(st timeseries.StoreStats) float64 { return float64(st.CompactedBytes) }},
-		{"hourglass_store_compactions_total", "Compactions the store ran.", prometheus.CounterValue,
-			func(st timeseries.StoreStats) float64 { return float64(st.Compactions) }},
-		{"hourglass_store_read_amplification", "Table runs a read of the store may look in: level 0's files and each non-empty level below.", prometheus.GaugeValue,
-			func(st timeseries.StoreStats) float64 { return float64(st.ReadAmp) }},
-		{"hourglass_store_level0_files", "Files in the store's level 0.", prometheus.GaugeValue,
-			func(st timeseries.StoreStats) float64 { return float64(st.L0Files) }},
-		{"hourglass_store_disk_bytes", "Space the store takes on disk.", prometheus.GaugeValue,
-			func(st timeseries.StoreStats) float64 { return float64(st.DiskBytes) }},
-	} {
-		c.store = append(c.store, storeMetric{prometheus.NewDesc(m.name, m.help, nil, nil), m.kind, m.v})
-	}
-	return c
 }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, m := range c.engine {
-		ch <- m.desc
-	}
-	for _, m := range c.store {
+	describeStats(ch, c.engine)
+	describeStats(ch, c.store)
+}
+
+func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
+	collectStats(ch, c.engine, c.db.Stats())
+	collectStats(ch, c.store, c.db.StoreStats())
+}
+
+func describeStats[S any](ch chan<- *prometheus.Desc, ms []statMetric[S]) {
+	for _, m := range ms {
 		ch <- m.desc
 	}
 }
 
-func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
-	e := c.db.Stats()
-	for _, m := range c.engine {
-		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, float64(m.v(e)))
-	}
-	st := c.db.StoreStats()
-	for _, m := range c.store {
-		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.v(st))
+// collectStats sends the metrics ms of one reading s.
+func collectStats[S any](ch chan<- prometheus.Metric, ms []statMetric[S], s S) {
+	for _, m := range ms {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.v(s))
 	}
 }
