@@ -71,8 +71,8 @@ func PromKeySlots(sub string) []*model.SeriesSlot {
 	var found []*model.SeriesSlot
 	promKeys.mu.RLock()
 	defer promKeys.mu.RUnlock()
-	for _, m := range []map[string]promKeyEntry{promKeys.cur, promKeys.prev} {
-		for _, e := range m {
+	for _, g := range []*promKeyGen{promKeys.cur, promKeys.prev} {
+		for _, e := range g.entries {
 			if strings.Contains(e.wire, sub) {
 				found = append(found, e.slot)
 			}

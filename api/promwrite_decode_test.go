@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -357,17 +358,85 @@ func TestPromKeyCache(t *testing.T) {
 	first, _, _, _, _ := decodeAndCheck(t, req(0, 1), nil)
 	wire := string(first.series[0].wire)
 	cached(req(0, 1))
-	for i := 1; len(c.prev) == 0; i++ {
+	for i := 1; len(c.prev.entries) == 0; i++ {
 		cached(req(i, 1))
 	}
-	if _, ok := c.prev[wire]; !ok {
+	if _, ok := c.prev.index[wire]; !ok {
 		t.Fatal("the first series is not in the older generation")
 	}
 	if cached(req(0, 1)) != 1 {
 		t.Fatal("the first series not found in the older generation")
 	}
-	if _, ok := c.cur[wire]; !ok {
+	if _, ok := c.cur.index[wire]; !ok {
 		t.Fatalf("the first series not moved to the newer generation")
+	}
+}
+
+// TestPromKeyCacheOrder: series found by their place in the order they
+// were added (the series after the one before) get their own keys and
+// slots whatever order later requests send them in: the same, shifted,
+// reversed, shuffled, with new series and repeats among them, and across
+// a generation's turnover.
+func TestPromKeyCacheOrder(t *testing.T) {
+	req := func(ids []int) []byte {
+		r := &prompb.WriteRequest{}
+		for _, i := range ids {
+			// Labels of one length, alike but for one byte in the middle.
+			r.Timeseries = append(r.Timeseries, prompb.TimeSeries{
+				Labels:  []prompb.Label{{Name: "__name__", Value: "m"}, {Name: "i", Value: fmt.Sprintf("%04d", i)}, {Name: "z", Value: "same"}},
+				Samples: []prompb.Sample{{Value: float64(i), Timestamp: 1}}})
+		}
+		pb, err := r.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pb
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	c := newPromKeyCache(64 << 10) // a few hundred series a generation
+	slots := map[string]*model.SeriesSlot{}
+	ids := make([]int, 200)
+	for i := range ids {
+		ids[i] = i
+	}
+	for round := range 60 {
+		switch round % 4 {
+		case 1:
+			slices.Reverse(ids)
+		case 2:
+			rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		case 3:
+			ids = append(ids[1:], ids[0]+1000) // shifted, and a new series
+		}
+		sent := slices.Clone(ids)
+		for range 5 { // repeats, some of them next to the series they repeat
+			k := rng.IntN(len(sent))
+			sent = slices.Insert(sent, k, sent[k])
+		}
+		pb := req(sent)
+		_, want, _, err, _ := decodeAndCheck(t, pb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rq, got, _, err, _ := decodeAndCheck(t, pb, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: keys from the cache differ from the labels' own", round)
+		}
+		for i, s := range rq.series {
+			if !s.cached {
+				delete(slots, want[i]) // dropped from the cache: a new entry
+				continue
+			}
+			// A series keeps its entry's slot, also when it moves to the
+			// newer generation.
+			if old, ok := slots[want[i]]; s.slot == nil || (ok && old != s.slot) {
+				t.Fatalf("round %d: series %d has slot %p, before %p", round, sent[i], s.slot, old)
+			}
+			slots[want[i]] = s.slot
+		}
 	}
 }
 
