@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 	"unsafe"
@@ -438,6 +439,36 @@ func TestPromKeyCacheOrder(t *testing.T) {
 			slots[want[i]] = s.slot
 		}
 	}
+	// Requests of their own orders at once, the cache's generations
+	// turning over under them.
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 3))
+			ids := make([]int, 150)
+			for i := range ids {
+				ids[i] = g*100 + i // overlapping the next goroutine's
+			}
+			for range 30 {
+				if rng.IntN(2) == 0 {
+					rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+				}
+				pb := req(ids)
+				_, want, _, err, _ := decodeAndCheck(t, pb, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, got, _, err, _ := decodeAndCheck(t, pb, c); err != nil || !slices.Equal(got, want) {
+					t.Errorf("keys from a cache shared by requests at once differ from the labels' own (%v)", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // TestPromCachedChecks: a series whose key comes from the cache still has
