@@ -19,12 +19,16 @@ import (
 type Decoder struct {
 	cache *SeriesCache
 	// hits counts the lookups the cache answered during the chunk; made
-	// holds the series made on a miss, promote those found in the cache's
-	// older generation, until flush adds them to the cache.
+	// holds the series made on a miss (madeOrder the same in the order
+	// made), promote those found in the cache's older generation, until
+	// flush adds them to the cache; pos is where the series of the line
+	// before is in the cache's order (-1: not there).
 	hits      int
 	made      map[string]*series
+	madeOrder []*series
 	madeBytes int // keys and metas in made
 	promote   []*series
+	pos       int32
 	sets      map[string]*fieldSet // field keys joined by 0 -> interned names
 	names     map[string]string    // field name -> interned copy
 

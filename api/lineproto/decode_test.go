@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -809,4 +810,84 @@ func TestSeriesSlots(t *testing.T) {
 	if s := slots(big); s[0] != nil {
 		t.Fatal("a series too large to cache carries a slot")
 	}
+}
+
+// TestSeriesCacheOrder: series found by their place in the cache's order
+// (the series after the one of the line before) are the lines' own
+// whatever order later bodies send them in: the same, reversed, shuffled,
+// shifted with new series, with repeats, across turnovers of a small
+// cache's generations, and by decoders sharing the cache at once. Keys
+// are of one length and differ in one byte in the middle.
+func TestSeriesCacheOrder(t *testing.T) {
+	body := func(ids []int) []byte {
+		var b []byte
+		for _, i := range ids {
+			b = fmt.Appendf(b, "m,host=h%04d,z=same v=%d 1\n", i, i)
+		}
+		return b
+	}
+	check := func(d *Decoder, ids []int) error {
+		var res Result
+		d.Decode(body(ids), Nanosecond, testNow, &res)
+		if len(res.Measurements) != len(ids) {
+			return fmt.Errorf("%d measurements of %d lines: %v", len(res.Measurements), len(ids), res.First)
+		}
+		for j, m := range res.Measurements {
+			if want := model.MetaKey(fmt.Sprintf(`{"_measurement":"m","host":"h%04d","z":"same"}`, ids[j])); m.Meta != want {
+				return fmt.Errorf("line %d (h%04d): meta %v", j, ids[j], m.Meta)
+			}
+		}
+		return nil
+	}
+	c := cacheOf(t, 150) // generations of about 150 series
+	d := NewDecoderSharing(c)
+	rng := rand.New(rand.NewPCG(5, 5))
+	ids := make([]int, 200)
+	for i := range ids {
+		ids[i] = i
+	}
+	for round := range 60 {
+		switch round % 4 {
+		case 1:
+			slices.Reverse(ids)
+		case 2:
+			rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		case 3:
+			ids = append(ids[1:], ids[0]+1000) // shifted, and a new series
+		}
+		sent := slices.Clone(ids)
+		for range 5 {
+			k := rng.IntN(len(sent))
+			sent = slices.Insert(sent, k, sent[k])
+		}
+		if err := check(d, sent); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	if d.seriesHits == 0 {
+		t.Fatal("no line's series was found in the cache")
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := NewDecoderSharing(c)
+			rng := rand.New(rand.NewPCG(uint64(g), 9))
+			ids := make([]int, 150)
+			for i := range ids {
+				ids[i] = g*100 + i
+			}
+			for range 30 {
+				if rng.IntN(2) == 0 {
+					rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+				}
+				if err := check(d, ids); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

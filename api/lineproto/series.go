@@ -179,7 +179,9 @@ func splitTags(tags []tag, tagSet []byte) []tag {
 // lookupSeries returns the cached series of the scratch entry, making it
 // if need be.
 func (d *Decoder) lookupSeries() (*series, error) {
-	if s, prev := d.cache.find(d.key); s != nil {
+	s, prev, pos := d.cache.find(d.key, d.pos)
+	d.pos = pos
+	if s != nil {
 		d.hits++
 		d.seriesHits++
 		if prev && len(d.promote) < maxPending && (len(d.promote) == 0 || d.promote[len(d.promote)-1] != s) {
@@ -217,13 +219,14 @@ func (d *Decoder) lookupSeries() (*series, error) {
 			return nil, err
 		}
 	}
-	s := newSeries(c)
+	s = newSeries(c)
 	size := len(d.key) + len(c)
 	if size > maxSeriesEntry || len(d.made) >= maxPending || d.madeBytes+size > maxPendingBytes || d.cache.skipMiss() {
 		return s, nil
 	}
 	s.key = string(d.key)
 	d.made[s.key] = s
+	d.madeOrder = append(d.madeOrder, s)
 	d.madeBytes += size
 	return s, nil
 }

@@ -15,8 +15,9 @@ const DefaultSeriesCacheBytes = 64 << 20
 
 const (
 	// seriesEntryBytes is what a cached series takes beyond its key and
-	// meta value: its map slot, the series, the boxed meta key.
-	seriesEntryBytes = 112
+	// meta value: its map slot, its place in order, the series, the boxed
+	// meta key.
+	seriesEntryBytes = 120
 	// maxPending and maxPendingBytes bound the series a decoder found or
 	// made and holds until it can add them to the cache (flush).
 	maxPending      = 4096
@@ -45,9 +46,17 @@ const (
 // written in turn: each series is gone before it comes again) is kept as
 // it is, without prev, and the next misses, as many as it holds, are not
 // cached: refilling it would only cost a map insert and a key copy a line.
+//
+// cur also keeps its series in the order they were added (order), and
+// each series its place there (pos): a sender writes its fleet in the
+// same order body after body, so the series of a line is most often the
+// one after the series of the line before, compared in place (memory
+// read in order) before the map is asked (a hash of the key and reads of
+// memory anywhere).
 type SeriesCache struct {
 	mu        sync.RWMutex
 	cur, prev map[string]*series
+	order     []*series // cur's series, in the order added
 	curBytes  int
 	genBytes  int // a generation's bytes at most
 	// hits counts the lookups answered since cur was last judged full;
@@ -74,6 +83,9 @@ type series struct {
 	// slot is where the engine remembers the series of meta
 	// (model.Measurement.Slot), for a series kept (key set).
 	slot model.SeriesSlot
+	// pos is the series' place in its cache's order, when last added to
+	// cur (under the write lock).
+	pos int32
 }
 
 func newSeries(meta string) *series { return &series{meta: model.MetaKey(meta), fieldBytes: -1} }
@@ -103,16 +115,21 @@ func (fs *fieldSet) bytes() int {
 	return n
 }
 
-// find returns the series named key, under the read lock; prev is true
-// when it came from the older generation.
-func (c *SeriesCache) find(key []byte) (s *series, prev bool) {
+// find returns the series named key, under the read lock, trying the
+// series after cur's order[at] first; prev is true when it came from the
+// older generation. at is where the series found is in order, -1 when it
+// came from prev or nowhere.
+func (c *SeriesCache) find(key []byte, at int32) (s *series, prev bool, pos int32) {
+	if next := int(at) + 1; at >= 0 && next < len(c.order) && c.order[next].key == string(key) {
+		return c.order[next], false, int32(next)
+	}
 	if s, ok := c.cur[model.StringView(key)]; ok {
-		return s, false
+		return s, false, s.pos
 	}
 	if s, ok := c.prev[model.StringView(key)]; ok {
-		return s, true
+		return s, true, -1
 	}
-	return nil, false
+	return nil, false, -1
 }
 
 // skipMiss reports whether a miss is not to be cached, and counts it.
@@ -141,9 +158,12 @@ func (c *SeriesCache) addLocked(s *series) {
 			return
 		}
 		c.prev, c.cur, c.curBytes = c.cur, make(map[string]*series, len(c.cur)), 0
+		c.order = make([]*series, 0, len(c.order))
 		c.hits.Store(0)
 	}
 	c.cur[s.key] = s
+	s.pos = int32(len(c.order))
+	c.order = append(c.order, s)
 	c.curBytes += size
 }
 
@@ -161,7 +181,10 @@ func (c *SeriesCache) size() (entries, bytes int) {
 }
 
 // beginChunk takes the cache's read lock for the lookups of a chunk.
-func (d *Decoder) beginChunk() { d.cache.mu.RLock() }
+func (d *Decoder) beginChunk() {
+	d.cache.mu.RLock()
+	d.pos = -1
+}
 
 // endChunk releases the read lock and adds to the cache the series the
 // chunk made or found in prev (flush).
@@ -178,6 +201,7 @@ func (d *Decoder) relock() {
 		d.flush()
 	}
 	d.cache.mu.RLock()
+	d.pos = -1
 }
 
 // flush adds to the cache the series made or found in prev, if the write
@@ -203,12 +227,14 @@ func (d *Decoder) flush() {
 			c.addLocked(s)
 		}
 	}
-	for _, s := range d.made {
+	for _, s := range d.madeOrder {
 		c.addLocked(s)
 	}
 	c.mu.Unlock()
 	clear(d.promote)
 	d.promote = d.promote[:0]
 	clear(d.made)
+	clear(d.madeOrder)
+	d.madeOrder = d.madeOrder[:0]
 	d.madeBytes = 0
 }
