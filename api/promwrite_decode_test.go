@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/hourglassdb/hourglass/internal/sendorder"
 	"github.com/hourglassdb/hourglass/model"
 )
 
@@ -393,27 +394,9 @@ func TestPromKeyCacheOrder(t *testing.T) {
 		}
 		return pb
 	}
-	rng := rand.New(rand.NewPCG(7, 7))
 	c := newPromKeyCache(64 << 10) // a few hundred series a generation
 	slots := map[string]*model.SeriesSlot{}
-	ids := make([]int, 200)
-	for i := range ids {
-		ids[i] = i
-	}
-	for round := range 60 {
-		switch round % 4 {
-		case 1:
-			slices.Reverse(ids)
-		case 2:
-			rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-		case 3:
-			ids = append(ids[1:], ids[0]+1000) // shifted, and a new series
-		}
-		sent := slices.Clone(ids)
-		for range 5 { // repeats, some of them next to the series they repeat
-			k := rng.IntN(len(sent))
-			sent = slices.Insert(sent, k, sent[k])
-		}
+	for round, sent := range sendorder.Rounds(7, 200, 60) {
 		pb := req(sent)
 		_, want, _, err, _ := decodeAndCheck(t, pb, nil)
 		if err != nil {

@@ -6,13 +6,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hourglassdb/hourglass/internal/sendorder"
 	"github.com/hourglassdb/hourglass/model"
 )
 
@@ -629,33 +629,26 @@ func TestSeriesCacheShared(t *testing.T) {
 	if h := decodeSeries(t, b, 0, 1000); h != 1000 {
 		t.Fatalf("%d of 1000 series made by one decoder found by the other", h)
 	}
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d := NewDecoderSharing(c)
-			for i := range 20 {
-				// Each goroutine and round its own field name, so
-				// that shared series change their field names.
-				from, field := (g*20+i)*500%5000, fmt.Sprint("v", (g+i)%3)
-				var b []byte
-				for j := from; j < from+500; j++ {
-					b = fmt.Appendf(b, "m,host=h%06d %s=%d 1\n", j, field, j)
-				}
-				var res Result
-				d.Decode(b, Nanosecond, testNow, &res)
-				for j, m := range res.Measurements {
-					if m.Meta != model.MetaKey(fmt.Sprintf(`{"_measurement":"m","host":"h%06d"}`, from+j)) ||
-						len(m.Fields) != 1 || m.Fields[0].Name != field || m.Fields[0].Value != model.Float(float64(from+j)) {
-						t.Errorf("line %d: %+v", from+j, m)
-						return
-					}
+	inDecoders(c, 4, func(g int, d *Decoder) {
+		for i := range 20 {
+			// Each goroutine and round its own field name, so
+			// that shared series change their field names.
+			from, field := (g*20+i)*500%5000, fmt.Sprint("v", (g+i)%3)
+			var b []byte
+			for j := from; j < from+500; j++ {
+				b = fmt.Appendf(b, "m,host=h%06d %s=%d 1\n", j, field, j)
+			}
+			var res Result
+			d.Decode(b, Nanosecond, testNow, &res)
+			for j, m := range res.Measurements {
+				if m.Meta != model.MetaKey(fmt.Sprintf(`{"_measurement":"m","host":"h%06d"}`, from+j)) ||
+					len(m.Fields) != 1 || m.Fields[0].Name != field || m.Fields[0].Value != model.Float(float64(from+j)) {
+					t.Errorf("line %d: %+v", from+j, m)
+					return
 				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	if n, _ := c.size(); n != 5000 {
 		t.Fatalf("%d series cached; want 5000", n)
 	}
@@ -841,25 +834,7 @@ func TestSeriesCacheOrder(t *testing.T) {
 	}
 	c := cacheOf(t, 150) // generations of about 150 series
 	d := NewDecoderSharing(c)
-	rng := rand.New(rand.NewPCG(5, 5))
-	ids := make([]int, 200)
-	for i := range ids {
-		ids[i] = i
-	}
-	for round := range 60 {
-		switch round % 4 {
-		case 1:
-			slices.Reverse(ids)
-		case 2:
-			rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-		case 3:
-			ids = append(ids[1:], ids[0]+1000) // shifted, and a new series
-		}
-		sent := slices.Clone(ids)
-		for range 5 {
-			k := rng.IntN(len(sent))
-			sent = slices.Insert(sent, k, sent[k])
-		}
+	for round, sent := range sendorder.Rounds(5, 200, 60) {
 		if err := check(d, sent); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -867,26 +842,33 @@ func TestSeriesCacheOrder(t *testing.T) {
 	if d.seriesHits == 0 {
 		t.Fatal("no line's series was found in the cache")
 	}
+	inDecoders(c, 4, func(g int, d *Decoder) {
+		rng := rand.New(rand.NewPCG(uint64(g), 9))
+		ids := make([]int, 150)
+		for i := range ids {
+			ids[i] = g*100 + i
+		}
+		for range 30 {
+			if rng.IntN(2) == 0 {
+				rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+			}
+			if err := check(d, ids); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// inDecoders runs f in n goroutines at once, each with its own decoder
+// sharing c, and waits for them.
+func inDecoders(c *SeriesCache, n int, f func(g int, d *Decoder)) {
 	var wg sync.WaitGroup
-	for g := range 4 {
+	for g := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := NewDecoderSharing(c)
-			rng := rand.New(rand.NewPCG(uint64(g), 9))
-			ids := make([]int, 150)
-			for i := range ids {
-				ids[i] = g*100 + i
-			}
-			for range 30 {
-				if rng.IntN(2) == 0 {
-					rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-				}
-				if err := check(d, ids); err != nil {
-					t.Error(err)
-					return
-				}
-			}
+			f(g, NewDecoderSharing(c))
 		}()
 	}
 	wg.Wait()
