@@ -75,6 +75,12 @@ type LoadConfig struct {
 	// take CPU from a target on the same machine while it loads. Elapsed
 	// starts after the bodies are made.
 	Pregenerate int64
+	// Ready, if set, is called once the load is ready to send (its bodies
+	// made, with Pregenerate) and before the first is sent: the load
+	// starts when it returns nil and fails with its error otherwise.
+	// Elapsed starts after it. Loads of several targets started together
+	// wait there for one another.
+	Ready func(context.Context) error
 }
 
 // Progress is the state of a running load.
@@ -107,6 +113,7 @@ type LoadResult struct {
 	Retries      int64
 	Errors       int64 // batches refused for good (4xx other than 429, or out of retries)
 	FirstError   string
+	Start        time.Time     // when the first request could go
 	Elapsed      time.Duration // first request to last reply
 	Latency      Latency       // per acknowledged batch, retries included
 	// Stopped is set when LoadConfig.Duration ended the load before the
@@ -155,6 +162,11 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	var made []batch
 	if cfg.Pregenerate > 0 {
 		if made, err = l.pregenerate(ctx, src); err != nil {
+			return LoadResult{}, err
+		}
+	}
+	if cfg.Ready != nil {
+		if err := cfg.Ready(ctx); err != nil {
 			return LoadResult{}, err
 		}
 	}
@@ -469,7 +481,7 @@ func (l *loader) work(ctx context.Context, batches <-chan batch, free chan<- []b
 
 // result is the load's result once its workers are done.
 func (l *loader) result(elapsed time.Duration) LoadResult {
-	res := LoadResult{Elapsed: elapsed, Rows: l.rows.Load(), Bytes: l.sentBytes.Load(), Requests: l.reqs.Load(),
+	res := LoadResult{Start: l.start, Elapsed: elapsed, Rows: l.rows.Load(), Bytes: l.sentBytes.Load(), Requests: l.reqs.Load(),
 		Retries: l.retries.Load(), Errors: l.errs.Load(), FirstError: l.firstErr, Latency: summarize(l.lats)}
 	res.Points = res.Rows * l.perRow
 	res.Stopped = l.stopped.Load() && (!l.genDone.Load() || l.dropped.Load() > 0)

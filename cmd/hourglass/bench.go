@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -66,6 +67,15 @@ loads: each sends one of the workload's "bench query" queries at random
 answer. The report adds, per query, answers, errors (with the first
 refusal), latency p50/p99/max and the largest answer; compare points/s
 with a run without --queries for the cost of the reads to ingest.
+
+--together loads every HTTP target at once, each with its own load
+generator, the loads starting together once all are ready to send (their
+bodies made with --pregenerate, their collections and rollups created).
+On a shared machine whose speed moves from run to run, two servers (two
+builds, or two settings) loaded at once see the same machine: compare
+their points/s and CPU s/Mpoint as ratios. Each rate is then that of a
+machine shared by all the loads, not of the target alone; with
+--duration, the loads end together too. Not with the embedded target.
 
 The report gives points acknowledged, points/s, batch latency (p50, p99,
 max), bytes/point on disk, buckets per 1000 rows (Hourglass targets), peak
@@ -147,6 +157,7 @@ type benchConfig struct {
 	queries           int
 	rollups           int
 	pregenerate       byteSize
+	together          bool
 }
 
 // targetReport is one row of the report.
@@ -172,6 +183,9 @@ type targetReport struct {
 	// StoppedByDuration is set when --duration ended the load before the
 	// workload was sent: Rows and Points are what was acknowledged.
 	StoppedByDuration bool `json:"stoppedByDuration,omitempty"`
+	// LoadStart is when the load's first request could go (after its
+	// bodies were made, and with --together after every target's were).
+	LoadStart string `json:"loadStart,omitempty"`
 	// PeakRSSMiB is a Hourglass server's peak resident size since it
 	// started (VmHWM), as its /v1/status reports; for a local influx=
 	// target, the highest VmRSS of its process sampled during the load.
@@ -371,18 +385,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		desc += fmt.Sprintf(", %s inside each batch", order)
 	}
 	fmt.Fprintf(stderr, "workload: %s: %d rows, %d points%s\n", desc, rows, rows*src.FieldsPerRow(), upTo)
-	var reports []targetReport
-	var series []bench.Series
-	for _, t := range targets {
-		s := bench.Series{Target: t}
-		r, err := benchTarget(ctx, &cfg, w, src, order, t, stderr, func(p bench.Progress) {
-			s.Samples = append(s.Samples, bench.Sample{Elapsed: p.Elapsed, Points: p.Points, Batches: p.Batches, Latency: p.Latency})
-		})
-		if err != nil {
-			return fmt.Errorf("target %s: %w", t, err)
-		}
-		reports = append(reports, r)
-		series = append(series, s)
+	reports, series, err := loadTargets(ctx, &cfg, w, src, order, targets, stderr)
+	if err != nil {
+		return err
 	}
 	if cfg.htmlOut != "" {
 		f, err := os.Create(cfg.htmlOut)
@@ -402,6 +407,93 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	printReport(stdout, reports)
 	return nil
+}
+
+// loadTargets loads each target in turn, or all at once with --together:
+// each with its own generator, every load starting once all are ready to
+// send (bodies made, collections and rollups created).
+func loadTargets(ctx context.Context, cfg *benchConfig, w bench.Workload, src bench.LineSource, order bench.Order, targets []string, stderr io.Writer) ([]targetReport, []bench.Series, error) {
+	reports, series := make([]targetReport, len(targets)), make([]bench.Series, len(targets))
+	one := func(i int, ready func(context.Context) error) error {
+		series[i].Target = targets[i]
+		r, err := benchTarget(ctx, cfg, w, src, order, targets[i], stderr, func(p bench.Progress) {
+			series[i].Samples = append(series[i].Samples, bench.Sample{Elapsed: p.Elapsed, Points: p.Points, Batches: p.Batches, Latency: p.Latency})
+		}, ready)
+		reports[i] = r
+		if err != nil {
+			return fmt.Errorf("target %s: %w", targets[i], err)
+		}
+		return nil
+	}
+	if !cfg.together {
+		for i := range targets {
+			if err := one(i, nil); err != nil {
+				return nil, nil, err
+			}
+		}
+		return reports, series, nil
+	}
+	if slices.Contains(targets, "embedded") {
+		return nil, nil, errors.New("--together loads targets over HTTP: the embedded target shares this process with their load generators")
+	}
+	start := newStartLine(len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ready, leave := start.runner()
+			defer leave()
+			errs[i] = one(i, ready)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	return reports, series, nil
+}
+
+// startLine starts loads together: each waits there until all arrived
+// (or left, having failed before).
+type startLine struct {
+	mu   sync.Mutex
+	left int
+	all  chan struct{}
+}
+
+func newStartLine(n int) *startLine { return &startLine{left: n, all: make(chan struct{})} }
+
+func (s *startLine) arrive() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.left--; s.left == 0 {
+		close(s.all)
+	}
+}
+
+// runner returns one load's ready (bench.LoadConfig.Ready) and leave, to
+// call when it is done: leave arrives for a load that failed before it
+// was ready, so that the others do not wait for it.
+func (s *startLine) runner() (ready func(context.Context) error, leave func()) {
+	var arrived bool
+	ready = func(ctx context.Context) error {
+		arrived = true
+		s.arrive()
+		select {
+		case <-s.all:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	leave = func() {
+		if !arrived {
+			s.arrive()
+		}
+	}
+	return ready, leave
 }
 
 func benchFlags(cfg *benchConfig) *flag.FlagSet {
@@ -429,15 +521,17 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON")
 	fs.IntVar(&cfg.rollups, "rollups", 0, "Hourglass HTTP targets: this many rollups (`n`, 0 to 2: windows of 1m, then 1h; min, avg, max and count of the workload's first field) kept on --collection during the load; the report adds the time they took to catch up after it")
 	fs.IntVar(&cfg.queries, "queries", 0, "Hourglass targets, line protocol: this many clients (`n`) send the workload's queries (bench query's, picked at random) to the collection while it loads, each reading whole answers; the report adds their counts, errors and latencies")
+	fs.BoolVar(&cfg.together, "together", false, "HTTP targets: load them all at once, each with its own generator, every load starting once all are ready to send (bodies made with --pregenerate, collections created), rather than one after the other: targets sharing this machine then share its noise, and two builds or settings compare as a ratio (the rates are then of a machine shared by all the loads)")
 	fs.Var(&cfg.pregenerate, "pregenerate", "HTTP targets: make every request body of the load before sending the first, holding at most this `size` of them (e.g. 2GiB; a load that needs more fails before sending anything), so that the generator does not share the CPU with a target on this machine during the load, as TSBS loads files made beforehand; off by default: bodies are made as the load goes")
 	fs.StringVar(&cfg.htmlOut, "html", "", "also draw points/s and batch latency (p50, p99 per second) over time per target into this HTML `file`")
 	return fs
 }
 
-func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src bench.LineSource, order bench.Order, target string, stderr io.Writer, sample func(bench.Progress)) (targetReport, error) {
+func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src bench.LineSource, order bench.Order, target string, stderr io.Writer,
+	sample func(bench.Progress), ready func(context.Context) error) (targetReport, error) {
 	rep := targetReport{Target: target}
 	var bar *progressbar.ProgressBar
-	if isTerminal(stderr) {
+	if isTerminal(stderr) && !cfg.together {
 		// A live bar on a terminal: points, points/s, ETA.
 		bar = progressbar.NewOptions64(int64(src.Rows()*src.FieldsPerRow()), progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription(target), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
@@ -515,13 +609,13 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 			return rep, errors.New("a remote= target needs --format prom")
 		}
 		u := strings.TrimPrefix(target, "remote=")
-		return rep, loadPeer(ctx, cfg, remoteWrite(loadConfig(cfg, src, order, u, progress)), &rep, stderr)
+		return rep, loadPeer(ctx, cfg, remoteWrite(loadConfig(cfg, src, order, u, progress, ready)), &rep, stderr)
 	case strings.HasPrefix(target, "influx="):
 		if cfg.format == "prom" {
 			return rep, errors.New("an influx= target takes line protocol: use remote=URL with --format prom")
 		}
 		u := strings.TrimPrefix(target, "influx=")
-		return rep, loadPeer(ctx, cfg, loadConfig(cfg, src, order, u, progress), &rep, stderr)
+		return rep, loadPeer(ctx, cfg, loadConfig(cfg, src, order, u, progress, ready), &rep, stderr)
 	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
 		base := strings.TrimRight(target, "/")
 		if err := prepareCollection(ctx, base, cfg); err != nil {
@@ -533,7 +627,7 @@ func benchTarget(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		if err := prepareRollups(ctx, base, cfg, src); err != nil {
 			return rep, err
 		}
-		lc := loadConfig(cfg, src, order, base+"/write?db="+url.QueryEscape(cfg.collection), progress)
+		lc := loadConfig(cfg, src, order, base+"/write?db="+url.QueryEscape(cfg.collection), progress, ready)
 		if cfg.format == "prom" {
 			lc = remoteWrite(lc)
 			lc.URL = base + "/api/v1/write?collection=" + url.QueryEscape(cfg.collection)
@@ -749,9 +843,9 @@ func (h *hourglassWatch) settle(ctx context.Context, cfg *benchConfig, rep *targ
 	return nil
 }
 
-func loadConfig(cfg *benchConfig, src bench.LineSource, order bench.Order, u string, progress func(bench.Progress)) bench.LoadConfig {
+func loadConfig(cfg *benchConfig, src bench.LineSource, order bench.Order, u string, progress func(bench.Progress), ready func(context.Context) error) bench.LoadConfig {
 	return bench.LoadConfig{Source: src, URL: u, Workers: cfg.workers, BatchRows: cfg.batch, Gzip: cfg.gzip, Order: order,
-		Limit: cfg.limit, Duration: cfg.duration, Token: cfg.token, Progress: progress, Pregenerate: int64(cfg.pregenerate)}
+		Limit: cfg.limit, Duration: cfg.duration, Token: cfg.token, Progress: progress, Pregenerate: int64(cfg.pregenerate), Ready: ready}
 }
 
 // remoteWrite makes lc send Prometheus remote write requests.
@@ -767,6 +861,9 @@ func fill(rep *targetReport, res bench.LoadResult) {
 	rep.P50Millis, rep.P99Millis, rep.MaxMillis = ms(res.Latency.P50), ms(res.Latency.P99), ms(res.Latency.Max)
 	rep.Retries, rep.Errors, rep.FirstError = res.Retries, res.Errors, res.FirstError
 	rep.StoppedByDuration = res.Stopped
+	if !res.Start.IsZero() {
+		rep.LoadStart = res.Start.UTC().Format(time.RFC3339Nano)
+	}
 }
 
 // prepareRollups creates the collection and its --rollups before the

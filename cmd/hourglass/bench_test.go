@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -336,5 +338,68 @@ func TestBenchIngestOrder(t *testing.T) {
 	if code := run([]string{"bench", "ingest", "--order", "newest", "embedded"}, &stdout, &stderr); code == 0 ||
 		!strings.Contains(stderr.String(), "--order") {
 		t.Fatalf("--order newest: exit %d: %s", code, stderr.String())
+	}
+}
+
+// TestBenchIngestTogether loads two servers at once: both loads start
+// together (once both are ready to send) and both report their points;
+// a target that fails before it is ready does not hold the other, and the
+// embedded target is refused.
+func TestBenchIngestTogether(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	a, b := startServer(t, t.TempDir()), startServer(t, t.TempDir())
+	// b is slow to get ready: its collection is looked up through a proxy
+	// that holds the lookup 1.5 s. a's load waits for it.
+	bu, err := url.Parse(b.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(bu)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/collections/") {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer slow.Close()
+	var stdout, stderr bytes.Buffer
+	args := []string{"bench", "ingest", "--together", "--duration", "1s", "--settle", "0", "--collection", "tog", "--replace", "--json"}
+	if code := run(append(args, a.url, slow.URL), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var reports []targetReport
+	if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil || len(reports) != 2 {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	var starts []time.Time
+	for i, r := range reports {
+		start, err := time.Parse(time.RFC3339Nano, r.LoadStart)
+		if err != nil || r.Points <= 0 || r.Errors != 0 || r.Target != []string{a.url, slow.URL}[i] {
+			t.Fatalf("report %d: %v: %+v", i, err, r)
+		}
+		starts = append(starts, start)
+	}
+	// One after the other, or not waiting for one another, they would
+	// start a second or more apart.
+	if d := starts[1].Sub(starts[0]).Abs(); d > 300*time.Millisecond {
+		t.Fatalf("the loads started %v apart", d)
+	}
+	// A target that fails before its load is ready: the other loads, the
+	// run fails naming it, and does not wait for it.
+	stdout.Reset()
+	stderr.Reset()
+	begin := time.Now()
+	code := run(append(args, a.url, "http://127.0.0.1:1"), &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "target http://127.0.0.1:1") {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if el := time.Since(begin); el > 60*time.Second {
+		t.Fatalf("the run took %v", el)
+	}
+	stderr.Reset()
+	if code := run(append(args, a.url, "embedded"), &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "--together") {
+		t.Fatalf("embedded with --together: exit %d: %s", code, stderr.String())
 	}
 }
