@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -76,6 +77,10 @@ builds, or two settings) loaded at once see the same machine: compare
 their points/s and CPU s/Mpoint as ratios. Each rate is then that of a
 machine shared by all the loads, not of the target alone; with
 --duration, the loads end together too. Not with the embedded target.
+A Hourglass target may set its own rollups after a '#', to compare a load
+with rollups and one without at once:
+  hourglass bench ingest --together --workload iot \
+    'http://127.0.0.1:7711#rollups=0' 'http://127.0.0.1:7712#rollups=2'
 
 The report gives points acknowledged, points/s, batch latency (p50, p99,
 max), bytes/point on disk, buckets per 1000 rows (Hourglass targets), peak
@@ -416,9 +421,14 @@ func loadTargets(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 	reports, series := make([]targetReport, len(targets)), make([]bench.Series, len(targets))
 	one := func(i int, ready func(context.Context) error) error {
 		series[i].Target = targets[i]
-		r, err := benchTarget(ctx, cfg, w, src, order, targets[i], stderr, func(p bench.Progress) {
+		target, tcfg, err := targetOptions(targets[i], cfg)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", targets[i], err)
+		}
+		r, err := benchTarget(ctx, tcfg, w, src, order, target, stderr, func(p bench.Progress) {
 			series[i].Samples = append(series[i].Samples, bench.Sample{Elapsed: p.Elapsed, Points: p.Points, Batches: p.Batches, Latency: p.Latency})
 		}, ready)
+		r.Target = targets[i]
 		reports[i] = r
 		if err != nil {
 			return fmt.Errorf("target %s: %w", targets[i], err)
@@ -453,6 +463,29 @@ func loadTargets(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 		return nil, nil, err
 	}
 	return reports, series, nil
+}
+
+// targetOptions splits the options a Hourglass target may carry after a
+// '#' (rollups=N: this target's --rollups) from it, and returns the
+// configuration for it: cfg, or a copy with the options set.
+func targetOptions(target string, cfg *benchConfig) (string, *benchConfig, error) {
+	base, opts, ok := strings.Cut(target, "#")
+	if !ok {
+		return target, cfg, nil
+	}
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return "", nil, errors.New("only a Hourglass target (http://host:port) takes options after '#'")
+	}
+	c := *cfg
+	for _, o := range strings.Split(opts, ",") {
+		k, v, _ := strings.Cut(o, "=")
+		n, err := strconv.Atoi(v)
+		if k != "rollups" || err != nil {
+			return "", nil, fmt.Errorf("target option %q: want rollups=N", o)
+		}
+		c.rollups = n
+	}
+	return base, &c, nil
 }
 
 // startLine starts loads together: each waits there until all arrived

@@ -402,4 +402,35 @@ func TestBenchIngestTogether(t *testing.T) {
 	if code := run(append(args, a.url, "embedded"), &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "--together") {
 		t.Fatalf("embedded with --together: exit %d: %s", code, stderr.String())
 	}
+	// A target's own rollups: one load with a rollup, one without, at
+	// once; an unknown option is refused.
+	stdout.Reset()
+	with, without := a.url+"#rollups=1", b.url+"#rollups=0"
+	if code := run(append(slices.Clone(args), "--collection", "tog2", with, without), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	reports = nil
+	if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil || len(reports) != 2 {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if r := reports[0]; r.Target != with || r.RollupCatchUpSeconds <= 0 || r.Points <= 0 {
+		t.Fatalf("the target with a rollup: %+v", r)
+	}
+	if r := reports[1]; r.Target != without || r.RollupCatchUpSeconds != 0 || r.Points <= 0 {
+		t.Fatalf("the target without: %+v", r)
+	}
+	for base, want := range map[string]int{a.url: http.StatusOK, b.url: http.StatusNotFound} {
+		resp, err := http.Get(base + "/v1/collections/tog2_1m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("the rollup tog2_1m on %s: HTTP %d, want %d", base, resp.StatusCode, want)
+		}
+	}
+	stderr.Reset()
+	if code := run(append(slices.Clone(args), a.url+"#nope=1"), &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "want rollups=N") {
+		t.Fatalf("an unknown target option: exit %d: %s", code, stderr.String())
+	}
 }
