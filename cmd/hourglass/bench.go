@@ -446,6 +446,7 @@ func loadTargets(ctx context.Context, cfg *benchConfig, w bench.Workload, src be
 	if slices.Contains(targets, "embedded") {
 		return nil, nil, errors.New("--together loads targets over HTTP: the embedded target shares this process with their load generators")
 	}
+	stderr = &lockedWriter{w: stderr} // the loads' progress lines, at once
 	start := newStartLine(len(targets))
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
@@ -486,6 +487,18 @@ func targetOptions(target string, cfg *benchConfig) (string, *benchConfig, error
 		c.rollups = n
 	}
 	return base, &c, nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // startLine starts loads together: each waits there until all arrived
