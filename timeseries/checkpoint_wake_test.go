@@ -18,10 +18,7 @@ import (
 func TestKeysReloggedWakeCheckpoint(t *testing.T) {
 	db := openTest(t, t.TempDir(), func(o *Options) { o.CheckpointLogBytes = 1 << 40 })
 	defer db.Close()
-	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m"}
-	if _, err := db.CreateCollection(ctx, "c", CollectionOptions{TimeSeries: ts}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreate(t, db, "c", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 	const series, keyBytes = 256, 2048
 	// Keys of random hex: the log's compression finds nothing to repeat
 	// in them.
