@@ -100,6 +100,10 @@ type collection struct {
 	// rollups are the rollups of this collection being maintained
 	// (relinkRollups).
 	rollups []*rollup
+	// marked caches, per series (by ord), what the rollups' marks cover
+	// already (rollupMarked); markedGen invalidates it all at once.
+	marked    []markedRange
+	markedGen uint64
 	// rules are the TTL rules, compiled from opts and indexes
 	// (compileRules).
 	rules ttl.Rules

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 
@@ -205,10 +206,10 @@ func (db *DB) applyDelete(c *collection, d *deleteRecord) (int64, fieldTypeSet, 
 		// Also when nothing was deleted: a delete replayed after a crash
 		// may find its rows gone from the store already (its batch
 		// reached Pebble) while the marks it made did not survive.
-		now := db.opts.Now()
+		var now time.Time
 		for _, k := range d.metaKeys {
 			if s := c.series.get(k); s != nil {
-				db.markRollups(c, s, d.minTime, d.maxTime, now)
+				db.markRollups(c, s, d.minTime, d.maxTime, &now)
 			}
 		}
 		db.wakeRollups()

@@ -539,9 +539,8 @@ func (db *DB) apply(c *collection, groups []group) {
 	db.mu.writeSeq++
 	seq := db.mu.writeSeq
 	var added int64
-	var now time.Time // for rollup marks
+	var now time.Time // for rollup marks, read when one is made
 	if len(c.rollups) > 0 {
-		now = db.opts.Now()
 		defer db.wakeRollups()
 	}
 	for gi := range groups {
@@ -559,19 +558,12 @@ func (db *DB) apply(c *collection, groups []group) {
 			c.markHot(s)
 			db.seriesMem.Add(seriesMem(s))
 		}
-		if len(c.rollups) > 0 && len(g.rows) > 0 {
-			lo, hi := g.rows[0].Time, g.rows[0].Time
-			for ri := range g.rows {
-				lo, hi = min(lo, g.rows[ri].Time), max(hi, g.rows[ri].Time)
-			}
-			db.markRollups(c, s, lo, hi, now)
-		}
 		var cur *memBucket
-		hi := int64(math.MinInt64)
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 		for ri := range g.rows {
 			m := &g.rows[ri]
 			c.newest = max(c.newest, m.Time)
-			hi = max(hi, m.Time)
+			lo, hi = min(lo, m.Time), max(hi, m.Time)
 			sz := rowBytes(m, ts.TimeField)
 			if cur == nil || !cur.fits(m.Time, sz, m.Fields, &db.lim) {
 				cur = db.bucketFor(c, s, m, sz, span, rounding)
@@ -609,6 +601,9 @@ func (db *DB) apply(c *collection, groups []group) {
 				db.seal(cur)
 				cur = nil
 			}
+		}
+		if len(c.rollups) > 0 && len(g.rows) > 0 {
+			db.markRollups(c, s, lo, hi, &now)
 		}
 		db.sealMovedOn(s, hi)
 	}

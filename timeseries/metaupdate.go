@@ -314,9 +314,9 @@ func (db *DB) moveSeries(c *collection, r *metaUpdateRecord) []seriesMove {
 		c.markHot(s)
 		if len(c.rollups) > 0 {
 			// Both series' windows change, at any time they hold.
-			now := db.opts.Now()
-			db.markRollups(c, mv.from, math.MinInt64, math.MaxInt64, now)
-			db.markRollups(c, s, math.MinInt64, math.MaxInt64, now)
+			var now time.Time
+			db.markRollups(c, mv.from, math.MinInt64, math.MaxInt64, &now)
+			db.markRollups(c, s, math.MinInt64, math.MaxInt64, &now)
 			db.wakeRollups()
 		}
 	}

@@ -1438,3 +1438,53 @@ func TestRollupDeadlineProgress(t *testing.T) {
 	}
 	sameRollup(t, "after deadline passes", rollupRows(t, db, "r", "m"), loopRollup(rows, int64(time.Minute), fields, funcs))
 }
+
+// TestRollupMarkedRanges: in-order writes skip the rollups' marks where
+// the collection remembers them made (collection.marked). A row at the
+// very end of the remembered range (the next window), a late row before
+// it in the same window (a tail must not be folded into), and a pass
+// taking the marks between two writes must each still reach both
+// rollups, of windows 10s and 1m.
+func TestRollupMarkedRanges(t *testing.T) {
+	fields, funcs := []string{"v"}, []string{"count", "sum", "first", "last"}
+	db := rollupOfSource(t, true, "1m", fields, funcs)
+	defer db.Close()
+	ts := &model.TimeSeriesOptions{TimeField: "t", MetaField: "m", Granularity: model.GranularitySeconds}
+	opts, err := RollupOptions(ts, RollupSpec{Source: "src", Window: "10s", Fields: fields, Funcs: funcs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateCollection(ctx, "r10", opts); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	var rows []loopRow
+	insert := func(secs ...float64) {
+		t.Helper()
+		for _, s := range secs {
+			r, m := loopRowOf("a", t0+int64(s*float64(time.Second)), s)
+			insertSource(t, db, []model.Measurement{m})
+			rows = append(rows, r)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		if err := db.CatchUpRollups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sameRollup(t, when+" (1m)", rollupRows(t, db, "r", "m"), loopRollup(rows, int64(time.Minute), fields, funcs))
+		sameRollup(t, when+" (10s)", rollupRows(t, db, "r10", "m"), loopRollup(rows, int64(10*time.Second), fields, funcs))
+	}
+	insert(3)
+	check("first")
+	insert(5, 7, 10) // the pass took the marks; 10 s starts the 10s rollup's next window
+	insert(19.5, 20) // 20 s: the end of what the 10s rollup marked for 19.5
+	check("window ends")
+	insert(30, 45) // the tails of both rollups hold 20 s as their newest value
+	insert(25)     // late, before the remembered range, after the tails' newest value
+	insert(15)     // late, before the tails' newest value: no fold
+	insert(21)     // late again, in windows both marked already
+	check("late rows")
+	insert(59, 60, 61) // the 1m rollup's next window
+	check("next minute")
+}
