@@ -14,7 +14,6 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/snappy"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/hourglassdb/hourglass/command"
 	"github.com/hourglassdb/hourglass/command/promstore"
@@ -106,7 +105,7 @@ func (s *Server) handlePromWrite(w http.ResponseWriter, r *http.Request) {
 
 	req := getPromReq()
 	defer putPromReq(req)
-	release, err := s.decodePromWrite(buf.b, req)
+	release, err := s.decodePromWrite(buf.b, buf.held, req)
 	defer release()
 	if err != nil {
 		s.writePromError(w, r, err)
@@ -178,11 +177,13 @@ func promContentType(ct string) error {
 // body budget, until release is called (also on error). The decompressed
 // length, which the block announces first, is checked against the body
 // limit and taken from the budget before anything is allocated for it, so
-// that a small body announcing a large one costs nothing. The decoded
+// that a small body announcing a large one costs nothing (bodyHeld is
+// what the body itself holds of the budget). The decoded
 // request can take more memory than its bytes (a series of two bytes is
-// a struct of 104): promSize counts its elements first, and that memory
-// is taken from the budget too.
-func (s *Server) decodePromWrite(body []byte, req *promReq) (release func(), err error) {
+// a struct of over 100): the decode takes the memory of its elements
+// from the budget too, as it decodes them (promReq.room). A request
+// that could never fit is 413, one that does not fit now 429.
+func (s *Server) decodePromWrite(body []byte, bodyHeld int64, req *promReq) (release func(), err error) {
 	budget := s.cmd.Bodies()
 	var held int64
 	var dst []byte // the decompressed body, pooled
@@ -195,7 +196,7 @@ func (s *Server) decodePromWrite(body []byte, req *promReq) (release func(), err
 		}
 	}
 	take := func(n int64) error {
-		if n > budget.Max() {
+		if bodyHeld+held+n > budget.Max() {
 			return newHTTPError(http.StatusRequestEntityTooLarge, mongoerr.BSONObjectTooLarge,
 				"the decoded request would take %d bytes, over the server's body memory of %d; send smaller batches", n, budget.Max())
 		}
@@ -224,126 +225,29 @@ func (s *Server) decodePromWrite(body []byte, req *promReq) (release func(), err
 	if err != nil {
 		return release, badRequest("cannot decompress the body (snappy block format): %v", err)
 	}
-	counts, err := promSize(pb)
-	if err != nil {
-		return release, badRequest("cannot decode the WriteRequest: %v", err)
-	}
-	if err := take(counts.bytes()); err != nil {
-		return release, err
-	}
-	if err := req.decode(pb, counts, promKeys); err != nil {
+	if err := req.decode(pb, take, promKeys); err != nil {
+		var budgetErr *promBudgetError
+		if errors.As(err, &budgetErr) {
+			return release, budgetErr.err
+		}
 		return release, badRequest("cannot decode the WriteRequest: %v", err)
 	}
 	return release, nil
 }
 
-// Sizes of the decoded request's elements, for promCounts.bytes.
+// promBudgetError is a decode stopped by the body budget: the error take
+// returned, answered as it is.
+type promBudgetError struct{ err error }
+
+func (e *promBudgetError) Error() string { return e.err.Error() }
+
+// Sizes of the decoded request's elements, whose memory a decode takes
+// from the body budget as it decodes them (promReq.room).
 var (
 	sizeSeries = int64(unsafe.Sizeof(promWSeries{}))
 	sizeLabel  = int64(unsafe.Sizeof(promLabel{}))
 	sizeSample = int64(unsafe.Sizeof(promSample{}))
 )
-
-// promCounts are the elements of a WriteRequest, counted by promSize.
-// labels counts the exemplars' too (an upper bound of the series').
-type promCounts struct {
-	series, labels, samples int64
-}
-
-// bytes bounds the memory decoding a request of these counts takes
-// beyond its decompressed bytes, which its labels are slices of: its
-// slices, each at up to twice its length (pooled slices keep the capacity
-// of larger requests).
-func (c promCounts) bytes() int64 {
-	return 2 * (c.series*sizeSeries + c.labels*sizeLabel + c.samples*sizeSample)
-}
-
-// promSize counts the elements of pb, a WriteRequest, by walking the
-// message's fields (protowire, no decoding), so that their memory is
-// taken before they are decoded. Native histograms are refused here,
-// before their many slices are decoded. An error means pb is malformed.
-func promSize(pb []byte) (promCounts, error) {
-	var series, labels, samples int64
-	err := eachField(pb, func(num protowire.Number, v []byte) error {
-		switch num {
-		case 1: // timeseries
-			series++
-			return eachField(v, func(num protowire.Number, v []byte) error {
-				switch num {
-				case 1:
-					labels++
-				case 2:
-					samples++
-				case 3:
-					return eachField(v, func(num protowire.Number, _ []byte) error {
-						if num == 1 {
-							labels++
-						}
-						return nil
-					})
-				case 4:
-					return errors.New("native histograms are not stored yet; send float samples (send_native_histograms: false)")
-				}
-				return nil
-			})
-		}
-		return nil
-	})
-	if err != nil {
-		return promCounts{}, err
-	}
-	return promCounts{series: series, labels: labels, samples: samples}, nil
-}
-
-// eachField calls fn with each length-delimited field of the message b
-// (the others are skipped), stopping at fn's first error.
-func eachField(b []byte, fn func(num protowire.Number, v []byte) error) error {
-	for len(b) > 0 {
-		// A length-delimited field of a one-byte tag and a length of one
-		// or two bytes (labels, samples, most series), as protowire
-		// reads it; anything else goes the general way below.
-		if c := b[0]; c < 0x80 && c>>3 != 0 && c&7 == byte(protowire.BytesType) && len(b) >= 3 {
-			n, h := int(b[1]), 2
-			if n >= 0x80 {
-				if b[2] >= 0x80 {
-					goto general
-				}
-				n, h = n&0x7f|int(b[2])<<7, 3
-			}
-			if h+n <= len(b) {
-				v := b[h : h+n]
-				b = b[h+n:]
-				if err := fn(protowire.Number(c>>3), v); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-	general:
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return protowire.ParseError(n)
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if err := fn(num, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // check checks every series of req as the collection would and makes
 // the meta key of each series whose key promKeys did not give; it
@@ -351,7 +255,7 @@ func eachField(b []byte, fn func(num protowire.Number, v []byte) error) error {
 // start with '$' nor hold a NUL byte (a meta document's field names),
 // label values UTF-8; a name given twice, a series with no labels and a
 // timestamp beyond the engine's range (nanoseconds in an int64) are
-// refused (native histograms were, by promSize). Labels with an empty
+// refused (native histograms were, by the decode). Labels with an empty
 // value are left out, as Prometheus treats them as absent. A series whose
 // key promKeys gave, or whose encoded labels are those of the series
 // before, passed these checks before: only its timestamps are checked.

@@ -23,6 +23,10 @@ type promReq struct {
 	series  []promWSeries
 	labels  []promLabel  // the labels of the series, in series order
 	samples []promSample // the samples of the series, in series order
+	// take, when not nil, takes memory from the body budget; the rooms
+	// are how many elements of each kind the decode has taken it for.
+	take                              func(int64) error
+	seriesRoom, labelRoom, sampleRoom int
 }
 
 // promWSeries is one TimeSeries of a request.
@@ -79,6 +83,9 @@ func putPromReq(rq *promReq) {
 	rq.series, rq.labels, rq.samples = rq.series[:0], rq.labels[:0], rq.samples[:0]
 	promReqs.Put(rq)
 }
+
+// errPBHistograms refuses a series of native histograms.
+var errPBHistograms = errors.New("native histograms are not stored yet; send float samples (send_native_histograms: false)")
 
 // The errors of prompb's generated code, the same text.
 var (
@@ -226,19 +233,22 @@ func pbWrongType(typ int, field string) error {
 	return fmt.Errorf("proto: wrong wireType = %d for field %s", typ, field)
 }
 
-// decode decodes pb, a WriteRequest whose elements promSize counted, into
-// rq (emptied first). The labels of a series whose encoded labels keys
-// holds are not decoded: its key is taken from there (keys may be nil).
-func (rq *promReq) decode(pb []byte, counts promCounts, keys *promKeyCache) error {
+// decode decodes pb, a WriteRequest, into rq (emptied first). The labels
+// of a series whose encoded labels keys holds are not decoded: its key is
+// taken from there (keys may be nil).
+//
+// The memory of the elements decoded is taken with take (nil: none) as
+// they are decoded, before each is appended (room): a body that decodes
+// into more than the budget allows stops where it reaches it, with
+// take's error in a promBudgetError. A small body can announce many
+// elements (a series of two bytes is a struct of over 100), so the
+// elements are paid for, not the bytes.
+func (rq *promReq) decode(pb []byte, take func(int64) error, keys *promKeyCache) error {
 	rq.series = rq.series[:0]
 	rq.labels = rq.labels[:0]
 	rq.samples = rq.samples[:0]
-	if n := int(counts.series); cap(rq.series) < n {
-		rq.series = make([]promWSeries, 0, n)
-	}
-	if n := int(counts.samples); cap(rq.samples) < n {
-		rq.samples = make([]promSample, 0, n)
-	}
+	rq.take, rq.seriesRoom, rq.labelRoom, rq.sampleRoom = take, 0, 0, 0
+	defer func() { rq.take = nil }()
 	for i := 0; i < len(pb); {
 		pre := i
 		num, typ, next, err := pbTag(pb, i, "WriteRequest")
@@ -274,9 +284,6 @@ func (rq *promReq) decode(pb []byte, counts promCounts, keys *promKeyCache) erro
 	// The series whose encoded labels were seen before take their key
 	// from there, under one lock; the others' labels are decoded now.
 	keys.lookup(rq.series)
-	if n := int(counts.labels); cap(rq.labels) < n {
-		rq.labels = make([]promLabel, 0, n)
-	}
 	for si := range rq.series {
 		s := &rq.series[si]
 		if s.cached {
@@ -293,8 +300,7 @@ func (rq *promReq) decode(pb []byte, counts promCounts, keys *promKeyCache) erro
 
 // decodeSeries decodes a TimeSeries message: its samples, and where its
 // labels are (decodeLabels decodes them later, unless their key is
-// cached). Exemplars are checked and dropped; histograms, which promSize
-// refuses first, are refused.
+// cached). Exemplars are checked and dropped; histograms are refused.
 func (rq *promReq) decodeSeries(b []byte) error {
 	s := promWSeries{s0: len(rq.samples)}
 	lstart, lend := -1, -1
@@ -331,6 +337,11 @@ func (rq *promReq) decodeSeries(b []byte) error {
 			if sm.t > math.MaxInt64/int64(1e6) || sm.t < math.MinInt64/int64(1e6) {
 				s.badTime = true
 			}
+			if len(rq.samples) == rq.sampleRoom {
+				if err := rq.room(&rq.sampleRoom, sizeSample); err != nil {
+					return err
+				}
+			}
 			rq.samples = append(rq.samples, sm)
 			i = end
 		case 3:
@@ -346,7 +357,7 @@ func (rq *promReq) decodeSeries(b []byte) error {
 			if typ != 2 {
 				return pbWrongType(typ, "Histograms")
 			}
-			return errors.New("native histograms are not stored yet; send float samples (send_native_histograms: false)")
+			return errPBHistograms
 		default:
 			if i, err = pbSkip(b, pre); err != nil {
 				return err
@@ -364,9 +375,36 @@ func (rq *promReq) decodeSeries(b []byte) error {
 		s.lmsg = b
 	}
 	s.s1 = len(rq.samples)
+	if len(rq.series) == rq.seriesRoom {
+		if err := rq.room(&rq.seriesRoom, sizeSeries); err != nil {
+			return err
+		}
+	}
 	rq.series = append(rq.series, s)
 	return nil
 }
+
+// room takes from the budget the memory of more elements of size bytes
+// before they are decoded, and moves *room on by as many: as many as it
+// holds already (at least promRoomMin, at most promRoomMax), so that what
+// is taken is at most about twice what is decoded, as a slice grown by
+// append holds.
+func (rq *promReq) room(room *int, size int64) error {
+	n := min(max(*room, promRoomMin), promRoomMax)
+	if rq.take != nil {
+		if err := rq.take(int64(n) * size); err != nil {
+			return &promBudgetError{err}
+		}
+	}
+	*room += n
+	return nil
+}
+
+// The elements of a kind a request's decode pays for at a time (room).
+const (
+	promRoomMin = 1
+	promRoomMax = 1 << 14
+)
 
 // decodeLabels decodes the Label messages (field 1) among the fields b,
 // whose tags and lengths decodeSeries checked, into rq.labels. b is a
@@ -393,6 +431,11 @@ func (rq *promReq) decodeLabels(b []byte) error {
 		l, err := pbLabel(b[start:end])
 		if err != nil {
 			return err
+		}
+		if len(rq.labels) == rq.labelRoom {
+			if err := rq.room(&rq.labelRoom, sizeLabel); err != nil {
+				return err
+			}
 		}
 		rq.labels = append(rq.labels, l)
 		i = end
