@@ -181,7 +181,7 @@ func promContentType(ct string) error {
 // what the body itself holds of the budget). The decoded
 // request can take more memory than its bytes (a series of two bytes is
 // a struct of over 100): the decode takes the memory of its elements
-// from the budget too, as it decodes them (promReq.room). A request
+// from the budget too, as it decodes them (promReq.need). A request
 // that could never fit is 413, one that does not fit now 429.
 func (s *Server) decodePromWrite(body []byte, bodyHeld int64, req *promReq) (release func(), err error) {
 	budget := s.cmd.Bodies()
@@ -242,7 +242,7 @@ type promBudgetError struct{ err error }
 func (e *promBudgetError) Error() string { return e.err.Error() }
 
 // Sizes of the decoded request's elements, whose memory a decode takes
-// from the body budget as it decodes them (promReq.room).
+// from the body budget as it decodes them (promReq.need).
 var (
 	sizeSeries = int64(unsafe.Sizeof(promWSeries{}))
 	sizeLabel  = int64(unsafe.Sizeof(promLabel{}))

@@ -238,7 +238,7 @@ func pbWrongType(typ int, field string) error {
 // taken from there (keys may be nil).
 //
 // The memory of the elements decoded is taken with take (nil: none) as
-// they are decoded, before each is appended (room): a body that decodes
+// they are decoded, before each is appended (need): a body that decodes
 // into more than the budget allows stops where it reaches it, with
 // take's error in a promBudgetError. A small body can announce many
 // elements (a series of two bytes is a struct of over 100), so the
@@ -337,10 +337,8 @@ func (rq *promReq) decodeSeries(b []byte) error {
 			if sm.t > math.MaxInt64/int64(1e6) || sm.t < math.MinInt64/int64(1e6) {
 				s.badTime = true
 			}
-			if len(rq.samples) == rq.sampleRoom {
-				if err := rq.room(&rq.sampleRoom, sizeSample); err != nil {
-					return err
-				}
+			if err := rq.need(len(rq.samples), &rq.sampleRoom, sizeSample); err != nil {
+				return err
 			}
 			rq.samples = append(rq.samples, sm)
 			i = end
@@ -375,22 +373,29 @@ func (rq *promReq) decodeSeries(b []byte) error {
 		s.lmsg = b
 	}
 	s.s1 = len(rq.samples)
-	if len(rq.series) == rq.seriesRoom {
-		if err := rq.room(&rq.seriesRoom, sizeSeries); err != nil {
-			return err
-		}
+	if err := rq.need(len(rq.series), &rq.seriesRoom, sizeSeries); err != nil {
+		return err
 	}
 	rq.series = append(rq.series, s)
 	return nil
 }
 
-// room takes from the budget the memory of more elements of size bytes
+// need makes room for one more element of a kind of which the decode
+// holds have, of size bytes (grow), when what it took is used up.
+func (rq *promReq) need(have int, room *int, size int64) error {
+	if have < *room {
+		return nil
+	}
+	return rq.grow(room, size)
+}
+
+// grow takes from the budget the memory of more elements of size bytes
 // before they are decoded, and moves *room on by as many: as many as it
-// holds already (at least promRoomMin, at most promRoomMax), so that what
-// is taken is at most about twice what is decoded, as a slice grown by
+// holds already (at least one, at most promRoomMax), so that what is
+// taken is at most about twice what is decoded, as a slice grown by
 // append holds.
-func (rq *promReq) room(room *int, size int64) error {
-	n := min(max(*room, promRoomMin), promRoomMax)
+func (rq *promReq) grow(room *int, size int64) error {
+	n := min(max(*room, 1), promRoomMax)
 	if rq.take != nil {
 		if err := rq.take(int64(n) * size); err != nil {
 			return &promBudgetError{err}
@@ -400,11 +405,9 @@ func (rq *promReq) room(room *int, size int64) error {
 	return nil
 }
 
-// The elements of a kind a request's decode pays for at a time (room).
-const (
-	promRoomMin = 1
-	promRoomMax = 1 << 14
-)
+// promRoomMax is the most elements of a kind a request's decode pays for
+// at a time (grow).
+const promRoomMax = 1 << 14
 
 // decodeLabels decodes the Label messages (field 1) among the fields b,
 // whose tags and lengths decodeSeries checked, into rq.labels. b is a
@@ -432,10 +435,8 @@ func (rq *promReq) decodeLabels(b []byte) error {
 		if err != nil {
 			return err
 		}
-		if len(rq.labels) == rq.labelRoom {
-			if err := rq.room(&rq.labelRoom, sizeLabel); err != nil {
-				return err
-			}
+		if err := rq.need(len(rq.labels), &rq.labelRoom, sizeLabel); err != nil {
+			return err
 		}
 		rq.labels = append(rq.labels, l)
 		i = end

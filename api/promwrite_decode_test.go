@@ -115,7 +115,7 @@ func FuzzPromDecode(f *testing.F) {
 	f.Add([]byte("\x0a\x0a\x0a\x08\x0a\x01a\x12\x01b\x1b\x1c\x1a\x00"))
 	// A tag's field number beyond 32 bits: gogo takes its low 32 bits.
 	f.Add([]byte("\x0a\x0d\x0a\x0b\x8a\x80\x80\x80\x10\x01a\x12\x01b\x00"))
-	// Field number 0, length-delimited: protowire refuses it.
+	// Field number 0, length-delimited: prompb refuses it (illegal tag 0).
 	f.Add([]byte("\x02\x01\x00"))
 	// A series of a two-byte length.
 	f.Add(append([]byte("\x0a\x83\x01\x0a\x80\x01\x0a\x01a\x12\x7b"), bytes.Repeat([]byte("b"), 123)...))

@@ -101,7 +101,7 @@ type collection struct {
 	// (relinkRollups).
 	rollups []*rollup
 	// marked caches, per series (by ord), what the rollups' marks cover
-	// already (rollupMarked); markedGen invalidates it all at once.
+	// already (markRollups); markedGen invalidates it all at once.
 	marked    []markedRange
 	markedGen uint64
 	// rules are the TTL rules, compiled from opts and indexes
