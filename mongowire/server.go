@@ -31,8 +31,11 @@ var ErrServerClosed = errors.New("mongowire: server closed")
 const DefaultCursorTimeout = 10 * time.Minute
 
 // reclaimCursors is how many idle cursors a query short of memory closes
-// at a time (the engine asks again while it is short).
-const reclaimCursors = 8
+// at a time: one, the least recently used, and the engine asks again while
+// it is short (up to 64 times a charge), so that no more close than the
+// query needs room for (eight at a time closed every cursor of a client
+// holding a few small ones).
+const reclaimCursors = 1
 
 // holdsQueryMemory reports whether c's query holds engine memory (a find on
 // a time series holds its plan and open scans until it is exhausted).

@@ -205,9 +205,11 @@ func TestScanStopsOnCancel(t *testing.T) {
 // limit; a find by series and an aggregate, which take their series a
 // chunk at a time within half the memory left, run within both.
 func TestQueryMemoryLimit(t *testing.T) {
-	const series = 40
-	// Each series holds one open bucket of one column in memory.
-	need := int64(series) * (seriesSnapBytes + 8 + capturedBytes(&bucket.Columns{Fields: make([]bucket.Column, 1)}, false))
+	const series, rows = 40, 8
+	// Each series holds one open bucket of eight rows of one column in
+	// memory, open rows a read decodes into columns of its own.
+	open := bucket.Columns{Times: make([]int64, rows), Fields: []bucket.Column{{Name: "v", Type: model.KindInt, Ints: make([]int64, rows)}}}
+	need := int64(series) * (seriesSnapBytes + 8 + capturedBytes(&open, true))
 	for _, c := range []struct {
 		limit int64
 		ok    bool
@@ -216,7 +218,9 @@ func TestQueryMemoryLimit(t *testing.T) {
 		mustCreate(t, db, "s", model.TimeSeriesOptions{TimeField: "t", MetaField: "m"})
 		var ms []model.Measurement
 		for s := 0; s < series; s++ {
-			ms = append(ms, model.Measurement{Time: int64(s) * 1e9, Meta: int64(s), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
+			for r := range rows {
+				ms = append(ms, model.Measurement{Time: int64(s)*1e9 + int64(r), Meta: int64(s), Fields: []model.Field{{Name: "v", Value: model.Int(1)}}})
+			}
 		}
 		if _, err := db.Insert(ctx, "s", Batch{Measurements: ms}, InsertOptions{}); err != nil {
 			t.Fatal(err)
@@ -229,8 +233,8 @@ func TestQueryMemoryLimit(t *testing.T) {
 			cur.Close()
 		}
 		checkLimitErr(t, "sorted find", err, c.ok, mongoerr.QueryExceededMemoryLimit, c.limit)
-		if n := len(findRows(t, db, "s", FindOptions{})); n != series {
-			t.Errorf("find by series within %d bytes: %d rows, want %d", c.limit, n, series)
+		if n := len(findRows(t, db, "s", FindOptions{})); n != series*rows {
+			t.Errorf("find by series within %d bytes: %d rows, want %d", c.limit, n, series*rows)
 		}
 		rec, err := db.Aggregate(ctx, "s", AggregateOptions{Window: time.Hour})
 		if err != nil {

@@ -131,9 +131,13 @@ type ckptBucket struct {
 	// and every other change replaces its slices), or an open one's
 	// headers captured into the checkpoint's ckptCapture.
 	cols bucket.Columns
-	// frozen and frozenRows are the bucket's frozen rows, before cols'.
+	// frozen and frozenRows are the bucket's frozen rows, before cols'
+	// or those of open (cols then holds none: the bucket's column list,
+	// which nothing writes to).
 	frozen     []byte
 	frozenRows int
+	open       []byte
+	openRows   int
 	refs       []uint32 // the fields' indexes in the collection's name table
 	coll       uint32
 	sealed     bool
@@ -149,21 +153,31 @@ type ckptBucket struct {
 // bucket is written again at every checkpoint while it fills).
 func (w *ckptBucket) encode(enc *bucket.Encoder, dst []byte, scratch *encodeScratch) ([]byte, error) {
 	if !w.sealed && !w.encodeOpen {
-		return bucket.AppendSnapshot(dst, w.minT, w.maxT, w.refs, w.frozen, w.frozenRows, &w.cols), nil
+		return bucket.AppendSnapshot(dst, w.minT, w.maxT, w.refs, w.frozen, w.frozenRows, w.tail(scratch)), nil
 	}
 	return enc.EncodeRefs(dst, w.columns(scratch), w.refs)
 }
 
 // rows returns the rows w writes.
-func (w *ckptBucket) rows() int { return w.frozenRows + len(w.cols.Times) }
+func (w *ckptBucket) rows() int { return w.frozenRows + w.openRows + len(w.cols.Times) }
+
+// tail returns the rows of w after its frozen ones: its open rows decoded
+// into scratch, or its plain columns.
+func (w *ckptBucket) tail(scratch *encodeScratch) *bucket.Columns {
+	if w.openRows == 0 {
+		return &w.cols
+	}
+	decodeOpenRows(&scratch.open, w.cols.Fields, w.open, w.openRows)
+	return &scratch.open
+}
 
 // columns returns the rows w encodes: its frozen rows decoded, and put in
 // time order for a sealed bucket (a stored bucket's rows are), both into
 // scratch, which the caller reuses from bucket to bucket.
 func (w *ckptBucket) columns(scratch *encodeScratch) *bucket.Columns {
-	cols := &w.cols
+	cols := w.tail(scratch)
 	if w.frozenRows > 0 {
-		thawColumnsInto(&scratch.thaw, w.frozen, w.frozenRows, &w.cols, nil)
+		thawColumnsInto(&scratch.thaw, w.frozen, w.frozenRows, cols, nil)
 		cols = &scratch.thaw
 	}
 	if w.sealed && w.unordered {
@@ -180,8 +194,8 @@ func (w *ckptBucket) columns(scratch *encodeScratch) *bucket.Columns {
 // end of an iot load of 10,000 sensors, the peak of its memory
 // (docs/benchmarks.md, "A bucket sealed a quarter of a span past").
 type encodeScratch struct {
-	thaw, sorted bucket.Columns
-	perm         []int32
+	thaw, sorted, open bucket.Columns
+	perm               []int32
 }
 
 // ckptCapture holds what a checkpoint captured of its open buckets in a
@@ -563,7 +577,7 @@ func (db *DB) sizeCapture(run *ckptRun) {
 		for _, s := range c.hot {
 			for _, b := range s.buckets {
 				fields += len(b.cols.Fields)
-				if !b.sealed {
+				if !b.sealed && len(b.cols.Times) > 0 {
 					openFields += len(b.cols.Fields)
 					present += b.presenceWords()
 				}
@@ -582,10 +596,15 @@ func (db *DB) sizeCapture(run *ckptRun) {
 // a sealed bucket's own columns, an open one's headers into cp.
 func (cp *ckptCapture) capture(c *collection, s *series, b *memBucket) ckptBucket {
 	w := ckptBucket{b: b, coll: c.id, series: s.id, sealed: b.sealed, unordered: b.unordered,
-		frozen: b.frozen[:len(b.frozen):len(b.frozen)], frozenRows: b.frozenRows, minT: b.minT, maxT: b.maxT}
-	if b.sealed {
+		frozen: b.frozen[:len(b.frozen):len(b.frozen)], frozenRows: b.frozenRows, minT: b.minT, maxT: b.maxT,
+		open: b.open[:len(b.open):len(b.open)], openRows: b.openRows}
+	switch {
+	case b.sealed:
 		w.cols = b.cols
-	} else {
+	case len(b.cols.Times) == 0:
+		// No plain rows: the column list, which nothing writes to.
+		w.cols.Fields = b.cols.Fields[:len(b.cols.Fields):len(b.cols.Fields)]
+	default:
 		at := len(cp.fields)
 		w.cols.Times, cp.fields, cp.present = b.appendCapture(cp.fields, cp.present)
 		w.cols.Fields = cp.fields[at:len(cp.fields):len(cp.fields)]
@@ -736,7 +755,7 @@ func (run *ckptRun) sizedBatch(pe *parallelEncoder) int {
 // snapshot copies them; encoded, they shrink) and a few bytes a plain
 // value.
 func (w *ckptBucket) bucketEstimate() int {
-	return 64 + len(w.frozen) + len(w.cols.Times)*(2+3*len(w.cols.Fields)) + 8*len(w.refs)
+	return 64 + len(w.frozen) + len(w.open)/2 + len(w.cols.Times)*(2+3*len(w.cols.Fields)) + 8*len(w.refs)
 }
 
 // batchEntryOverhead is a Pebble batch entry's bytes beyond its key and

@@ -27,6 +27,9 @@ type collection struct {
 	series   seriesIndex // canonical meta -> series
 	// slab holds the series and their meta keys (newSeries).
 	slab seriesSlab
+	// headers holds the column lists the buckets taking open rows share,
+	// by headerHash (shareHeaders). Guarded by DB.mu.
+	headers map[uint64][]bucket.Column
 	// byID holds the series in ascending id order (collection.addSeries):
 	// a slice rather than a second map, 8 bytes a series. Its writer
 	// holds lookupMu too (seriesFor reads it under that lock alone).

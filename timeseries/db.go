@@ -114,7 +114,7 @@ type DB struct {
 		// between calls without its pointers.
 		sealScratch []*memBucket
 		// freezeScratch is where apply encodes a bucket's rows it freezes.
-		freezeScratch []byte
+		freezeScratch freezeScratch
 	}
 	// coll guards byName for lookup, which does not take mu: an insert
 	// finds its collection while another applies its batch. Writers of

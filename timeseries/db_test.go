@@ -766,6 +766,9 @@ func TestAggregateFirstLastSkipsBuckets(t *testing.T) {
 // for one, and what is sealed (800 series' hour) is between an eighth and
 // a quarter of the budget.
 func TestSealedBucketsWakeCheckpoint(t *testing.T) {
+	// Enough series that their hour's buckets, ~1.2 KB each frozen, are
+	// more than an eighth of the budget.
+	const wakeSeries = 1100
 	db := openTest(t, t.TempDir(), func(o *Options) {
 		o.MemoryBudget = 8 << 20
 		o.CheckpointLogBytes = 1 << 40
@@ -775,7 +778,7 @@ func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 	insert := func(hour int, rows int) {
 		t.Helper()
 		var ms []model.Measurement
-		for s := 0; s < 800; s++ {
+		for s := 0; s < wakeSeries; s++ {
 			for i := 0; i < rows; i++ {
 				ms = append(ms, model.Measurement{Time: int64(hour)*3600e9 + int64(i)*10e9, Meta: int64(s),
 					Fields: []model.Field{{Name: "a", Value: model.Float(float64(i) + 0.5)}, {Name: "b", Value: model.Int(int64(i))}}})
@@ -801,8 +804,8 @@ func TestSealedBucketsWakeCheckpoint(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != 800*301 {
-		t.Fatalf("%d rows, want %d", len(rows), 800*301)
+	if rows := findRows(t, db, "m", FindOptions{}); len(rows) != wakeSeries*301 {
+		t.Fatalf("%d rows, want %d", len(rows), wakeSeries*301)
 	}
 }
 

@@ -639,6 +639,7 @@ func (b *memBucket) deleteRows(lo, hi int64, rf *rowFilter, timeField string) de
 	b.changed()
 	b.cols = permuteColumns(&all, keep)
 	b.frozen, b.frozenRows = nil, 0
+	b.open, b.openRows, b.hdrShared = nil, 0, false
 	before := b.mem
 	b.mem = bucketMem(&b.cols)
 	b.size = estimateSize(&b.cols, timeField)

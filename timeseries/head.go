@@ -99,10 +99,11 @@ func (c *collection) coolHot() {
 }
 
 // memBucket is a bucket in memory: open (taking measurements) or sealed and
-// waiting for the next checkpoint. Its rows are its frozen rows, then the
-// rows of cols. Its columns and frozen rows only ever grow by appending,
-// and every other change replaces the slices, so a reader that captured a
-// prefix under DB.mu can read it after releasing the lock.
+// waiting for the next checkpoint. Its rows are its frozen rows, then its
+// open rows or the rows of cols. Its columns, open rows and frozen rows
+// only ever grow by appending, and every other change replaces the slices,
+// so a reader that captured a prefix under DB.mu can read it after
+// releasing the lock.
 type memBucket struct {
 	// The fields a write checks first (fits), at the front: a fleet's
 	// write reaches another series' buckets at every row, and a bucket
@@ -127,11 +128,23 @@ type memBucket struct {
 	// (bucket.AppendSnapshot), clear when it is an encoded bucket.
 	snapFrozen bool
 	lastOver   bool
+	hdrShared  bool
 	// cols holds the rows taken since the last freeze, as plain columns,
 	// and the header (name, type) of every column of the bucket, in the
 	// order the frozen rows index them.
 	cols bucket.Columns
 	id   uint64
+	// open holds the rows taken since the last freeze, openRows of them,
+	// when cols holds none (openrows.go): cols.Fields then lists the
+	// columns' names and types only, and is never written to (a column
+	// added makes a new list), so that buckets share it (hdrShared: the
+	// collection's copy, collection.shareHeaders) and a checkpoint takes
+	// it as it is. Plain rows in cols are what a thaw, a delete or a
+	// bucket read back at open leaves, and what a store that never
+	// freezes takes (limits.freezeAt); a bucket holds open rows or plain
+	// ones, never both.
+	open     []byte
+	openRows int
 	// frozen holds the bucket's older rows, frozenRows of them, as chunks
 	// compressed by bucket.AppendFrozen: an open bucket of a fleet costs a
 	// few bytes a value, not 8 (freeze).
@@ -201,7 +214,10 @@ func (b *memBucket) sortedCapture(acct *atomic.Int64, max int64) (cols bucket.Co
 	return sorted, true
 }
 
-func (b *memBucket) rows() int { return b.frozenRows + len(b.cols.Times) }
+func (b *memBucket) rows() int { return b.frozenRows + b.tailRows() }
+
+// tailRows is the rows of b since its last freeze: open or plain.
+func (b *memBucket) tailRows() int { return b.openRows + len(b.cols.Times) }
 
 // presentColumns reports for each column of b whether it holds a value in
 // some row, plain or frozen.
@@ -216,6 +232,9 @@ func (b *memBucket) presentColumns() []bool {
 			}
 		}
 	}
+	if b.openRows > 0 {
+		openPresent(b.open, b.cols.Fields, b.openRows, present)
+	}
 	if b.frozenRows > 0 {
 		if err := bucket.FrozenPresent(b.frozen, present); err != nil {
 			panic(fmt.Sprintf("timeseries: frozen rows do not decode: %v", err))
@@ -224,55 +243,89 @@ func (b *memBucket) presentColumns() []bool {
 	return present
 }
 
-// freezeRows is how many plain rows an open bucket takes before they are
-// frozen. Smaller costs more chunk headers (a sensor's rows freeze to 7.28
-// bytes a row in chunks of 64, 7.41 in chunks of 32, 7.88 in chunks of 16:
-// go test ./bucket -bench Frozen); larger keeps more rows plain, at 8
-// bytes a value, in columns made with room for all of them (tailCap). At
+// freezeRows is how many rows an open bucket takes (as open rows, or
+// plain ones) before they are frozen. Smaller costs more chunk headers (a
+// sensor's rows freeze to 7.28 bytes a row in chunks of 64, 7.41 in chunks
+// of 32, 7.88 in chunks of 16: go test ./bucket -bench Frozen); larger
+// keeps more rows unfrozen, at 8 bytes a number, made with room for all of
+// them (tailCap). At
 // 32 a fleet 48 rows into its hour holds 24.6 budgeted bytes a row where
 // 64 held 35.2 (TestOpenHourPlainRowsFew), and a whole hour 10.0 heap bytes a row
 // where 64 held 12.7 (docs/benchmarks.md, "Open buckets freezing every 32
 // rows").
 const freezeRows = 32
 
-// tailCap is the capacity b's plain columns are made with: what the rest
-// of the bucket is expected to need (series.rowsHint), up to freezeRows.
+// tailCap is the rows b's open rows or plain columns are made with room
+// for: what the rest of the bucket is expected to need (series.rowsHint),
+// up to freezeRows.
 func (b *memBucket) tailCap() int {
 	return max(min(freezeRows, b.capHint-b.frozenRows), minColumnRows)
 }
 
-// freeze compresses b's plain rows into b.frozen and starts its plain
-// columns again, empty, with the same headers. scratch is the caller's
-// buffer for the chunk; it returns it and the change in memory held. The
-// rows do not move in order, so a sorted copy stays valid. DB.mu is held
-// for writing.
-func (b *memBucket) freeze(scratch []byte) ([]byte, int64) {
-	n := len(b.cols.Times)
-	if n == 0 {
-		return scratch, 0
+// freezeScratch is what freezes reuse: the chunk they encode and the
+// columns open rows are decoded into.
+type freezeScratch struct {
+	chunk []byte
+	cols  bucket.Columns
+}
+
+// freeze compresses b's rows since its last freeze, open or plain, into
+// b.frozen; the bucket takes open rows after it. It returns the change in
+// memory held. The rows do not move in order, so a sorted copy stays
+// valid. DB.mu is held for writing.
+func (b *memBucket) freeze(fs *freezeScratch) int64 {
+	var tail *bucket.Columns
+	n := b.tailRows()
+	switch {
+	case b.openRows > 0:
+		decodeOpenRows(&fs.cols, b.cols.Fields, b.open, b.openRows)
+		tail = &fs.cols
+	case n > 0:
+		tail = &b.cols
+	default:
+		return 0
 	}
-	scratch = bucket.AppendFrozen(scratch[:0], &b.cols, n)
-	if len(b.frozen)+len(scratch) <= frozenExact {
+	fs.chunk = bucket.AppendFrozen(fs.chunk[:0], tail, n)
+	if len(b.frozen)+len(fs.chunk) <= frozenExact {
 		// Made to measure, not grown by append: a fleet holds a million.
-		frozen := make([]byte, len(b.frozen)+len(scratch))
-		copy(frozen[copy(frozen, b.frozen):], scratch)
+		frozen := make([]byte, len(b.frozen)+len(fs.chunk))
+		copy(frozen[copy(frozen, b.frozen):], fs.chunk)
 		b.frozen = frozen
 	} else {
 		// A large bucket grows by append, not by a copy a freeze: an
 		// append past len writes no byte a capture holds.
-		b.frozen = append(b.frozen, scratch...)
+		b.frozen = append(b.frozen, fs.chunk...)
 	}
 	b.frozenMaxT = b.maxT // every row is frozen now
 	b.frozenRows += n
-	tc := b.tailCap()
-	b.cols.Times = make([]int64, 0, tc)
-	for i := range b.cols.Fields {
-		col := &b.cols.Fields[i]
-		*col = emptyColumn(col.Name, col.Type, tc)
+	b.open, b.openRows = nil, 0
+	if len(b.cols.Times) > 0 {
+		b.cols = bucket.Columns{Fields: headersOf(b.cols.Fields)}
+		b.hdrShared = false
 	}
 	before := b.mem
-	b.mem = memBucketMem + int64(cap(b.frozen)) + columnsMem(&b.cols)
-	return scratch, b.mem - before
+	b.mem = b.openMem()
+	return b.mem - before
+}
+
+// headersOf returns a new list of the names and types of cols, cut to its
+// length (an append makes another).
+func headersOf(cols []bucket.Column) []bucket.Column {
+	hdr := make([]bucket.Column, len(cols))
+	for i := range cols {
+		hdr[i] = bucket.Column{Name: cols[i].Name, Type: cols[i].Type}
+	}
+	return hdr
+}
+
+// openMem is the memory held by b when it holds no plain rows: its
+// struct, its frozen and open rows, and its column list unless shared.
+func (b *memBucket) openMem() int64 {
+	m := memBucketMem + int64(cap(b.frozen)) + int64(cap(b.open))
+	if !b.hdrShared {
+		m += columnHeaderMem * int64(len(b.cols.Fields))
+	}
+	return m
 }
 
 // frozenExact is the frozen bytes up to which a freeze copies them into an
@@ -304,11 +357,12 @@ func zeroColumn(name string, k model.Kind, n, c int) bucket.Column {
 // thaw makes every row of b plain again, for a change that rewrites rows.
 // It returns the change in memory held. DB.mu is held for writing.
 func (b *memBucket) thaw() int64 {
-	if b.frozenRows == 0 {
+	if b.frozenRows == 0 && b.openRows == 0 && len(b.cols.Times) > 0 {
 		return 0
 	}
-	b.cols = b.capture().cols
+	b.cols = b.capture().cols // new columns, the bucket's own
 	b.frozen, b.frozenRows = nil, 0
+	b.open, b.openRows, b.hdrShared = nil, 0, false
 	before := b.mem
 	b.mem = bucketMem(&b.cols)
 	return b.mem - before
@@ -351,32 +405,32 @@ func (b *memBucket) colIndex(name string, hint int) int {
 	return -1
 }
 
-// appendRow adds one measurement; the caller checked fits. It returns the
-// change in memory held.
-func (b *memBucket) appendRow(t int64, sz int, fs []model.Field) int64 {
+// appendRow adds one measurement; the caller checked fits. A bucket that
+// holds no plain rows takes it as an open row when open is set (c shares
+// its column list), as a plain one otherwise. It returns the change in
+// memory held.
+func (b *memBucket) appendRow(t int64, sz int, fs []model.Field, coll *collection, open bool) int64 {
 	b.changed()
 	n := len(b.cols.Times)
+	if n == 0 && open {
+		return b.appendOpen(t, sz, fs, coll)
+	}
 	before := b.mem
+	if n == 0 && len(b.cols.Fields) > 0 {
+		// A list of names and types (a freeze's, or one shared) is not
+		// written to: the plain rows get columns of their own.
+		b.cols.Fields = headersOf(b.cols.Fields)
+		b.hdrShared = false
+	}
 	if b.cols.Times == nil && b.capHint > 0 {
 		b.cols.Times = make([]int64, 0, b.tailCap())
 	}
 	if b.cols.Fields == nil {
 		b.cols.Fields = make([]bucket.Column, 0, len(fs))
 	}
+	atMax := b.noteTime(t)
 	b.cols.Times = append(b.cols.Times, t)
 	b.mem += 8
-	first := n+b.frozenRows == 0
-	if first || t < b.minT {
-		b.minT = t
-	}
-	if !first && t < b.maxT {
-		b.unordered = true
-	}
-	if first || t > b.maxT {
-		b.maxT = t
-		b.lastNum, b.lastOver = 0, false
-	}
-	atMax := t == b.maxT
 	b.size += sz
 	for i := range fs {
 		f := &fs[i]
@@ -405,6 +459,103 @@ func (b *memBucket) appendRow(t int64, sz int, fs []model.Field) int64 {
 		growBits(col, n+1)
 	}
 	return b.mem - before
+}
+
+// noteTime takes a new row's time t into b's bounds and order, before
+// the row counts in b.rows, and reports whether t is b's latest time.
+func (b *memBucket) noteTime(t int64) (atMax bool) {
+	first := b.rows() == 0
+	if first || t < b.minT {
+		b.minT = t
+	}
+	if !first && t < b.maxT {
+		b.unordered = true
+	}
+	if first || t > b.maxT {
+		b.maxT = t
+		b.lastNum, b.lastOver = 0, false
+	}
+	return t == b.maxT
+}
+
+// appendOpen is appendRow taking the measurement as an open row.
+func (b *memBucket) appendOpen(t int64, sz int, fs []model.Field, c *collection) int64 {
+	before := b.mem
+	var ciBuf [8]int32
+	ci := ciBuf[:0]
+	if len(fs) > len(ciBuf) {
+		ci = make([]int32, 0, len(fs))
+	}
+	missing := 0
+	for i := range fs {
+		x := b.colIndex(fs[i].Name, i)
+		if x < 0 {
+			missing++
+		}
+		ci = append(ci, int32(x))
+	}
+	if missing > 0 {
+		// A new list: the old one may be shared, and a capture holds it.
+		hdr := make([]bucket.Column, len(b.cols.Fields), len(b.cols.Fields)+missing)
+		copy(hdr, b.cols.Fields)
+		for i := range fs {
+			if ci[i] >= 0 {
+				continue
+			}
+			if x := indexOfName(hdr, fs[i].Name); x >= 0 {
+				ci[i] = int32(x) // a field named twice in the measurement
+				continue
+			}
+			ci[i] = int32(len(hdr))
+			hdr = append(hdr, bucket.Column{Name: fs[i].Name, Type: fs[i].Value.Kind})
+		}
+		b.cols.Fields, b.hdrShared = c.shareHeaders(hdr)
+	}
+	atMax := b.noteTime(t)
+	b.size += sz
+	if atMax {
+		for i := range fs {
+			if numberKind(fs[i].Value.Kind) {
+				b.markLast(int(ci[i]))
+			}
+		}
+	}
+	if b.open == nil {
+		b.open = make([]byte, 0, b.tailCap()*openRowBytes(fs))
+	}
+	b.open = appendOpenRow(b.open, t, fs, ci)
+	b.openRows++
+	b.mem = b.openMem()
+	return b.mem - before
+}
+
+// indexOfName returns the index of the column named name in hdr, or -1.
+func indexOfName(hdr []bucket.Column, name string) int {
+	for i := range hdr {
+		if hdr[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// openRowBytes is about the bytes an open row of the fields fs takes.
+func openRowBytes(fs []model.Field) int {
+	n := 10
+	for i := range fs {
+		n += 2
+		switch fs[i].Value.Kind {
+		case model.KindString, model.KindBSON:
+			n += 1 + len(fs[i].Value.S)
+		case model.KindObjectID:
+			n += bucket.ObjectIDLen
+		case model.KindBool:
+			n++
+		default:
+			n += 8
+		}
+	}
+	return n
 }
 
 // minColumnRows is the room a column is made with beyond its rows when
@@ -504,14 +655,30 @@ type captured struct {
 func (b *memBucket) capture() captured {
 	cols := b.captureTail()
 	if b.frozenRows == 0 {
-		return captured{b: b, cols: cols}
+		return captured{b: b, cols: cols, thawed: b.openRows > 0}
 	}
 	return captured{b: b, cols: thawColumns(b.frozen, b.frozenRows, &cols, nil), thawed: true}
 }
 
-// captureTail captures the rows of b since its last freeze (appendCapture
-// into columns of their own).
+// captureTimes captures the times of b's rows since its last freeze.
+func (b *memBucket) captureTimes() []int64 {
+	if b.openRows > 0 {
+		return openTimes(b.open, b.cols.Fields, b.openRows)
+	}
+	n := len(b.cols.Times)
+	return b.cols.Times[:n:n]
+}
+
+// captureTail captures the rows of b since its last freeze: its open rows
+// decoded into new columns, or its plain ones (appendCapture into columns
+// of their own).
 func (b *memBucket) captureTail() bucket.Columns {
+	if len(b.cols.Times) == 0 {
+		// Open rows decoded (none: the columns' names and types).
+		var out bucket.Columns
+		decodeOpenRows(&out, b.cols.Fields, b.open, b.openRows)
+		return out
+	}
 	times, fields, _ := b.appendCapture(make([]bucket.Column, 0, len(b.cols.Fields)), nil)
 	return bucket.Columns{Times: times, Fields: fields}
 }
@@ -607,7 +774,7 @@ func zeroed[T any](s []T, n int) []T {
 	return s
 }
 
-// appendCapture is capture with the column headers appended to fields and
+// appendCapture is capture of b's plain rows with the column headers appended to fields and
 // the presence words to present, so that a checkpoint of a million buckets
 // captures them into a few large slices rather than allocating for each.
 // The presence bitmaps it sets are cut to their length, so appends to
@@ -819,9 +986,9 @@ type limits struct {
 	maxCount int
 	maxBytes int
 	maxOpen  int
-	// freezeAt is the plain rows at which an open bucket freezes them:
-	// freezeRows (tests compare with buckets that never freeze, at
-	// math.MaxInt).
+	// freezeAt is the rows at which an open bucket freezes those it took
+	// since its last freeze: freezeRows (tests compare with buckets that
+	// never freeze, at math.MaxInt, which take plain rows, not open ones).
 	freezeAt int
 }
 

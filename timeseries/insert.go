@@ -569,11 +569,9 @@ func (db *DB) apply(c *collection, groups []group) {
 				cur = db.bucketFor(c, s, m, sz, span, rounding)
 			}
 			nf := len(cur.cols.Fields)
-			added += cur.appendRow(m.Time, sz, m.Fields)
-			if len(cur.cols.Times) >= db.lim.freezeAt && !cur.sealed {
-				var d int64
-				db.mu.freezeScratch, d = cur.freeze(db.mu.freezeScratch)
-				added += d
+			added += cur.appendRow(m.Time, sz, m.Fields, c, db.lim.freezeAt < math.MaxInt)
+			if cur.tailRows() >= db.lim.freezeAt && !cur.sealed {
+				added += cur.freeze(&db.mu.freezeScratch)
 			}
 			if !cur.oor && !ttl.InRange(m.Time) {
 				cur.oor = true
@@ -678,13 +676,11 @@ func (db *DB) bucketFor(c *collection, s *series, m *model.Measurement, sz int, 
 	}
 	if newest != nil {
 		s.rowsHint = int32(min(max(int(s.rowsHint), newest.rows()), db.lim.maxCount))
-		if !newest.sealed && m.Time >= newest.minTime+newest.span && len(newest.cols.Times) > 0 && db.lim.freezeAt < math.MaxInt {
+		if !newest.sealed && m.Time >= newest.minTime+newest.span && newest.tailRows() > 0 && db.lim.freezeAt < math.MaxInt {
 			// The series moved on: the bucket left open takes only late
 			// rows from now on, so its plain rows are frozen now rather
 			// than held plain (and their room) until it seals.
-			var d int64
-			db.mu.freezeScratch, d = newest.freeze(db.mu.freezeScratch)
-			db.headMem.Add(d)
+			db.headMem.Add(newest.freeze(&db.mu.freezeScratch))
 		}
 	}
 	b := &memBucket{id: db.mu.nextBucket, minTime: floorDiv(m.Time, rounding), span: span, capHint: int(s.rowsHint), mem: memBucketMem}

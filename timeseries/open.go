@@ -395,7 +395,9 @@ func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collectio
 	b.unordered = !slices.IsSorted(b.cols.Times)
 	b.lastNum, b.lastOver = lastNumbers(&b.cols, b.maxT)
 	if len(b.cols.Times) >= freezeRows {
-		*scratch, _ = b.freeze(*scratch)
+		fs := freezeScratch{chunk: *scratch}
+		b.freeze(&fs)
+		*scratch = fs.chunk
 	}
 	return b, nil
 }

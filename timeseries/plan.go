@@ -396,8 +396,7 @@ func (db *DB) captureSeries(p *scanPlan, c *collection, s *series, lo int64, ran
 func captureFor(p *scanPlan, b *memBucket, lo int64) (cols bucket.Columns, thawed bool, later *pendingThaw) {
 	unfrozen := b.frozenRows > 0 && b.frozenMaxT < lo
 	if p.fields != nil && len(p.fields) == 0 {
-		n := len(b.cols.Times)
-		cols = bucket.Columns{Times: b.cols.Times[:n:n]}
+		cols = bucket.Columns{Times: b.captureTimes()}
 		if b.frozenRows == 0 || unfrozen {
 			return cols, false, nil
 		}

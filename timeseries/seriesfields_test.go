@@ -394,6 +394,7 @@ func TestMemBucketLastNumbers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 200 {
 		b := &memBucket{span: int64(time.Hour)}
+		c, open := &collection{}, rng.IntN(2) == 0 // open rows, or plain ones
 		names := []string{"a", "b", "c"}
 		for range 1 + rng.IntN(20) {
 			var fs []model.Field
@@ -410,7 +411,7 @@ func TestMemBucketLastNumbers(t *testing.T) {
 			if b.typeChange(fs) {
 				continue // the row goes to another bucket (fits)
 			}
-			b.appendRow(int64(rng.IntN(10)), 1, fs)
+			b.appendRow(int64(rng.IntN(10)), 1, fs, c, open)
 			if rng.IntN(4) == 0 {
 				lo := int64(rng.IntN(10))
 				b.deleteRows(lo, lo+int64(rng.IntN(3)), nil, "t")
