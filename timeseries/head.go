@@ -539,21 +539,12 @@ func indexOfName(hdr []bucket.Column, name string) int {
 	return -1
 }
 
-// openRowBytes is about the bytes an open row of the fields fs takes.
+// openRowBytes is about the bytes an open row of the fields fs takes (a
+// value's BSON size bounds its own).
 func openRowBytes(fs []model.Field) int {
 	n := 10
 	for i := range fs {
-		n += 2
-		switch fs[i].Value.Kind {
-		case model.KindString, model.KindBSON:
-			n += 1 + len(fs[i].Value.S)
-		case model.KindObjectID:
-			n += bucket.ObjectIDLen
-		case model.KindBool:
-			n++
-		default:
-			n += 8
-		}
+		n += 2 + valueBytes(fs[i].Value.Kind, fs[i].Value.S)
 	}
 	return n
 }

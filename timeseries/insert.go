@@ -709,17 +709,20 @@ func rowBytes(m *model.Measurement, timeField string) int {
 	n := 5 + len(timeField) + 2 + 8
 	for i := range m.Fields {
 		f := &m.Fields[i]
-		n += len(f.Name) + 2
-		switch f.Value.Kind {
-		case model.KindString, model.KindBSON:
-			n += 5 + len(f.Value.S)
-		case model.KindObjectID:
-			n += bucket.ObjectIDLen
-		case model.KindBool:
-			n++
-		default:
-			n += 8
-		}
+		n += len(f.Name) + 2 + valueBytes(f.Value.Kind, f.Value.S)
 	}
 	return n
+}
+
+// valueBytes is the BSON size of a value of kind k (s, a string's).
+func valueBytes(k model.Kind, s string) int {
+	switch k {
+	case model.KindString, model.KindBSON:
+		return 5 + len(s)
+	case model.KindObjectID:
+		return bucket.ObjectIDLen
+	case model.KindBool:
+		return 1
+	}
+	return 8
 }

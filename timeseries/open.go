@@ -440,17 +440,11 @@ func estimateSize(cols *bucket.Columns, timeField string) int {
 			if !c.IsPresent(r) {
 				continue
 			}
-			n += len(c.Name) + 2
-			switch c.Type {
-			case model.KindString, model.KindBSON:
-				n += 5 + len(c.Strings[r])
-			case model.KindObjectID:
-				n += bucket.ObjectIDLen
-			case model.KindBool:
-				n++
-			default:
-				n += 8
+			var str string
+			if c.Type == model.KindString || c.Type == model.KindBSON {
+				str = c.Strings[r]
 			}
+			n += len(c.Name) + 2 + valueBytes(c.Type, str)
 		}
 	}
 	return n
