@@ -521,7 +521,7 @@ func (b *memBucket) appendOpen(t int64, sz int, fs []model.Field, c *collection)
 		}
 	}
 	if b.open == nil {
-		b.open = make([]byte, 0, b.tailCap()*openRowBytes(fs))
+		b.open = make([]byte, 0, min(b.tailCap(), openStartRows)*openRowBytes(fs))
 	}
 	b.open = appendOpenRow(b.open, t, fs, ci)
 	b.openRows++
@@ -539,12 +539,36 @@ func indexOfName(hdr []bucket.Column, name string) int {
 	return -1
 }
 
-// openRowBytes is about the bytes an open row of the fields fs takes (a
-// value's BSON size bounds its own).
+// openStartRows is how many rows a bucket's open rows are first made
+// room for (at most tailCap); past them they grow by append. Room for all
+// freezeRows at once held twice what a fleet's buckets use on average
+// through their freezes (each fills from none to freezeRows rows).
+const openStartRows = 8
+
+// openRowBytes is the bytes an open row of the fields fs takes.
 func openRowBytes(fs []model.Field) int {
-	n := 10
+	n := 1 + 8
 	for i := range fs {
-		n += 2 + valueBytes(fs[i].Value.Kind, fs[i].Value.S)
+		n++ // a column index below 128
+		switch v := &fs[i].Value; v.Kind {
+		case model.KindFloat:
+			n += 8
+		case model.KindInt, model.KindDate, model.KindInt32:
+			n += varintLen(v.I)
+		default:
+			n += valueBytes(v.Kind, v.S)
+		}
+	}
+	return n
+}
+
+// varintLen is the bytes binary.AppendVarint takes for v.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
 	}
 	return n
 }
