@@ -675,6 +675,11 @@ func (b *memBucket) capture() captured {
 	return captured{b: b, cols: thawColumns(b.frozen, b.frozenRows, &cols, nil), thawed: true}
 }
 
+// tailDecoded reports whether captureTail decodes b's rows since its last
+// freeze into new columns (open rows), which a read holds alone, rather
+// than capturing a prefix of b's own.
+func (b *memBucket) tailDecoded() bool { return len(b.cols.Times) == 0 }
+
 // captureTimes captures the times of b's rows since its last freeze.
 func (b *memBucket) captureTimes() []int64 {
 	if b.openRows > 0 {

@@ -209,3 +209,37 @@ func TestOpenRowsShareHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRowsCharged: a read that takes a bucket's open rows decoded
+// (all its rows newer than its frozen ones, or with the frozen ones
+// decoded later, out of DB.mu) is charged their values, which it holds
+// alone, not only their columns' headers.
+func TestOpenRowsCharged(t *testing.T) {
+	c := &collection{}
+	b := &memBucket{span: int64(time.Hour)}
+	var fz freezeScratch
+	for i := range 40 {
+		b.appendRow(int64(i), 1, []model.Field{{Name: "v", Value: model.Float(float64(i))}, {Name: "n", Value: model.Int(int64(i))}}, c, true)
+		if i == 31 {
+			b.freeze(&fz)
+		}
+	}
+	tail := b.captureTail()
+	values := columnsBytes(&tail)
+	// Every row since the freeze is newer than the frozen ones.
+	cols, thawed, later := captureFor(&scanPlan{}, b, b.frozenMaxT+1)
+	if later != nil || len(cols.Times) != 8 {
+		t.Fatalf("a read of the rows after the frozen ones: %d rows, later %v", len(cols.Times), later)
+	}
+	if got := capturedBytes(&cols, thawed); got != values {
+		t.Errorf("charged %d bytes for the open rows decoded, want %d", got, values)
+	}
+	// The frozen rows decoded later: the open rows are charged now.
+	_, _, later = captureFor(&scanPlan{lazyThaw: true, fields: []string{"v"}}, b, 0)
+	if later == nil || !later.tailDecoded {
+		t.Fatalf("a lazy read: %+v, want the open rows decoded", later)
+	}
+	if got := later.bytes(); got < values+8*40 {
+		t.Errorf("a lazy read charged %d bytes, want at least the open rows' %d and the times", got, values+8*40)
+	}
+}

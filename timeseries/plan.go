@@ -403,7 +403,7 @@ func captureFor(p *scanPlan, b *memBucket, lo int64) (cols bucket.Columns, thawe
 		return p.thawBucket(b, cols, nil)
 	}
 	if unfrozen {
-		return b.captureTail(), false, nil
+		return b.captureTail(), b.tailDecoded(), nil
 	}
 	if b.frozenRows > 0 && p.fields != nil {
 		// Only the fields the read decodes, as from a stored bucket.
@@ -420,7 +420,8 @@ func (p *scanPlan) thawBucket(b *memBucket, tail bucket.Columns, keep func(name 
 	if p.lazyThaw {
 		// The frozen rows are a prefix that later freezes never write
 		// into (memBucket): the read decodes them after DB.mu is let go.
-		return bucket.Columns{}, true, &pendingThaw{frozen: b.frozen[:len(b.frozen):len(b.frozen)], frozenRows: b.frozenRows, tail: tail, keep: keep}
+		return bucket.Columns{}, true, &pendingThaw{frozen: b.frozen[:len(b.frozen):len(b.frozen)], frozenRows: b.frozenRows,
+			tail: tail, tailDecoded: b.tailDecoded(), keep: keep}
 	}
 	return p.thawColumns(b.frozen, b.frozenRows, &tail, keep), true, nil
 }
@@ -433,17 +434,23 @@ type pendingThaw struct {
 	frozen     []byte
 	frozenRows int
 	tail       bucket.Columns
-	keep       func(name string) bool
+	// tailDecoded: tail is open rows decoded, held by the read alone.
+	tailDecoded bool
+	keep        func(name string) bool
 }
 
 // bytes is about what the capture holds until the read and the decoded
 // columns will hold, charged to the read's memory at the capture: the
-// plain rows' capture (every column's header and presence), every row's
+// capture of the rows since the last freeze (every column's header and
+// presence, and its values where open rows were decoded), every row's
 // time, and for each column decoded its values and presence (the frozen
 // bytes bound its strings').
 func (t *pendingThaw) bytes() int64 {
 	n := int64(t.frozenRows + len(t.tail.Times))
 	size := capturedBytes(&t.tail, false) + 8*n
+	if t.tailDecoded {
+		size += columnsBytes(&t.tail)
+	}
 	for i := range t.tail.Fields {
 		f := &t.tail.Fields[i]
 		if t.keep != nil && !t.keep(f.Name) {

@@ -183,8 +183,9 @@ func TestAggregateThawRacesWrites(t *testing.T) {
 }
 
 // TestPendingThawCharged: a chunk holds every open bucket's captured
-// plain rows (a column header per field of the bucket, and copied presence
-// words) until its series is read; the charge made at the capture
+// rows since its last freeze (a column header per field of the bucket,
+// copied presence words, and the values of open rows decoded) until its
+// series is read; the charge made at the capture
 // (pendingThaw.bytes) covers them, however few of the bucket's fields the
 // aggregate decodes.
 func TestPendingThawCharged(t *testing.T) {
@@ -232,6 +233,9 @@ func TestPendingThawCharged(t *testing.T) {
 			th := &s.thaws[i]
 			pending++
 			held += capturedBytes(&th.tail, false)
+			if th.tailDecoded {
+				held += columnsBytes(&th.tail) // open rows decoded: their values too
+			}
 			charged += th.bytes()
 		}
 	}
