@@ -2,6 +2,7 @@ package timeseries
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -129,9 +130,10 @@ type memBucket struct {
 	snapFrozen bool
 	lastOver   bool
 	hdrShared  bool
-	// cols holds the rows taken since the last freeze, as plain columns,
-	// and the header (name, type) of every column of the bucket, in the
-	// order the frozen rows index them.
+	// cols holds the header (name, type) of every column of the bucket,
+	// in the order the frozen and open rows index them, and the plain rows
+	// taken since the last freeze when the bucket takes plain rows (open,
+	// below).
 	cols bucket.Columns
 	id   uint64
 	// open holds the rows taken since the last freeze, openRows of them,
@@ -393,7 +395,12 @@ func (b *memBucket) typeChange(fs []model.Field) bool {
 // colIndex returns the index of the column named name, trying hint first
 // (measurements of one series usually list their fields in the same order).
 func (b *memBucket) colIndex(name string, hint int) int {
-	fs := b.cols.Fields
+	return columnIndex(b.cols.Fields, name, hint)
+}
+
+// columnIndex returns the index of the column named name in fs, trying
+// hint (0 or more) first, or -1.
+func columnIndex(fs []bucket.Column, name string, hint int) int {
 	if hint < len(fs) && fs[hint].Name == name {
 		return hint
 	}
@@ -502,7 +509,7 @@ func (b *memBucket) appendOpen(t int64, sz int, fs []model.Field, c *collection)
 			if ci[i] >= 0 {
 				continue
 			}
-			if x := indexOfName(hdr, fs[i].Name); x >= 0 {
+			if x := columnIndex(hdr, fs[i].Name, i); x >= 0 {
 				ci[i] = int32(x) // a field named twice in the measurement
 				continue
 			}
@@ -529,24 +536,16 @@ func (b *memBucket) appendOpen(t int64, sz int, fs []model.Field, c *collection)
 	return b.mem - before
 }
 
-// indexOfName returns the index of the column named name in hdr, or -1.
-func indexOfName(hdr []bucket.Column, name string) int {
-	for i := range hdr {
-		if hdr[i].Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // openStartRows is how many rows a bucket's open rows are first made
 // room for (at most tailCap); past them they grow by append. Room for all
 // freezeRows at once held twice what a fleet's buckets use on average
 // through their freezes (each fills from none to freezeRows rows).
 const openStartRows = 8
 
-// openRowBytes is the bytes an open row of the fields fs takes.
+// openRowBytes is the bytes an open row of the fields fs takes, but for
+// strings and BSON values, counted at their BSON size (a few bytes more).
 func openRowBytes(fs []model.Field) int {
+	var buf [binary.MaxVarintLen64]byte
 	n := 1 + 8
 	for i := range fs {
 		n++ // a column index below 128
@@ -554,21 +553,10 @@ func openRowBytes(fs []model.Field) int {
 		case model.KindFloat:
 			n += 8
 		case model.KindInt, model.KindDate, model.KindInt32:
-			n += varintLen(v.I)
+			n += len(binary.AppendVarint(buf[:0], v.I))
 		default:
 			n += valueBytes(v.Kind, v.S)
 		}
-	}
-	return n
-}
-
-// varintLen is the bytes binary.AppendVarint takes for v.
-func varintLen(v int64) int {
-	u := uint64(v<<1) ^ uint64(v>>63)
-	n := 1
-	for u >= 0x80 {
-		u >>= 7
-		n++
 	}
 	return n
 }

@@ -72,8 +72,8 @@ func (r *openRowReader) next() (t int64, fields int) {
 	return t, int(n)
 }
 
-// field reads the next field of a row: its column and, into col at row
-// i when col is not nil, its value.
+// field reads the next field of a row and returns its column; with dst
+// not nil, it writes the value into that column of dst at row i.
 func (r *openRowReader) field(dst *bucket.Columns, i int) int {
 	c, k := binary.Uvarint(r.src)
 	if k <= 0 || c >= uint64(len(r.hdr)) {
@@ -143,12 +143,11 @@ func decodeOpenRows(out *bucket.Columns, hdr []bucket.Column, src []byte, rows i
 		}
 	}
 	r := openRowReader{src: src, hdr: hdr}
+	// seen[c] is 1 + the last row that set column c.
 	var seenBuf [16]int
-	seen := seenBuf[:0]
+	seen := seenBuf[:]
 	if len(hdr) > len(seenBuf) {
 		seen = make([]int, len(hdr))
-	} else {
-		seen = seenBuf[:len(hdr)]
 	}
 	for i := range rows {
 		t, n := r.next()
