@@ -318,7 +318,7 @@ func (db *DB) load() error {
 	}
 	// Open-bucket snapshots.
 	var r bucket.Reader
-	var scratch []byte
+	var scratch freezeScratch
 	return db.scan([]byte{spaceOpen}, []byte{spaceOpen + 1}, func(k, v []byte) error {
 		kp, err := parseBucketKey(k)
 		if err != nil {
@@ -377,7 +377,7 @@ func (db *DB) recountStored(c *collection) error {
 
 // decodeMemBucket rebuilds an open bucket from its snapshot.
 // Its rows are frozen, in scratch (the caller's buffer).
-func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collection, scratch *[]byte) (*memBucket, error) {
+func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collection, scratch *freezeScratch) (*memBucket, error) {
 	ts := c.opts.TimeSeries
 	if len(v) > 0 && v[0] == bucket.VersionSnapshot {
 		return decodeSnapshot(v, kp, c)
@@ -395,9 +395,7 @@ func decodeMemBucket(r *bucket.Reader, v []byte, kp bucketKeyParts, c *collectio
 	b.unordered = !slices.IsSorted(b.cols.Times)
 	b.lastNum, b.lastOver = lastNumbers(&b.cols, b.maxT)
 	if len(b.cols.Times) >= freezeRows {
-		fs := freezeScratch{chunk: *scratch}
-		b.freeze(&fs)
-		*scratch = fs.chunk
+		b.freeze(scratch)
 	}
 	return b, nil
 }
